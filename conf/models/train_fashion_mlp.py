@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Train the `fashion-mlp` example model for inferd and export its artefacts.
+
+The model is a 784 -> 256 -> 128 -> 10 MLP with ReLU activations, trained on
+Fashion-MNIST.  Input preprocessing is only `pixel / 255.0` (float32,
+row-major 28x28 flattened to 784); the output is raw logits (no softmax).
+
+Outputs:
+  <out>/model.safetensors        weights, serialised by hand (no safetensors pkg)
+  <out>/model.json               inferd model config (platform inferd_mlp)
+  <ref>                          first 32 t10k images with PyTorch float32 logits
+  <sample>                       KServe v2 request body for t10k image 0
+  <sample minus .json>.expected  "<pred> <name> (label <label>)" for that image
+
+Reads the gzipped IDX files directly (gzip + numpy); needs no network and no
+torchvision.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import struct
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
+
+MODEL_NAME = "fashion-mlp"
+LABELS = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+IDX_MAGIC_IMAGES = 0x00000803
+IDX_MAGIC_LABELS = 0x00000801
+NUM_REF = 32
+SEED = 0
+
+# The config is kept as literal text so the file layout is stable for the C
+# loader and for reviewers; json.loads() below checks it is valid JSON.
+MODEL_JSON = """{
+  "name": "fashion-mlp",
+  "platform": "inferd_mlp",
+  "max_batch_size": 256,
+  "inputs":  [ { "name": "input",  "datatype": "FP32", "dims": [784] } ],
+  "outputs": [ { "name": "logits", "datatype": "FP32", "dims": [10] } ],
+  "dynamic_batching": { "max_queue_delay_us": 200, "preferred_batch_sizes": [64, 256], "max_queue_size": 4096, "default_timeout_us": 10000000 },
+  "weights": "model.safetensors",
+  "labels": ["T-shirt/top","Trouser","Pullover","Dress","Coat","Sandal","Shirt","Sneaker","Bag","Ankle boot"],
+  "layers": [
+    { "name": "fc1", "op": "linear", "weight": "fc1.weight", "bias": "fc1.bias" },
+    { "name": "relu1", "op": "relu" },
+    { "name": "fc2", "op": "linear", "weight": "fc2.weight", "bias": "fc2.bias" },
+    { "name": "relu2", "op": "relu" },
+    { "name": "fc3", "op": "linear", "weight": "fc3.weight", "bias": "fc3.bias" }
+  ]
+}
+"""
+
+
+class FashionMLP(nn.Module):
+    """784 -> 256 -> 128 -> 10 MLP; returns raw logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 256)
+        self.fc2 = nn.Linear(256, 128)
+        self.fc3 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+def read_idx(path, expect_magic):
+    """Read a gzipped IDX file and return a uint8 numpy array.
+
+    Images come back as (N, 28, 28), labels as (N,).
+    """
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    magic, count = struct.unpack(">II", raw[:8])
+    if magic != expect_magic:
+        raise ValueError(f"{path}: bad IDX magic 0x{magic:08x}")
+    if magic == IDX_MAGIC_IMAGES:
+        rows, cols = struct.unpack(">II", raw[8:16])
+        shape, offset = (count, rows, cols), 16
+    else:
+        shape, offset = (count,), 8
+    expected = offset + int(np.prod(shape))
+    if len(raw) != expected:
+        raise ValueError(f"{path}: {len(raw)} bytes, expected {expected}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=offset).reshape(shape)
+
+
+def load_split(data_dir, split):
+    """Return (inputs float32 [N,784] in [0,1], labels int64 [N]) for a split."""
+    images = read_idx(os.path.join(data_dir, f"{split}-images-idx3-ubyte.gz"),
+                      IDX_MAGIC_IMAGES)
+    labels = read_idx(os.path.join(data_dir, f"{split}-labels-idx1-ubyte.gz"),
+                      IDX_MAGIC_LABELS)
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"{split}: {images.shape[0]} images but "
+                         f"{labels.shape[0]} labels")
+    x = images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
+    return x, labels.astype(np.int64)
+
+
+def train(model, x_train, y_train, epochs, batch_size, lr):
+    """Train with Adam + cross-entropy, shuffling each epoch from a fixed seed."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.from_numpy(x_train)
+    y = torch.from_numpy(y_train)
+    gen = torch.Generator().manual_seed(SEED)
+    n = x.shape[0]
+    for epoch in range(1, epochs + 1):
+        model.train()
+        perm = torch.randperm(n, generator=gen)
+        total = 0.0
+        t0 = time.time()
+        for start in range(0, n, batch_size):
+            idx = perm[start:start + batch_size]
+            opt.zero_grad()
+            loss = loss_fn(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            total += loss.item() * idx.shape[0]
+        print(f"epoch {epoch:2d}  loss {total / n:.4f}  ({time.time() - t0:.1f}s)",
+              flush=True)
+
+
+@torch.no_grad()
+def predict_logits(model, x):
+    """Float32 logits for a numpy [N,784] batch."""
+    model.eval()
+    return model(torch.from_numpy(x)).numpy().astype(np.float32)
+
+
+def write_safetensors(path, tensors, metadata):
+    """Serialise float32 tensors in the safetensors format.
+
+    Layout: u64 little-endian header length, JSON header padded with spaces to
+    a multiple of 8 bytes, then the raw little-endian data of each tensor,
+    contiguous and in header order.
+    """
+    header = {"__metadata__": metadata}
+    blobs = []
+    offset = 0
+    for name, t in tensors:
+        arr = np.ascontiguousarray(t.detach().cpu().numpy(), dtype="<f4")
+        blob = arr.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    hdr = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hdr += b" " * (-len(hdr) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hdr)))
+        f.write(hdr)
+        for blob in blobs:
+            f.write(blob)
+
+
+def fmt_floats(values):
+    """Format floats with %.9g, enough digits to round-trip float32."""
+    return "[" + ",".join("%.9g" % float(v) for v in values) + "]"
+
+
+def write_reference(path, indices, labels, inputs, logits):
+    """Write the reference inputs/logits JSON used by the C tests."""
+    rows_in = ",\n    ".join(fmt_floats(r) for r in inputs)
+    rows_out = ",\n    ".join(fmt_floats(r) for r in logits)
+    compact = {"separators": (",", ":")}
+    text = ('{"model":"%s",\n'
+            ' "indices":%s,\n'
+            ' "labels":%s,\n'
+            ' "inputs":[\n    %s],\n'
+            ' "logits":[\n    %s]}\n') % (
+        MODEL_NAME, json.dumps([int(i) for i in indices], **compact),
+        json.dumps([int(v) for v in labels], **compact), rows_in, rows_out)
+    json.loads(text)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_request(path, image):
+    """Write a KServe v2 inference request body for one flattened image."""
+    text = ('{"id":"fashion-0","inputs":[{"name":"input","shape":[1,784],'
+            '"datatype":"FP32","data":%s}]}\n') % fmt_floats(image)
+    json.loads(text)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                    help="directory holding the gzipped IDX files")
+    ap.add_argument("--out", default=os.path.join(SCRIPT_DIR, MODEL_NAME),
+                    help="model directory to write")
+    ap.add_argument("--ref",
+                    default=os.path.join(REPO_ROOT, "tests/data/fashion_ref.json"),
+                    help="reference logits JSON to write")
+    ap.add_argument("--sample",
+                    default=os.path.join(REPO_ROOT,
+                                         "docs/examples/fashion-request.json"),
+                    help="example KServe v2 request to write")
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    args = ap.parse_args()
+
+    torch.manual_seed(SEED)
+    np.random.seed(SEED)
+    torch.set_num_threads(2)
+
+    x_train, y_train = load_split(args.data, "train")
+    x_test, y_test = load_split(args.data, "t10k")
+    print(f"train {x_train.shape}  test {x_test.shape}")
+
+    model = FashionMLP()
+    train(model, x_train, y_train, args.epochs, args.batch_size, args.lr)
+
+    test_logits = predict_logits(model, x_test)
+    accuracy = float((test_logits.argmax(axis=1) == y_test).mean())
+    print(f"test accuracy {accuracy:.4f}")
+    if accuracy < 0.87:
+        raise SystemExit(f"test accuracy {accuracy:.4f} below 0.87; not exporting")
+
+    for d in (args.out, os.path.dirname(args.ref), os.path.dirname(args.sample)):
+        os.makedirs(d, exist_ok=True)
+
+    weights_path = os.path.join(args.out, "model.safetensors")
+    write_safetensors(
+        weights_path,
+        [(f"{layer}.{kind}", getattr(getattr(model, layer), kind))
+         for layer in ("fc1", "fc2", "fc3") for kind in ("weight", "bias")],
+        {"format": "pt", "model": MODEL_NAME,
+         "test_accuracy": f"{accuracy:.4f}",
+         "preprocessing": "pixel/255.0 float32, row-major 28x28"})
+
+    config = json.loads(MODEL_JSON)
+    if config["labels"] != LABELS:
+        raise SystemExit("MODEL_JSON labels disagree with LABELS")
+    with open(os.path.join(args.out, "model.json"), "w") as f:
+        f.write(MODEL_JSON)
+
+    ref_idx = np.arange(NUM_REF)
+    write_reference(args.ref, ref_idx, y_test[ref_idx], x_test[ref_idx],
+                    predict_logits(model, x_test[ref_idx]))
+
+    write_request(args.sample, x_test[0])
+    pred = int(test_logits[0].argmax())
+    label = int(y_test[0])
+    expected = f"{pred} {LABELS[pred]} (label {label})"
+    with open(os.path.splitext(args.sample)[0] + ".expected", "w") as f:
+        f.write(expected + "\n")
+    print(f"image 0: predicted {pred} {LABELS[pred]}, label {label} {LABELS[label]}")
+
+    for p in (weights_path, os.path.join(args.out, "model.json"), args.ref,
+              args.sample):
+        print(f"wrote {p} ({os.path.getsize(p)} bytes)")
+
+
+if __name__ == "__main__":
+    main()

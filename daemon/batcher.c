@@ -1,0 +1,922 @@
+/* batcher.c: per-model queues, fair batch formation across clients, and the copy/compute pipeline. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batcher.h"
+#include "error.h"
+#include "log.h"
+
+/* One client's queue on one model; linked into the model's round-robin ring while non-empty. */
+struct client_fifo {
+	batch_client_t *client;
+	struct batch_request *head, *tail;
+	int active;
+	struct client_fifo *next_active;
+};
+
+struct batch_client {
+	batcher_t *batcher;
+	char label[64];
+	device_stream_t *stream;
+	struct client_fifo *fifos;	/* one per model, indexed like batcher->queues */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	uint64_t outstanding;		/* queued + in flight, all models */
+	int closing;
+};
+
+/* One preallocated batch context: buffers, events and the requests it carries. */
+struct batch_slot {
+	model_exec_t *exec;
+	device_event_t **ev_in, **ev_out;	/* one per request position */
+	device_event_t *ev_begin, *ev_compute0, *ev_compute1;
+	struct batch_request **reqs;
+	int nreqs, rows;
+	uint64_t seq;
+	enum batch_status status;		/* BATCH_OK or why the launch failed */
+	char error[256];
+	struct batch_slot *next;		/* free list or in-flight FIFO */
+};
+
+/* Everything for one model: its queue, its threads and its batch contexts. */
+struct model_queue {
+	batcher_t *batcher;
+	const model_t *model;
+	int index;
+	struct metrics_model *mm;
+	pthread_mutex_t lock;
+	pthread_cond_t work;			/* requests arrived, a slot freed, or stopping */
+	pthread_cond_t landed;			/* a batch was launched (for the completion thread) */
+	struct client_fifo *ring_head, *ring_tail;
+	size_t nactive;				/* fifos in the ring */
+	size_t queued, queued_rows;
+	struct batch_slot *slots, *free_slots, *inflight_head, *inflight_tail;
+	int nslots;
+	device_stream_t *compute;
+	uint64_t seq;
+	int stopping, sched_done;
+	pthread_t sched, completion;
+	int threads_started;
+};
+
+struct batcher {
+	device_t *dev;
+	struct metrics *metrics;
+	size_t nqueues;
+	struct model_queue *queues;
+	device_event_t *ev_epoch;		/* reference point for debug timestamps */
+	int shut;
+};
+
+static const char *status_names[] = {
+	"ok", "busy: the model's queue is full", "timed out waiting for inference",
+	"invalid request", "cancelled: the client went away",
+	"the server is shutting down", "internal error",
+};
+
+/* Human-readable text of a status. */
+const char *
+batch_status_str(enum batch_status s)
+{
+	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
+}
+
+/* Metrics reason of a failing status. */
+enum metrics_reason
+batch_status_reason(enum batch_status s)
+{
+	switch (s) {
+	case BATCH_ERR_BUSY:
+		return METRICS_REASON_BUSY;
+	case BATCH_ERR_TIMEOUT:
+		return METRICS_REASON_TIMEOUT;
+	case BATCH_ERR_INVALID:
+		return METRICS_REASON_INVALID;
+	case BATCH_ERR_CANCELLED:
+		return METRICS_REASON_CANCELLED;
+	case BATCH_ERR_SHUTDOWN:
+		return METRICS_REASON_SHUTDOWN;
+	default:
+		return METRICS_REASON_INTERNAL;
+	}
+}
+
+/* Monotonic microseconds. */
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Wait on cond until the monotonic time deadline (condvars use CLOCK_MONOTONIC here). */
+static void
+cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline)
+{
+	struct timespec ts = { (time_t)(deadline / 1000000u), (long)(deadline % 1000000u) * 1000 };
+
+	pthread_cond_timedwait(cond, lock, &ts);
+}
+
+/* Init a condition variable on the monotonic clock. */
+static int
+cond_init_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	if ((rc = pthread_condattr_init(&attr)) != 0)
+		return rc;
+	if ((rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
+		rc = pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+/* Count a finished request in the metrics. */
+static void
+batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status st)
+{
+	if (q->mm == NULL)
+		return;
+	if (st == BATCH_OK)
+		METRICS_ADD(q->mm->success, 1);
+	else
+		METRICS_ADD(q->mm->failure[batch_status_reason(st)], 1);
+	if (r != NULL && r->submit_us != 0)
+		METRICS_ADD(q->mm->request_us, now_us() - r->submit_us);
+}
+
+/* One request of c is finished: wake batcher_client_close when it was the last. */
+static void
+client_release(batch_client_t *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (--c->outstanding == 0)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Tell the submitter, count it, and release the client's hold (called without q->lock). */
+static void
+finish_request(struct model_queue *q, struct batch_request *r,
+    enum batch_status st, const char *error)
+{
+	batch_client_t *c = r->client;
+
+	batcher_count(q, r, st);
+	r->done(r, st, st == BATCH_OK ? NULL : (error ? error : batch_status_str(st)));
+	client_release(c);
+}
+
+/* Finish every request of a detached list with one status. */
+static void
+finish_list(struct model_queue *q, struct batch_request *list,
+    enum batch_status st, const char *error)
+{
+	struct batch_request *r, *next;
+
+	for (r = list; r != NULL; r = next) {
+		next = r->next;
+		finish_request(q, r, st, error);
+	}
+}
+
+/* Append f to the round-robin ring. */
+static void
+ring_push(struct model_queue *q, struct client_fifo *f)
+{
+	f->active = 1;
+	f->next_active = NULL;
+	q->nactive++;
+	if (q->ring_tail != NULL)
+		q->ring_tail->next_active = f;
+	else
+		q->ring_head = f;
+	q->ring_tail = f;
+}
+
+/* Remove and return the ring's first fifo. */
+static struct client_fifo *
+ring_pop(struct model_queue *q)
+{
+	struct client_fifo *f = q->ring_head;
+
+	if (f == NULL)
+		return NULL;
+	q->ring_head = f->next_active;
+	if (q->ring_head == NULL)
+		q->ring_tail = NULL;
+	q->nactive--;
+	f->active = 0;
+	f->next_active = NULL;
+	return f;
+}
+
+/* Unlink f from wherever it is in the ring. */
+static void
+ring_remove(struct model_queue *q, struct client_fifo *f)
+{
+	struct client_fifo *p, *prev = NULL;
+
+	for (p = q->ring_head; p != NULL; prev = p, p = p->next_active) {
+		if (p != f)
+			continue;
+		if (prev != NULL)
+			prev->next_active = p->next_active;
+		else
+			q->ring_head = p->next_active;
+		if (q->ring_tail == p)
+			q->ring_tail = prev;
+		q->nactive--;
+		break;
+	}
+	f->active = 0;
+	f->next_active = NULL;
+}
+
+/* Take the expired requests out of every fifo; returns them as a list. */
+static struct batch_request *
+take_expired(struct model_queue *q, uint64_t now, uint64_t *earliest)
+{
+	struct batch_request *expired = NULL, **tail = &expired;
+	struct client_fifo *f, *next;
+
+	*earliest = UINT64_MAX;
+	for (f = q->ring_head; f != NULL; f = next) {
+		struct batch_request **pp = &f->head, *r, *last = NULL;
+		next = f->next_active;
+		while ((r = *pp) != NULL) {
+			if (r->deadline_us > now) {
+				*earliest = r->deadline_us < *earliest ? r->deadline_us : *earliest;
+				last = r;
+				pp = &r->next;
+				continue;
+			}
+			*pp = r->next;
+			q->queued--;
+			q->queued_rows -= (size_t)r->rows;
+			r->next = NULL;
+			*tail = r;
+			tail = &r->next;
+		}
+		f->tail = last;
+		if (f->head == NULL)
+			ring_remove(q, f);
+	}
+	return expired;
+}
+
+/* Submission time of the oldest queued request (fifo heads hold each client's oldest). */
+static uint64_t
+oldest_submit(struct model_queue *q)
+{
+	struct client_fifo *f;
+	uint64_t oldest = UINT64_MAX;
+
+	for (f = q->ring_head; f != NULL; f = f->next_active)
+		if (f->head != NULL && f->head->submit_us < oldest)
+			oldest = f->head->submit_us;
+	return oldest;
+}
+
+/*
+ * How many rows the next batch may hold, or 0 to keep waiting: a full batch
+ * or a preferred size goes at once; otherwise the oldest request waits out
+ * max_queue_delay_us for company (not while stopping).
+ */
+static int
+batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
+{
+	const struct model_batching *cfg = &q->model->batching;
+	int max = q->model->max_batch_size, best = 0, i;
+
+	if (q->queued_rows >= (size_t)max)
+		return max;
+	for (i = 0; i < cfg->npreferred; i++)
+		if ((size_t)cfg->preferred[i] <= q->queued_rows && cfg->preferred[i] > best)
+			best = cfg->preferred[i];
+	if (best > 0)
+		return best;
+	*wake = oldest_submit(q) + cfg->max_queue_delay_us;
+	if (q->stopping || now >= *wake)
+		return max;
+	return 0;
+}
+
+/* Fill slot with requests taken round-robin over clients, at most limit rows. */
+static void
+form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
+{
+	struct client_fifo *f;
+	struct batch_request *r;
+	size_t misses = 0;
+
+	s->nreqs = 0;
+	s->rows = 0;
+	/* Stop when full, when empty, or after a whole round where nothing fit. */
+	while (s->rows < limit && q->nactive > 0 && misses < q->nactive) {
+		f = ring_pop(q);
+		r = f->head;
+		if (s->rows + r->rows > limit) {
+			ring_push(q, f);
+			misses++;
+			continue;
+		}
+		misses = 0;
+		f->head = r->next;
+		if (f->head == NULL)
+			f->tail = NULL;
+		else
+			ring_push(q, f);
+		r->next = NULL;
+		r->slot = s->nreqs;
+		r->offset_rows = s->rows;
+		r->start_us = now;
+		s->reqs[s->nreqs++] = r;
+		s->rows += r->rows;
+		q->queued--;
+		q->queued_rows -= (size_t)r->rows;
+		if (q->mm != NULL)
+			METRICS_ADD(q->mm->queue_us, now - r->submit_us);
+	}
+}
+
+/* Queue one request's input copy on its client's stream, then mark it with ev_in. */
+static int
+launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
+{
+	struct batch_request *r = s->reqs[i];
+	device_stream_t *cs = r->client->stream;
+	size_t bytes = model_input_bytes(q->model, r->rows);
+	float *dst = s->exec->input + (size_t)r->offset_rows * q->model->input.row_elems;
+
+	if (i == 0 && device_event_record(s->ev_begin, cs, cause) != 0)
+		return -1;
+	if (device_copy_h2d(cs, dst, r->input, bytes, cause) != 0 ||
+	    device_event_record(s->ev_in[i], cs, cause) != 0 ||
+	    device_stream_wait_event(q->compute, s->ev_in[i], cause) != 0)
+		return -1;
+	if (q->batcher->metrics != NULL)
+		METRICS_ADD(q->batcher->metrics->bytes_h2d, bytes);
+	return 0;
+}
+
+/* Queue one request's output copy on its client's stream after the compute. */
+static int
+launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause)
+{
+	struct batch_request *r = s->reqs[i];
+	device_stream_t *cs = r->client->stream;
+	size_t bytes = model_output_bytes(q->model, r->rows);
+	const float *src = s->exec->output + (size_t)r->offset_rows * q->model->output.row_elems;
+
+	if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0 ||
+	    device_copy_d2h(cs, r->output, src, bytes, cause) != 0 ||
+	    device_event_record(s->ev_out[i], cs, cause) != 0)
+		return -1;
+	if (q->batcher->metrics != NULL)
+		METRICS_ADD(q->batcher->metrics->bytes_d2h, bytes);
+	return 0;
+}
+
+/* Queue the whole batch: copies in on client streams, compute, copies out (DESIGN §7). */
+static int
+launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
+{
+	int i;
+
+	for (i = 0; i < s->nreqs; i++)
+		if (launch_copy_in(q, s, i, cause) != 0)
+			return -1;
+	if (device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
+	    model_exec_run(s->exec, s->rows, q->compute, cause) != 0 ||
+	    device_event_record(s->ev_compute1, q->compute, cause) != 0)
+		return -1;
+	for (i = 0; i < s->nreqs; i++)
+		if (launch_copy_out(q, s, i, cause) != 0)
+			return -1;
+	return 0;
+}
+
+/* Hand a launched slot to the completion thread. */
+static void
+push_inflight(struct model_queue *q, struct batch_slot *s)
+{
+	s->next = NULL;
+	if (q->inflight_tail != NULL)
+		q->inflight_tail->next = s;
+	else
+		q->inflight_head = s;
+	q->inflight_tail = s;
+	pthread_cond_signal(&q->landed);
+}
+
+/* Launch a formed batch outside the lock; a failure fails the batch, in order. */
+static void
+dispatch(struct model_queue *q, struct batch_slot *s)
+{
+	char *cause = NULL;
+
+	s->status = BATCH_OK;
+	s->error[0] = '\0';
+	if (launch_batch(q, s, &cause) != 0) {
+		LOG_ERROR("model '%s': batch of %d rows failed to launch: %s", q->model->name, s->rows, cause);
+		s->status = BATCH_ERR_INTERNAL;
+		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
+		free(cause);
+	}
+	pthread_mutex_lock(&q->lock);
+	s->seq = q->seq++;
+	push_inflight(q, s);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* The scheduling thread of one model: wait, form fair batches, launch them. */
+static void *
+sched_main(void *arg)
+{
+	struct model_queue *q = arg;
+	struct batch_request *expired;
+	uint64_t now, wake, earliest;
+	struct batch_slot *s;
+	int limit;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		if (q->queued == 0) {
+			if (q->stopping)
+				break;
+			pthread_cond_wait(&q->work, &q->lock);
+			continue;
+		}
+		now = now_us();
+		expired = take_expired(q, now, &earliest);
+		if (expired != NULL) {
+			pthread_mutex_unlock(&q->lock);
+			finish_list(q, expired, BATCH_ERR_TIMEOUT, NULL);
+			pthread_mutex_lock(&q->lock);
+			continue;
+		}
+		wake = UINT64_MAX;
+		limit = batch_limit(q, now, &wake);
+		if (limit == 0 || q->free_slots == NULL) {
+			/* Wait for company, a free slot, or the first deadline. */
+			wake = wake < earliest ? wake : earliest;
+			if (wake == UINT64_MAX)
+				pthread_cond_wait(&q->work, &q->lock);
+			else
+				cond_wait_until(&q->work, &q->lock, wake);
+			continue;
+		}
+		s = q->free_slots;
+		q->free_slots = s->next;
+		form_batch(q, s, limit, now);
+		if (s->nreqs == 0)	/* no request fits the preferred size: take what fits the maximum */
+			form_batch(q, s, q->model->max_batch_size, now);
+		pthread_mutex_unlock(&q->lock);
+		dispatch(q, s);
+		pthread_mutex_lock(&q->lock);
+	}
+	q->sched_done = 1;
+	pthread_cond_broadcast(&q->landed);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* Debug line with the batch's device timeline, relative to the batcher's epoch event. */
+static void
+log_batch_timeline(struct model_queue *q, struct batch_slot *s)
+{
+	double t_begin = 0, t_c0 = 0, t_c1 = 0, t_end = 0;
+	device_event_t *epoch = q->batcher->ev_epoch;
+
+	if (log_threshold < LOG_LEVEL_DEBUG)
+		return;
+	if (device_event_elapsed_us(epoch, s->ev_begin, &t_begin, NULL) != 0 ||
+	    device_event_elapsed_us(epoch, s->ev_compute0, &t_c0, NULL) != 0 ||
+	    device_event_elapsed_us(epoch, s->ev_compute1, &t_c1, NULL) != 0 ||
+	    device_event_elapsed_us(epoch, s->ev_out[s->nreqs - 1], &t_end, NULL) != 0)
+		return;
+	LOG_DEBUG("batch model=%s seq=%llu rows=%d requests=%d copy_in_start=%.1fus compute=[%.1f, %.1f]us copies_done=%.1fus",
+	    q->model->name, (unsigned long long)s->seq, s->rows, s->nreqs, t_begin, t_c0, t_c1, t_end);
+}
+
+/* Wait for each request's copy-out in order and tell its client at once. */
+static void
+complete_batch(struct model_queue *q, struct batch_slot *s)
+{
+	enum batch_status st = s->status;
+	double compute_us = 0;
+	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < s->nreqs; i++) {
+		if (st == BATCH_OK && device_event_sync(s->ev_out[i], &cause) != 0) {
+			LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
+			st = BATCH_ERR_INTERNAL;
+			snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
+			free(cause);
+			cause = NULL;
+		}
+		finish_request(q, s->reqs[i], st, s->error);
+	}
+	if (s->status == BATCH_OK && st == BATCH_OK) {
+		if (device_event_elapsed_us(s->ev_compute0, s->ev_compute1, &compute_us, NULL) != 0)
+			compute_us = 0;
+		if (q->mm != NULL)
+			metrics_count_batch(q->mm, s->rows, (uint64_t)compute_us);
+		log_batch_timeline(q, s);
+	}
+}
+
+/* The completion thread of one model: finish launched batches in launch order. */
+static void *
+completion_main(void *arg)
+{
+	struct model_queue *q = arg;
+	struct batch_slot *s;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		if (q->inflight_head == NULL) {
+			if (q->sched_done)
+				break;
+			pthread_cond_wait(&q->landed, &q->lock);
+			continue;
+		}
+		s = q->inflight_head;
+		q->inflight_head = s->next;
+		if (q->inflight_head == NULL)
+			q->inflight_tail = NULL;
+		pthread_mutex_unlock(&q->lock);
+		complete_batch(q, s);
+		pthread_mutex_lock(&q->lock);
+		s->next = q->free_slots;
+		q->free_slots = s;
+		pthread_cond_signal(&q->work);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* Allocate one batch context and its events. */
+static int
+slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
+{
+	device_t *dev = q->batcher->dev;
+	int n = q->model->max_batch_size, i;
+
+	s->reqs = calloc((size_t)n, sizeof *s->reqs);
+	s->ev_in = calloc((size_t)n, sizeof *s->ev_in);
+	s->ev_out = calloc((size_t)n, sizeof *s->ev_out);
+	if (s->reqs == NULL || s->ev_in == NULL || s->ev_out == NULL)
+		return error_set(cause, "out of memory");
+	if (model_exec_create(q->model, &s->exec, cause) != 0 ||
+	    device_event_create(dev, &s->ev_begin, cause) != 0 ||
+	    device_event_create(dev, &s->ev_compute0, cause) != 0 ||
+	    device_event_create(dev, &s->ev_compute1, cause) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (device_event_create(dev, &s->ev_in[i], cause) != 0 ||
+		    device_event_create(dev, &s->ev_out[i], cause) != 0)
+			return -1;
+	return 0;
+}
+
+/* Free one batch context (partially created ones too). */
+static void
+slot_free(struct model_queue *q, struct batch_slot *s)
+{
+	int i;
+
+	for (i = 0; s->ev_in != NULL && i < q->model->max_batch_size; i++) {
+		device_event_destroy(s->ev_in[i]);
+		device_event_destroy(s->ev_out[i]);
+	}
+	device_event_destroy(s->ev_begin);
+	device_event_destroy(s->ev_compute0);
+	device_event_destroy(s->ev_compute1);
+	model_exec_free(s->exec);
+	free(s->reqs);
+	free(s->ev_in);
+	free(s->ev_out);
+}
+
+/* Set up one model's queue: lock, conds, compute stream, slots, threads. */
+static int
+queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
+    int inflight, char **cause)
+{
+	int i, rc;
+
+	q->batcher = b;
+	q->model = m;
+	q->index = index;
+	q->mm = b->metrics != NULL ? metrics_find(b->metrics, m->name) : NULL;
+	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = cond_init_monotonic(&q->work)) != 0 ||
+	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
+		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
+	if (device_stream_create(b->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
+		return error_prefix(cause, "model '%s': compute stream", m->name);
+	q->slots = calloc((size_t)inflight, sizeof *q->slots);
+	if (q->slots == NULL)
+		return error_set(cause, "out of memory");
+	q->nslots = inflight;
+	for (i = 0; i < inflight; i++) {
+		if (slot_create(q, &q->slots[i], cause) != 0)
+			return error_prefix(cause, "model '%s': batch context %d", m->name, i);
+		q->slots[i].next = q->free_slots;
+		q->free_slots = &q->slots[i];
+	}
+	if ((rc = pthread_create(&q->sched, NULL, sched_main, q)) != 0)
+		return error_set(cause, "model '%s': pthread_create: %s", m->name, strerror(rc));
+	if ((rc = pthread_create(&q->completion, NULL, completion_main, q)) != 0) {
+		pthread_mutex_lock(&q->lock);
+		q->stopping = 1;
+		pthread_cond_broadcast(&q->work);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->sched, NULL);
+		return error_set(cause, "model '%s': pthread_create: %s", m->name, strerror(rc));
+	}
+	q->threads_started = 1;
+	return 0;
+}
+
+/* Stop one queue's threads after draining, then free its resources. */
+static void
+queue_destroy(struct model_queue *q)
+{
+	int i;
+
+	if (q->batcher == NULL)
+		return;
+	if (q->threads_started) {
+		pthread_mutex_lock(&q->lock);
+		q->stopping = 1;
+		pthread_cond_broadcast(&q->work);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->sched, NULL);
+		pthread_join(q->completion, NULL);
+	}
+	for (i = 0; q->slots != NULL && i < q->nslots; i++)
+		slot_free(q, &q->slots[i]);
+	free(q->slots);
+	device_stream_destroy(q->compute);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->work);
+	pthread_cond_destroy(&q->landed);
+}
+
+/* Create one queue and thread pair per model. */
+int
+batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
+    int inflight, batcher_t **out, char **cause)
+{
+	batcher_t *b;
+	device_stream_t *s;
+	size_t i;
+
+	if (inflight < 1)
+		return error_set(cause, "inflight batches must be at least 1");
+	b = calloc(1, sizeof *b);
+	if (b == NULL || (b->queues = calloc(repo->count ? repo->count : 1, sizeof *b->queues)) == NULL) {
+		free(b);
+		return error_set(cause, "out of memory");
+	}
+	b->dev = dev;
+	b->metrics = metrics;
+	b->nqueues = repo->count;
+	/* The epoch event is recorded once so debug timestamps share an origin. */
+	if (device_event_create(dev, &b->ev_epoch, cause) != 0 ||
+	    device_stream_create(dev, DEVICE_STREAM_COPY, &s, cause) != 0) {
+		batcher_free(b);
+		return -1;
+	}
+	if (device_event_record(b->ev_epoch, s, cause) != 0 || device_stream_sync(s, cause) != 0) {
+		device_stream_destroy(s);
+		batcher_free(b);
+		return -1;
+	}
+	device_stream_destroy(s);
+	for (i = 0; i < repo->count; i++) {
+		if (queue_create(b, &b->queues[i], repo->models[i], (int)i, inflight, cause) != 0) {
+			batcher_free(b);
+			return -1;
+		}
+	}
+	*out = b;
+	return 0;
+}
+
+/* Stop accepting new requests; queued ones still run. */
+void
+batcher_shutdown(batcher_t *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->nqueues; i++) {
+		struct model_queue *q = &b->queues[i];
+		if (q->batcher == NULL)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		q->stopping = 1;
+		pthread_cond_broadcast(&q->work);
+		pthread_mutex_unlock(&q->lock);
+	}
+	b->shut = 1;
+}
+
+/* Drain, join and free. */
+void
+batcher_free(batcher_t *b)
+{
+	size_t i;
+
+	if (b == NULL)
+		return;
+	for (i = 0; i < b->nqueues; i++)
+		queue_destroy(&b->queues[i]);
+	device_event_destroy(b->ev_epoch);
+	free(b->queues);
+	free(b);
+}
+
+/* Find the queue of model m. */
+static struct model_queue *
+batcher_queue(batcher_t *b, const model_t *m)
+{
+	size_t i;
+
+	for (i = 0; i < b->nqueues; i++)
+		if (b->queues[i].model == m)
+			return &b->queues[i];
+	return NULL;
+}
+
+/* Create a client with its own copy stream. */
+int
+batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
+    char **cause)
+{
+	batch_client_t *c;
+	size_t i;
+	int rc;
+
+	c = calloc(1, sizeof *c);
+	if (c == NULL || (c->fifos = calloc(b->nqueues ? b->nqueues : 1, sizeof *c->fifos)) == NULL) {
+		free(c);
+		return error_set(cause, "out of memory");
+	}
+	c->batcher = b;
+	snprintf(c->label, sizeof c->label, "%s", label);
+	for (i = 0; i < b->nqueues; i++)
+		c->fifos[i].client = c;
+	if ((rc = pthread_mutex_init(&c->lock, NULL)) != 0 || (rc = pthread_cond_init(&c->idle, NULL)) != 0) {
+		free(c->fifos);
+		free(c);
+		return error_set(cause, "client %s: pthread init: %s", label, strerror(rc));
+	}
+	if (device_stream_create(b->dev, DEVICE_STREAM_COPY, &c->stream, cause) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		pthread_cond_destroy(&c->idle);
+		free(c->fifos);
+		free(c);
+		return error_prefix(cause, "client %s: copy stream", label);
+	}
+	*out = c;
+	return 0;
+}
+
+/* Drop the client's queued requests on q; returns them as a list. */
+static struct batch_request *
+take_client_requests(struct model_queue *q, batch_client_t *c)
+{
+	struct client_fifo *f = &c->fifos[q->index];
+	struct batch_request *list, *r;
+
+	pthread_mutex_lock(&q->lock);
+	list = f->head;
+	for (r = list; r != NULL; r = r->next) {
+		q->queued--;
+		q->queued_rows -= (size_t)r->rows;
+	}
+	f->head = f->tail = NULL;
+	if (f->active)
+		ring_remove(q, f);
+	pthread_mutex_unlock(&q->lock);
+	return list;
+}
+
+/* Cancel queued requests, wait for in-flight ones, free the client. */
+void
+batcher_client_close(batcher_t *b, batch_client_t *c)
+{
+	size_t i;
+
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->closing = 1;
+	pthread_mutex_unlock(&c->lock);
+	for (i = 0; i < b->nqueues; i++)
+		if (b->queues[i].batcher != NULL)
+			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_ERR_CANCELLED, NULL);
+	pthread_mutex_lock(&c->lock);
+	while (c->outstanding > 0)
+		pthread_cond_wait(&c->idle, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	device_stream_destroy(c->stream);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->idle);
+	free(c->fifos);
+	free(c);
+}
+
+/* Check what can be checked before queueing. */
+static enum batch_status
+submit_check(struct model_queue *q, struct batch_request *req, char **cause)
+{
+	if (req->client == NULL || req->done == NULL || req->input == NULL || req->output == NULL) {
+		error_set(cause, "request lacks client, buffers or completion");
+		return BATCH_ERR_INVALID;
+	}
+	if (req->rows < 1 || req->rows > q->model->max_batch_size) {
+		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, q->model->max_batch_size);
+		return BATCH_ERR_INVALID;
+	}
+	return BATCH_OK;
+}
+
+/* Append req to its client's fifo and wake the scheduler (q->lock held). */
+static enum batch_status
+enqueue(struct model_queue *q, struct batch_request *req, char **cause)
+{
+	const struct model_batching *cfg = &q->model->batching;
+	struct client_fifo *f = &req->client->fifos[q->index];
+	uint64_t timeout = req->timeout_us;
+
+	if (q->stopping) {
+		error_set(cause, "%s", batch_status_str(BATCH_ERR_SHUTDOWN));
+		return BATCH_ERR_SHUTDOWN;
+	}
+	if (q->queued >= cfg->max_queue_size) {
+		error_set(cause, "model '%s': queue is full (%zu requests waiting)", q->model->name, q->queued);
+		return BATCH_ERR_BUSY;
+	}
+	pthread_mutex_lock(&req->client->lock);
+	if (req->client->closing) {
+		pthread_mutex_unlock(&req->client->lock);
+		error_set(cause, "client is closing");
+		return BATCH_ERR_INVALID;
+	}
+	req->client->outstanding++;
+	pthread_mutex_unlock(&req->client->lock);
+	if (timeout == 0 || timeout > cfg->default_timeout_us)
+		timeout = cfg->default_timeout_us;
+	req->submit_us = now_us();
+	req->deadline_us = req->submit_us + timeout;
+	req->next = NULL;
+	if (f->tail != NULL)
+		f->tail->next = req;
+	else
+		f->head = req;
+	f->tail = req;
+	if (!f->active)
+		ring_push(q, f);
+	q->queued++;
+	q->queued_rows += (size_t)req->rows;
+	pthread_cond_signal(&q->work);
+	return BATCH_OK;
+}
+
+/* Queue req for model m. */
+enum batch_status
+batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
+    char **cause)
+{
+	struct model_queue *q = batcher_queue(b, m);
+	enum batch_status st;
+
+	if (q == NULL) {
+		error_set(cause, "model '%s' is not served", m->name);
+		return BATCH_ERR_INVALID;
+	}
+	st = submit_check(q, req, cause);
+	if (st == BATCH_OK) {
+		pthread_mutex_lock(&q->lock);
+		st = enqueue(q, req, cause);
+		pthread_mutex_unlock(&q->lock);
+	}
+	if (st != BATCH_OK)
+		batcher_count(q, NULL, st);
+	return st;
+}

@@ -1,0 +1,93 @@
+/* batcher.h: dynamic batching across clients and the overlapped copy/compute pipeline (DESIGN §7). */
+#ifndef INFERD_BATCHER_H
+#define INFERD_BATCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "metrics.h"
+#include "model.h"
+#include "repository.h"
+
+/* Outcome of a request; the non-zero values match metrics_reason + 1. */
+enum batch_status {
+	BATCH_OK = 0,
+	BATCH_ERR_BUSY,		/* the model's queue is full */
+	BATCH_ERR_TIMEOUT,	/* waited longer than its timeout */
+	BATCH_ERR_INVALID,	/* rows out of range, unknown model, client closing */
+	BATCH_ERR_CANCELLED,	/* its client went away */
+	BATCH_ERR_SHUTDOWN,	/* the daemon is stopping */
+	BATCH_ERR_INTERNAL,	/* a device call failed */
+};
+
+typedef struct batcher batcher_t;
+typedef struct batch_client batch_client_t;
+struct batch_request;
+
+/*
+ * Called exactly once per accepted request, from a batcher thread, when its
+ * output has landed in req->output (status BATCH_OK) or it failed; error is
+ * a message for the caller (NULL on success), valid during the call only.
+ * It must not block for long and must not call batcher_client_close.
+ */
+typedef void (*batch_done_fn)(struct batch_request *req, enum batch_status status,
+    const char *error);
+
+/* One request: rows rows of the model's input, in host memory the submitter owns. */
+struct batch_request {
+	/* Filled by the submitter. */
+	batch_client_t *client;
+	int rows;			/* 1 .. model max_batch_size */
+	const void *input;		/* rows * input row bytes, registered or pinned host memory */
+	void *output;			/* rows * output row bytes, likewise */
+	uint64_t timeout_us;		/* 0: the model's default; longer is clamped to it */
+	batch_done_fn done;
+	void *user;
+	/* Private to the batcher. */
+	struct batch_request *next;
+	uint64_t submit_us, deadline_us, start_us;
+	int slot;			/* index in its batch */
+	int offset_rows;		/* first row of its slice in the batch */
+};
+
+/*
+ * Create one queue and one scheduling thread per model of repo, each with
+ * inflight preallocated batch contexts (>= 2 so the copy-in of one batch
+ * overlaps the compute of the previous).  metrics may be NULL.
+ */
+int batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
+    int inflight, batcher_t **out, char **cause);
+/* Stop accepting, finish what is queued and in flight, join the threads, free. */
+void batcher_free(batcher_t *b);
+/* Stop accepting new requests (they get BATCH_ERR_SHUTDOWN); queued ones still run. */
+void batcher_shutdown(batcher_t *b);
+
+/*
+ * A client: one source of requests with its own copy stream; batches take
+ * requests round-robin over clients, and each client's requests on one
+ * model complete in the order it submitted them.
+ */
+int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
+    char **cause);
+/*
+ * Drop the client's queued requests (their done runs with BATCH_ERR_CANCELLED),
+ * wait for its requests in flight to finish (their done runs as usual), then
+ * free its stream.  After it returns no callback for this client runs again.
+ */
+void batcher_client_close(batcher_t *b, batch_client_t *c);
+
+/*
+ * Queue req for model m.  Returns BATCH_OK when accepted (req->done will be
+ * called once); otherwise the status (BUSY, INVALID, SHUTDOWN) with *cause
+ * set, and done is never called.
+ */
+enum batch_status batcher_submit(batcher_t *b, const model_t *m,
+    struct batch_request *req, char **cause);
+
+/* Human-readable text of a status. */
+const char *batch_status_str(enum batch_status s);
+/* Metrics reason of a failing status. */
+enum metrics_reason batch_status_reason(enum batch_status s);
+
+#endif

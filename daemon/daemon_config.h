@@ -1,0 +1,51 @@
+/* daemon_config.h: the daemon's settings, from conf/inferd.conf and --key=value flags. */
+#ifndef INFERD_DAEMON_CONFIG_H
+#define INFERD_DAEMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/*
+ * Every key comes from one table in daemon_config.c (name, type, default,
+ * doc) that feeds the file parser, the command-line flags, --help and the
+ * checked-in conf/inferd.conf.  Strings are malloc'ed and owned here.
+ * Values are validated when set: a struct filled by these functions always
+ * holds values inside each key's range.
+ */
+struct daemon_config {
+	char *listen_address;		/* listen_address = 127.0.0.1 (IPv4 or IPv6 literal) */
+	int http_enable;		/* http_enable = yes (no: no HTTP listener) */
+	int http_port;			/* http_port = 8000 (0: any free port, see http_port()) */
+	int http_threads;		/* http_threads = 4 */
+	size_t max_body_bytes;		/* max_body_bytes = 16777216 */
+	char *model_repository;		/* model_repository = DATADIR/models */
+	char *device;			/* device = auto | cpu | cuda:N */
+	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
+	int inflight_batches;		/* inflight_batches = 2 */
+	char *log_level;		/* log_level = info */
+	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
+	int max_clients;		/* max_clients = 64 */
+	size_t max_region_bytes;	/* max_region_bytes = 1073741824 */
+	char *allow_users;		/* allow_users = "" (comma list; empty: own user and root) */
+	char *allow_groups;		/* allow_groups = "" */
+};
+
+/* Fill every key with its default. */
+int config_defaults(struct daemon_config *c, char **cause);
+/* Read a config file; on error *cause names the file, line and problem. */
+int config_load_file(struct daemon_config *c, const char *path, char **cause);
+/* Apply one "key=value" (from --key=value); -1 with *cause if bad. */
+int config_set(struct daemon_config *c, const char *key, const char *value,
+    char **cause);
+/* Free the strings. */
+void config_free(struct daemon_config *c);
+/* Print every key with its doc and default, as conf/inferd.conf has them. */
+void config_print_reference(FILE *f);
+/* Print every key as a --key=VALUE option with a one-line summary (--help). */
+void config_print_options(FILE *f);
+/* Print the names of every key, one a line. */
+void config_print_keys(FILE *f);
+/* Print the values held in c as "key = value" lines the parser reads back. */
+void config_print_values(const struct daemon_config *c, FILE *f);
+
+#endif

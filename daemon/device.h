@@ -1,0 +1,111 @@
+/* device.h: the device layer, one interface over the CPU and CUDA backends (DESIGN §3). */
+#ifndef INFERD_DEVICE_H
+#define INFERD_DEVICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Handles are opaque.  Every function that can fail returns -1 and stores a
+ * message in *cause (see error.h); CUDA failures name the call and CUDA's
+ * message.  Memory returned by device_alloc is only touched through copies
+ * and compute calls; host memory (device_host_alloc or registered) is plain
+ * memory the caller reads and writes.
+ *
+ * Work queued on one stream runs in order; streams order against each other
+ * only through events.  On the CPU backend every call runs to completion
+ * before it returns, so the same ordering holds trivially.
+ *
+ * Threads: one device may be used from many threads; one stream from one
+ * thread at a time.
+ */
+typedef struct device device_t;
+typedef struct device_stream device_stream_t;
+typedef struct device_event device_event_t;
+
+/* Activations applied element-wise, fused into device_linear when it can. */
+enum device_act {
+	DEVICE_ACT_NONE = 0,
+	DEVICE_ACT_RELU,
+	DEVICE_ACT_GELU,	/* exact: 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's default */
+	DEVICE_ACT_SIGMOID,
+	DEVICE_ACT_TANH,
+};
+
+/* Streams that run compute need BLAS state; copy-only streams do not. */
+enum device_stream_kind {
+	DEVICE_STREAM_COPY = 0,
+	DEVICE_STREAM_COMPUTE,
+};
+
+/* Open "auto", "cpu" or "cuda:N"; "auto" takes GPU 0 when one is present. */
+int device_open(const char *spec, device_t **out, char **cause);
+/* Release the device; all its streams, events and memory must be gone. */
+void device_close(device_t *dev);
+/* Human-readable name, e.g. "cpu (OpenBLAS)" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
+const char *device_name(const device_t *dev);
+/* 1 on a GPU backend, 0 on the CPU one. */
+int device_is_gpu(const device_t *dev);
+/* Number of CUDA devices usable now; 0 when no driver or GPU (never fails). */
+int device_cuda_count(void);
+/* Device and pinned allocations made so far (the daemon checks it stays flat). */
+uint64_t device_allocation_count(const device_t *dev);
+
+/* Memory. */
+int device_alloc(device_t *dev, size_t size, void **ptr, char **cause);
+void device_free(device_t *dev, void *ptr);
+int device_host_alloc(device_t *dev, size_t size, void **ptr, char **cause);
+void device_host_free(device_t *dev, void *ptr);
+/* Pin existing host memory (a client's shm mapping) so copies DMA from it. */
+int device_host_register(device_t *dev, void *ptr, size_t size, char **cause);
+int device_host_unregister(device_t *dev, void *ptr, char **cause);
+
+/* Streams and events. */
+int device_stream_create(device_t *dev, enum device_stream_kind kind,
+    device_stream_t **out, char **cause);
+/* Wait for the stream's work, then destroy it. */
+void device_stream_destroy(device_stream_t *s);
+int device_stream_sync(device_stream_t *s, char **cause);
+int device_event_create(device_t *dev, device_event_t **out, char **cause);
+void device_event_destroy(device_event_t *e);
+int device_event_record(device_event_t *e, device_stream_t *s, char **cause);
+/* Make later work on s wait until e has completed. */
+int device_stream_wait_event(device_stream_t *s, device_event_t *e, char **cause);
+/* 1 when e has completed, 0 while pending, -1 on error. */
+int device_event_query(device_event_t *e, char **cause);
+int device_event_sync(device_event_t *e, char **cause);
+/* Microseconds between two completed events. */
+int device_event_elapsed_us(device_event_t *start, device_event_t *end,
+    double *us, char **cause);
+
+/* Asynchronous copies between host and device memory on a stream. */
+int device_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
+    char **cause);
+int device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
+    char **cause);
+
+/* Compute, float32, row-major, on a DEVICE_STREAM_COMPUTE stream. */
+/* y[rows,out] = act(x[rows,in] * w[out,in]^T + bias[out]); bias may be NULL. */
+int device_linear(device_stream_t *s, const float *x, const float *w,
+    const float *bias, float *y, int rows, int in, int out, enum device_act act,
+    char **cause);
+/* y[i] = act(y[i]) for n elements. */
+int device_activation(device_stream_t *s, float *y, size_t n,
+    enum device_act act, char **cause);
+/* Row-wise softmax of y[rows,cols] in place, max-subtracted. */
+int device_softmax(device_stream_t *s, float *y, int rows, int cols,
+    char **cause);
+/* Row-wise layer norm in place: (y - mean) / sqrt(var + eps) * gamma + beta
+ * with the biased variance, as PyTorch; gamma/beta may be NULL (1 and 0). */
+int device_layernorm(device_stream_t *s, float *y, const float *gamma,
+    const float *beta, int rows, int cols, float eps, char **cause);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

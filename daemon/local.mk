@@ -1,0 +1,44 @@
+# daemon/local.mk: the daemon's core library (shared with the tests) and the inferd program.
+
+noinst_LIBRARIES += daemon/libinferd_core.a
+daemon_libinferd_core_a_SOURCES = \
+	daemon/error.c daemon/error.h \
+	daemon/log.c daemon/log.h \
+	daemon/device.c daemon/device.h daemon/device_impl.h \
+	daemon/device_cpu.c \
+	daemon/safetensors.c daemon/safetensors.h \
+	daemon/model.c daemon/model_exec.c daemon/model.h \
+	daemon/repository.c daemon/repository.h \
+	daemon/metrics.c daemon/metrics.h \
+	daemon/batcher.c daemon/batcher.h \
+	daemon/daemon_config.c daemon/daemon_config.h \
+	daemon/notify.c daemon/notify.h \
+	daemon/pinned_pool.c daemon/pinned_pool.h \
+	daemon/kserve.c daemon/kserve.h \
+	daemon/http.c daemon/http.h \
+	daemon/ipc.c daemon/ipc.h \
+	include/inferd.h include/inferd_wire.h
+daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
+
+# Everything a program linking the core library needs.
+INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
+	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm
+
+if HAVE_CUDA
+# nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.
+daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT)
+daemon_libinferd_core_a_DEPENDENCIES = daemon/device_cuda.$(OBJEXT)
+NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
+	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include
+daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(srcdir)/daemon/device_impl.h \
+		$(srcdir)/daemon/device.h $(srcdir)/daemon/error.h config.h
+	@$(MKDIR_P) daemon
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda.cu
+CLEANFILES += daemon/device_cuda.$(OBJEXT)
+endif
+EXTRA_DIST += daemon/device_cuda.cu
+
+sbin_PROGRAMS += inferd
+inferd_SOURCES = daemon/main.c
+inferd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
+inferd_LDADD = $(INFERD_CORE_LIBS)

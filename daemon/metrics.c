@@ -1,0 +1,216 @@
+/* metrics.c: Prometheus text exposition of the counters. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+const int metrics_batch_bounds[METRICS_BATCH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
+
+static const char *metrics_reason_names[METRICS_REASON_COUNT] = {
+	"busy", "timeout", "invalid", "cancelled", "shutdown", "internal",
+};
+
+/* Make the per-model counters. */
+int
+metrics_init(struct metrics *m, const char *const *names, size_t n)
+{
+	size_t i;
+
+	memset(m, 0, sizeof *m);
+	m->models = calloc(n ? n : 1, sizeof *m->models);
+	if (m->models == NULL)
+		return -1;
+	m->nmodels = n;
+	for (i = 0; i < n; i++)
+		snprintf(m->models[i].name, sizeof m->models[i].name, "%s", names[i]);
+	return 0;
+}
+
+/* Free the per-model counters. */
+void
+metrics_free(struct metrics *m)
+{
+	free(m->models);
+	m->models = NULL;
+	m->nmodels = 0;
+}
+
+/* Find a model's counters. */
+struct metrics_model *
+metrics_find(struct metrics *m, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < m->nmodels; i++)
+		if (strcmp(m->models[i].name, name) == 0)
+			return &m->models[i];
+	return NULL;
+}
+
+/* Count one batch: execution, rows, histogram bucket, compute time. */
+void
+metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us)
+{
+	int b = 0;
+
+	while (b < METRICS_BATCH_BUCKETS && rows > metrics_batch_bounds[b])
+		b++;
+	METRICS_ADD(mm->execution_count, 1);
+	METRICS_ADD(mm->inference_count, (uint64_t)rows);
+	METRICS_ADD(mm->batch_hist[b], 1);
+	METRICS_ADD(mm->compute_us, compute_us);
+}
+
+/* A growable string for the exposition text. */
+struct metrics_buf {
+	char *s;
+	size_t len, cap;
+	int failed;
+};
+
+/* Append formatted text. */
+__attribute__((format(printf, 2, 3))) static void
+metrics_printf(struct metrics_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->failed = 1;
+			return;
+		}
+		if ((size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		}
+		char *ns = realloc(b->s, b->cap * 2 + (size_t)n);
+		if (ns == NULL) {
+			b->failed = 1;
+			return;
+		}
+		b->s = ns;
+		b->cap = b->cap * 2 + (size_t)n;
+	}
+}
+
+/* Read a counter atomically. */
+static uint64_t
+metrics_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+/* One counter family with a model label. */
+static void
+metrics_render_per_model(struct metrics_buf *b, struct metrics *m,
+    const char *name, const char *help, size_t offset)
+{
+	size_t i;
+
+	metrics_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	for (i = 0; i < m->nmodels; i++) {
+		const uint64_t *v = (const uint64_t *)((const char *)&m->models[i] + offset);
+		metrics_printf(b, "%s{model=\"%s\"} %llu\n", name, m->models[i].name,
+		    (unsigned long long)metrics_load(v));
+	}
+}
+
+/* Requests by model and outcome. */
+static void
+metrics_render_requests(struct metrics_buf *b, struct metrics *m)
+{
+	size_t i;
+	int r;
+
+	metrics_printf(b, "# HELP inferd_requests_total Inference requests by model and outcome.\n"
+	    "# TYPE inferd_requests_total counter\n");
+	for (i = 0; i < m->nmodels; i++) {
+		struct metrics_model *mm = &m->models[i];
+		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"success\"} %llu\n",
+		    mm->name, (unsigned long long)metrics_load(&mm->success));
+		for (r = 0; r < METRICS_REASON_COUNT; r++)
+			metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
+			    mm->name, metrics_reason_names[r], (unsigned long long)metrics_load(&mm->failure[r]));
+	}
+}
+
+/* The batch-size histogram of each model. */
+static void
+metrics_render_histogram(struct metrics_buf *b, struct metrics *m)
+{
+	size_t i;
+	int k;
+
+	metrics_printf(b, "# HELP inferd_batch_size Rows per executed batch.\n# TYPE inferd_batch_size histogram\n");
+	for (i = 0; i < m->nmodels; i++) {
+		struct metrics_model *mm = &m->models[i];
+		uint64_t cum = 0;
+		for (k = 0; k <= METRICS_BATCH_BUCKETS; k++) {
+			cum += metrics_load(&mm->batch_hist[k]);
+			if (k < METRICS_BATCH_BUCKETS)
+				metrics_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"%d\"} %llu\n",
+				    mm->name, metrics_batch_bounds[k], (unsigned long long)cum);
+			else
+				metrics_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"+Inf\"} %llu\n",
+				    mm->name, (unsigned long long)cum);
+		}
+		metrics_printf(b, "inferd_batch_size_sum{model=\"%s\"} %llu\ninferd_batch_size_count{model=\"%s\"} %llu\n",
+		    mm->name, (unsigned long long)metrics_load(&mm->inference_count),
+		    mm->name, (unsigned long long)metrics_load(&mm->execution_count));
+	}
+}
+
+/* One unlabelled sample with its HELP and TYPE lines. */
+static void
+metrics_render_one(struct metrics_buf *b, const char *name, const char *type,
+    const char *help, long long v)
+{
+	metrics_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name, v);
+}
+
+/* Render everything in Prometheus text format. */
+char *
+metrics_render(struct metrics *m, uint64_t allocations_now)
+{
+	struct metrics_buf b = { malloc(8192), 0, 8192, 0 };
+	uint64_t base = metrics_load(&m->allocations_baseline);
+
+	if (b.s == NULL)
+		return NULL;
+	metrics_render_requests(&b, m);
+	metrics_render_per_model(&b, m, "inferd_inference_count", "Rows inferred (inference_count / execution_count is the mean batch size).",
+	    offsetof(struct metrics_model, inference_count));
+	metrics_render_per_model(&b, m, "inferd_execution_count", "Batches executed.",
+	    offsetof(struct metrics_model, execution_count));
+	metrics_render_per_model(&b, m, "inferd_queue_duration_us", "Microseconds requests waited before their batch started, summed.",
+	    offsetof(struct metrics_model, queue_us));
+	metrics_render_per_model(&b, m, "inferd_compute_duration_us", "Microseconds of model execution, summed over batches.",
+	    offsetof(struct metrics_model, compute_us));
+	metrics_render_per_model(&b, m, "inferd_request_duration_us", "Microseconds from submission to completion, summed over requests.",
+	    offsetof(struct metrics_model, request_us));
+	metrics_render_histogram(&b, m);
+	metrics_render_one(&b, "inferd_copy_h2d_bytes_total", "counter", "Bytes copied host to device by the pipeline.", (long long)metrics_load(&m->bytes_h2d));
+	metrics_render_one(&b, "inferd_copy_d2h_bytes_total", "counter", "Bytes copied device to host by the pipeline.", (long long)metrics_load(&m->bytes_d2h));
+	metrics_render_one(&b, "inferd_staged_bytes_total", "counter", "Bytes that went through a staging buffer (HTTP bodies; 0 for shared memory).", (long long)metrics_load(&m->staged_bytes));
+	metrics_render_one(&b, "inferd_allocations_after_startup", "gauge", "Device and pinned allocations made since start-up finished.", (long long)(allocations_now - base));
+	metrics_render_one(&b, "inferd_shm_clients", "gauge", "Shared-memory clients connected.", (long long)__atomic_load_n(&m->shm_clients, __ATOMIC_RELAXED));
+	metrics_render_one(&b, "inferd_shm_clients_refused_total", "counter", "Shared-memory connections refused.", (long long)metrics_load(&m->shm_clients_refused));
+	metrics_render_one(&b, "inferd_http_requests_total", "counter", "HTTP requests received.", (long long)metrics_load(&m->http_requests));
+	metrics_render_one(&b, "inferd_http_errors_total", "counter", "HTTP requests answered with an error status.", (long long)metrics_load(&m->http_errors));
+	if (b.failed) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}

@@ -1,0 +1,66 @@
+/* metrics.h: counters behind GET /metrics, updated lock-free from any thread. */
+#ifndef INFERD_METRICS_H
+#define INFERD_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why a request failed; also the "reason" label of the failure counter. */
+enum metrics_reason {
+	METRICS_REASON_BUSY = 0,	/* queue full */
+	METRICS_REASON_TIMEOUT,
+	METRICS_REASON_INVALID,		/* bad input: shape, datatype, offsets, JSON */
+	METRICS_REASON_CANCELLED,	/* client went away */
+	METRICS_REASON_SHUTDOWN,
+	METRICS_REASON_INTERNAL,
+	METRICS_REASON_COUNT
+};
+
+/* Batch sizes are counted in buckets whose upper bounds are these. */
+#define METRICS_BATCH_BUCKETS 10
+extern const int metrics_batch_bounds[METRICS_BATCH_BUCKETS];
+
+/* Per-model counters; all are monotonic except where noted. */
+struct metrics_model {
+	char name[128];
+	uint64_t success;			/* requests answered */
+	uint64_t failure[METRICS_REASON_COUNT];
+	uint64_t inference_count;		/* rows inferred */
+	uint64_t execution_count;		/* batches executed */
+	uint64_t batch_hist[METRICS_BATCH_BUCKETS + 1];	/* last: +Inf */
+	uint64_t queue_us;			/* sum over requests of submit → batch start */
+	uint64_t compute_us;			/* sum over batches of compute time */
+	uint64_t request_us;			/* sum over requests of submit → done */
+};
+
+/* Process-wide counters. */
+struct metrics {
+	uint64_t bytes_h2d, bytes_d2h;		/* copied by the pipeline */
+	uint64_t staged_bytes;			/* copied through a staging buffer (HTTP) */
+	uint64_t allocations_baseline;		/* device_allocation_count at start-up */
+	int64_t shm_clients;			/* gauge */
+	uint64_t shm_clients_refused;
+	uint64_t http_requests;
+	uint64_t http_errors;
+	size_t nmodels;
+	struct metrics_model *models;
+};
+
+/* Add v to a counter atomically. */
+#define METRICS_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
+
+/* Make one metrics_model per name; -1 on allocation failure. */
+int metrics_init(struct metrics *m, const char *const *names, size_t n);
+void metrics_free(struct metrics *m);
+/* The counters of model name, or NULL. */
+struct metrics_model *metrics_find(struct metrics *m, const char *name);
+/* Count one executed batch of rows rows. */
+void metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us);
+/*
+ * Render everything in Prometheus text format into a malloc'ed string;
+ * allocations_now is the device's current allocation count.  NULL on
+ * allocation failure.
+ */
+char *metrics_render(struct metrics *m, uint64_t allocations_now);
+
+#endif

@@ -1,0 +1,91 @@
+/* model.h: a model loaded from its repository directory, and its execution contexts. */
+#ifndef INFERD_MODEL_H
+#define INFERD_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+
+#define MODEL_MAX_DIMS 8
+#define MODEL_MAX_PREFERRED 16
+#define MODEL_NAME_MAX 128
+
+/* One input or output tensor; dims exclude the leading batch dimension. */
+struct model_io {
+	char name[MODEL_NAME_MAX];
+	char datatype[16];		/* KServe name: only "FP32" is supported */
+	int ndims;
+	int64_t dims[MODEL_MAX_DIMS];
+	size_t row_elems;		/* product of dims */
+};
+
+/* Dynamic batching settings from model.json (DESIGN §7). */
+struct model_batching {
+	uint64_t max_queue_delay_us;
+	int preferred[MODEL_MAX_PREFERRED];
+	int npreferred;
+	size_t max_queue_size;		/* requests waiting; more is "busy" */
+	uint64_t default_timeout_us;
+};
+
+enum model_op {
+	MODEL_OP_LINEAR,
+	MODEL_OP_ACTIVATION,
+	MODEL_OP_SOFTMAX,
+	MODEL_OP_LAYERNORM,
+	MODEL_OP_IDENTITY,
+};
+
+/* One layer; weights live in device memory. */
+struct model_layer {
+	char name[MODEL_NAME_MAX];
+	enum model_op op;
+	enum device_act act;		/* ACTIVATION, or fused into LINEAR */
+	int in, out;			/* row widths before and after */
+	float *weight, *bias;		/* LINEAR: [out,in], [out]; LAYERNORM: gamma, beta */
+	float eps;
+};
+
+typedef struct model {
+	char name[MODEL_NAME_MAX];
+	char *dir;
+	device_t *dev;
+	int max_batch_size;
+	struct model_io input, output;
+	struct model_batching batching;
+	size_t nlayers;
+	struct model_layer *layers;
+	int max_width;			/* widest activation, for scratch buffers */
+	int last_linear;		/* index of the last LINEAR layer, -1 if none */
+	size_t nlabels;
+	char **labels;			/* class names, optional */
+} model_t;
+
+/* Buffers for one batch in flight: every model_exec_run uses only these. */
+typedef struct model_exec {
+	const model_t *model;
+	float *input;			/* device [max_batch, input.row_elems] */
+	float *scratch[2];		/* device [max_batch, max_width] */
+	float *output;			/* where the result lands (planned at create) */
+} model_exec_t;
+
+/*
+ * Load dir/model.json and the weights it names onto dev.  Refused, with a
+ * message naming the file, the layer and the problem: missing tensor, wrong
+ * tensor shape, unknown op, unsupported dtype, a malformed safetensors file.
+ */
+int model_load(device_t *dev, const char *dir, model_t **out, char **cause);
+/* Free the model's weights and description (NULL is ignored). */
+void model_free(model_t *m);
+/* Input or output bytes for rows rows. */
+size_t model_input_bytes(const model_t *m, int rows);
+size_t model_output_bytes(const model_t *m, int rows);
+
+/* Allocate a context's device buffers for max_batch_size rows. */
+int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
+void model_exec_free(model_exec_t *x);
+/* Queue the whole model for rows rows on stream s: x->input to x->output. */
+int model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause);
+
+#endif

@@ -1,0 +1,96 @@
+/* model_exec.c: running a loaded model on one batch, from preallocated buffers only. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "error.h"
+#include "model.h"
+
+/* Allocate a context's buffers for the model's largest batch. */
+int
+model_exec_create(const model_t *m, model_exec_t **out, char **cause)
+{
+	size_t rows = (size_t)m->max_batch_size;
+	model_exec_t *x;
+
+	x = calloc(1, sizeof *x);
+	if (x == NULL)
+		return error_set(cause, "out of memory");
+	x->model = m;
+	if (device_alloc(m->dev, rows * m->input.row_elems * sizeof(float), (void **)&x->input, cause) != 0 ||
+	    device_alloc(m->dev, rows * m->max_width * sizeof(float), (void **)&x->scratch[0], cause) != 0 ||
+	    device_alloc(m->dev, rows * m->max_width * sizeof(float), (void **)&x->scratch[1], cause) != 0)
+		goto fail;
+	if (m->last_linear < 0)
+		x->output = x->input;	/* only in-place layers: the result stays in the input */
+	else if (device_alloc(m->dev, rows * m->output.row_elems * sizeof(float), (void **)&x->output, cause) != 0)
+		goto fail;
+	*out = x;
+	return 0;
+fail:
+	model_exec_free(x);
+	return error_prefix(cause, "model '%s': allocating batch buffers", m->name);
+}
+
+/* Free a context (NULL is ignored). */
+void
+model_exec_free(model_exec_t *x)
+{
+	device_t *dev;
+
+	if (x == NULL)
+		return;
+	dev = x->model->dev;
+	if (x->output != x->input)
+		device_free(dev, x->output);
+	device_free(dev, x->input);
+	device_free(dev, x->scratch[0]);
+	device_free(dev, x->scratch[1]);
+	free(x);
+}
+
+/* Run one layer from cur; linear layers write to dst, the rest work in place. */
+static int
+model_exec_layer(const struct model_layer *l, float *cur, float *dst, int rows,
+    device_stream_t *s, char **cause)
+{
+	switch (l->op) {
+	case MODEL_OP_LINEAR:
+		return device_linear(s, cur, l->weight, l->bias, dst, rows, l->in, l->out, l->act, cause);
+	case MODEL_OP_ACTIVATION:
+		return device_activation(s, cur, (size_t)rows * l->in, l->act, cause);
+	case MODEL_OP_SOFTMAX:
+		return device_softmax(s, cur, rows, l->in, cause);
+	case MODEL_OP_LAYERNORM:
+		return device_layernorm(s, cur, l->weight, l->bias, rows, l->in, l->eps, cause);
+	case MODEL_OP_IDENTITY:
+		return 0;
+	}
+	return error_set(cause, "layer '%s': bad op %d", l->name, (int)l->op);
+}
+
+/* Queue every layer on s: x->input to x->output, alternating scratch buffers. */
+int
+model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+{
+	const model_t *m = x->model;
+	float *cur = x->input, *dst;
+	size_t i;
+	int next = 0;
+
+	if (rows < 1 || rows > m->max_batch_size)
+		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);
+	for (i = 0; i < m->nlayers; i++) {
+		const struct model_layer *l = &m->layers[i];
+
+		dst = cur;
+		if (l->op == MODEL_OP_LINEAR) {
+			dst = (int)i == m->last_linear ? x->output : x->scratch[next];
+			next ^= 1;
+		}
+		if (model_exec_layer(l, cur, dst, rows, s, cause) != 0)
+			return error_prefix(cause, "model '%s' layer '%s'", m->name, l->name);
+		cur = dst;
+	}
+	return 0;
+}

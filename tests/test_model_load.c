@@ -1,0 +1,279 @@
+/* test_model_load.c: model.json and safetensors validation, whole-model accuracy, the repository. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "repository.h"
+#include "test_util.h"
+
+#define IN 6
+#define HID 5
+#define OUT 3
+#define ROWS 4
+
+static device_t *dev;
+static uint64_t rng = 12345;
+static float w1[HID * IN], b1[HID], g1[HID], be1[HID], w2[OUT * HID], b2[OUT];
+
+/* model.json of the test model: linear, layernorm, gelu, linear, softmax. */
+static const char *good_json =
+    "{\"name\":\"tiny\",\"max_batch_size\":8,"
+    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[6]}],"
+    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[3]}],"
+    "\"layers\":[{\"name\":\"fc1\",\"op\":\"linear\",\"weight\":\"w1\",\"bias\":\"b1\"},"
+    "{\"name\":\"ln\",\"op\":\"layernorm\",\"gamma\":\"g1\",\"beta\":\"be1\"},"
+    "{\"name\":\"act\",\"op\":\"gelu\"},"
+    "{\"name\":\"fc2\",\"op\":\"linear\",\"weight\":\"w2\",\"bias\":\"b2\"},"
+    "{\"name\":\"id\",\"op\":\"identity\"},"
+    "{\"name\":\"sm\",\"op\":\"softmax\"}]}";
+
+/* Write the good weights (optionally with one tensor replaced) into dir. */
+static void
+write_weights(const char *dir, const struct test_tensor *replace)
+{
+	struct test_tensor t[] = {
+		{ "w1", "F32", 2, { HID, IN }, w1, sizeof w1 },
+		{ "b1", "F32", 1, { HID }, b1, sizeof b1 },
+		{ "g1", "F32", 1, { HID }, g1, sizeof g1 },
+		{ "be1", "F32", 1, { HID }, be1, sizeof be1 },
+		{ "w2", "F32", 2, { OUT, HID }, w2, sizeof w2 },
+		{ "b2", "F32", 1, { OUT }, b2, sizeof b2 },
+	};
+	size_t i;
+
+	for (i = 0; replace != NULL && i < sizeof t / sizeof t[0]; i++)
+		if (strcmp(t[i].name, replace->name) == 0)
+			t[i] = *replace;
+	test_write_safetensors(dir, "model.safetensors", t, sizeof t / sizeof t[0]);
+}
+
+/* The test model in double precision. */
+static void
+reference(const float *x, double *y)
+{
+	double h[HID], mean = 0, var = 0, z[OUT], max, sum = 0;
+	int i, k;
+
+	for (i = 0; i < HID; i++) {
+		h[i] = b1[i];
+		for (k = 0; k < IN; k++)
+			h[i] += (double)w1[i * IN + k] * x[k];
+		mean += h[i] / HID;
+	}
+	for (i = 0; i < HID; i++)
+		var += (h[i] - mean) * (h[i] - mean) / HID;
+	for (i = 0; i < HID; i++) {
+		h[i] = (h[i] - mean) / sqrt(var + (double)1e-5f) * g1[i] + be1[i];
+		h[i] = 0.5 * h[i] * (1 + erf(h[i] / sqrt(2.0)));
+	}
+	for (i = 0; i < OUT; i++) {
+		z[i] = b2[i];
+		for (k = 0; k < HID; k++)
+			z[i] += (double)w2[i * HID + k] * h[k];
+	}
+	max = fmax(z[0], fmax(z[1], z[2]));
+	for (i = 0; i < OUT; i++)
+		sum += exp(z[i] - max);
+	for (i = 0; i < OUT; i++)
+		y[i] = exp(z[i] - max) / sum;
+}
+
+/* Load the good model, run ROWS random rows into a NaN-poisoned output, compare. */
+static void
+test_good_model(const char *dir)
+{
+	float x[ROWS * IN], y[ROWS * OUT];
+	double ref[ROWS * OUT];
+	device_stream_t *s;
+	model_exec_t *ex;
+	char *cause = NULL;
+	model_t *m;
+	int r;
+
+	if (model_load(dev, dir, &m, &cause) != 0) {
+		CHECK(0, "good model refused: %s", cause);
+		free(cause);
+		return;
+	}
+	CHECK(strcmp(m->name, "tiny") == 0 && m->max_batch_size == 8 && m->input.row_elems == IN &&
+	    m->output.row_elems == OUT && m->batching.max_queue_size > 0, "model description wrong");
+	CHECK(model_exec_create(m, &ex, &cause) == 0, "%s", cause);
+	CHECK(device_stream_create(dev, DEVICE_STREAM_COMPUTE, &s, &cause) == 0, "%s", cause);
+	test_fill_random(x, ROWS * IN, &rng, -2, 2);
+	for (r = 0; r < ROWS * OUT; r++)
+		y[r] = NAN;
+	CHECK(device_copy_h2d(s, ex->input, x, sizeof x, &cause) == 0, "%s", cause);
+	CHECK(device_copy_h2d(s, ex->output, y, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
+	CHECK(device_copy_d2h(s, y, ex->output, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
+	for (r = 0; r < ROWS; r++)
+		reference(x + r * IN, ref + r * OUT);
+	double err = test_rel_error(y, ref, ROWS * OUT);
+	CHECK(err <= 1e-5, "whole model: relative error %g", err);
+	CHECK(model_exec_run(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
+	device_stream_destroy(s);
+	model_exec_free(ex);
+	model_free(m);
+	free(cause);
+}
+
+/* A model directory variant that must be refused with every word of want in the message. */
+static void
+expect_refused(const char *what, const char *json, const struct test_tensor *replace,
+    const char *raw_weights, size_t raw_len, const char *const *want)
+{
+	char *dir = test_mkdtemp(), *cause = NULL;
+	model_t *m;
+
+	test_write_file(dir, "model.json", json, strlen(json));
+	if (raw_weights != NULL)
+		test_write_file(dir, "model.safetensors", raw_weights, raw_len);
+	else
+		write_weights(dir, replace);
+	if (model_load(dev, dir, &m, &cause) == 0) {
+		CHECK(0, "%s: accepted", what);
+		model_free(m);
+	} else {
+		for (; *want != NULL; want++)
+			CHECK(strstr(cause, *want) != NULL, "%s: message lacks '%s': %s", what, *want, cause);
+		printf("refused as expected (%s): %s\n", what, cause);
+	}
+	free(cause);
+	test_rmtree(dir);
+	free(dir);
+}
+
+/* Replace the first occurrence of from with to in the good JSON. */
+static char *
+json_with(const char *from, const char *to)
+{
+	const char *p = strstr(good_json, from);
+	char *s;
+
+	if (p == NULL || asprintf(&s, "%.*s%s%s", (int)(p - good_json), good_json, to, p + strlen(from)) == -1)
+		abort();
+	return s;
+}
+
+/* A raw safetensors file: 8-byte length (as given, or the header's), header text, data bytes. */
+#define HLEN_AUTO UINT64_MAX
+static char *
+raw_file(uint64_t hlen, const char *header, size_t data_len, size_t *len)
+{
+	size_t h = strlen(header);
+	char *buf = calloc(1, 8 + h + data_len);
+	int i;
+
+	if (hlen == HLEN_AUTO)
+		hlen = h;
+	for (i = 0; i < 8; i++)
+		buf[i] = (char)(hlen >> (8 * i));
+	memcpy(buf + 8, header, h);
+	*len = 8 + h + data_len;
+	return buf;
+}
+
+/* Every refusal the issue lists, plus a few more. */
+static void
+test_refusals(void)
+{
+	static float w1_bad[HID * (IN + 1)];
+	struct test_tensor bad_shape = { "w1", "F32", 2, { HID, IN + 1 }, w1_bad, sizeof w1_bad };
+	struct test_tensor f16 = { "b2", "F16", 1, { OUT }, b2, OUT * 2 };
+	char *j;
+	size_t len;
+	char *raw;
+
+	j = json_with("\"weight\":\"w2\"", "\"weight\":\"nope\"");
+	expect_refused("missing tensor", j, NULL, NULL, 0, (const char *const[]){ "model.json", "fc2", "missing tensor 'nope'", NULL });
+	free(j);
+	expect_refused("wrong shape", good_json, &bad_shape, NULL, 0, (const char *const[]){ "model.json", "fc1", "shape [5,7]", "expected [5,6]", NULL });
+	j = json_with("\"op\":\"gelu\"", "\"op\":\"swish\"");
+	expect_refused("unknown op", j, NULL, NULL, 0, (const char *const[]){ "model.json", "act", "unknown op 'swish'", NULL });
+	free(j);
+	expect_refused("tensor dtype", good_json, &f16, NULL, 0, (const char *const[]){ "fc2", "dtype F16 not supported", NULL });
+	j = json_with("\"datatype\":\"FP32\"", "\"datatype\":\"INT8\"");
+	expect_refused("io datatype", j, NULL, NULL, 0, (const char *const[]){ "model.json", "INT8 not supported", NULL });
+	free(j);
+	raw = raw_file(HLEN_AUTO, "{\"w1\":{\"dtype\":\"F32\",\"shape\":[5,6],\"data_offsets\":[0,120]}}    ", 60, &len);
+	expect_refused("truncated safetensors", good_json, NULL, raw, len, (const char *const[]){ "model.safetensors", "'w1'", "outside", NULL });
+	free(raw);
+	raw = raw_file(HLEN_AUTO, "{\"w1\":{\"dtype\":\"F32\",\"shape\":[5,6],\"data_offsets\":[0,120]}}    ", 0, &len);
+	expect_refused("truncated header", good_json, NULL, raw, len - 8, (const char *const[]){ "model.safetensors", "larger than the file", NULL });
+	free(raw);
+	raw = raw_file(HLEN_AUTO, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}   ", 16, &len);
+	expect_refused("overlapping offsets", good_json, NULL, raw, len, (const char *const[]){ "model.safetensors", "overlap", NULL });
+	free(raw);
+	raw = raw_file(1u << 30, "{}", 0, &len);
+	expect_refused("header length", good_json, NULL, raw, len, (const char *const[]){ "model.safetensors", "header length", "larger than the file", NULL });
+	free(raw);
+	raw = raw_file(HLEN_AUTO, "not json", 0, &len);
+	expect_refused("non-JSON header", good_json, NULL, raw, len, (const char *const[]){ "model.safetensors", "not JSON", NULL });
+	free(raw);
+	raw = raw_file(0, "", 0, &len);
+	expect_refused("short file", good_json, NULL, raw, 4, (const char *const[]){ "model.safetensors", "shorter than", NULL });
+	free(raw);
+	expect_refused("model.json syntax", "{\"name\": }", NULL, NULL, 0, (const char *const[]){ "model.json", "line 1", NULL });
+	j = json_with("\"dims\":[3]", "\"dims\":[4]");
+	expect_refused("output width", j, NULL, NULL, 0, (const char *const[]){ "model.json", "3 values per row", "has 4", NULL });
+	free(j);
+	j = json_with("\"max_batch_size\":8", "\"max_batch_size\":0");
+	expect_refused("max_batch_size", j, NULL, NULL, 0, (const char *const[]){ "max_batch_size", NULL });
+	free(j);
+}
+
+/* A repository with good and broken models: the good ones load, the broken are recorded. */
+static void
+test_repository(const char *good_dir)
+{
+	char *root = test_mkdtemp(), *cmd, *cause = NULL;
+	repository_t *r;
+
+	if (asprintf(&cmd, "mkdir -p '%s/bad' && cp -r '%s' '%s/good' && cp '%s/model.safetensors' '%s/bad/' && "
+	    "printf '{\"name\":\"bad\",\"max_batch_size\":1,\"layers\":[]}' > '%s/bad/model.json'",
+	    root, good_dir, root, good_dir, root, root) == -1 || system(cmd) != 0) {
+		CHECK(0, "setting up the repository failed");
+		return;
+	}
+	free(cmd);
+	CHECK(repository_load(dev, root, &r, &cause) == 0, "%s", cause);
+	if (r != NULL) {
+		CHECK(r->count == 1 && repository_find(r, "tiny") != NULL, "good model missing");
+		CHECK(r->nfailures == 1 && repository_find_failure(r, "bad") != NULL, "failure not recorded");
+		repository_free(r);
+	}
+	CHECK(repository_load(dev, "/nonexistent/inferd", &r, &cause) != 0 && strstr(cause, "/nonexistent/inferd") != NULL,
+	    "missing repository accepted");
+	test_rmtree(root);
+	free(root);
+	free(cause);
+}
+
+int
+main(void)
+{
+	char *dir;
+
+	dev = test_open_device();
+	test_fill_random(w1, HID * IN, &rng, -1, 1);
+	test_fill_random(b1, HID, &rng, -1, 1);
+	test_fill_random(g1, HID, &rng, 0.5f, 1.5f);
+	test_fill_random(be1, HID, &rng, -0.5f, 0.5f);
+	test_fill_random(w2, OUT * HID, &rng, -1, 1);
+	test_fill_random(b2, OUT, &rng, -1, 1);
+	dir = test_mkdtemp();
+	test_write_file(dir, "model.json", good_json, strlen(good_json));
+	write_weights(dir, NULL);
+	test_good_model(dir);
+	test_refusals();
+	test_repository(dir);
+	test_rmtree(dir);
+	free(dir);
+	device_close(dev);
+	return test_finish("test_model_load");
+}
