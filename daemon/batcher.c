@@ -510,15 +510,36 @@ log_batch_timeline(struct model_queue *q, struct batch_slot *s)
 	    q->model->name, (unsigned long long)s->seq, s->rows, s->nreqs, t_begin, t_c0, t_c1, t_end);
 }
 
+/* Count the batch once its compute has finished (before any client hears of it). */
+static enum batch_status
+account_batch(struct model_queue *q, struct batch_slot *s)
+{
+	double compute_us = 0;
+	char *cause = NULL;
+
+	if (device_event_sync(s->ev_compute1, &cause) != 0) {
+		LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
+		snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
+		free(cause);
+		return BATCH_ERR_INTERNAL;
+	}
+	if (device_event_elapsed_us(s->ev_compute0, s->ev_compute1, &compute_us, NULL) != 0)
+		compute_us = 0;
+	if (q->mm != NULL)
+		metrics_count_batch(q->mm, s->rows, (uint64_t)compute_us);
+	return BATCH_OK;
+}
+
 /* Wait for each request's copy-out in order and tell its client at once. */
 static void
 complete_batch(struct model_queue *q, struct batch_slot *s)
 {
 	enum batch_status st = s->status;
-	double compute_us = 0;
 	char *cause = NULL;
 	int i;
 
+	if (st == BATCH_OK)
+		st = account_batch(q, s);
 	for (i = 0; i < s->nreqs; i++) {
 		if (st == BATCH_OK && device_event_sync(s->ev_out[i], &cause) != 0) {
 			LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
@@ -529,13 +550,8 @@ complete_batch(struct model_queue *q, struct batch_slot *s)
 		}
 		finish_request(q, s->reqs[i], st, s->error);
 	}
-	if (s->status == BATCH_OK && st == BATCH_OK) {
-		if (device_event_elapsed_us(s->ev_compute0, s->ev_compute1, &compute_us, NULL) != 0)
-			compute_us = 0;
-		if (q->mm != NULL)
-			metrics_count_batch(q->mm, s->rows, (uint64_t)compute_us);
+	if (st == BATCH_OK)
 		log_batch_timeline(q, s);
-	}
 }
 
 /* The completion thread of one model: finish launched batches in launch order. */

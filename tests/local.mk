@@ -16,7 +16,8 @@ TEST_CUDA_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_DEVICE='"cuda:0"'
 
 # --- engine tests (lead) ---
 ENGINE_TESTS = tests/test_ops tests/test_ops_cuda tests/test_model_load tests/test_model_load_cuda \
-	tests/test_fashion tests/test_fashion_cuda tests/test_fashion_accuracy tests/test_fashion_accuracy_cuda
+	tests/test_fashion tests/test_fashion_cuda tests/test_fashion_accuracy tests/test_fashion_accuracy_cuda \
+	tests/test_batcher tests/test_batcher_cuda
 check_PROGRAMS += $(ENGINE_TESTS)
 TESTS += $(ENGINE_TESTS)
 tests_test_ops_SOURCES = tests/test_ops.c $(TEST_COMMON)
@@ -44,4 +45,9 @@ tests_test_fashion_accuracy_cuda_SOURCES = $(TEST_FASHION)
 tests_test_fashion_accuracy_cuda_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_fashion_accuracy_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS) -DFASHION_ACCURACY
 tests_test_fashion_accuracy_cuda_LDADD = $(TEST_LDADD)
+tests_test_batcher_SOURCES = tests/test_batcher.c $(TEST_COMMON)
+tests_test_batcher_LDADD = $(TEST_LDADD)
+tests_test_batcher_cuda_SOURCES = $(tests_test_batcher_SOURCES)
+tests_test_batcher_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_test_batcher_cuda_LDADD = $(TEST_LDADD)
 EXTRA_DIST += tests/data
