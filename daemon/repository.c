@@ -114,8 +114,8 @@ int
 repository_load(device_t *dev, const char *dir, repository_t **out, char **cause)
 {
 	repository_t *r;
-	char **names;
-	size_t n, i;
+	char **names = NULL;
+	size_t n = 0, i;
 
 	if (repository_list(dir, &names, &n, cause) != 0)
 		return -1;

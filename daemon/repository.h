@@ -16,7 +16,7 @@ struct repository_failure {
 typedef struct repository {
 	char *dir;
 	size_t count;
-	model_t **models;	/* sorted by name */
+	model_t **models;	/* in directory-name order */
 	size_t nfailures;
 	struct repository_failure *failures;
 } repository_t;

@@ -263,7 +263,7 @@ test_batched_equals_unbatched(void)
 	batch_client_t *c;
 	char *cause = NULL;
 	int i, k, gpu = device_is_gpu(dev);
-	double worst = 0;
+	double maxdiff = 0, maxval = 0, rel;
 
 	env_open(&e, 16, 200000, "", 100, 10000000);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
@@ -281,8 +281,8 @@ test_batched_equals_unbatched(void)
 			CHECK(wait_done(alone) == 0 && alone->status == BATCH_OK, "alone %d", i);
 			for (k = 0; k < OUT; k++) {
 				float a = alone->out[k], b = batched[i]->out[row * OUT + k];
-				double d = fabs((double)a - b) / (fabs(a) > 1e-30 ? fabs(a) : 1.0);
-				worst = d > worst ? d : worst;
+				maxdiff = fmax(maxdiff, fabs((double)a - b));
+				maxval = fmax(maxval, fabs((double)a));
 				if (!gpu)
 					CHECK(memcmp(&a, &b, sizeof a) == 0, "request %d row %d col %d: batched %.9g alone %.9g", i, row, k, b, a);
 			}
@@ -290,7 +290,10 @@ test_batched_equals_unbatched(void)
 		}
 		result_free(batched[i]);
 	}
-	CHECK(worst <= 1e-5, "batched vs alone relative difference %g", worst);
+	/* Normwise, as the engine tests measure: cuBLAS may sum a 1-row product in another order. */
+	rel = maxval > 0 ? maxdiff / maxval : maxdiff;
+	CHECK(rel <= 1e-5, "batched vs alone relative difference %g", rel);
+	printf("batched vs unbatched: max relative difference %g%s\n", rel, gpu ? "" : " (bit-identical required on CPU)");
 	batcher_client_close(e.b, c);
 	env_close(&e);
 }
