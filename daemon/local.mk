@@ -16,7 +16,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h \
 	daemon/http.c daemon/http.h \
-	daemon/ipc.c daemon/ipc.h \
+	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
+	daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
 	include/inferd.h include/inferd_wire.h
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 

@@ -51,3 +51,50 @@ tests_test_batcher_cuda_SOURCES = $(tests_test_batcher_SOURCES)
 tests_test_batcher_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
 tests_test_batcher_cuda_LDADD = $(TEST_LDADD)
 EXTRA_DIST += tests/data
+
+# --- daemon lifecycle tests (main) ---
+dist_check_SCRIPTS += tests/test_config.sh tests/config_service.sh tests/test_lifecycle.sh
+TESTS += tests/test_config.sh tests/config_service.sh tests/test_lifecycle.sh
+EXTRA_DIST += tests/lifecycle_driver.py
+
+# --- HTTP tests (http) ---
+# The KServe codec and the staging pool as units; the codec's fuzz target run over its corpus
+# (every file, every truncation, fixed mutations); a real daemon driven over HTTP.
+HTTP_C_TESTS = tests/test_kserve tests/test_pinned_pool tests/fuzz_kserve
+check_PROGRAMS += $(HTTP_C_TESTS)
+TESTS += $(HTTP_C_TESTS) tests/test_http.sh
+tests_test_kserve_SOURCES = tests/test_kserve.c $(TEST_COMMON)
+tests_test_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_test_kserve_LDADD = $(TEST_LDADD)
+tests_test_pinned_pool_SOURCES = tests/test_pinned_pool.c $(TEST_COMMON)
+tests_test_pinned_pool_LDADD = $(TEST_LDADD)
+tests_fuzz_kserve_SOURCES = tests/fuzz_kserve.c
+tests_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_kserve_LDADD = $(TEST_LDADD)
+EXTRA_DIST += tests/test_http.sh tests/http_client.py
+
+# libFuzzer build of the same target, only on request (needs clang with libFuzzer):
+#   make fuzz-kserve && tests/fuzz_kserve_libfuzzer -max_total_time=60 $(srcdir)/tests/data/kserve-corpus
+# It compiles the codec from source, so it links without the rest of the daemon.
+FUZZ_CC = clang
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
+KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/error.c
+fuzz-kserve: tests/fuzz_kserve_libfuzzer
+tests/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h config.h
+	@$(MKDIR_P) tests
+	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) $(JANSSON_CFLAGS) \
+		-o $@ $(KSERVE_FUZZ_SRC) $(JANSSON_LIBS) -lm
+CLEANFILES += tests/fuzz_kserve_libfuzzer
+.PHONY: fuzz-kserve
+
+# --- shared-memory IPC tests (ipc) ---
+check_PROGRAMS += tests/ipc_client tests/ipc_hostile
+tests_ipc_client_SOURCES = tests/ipc_client.c
+tests_ipc_client_LDADD = client/libinferd.la -lm
+tests_ipc_hostile_SOURCES = tests/ipc_hostile.c include/inferd_wire.h
+tests_ipc_hostile_LDADD = -lpthread
+IPC_TESTS = tests/test_ipc_compare.sh tests/test_ipc_load.sh tests/test_ipc_kill.sh \
+	tests/test_ipc_hostile.sh
+TESTS += $(IPC_TESTS)
+dist_check_SCRIPTS += $(IPC_TESTS)
+EXTRA_DIST += tests/test_ipc_lib.sh

@@ -1,0 +1,217 @@
+/* bench.h: inferd-bench's modules — latency histogram, HTTP client, load workers, device limits. */
+#ifndef INFERD_BENCH_H
+#define INFERD_BENCH_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- bench_hist.c: latencies in a log-linear histogram (under 0.8% error). ---- */
+
+#define BENCH_HIST_SUB 64		/* buckets per power of two */
+#define BENCH_HIST_BUCKETS (58 * BENCH_HIST_SUB + 2 * BENCH_HIST_SUB)
+
+struct bench_hist {
+	uint64_t count;
+	uint64_t sum_ns, max_ns, min_ns;
+	uint64_t b[BENCH_HIST_BUCKETS];
+};
+
+/* Empty the histogram. */
+void bench_hist_init(struct bench_hist *h);
+/* Count one latency. */
+void bench_hist_add(struct bench_hist *h, uint64_t ns);
+/* Add every count of src to dst. */
+void bench_hist_merge(struct bench_hist *dst, const struct bench_hist *src);
+/* The q-quantile (0 < q <= 1) in nanoseconds; 0 when empty. */
+double bench_hist_quantile(const struct bench_hist *h, double q);
+
+/* Monotonic time in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* ---- bench_http.c: a minimal HTTP/1.1 client over one keep-alive TCP connection. ---- */
+
+/*
+ * Why not libcurl: its per-request bookkeeping costs as much as a small
+ * request to the server does, so its overhead would be measured instead of
+ * the server's.  This client sends a prebuilt request with one write and
+ * reads a Content-Length response with as few system calls as it can.
+ */
+struct bench_url {
+	char host[256];
+	char port[16];
+	char hostport[280];		/* for the Host header */
+};
+
+struct bench_http {
+	const struct bench_url *url;
+	int fd;
+	char *buf;			/* received bytes not yet consumed */
+	size_t len, cap;
+	size_t consumed;		/* the last response's bytes, dropped on the next call */
+	uint64_t reconnects;
+};
+
+/* Parse "http://HOST:PORT[/]" (IPv6 as [ADDR]); -1 with *cause. */
+int bench_url_parse(const char *s, struct bench_url *u, char **cause);
+/* Open the connection (TCP_NODELAY); -1 with *cause. */
+int bench_http_connect(struct bench_http *c, const struct bench_url *u, char **cause);
+/* Close the connection and free its buffer. */
+void bench_http_close(struct bench_http *c);
+/*
+ * Make a request: method, path and an optional body.  The result is
+ * malloc'ed, *len bytes long, sent as is by bench_http_roundtrip.
+ */
+char *bench_http_build(const struct bench_url *u, const char *method, const char *path,
+    const char *body, size_t body_len, size_t *len);
+/*
+ * Send req and read one response: *status and the body (valid until the
+ * next call on c).  Reconnects once when the server had closed an idle
+ * connection.  -1 with *cause on a transport or framing error.
+ */
+int bench_http_roundtrip(struct bench_http *c, const char *req, size_t len,
+    int *status, const char **body, size_t *body_len, char **cause);
+/* One GET on a fresh connection; the body is malloc'ed and NUL-terminated. */
+int bench_http_get(const struct bench_url *u, const char *path, int *status,
+    char **body, size_t *body_len, char **cause);
+
+/* ---- the run: settings, the workers' shared state, and each worker's results. ---- */
+
+enum bench_protocol {
+	BENCH_SHM,
+	BENCH_HTTP,
+};
+
+enum bench_phase {
+	BENCH_PHASE_WARMUP = 0,
+	BENCH_PHASE_MEASURE,
+	BENCH_PHASE_STOP,
+};
+
+/* The model as the bench sees it: names and row sizes, from either protocol. */
+struct bench_model {
+	char name[128];
+	char input_name[128], output_name[128];
+	size_t input_elems, output_elems;	/* floats per row */
+	int max_batch_size;			/* 0 when unknown (HTTP metadata has none) */
+};
+
+struct bench_settings {
+	enum bench_protocol protocol;
+	const char *socket_path;
+	const char *url_text;
+	struct bench_url url;
+	int have_url;
+	const char *model_name;
+	int concurrency;
+	int rows;
+	size_t input_bytes;			/* --input-bytes, 0 if not given */
+	double duration_s;
+	uint64_t requests;			/* --requests, 0: use duration */
+	double warmup_s;
+	int async_depth;
+	int json;
+	int limits;
+	const char *limits_device;
+	const char *label;
+	int target_given;			/* --protocol, --socket or --url */
+};
+
+/* What every worker shares. */
+struct bench_run {
+	const struct bench_settings *set;
+	struct bench_model model;
+	char *http_request;			/* prebuilt POST (HTTP only) */
+	size_t http_request_len, http_body_len;
+	int phase;				/* enum bench_phase, atomic */
+	uint64_t tickets;			/* --requests left to claim, atomic */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready;				/* workers connected (or failed), under lock */
+	int failed;				/* workers that stopped on an error, atomic */
+};
+
+struct bench_worker {
+	pthread_t thread;
+	struct bench_run *run;
+	int id;
+	struct bench_hist hist;
+	uint64_t requests;			/* measured and successful */
+	uint64_t errors;			/* measured and refused by the server */
+	uint64_t checked;			/* responses whose output was checked */
+	uint64_t reconnects;
+	char first_error[256];			/* the first refusal's message */
+	char *fatal;				/* why the worker stopped early, or NULL */
+};
+
+/*
+ * Before each request: 0 to go on, with *ticket set when it is one of the
+ * --requests counted; -1 when the worker should stop.
+ */
+int bench_begin(struct bench_run *r, int *ticket);
+/* After it: whether the request just completed counts in the results. */
+int bench_counts(struct bench_run *r, int ticket);
+/* Stop on an error: keep cause as the worker's reason. */
+void bench_worker_fail(struct bench_worker *w, char *cause);
+/* Tell the main thread this worker is connected (or has failed). */
+void bench_worker_ready(struct bench_worker *w);
+/* Note a refused request (status text and message). */
+void bench_worker_refused(struct bench_worker *w, const char *what, const char *msg,
+    size_t len);
+
+/* bench_load_http.c: the HTTP worker thread and what it needs from the server. */
+void *bench_http_worker(void *arg);
+/* Fetch the model's metadata over HTTP; -1 with *cause. */
+int bench_http_model(const struct bench_url *u, const char *name,
+    struct bench_model *m, char **cause);
+/* Build the KServe JSON body's POST for rows rows of random floats. */
+int bench_http_prepare(struct bench_run *r, char **cause);
+/* Read inferd_inference_count and inferd_execution_count of model from GET /metrics. */
+int bench_metrics_read(const struct bench_url *u, const char *model,
+    uint64_t *inference, uint64_t *execution, char **cause);
+
+/* bench_load_shm.c: the shared-memory worker thread, and metadata over shm. */
+void *bench_shm_worker(void *arg);
+int bench_shm_model(const char *socket_path, const char *name,
+    struct bench_model *m, char **cause);
+
+/* ---- bench_limits.c: what the device itself can do (CUDA builds). ---- */
+
+struct bench_limits {
+	char device[256];
+	size_t copy_bytes;
+	double pinned_h2d_gbps, pinned_d2h_gbps;
+	double pageable_h2d_gbps;
+	double registered_h2d_gbps;		/* a memfd mapping, device_host_register'ed */
+	double floor_p50_us, floor_p99_us;	/* 4 KiB in, tiny op, 4 KiB out, sync */
+	int copy_runs, floor_runs;
+};
+
+/* Measure the limits on device spec with copies of copy_bytes; -1 with *cause. */
+int bench_limits_measure(const char *spec, size_t copy_bytes, struct bench_limits *l,
+    char **cause);
+
+/* ---- bench_report.c: the results, as text or one JSON object. ---- */
+
+struct bench_result {
+	double elapsed_s;			/* the measured interval */
+	uint64_t requests, errors, checked, reconnects;
+	struct bench_hist hist;			/* latencies of the successful requests */
+	size_t input_bytes, output_bytes;	/* tensor bytes per request */
+	char first_error[256];
+	int have_server;			/* the server's counters were read */
+	uint64_t d_inference, d_execution;
+	int have_limits;
+	struct bench_limits limits;
+};
+
+/* Print the results for people. */
+void bench_report_text(FILE *f, const struct bench_run *r, const struct bench_result *res);
+/* Print the results as one JSON object and a newline; -1 with *cause. */
+int bench_report_json(FILE *f, const struct bench_run *r, const struct bench_result *res,
+    char **cause);
+/* Print the limits alone (--limits with no server to load). */
+void bench_report_limits_text(FILE *f, const struct bench_limits *l);
+
+#endif

@@ -1,0 +1,146 @@
+# common.sh (bash): what run-cpu.sh and run-gpu.sh share — daemons and servers started and
+# stopped, one benchmark point to one JSON file, wrk, idle CPU, the metrics at the end.
+# Sourced, not run.  The caller sets: src (source tree), build (build tree), out (results),
+# tmp (scratch directory, removed at exit), PYTHON.
+
+BENCH_DURATION=${BENCH_DURATION:-2}	# measured seconds per point
+BENCH_WARMUP=${BENCH_WARMUP:-0.5}
+WRK_DURATION=${WRK_DURATION:-3}
+
+started_pids=""
+
+log() {
+	printf '%s run: %s\n' "$(date +%H:%M:%S)" "$*" >&2
+}
+
+# Wait until a path exists, at most $2 seconds; 1 on timeout.
+wait_for() {
+	local n=$(($2 * 10))
+	while [ ! -e "$1" ]; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+# Stop one process we started: TERM, up to 40 s, then KILL.
+stop_pid() {
+	local n=400
+
+	kill -TERM "$1" 2>/dev/null || return 0
+	while kill -0 "$1" 2>/dev/null && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	return 0
+}
+
+# At exit: stop whatever is still running, remove the scratch directory.
+cleanup() {
+	local p
+
+	for p in $started_pids; do
+		stop_pid "$p"
+	done
+	rm -rf "$tmp"
+}
+
+# start_daemon NAME REPO DEVICE [FLAGS...]: sets daemon_pid, daemon_url, daemon_sock.
+start_daemon() {
+	local name=$1 repo=$2 dev=$3
+	shift 3
+	mkdir -p "$tmp/$name"
+	"$build/inferd" --model-repository="$repo" --device="$dev" --http-port=0 \
+		--port-file="$tmp/$name/port" --shm-socket="$tmp/$name/sock" "$@" \
+		>"$out/$name-daemon.log" 2>&1 &
+	daemon_pid=$!
+	started_pids="$started_pids $daemon_pid"
+	if ! wait_for "$tmp/$name/port" 120 || ! wait_for "$tmp/$name/sock" 10; then
+		log "daemon $name did not start; its log:"
+		tail -20 "$out/$name-daemon.log" >&2
+		exit 1
+	fi
+	daemon_url=http://127.0.0.1:$(cat "$tmp/$name/port")
+	daemon_sock=$tmp/$name/sock
+	log "daemon $name on $dev: $daemon_url, $daemon_sock"
+}
+
+# start_server NAME PORTFILE COMMAND...: a helper server that writes its port to PORTFILE.
+start_server() {
+	local name=$1 pf=$2
+	shift 2
+	"$@" >"$out/$name.log" 2>&1 &
+	server_pid=$!
+	started_pids="$started_pids $server_pid"
+	if ! wait_for "$pf" 120; then
+		log "$name did not start; its log:"
+		tail -20 "$out/$name.log" >&2
+		exit 1
+	fi
+	server_url=http://127.0.0.1:$(cat "$pf")
+}
+
+# bench LABEL FLAGS...: one inferd-bench point into $out/LABEL.json (its stderr beside it).
+bench() {
+	local label=$1
+	shift
+	if "$build/client/inferd-bench" --json --label="$label" --duration="$BENCH_DURATION" \
+		--warmup="$BENCH_WARMUP" "$@" >"$out/$label.json" 2>"$out/$label.err"; then
+		rm -f "$out/$label.err"
+	else
+		log "warning: $label: $(tail -1 "$out/$label.err")"
+	fi
+	[ -s "$out/$label.json" ] || rm -f "$out/$label.json"
+}
+
+# wrk_point LABEL THREADS CONNECTIONS URL [VAR=VALUE...]: wrk with wrk-post.lua.
+wrk_point() {
+	local label=$1 threads=$2 conns=$3 url=$4
+	shift 4
+	if ! command -v wrk >/dev/null 2>&1; then
+		log "wrk not installed: $label skipped"
+		return 0
+	fi
+	env "$@" wrk -t"$threads" -c"$conns" -d"$WRK_DURATION"s -s "$src/client/bench/wrk-post.lua" \
+		"$url" >"$out/$label.txt" 2>&1 || log "warning: wrk $label failed"
+	sed -n "s/^wrk-json: {/{\"label\":\"$label\",/p" "$out/$label.txt" >"$out/$label.json"
+	[ -s "$out/$label.json" ] || rm -f "$out/$label.json"
+}
+
+# idle_cpu LABEL PID SECONDS: the process's CPU use while nobody calls it.
+idle_cpu() {
+	"$PYTHON" - "$1" "$2" "$3" >"$out/$1.json" <<'EOF' || true
+import json, os, sys, time
+label, pid, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def ticks():
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])   # utime + stime
+t0, c0 = time.monotonic(), ticks()
+time.sleep(secs)
+t1, c1 = time.monotonic(), ticks()
+hz = os.sysconf("SC_CLK_TCK")
+print(json.dumps({"label": label, "tool": "idle", "seconds": t1 - t0,
+                  "cpu_percent": 100.0 * (c1 - c0) / hz / (t1 - t0)}))
+EOF
+	[ -s "$out/$1.json" ] || { rm -f "$out/$1.json"; log "warning: idle CPU not measured"; }
+}
+
+# metrics_snapshot LABEL URL: GET /metrics into LABEL.txt, the allocation gauge into LABEL.json.
+metrics_snapshot() {
+	"$PYTHON" - "$1" "$2" "$out/$1.txt" >"$out/$1.json" <<'EOF' || true
+import json, sys, urllib.request
+label, url, path = sys.argv[1:4]
+text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+with open(path, "w") as f:
+    f.write(text)
+allocs = None
+for line in text.splitlines():
+    if line.startswith("inferd_allocations_after_startup "):
+        allocs = int(line.split()[1])
+print(json.dumps({"label": label, "tool": "metrics", "allocations_after_startup": allocs}))
+EOF
+	[ -s "$out/$1.json" ] || { rm -f "$out/$1.json"; log "warning: no metrics from $2"; }
+}

@@ -1,0 +1,548 @@
+/*
+ * inferd-bench.c: latency and throughput of an inferd daemon, like Triton's
+ * perf_analyzer — N connections over shared memory (libinferd) or HTTP/1.1
+ * keep-alive, each sending requests back to back; reports requests/s,
+ * rows/s, GB/s, latency percentiles and the server's mean batch size, and
+ * with --limits (CUDA builds) the device's own limits measured in the same
+ * run, so that every figure of DESIGN §8 is a ratio.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "error.h"
+
+/* When --limits has no request to size its copies by: DESIGN §8's large tensor. */
+#define BENCH_LIMITS_DEFAULT_BYTES ((size_t)64 << 20)
+
+/* Print usage. */
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: inferd-bench [--protocol=shm|http] [--socket=PATH] [--url=http://HOST:PORT]\n"
+	    "                    [--model=NAME] [--concurrency=N] [--rows=R | --input-bytes=B]\n"
+	    "                    [--duration=SECONDS | --requests=N] [--warmup=SECONDS]\n"
+	    "                    [--async-depth=D] [--limits [--limits-device=cuda:N]]\n"
+	    "                    [--label=TEXT] [--json]\n"
+	    "\n"
+	    "  --protocol=P       shm (libinferd over --socket) or http (KServe JSON to --url);\n"
+	    "                     default: shm when --socket is given, else http\n"
+	    "  --socket=PATH      the daemon's shm_socket (default " "/run/inferd/inferd.sock)\n"
+	    "  --url=URL          the daemon's HTTP address; also read for GET /metrics with shm\n"
+	    "  --model=NAME       model to load (default fashion-mlp); its row width comes from\n"
+	    "                     the model's metadata\n"
+	    "  --concurrency=N    N threads, each with its own connection (default 1)\n"
+	    "  --rows=R           rows per request (default 1)\n"
+	    "  --input-bytes=B    rows enough for B input bytes per request (K, M, G suffixes)\n"
+	    "  --duration=S       measure for S seconds (default 5)\n"
+	    "  --requests=N       measure N requests instead\n"
+	    "  --warmup=S         unmeasured seconds first (default 1)\n"
+	    "  --async-depth=D    shm: D requests outstanding per connection (default 1)\n"
+	    "  --limits           CUDA builds: measure the device's copy bandwidths and the\n"
+	    "                     small-request floor in this process, and report each result\n"
+	    "                     as a ratio to its limit; alone, only the limits\n"
+	    "  --limits-device=D  device for --limits (default cuda:0)\n"
+	    "  --label=TEXT       carried into the report\n"
+	    "  --json             print one JSON object instead of text\n"
+	    "\n"
+	    "Exit status: 0 ok, 1 a failure or refused requests, 2 a usage error.\n");
+}
+
+/* Print a usage error and exit 2. */
+__attribute__((format(printf, 1, 2), noreturn)) static void
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("inferd-bench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see --help)\n", stderr);
+	exit(2);
+}
+
+/* Parse a positive integer in [lo, hi], or exit. */
+static long long
+parse_int(const char *name, const char *s, long long lo, long long hi)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *s == '\0' || *end != '\0' || v < lo || v > hi)
+		usage_error("--%s must be an integer from %lld to %lld", name, lo, hi);
+	return v;
+}
+
+/* Parse seconds in [lo, hi], or exit. */
+static double
+parse_seconds(const char *name, const char *s, double lo, double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
+		usage_error("--%s must be a number of seconds from %g to %g", name, lo, hi);
+	return v;
+}
+
+/* Parse a byte count with an optional K, M or G suffix (powers of 1024), or exit. */
+static size_t
+parse_bytes(const char *name, const char *s)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		mul = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30;
+	if (mul != 1)
+		end++;
+	if (errno != 0 || *s == '\0' || *s == '-' || *end != '\0' || v == 0 ||
+	    v > (16ull << 30) / mul)
+		usage_error("--%s must be a byte count from 1 to 16G", name);
+	return (size_t)(v * mul);
+}
+
+/* Fill the settings from argv, or exit 2. */
+static void
+parse_args(int argc, char **argv, struct bench_settings *s)
+{
+	enum { O_PROTOCOL = 256, O_SOCKET, O_URL, O_MODEL, O_CONC, O_ROWS, O_INBYTES,
+	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMITS, O_LIMDEV, O_LABEL, O_JSON };
+	static const struct option longopts[] = {
+		{ "protocol", required_argument, NULL, O_PROTOCOL },
+		{ "socket", required_argument, NULL, O_SOCKET },
+		{ "url", required_argument, NULL, O_URL },
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "concurrency", required_argument, NULL, O_CONC },
+		{ "rows", required_argument, NULL, O_ROWS },
+		{ "input-bytes", required_argument, NULL, O_INBYTES },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "requests", required_argument, NULL, O_REQUESTS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "async-depth", required_argument, NULL, O_DEPTH },
+		{ "limits", no_argument, NULL, O_LIMITS },
+		{ "limits-device", required_argument, NULL, O_LIMDEV },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *protocol = NULL;
+	char *cause = NULL;
+	int c, rows_given = 0;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_PROTOCOL: protocol = optarg; break;
+		case O_SOCKET: s->socket_path = optarg; break;
+		case O_URL: s->url_text = optarg; break;
+		case O_MODEL: s->model_name = optarg; break;
+		case O_CONC: s->concurrency = (int)parse_int("concurrency", optarg, 1, 4096); break;
+		case O_ROWS: s->rows = (int)parse_int("rows", optarg, 1, 1 << 20); rows_given = 1; break;
+		case O_INBYTES: s->input_bytes = parse_bytes("input-bytes", optarg); break;
+		case O_DURATION: s->duration_s = parse_seconds("duration", optarg, 0.01, 86400); break;
+		case O_REQUESTS: s->requests = (uint64_t)parse_int("requests", optarg, 1, 1LL << 40); break;
+		case O_WARMUP: s->warmup_s = parse_seconds("warmup", optarg, 0, 3600); break;
+		case O_DEPTH: s->async_depth = (int)parse_int("async-depth", optarg, 1, 2048); break;
+		case O_LIMITS: s->limits = 1; break;
+		case O_LIMDEV: s->limits_device = optarg; break;
+		case O_LABEL: s->label = optarg; break;
+		case O_JSON: s->json = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	s->target_given = protocol != NULL || s->socket_path != NULL || s->url_text != NULL;
+	if (optind != argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (rows_given && s->input_bytes != 0)
+		usage_error("give --rows or --input-bytes, not both");
+	if (protocol == NULL)
+		s->protocol = s->socket_path != NULL || s->url_text == NULL ? BENCH_SHM : BENCH_HTTP;
+	else if (strcmp(protocol, "shm") == 0)
+		s->protocol = BENCH_SHM;
+	else if (strcmp(protocol, "http") == 0)
+		s->protocol = BENCH_HTTP;
+	else
+		usage_error("--protocol must be shm or http");
+	if (s->url_text != NULL) {
+		if (bench_url_parse(s->url_text, &s->url, &cause) != 0)
+			usage_error("--url: %s", cause);
+		s->have_url = 1;
+	}
+	if (s->protocol == BENCH_HTTP && !s->have_url)
+		usage_error("--protocol=http needs --url");
+	if (s->protocol == BENCH_HTTP && s->async_depth != 1)
+		usage_error("--async-depth is for --protocol=shm (one HTTP request per connection at a time)");
+}
+
+/*
+ * Before each request: 0 to go on, with *ticket set when it is one of the
+ * --requests counted; -1 when the worker should stop.
+ */
+int
+bench_begin(struct bench_run *r, int *ticket)
+{
+	int phase = __atomic_load_n(&r->phase, __ATOMIC_ACQUIRE);
+	uint64_t left;
+
+	*ticket = 0;
+	if (phase == BENCH_PHASE_STOP)
+		return -1;
+	if (phase == BENCH_PHASE_MEASURE && r->set->requests != 0) {
+		left = __atomic_load_n(&r->tickets, __ATOMIC_RELAXED);
+		do {
+			if (left == 0)
+				return -1;
+		} while (!__atomic_compare_exchange_n(&r->tickets, &left, left - 1, 0,
+		    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+		*ticket = 1;
+	}
+	return 0;
+}
+
+/* After it: a ticketed request counts (--requests), else one completed while measuring. */
+int
+bench_counts(struct bench_run *r, int ticket)
+{
+	if (r->set->requests != 0)
+		return ticket;
+	return __atomic_load_n(&r->phase, __ATOMIC_ACQUIRE) == BENCH_PHASE_MEASURE;
+}
+
+/* Stop on an error: keep cause as the worker's reason. */
+void
+bench_worker_fail(struct bench_worker *w, char *cause)
+{
+	w->fatal = cause;
+	__atomic_add_fetch(&w->run->failed, 1, __ATOMIC_RELEASE);
+}
+
+/* Tell the main thread this worker is connected (or has failed). */
+void
+bench_worker_ready(struct bench_worker *w)
+{
+	struct bench_run *r = w->run;
+
+	pthread_mutex_lock(&r->lock);
+	r->ready++;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Note a refused request: keep the first one's status and message. */
+void
+bench_worker_refused(struct bench_worker *w, const char *what, const char *msg, size_t len)
+{
+	if (w->first_error[0] != '\0')
+		return;
+	snprintf(w->first_error, sizeof w->first_error, "%s: %.*s", what,
+	    (int)(len > 200 ? 200 : len), msg);
+}
+
+/* Sleep s seconds, waking early when a worker failed; -1 if one did. */
+static int
+bench_sleep(struct bench_run *r, double s)
+{
+	uint64_t end = bench_now_ns() + (uint64_t)(s * 1e9), now;
+	struct timespec ts;
+	uint64_t step;
+
+	while ((now = bench_now_ns()) < end) {
+		if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0)
+			return -1;
+		step = end - now < 20000000u ? end - now : 20000000u;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)step;
+		nanosleep(&ts, NULL);	/* EINTR only shortens one step */
+	}
+	return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0 ? -1 : 0;
+}
+
+/* Start the workers and wait until every one is connected or failed. */
+static int
+bench_start(struct bench_run *r, struct bench_worker *w, int *started, char **cause)
+{
+	void *(*fn)(void *) = r->set->protocol == BENCH_SHM ? bench_shm_worker : bench_http_worker;
+	int i, rc;
+
+	for (i = 0; i < r->set->concurrency; i++) {
+		w[i].run = r;
+		w[i].id = i;
+		bench_hist_init(&w[i].hist);
+		if ((rc = pthread_create(&w[i].thread, NULL, fn, &w[i])) != 0) {
+			__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
+			return error_set(cause, "starting worker %d: %s", i, strerror(rc));
+		}
+		(*started)++;
+	}
+	pthread_mutex_lock(&r->lock);
+	while (r->ready < r->set->concurrency)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* Read the server's counters when --url was given; a failure only drops them. */
+static int
+bench_server_counters(const struct bench_run *r, uint64_t *inf, uint64_t *exec)
+{
+	char *cause = NULL;
+
+	if (!r->set->have_url)
+		return -1;
+	if (bench_metrics_read(&r->set->url, r->model.name, inf, exec, &cause) != 0) {
+		fprintf(stderr, "inferd-bench: no mean batch size: %s\n", cause);
+		free(cause);
+		return -1;
+	}
+	return 0;
+}
+
+/* Warm up, measure, stop: the phases every worker follows. */
+static void
+bench_phases(struct bench_run *r, struct bench_worker *w, int started,
+    struct bench_result *res)
+{
+	uint64_t inf0 = 0, exec0 = 0, inf1 = 0, exec1 = 0, t0, t1;
+	int ok = 1, have0 = 0, i;
+
+	if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0 || bench_sleep(r, r->set->warmup_s) != 0)
+		ok = 0;
+	if (ok)
+		have0 = bench_server_counters(r, &inf0, &exec0) == 0;
+	t0 = bench_now_ns();
+	__atomic_store_n(&r->phase, BENCH_PHASE_MEASURE, __ATOMIC_RELEASE);
+	if (ok && r->set->requests == 0)
+		bench_sleep(r, r->set->duration_s);
+	if (r->set->requests == 0 || !ok)
+		__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
+	t1 = bench_now_ns();
+	if (r->set->requests == 0 && have0)
+		res->have_server = bench_server_counters(r, &inf1, &exec1) == 0;
+	for (i = 0; i < started; i++)
+		pthread_join(w[i].thread, NULL);
+	if (r->set->requests != 0) {
+		t1 = bench_now_ns();
+		if (have0)
+			res->have_server = bench_server_counters(r, &inf1, &exec1) == 0;
+	}
+	res->elapsed_s = (double)(t1 - t0) / 1e9;
+	res->d_inference = inf1 - inf0;
+	res->d_execution = exec1 - exec0;
+}
+
+/* Add up the workers' results; -1 with *cause (the first worker's failure). */
+static int
+bench_collect(struct bench_worker *w, int n, struct bench_result *res, char **cause)
+{
+	int i, failed = -1;
+
+	bench_hist_init(&res->hist);
+	for (i = 0; i < n; i++) {
+		bench_hist_merge(&res->hist, &w[i].hist);
+		res->requests += w[i].requests;
+		res->errors += w[i].errors;
+		res->checked += w[i].checked;
+		res->reconnects += w[i].reconnects;
+		if (res->first_error[0] == '\0' && w[i].first_error[0] != '\0')
+			memcpy(res->first_error, w[i].first_error, sizeof res->first_error);
+		if (w[i].fatal != NULL && failed < 0)
+			failed = i;
+	}
+	if (failed >= 0) {
+		error_set(cause, "connection %d: %s", failed, w[failed].fatal);
+		for (i = 0; i < n; i++)
+			free(w[i].fatal);
+		return -1;
+	}
+	return 0;
+}
+
+/* Run the load: start, warm up, measure, collect. */
+static int
+bench_execute(struct bench_run *r, struct bench_result *res, char **cause)
+{
+	struct bench_worker *w;
+	int started = 0, rc;
+
+	if ((w = calloc((size_t)r->set->concurrency, sizeof *w)) == NULL)
+		return error_set(cause, "out of memory for %d workers", r->set->concurrency);
+	r->tickets = r->set->requests;
+	rc = bench_start(r, w, &started, cause);
+	if (rc == 0)
+		bench_phases(r, w, started, res);
+	else {
+		pthread_mutex_lock(&r->lock);
+		r->ready = r->set->concurrency;
+		pthread_mutex_unlock(&r->lock);
+		for (int i = 0; i < started; i++)
+			pthread_join(w[i].thread, NULL);
+	}
+	if (bench_collect(w, started, res, rc == 0 ? cause : NULL) != 0)
+		rc = -1;
+	free(w);
+	return rc;
+}
+
+/* Model metadata over the chosen protocol, then rows from --input-bytes. */
+static int
+bench_resolve_model(struct bench_run *r, struct bench_settings *s, char **cause)
+{
+	size_t row;
+
+	if (s->protocol == BENCH_SHM) {
+		if (bench_shm_model(s->socket_path, s->model_name, &r->model, cause) != 0)
+			return -1;
+	} else if (bench_http_model(&s->url, s->model_name, &r->model, cause) != 0)
+		return -1;
+	row = r->model.input_elems * sizeof(float);
+	if (s->input_bytes != 0) {
+		if (s->input_bytes / row > (size_t)(1 << 20))
+			return error_set(cause, "--input-bytes=%zu needs too many rows", s->input_bytes);
+		s->rows = (int)((s->input_bytes + row - 1) / row);
+	}
+	if (r->model.max_batch_size > 0 && s->rows > r->model.max_batch_size)
+		return error_set(cause, "%d rows of %zu bytes per request, but model %s takes at most %d "
+		    "(for a larger tensor use a model with wider rows)", s->rows, row, r->model.name,
+		    r->model.max_batch_size);
+	return 0;
+}
+
+/* --limits: measure in this process (CUDA builds only). */
+static int
+bench_limits(const struct bench_settings *s, size_t bytes, struct bench_limits *l,
+    char **cause)
+{
+#ifdef HAVE_CUDA
+	return bench_limits_measure(s->limits_device, bytes, l, cause);
+#else
+	(void)s;
+	(void)bytes;
+	(void)l;
+	return error_set(cause, "--limits needs a CUDA build");
+#endif
+}
+
+/* --limits with nothing to load: print the limits alone. */
+static int
+bench_limits_only(const struct bench_settings *s)
+{
+	struct bench_result res;
+	char *cause = NULL;
+
+	memset(&res, 0, sizeof res);
+	if (bench_limits(s, s->input_bytes ? s->input_bytes : BENCH_LIMITS_DEFAULT_BYTES,
+	    &res.limits, &cause) != 0 ||
+	    (s->json && bench_report_json(stdout, NULL, &res, &cause) != 0)) {
+		fprintf(stderr, "inferd-bench: %s\n", cause);
+		free(cause);
+		return 1;
+	}
+	if (!s->json)
+		bench_report_limits_text(stdout, &res.limits);
+	return 0;
+}
+
+/* Everything after the arguments: returns the exit status. */
+static int
+bench_main(struct bench_settings *s)
+{
+	struct bench_run r;
+	struct bench_result *res;
+	char *cause = NULL;
+	int status = 1;
+
+	memset(&r, 0, sizeof r);
+	r.set = s;
+	if ((res = calloc(1, sizeof *res)) == NULL ||
+	    pthread_mutex_init(&r.lock, NULL) != 0 || pthread_cond_init(&r.cond, NULL) != 0) {
+		fprintf(stderr, "inferd-bench: out of memory\n");
+		return 1;
+	}
+	if (bench_resolve_model(&r, s, &cause) != 0)
+		goto out;
+	res->input_bytes = (size_t)s->rows * r.model.input_elems * sizeof(float);
+	res->output_bytes = (size_t)s->rows * r.model.output_elems * sizeof(float);
+	if (s->limits) {
+		if (bench_limits(s, res->input_bytes, &res->limits, &cause) != 0)
+			goto out;
+		res->have_limits = 1;
+	}
+	if (s->protocol == BENCH_HTTP && bench_http_prepare(&r, &cause) != 0)
+		goto out;
+	if (bench_execute(&r, res, &cause) != 0)
+		goto out;
+	if (s->json ? bench_report_json(stdout, &r, res, &cause) != 0 :
+	    (bench_report_text(stdout, &r, res), 0))
+		goto out;
+	status = 0;
+	if (res->errors > 0) {
+		fprintf(stderr, "inferd-bench: %llu request%s refused; first: %s\n",
+		    (unsigned long long)res->errors, res->errors == 1 ? " was" : "s were",
+		    res->first_error);
+		status = 1;
+	} else if (res->requests == 0) {
+		fprintf(stderr, "inferd-bench: no request completed in the measured interval\n");
+		status = 1;
+	}
+out:
+	if (cause != NULL) {
+		fprintf(stderr, "inferd-bench: %s\n", cause);
+		free(cause);
+	}
+	free(r.http_request);
+	free(res);
+	pthread_cond_destroy(&r.cond);
+	pthread_mutex_destroy(&r.lock);
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct bench_settings s = {
+		.model_name = "fashion-mlp",
+		.concurrency = 1,
+		.rows = 1,
+		.duration_s = 5,
+		.warmup_s = 1,
+		.async_depth = 1,
+		.limits_device = "cuda:0",
+	};
+
+	parse_args(argc, argv, &s);
+#ifndef HAVE_CUDA
+	if (s.limits) {
+		fprintf(stderr, "inferd-bench: --limits needs a CUDA build (configure --with-cuda)\n");
+		return 2;
+	}
+#endif
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		fprintf(stderr, "inferd-bench: ignoring SIGPIPE: %s\n", strerror(errno));
+		return 1;
+	}
+	if (s.limits && !s.target_given)
+		return bench_limits_only(&s);
+	return bench_main(&s);
+}

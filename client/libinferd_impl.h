@@ -1,0 +1,65 @@
+/* libinferd_impl.h: libinferd's private types, shared by libinferd.c, inferd_ring.c and inferd_alloc.c. */
+#ifndef LIBINFERD_IMPL_H
+#define LIBINFERD_IMPL_H
+
+#include <stdint.h>
+
+#include "inferd.h"
+#include "inferd_wire.h"
+
+/* A free extent of the data area. */
+struct inferd_extent {
+	uint64_t offset, bytes;
+};
+
+/* What the client remembers of a request on the wire (indexed by its wire user_data). */
+struct inferd_record {
+	uint64_t user_data;
+	int used;			/* on the wire or holding a sync result */
+	int sync;			/* submitted by inferd_infer */
+	int done, status;		/* set when a sync request completes */
+	uint32_t detail;		/* the daemon's reason for an invalid request */
+	int next_free;
+};
+
+struct inferd_conn {
+	int control_fd;
+	int submit_fd;			/* eventfd: we write after publishing submissions */
+	int doorbell_fd;		/* our end of the socketpair the daemon writes to */
+	int timeout_ms;
+	int closed;			/* the daemon went away */
+
+	uint8_t *base;
+	uint64_t region_bytes;
+	uint32_t sq_entries, cq_entries;
+	struct inferd_wire_layout layout;
+	struct inferd_wire_header *hdr;
+	struct inferd_wire_sqe *sq;
+	struct inferd_wire_cqe *cq;
+	uint32_t sq_tail, cq_head;	/* our copies */
+	unsigned inflight;		/* on the wire, not yet reaped */
+
+	struct inferd_record *records;	/* cq_entries */
+	int free_record;
+	struct inferd_completion *stash; /* reaped by inferd_infer for inferd_wait; cq_entries */
+	unsigned stash_head, nstash;
+
+	unsigned nmodels;
+	struct inferd_model **models;	/* by id, fetched on demand */
+
+	struct inferd_extent *extents;	/* free list, sorted by offset */
+	size_t nextents, extents_cap;
+};
+
+/* libinferd.c */
+int inferd__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int inferd__closed(inferd_conn_t *c);
+
+/* inferd_alloc.c */
+int inferd__alloc_init(inferd_conn_t *c);
+
+/* inferd_ring.c */
+int inferd__ring_init(inferd_conn_t *c);
+void inferd__ring_free(inferd_conn_t *c);
+
+#endif

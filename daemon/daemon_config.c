@@ -1,0 +1,610 @@
+/* daemon_config.c: one table of keys behind the config file, the --key=value flags and the docs. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "daemon_config.h"
+#include "error.h"
+
+#ifndef INFERD_DATADIR
+#error "INFERD_DATADIR must be defined by the build (see Makefile.am)"
+#endif
+
+enum config_type {
+	CONFIG_STRING,
+	CONFIG_INT,
+	CONFIG_SIZE,		/* bytes, with an optional K, M or G suffix */
+	CONFIG_BOOL,
+};
+
+/* Extra validation of a string value; -1 with *cause when it is refused. */
+typedef int (*config_check_fn)(const char *value, char **cause);
+
+/*
+ * One key.  doc's first line is the --help summary; all its lines are the
+ * comment above the key in conf/inferd.conf.
+ */
+struct config_key {
+	const char *section;
+	const char *name;
+	enum config_type type;
+	const char *def;
+	size_t offset;
+	long long min, max;		/* INT and SIZE */
+	config_check_fn check;		/* STRING, may be NULL */
+	const char *doc;
+};
+
+static int config_check_address(const char *, char **);
+static int config_check_nonempty(const char *, char **);
+static int config_check_device(const char *, char **);
+static int config_check_log_level(const char *, char **);
+static int config_check_socket(const char *, char **);
+static int config_check_id_list(const char *, char **);
+
+#define KEY(f) offsetof(struct daemon_config, f)
+#define KIB 1024LL
+#define MIB (1024LL * KIB)
+#define GIB (1024LL * MIB)
+
+static const struct config_key config_keys[] = {
+	{ "HTTP", "listen_address", CONFIG_STRING, "127.0.0.1", KEY(listen_address),
+	  0, 0, config_check_address,
+	  "Address the HTTP server binds, an IPv4 or IPv6 literal.\n"
+	  "The default accepts local clients only; 0.0.0.0 or :: listens on every\n"
+	  "interface (inferd has no authentication: put a proxy in front of it)." },
+	{ "HTTP", "http_enable", CONFIG_BOOL, "yes", KEY(http_enable), 0, 1, NULL,
+	  "Serve the KServe v2 HTTP API (yes or no)." },
+	{ "HTTP", "http_port", CONFIG_INT, "8000", KEY(http_port), 0, 65535, NULL,
+	  "TCP port of the HTTP server, 0 to 65535.\n"
+	  "0 picks any free port; the log says which, and --port-file=PATH writes it." },
+	{ "HTTP", "http_threads", CONFIG_INT, "4", KEY(http_threads), 1, 256, NULL,
+	  "Threads that parse HTTP requests and JSON bodies, 1 to 256.\n"
+	  "A request waiting for inference holds no thread." },
+	{ "HTTP", "max_body_bytes", CONFIG_SIZE, "16M", KEY(max_body_bytes),
+	  1 * KIB, 1 * GIB, NULL,
+	  "Largest HTTP request body, 1K to 1G; a larger one gets 413 before it is read." },
+	{ "HTTP", "pinned_pool_bytes", CONFIG_SIZE, "64M", KEY(pinned_pool_bytes),
+	  64 * KIB, 64 * GIB, NULL,
+	  "Pinned host memory for the tensors of HTTP requests in flight, 64K to 64G.\n"
+	  "Reserved at start-up, so that no request allocates." },
+	{ "MODELS AND DEVICE", "model_repository", CONFIG_STRING,
+	  INFERD_DATADIR "/models", KEY(model_repository), 0, 0, config_check_nonempty,
+	  "Directory holding one subdirectory per model (model.json + *.safetensors).\n"
+	  "Every model is loaded at start-up; one that fails is logged and skipped.\n"
+	  "The default is the demo repository installed with inferd." },
+	{ "MODELS AND DEVICE", "device", CONFIG_STRING, "auto", KEY(device), 0, 0,
+	  config_check_device,
+	  "Where models run: auto, cpu or cuda:N.\n"
+	  "auto takes GPU 0 when CUDA finds one, else the CPU (OpenBLAS);\n"
+	  "the log says which it took." },
+	{ "MODELS AND DEVICE", "inflight_batches", CONFIG_INT, "2",
+	  KEY(inflight_batches), 2, 16, NULL,
+	  "Batches in flight per model, 2 to 16.\n"
+	  "With 2 or more the copy-in of the next batch overlaps the compute of the\n"
+	  "current one; each costs one set of device buffers at the model's\n"
+	  "max_batch_size." },
+	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
+	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
+	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"
+	  "Under systemd, /run/inferd is the unit's RuntimeDirectory." },
+	{ "SHARED-MEMORY CLIENTS", "max_clients", CONFIG_INT, "64", KEY(max_clients),
+	  1, 4096, NULL,
+	  "Shared-memory clients connected at once, 1 to 4096.\n"
+	  "More are refused with a clear error; each client has its own device stream." },
+	{ "SHARED-MEMORY CLIENTS", "max_region_bytes", CONFIG_SIZE, "1G",
+	  KEY(max_region_bytes), 4 * KIB, 256 * GIB, NULL,
+	  "Largest shared-memory region one client may pass, 4K to 256G." },
+	{ "SHARED-MEMORY CLIENTS", "allow_users", CONFIG_STRING, "", KEY(allow_users),
+	  0, 0, config_check_id_list,
+	  "Users allowed to connect to shm_socket: names or uids, comma-separated.\n"
+	  "Checked with SO_PEERCRED.  Empty: the daemon's own user and root." },
+	{ "SHARED-MEMORY CLIENTS", "allow_groups", CONFIG_STRING, "", KEY(allow_groups),
+	  0, 0, config_check_id_list,
+	  "Groups whose members may also connect: names or gids, comma-separated." },
+	{ "LOGGING", "log_level", CONFIG_STRING, "info", KEY(log_level), 0, 0,
+	  config_check_log_level,
+	  "Least severe messages logged: error, warn, info or debug.\n"
+	  "Logs go to stderr (the journal under systemd)." },
+};
+
+#define NKEYS (sizeof config_keys / sizeof config_keys[0])
+
+static const char *config_log_levels[] = { "error", "warn", "info", "debug" };
+
+/* Check an IPv4 or IPv6 address literal. */
+static int
+config_check_address(const char *value, char **cause)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	if (inet_pton(AF_INET, value, buf) == 1 || inet_pton(AF_INET6, value, buf) == 1)
+		return 0;
+	return error_set(cause, "'%s' is not an IPv4 or IPv6 address", value);
+}
+
+/* Refuse an empty string. */
+static int
+config_check_nonempty(const char *value, char **cause)
+{
+	if (*value == '\0')
+		return error_set(cause, "must not be empty");
+	return 0;
+}
+
+/* Check "auto", "cpu" or "cuda:N". */
+static int
+config_check_device(const char *value, char **cause)
+{
+	const char *p;
+
+	if (strcmp(value, "auto") == 0 || strcmp(value, "cpu") == 0)
+		return 0;
+	if (strncmp(value, "cuda:", 5) == 0) {
+		p = value + 5;
+		if (*p != '\0' && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 3)
+			return 0;
+	}
+	return error_set(cause, "'%s' is not auto, cpu or cuda:N", value);
+}
+
+/* Check a log level name. */
+static int
+config_check_log_level(const char *value, char **cause)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof config_log_levels / sizeof config_log_levels[0]; i++)
+		if (strcmp(value, config_log_levels[i]) == 0)
+			return 0;
+	return error_set(cause, "'%s' is not error, warn, info or debug", value);
+}
+
+/* Check that a socket path fits sockaddr_un (empty turns the socket off). */
+static int
+config_check_socket(const char *value, char **cause)
+{
+	struct sockaddr_un sun;
+
+	if (strlen(value) >= sizeof sun.sun_path)
+		return error_set(cause, "path is longer than %zu bytes", sizeof sun.sun_path - 1);
+	return 0;
+}
+
+/* Check a comma-separated list of user or group names or numeric ids. */
+static int
+config_check_id_list(const char *value, char **cause)
+{
+	const char *p = value, *end;
+	size_t n;
+
+	while (*p != '\0') {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		end = strchr(p, ',');
+		n = end ? (size_t)(end - p) : strlen(p);
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == 0 || n > 32 || p[0] == '-' ||
+		    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") < n)
+			return error_set(cause, "'%s' is not a comma-separated list of names or ids", value);
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+/* Find a key by name. */
+static const struct config_key *
+config_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		if (strcmp(config_keys[i].name, name) == 0)
+			return &config_keys[i];
+	return NULL;
+}
+
+/* Parse a decimal integer inside [min, max]. */
+static int
+config_parse_int(const struct config_key *k, const char *value, long long *out,
+    char **cause)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (end == value || *end != '\0' || isspace((unsigned char)*value))
+		return error_set(cause, "%s: '%s' is not a number", k->name, value);
+	if (errno == ERANGE || v < k->min || v > k->max)
+		return error_set(cause, "%s: %s is out of range (%lld to %lld)", k->name,
+		    value, k->min, k->max);
+	*out = v;
+	return 0;
+}
+
+/* Parse a size: digits and an optional K, M or G (powers of 1024) inside [min, max]. */
+static int
+config_parse_size(const struct config_key *k, const char *value, long long *out,
+    char **cause)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*value))
+		return error_set(cause, "%s: '%s' is not a size (bytes, or a number with K, M or G)",
+		    k->name, value);
+	v = strtoull(value, &end, 10);
+	switch (*end) {
+	case 'k': case 'K': mult = KIB; end++; break;
+	case 'm': case 'M': mult = MIB; end++; break;
+	case 'g': case 'G': mult = GIB; end++; break;
+	}
+	if (*end != '\0')
+		return error_set(cause, "%s: '%s' is not a size (bytes, or a number with K, M or G)",
+		    k->name, value);
+	if (errno == ERANGE || v > ULLONG_MAX / mult || v * mult < (unsigned long long)k->min ||
+	    v * mult > (unsigned long long)k->max || v * mult > SIZE_MAX)
+		return error_set(cause, "%s: %s is out of range (%lld to %lld bytes)", k->name,
+		    value, k->min, k->max);
+	*out = (long long)(v * mult);
+	return 0;
+}
+
+/* Parse yes/no, true/false, on/off, 1/0. */
+static int
+config_parse_bool(const struct config_key *k, const char *value, long long *out,
+    char **cause)
+{
+	static const char *yes[] = { "yes", "true", "on", "1" };
+	static const char *no[] = { "no", "false", "off", "0" };
+	size_t i;
+
+	for (i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+		if (strcasecmp(value, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcasecmp(value, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return error_set(cause, "%s: '%s' is not yes or no", k->name, value);
+}
+
+/* Store a string value after its check. */
+static int
+config_set_string(struct daemon_config *c, const struct config_key *k,
+    const char *value, char **cause)
+{
+	char **field = (char **)((char *)c + k->offset);
+	char *copy;
+
+	if (k->check != NULL && k->check(value, cause) != 0)
+		return error_prefix(cause, "%s", k->name);
+	copy = strdup(value);
+	if (copy == NULL)
+		return error_set(cause, "out of memory");
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* Apply one key = value. */
+int
+config_set(struct daemon_config *c, const char *key, const char *value,
+    char **cause)
+{
+	const struct config_key *k;
+	long long v = 0;
+	int r;
+
+	k = config_find(key);
+	if (k == NULL)
+		return error_set(cause, "unknown key '%s'", key);
+	switch (k->type) {
+	case CONFIG_STRING:
+		return config_set_string(c, k, value, cause);
+	case CONFIG_INT:
+		r = config_parse_int(k, value, &v, cause);
+		break;
+	case CONFIG_SIZE:
+		r = config_parse_size(k, value, &v, cause);
+		break;
+	case CONFIG_BOOL:
+		r = config_parse_bool(k, value, &v, cause);
+		break;
+	default:
+		abort();
+	}
+	if (r != 0)
+		return -1;
+	if (k->type == CONFIG_SIZE)
+		*(size_t *)((char *)c + k->offset) = (size_t)v;
+	else
+		*(int *)((char *)c + k->offset) = (int)v;
+	return 0;
+}
+
+/* Fill every key with its default. */
+int
+config_defaults(struct daemon_config *c, char **cause)
+{
+	size_t i;
+
+	memset(c, 0, sizeof *c);
+	for (i = 0; i < NKEYS; i++) {
+		if (config_set(c, config_keys[i].name, config_keys[i].def, cause) != 0) {
+			config_free(c);
+			return error_prefix(cause, "built-in default");
+		}
+	}
+	return 0;
+}
+
+/* Free the strings. */
+void
+config_free(struct daemon_config *c)
+{
+	size_t i;
+	char **field;
+
+	for (i = 0; i < NKEYS; i++) {
+		if (config_keys[i].type != CONFIG_STRING)
+			continue;
+		field = (char **)((char *)c + config_keys[i].offset);
+		free(*field);
+		*field = NULL;
+	}
+}
+
+/* Strip surrounding blanks in place; returns the start. */
+static char *
+config_trim(char *s)
+{
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+/* Remove the quotes around a value in place: "..." with \" and \\, or '...' taken literally. */
+static int
+config_unquote(char *v, char **cause)
+{
+	char q = v[0], *r, *w;
+
+	if (q != '"' && q != '\'')
+		return 0;
+	for (r = v + 1, w = v; *r != '\0' && *r != q; r++) {
+		if (q == '"' && *r == '\\' && (r[1] == '"' || r[1] == '\\'))
+			r++;
+		*w++ = *r;
+	}
+	if (*r != q)
+		return error_set(cause, "unterminated quoted string");
+	if (r[1] != '\0')
+		return error_set(cause, "text after the closing quote");
+	*w = '\0';
+	return 0;
+}
+
+/* Parse one line (comments and blanks already skipped) and apply it. */
+static int
+config_parse_line(struct daemon_config *c, char *line, char **cause)
+{
+	char *eq, *key, *value;
+
+	eq = strchr(line, '=');
+	if (eq == NULL)
+		return error_set(cause, "expected 'key = value'");
+	*eq = '\0';
+	key = config_trim(line);
+	value = config_trim(eq + 1);
+	if (*key == '\0')
+		return error_set(cause, "missing key before '='");
+	if (config_unquote(value, cause) != 0)
+		return error_prefix(cause, "%s", key);
+	return config_set(c, key, value, cause);
+}
+
+/* Read lines from f, applying each; lineno tells the caller where it stopped. */
+static int
+config_read(struct daemon_config *c, FILE *f, unsigned *lineno, char **text,
+    char **cause)
+{
+	char *line = NULL, *p;
+	size_t cap = 0;
+	ssize_t n;
+
+	*lineno = 0;
+	errno = 0;
+	while ((n = getline(&line, &cap, f)) != -1) {
+		(*lineno)++;
+		if (strlen(line) != (size_t)n) {
+			*text = line;
+			return error_set(cause, "NUL byte in line");
+		}
+		p = config_trim(line);
+		if (*p == '\0' || *p == '#')
+			continue;
+		*text = strdup(p);
+		if (config_parse_line(c, p, cause) != 0) {
+			free(line);
+			return -1;
+		}
+		free(*text);
+		*text = NULL;
+	}
+	free(line);
+	if (ferror(f))
+		return error_set(cause, "read error: %s", strerror(errno));
+	return 0;
+}
+
+/* Read a config file; on error *cause names the file, line and problem. */
+int
+config_load_file(struct daemon_config *c, const char *path, char **cause)
+{
+	char *text = NULL;
+	unsigned lineno;
+	FILE *f;
+	int r;
+
+	f = fopen(path, "r");
+	if (f == NULL)
+		return error_set(cause, "%s: %s", path, strerror(errno));
+	r = config_read(c, f, &lineno, &text, cause);
+	fclose(f);
+	if (r != 0 && text != NULL)
+		error_prefix(cause, "%s:%u: in \"%s\"", path, lineno, config_trim(text));
+	else if (r != 0 && lineno > 0)
+		error_prefix(cause, "%s:%u", path, lineno);
+	else if (r != 0)
+		error_prefix(cause, "%s", path);
+	free(text);
+	return r;
+}
+
+/* Print a doc paragraph, each line prefixed. */
+static void
+config_print_doc(FILE *f, const char *doc, const char *prefix)
+{
+	const char *p = doc, *nl;
+
+	while (*p != '\0') {
+		nl = strchr(p, '\n');
+		if (nl == NULL) {
+			fprintf(f, "%s%s\n", prefix, p);
+			break;
+		}
+		fprintf(f, "%s%.*s\n", prefix, (int)(nl - p), p);
+		p = nl + 1;
+	}
+}
+
+/* Print a default as the file would hold it ("" for an empty string). */
+static void
+config_print_default(FILE *f, const struct config_key *k)
+{
+	if (k->type == CONFIG_STRING && *k->def == '\0')
+		fputs("\"\"", f);
+	else
+		fputs(k->def, f);
+}
+
+/* Print every key with its doc and default, as conf/inferd.conf has them. */
+void
+config_print_reference(FILE *f)
+{
+	const char *section = NULL;
+	size_t i;
+
+	fputs("# inferd.conf: configuration of the inferd inference daemon.\n"
+	    "#\n"
+	    "# One \"key = value\" per line; lines starting with # are comments.\n"
+	    "# Strings may be quoted (\"...\" or '...'); sizes are bytes, or a number with\n"
+	    "# a K, M or G suffix (1K = 1024).  Any key can also be given on the command\n"
+	    "# line as --key=value, which overrides this file.\n"
+	    "#\n"
+	    "# Every key is shown below, commented out, with its built-in default.\n"
+	    "# Check a file with: inferd --config=FILE --check-config\n", f);
+	for (i = 0; i < NKEYS; i++) {
+		if (section == NULL || strcmp(section, config_keys[i].section) != 0) {
+			section = config_keys[i].section;
+			fprintf(f, "\n################################ %s ################################\n",
+			    section);
+		}
+		fputc('\n', f);
+		config_print_doc(f, config_keys[i].doc, "# ");
+		fprintf(f, "#\n# %s = ", config_keys[i].name);
+		config_print_default(f, &config_keys[i]);
+		fputc('\n', f);
+	}
+}
+
+/* Print every key as a --key=VALUE option with a one-line summary. */
+void
+config_print_options(FILE *f)
+{
+	const struct config_key *k;
+	size_t i, n;
+
+	for (i = 0; i < NKEYS; i++) {
+		k = &config_keys[i];
+		n = strcspn(k->doc, "\n");
+		fprintf(f, "  --%s=VALUE\n      %.*s (default: ", k->name, (int)n, k->doc);
+		config_print_default(f, k);
+		fputs(")\n", f);
+	}
+}
+
+/* Print the names of every key, one a line. */
+void
+config_print_keys(FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++)
+		fprintf(f, "%s\n", config_keys[i].name);
+}
+
+/* Print a string double-quoted, escaping what config_unquote unescapes. */
+static void
+config_print_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Print the values held in c as "key = value" lines. */
+void
+config_print_values(const struct daemon_config *c, FILE *f)
+{
+	const struct config_key *k;
+	const char *base = (const char *)c;
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++) {
+		k = &config_keys[i];
+		fprintf(f, "%s = ", k->name);
+		switch (k->type) {
+		case CONFIG_STRING:
+			config_print_quoted(f, *(char *const *)(base + k->offset));
+			break;
+		case CONFIG_INT:
+			fprintf(f, "%d", *(const int *)(base + k->offset));
+			break;
+		case CONFIG_SIZE:
+			fprintf(f, "%zu", *(const size_t *)(base + k->offset));
+			break;
+		case CONFIG_BOOL:
+			fputs(*(const int *)(base + k->offset) ? "yes" : "no", f);
+			break;
+		}
+		fputc('\n', f);
+	}
+}

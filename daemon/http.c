@@ -1,0 +1,893 @@
+/* http.c: KServe v2 over libmicrohttpd; an inference request waits suspended, holding no thread. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "error.h"
+#include "http.h"
+#include "kserve.h"
+#include "log.h"
+#include "pinned_pool.h"
+
+#ifndef MHD_HTTP_CONTENT_TOO_LARGE
+#define MHD_HTTP_CONTENT_TOO_LARGE 413	/* named so since libmicrohttpd 0.9.74 */
+#endif
+
+#define HTTP_TYPE_JSON "application/json"
+#define HTTP_TYPE_METRICS "text/plain; version=0.0.4"
+#define HTTP_ALLOW_GET "GET, HEAD"
+#define HTTP_ALLOW_POST "POST"
+/* A connection idle this long (never while suspended) is closed. */
+#define HTTP_CONNECTION_TIMEOUT_S 60
+/* http_stop waits this long for answers to requests in flight before cancelling them. */
+#define HTTP_STOP_WAIT_S 30
+/* First capacity of a body whose length is not announced (chunked). */
+#define HTTP_BODY_CHUNK 16384
+/* Most reserved up front on the word of Content-Length; more grows as bytes arrive. */
+#define HTTP_BODY_TRUST (1024 * 1024)
+
+/* What a URL names. */
+enum http_route {
+	ROUTE_LIVE,		/* GET /v2/health/live */
+	ROUTE_READY,		/* GET /v2/health/ready */
+	ROUTE_SERVER,		/* GET /v2 */
+	ROUTE_INDEX,		/* GET /v2/models, POST /v2/repository/index */
+	ROUTE_MODEL,		/* GET /v2/models/{m}[/versions/1] */
+	ROUTE_MODEL_READY,	/* GET /v2/models/{m}[/versions/1]/ready */
+	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
+	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
+	ROUTE_METRICS,		/* GET /metrics */
+};
+
+struct http_server {
+	struct http_context ctx;
+	struct MHD_Daemon *mhd;
+	pinned_pool_t *pool;
+	batch_client_t *client;
+	int port;
+	int serving;		/* atomic: MHD_start_daemon returned */
+	int stopping;		/* set under lock, read atomically: http_begin_shutdown ran */
+	pthread_mutex_t lock;	/* active, and every request's wait state */
+	pthread_cond_t idle;
+	int active;		/* inference requests from submit to connection completion */
+};
+
+/*
+ * One HTTP request.  While it waits on the batcher two parties hold it:
+ * libmicrohttpd until its completion callback, the batcher until done
+ * runs; refs counts them and the last one frees it, so done never touches
+ * a request that a vanished client took away.
+ */
+struct http_request {
+	http_server_t *srv;
+	struct MHD_Connection *conn;
+	enum http_route route;
+	const char *allow;		/* the methods its path takes */
+	char model[MODEL_NAME_MAX];	/* from the URL */
+	int name_too_long, bad_version;
+	char *body;
+	size_t len, cap, announced;	/* announced: Content-Length, 0 if none */
+	int too_large, no_memory, answered;
+	/* Inference. */
+	const model_t *m;
+	void *slot;
+	char *id;
+	struct batch_request breq;
+	/* Under srv->lock. */
+	int refs;
+	int submitted, finished, suspended, completed, in_active;
+	enum batch_status status;
+	char *error;
+};
+
+/*
+ * libmicrohttpd's messages, through our log: errors while starting; once
+ * serving they are mostly about malformed requests, which any client can
+ * cause at will, so they go to debug rather than flood the log.
+ */
+static void
+http_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	http_server_t *s = cls;
+	char buf[512];
+	size_t n;
+
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (__atomic_load_n(&s->serving, __ATOMIC_ACQUIRE))
+		LOG_DEBUG("http: %s", buf);
+	else
+		LOG_ERROR("http: %s", buf);
+}
+
+/* Queue a response that owns body (NULL means out of memory); counts errors. */
+static enum MHD_Result
+http_reply(struct http_request *req, unsigned int status, char *body, size_t len,
+    const char *type, const char *allow)
+{
+	static char oom[] = "{\"error\":\"out of memory\"}";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (body == NULL)
+		r = MHD_create_response_from_buffer(sizeof oom - 1, oom, MHD_RESPMEM_PERSISTENT);
+	else
+		r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(body);
+		return MHD_NO;
+	}
+	if (body == NULL)
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
+	    (allow != NULL && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES)) {
+		MHD_destroy_response(r);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(req->conn, status, r);
+	MHD_destroy_response(r);
+	req->answered = 1;
+	if (status >= 400)
+		METRICS_ADD(req->srv->ctx.metrics->http_errors, 1);
+	return ret;
+}
+
+/* Answer {"error": message} with status, and an Allow header when allow is set. */
+__attribute__((format(printf, 4, 5))) static enum MHD_Result
+http_error_allow(struct http_request *req, unsigned int status, const char *allow,
+    const char *fmt, ...)
+{
+	va_list ap;
+	char *msg, *body = NULL;
+	size_t len = 0;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n >= 0) {
+		body = kserve_encode_error(msg, &len);
+		free(msg);
+	}
+	return http_reply(req, status, body, len, HTTP_TYPE_JSON, allow);
+}
+
+#define http_error(req, status, ...) http_error_allow((req), (status), NULL, __VA_ARGS__)
+
+/* Answer 200 with a JSON body (NULL: out of memory, answered 500). */
+static enum MHD_Result
+http_json(struct http_request *req, char *body, size_t len)
+{
+	return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL);
+}
+
+/* Count a request of model name that failed before reaching the batcher. */
+static void
+http_count_failure(http_server_t *srv, const char *name, enum metrics_reason reason)
+{
+	struct metrics_model *mm = metrics_find(srv->ctx.metrics, name);
+
+	if (mm != NULL)
+		METRICS_ADD(mm->failure[reason], 1);
+}
+
+/*
+ * The HTTP status of a batcher outcome, as Triton maps its errors: a full
+ * queue, an expired timeout ("Request timeout expired" is UNAVAILABLE in
+ * Triton's dynamic batcher) and shutdown are 503; bad input and a
+ * cancelled request are 400; a device failure is 500.
+ */
+static unsigned int
+http_status_of(enum batch_status st)
+{
+	switch (st) {
+	case BATCH_OK:
+		return MHD_HTTP_OK;
+	case BATCH_ERR_BUSY:
+	case BATCH_ERR_TIMEOUT:
+	case BATCH_ERR_SHUTDOWN:
+		return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case BATCH_ERR_INVALID:
+	case BATCH_ERR_CANCELLED:
+		return MHD_HTTP_BAD_REQUEST;
+	default:
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+/* Parse the rest of /v2/models/{m}...; NULL when the path names nothing. */
+static const char *
+http_route_model(struct http_request *req, const char *rest)
+{
+	size_t n = strcspn(rest, "/");
+	const char *tail = rest + n, *v;
+
+	if (n == 0)
+		return NULL;
+	if (n >= sizeof req->model)
+		req->name_too_long = 1;
+	else
+		memcpy(req->model, rest, n);
+	if (strncmp(tail, "/versions/", 10) == 0) {
+		v = tail + 10;
+		n = strcspn(v, "/");
+		if (n == 0)
+			return NULL;
+		req->bad_version = !(n == 1 && v[0] == '1');
+		tail = v + n;
+	}
+	if (*tail == '\0')
+		return req->route = ROUTE_MODEL, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/ready") == 0)
+		return req->route = ROUTE_MODEL_READY, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/infer") == 0)
+		return req->route = ROUTE_INFER, HTTP_ALLOW_POST;
+	return NULL;
+}
+
+/* Route url; returns the methods its path takes, NULL for an unknown path. */
+static const char *
+http_route(struct http_request *req, const char *url)
+{
+	static const struct {
+		const char *path;
+		enum http_route route;
+		const char *allow;
+	} fixed[] = {
+		{ "/v2/health/live", ROUTE_LIVE, HTTP_ALLOW_GET },
+		{ "/v2/health/ready", ROUTE_READY, HTTP_ALLOW_GET },
+		{ "/v2", ROUTE_SERVER, HTTP_ALLOW_GET },
+		{ "/v2/", ROUTE_SERVER, HTTP_ALLOW_GET },
+		{ "/v2/models", ROUTE_INDEX, HTTP_ALLOW_GET },
+		{ "/v2/repository/index", ROUTE_INDEX, HTTP_ALLOW_POST },
+		{ "/infer", ROUTE_INFER_SHORT, HTTP_ALLOW_POST },
+		{ "/metrics", ROUTE_METRICS, HTTP_ALLOW_GET },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+		if (strcmp(url, fixed[i].path) == 0) {
+			req->route = fixed[i].route;
+			return fixed[i].allow;
+		}
+	}
+	if (strncmp(url, "/v2/models/", 11) == 0)
+		return http_route_model(req, url + 11);
+	return NULL;
+}
+
+/* Whether method is one of allow's. */
+static int
+http_method_allowed(const char *allow, const char *method)
+{
+	if (strcmp(allow, HTTP_ALLOW_POST) == 0)
+		return strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+/* Release what a request holds; called by whichever party lets go last. */
+static void
+http_request_free(struct http_request *req)
+{
+	if (req->slot != NULL)
+		pinned_pool_put(req->srv->pool, req->slot);
+	free(req->body);
+	free(req->id);
+	free(req->error);
+	free(req);
+}
+
+/* Drop the body buffer (parsed, or discarded). */
+static void
+http_drop_body(struct http_request *req)
+{
+	free(req->body);
+	req->body = NULL;
+	req->len = req->cap = 0;
+}
+
+/* First call for a request: route it; refuse a bad path, method or size before any body is read. */
+static enum MHD_Result
+http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
+    const char *method, void **con_cls)
+{
+	struct http_request *req;
+	const char *cl;
+	unsigned long long announced;
+	char *end;
+
+	if ((req = calloc(1, sizeof *req)) == NULL)
+		return MHD_NO;
+	req->srv = srv;
+	req->conn = conn;
+	req->refs = 1;
+	*con_cls = req;
+	METRICS_ADD(srv->ctx.metrics->http_requests, 1);
+	if ((req->allow = http_route(req, url)) == NULL)
+		return http_error(req, MHD_HTTP_NOT_FOUND, "unknown path '%s'", url);
+	if (!http_method_allowed(req->allow, method))
+		return http_error_allow(req, MHD_HTTP_METHOD_NOT_ALLOWED, req->allow,
+		    "method %s is not allowed on %s (allowed: %s)", method, url, req->allow);
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl != NULL) {
+		errno = 0;
+		announced = strtoull(cl, &end, 10);
+		if (errno == 0 && end != cl && announced > srv->ctx.config->max_body_bytes)
+			return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body of %llu bytes "
+			    "exceeds max_body_bytes (%zu)", announced, srv->ctx.config->max_body_bytes);
+		if (errno == 0 && end != cl)
+			req->announced = (size_t)announced;
+	}
+	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Inference-Header-Content-Length") != NULL)
+		return http_error(req, MHD_HTTP_BAD_REQUEST, "the binary tensor extension "
+		    "(Inference-Header-Content-Length) is not supported; send JSON tensors");
+	return MHD_YES;
+}
+
+/* Make room for n more body bytes; -1 when memory is short. */
+static int
+http_body_reserve(struct http_request *req, size_t n, size_t max)
+{
+	size_t cap = req->cap, need = req->len + n;	/* need <= max: checked by the caller */
+	size_t limit = req->announced >= need ? req->announced : max;
+	char *p;
+
+	if (need <= cap)
+		return 0;
+	if (cap == 0)
+		cap = req->announced ? HTTP_BODY_TRUST : HTTP_BODY_CHUNK;
+	while (cap < need)
+		cap = cap > limit / 2 ? limit : cap * 2;
+	if (cap > limit)
+		cap = limit;
+	if ((p = realloc(req->body, cap)) == NULL)
+		return -1;
+	req->body = p;
+	req->cap = cap;
+	return 0;
+}
+
+/* Take a piece of the body, bounded by max_body_bytes; over it, the rest is discarded. */
+static enum MHD_Result
+http_receive(struct http_request *req, const char *data, size_t *size)
+{
+	size_t n = *size, max = req->srv->ctx.config->max_body_bytes;
+
+	*size = 0;
+	if (req->too_large || req->no_memory)
+		return MHD_YES;
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT)
+		return MHD_YES;		/* other routes take no body */
+	if (n > max - req->len) {
+		req->too_large = 1;
+		http_drop_body(req);
+		return MHD_YES;
+	}
+	if (http_body_reserve(req, n, max) != 0) {
+		req->no_memory = 1;
+		http_drop_body(req);
+		return MHD_YES;
+	}
+	memcpy(req->body + req->len, data, n);
+	req->len += n;
+	return MHD_YES;
+}
+
+/* Answer a model that is not served: 404 when unknown, failed_status with its load error. */
+static enum MHD_Result
+http_model_missing(struct http_request *req, const char *name, unsigned int failed_status)
+{
+	const struct repository_failure *f = repository_find_failure(req->srv->ctx.repo, name);
+
+	if (f != NULL)
+		return http_error(req, failed_status, "model '%s' is not ready: it failed to load: %s",
+		    name, f->error);
+	return http_error(req, MHD_HTTP_NOT_FOUND, "unknown model '%s'", name);
+}
+
+/* The model a URL names, or NULL when the request has been answered 404/failed_status. */
+static const model_t *
+http_url_model(struct http_request *req, unsigned int failed_status, enum MHD_Result *ret)
+{
+	const model_t *m;
+
+	if (req->name_too_long) {
+		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "unknown model (name longer than %d bytes)",
+		    MODEL_NAME_MAX - 1);
+		return NULL;
+	}
+	if (req->bad_version) {
+		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "model '%s' has no such version "
+		    "(only " KSERVE_MODEL_VERSION ")", req->model);
+		return NULL;
+	}
+	if ((m = repository_find(req->srv->ctx.repo, req->model)) == NULL)
+		*ret = http_model_missing(req, req->model, failed_status);
+	return m;
+}
+
+/* Encode the answer from the slot and queue it; the slot goes back first. */
+static enum MHD_Result
+http_answer_infer(struct http_request *req)
+{
+	const model_t *m = req->m;
+	const float *out = req->breq.output;
+	char *body, *cause = NULL;
+	size_t len = 0;
+	enum MHD_Result ret;
+
+	if (req->status != BATCH_OK) {
+		pinned_pool_put(req->srv->pool, req->slot);
+		req->slot = NULL;
+		return http_error(req, http_status_of(req->status), "model '%s': %s", m->name,
+		    req->error ? req->error : batch_status_str(req->status));
+	}
+	body = kserve_encode_infer(m, req->id, req->breq.rows, out, &len, &cause);
+	pinned_pool_put(req->srv->pool, req->slot);
+	req->slot = NULL;
+	if (body != NULL)
+		return http_json(req, body, len);
+	ret = http_error(req, MHD_HTTP_BAD_REQUEST, "model '%s': %s", m->name, cause);
+	free(cause);
+	return ret;
+}
+
+/* Called by a batcher thread: keep the outcome, wake the connection, let go. */
+static void
+http_done(struct batch_request *breq, enum batch_status status, const char *error)
+{
+	struct http_request *req = breq->user;
+	http_server_t *srv = req->srv;
+	char *copy = status != BATCH_OK && error != NULL ? strdup(error) : NULL;
+	int last;
+
+	pthread_mutex_lock(&srv->lock);
+	req->status = status;
+	req->error = copy;
+	req->finished = 1;
+	if (req->suspended && !req->completed) {
+		req->suspended = 0;
+		MHD_resume_connection(req->conn);
+	}
+	last = --req->refs == 0;
+	pthread_mutex_unlock(&srv->lock);
+	if (last)
+		http_request_free(req);
+}
+
+/* Hand the staged request to the batcher and suspend the connection until done. */
+static enum MHD_Result
+http_submit(struct http_request *req, const struct kserve_infer *ki)
+{
+	http_server_t *srv = req->srv;
+	char *cause = NULL;
+	enum batch_status st;
+	enum MHD_Result ret;
+
+	req->breq.client = srv->client;
+	req->breq.rows = ki->rows;
+	req->breq.input = req->slot;
+	req->breq.output = (char *)req->slot + pinned_pool_output_offset(req->m);
+	req->breq.timeout_us = ki->timeout_us;
+	req->breq.done = http_done;
+	req->breq.user = req;
+	pthread_mutex_lock(&srv->lock);
+	if (srv->stopping) {
+		/* Checked under the lock, so http_stop waits for every request that passed. */
+		pthread_mutex_unlock(&srv->lock);
+		pinned_pool_put(srv->pool, req->slot);
+		req->slot = NULL;
+		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+	}
+	req->refs++;
+	req->submitted = req->in_active = 1;
+	srv->active++;
+	pthread_mutex_unlock(&srv->lock);
+	st = batcher_submit(srv->ctx.batcher, req->m, &req->breq, &cause);
+	if (st != BATCH_OK) {
+		pthread_mutex_lock(&srv->lock);
+		req->refs--;
+		req->submitted = req->in_active = 0;
+		if (--srv->active == 0)
+			pthread_cond_broadcast(&srv->idle);
+		pthread_mutex_unlock(&srv->lock);
+		pinned_pool_put(srv->pool, req->slot);
+		req->slot = NULL;
+		ret = http_error(req, http_status_of(st), "%s", cause ? cause : batch_status_str(st));
+		free(cause);
+		return ret;
+	}
+	pthread_mutex_lock(&srv->lock);
+	if (!req->finished) {
+		/* done resumes it; until then the connection holds no thread. */
+		MHD_suspend_connection(req->conn);
+		req->suspended = 1;
+		pthread_mutex_unlock(&srv->lock);
+		return MHD_YES;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return http_answer_infer(req);
+}
+
+/* Answer a request refused at decoding with 400 and count it invalid. */
+static enum MHD_Result
+http_invalid(struct http_request *req, const char *name, char *cause)
+{
+	enum MHD_Result ret;
+
+	if (name != NULL)
+		http_count_failure(req->srv, name, METRICS_REASON_INVALID);
+	ret = http_error(req, MHD_HTTP_BAD_REQUEST, "%s", cause ? cause : "invalid request");
+	free(cause);
+	return ret;
+}
+
+/* Decode the parsed body straight into a pinned slot, then submit it. */
+static enum MHD_Result
+http_stage(struct http_request *req, json_t *root)
+{
+	http_server_t *srv = req->srv;
+	const model_t *m = req->m;
+	struct kserve_infer ki;
+	char *cause = NULL;
+
+	if ((req->slot = pinned_pool_get(srv->pool)) == NULL) {
+		json_decref(root);
+		http_count_failure(srv, m->name, METRICS_REASON_BUSY);
+		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
+		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
+	}
+	if (kserve_decode_infer(root, m, req->slot, pinned_pool_output_offset(m), &ki, &cause) != 0) {
+		json_decref(root);
+		pinned_pool_put(srv->pool, req->slot);
+		req->slot = NULL;
+		return http_invalid(req, m->name, cause);
+	}
+	if (ki.id != NULL && (req->id = strdup(ki.id)) == NULL) {
+		json_decref(root);
+		pinned_pool_put(srv->pool, req->slot);
+		req->slot = NULL;
+		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	}
+	json_decref(root);
+	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki.input_bytes);
+	return http_submit(req, &ki);
+}
+
+/* POST /v2/models/{m}/infer and POST /infer: parse, find the model, stage, submit. */
+static enum MHD_Result
+http_infer(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
+	enum MHD_Result ret = MHD_NO;
+	char *cause = NULL;
+	json_t *root;
+
+	if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
+		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+	if (req->route == ROUTE_INFER && http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL)
+		return ret;
+	root = kserve_parse(req->body, req->len, &cause);
+	http_drop_body(req);
+	if (root == NULL)
+		return http_invalid(req, name, cause);
+	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
+		json_decref(root);
+		return http_invalid(req, NULL, cause);
+	}
+	if ((req->m = repository_find(srv->ctx.repo, name)) == NULL) {
+		ret = http_model_missing(req, name, MHD_HTTP_SERVICE_UNAVAILABLE);
+		json_decref(root);
+		return ret;
+	}
+	return http_stage(req, root);
+}
+
+/* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
+static enum MHD_Result
+http_model_get(struct http_request *req)
+{
+	enum MHD_Result ret = MHD_NO;
+	const model_t *m;
+	size_t len = 0;
+	char *body;
+
+	if (req->route == ROUTE_MODEL_READY) {
+		if (http_url_model(req, MHD_HTTP_BAD_REQUEST, &ret) == NULL)
+			return ret;
+		body = kserve_encode_flag("ready", 1, &len);
+		return http_json(req, body, len);
+	}
+	if ((m = http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret)) == NULL)
+		return ret;
+	body = kserve_encode_model_metadata(m, &len);
+	return http_json(req, body, len);
+}
+
+/* GET /metrics in Prometheus text format. */
+static enum MHD_Result
+http_metrics(struct http_request *req)
+{
+	const struct http_context *ctx = &req->srv->ctx;
+	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev));
+
+	return http_reply(req, text ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text,
+	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL);
+}
+
+/* The whole request is in: answer it, or start its inference. */
+static enum MHD_Result
+http_dispatch(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	size_t len = 0;
+	char *body;
+
+	if (req->too_large)
+		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds "
+		    "max_body_bytes (%zu)", srv->ctx.config->max_body_bytes);
+	if (req->no_memory)
+		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
+	switch (req->route) {
+	case ROUTE_LIVE:
+		body = kserve_encode_flag("live", 1, &len);
+		return http_json(req, body, len);
+	case ROUTE_READY:
+		if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
+			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+		body = kserve_encode_flag("ready", 1, &len);
+		return http_json(req, body, len);
+	case ROUTE_SERVER:
+		body = kserve_encode_server_metadata(&len);
+		return http_json(req, body, len);
+	case ROUTE_INDEX:
+		body = kserve_encode_repository_index(srv->ctx.repo, &len);
+		return http_json(req, body, len);
+	case ROUTE_MODEL:
+	case ROUTE_MODEL_READY:
+		return http_model_get(req);
+	case ROUTE_METRICS:
+		return http_metrics(req);
+	case ROUTE_INFER:
+	case ROUTE_INFER_SHORT:
+		return http_infer(req);
+	}
+	return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "unrouted request");
+}
+
+/* libmicrohttpd's access handler: called once for the headers, per body piece, at the end, and after a resume. */
+static enum MHD_Result
+http_access(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **con_cls)
+{
+	struct http_request *req = *con_cls;
+	int finished;
+
+	if (req == NULL)
+		return http_begin(cls, conn, url, method, con_cls);
+	if (req->answered) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size != 0)
+		return http_receive(req, upload_data, upload_data_size);
+	if (!req->submitted)
+		return http_dispatch(req);
+	pthread_mutex_lock(&req->srv->lock);
+	finished = req->finished;
+	pthread_mutex_unlock(&req->srv->lock);
+	return finished ? http_answer_infer(req) : MHD_YES;
+}
+
+/* libmicrohttpd is done with a request (answered, client gone, or stopping): let go of it. */
+static void
+http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct http_request *req = *con_cls;
+	http_server_t *srv = cls;
+	int last;
+
+	if (req == NULL)
+		return;
+	*con_cls = NULL;
+	pthread_mutex_lock(&srv->lock);
+	req->completed = 1;
+	if (req->in_active) {
+		req->in_active = 0;
+		if (--srv->active == 0)
+			pthread_cond_broadcast(&srv->idle);
+	}
+	last = --req->refs == 0;
+	pthread_mutex_unlock(&srv->lock);
+	if (last)
+		http_request_free(req);
+}
+
+/* Resolve listen_address:port into addr; -1 with *cause. */
+static int
+http_resolve(const char *host, int port, struct sockaddr_storage *addr,
+    int *ipv6, char **cause)
+{
+	struct addrinfo hints, *res;
+	char service[16];
+	int rc;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(service, sizeof service, "%d", port);
+	if ((rc = getaddrinfo(host, service, &hints, &res)) != 0)
+		return error_set(cause, "listen_address '%s': %s", host, gai_strerror(rc));
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	*ipv6 = res->ai_family == AF_INET6;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* Start libmicrohttpd on the configured address with a pool of threads. */
+static int
+http_start_daemon(http_server_t *s, char **cause)
+{
+	const struct daemon_config *c = s->ctx.config;
+	struct sockaddr_storage addr;
+	const union MHD_DaemonInfo *info;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+	    MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	int ipv6 = 0;
+
+	if (http_resolve(c->listen_address, c->http_port, &addr, &ipv6, cause) != 0)
+		return -1;
+	if (ipv6)
+		flags |= MHD_USE_IPv6;
+	errno = 0;
+	/* The logger goes first so that even option errors reach our log. */
+	s->mhd = MHD_start_daemon(flags, (uint16_t)c->http_port, NULL, NULL, http_access, s,
+	    MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(c->http_threads > 0 ? c->http_threads : 1),
+	    MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONNECTION_TIMEOUT_S,
+	    MHD_OPTION_END);
+	if (s->mhd == NULL)
+		return error_set(cause, "cannot serve HTTP on %s:%d%s%s", c->listen_address,
+		    c->http_port, errno ? ": " : "", errno ? strerror(errno) : "");
+	__atomic_store_n(&s->serving, 1, __ATOMIC_RELEASE);
+	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info != NULL ? info->port : c->http_port;
+	return 0;
+}
+
+/* Allocate the server and its pinned slots; the daemon starts later. */
+static int
+http_create(const struct http_context *ctx, http_server_t **out, char **cause)
+{
+	http_server_t *s;
+	size_t slot;
+	int rc;
+
+	if (ctx->config == NULL || ctx->dev == NULL || ctx->repo == NULL ||
+	    ctx->batcher == NULL || ctx->metrics == NULL)
+		return error_set(cause, "http: incomplete context");
+	if ((s = calloc(1, sizeof *s)) == NULL)
+		return error_set(cause, "http: out of memory");
+	s->ctx = *ctx;
+	if ((rc = pthread_mutex_init(&s->lock, NULL)) != 0 || (rc = pthread_cond_init(&s->idle, NULL)) != 0) {
+		free(s);
+		return error_set(cause, "http: pthread init: %s", strerror(rc));
+	}
+	slot = pinned_pool_slot_bytes_for(ctx->repo);
+	if (pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
+	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {
+		pinned_pool_free(s->pool);
+		pthread_cond_destroy(&s->idle);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return error_prefix(cause, "http");
+	}
+	*out = s;
+	return 0;
+}
+
+/* Free what http_create made (the daemon is stopped). */
+static void
+http_destroy(http_server_t *s)
+{
+	batcher_client_close(s->ctx.batcher, s->client);
+	pinned_pool_free(s->pool);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* Bind and start serving. */
+int
+http_start(const struct http_context *ctx, http_server_t **out, char **cause)
+{
+	http_server_t *s = NULL;
+
+	if (http_create(ctx, &s, cause) != 0)
+		return -1;
+	if (http_start_daemon(s, cause) != 0) {
+		http_destroy(s);
+		return -1;
+	}
+	LOG_INFO("http: %d threads, %zu pinned staging slots of %zu bytes",
+	    ctx->config->http_threads, pinned_pool_slots(s->pool), pinned_pool_slot_size(s->pool));
+	*out = s;
+	return 0;
+}
+
+/* Refuse new inference requests; readiness turns 503. */
+void
+http_begin_shutdown(http_server_t *s)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->lock);
+	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait up to HTTP_STOP_WAIT_S for requests in flight to be answered. */
+static void
+http_wait_idle(http_server_t *s)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += HTTP_STOP_WAIT_S;
+	pthread_mutex_lock(&s->lock);
+	while (s->active > 0 && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&s->idle, &s->lock, &deadline);
+	if (s->active > 0)
+		LOG_WARN("http: %d requests still unanswered after %d s; stopping anyway",
+		    s->active, HTTP_STOP_WAIT_S);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Stop: answer what is in flight, then close the batcher client (its done
+ * callbacks have all run after that, so no connection stays suspended, which
+ * MHD_stop_daemon requires), then stop the daemon and free the slots.
+ */
+void
+http_stop(http_server_t *s)
+{
+	if (s == NULL)
+		return;
+	http_begin_shutdown(s);
+	http_wait_idle(s);
+	batcher_client_close(s->ctx.batcher, s->client);
+	s->client = NULL;
+	MHD_stop_daemon(s->mhd);
+	pinned_pool_free(s->pool);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* The bound port. */
+int
+http_port(const http_server_t *s)
+{
+	return s->port;
+}

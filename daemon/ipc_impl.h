@@ -1,0 +1,129 @@
+/* ipc_impl.h: the IPC server's private types, shared by ipc.c, ipc_conn.c, ipc_ring.c and ipc_auth.c. */
+#ifndef INFERD_IPC_IMPL_H
+#define INFERD_IPC_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inferd_wire.h"
+#include "ipc.h"
+#include "log.h"
+
+/* A connection that has not finished its hello by then is dropped. */
+#define IPC_HANDSHAKE_US (10 * 1000000ULL)
+/* ipc_stop waits at most this long for requests in flight to finish. */
+#define IPC_DRAIN_US (30 * 1000000ULL)
+
+/* Who may connect: uids and primary gids resolved at start. */
+struct ipc_auth {
+	uid_t *uids;
+	size_t nuids;
+	gid_t *gids;
+	size_t ngids;
+};
+
+/* What an epoll event refers to. */
+enum ipc_tag_kind {
+	IPC_TAG_LISTEN,
+	IPC_TAG_WAKE,
+	IPC_TAG_CONTROL,
+	IPC_TAG_SUBMIT,
+};
+
+struct ipc_client;
+
+struct ipc_tag {
+	enum ipc_tag_kind kind;
+	struct ipc_client *client;
+};
+
+/* One accepted submission; req comes first so done can find the slot. */
+struct ipc_slot {
+	struct batch_request req;
+	struct ipc_client *client;
+	uint64_t user_data;
+	int next_free;
+};
+
+/* One connection; everything but the fields under lock belongs to the epoll thread. */
+struct ipc_client {
+	ipc_server_t *server;
+	struct ipc_client *next;
+	struct ipc_tag control_tag, submit_tag;
+	int control_fd;
+	int region_fd, submit_fd, doorbell_fd;	/* -1 until the hello */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	uint64_t accepted_us;
+	int ready;			/* hello done, region mapped */
+	int dead;			/* to be released after this event batch */
+	char label[32];
+
+	/* Control input: one message at a time, and the fds that came with it. */
+	uint8_t in[sizeof(struct inferd_wire_msg) + INFERD_WIRE_MAX_CLIENT_PAYLOAD];
+	size_t inlen;
+	int fds[INFERD_WIRE_HELLO_FDS];
+	int nfds;
+
+	/* The region, geometry from the hello only. */
+	uint8_t *base;
+	uint64_t region_bytes;
+	uint32_t sq_entries, cq_entries;
+	struct inferd_wire_layout layout;
+	struct inferd_wire_header *hdr;
+	struct inferd_wire_sqe *sq;
+	struct inferd_wire_cqe *cq;
+	int registered;
+	batch_client_t *bc;
+	uint32_t sq_head;		/* the daemon's own copy */
+
+	pthread_mutex_t lock;		/* guards the fields below */
+	pthread_cond_t idle;		/* inflight reached 0 */
+	uint32_t cq_tail;
+	uint32_t inflight;		/* slots taken: accepted, not yet completed */
+	struct ipc_slot *slots;		/* cq_entries of them */
+	int free_slot;
+};
+
+struct ipc_server {
+	struct ipc_context ctx;
+	struct ipc_auth auth;
+	char *path;
+	int listen_fd, epoll_fd, wake_fd;
+	int spare_fd;			/* given up to accept when out of descriptors */
+	int bound;			/* the socket file is ours to remove */
+	ino_t bound_ino;
+	struct ipc_tag listen_tag, wake_tag;
+	pthread_t thread;
+	int shutting_down;		/* atomic: refuse new work */
+	int stopping;			/* atomic: the thread should exit */
+	struct ipc_client *clients;
+	size_t nclients;
+	struct metrics_model **mm;	/* per model id, NULL without metrics */
+};
+
+/* ipc_auth.c */
+int ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause);
+void ipc_auth_free(struct ipc_auth *a);
+int ipc_auth_allows(const struct ipc_auth *a, uid_t uid, gid_t gid);
+
+/* ipc_conn.c */
+int ipc_conn_send_error(int fd, enum inferd_wire_error code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int ipc_conn_greet(ipc_server_t *s, struct ipc_client *c);
+int ipc_conn_readable(ipc_server_t *s, struct ipc_client *c);
+
+/* ipc_ring.c */
+int ipc_ring_init(struct ipc_client *c, char **cause);
+void ipc_ring_free(struct ipc_client *c);
+int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
+void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
+
+/* ipc.c */
+uint64_t ipc_now_us(void);
+void ipc_kill(struct ipc_client *c, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,272 @@
+/* ipc_ring.c: the rings in a client's region: take submissions, validate, hand to the batcher, complete. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "error.h"
+#include "ipc_impl.h"
+#include "log.h"
+
+/* Make one request slot per completion entry: in flight never exceeds that. */
+int
+ipc_ring_init(struct ipc_client *c, char **cause)
+{
+	uint32_t i;
+
+	if ((c->slots = calloc(c->cq_entries, sizeof *c->slots)) == NULL)
+		return error_set(cause, "out of memory for %u request slots", c->cq_entries);
+	for (i = 0; i < c->cq_entries; i++) {
+		c->slots[i].client = c;
+		c->slots[i].next_free = i + 1 < c->cq_entries ? (int)i + 1 : -1;
+	}
+	c->free_slot = 0;
+	c->sq_head = 0;
+	c->cq_tail = 0;
+	__atomic_store_n(&c->hdr->sq_head, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->hdr->cq_tail, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Free the slots (nothing may be in flight). */
+void
+ipc_ring_free(struct ipc_client *c)
+{
+	free(c->slots);
+	c->slots = NULL;
+}
+
+/* Wire status of a batcher outcome. */
+static int32_t
+ipc_ring_status(enum batch_status st)
+{
+	switch (st) {
+	case BATCH_OK:
+		return INFERD_WIRE_OK;
+	case BATCH_ERR_BUSY:
+		return INFERD_WIRE_BUSY;
+	case BATCH_ERR_TIMEOUT:
+		return INFERD_WIRE_TIMEOUT;
+	case BATCH_ERR_INVALID:
+		return INFERD_WIRE_INVALID;
+	case BATCH_ERR_CANCELLED:
+		return INFERD_WIRE_CANCELLED;
+	case BATCH_ERR_SHUTDOWN:
+		return INFERD_WIRE_SHUTDOWN;
+	default:
+		return INFERD_WIRE_INTERNAL;
+	}
+}
+
+/*
+ * Post a completion for slot, free the slot and ring the client's doorbell.
+ * The completion is sure to fit: the slot was reserved against cq room.
+ * The doorbell send never blocks; when the socket is full the client has a
+ * wake-up pending anyway.
+ */
+static void
+ipc_ring_complete(struct ipc_client *c, int slot, int32_t status, uint32_t detail)
+{
+	static const char one = 1;
+	struct inferd_wire_cqe *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = &c->cq[c->cq_tail & (c->cq_entries - 1)];
+	__atomic_store_n(&e->user_data, c->slots[slot].user_data, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->status, status, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->detail, detail, __ATOMIC_RELAXED);
+	c->cq_tail++;
+	__atomic_store_n(&c->hdr->cq_tail, c->cq_tail, __ATOMIC_RELEASE);
+	c->slots[slot].next_free = c->free_slot;
+	c->free_slot = slot;
+	if (--c->inflight == 0)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+	(void)send(c->doorbell_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* The batcher finished a request (any batcher thread). */
+static void
+ipc_ring_done(struct batch_request *req, enum batch_status st, const char *error)
+{
+	struct ipc_slot *sl = (struct ipc_slot *)req;
+	struct ipc_client *c = sl->client;
+
+	if (st != BATCH_OK)
+		LOG_DEBUG("ipc: %s request %llu: %s", c->label,
+		    (unsigned long long)sl->user_data, error);
+	ipc_ring_complete(c, (int)(sl - c->slots), ipc_ring_status(st), INFERD_WIRE_DETAIL_NONE);
+}
+
+/*
+ * Take a slot if the completion ring is sure to have room for it: returns
+ * the slot, -2 when the ring is full (wait for the client to read), -1 with
+ * *cause when the client's cq_head is impossible.
+ */
+static int
+ipc_ring_reserve(struct ipc_client *c, char **cause)
+{
+	uint32_t head, used;
+	int slot;
+
+	pthread_mutex_lock(&c->lock);
+	head = __atomic_load_n(&c->hdr->cq_head, __ATOMIC_ACQUIRE);
+	used = c->cq_tail - head;
+	if (used > c->cq_entries) {
+		pthread_mutex_unlock(&c->lock);
+		return error_set(cause, "completion ring corrupt: head %u, tail %u, %u entries",
+		    head, c->cq_tail, c->cq_entries);
+	}
+	if (used + c->inflight >= c->cq_entries) {
+		pthread_mutex_unlock(&c->lock);
+		return -2;
+	}
+	slot = c->free_slot;
+	c->free_slot = c->slots[slot].next_free;
+	c->inflight++;
+	pthread_mutex_unlock(&c->lock);
+	return slot;
+}
+
+/* Copy a submission out of shared memory, reading each field exactly once. */
+static void
+ipc_ring_copy(const struct inferd_wire_sqe *src, struct inferd_wire_sqe *dst)
+{
+	dst->user_data = __atomic_load_n(&src->user_data, __ATOMIC_RELAXED);
+	dst->model_id = __atomic_load_n(&src->model_id, __ATOMIC_RELAXED);
+	dst->datatype = __atomic_load_n(&src->datatype, __ATOMIC_RELAXED);
+	dst->rows = __atomic_load_n(&src->rows, __ATOMIC_RELAXED);
+	dst->flags = __atomic_load_n(&src->flags, __ATOMIC_RELAXED);
+	dst->input_offset = __atomic_load_n(&src->input_offset, __ATOMIC_RELAXED);
+	dst->input_bytes = __atomic_load_n(&src->input_bytes, __ATOMIC_RELAXED);
+	dst->output_offset = __atomic_load_n(&src->output_offset, __ATOMIC_RELAXED);
+	dst->output_bytes = __atomic_load_n(&src->output_bytes, __ATOMIC_RELAXED);
+	dst->timeout_us = __atomic_load_n(&src->timeout_us, __ATOMIC_RELAXED);
+}
+
+/* 1 when [off, off + len) lies inside the data area (no sum is formed, so nothing wraps). */
+static int
+ipc_ring_in_data(const struct ipc_client *c, uint64_t off, uint64_t len)
+{
+	return off >= c->layout.data_offset && off <= c->region_bytes &&
+	    len <= c->region_bytes - off;
+}
+
+/* Validate a copied submission; the model is stored in *mp once its id is known. */
+static uint32_t
+ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
+    const struct inferd_wire_sqe *e, const model_t **mp)
+{
+	const repository_t *repo = s->ctx.repo;
+	const model_t *m;
+	uint64_t in, out;
+
+	if (e->model_id >= repo->count)
+		return INFERD_WIRE_DETAIL_MODEL;
+	*mp = m = repo->models[e->model_id];
+	if (e->flags != 0)
+		return INFERD_WIRE_DETAIL_FLAGS;
+	if (e->datatype != INFERD_WIRE_FP32)
+		return INFERD_WIRE_DETAIL_DATATYPE;
+	if (e->rows < 1 || e->rows > (uint32_t)m->max_batch_size)
+		return INFERD_WIRE_DETAIL_ROWS;
+	if (__builtin_mul_overflow((uint64_t)model_input_bytes(m, 1), e->rows, &in) ||
+	    __builtin_mul_overflow((uint64_t)model_output_bytes(m, 1), e->rows, &out) ||
+	    e->input_bytes != in || e->output_bytes != out)
+		return INFERD_WIRE_DETAIL_LENGTH;
+	if (!ipc_ring_in_data(c, e->input_offset, e->input_bytes) ||
+	    !ipc_ring_in_data(c, e->output_offset, e->output_bytes))
+		return INFERD_WIRE_DETAIL_RANGE;
+	if (e->input_offset % INFERD_WIRE_TENSOR_ALIGN != 0 ||
+	    e->output_offset % INFERD_WIRE_TENSOR_ALIGN != 0)
+		return INFERD_WIRE_DETAIL_ALIGN;
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
+/* Validate one copied submission and queue it, or complete it with the reason. */
+static void
+ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
+    const struct inferd_wire_sqe *e)
+{
+	struct ipc_slot *sl = &c->slots[slot];
+	const model_t *m = NULL;
+	enum batch_status st;
+	char *cause = NULL;
+	uint32_t detail;
+
+	sl->user_data = e->user_data;
+	detail = ipc_ring_validate(s, c, e, &m);
+	if (detail != INFERD_WIRE_DETAIL_NONE) {
+		LOG_DEBUG("ipc: %s request %llu refused (check %u)", c->label,
+		    (unsigned long long)e->user_data, detail);
+		if (m != NULL && s->mm != NULL && s->mm[e->model_id] != NULL)
+			METRICS_ADD(s->mm[e->model_id]->failure[METRICS_REASON_INVALID], 1);
+		ipc_ring_complete(c, slot, INFERD_WIRE_INVALID, detail);
+		return;
+	}
+	memset(&sl->req, 0, sizeof sl->req);
+	sl->req.client = c->bc;
+	sl->req.rows = (int)e->rows;
+	sl->req.input = c->base + e->input_offset;
+	sl->req.output = c->base + e->output_offset;
+	sl->req.timeout_us = e->timeout_us;
+	sl->req.done = ipc_ring_done;
+	sl->req.user = sl;
+	if (__atomic_load_n(&s->shutting_down, __ATOMIC_ACQUIRE))
+		st = BATCH_ERR_SHUTDOWN;
+	else
+		st = batcher_submit(s->ctx.batcher, m, &sl->req, &cause);
+	if (st != BATCH_OK) {
+		LOG_DEBUG("ipc: %s request %llu: %s", c->label, (unsigned long long)e->user_data,
+		    cause != NULL ? cause : batch_status_str(st));
+		free(cause);
+		ipc_ring_complete(c, slot, ipc_ring_status(st), INFERD_WIRE_DETAIL_NONE);
+	}
+}
+
+/*
+ * Take every submission the completion ring has room for.  The tail is
+ * read once; a tail more than the ring ahead of our head is an error (the
+ * caller drops the client), so the loop is bounded by sq_entries.
+ */
+int
+ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
+{
+	struct inferd_wire_sqe e;
+	uint32_t tail, avail, i;
+	int slot;
+
+	tail = __atomic_load_n(&c->hdr->sq_tail, __ATOMIC_ACQUIRE);
+	avail = tail - c->sq_head;
+	if (avail > c->sq_entries)
+		return error_set(cause, "submission ring corrupt: tail %u, head %u, %u entries",
+		    tail, c->sq_head, c->sq_entries);
+	for (i = 0; i < avail; i++) {
+		slot = ipc_ring_reserve(c, cause);
+		if (slot == -2)
+			break;
+		if (slot < 0)
+			return -1;
+		ipc_ring_copy(&c->sq[c->sq_head & (c->sq_entries - 1)], &e);
+		c->sq_head++;
+		__atomic_store_n(&c->hdr->sq_head, c->sq_head, __ATOMIC_RELEASE);
+		ipc_ring_submit(s, c, slot, &e);
+	}
+	return 0;
+}
+
+/* Wait until nothing of c is in flight, or until deadline_us (monotonic). */
+void
+ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us)
+{
+	struct timespec ts = { (time_t)(deadline_us / 1000000), (long)(deadline_us % 1000000) * 1000 };
+
+	pthread_mutex_lock(&c->lock);
+	while (c->inflight > 0)
+		if (pthread_cond_timedwait(&c->idle, &c->lock, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,455 @@
+/* main.c: inferd's command line, start-up in dependency order, signals and orderly shutdown. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batcher.h"
+#include "daemon_config.h"
+#include "device.h"
+#include "error.h"
+#include "http.h"
+#include "ipc.h"
+#include "log.h"
+#include "metrics.h"
+#include "notify.h"
+#include "repository.h"
+
+/* What the command line asks for besides config keys. */
+struct options {
+	const char *config_path;	/* NULL: the default file, when it exists */
+	const char *port_file;		/* write the bound HTTP port here */
+	int check_config;
+	int print_config;
+};
+
+/* Everything the daemon runs; members are NULL until started. */
+struct daemon {
+	struct daemon_config config;
+	const char *port_file;
+	int port_file_written;
+	device_t *dev;
+	repository_t *repo;
+	struct metrics metrics;
+	batcher_t *batcher;
+	struct http_context http_ctx;
+	http_server_t *http;
+	struct ipc_context ipc_ctx;
+	ipc_server_t *ipc;
+};
+
+/* Print the usage text with every config key. */
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: inferd [--config=FILE] [--check-config] [--print-config] [--port-file=PATH]\n"
+	    "              [--KEY=VALUE ...]\n"
+	    "\n"
+	    "  --config=FILE        read FILE (default: %s, if it exists)\n"
+	    "  --check-config       validate the file and the flags, then exit\n"
+	    "  --print-config       print the resulting configuration, then exit\n"
+	    "  --print-config-keys  print the name of every key, then exit\n"
+	    "  --print-reference    print the reference inferd.conf, then exit\n"
+	    "  --port-file=PATH     write the bound HTTP port to PATH once serving\n"
+	    "  --version            print the version and the features built in\n"
+	    "  --help               print this text\n"
+	    "\n"
+	    "Every key of inferd.conf is also a flag and overrides the file\n"
+	    "(dashes and underscores are interchangeable in names):\n",
+	    INFERD_SYSCONFDIR "/inferd.conf");
+	config_print_options(f);
+}
+
+/* Print the version and the optional features built in. */
+static void
+version(void)
+{
+#ifdef HAVE_CUDA
+	const char *cuda = "yes";
+#else
+	const char *cuda = "no";
+#endif
+	printf("%s\ncuda: %s\nsystemd: %s\n", PACKAGE_STRING, cuda,
+	    notify_available() ? "yes" : "no");
+}
+
+/*
+ * Split "--name[=value]" into a name with dashes turned to underscores
+ * (in buf) and the value (NULL without '=').  -1 if arg is no option.
+ */
+static int
+split_option(const char *arg, char *buf, size_t len, const char **value)
+{
+	const char *eq;
+	size_t n, i;
+
+	if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+		return -1;
+	arg += 2;
+	eq = strchr(arg, '=');
+	n = eq ? (size_t)(eq - arg) : strlen(arg);
+	if (n >= len)
+		n = len - 1;
+	for (i = 0; i < n; i++)
+		buf[i] = arg[i] == '-' ? '_' : arg[i];
+	buf[n] = '\0';
+	*value = eq ? eq + 1 : NULL;
+	return 0;
+}
+
+/*
+ * First pass over argv: the options that are not config keys.  Returns 1
+ * when the program should exit 0 now (--help and friends), -1 on a bad
+ * argument, 0 to go on.
+ */
+static int
+parse_options(int argc, char **argv, struct options *o, char **cause)
+{
+	const char *value;
+	char name[64];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 1;
+		}
+		if (split_option(argv[i], name, sizeof name, &value) != 0)
+			return error_set(cause, "unexpected argument '%s' (see --help)", argv[i]);
+		if (strcmp(name, "help") == 0) {
+			usage(stdout);
+			return 1;
+		} else if (strcmp(name, "version") == 0) {
+			version();
+			return 1;
+		} else if (strcmp(name, "print_config_keys") == 0) {
+			config_print_keys(stdout);
+			return 1;
+		} else if (strcmp(name, "print_reference") == 0) {
+			config_print_reference(stdout);
+			return 1;
+		} else if (strcmp(name, "check_config") == 0) {
+			o->check_config = 1;
+		} else if (strcmp(name, "print_config") == 0) {
+			o->print_config = 1;
+		} else if (strcmp(name, "config") == 0 || strcmp(name, "port_file") == 0) {
+			if (value == NULL || *value == '\0')
+				return error_set(cause, "%s needs a value (%s=PATH)", argv[i], argv[i]);
+			if (name[0] == 'c')
+				o->config_path = value;
+			else
+				o->port_file = value;
+		}
+	}
+	return 0;
+}
+
+/* Second pass over argv: apply every --key=value on top of the file. */
+static int
+apply_flags(int argc, char **argv, struct daemon_config *c, char **cause)
+{
+	static const char *meta[] = { "config", "port_file", "check_config", "print_config" };
+	const char *value;
+	char name[64];
+	size_t j;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (split_option(argv[i], name, sizeof name, &value) != 0)
+			continue;
+		for (j = 0; j < sizeof meta / sizeof meta[0]; j++)
+			if (strcmp(name, meta[j]) == 0)
+				break;
+		if (j < sizeof meta / sizeof meta[0])
+			continue;
+		if (value == NULL)
+			return error_set(cause, "%s needs a value (%s=VALUE)", argv[i], argv[i]);
+		if (config_set(c, name, value, cause) != 0)
+			return error_prefix(cause, "%s", argv[i]);
+	}
+	return 0;
+}
+
+/* Defaults, then the config file, then the flags. */
+static int
+load_config(int argc, char **argv, const struct options *o,
+    struct daemon_config *c, const char **used, char **cause)
+{
+	const char *path = o->config_path;
+
+	if (config_defaults(c, cause) != 0)
+		return -1;
+	if (path == NULL && access(INFERD_SYSCONFDIR "/inferd.conf", F_OK) == 0)
+		path = INFERD_SYSCONFDIR "/inferd.conf";
+	*used = path;
+	if (path != NULL && config_load_file(c, path, cause) != 0)
+		goto fail;
+	if (apply_flags(argc, argv, c, cause) != 0)
+		goto fail;
+	if (o->port_file != NULL && !c->http_enable) {
+		error_set(cause, "--port-file needs HTTP, but http_enable is no");
+		goto fail;
+	}
+	return 0;
+fail:
+	config_free(c);
+	return -1;
+}
+
+/* Ignore SIGPIPE and block the signals the main loop waits for, before any thread starts. */
+static int
+signals_setup(sigset_t *set, char **cause)
+{
+	struct sigaction sa;
+	int r;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	if (sigemptyset(&sa.sa_mask) != 0 || sigaction(SIGPIPE, &sa, NULL) != 0)
+		return error_set(cause, "ignoring SIGPIPE: %s", strerror(errno));
+	if (sigemptyset(set) != 0 || sigaddset(set, SIGTERM) != 0 ||
+	    sigaddset(set, SIGINT) != 0 || sigaddset(set, SIGHUP) != 0)
+		return error_set(cause, "building the signal set: %s", strerror(errno));
+	/* Threads inherit the mask, so only sigwaitinfo below ever takes these. */
+	r = pthread_sigmask(SIG_BLOCK, set, NULL);
+	if (r != 0)
+		return error_set(cause, "blocking signals: %s", strerror(r));
+	return 0;
+}
+
+/* Sleep until SIGTERM or SIGINT; no CPU is used meanwhile. */
+static int
+signals_wait(const sigset_t *set)
+{
+	siginfo_t si;
+
+	for (;;) {
+		if (sigwaitinfo(set, &si) == -1) {
+			if (errno == EINTR)
+				continue;
+			LOG_ERROR("sigwaitinfo: %s", strerror(errno));
+			return -1;
+		}
+		if (si.si_signo == SIGHUP) {
+			LOG_WARN("SIGHUP from pid %ld ignored: restart inferd to apply a new configuration",
+			    (long)si.si_pid);
+			continue;
+		}
+		LOG_INFO("%s from pid %ld: shutting down",
+		    si.si_signo == SIGTERM ? "SIGTERM" : "SIGINT", (long)si.si_pid);
+		return 0;
+	}
+}
+
+/* Make the per-model counters, one per loaded model. */
+static int
+daemon_init_metrics(struct daemon *d, char **cause)
+{
+	const char **names;
+	size_t i;
+	int r;
+
+	names = calloc(d->repo->count ? d->repo->count : 1, sizeof *names);
+	if (names == NULL)
+		return error_set(cause, "out of memory");
+	for (i = 0; i < d->repo->count; i++)
+		names[i] = d->repo->models[i]->name;
+	r = metrics_init(&d->metrics, names, d->repo->count);
+	free(names);
+	if (r != 0)
+		return error_set(cause, "metrics: out of memory");
+	return 0;
+}
+
+/* Write the bound port to the port file atomically (a reader never sees half of it). */
+static int
+daemon_write_port_file(struct daemon *d, int port, char **cause)
+{
+	char *tmp;
+	FILE *f;
+	int r;
+
+	if (asprintf(&tmp, "%s.tmp", d->port_file) == -1)
+		return error_set(cause, "out of memory");
+	f = fopen(tmp, "w");
+	if (f == NULL) {
+		error_set(cause, "port file %s: %s", tmp, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	r = fprintf(f, "%d\n", port) < 0;
+	r |= fclose(f) != 0;
+	if (r != 0 || rename(tmp, d->port_file) != 0) {
+		error_set(cause, "port file %s: %s", d->port_file, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	d->port_file_written = 1;
+	return 0;
+}
+
+/* Start the HTTP server and publish its port. */
+static int
+daemon_start_http(struct daemon *d, char **cause)
+{
+	d->http_ctx = (struct http_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	if (http_start(&d->http_ctx, &d->http, cause) != 0)
+		return -1;
+	if (d->port_file != NULL)
+		return daemon_write_port_file(d, http_port(d->http), cause);
+	return 0;
+}
+
+/* Start the shared-memory IPC server. */
+static int
+daemon_start_ipc(struct daemon *d, char **cause)
+{
+	d->ipc_ctx = (struct ipc_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0)
+		return error_prefix(cause, "shm socket %s", d->config.shm_socket);
+	LOG_INFO("ipc: listening on %s", d->config.shm_socket);
+	return 0;
+}
+
+/* Log one line saying what is being served. */
+static void
+daemon_log_summary(struct daemon *d)
+{
+	const char *addr = d->config.listen_address;
+	int v6 = strchr(addr, ':') != NULL;
+	char http[128] = "off";
+
+	if (d->http != NULL)
+		snprintf(http, sizeof http, "%s%s%s:%d", v6 ? "[" : "", addr, v6 ? "]" : "",
+		    http_port(d->http));
+	if (d->repo->count == 0)
+		LOG_WARN("no model loaded from %s", d->repo->dir);
+	LOG_INFO("started: %zu model%s loaded, %zu failed, from %s; device %s; http %s; shm socket %s",
+	    d->repo->count, d->repo->count == 1 ? "" : "s", d->repo->nfailures,
+	    d->repo->dir, device_name(d->dev), http,
+	    *d->config.shm_socket != '\0' ? d->config.shm_socket : "off");
+	notify_status("serving %zu model%s (%zu failed to load); http %s", d->repo->count,
+	    d->repo->count == 1 ? "" : "s", d->repo->nfailures, http);
+}
+
+/* Bring every part up in dependency order; -1 with *cause on the first failure. */
+static int
+daemon_start(struct daemon *d, char **cause)
+{
+	if (device_open(d->config.device, &d->dev, cause) != 0)
+		return -1;
+	LOG_INFO("device: %s", device_name(d->dev));
+	if (repository_load(d->dev, d->config.model_repository, &d->repo, cause) != 0)
+		return -1;
+	if (daemon_init_metrics(d, cause) != 0)
+		return -1;
+	if (batcher_create(d->dev, d->repo, &d->metrics, d->config.inflight_batches,
+	    &d->batcher, cause) != 0)
+		return error_prefix(cause, "batcher");
+	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
+		return -1;
+	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
+		return -1;
+	/* Both servers preallocate at start; from here on the count must stay flat. */
+	d->metrics.allocations_baseline = device_allocation_count(d->dev);
+	daemon_log_summary(d);
+	notify_ready();
+	LOG_INFO("ready");
+	return 0;
+}
+
+/*
+ * Stop in the reverse order of start-up.  New work is refused everywhere
+ * first, then work already accepted drains (the batcher still runs while
+ * the servers wait for their requests), then everything is freed.
+ */
+static void
+daemon_stop(struct daemon *d, int started)
+{
+	if (d->http != NULL)
+		http_begin_shutdown(d->http);
+	if (d->ipc != NULL)
+		ipc_begin_shutdown(d->ipc);
+	if (d->batcher != NULL)
+		batcher_shutdown(d->batcher);
+	/* Sent once new work is refused, so a client that sees it may rely on that. */
+	if (started)
+		notify_stopping();
+	if (d->http != NULL)
+		http_stop(d->http);
+	if (d->ipc != NULL)
+		ipc_stop(d->ipc);
+	if (d->batcher != NULL)
+		batcher_free(d->batcher);
+	repository_free(d->repo);
+	metrics_free(&d->metrics);
+	if (d->dev != NULL)
+		device_close(d->dev);
+	if (d->port_file_written && unlink(d->port_file) != 0)
+		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
+	config_free(&d->config);
+}
+
+/* Handle the configuration-only modes; returns an exit code, or -1 to go on. */
+static int
+config_only(const struct options *o, const struct daemon_config *c, const char *path)
+{
+	if (o->print_config) {
+		config_print_values(c, stdout);
+		return 0;
+	}
+	if (o->check_config) {
+		printf("configuration OK (%s%s)\n", path ? path : "no config file",
+		    path ? " and flags" : ", flags only");
+		return 0;
+	}
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options opts = { 0 };
+	struct daemon d = { 0 };
+	const char *path;
+	char *cause = NULL;
+	sigset_t set;
+	int r;
+
+	r = parse_options(argc, argv, &opts, &cause);
+	if (r == 1)
+		return 0;
+	if (r != 0 || load_config(argc, argv, &opts, &d.config, &path, &cause) != 0)
+		goto out;
+	r = config_only(&opts, &d.config, path);
+	if (r != -1) {
+		config_free(&d.config);
+		return r;
+	}
+	if (log_set_level(d.config.log_level) != 0)
+		abort();	/* config_set validated it */
+	d.port_file = opts.port_file;
+	LOG_INFO("%s starting (pid %ld, config %s)", PACKAGE_STRING, (long)getpid(),
+	    path ? path : "none");
+	if (signals_setup(&set, &cause) != 0 || daemon_start(&d, &cause) != 0) {
+		LOG_ERROR("%s", cause);
+		free(cause);
+		daemon_stop(&d, 0);
+		return 1;
+	}
+	r = signals_wait(&set);
+	daemon_stop(&d, 1);
+	LOG_INFO("stopped");
+	return r == 0 ? 0 : 1;
+out:
+	LOG_ERROR("%s", cause);
+	free(cause);
+	return 1;
+}

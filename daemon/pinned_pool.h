@@ -1,0 +1,46 @@
+/* pinned_pool.h: preallocated pinned host slots that stage HTTP requests, so none allocates per request. */
+#ifndef INFERD_PINNED_POOL_H
+#define INFERD_PINNED_POOL_H
+
+#include <stddef.h>
+
+#include "device.h"
+#include "model.h"
+#include "repository.h"
+
+/* Slot sizes are multiples of this. */
+#define PINNED_POOL_ALIGN 4096
+/* A model's output starts at a multiple of this inside a slot. */
+#define PINNED_POOL_OUTPUT_ALIGN 256
+
+typedef struct pinned_pool pinned_pool_t;
+
+/*
+ * Bytes one slot needs to stage any request of r: the largest input
+ * (rounded up to PINNED_POOL_OUTPUT_ALIGN) plus output at max_batch_size
+ * over its models, rounded up to PINNED_POOL_ALIGN; at least one page.
+ */
+size_t pinned_pool_slot_bytes_for(const repository_t *r);
+/* Where model m's output starts inside a slot: its largest input, rounded up. */
+size_t pinned_pool_output_offset(const model_t *m);
+
+/*
+ * Allocate pool_bytes / slot_bytes slots (at least one) of pinned host
+ * memory in one device_host_alloc.  -1 with *cause on failure.
+ */
+int pinned_pool_create(device_t *dev, size_t pool_bytes, size_t slot_bytes,
+    pinned_pool_t **out, char **cause);
+/* Free the slots; every slot must have been put back (NULL is ignored). */
+void pinned_pool_free(pinned_pool_t *p);
+/* Take a free slot in O(1) under a mutex; NULL when every slot is in use. */
+void *pinned_pool_get(pinned_pool_t *p);
+/* Give a slot back in O(1). */
+void pinned_pool_put(pinned_pool_t *p, void *slot);
+/* The size of each slot. */
+size_t pinned_pool_slot_size(const pinned_pool_t *p);
+/* The number of slots. */
+size_t pinned_pool_slots(const pinned_pool_t *p);
+/* The number of slots free now. */
+size_t pinned_pool_free_slots(pinned_pool_t *p);
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * inferd.h: libinferd, the C client of the inferd daemon over shared memory.
+ *
+ * A connection owns a shared-memory region that the client creates and
+ * hands to the daemon.  Tensors are allocated inside that region, so the
+ * daemon reads inputs and writes outputs in place: no copy through a
+ * socket, and on a GPU the device copies straight from and to it.
+ *
+ *     inferd_conn_t *conn;
+ *     const struct inferd_model *m;
+ *     struct inferd_tensor in, out;
+ *
+ *     if (inferd_connect(NULL, NULL, &conn) != 0)
+ *             errx(1, "%s", inferd_last_error());
+ *     inferd_model_get(conn, "fashion-mlp", &m);
+ *     inferd_tensor_alloc(conn, m->input_row_bytes, &in);
+ *     inferd_tensor_alloc(conn, m->output_row_bytes, &out);
+ *     ... fill in.data with one row of floats ...
+ *     inferd_infer(conn, m, 1, &in, &out, 0);
+ *     ... read out.data ...
+ *     inferd_close(conn);
+ *
+ * Conventions (libuv's): every function that can fail returns 0 or a
+ * negative INFERD_E* code; inferd_strerror() names a code and
+ * inferd_last_error() gives the detailed message of the last failure on
+ * the calling thread (for example the daemon's reason for a refusal).
+ *
+ * Threads: a connection is used by one thread at a time (serialize calls on
+ * it yourself); different connections are independent and may be used from
+ * different threads at once.  inferd_strerror() and inferd_last_error() may
+ * be called from any thread.
+ *
+ * Processes: the region and descriptors are close-on-exec and not meant to
+ * be shared with a forked child; connect again in the child.
+ */
+#ifndef INFERD_H
+#define INFERD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define INFERD_EXPORT __attribute__((visibility("default")))
+#else
+#define INFERD_EXPORT
+#endif
+
+/* Library version, also in inferd_version(). */
+#define INFERD_VERSION_MAJOR 0
+#define INFERD_VERSION_MINOR 1
+
+/* The socket the daemon listens on by default. */
+#define INFERD_DEFAULT_SOCKET "/run/inferd/inferd.sock"
+
+/* Error codes: all negative. */
+enum inferd_error {
+	INFERD_EINVAL = -1,		/* a bad argument */
+	INFERD_ENOMEM = -2,		/* out of memory in this process */
+	INFERD_ESYS = -3,		/* a system call failed (see inferd_last_error) */
+	INFERD_ECONNECT = -4,		/* cannot reach the daemon's socket */
+	INFERD_EPROTO = -5,		/* the daemon spoke an unexpected protocol or version */
+	INFERD_EDENIED = -6,		/* this user is not allowed to connect */
+	INFERD_EREFUSED = -7,		/* too many clients, or the daemon refused the region */
+	INFERD_ECLOSED = -8,		/* the daemon closed the connection */
+	INFERD_ENOMODEL = -9,		/* no such model */
+	INFERD_ENOSPACE = -10,		/* the region has no free block that large */
+	INFERD_EAGAIN = -11,		/* the rings are full or nothing completed in time */
+	INFERD_EBUSY = -12,		/* the model's queue is full: retry later */
+	INFERD_ETIMEDOUT = -13,		/* the request waited longer than its timeout */
+	INFERD_EREQUEST = -14,		/* the daemon found the request invalid */
+	INFERD_ECANCELLED = -15,	/* the request was cancelled */
+	INFERD_ESHUTDOWN = -16,		/* the daemon is shutting down */
+	INFERD_EINTERNAL = -17,		/* the daemon failed (device error) */
+};
+
+/* A connection to the daemon: opaque. */
+typedef struct inferd_conn inferd_conn_t;
+
+/* Connection settings; a zeroed struct (or NULL) means the defaults. */
+struct inferd_options {
+	size_t region_bytes;		/* shared memory for rings and tensors (default 64 MiB) */
+	unsigned sq_entries;		/* submission ring, power of two (default 256) */
+	unsigned cq_entries;		/* completion ring, power of two >= sq (default 2 x sq) */
+	int timeout_ms;			/* for control replies (default 10000) */
+};
+
+/* A model's metadata, owned by the connection and valid until inferd_close. */
+struct inferd_model {
+	uint32_t id;
+	char name[128];
+	int max_batch_size;
+	char input_name[128], output_name[128];
+	const char *datatype;		/* "FP32" */
+	int input_ndims, output_ndims;	/* dims exclude the batch dimension */
+	int64_t input_dims[8], output_dims[8];
+	size_t input_row_bytes, output_row_bytes;
+	size_t nlabels;			/* class names, 0 when the model has none */
+	const char *const *labels;
+};
+
+/* A block of the region: data points into shared memory. */
+struct inferd_tensor {
+	void *data;
+	uint64_t offset;		/* from the start of the region */
+	size_t bytes;
+};
+
+/* One asynchronous request. */
+struct inferd_request {
+	const struct inferd_model *model;
+	int rows;			/* 1 .. model->max_batch_size */
+	const struct inferd_tensor *input;	/* at least rows x input_row_bytes */
+	const struct inferd_tensor *output;	/* at least rows x output_row_bytes */
+	uint64_t timeout_us;		/* 0: the model's default */
+	uint64_t user_data;		/* returned in the completion */
+};
+
+/* The outcome of an asynchronous request. */
+struct inferd_completion {
+	uint64_t user_data;
+	int status;			/* 0, or a negative INFERD_E* code */
+};
+
+/*
+ * Connect to the daemon at socket_path (NULL: INFERD_DEFAULT_SOCKET),
+ * create the shared region and hand it over.  On success *out is a
+ * connection; on failure *out is NULL and inferd_last_error() says why
+ * (INFERD_EDENIED and INFERD_EREFUSED carry the daemon's own message).
+ */
+INFERD_EXPORT int inferd_connect(const char *socket_path,
+    const struct inferd_options *opts, inferd_conn_t **out);
+/*
+ * Close the connection and release the region (NULL is ignored).  Requests
+ * still in flight are abandoned; the daemon cancels them.
+ */
+INFERD_EXPORT void inferd_close(inferd_conn_t *conn);
+
+/* Number of models the daemon serves; their ids are 0 .. count-1. */
+INFERD_EXPORT unsigned inferd_model_count(inferd_conn_t *conn);
+/* Look a model up by name (INFERD_ENOMODEL if none); cached after the first call. */
+INFERD_EXPORT int inferd_model_get(inferd_conn_t *conn, const char *name,
+    const struct inferd_model **out);
+/* Look a model up by id, 0 .. inferd_model_count()-1. */
+INFERD_EXPORT int inferd_model_get_id(inferd_conn_t *conn, unsigned id,
+    const struct inferd_model **out);
+
+/*
+ * Allocate bytes inside the region (64-byte aligned); fills *t.
+ * INFERD_ENOSPACE when no free block is large enough.
+ */
+INFERD_EXPORT int inferd_tensor_alloc(inferd_conn_t *conn, size_t bytes,
+    struct inferd_tensor *t);
+/* Return a tensor's block; t is cleared.  Not while a request uses it. */
+INFERD_EXPORT void inferd_tensor_free(inferd_conn_t *conn, struct inferd_tensor *t);
+
+/*
+ * Run rows rows through model m and wait: output receives rows x
+ * output_row_bytes.  Completions of asynchronous requests that arrive
+ * meanwhile are kept for inferd_wait().
+ */
+INFERD_EXPORT int inferd_infer(inferd_conn_t *conn, const struct inferd_model *m,
+    int rows, const struct inferd_tensor *input, const struct inferd_tensor *output,
+    uint64_t timeout_us);
+
+/*
+ * Queue a request without waiting.  INFERD_EAGAIN when the rings are full
+ * (at most cq_entries requests may be outstanding): reap with inferd_wait().
+ * The tensors must not be freed or reused before the request completes.
+ */
+INFERD_EXPORT int inferd_submit(inferd_conn_t *conn, const struct inferd_request *req);
+/*
+ * Reap up to max completions, waiting up to timeout_ms (-1: forever, 0:
+ * poll) for the first.  Returns how many were stored in out (0 when none
+ * came in time), or a negative code (INFERD_ECLOSED if the daemon went away).
+ */
+INFERD_EXPORT int inferd_wait(inferd_conn_t *conn, struct inferd_completion *out,
+    unsigned max, int timeout_ms);
+/* Requests submitted and not yet reaped. */
+INFERD_EXPORT unsigned inferd_outstanding(inferd_conn_t *conn);
+/*
+ * A descriptor that polls readable when completions may be ready, for an
+ * event loop; then call inferd_wait(conn, ..., 0).
+ */
+INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
+
+/* The text of an error code (static). */
+INFERD_EXPORT const char *inferd_strerror(int code);
+/* The detailed message of the last failure on this thread ("" if none). */
+INFERD_EXPORT const char *inferd_last_error(void);
+/* The library version as "MAJOR.MINOR". */
+INFERD_EXPORT const char *inferd_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

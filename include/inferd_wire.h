@@ -1,0 +1,284 @@
+/*
+ * inferd_wire.h: the wire layout shared by libinferd and the daemon — control
+ * messages over the Unix socket and the rings in the client's shared memory.
+ *
+ * Everything here is little-endian host layout between processes of one
+ * machine.  The daemon trusts none of it: every message length is checked,
+ * every descriptor is copied out of shared memory once and validated before
+ * use, and ring indices read from shared memory are bounds-checked.
+ */
+#ifndef INFERD_WIRE_H
+#define INFERD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change to this file. */
+#define INFERD_PROTOCOL_VERSION 1
+/* "INFD" as a little-endian u32: first field of both hellos. */
+#define INFERD_WIRE_MAGIC 0x44464e49u
+
+/*
+ * Control channel: a stream of messages, each a header then exactly
+ * `length` bytes of payload.  A peer that sends a message whose length does
+ * not match its type, an unknown type, or a message out of turn is dropped.
+ *
+ * Conversation:
+ *   daemon  -> SERVER_HELLO (or ERROR, then close: not allowed, too many clients)
+ *   client  -> CLIENT_HELLO + SCM_RIGHTS { region memfd, submit eventfd, completion socket }
+ *   daemon  -> READY (or ERROR, then close)
+ *   then any number of MODEL_QUERY -> MODEL_INFO | ERROR (the connection stays up)
+ * The client leaves by closing the socket; the daemon then releases the region.
+ */
+struct inferd_wire_msg {
+	uint32_t type;			/* enum inferd_wire_type */
+	uint32_t length;		/* payload bytes that follow */
+};
+
+enum inferd_wire_type {
+	INFERD_WIRE_SERVER_HELLO = 1,
+	INFERD_WIRE_CLIENT_HELLO = 2,
+	INFERD_WIRE_READY = 3,
+	INFERD_WIRE_ERROR = 4,
+	INFERD_WIRE_MODEL_QUERY = 5,
+	INFERD_WIRE_MODEL_INFO = 6,
+};
+
+/* Largest payload the daemon accepts from a client. */
+#define INFERD_WIRE_MAX_CLIENT_PAYLOAD 1024
+/* Largest payload a client accepts from the daemon (MODEL_INFO with labels). */
+#define INFERD_WIRE_MAX_SERVER_PAYLOAD (1024 * 1024)
+/* File descriptors passed with CLIENT_HELLO, in this order. */
+#define INFERD_WIRE_HELLO_FDS 3
+
+/* Sent by the daemon on accept. */
+struct inferd_wire_server_hello {
+	uint32_t magic;			/* INFERD_WIRE_MAGIC */
+	uint32_t version;		/* INFERD_PROTOCOL_VERSION */
+	uint64_t max_region_bytes;	/* the largest region the daemon maps */
+	uint32_t max_entries;		/* the largest ring the daemon accepts */
+	uint32_t nmodels;		/* models with ids 0 .. nmodels-1 */
+};
+
+/*
+ * Sent by the client, with three descriptors (SCM_RIGHTS):
+ *  0: the region, a memfd of at least region_bytes sealed with at least
+ *     F_SEAL_SHRINK (so it cannot shrink under the daemon's mapping);
+ *  1: an eventfd the client writes after publishing submissions;
+ *  2: one end of a socketpair the daemon writes a byte to (MSG_DONTWAIT)
+ *     after publishing completions.  A socket rather than an eventfd: a
+ *     send can be made non-blocking per call, whereas an eventfd shares its
+ *     O_NONBLOCK flag with the client, who could clear it and saturate the
+ *     counter to stall the daemon's completion thread.
+ */
+struct inferd_wire_client_hello {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t region_bytes;
+	uint32_t sq_entries;		/* power of two, 1 .. max_entries */
+	uint32_t cq_entries;		/* power of two, sq_entries .. max_entries */
+};
+
+/* The daemon mapped the region and serves it. */
+struct inferd_wire_ready {
+	uint64_t data_offset;		/* start of the data area (equals the layout's) */
+	uint32_t nmodels;
+	uint32_t reserved;
+};
+
+/* Why the daemon refused something; followed by a NUL-terminated message. */
+enum inferd_wire_error {
+	INFERD_WIRE_ERR_PROTOCOL = 1,	/* bad magic, version, length or sequence */
+	INFERD_WIRE_ERR_DENIED = 2,	/* user not in allow_users / allow_groups */
+	INFERD_WIRE_ERR_TOO_MANY = 3,	/* max_clients reached */
+	INFERD_WIRE_ERR_REGION = 4,	/* region unsealed, too small, too large, unmappable */
+	INFERD_WIRE_ERR_NO_MODEL = 5,	/* MODEL_QUERY names no loaded model */
+	INFERD_WIRE_ERR_SHUTDOWN = 6,	/* the daemon is stopping */
+	INFERD_WIRE_ERR_INTERNAL = 7,
+};
+
+struct inferd_wire_error_msg {
+	int32_t code;			/* enum inferd_wire_error */
+	uint32_t reserved;
+	/* char message[]: NUL-terminated, the rest of the payload */
+};
+
+/* Ask for a model by name (name_length > 0) or else by id. */
+struct inferd_wire_model_query {
+	uint32_t id;
+	uint32_t name_length;		/* bytes of name that follow, no NUL; < 128 */
+};
+
+#define INFERD_WIRE_MAX_DIMS 8
+#define INFERD_WIRE_NAME_MAX 128
+
+/*
+ * A model's metadata.  Followed by nlabels NUL-terminated class names,
+ * exactly filling the rest of the payload (labels are left out when they
+ * would not fit in INFERD_WIRE_MAX_SERVER_PAYLOAD).
+ */
+struct inferd_wire_model_info {
+	uint32_t id;			/* what submissions carry */
+	uint32_t max_batch_size;
+	uint32_t datatype;		/* enum inferd_wire_datatype, of both tensors */
+	uint32_t nlabels;
+	char name[INFERD_WIRE_NAME_MAX];
+	char input_name[INFERD_WIRE_NAME_MAX];
+	char output_name[INFERD_WIRE_NAME_MAX];
+	uint32_t input_ndims, output_ndims;
+	int64_t input_dims[INFERD_WIRE_MAX_DIMS];	/* without the batch dimension */
+	int64_t output_dims[INFERD_WIRE_MAX_DIMS];
+	uint64_t input_row_bytes, output_row_bytes;
+};
+
+enum inferd_wire_datatype {
+	INFERD_WIRE_FP32 = 1,
+};
+
+/*
+ * The region.  Its geometry is fixed by CLIENT_HELLO (region_bytes,
+ * sq_entries, cq_entries) through inferd_wire_layout(); the daemon never
+ * reads geometry back from shared memory.
+ *
+ *   [0, 512)                   struct inferd_wire_header (ring indices)
+ *   [sq_offset, +sq*64)        submission entries
+ *   [cq_offset, +cq*16)        completion entries
+ *   [data_offset, region_bytes) the data area: tensors, 4096-aligned start
+ *
+ * Indices are free-running u32 counters (slot = index & (entries - 1)).
+ * Submission ring: the client writes entries and then stores sq_tail with
+ * release order, then writes 1 to the submit eventfd; the daemon loads
+ * sq_tail with acquire order, copies each entry out, and stores sq_head with
+ * release order once the slot may be reused.  Completion ring: the daemon
+ * writes entries and stores cq_tail (release) and sends a doorbell byte; the
+ * client loads cq_tail (acquire), reads entries, stores cq_head (release).
+ *
+ * Flow control: the daemon takes a submission only while its completion is
+ * sure to fit (requests in flight + unread completions < cq_entries); a
+ * submission left in the ring is taken at the next doorbell, so a client
+ * that frees completion slots with submissions pending rings the doorbell.
+ * A tail more than the ring size ahead of its head gets the client
+ * disconnected.
+ */
+struct inferd_wire_header {
+	uint32_t magic;			/* written by the client, informational */
+	uint32_t version;
+	uint32_t sq_entries, cq_entries;
+	uint8_t pad0[48];
+	uint32_t sq_head;		/* daemon writes */
+	uint8_t pad1[60];
+	uint32_t sq_tail;		/* client writes */
+	uint8_t pad2[60];
+	uint32_t cq_head;		/* client writes */
+	uint8_t pad3[60];
+	uint32_t cq_tail;		/* daemon writes */
+	uint8_t pad4[60];
+	uint8_t pad5[192];
+};
+
+/*
+ * A submission.  Offsets are from the start of the region; input and
+ * output must lie inside the data area, be 4-byte aligned, and be exactly
+ * rows times the model's row bytes long.
+ */
+struct inferd_wire_sqe {
+	uint64_t user_data;		/* echoed in the completion */
+	uint32_t model_id;
+	uint32_t datatype;		/* INFERD_WIRE_FP32 */
+	uint32_t rows;			/* 1 .. max_batch_size */
+	uint32_t flags;			/* 0 */
+	uint64_t input_offset, input_bytes;
+	uint64_t output_offset, output_bytes;
+	uint64_t timeout_us;		/* 0: the model's default */
+};
+
+/* What became of a submission. */
+enum inferd_wire_status {
+	INFERD_WIRE_OK = 0,
+	INFERD_WIRE_BUSY = 1,		/* the model's queue is full */
+	INFERD_WIRE_TIMEOUT = 2,	/* waited longer than its timeout */
+	INFERD_WIRE_INVALID = 3,	/* the descriptor failed validation (see detail) */
+	INFERD_WIRE_CANCELLED = 4,
+	INFERD_WIRE_SHUTDOWN = 5,	/* the daemon is stopping */
+	INFERD_WIRE_INTERNAL = 6,	/* a device call failed */
+};
+
+/* For INFERD_WIRE_INVALID: which check failed. */
+enum inferd_wire_detail {
+	INFERD_WIRE_DETAIL_NONE = 0,
+	INFERD_WIRE_DETAIL_MODEL = 1,	/* unknown model id */
+	INFERD_WIRE_DETAIL_DATATYPE = 2,
+	INFERD_WIRE_DETAIL_ROWS = 3,	/* rows outside 1 .. max_batch_size */
+	INFERD_WIRE_DETAIL_LENGTH = 4,	/* a length is not rows x row bytes */
+	INFERD_WIRE_DETAIL_RANGE = 5,	/* a tensor outside the data area, or overflowing */
+	INFERD_WIRE_DETAIL_ALIGN = 6,	/* an offset not 4-byte aligned */
+	INFERD_WIRE_DETAIL_FLAGS = 7,	/* unknown flags */
+};
+
+struct inferd_wire_cqe {
+	uint64_t user_data;
+	int32_t status;			/* enum inferd_wire_status */
+	uint32_t detail;		/* enum inferd_wire_detail */
+};
+
+/* The largest ring either side accepts. */
+#define INFERD_WIRE_MAX_ENTRIES 4096u
+/* Tensors are 4-byte aligned; the data area starts page aligned. */
+#define INFERD_WIRE_TENSOR_ALIGN 4u
+#define INFERD_WIRE_DATA_ALIGN 4096u
+
+/* Where the parts of a region lie. */
+struct inferd_wire_layout {
+	uint64_t sq_offset, cq_offset, data_offset;
+};
+
+/*
+ * Compute the layout for a geometry; 0 when the geometry is valid (entry
+ * counts powers of two with sq <= cq <= INFERD_WIRE_MAX_ENTRIES and a data
+ * area of at least one aligned page), -1 otherwise.
+ */
+static inline int
+inferd_wire_layout(uint64_t region_bytes, uint32_t sq_entries, uint32_t cq_entries,
+    struct inferd_wire_layout *l)
+{
+	uint64_t end;
+
+	if (sq_entries == 0 || cq_entries == 0 || (sq_entries & (sq_entries - 1)) != 0 ||
+	    (cq_entries & (cq_entries - 1)) != 0 || sq_entries > cq_entries ||
+	    cq_entries > INFERD_WIRE_MAX_ENTRIES)
+		return -1;
+	l->sq_offset = sizeof(struct inferd_wire_header);
+	l->cq_offset = l->sq_offset + (uint64_t)sq_entries * sizeof(struct inferd_wire_sqe);
+	end = l->cq_offset + (uint64_t)cq_entries * sizeof(struct inferd_wire_cqe);
+	l->data_offset = (end + INFERD_WIRE_DATA_ALIGN - 1) / INFERD_WIRE_DATA_ALIGN *
+	    INFERD_WIRE_DATA_ALIGN;
+	if (region_bytes < l->data_offset + INFERD_WIRE_DATA_ALIGN)
+		return -1;
+	return 0;
+}
+
+/* The layout is part of the protocol: pin the sizes. */
+#ifndef __cplusplus
+_Static_assert(sizeof(struct inferd_wire_msg) == 8, "wire: msg header");
+_Static_assert(sizeof(struct inferd_wire_server_hello) == 24, "wire: server hello");
+_Static_assert(sizeof(struct inferd_wire_client_hello) == 24, "wire: client hello");
+_Static_assert(sizeof(struct inferd_wire_ready) == 16, "wire: ready");
+_Static_assert(sizeof(struct inferd_wire_header) == 512, "wire: region header");
+_Static_assert(offsetof(struct inferd_wire_header, sq_head) == 64, "wire: sq_head");
+_Static_assert(offsetof(struct inferd_wire_header, sq_tail) == 128, "wire: sq_tail");
+_Static_assert(offsetof(struct inferd_wire_header, cq_head) == 192, "wire: cq_head");
+_Static_assert(offsetof(struct inferd_wire_header, cq_tail) == 256, "wire: cq_tail");
+_Static_assert(sizeof(struct inferd_wire_sqe) == 64, "wire: submission entry");
+_Static_assert(sizeof(struct inferd_wire_cqe) == 16, "wire: completion entry");
+_Static_assert(sizeof(struct inferd_wire_model_info) == 552, "wire: model info");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

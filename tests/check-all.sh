@@ -1,0 +1,28 @@
+#!/bin/sh
+# check-all.sh: the whole test suite, as the README and CI run it.
+# Builds out of tree twice from the source checkout: a normal build with `make check`
+# and `make distcheck`, then an ASan+UBSan build with `make check`.
+# Usage: tests/check-all.sh [BUILD_ROOT]   (default: ./_check)
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+root=${1:-$src/_check}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cd "$src"
+[ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi
+
+run_pass() {
+	name=$1; shift
+	rm -rf "$root/$name"
+	mkdir -p "$root/$name"
+	(cd "$root/$name" && "$src/configure" -q "$@" && make -j"$jobs" && make -j"$jobs" check) || status=1
+	echo "== $name: test logs in $root/$name/test-suite.log"
+}
+
+status=0
+run_pass plain
+if [ "${INFERD_SKIP_DISTCHECK:-0}" != 1 ]; then
+	(cd "$root/plain" && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) || status=1
+fi
+run_pass sanitizers --enable-sanitizers
+exit $status

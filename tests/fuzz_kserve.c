@@ -1,0 +1,167 @@
+/*
+ * fuzz_kserve.c: fuzz target for the KServe v2 JSON decoder and encoder.
+ *
+ * Built with -DFUZZ_LIBFUZZER (make fuzz-kserve) it is a libFuzzer target.
+ * Otherwise main() runs it over a corpus directory (default
+ * $top_srcdir/tests/data/kserve-corpus): every file, every truncation of
+ * it and a fixed set of byte mutations, so make check exercises it under
+ * the sanitizers without clang.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kserve.h"
+
+#define ROWS_MAX 4
+#define IN_ELEMS 6
+#define OUT_ELEMS 2
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The model bodies are decoded against: input "input" [2,3], output "out" [2], batch up to 4. */
+static const model_t *
+fuzz_model(void)
+{
+	static model_t m;
+
+	if (m.max_batch_size == 0) {
+		snprintf(m.name, sizeof m.name, "tiny");
+		m.max_batch_size = ROWS_MAX;
+		snprintf(m.input.name, sizeof m.input.name, "input");
+		snprintf(m.input.datatype, sizeof m.input.datatype, "FP32");
+		m.input.ndims = 2;
+		m.input.dims[0] = 2;
+		m.input.dims[1] = 3;
+		m.input.row_elems = IN_ELEMS;
+		snprintf(m.output.name, sizeof m.output.name, "out");
+		snprintf(m.output.datatype, sizeof m.output.datatype, "FP32");
+		m.output.ndims = 1;
+		m.output.dims[0] = 2;
+		m.output.row_elems = OUT_ELEMS;
+	}
+	return &m;
+}
+
+/* Decode one body; when it is accepted, check the result and encode an answer from it. */
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const model_t *m = fuzz_model();
+	float buf[ROWS_MAX * IN_ELEMS];
+	struct kserve_infer ki;
+	char *cause = NULL, *s;
+	json_t *root;
+	size_t len;
+
+	if ((root = kserve_parse((const char *)data, size, &cause)) == NULL) {
+		if (cause == NULL)
+			abort();
+		free(cause);
+		return 0;
+	}
+	kserve_model_name(root, &cause);
+	if (kserve_decode_infer(root, m, buf, sizeof buf, &ki, &cause) == 0) {
+		if (ki.rows < 1 || ki.rows > ROWS_MAX || ki.input_bytes != (size_t)ki.rows * IN_ELEMS * sizeof(float))
+			abort();
+		/* The decoded inputs stand in for outputs: finite floats must always encode. */
+		s = kserve_encode_infer(m, ki.id, ki.rows, buf, &len, &cause);
+		if (s == NULL || strlen(s) != len)
+			abort();
+		free(s);
+	} else if (cause == NULL) {
+		abort();
+	}
+	json_decref(root);
+	free(cause);
+	return 0;
+}
+
+#ifndef FUZZ_LIBFUZZER
+/* Read a whole file; NULL on error. */
+static uint8_t *
+read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n;
+	else {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Run one input, every prefix of it, and mutations with bytes that matter to JSON. */
+static size_t
+run_variants(const uint8_t *data, size_t len, uint64_t *rng)
+{
+	static const uint8_t bytes[] = "[]{}\",:-+.eE0919\\u\x00\xff";
+	uint8_t *copy = malloc(len + 1);
+	size_t i, runs = 0, at;
+
+	if (copy == NULL)
+		return 0;
+	for (i = 0; i <= len; i++, runs++) {
+		memcpy(copy, data, i);
+		LLVMFuzzerTestOneInput(copy, i);
+	}
+	for (i = 0; len > 0 && i < 256; i++, runs++) {
+		memcpy(copy, data, len);
+		*rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+		at = (size_t)(*rng % len);
+		copy[at] = bytes[(*rng >> 32) % (sizeof bytes - 1)];
+		LLVMFuzzerTestOneInput(copy, len);
+	}
+	free(copy);
+	return runs;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *top = getenv("top_srcdir");
+	char dir[4096], path[8192];
+	struct dirent *e;
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	size_t files = 0, runs = 0, len;
+	uint8_t *data;
+	DIR *d;
+
+	if (argc > 1)
+		snprintf(dir, sizeof dir, "%s", argv[1]);
+	else
+		snprintf(dir, sizeof dir, "%s/tests/data/kserve-corpus", top ? top : ".");
+	if ((d = opendir(dir)) == NULL) {
+		perror(dir);
+		return 1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if ((data = read_file(path, &len)) == NULL) {
+			perror(path);
+			closedir(d);
+			return 1;
+		}
+		runs += run_variants(data, len, &rng);
+		files++;
+		free(data);
+	}
+	closedir(d);
+	printf("fuzz_kserve: %zu inputs from %zu corpus files\n", runs, files);
+	return files > 0 ? 0 : 1;
+}
+#endif

@@ -1,0 +1,869 @@
+/*
+ * ipc_hostile.c: a raw client that speaks the wire protocol directly and
+ * misbehaves on purpose; after each attack the daemon must still serve a
+ * well-formed request with the same bits as before.
+ *
+ *   ipc_hostile SOCKET all MAX_CLIENTS   every attack below, in order
+ *   ipc_hostile SOCKET denied            expect refusal as a user not allowed
+ *   ipc_hostile SOCKET allowed           expect a working connection
+ *   ipc_hostile SOCKET hold N            open N connections, print "held", wait
+ *   ipc_hostile SOCKET hang N ROWS       submit N requests of ROWS rows, print
+ *                                        "accepted" once the daemon took all of
+ *                                        them and some are unfinished, then wait
+ *                                        to be killed
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inferd_wire.h"
+
+static const char *sock_path;
+static int failures;
+
+#define FAIL(...) do {							\
+	failures++;							\
+	fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);		\
+	fprintf(stderr, __VA_ARGS__);					\
+	fputc('\n', stderr);						\
+} while (0)
+
+/* A raw connection with its region. */
+struct raw {
+	int fd, efd, bell[2];
+	uint8_t *base;
+	uint64_t bytes;
+	uint32_t sq_entries, cq_entries, sq_tail, cq_head;
+	struct inferd_wire_layout l;
+	struct inferd_wire_header *hdr;
+	struct inferd_wire_sqe *sq;
+	struct inferd_wire_cqe *cq;
+	uint32_t model_id;
+	uint64_t in_row, out_row;
+};
+
+/* The model and the reference output of the probe input. */
+static float ref_out[64];
+static int have_ref;
+
+/* Connect and return the socket, or -1. */
+static int
+raw_dial(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", sock_path);
+	if (fd == -1 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+		fprintf(stderr, "connect %s: %s\n", sock_path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send a message with optional descriptors; -1 on failure. */
+static int
+raw_send(int fd, uint32_t type, const void *p, uint32_t len, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 8)];
+	struct inferd_wire_msg h = { type, len };
+	struct iovec iov[2] = { { &h, sizeof h }, { (void *)p, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct cmsghdr *cm;
+
+	if (nfds > 0) {
+		memset(cbuf, 0, sizeof cbuf);
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)(sizeof h + len) ? 0 : -1;
+}
+
+/* Read exactly n bytes within timeout_ms; 0, or -1 on EOF, error or timeout. */
+static int
+raw_read(int fd, void *buf, size_t n, int timeout_ms)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		if (poll(&p, 1, timeout_ms) != 1)
+			return -1;
+		r = recv(fd, (char *)buf + got, n - got, 0);
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Receive one message into buf; its type, or -1. */
+static int
+raw_recv(int fd, void *buf, size_t cap, uint32_t *len)
+{
+	struct inferd_wire_msg h;
+
+	if (raw_read(fd, &h, sizeof h, 5000) != 0 || h.length > cap ||
+	    raw_read(fd, buf, h.length, 5000) != 0)
+		return -1;
+	*len = h.length;
+	return (int)h.type;
+}
+
+/* 1 when the daemon closes fd within 5 s (after any pending bytes). */
+static int
+raw_closed(int fd)
+{
+	char buf[4096];
+	struct pollfd p = { fd, POLLIN, 0 };
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (poll(&p, 1, 5000) != 1)
+			return 0;
+		if (recv(fd, buf, sizeof buf, 0) <= 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Expect an ERROR with code (then the connection closed when closes). */
+static int
+raw_expect_error(int fd, int32_t code, int closes, const char *what)
+{
+	uint8_t buf[4096];
+	struct inferd_wire_error_msg e;
+	uint32_t len;
+	int t = raw_recv(fd, buf, sizeof buf, &len);
+
+	if (t != INFERD_WIRE_ERROR || len <= sizeof e || buf[len - 1] != '\0') {
+		FAIL("%s: expected an ERROR message, got type %d", what, t);
+		return -1;
+	}
+	memcpy(&e, buf, sizeof e);
+	if (e.code != code) {
+		FAIL("%s: error code %d, expected %d (%s)", what, e.code, code, (char *)buf + sizeof e);
+		return -1;
+	}
+	if (closes && !raw_closed(fd)) {
+		FAIL("%s: the daemon kept the connection open", what);
+		return -1;
+	}
+	printf("ok %s: refused: %s\n", what, (char *)buf + sizeof e);
+	return 0;
+}
+
+/* Read the daemon's hello; 0 or -1. */
+static int
+raw_greeting(int fd, struct inferd_wire_server_hello *h)
+{
+	uint32_t len;
+
+	if (raw_recv(fd, h, sizeof *h, &len) != INFERD_WIRE_SERVER_HELLO || len != sizeof *h ||
+	    h->magic != INFERD_WIRE_MAGIC || h->version != INFERD_PROTOCOL_VERSION)
+		return -1;
+	return 0;
+}
+
+/* A memfd of bytes, sealed against shrinking when seal is set. */
+static int
+raw_memfd(uint64_t bytes, int seal)
+{
+	int fd = memfd_create("inferd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd == -1 || ftruncate(fd, (off_t)bytes) != 0 ||
+	    (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
+		perror("memfd");
+		exit(2);
+	}
+	return fd;
+}
+
+/* Close everything of r. */
+static void
+raw_close(struct raw *r)
+{
+	if (r->base != NULL)
+		munmap(r->base, r->bytes);
+	close(r->fd);
+	close(r->efd);
+	close(r->bell[0]);
+	memset(r, 0, sizeof *r);
+}
+
+/* Ask for fashion-mlp and keep its id and row sizes. */
+static int
+raw_query_model(struct raw *r)
+{
+	struct {
+		struct inferd_wire_model_query q;
+		char name[11];
+	} m = { { 0, 11 }, "fashion-mlp" };
+	static uint8_t buf[INFERD_WIRE_MAX_SERVER_PAYLOAD];
+	struct inferd_wire_model_info info;
+	uint32_t len;
+
+	if (raw_send(r->fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + 11, NULL, 0) != 0 ||
+	    raw_recv(r->fd, buf, sizeof buf, &len) != INFERD_WIRE_MODEL_INFO || len < sizeof info)
+		return -1;
+	memcpy(&info, buf, sizeof info);
+	r->model_id = info.id;
+	r->in_row = info.input_row_bytes;
+	r->out_row = info.output_row_bytes;
+	return r->out_row <= sizeof ref_out ? 0 : -1;
+}
+
+/* Attach with a sealed region of the given geometry; 0, or -1 with r closed. */
+static int
+raw_attach(struct raw *r, uint64_t bytes, uint32_t sq, uint32_t cq)
+{
+	struct inferd_wire_client_hello h = { INFERD_WIRE_MAGIC, INFERD_PROTOCOL_VERSION, bytes, sq, cq };
+	struct inferd_wire_server_hello sh;
+	struct inferd_wire_ready ready;
+	int memfd, fds[3];
+	uint32_t len;
+
+	memset(r, 0, sizeof *r);
+	r->bytes = bytes;
+	r->sq_entries = sq;
+	r->cq_entries = cq;
+	if (inferd_wire_layout(bytes, sq, cq, &r->l) != 0 || (r->fd = raw_dial()) == -1)
+		return -1;
+	if (raw_greeting(r->fd, &sh) != 0) {
+		close(r->fd);
+		return -1;
+	}
+	memfd = raw_memfd(bytes, 1);
+	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->efd == -1 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, r->bell) != 0)
+		exit(2);
+	r->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (r->base == MAP_FAILED)
+		exit(2);
+	r->hdr = (struct inferd_wire_header *)r->base;
+	r->sq = (struct inferd_wire_sqe *)(r->base + r->l.sq_offset);
+	r->cq = (struct inferd_wire_cqe *)(r->base + r->l.cq_offset);
+	fds[0] = memfd;
+	fds[1] = r->efd;
+	fds[2] = r->bell[1];
+	if (raw_send(r->fd, INFERD_WIRE_CLIENT_HELLO, &h, sizeof h, fds, 3) != 0 ||
+	    raw_recv(r->fd, &ready, sizeof ready, &len) != INFERD_WIRE_READY || len != sizeof ready ||
+	    ready.data_offset != r->l.data_offset || raw_query_model(r) != 0) {
+		close(memfd);
+		close(r->bell[1]);
+		raw_close(r);
+		return -1;
+	}
+	close(memfd);
+	close(r->bell[1]);
+	return 0;
+}
+
+/* Publish one submission and ring the doorbell. */
+static void
+raw_submit(struct raw *r, const struct inferd_wire_sqe *e)
+{
+	uint64_t one = 1;
+
+	r->sq[r->sq_tail & (r->sq_entries - 1)] = *e;
+	r->sq_tail++;
+	__atomic_store_n(&r->hdr->sq_tail, r->sq_tail, __ATOMIC_RELEASE);
+	if (write(r->efd, &one, sizeof one) != sizeof one)
+		exit(2);
+}
+
+/* Wait up to timeout_ms for a completion; 0 with *out, or -1. */
+static int
+raw_complete(struct raw *r, struct inferd_wire_cqe *out, int timeout_ms)
+{
+	struct pollfd p = { r->bell[0], POLLIN, 0 };
+	char buf[256];
+	int waited = 0;
+
+	for (;;) {
+		if (__atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE) != r->cq_head) {
+			*out = r->cq[r->cq_head & (r->cq_entries - 1)];
+			r->cq_head++;
+			__atomic_store_n(&r->hdr->cq_head, r->cq_head, __ATOMIC_RELEASE);
+			return 0;
+		}
+		if (waited >= timeout_ms || poll(&p, 1, 100) < 0)
+			return -1;
+		waited += 100;
+		while (recv(r->bell[0], buf, sizeof buf, MSG_DONTWAIT) > 0)
+			;
+	}
+}
+
+/* A well-formed one-row request: input at the data area's start, output after it. */
+static struct inferd_wire_sqe
+raw_good(const struct raw *r, uint64_t user_data)
+{
+	struct inferd_wire_sqe e = {
+		.user_data = user_data,
+		.model_id = r->model_id,
+		.datatype = INFERD_WIRE_FP32,
+		.rows = 1,
+		.input_offset = r->l.data_offset,
+		.input_bytes = r->in_row,
+		.output_offset = r->l.data_offset + 65536,
+		.output_bytes = r->out_row,
+	};
+
+	return e;
+}
+
+/* Fill the probe input: a fixed ramp. */
+static void
+raw_fill_input(struct raw *r)
+{
+	float *in = (float *)(r->base + r->l.data_offset);
+	size_t i;
+
+	for (i = 0; i < r->in_row / 4; i++)
+		in[i] = (float)((i * 37) % 255) / 255.0f;
+}
+
+/* Run the probe through r; 0 when it succeeds with the reference bits. */
+static int
+raw_probe(struct raw *r, const char *what)
+{
+	struct inferd_wire_sqe e = raw_good(r, 77);
+	struct inferd_wire_cqe c;
+
+	raw_fill_input(r);
+	memset(r->base + e.output_offset, 0xff, r->out_row);
+	raw_submit(r, &e);
+	if (raw_complete(r, &c, 10000) != 0 || c.user_data != 77 || c.status != INFERD_WIRE_OK) {
+		FAIL("%s: the probe request failed", what);
+		return -1;
+	}
+	if (!have_ref) {
+		memcpy(ref_out, r->base + e.output_offset, r->out_row);
+		have_ref = 1;
+	} else if (memcmp(ref_out, r->base + e.output_offset, r->out_row) != 0) {
+		FAIL("%s: the probe's output differs from the reference", what);
+		return -1;
+	}
+	return 0;
+}
+
+/* The daemon still serves a fresh client correctly. */
+static void
+check_alive(const char *after)
+{
+	struct raw r;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0) {
+		FAIL("after %s: cannot attach", after);
+		return;
+	}
+	raw_probe(&r, after);
+	raw_close(&r);
+}
+
+/* Hello variants refused by the daemon: each gets an ERROR and the door. */
+static void
+attack_hello(const char *what, struct inferd_wire_client_hello h, uint32_t len,
+    int memfd, int nfds, int32_t code)
+{
+	struct inferd_wire_server_hello sh;
+	int fds[4], i, fd = raw_dial(), pair[2];
+
+	if (fd == -1 || raw_greeting(fd, &sh) != 0) {
+		FAIL("%s: no greeting", what);
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+		exit(2);
+	fds[0] = memfd;
+	fds[1] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fds[2] = pair[1];
+	fds[3] = eventfd(0, EFD_CLOEXEC);
+	if (raw_send(fd, INFERD_WIRE_CLIENT_HELLO, &h, len, fds, nfds) != 0)
+		FAIL("%s: send", what);
+	else
+		raw_expect_error(fd, code, 1, what);
+	for (i = 1; i < 4; i++)
+		close(fds[i]);
+	close(pair[0]);
+	close(fd);
+	check_alive(what);
+}
+
+/* Every malformed or dishonest hello. */
+static void
+attacks_on_hello(void)
+{
+	struct inferd_wire_client_hello good = { INFERD_WIRE_MAGIC, INFERD_PROTOCOL_VERSION, 1 << 20, 4, 4 }, h;
+	int memfd = raw_memfd(1 << 20, 1), small = raw_memfd(1 << 16, 1), unsealed = raw_memfd(1 << 20, 0);
+	int huge = raw_memfd(2ULL << 30, 1);
+
+	h = good, h.magic = 0xdeadbeef;
+	attack_hello("bad magic", h, sizeof h, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	h = good, h.version = 99;
+	attack_hello("bad version", h, sizeof h, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	attack_hello("short hello", good, 10, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	attack_hello("hello without descriptors", good, sizeof good, memfd, 0, INFERD_WIRE_ERR_PROTOCOL);
+	attack_hello("hello with 4 descriptors", good, sizeof good, memfd, 4, INFERD_WIRE_ERR_PROTOCOL);
+	h = good, h.sq_entries = 3;
+	attack_hello("ring not a power of two", h, sizeof h, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	h = good, h.sq_entries = 8;
+	attack_hello("sq larger than cq", h, sizeof h, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	attack_hello("unsealed region", good, sizeof good, unsealed, 3, INFERD_WIRE_ERR_REGION);
+	attack_hello("region smaller than claimed", good, sizeof good, small, 3, INFERD_WIRE_ERR_REGION);
+	h = good, h.region_bytes = 2ULL << 30;
+	attack_hello("region over max_region_bytes", h, sizeof h, huge, 3, INFERD_WIRE_ERR_REGION);
+	h = good, h.region_bytes = 1 << 12;
+	attack_hello("region too small for its rings", h, sizeof h, memfd, 3, INFERD_WIRE_ERR_PROTOCOL);
+	close(memfd);
+	close(small);
+	close(unsealed);
+	close(huge);
+}
+
+/* The submission doorbell must be an eventfd: a pipe is refused. */
+static void
+attack_pipe_doorbell(void)
+{
+	struct inferd_wire_client_hello h = { INFERD_WIRE_MAGIC, INFERD_PROTOCOL_VERSION, 1 << 20, 4, 4 };
+	struct inferd_wire_server_hello sh;
+	int fd = raw_dial(), memfd = raw_memfd(1 << 20, 1), p[2], pair[2], fds[3];
+
+	if (fd == -1 || raw_greeting(fd, &sh) != 0 || pipe2(p, O_CLOEXEC) != 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+		exit(2);
+	fds[0] = memfd;
+	fds[1] = p[1];
+	fds[2] = pair[1];
+	if (raw_send(fd, INFERD_WIRE_CLIENT_HELLO, &h, sizeof h, fds, 3) != 0)
+		FAIL("pipe doorbell: send");
+	else
+		raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "pipe as doorbell");
+	close(p[0]);
+	close(p[1]);
+	close(pair[0]);
+	close(pair[1]);
+	close(memfd);
+	close(fd);
+	check_alive("pipe as doorbell");
+}
+
+/* Control messages that are not allowed: each drops the client. */
+static void
+attack_messages(void)
+{
+	struct inferd_wire_server_hello sh;
+	struct {
+		struct inferd_wire_model_query q;
+		char name[8];
+	} q = { { 0, 200 }, "x" };
+	struct raw r;
+	int fd;
+
+	if ((fd = raw_dial()) == -1 || raw_greeting(fd, &sh) != 0)
+		exit(2);
+	raw_send(fd, 99, "abc", 3, NULL, 0);
+	raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "unknown message type");
+	close(fd);
+	if ((fd = raw_dial()) == -1 || raw_greeting(fd, &sh) != 0)
+		exit(2);
+	raw_send(fd, INFERD_WIRE_MODEL_QUERY, &q, sizeof q.q, NULL, 0);
+	raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "model query before hello");
+	close(fd);
+	if ((fd = raw_dial()) == -1 || raw_greeting(fd, &sh) != 0)
+		exit(2);
+	/* A header claiming 4 GiB of payload is refused at once, not buffered. */
+	{
+		struct inferd_wire_msg h = { INFERD_WIRE_CLIENT_HELLO, 0xffffffffu };
+
+		if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != sizeof h)
+			FAIL("huge length: send");
+		raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "4 GiB message length");
+	}
+	close(fd);
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_send(r.fd, INFERD_WIRE_MODEL_QUERY, &q, sizeof q, NULL, 0);
+	raw_expect_error(r.fd, INFERD_WIRE_ERR_PROTOCOL, 1, "model query with a lying length");
+	raw_close(&r);
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	q.q.name_length = 5;
+	memcpy(q.name, "nope!", 5);
+	raw_send(r.fd, INFERD_WIRE_MODEL_QUERY, &q, sizeof q.q + 5, NULL, 0);
+	raw_expect_error(r.fd, INFERD_WIRE_ERR_NO_MODEL, 0, "unknown model name");
+	raw_probe(&r, "unknown model name (same connection)");
+	raw_close(&r);
+	check_alive("bad messages");
+}
+
+/* One bad descriptor: completed with INVALID and the expected detail. */
+static void
+attack_descriptor(struct raw *r, const char *what, struct inferd_wire_sqe e, uint32_t detail)
+{
+	struct inferd_wire_cqe c;
+
+	raw_submit(r, &e);
+	if (raw_complete(r, &c, 10000) != 0) {
+		FAIL("%s: no completion", what);
+		return;
+	}
+	if (c.user_data != e.user_data || c.status != INFERD_WIRE_INVALID || c.detail != detail)
+		FAIL("%s: completion {%llu, status %d, detail %u}, expected INVALID detail %u", what,
+		    (unsigned long long)c.user_data, c.status, c.detail, detail);
+	else
+		printf("ok %s: invalid (detail %u)\n", what, detail);
+}
+
+/* Descriptors pointing anywhere but the data area, and every other lie. */
+static void
+attacks_on_descriptors(void)
+{
+	struct inferd_wire_sqe e;
+	struct raw r;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	e = raw_good(&r, 1), e.input_offset = r.bytes;
+	attack_descriptor(&r, "input past the region", e, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good(&r, 2), e.output_offset = r.bytes - 4;
+	attack_descriptor(&r, "output running past the region", e, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good(&r, 3), e.input_offset = UINT64_MAX - 1023;
+	attack_descriptor(&r, "input offset+length wrapping", e, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good(&r, 4), e.output_offset = 0;
+	attack_descriptor(&r, "output over the ring header", e, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good(&r, 5), e.input_offset += 2;
+	attack_descriptor(&r, "misaligned input", e, INFERD_WIRE_DETAIL_ALIGN);
+	e = raw_good(&r, 6), e.model_id = 12345;
+	attack_descriptor(&r, "unknown model id", e, INFERD_WIRE_DETAIL_MODEL);
+	e = raw_good(&r, 7), e.datatype = 7;
+	attack_descriptor(&r, "wrong datatype", e, INFERD_WIRE_DETAIL_DATATYPE);
+	e = raw_good(&r, 8), e.rows = 0;
+	attack_descriptor(&r, "zero rows", e, INFERD_WIRE_DETAIL_ROWS);
+	e = raw_good(&r, 9), e.rows = 100000;
+	attack_descriptor(&r, "rows over max_batch_size", e, INFERD_WIRE_DETAIL_ROWS);
+	e = raw_good(&r, 10), e.rows = 2;
+	attack_descriptor(&r, "rows disagreeing with the lengths", e, INFERD_WIRE_DETAIL_LENGTH);
+	e = raw_good(&r, 11), e.input_bytes = UINT64_MAX;
+	attack_descriptor(&r, "huge input length", e, INFERD_WIRE_DETAIL_LENGTH);
+	e = raw_good(&r, 12), e.flags = 1;
+	attack_descriptor(&r, "unknown flags", e, INFERD_WIRE_DETAIL_FLAGS);
+	raw_probe(&r, "bad descriptors (same connection)");
+	raw_close(&r);
+	check_alive("bad descriptors");
+}
+
+static int flip_stop;
+
+/* Flip the descriptor slot between valid and hostile values until told to stop. */
+static void *
+flipper(void *arg)
+{
+	struct raw *r = arg;
+	volatile struct inferd_wire_sqe *e = &r->sq[0];
+	uint64_t good_off = r->l.data_offset, n = 0;
+
+	while (!__atomic_load_n(&flip_stop, __ATOMIC_RELAXED)) {
+		e->rows = (n & 1) ? 1 : 100000;
+		e->input_offset = (n & 2) ? good_off : UINT64_MAX - 63;
+		e->output_bytes = (n & 4) ? r->out_row : 1;
+		n++;
+	}
+	return NULL;
+}
+
+/*
+ * A descriptor rewritten after the doorbell: the daemon copies it once, so
+ * each request either runs correctly or is refused; never anything else.
+ */
+static void
+attack_rewrite(void)
+{
+	struct inferd_wire_cqe c;
+	struct inferd_wire_sqe e;
+	struct raw r;
+	pthread_t t;
+	int i, ok = 0, invalid = 0;
+
+	/* One-entry rings so the flipper always hits the slot in use. */
+	if (raw_attach(&r, 1 << 20, 1, 1) != 0)
+		exit(2);
+	raw_fill_input(&r);
+	if (pthread_create(&t, NULL, flipper, &r) != 0)
+		exit(2);
+	for (i = 0; i < 400; i++) {
+		e = raw_good(&r, (uint64_t)i);
+		memset(r.base + e.output_offset, 0xff, r.out_row);
+		raw_submit(&r, &e);
+		if (raw_complete(&r, &c, 10000) != 0 || c.user_data != (uint64_t)i) {
+			FAIL("rewrite: request %d got no proper completion", i);
+			break;
+		}
+		if (c.status == INFERD_WIRE_OK) {
+			ok++;
+			if (memcmp(ref_out, r.base + e.output_offset, r.out_row) != 0)
+				FAIL("rewrite: request %d succeeded with a wrong output", i);
+		} else if (c.status == INFERD_WIRE_INVALID)
+			invalid++;
+		else
+			FAIL("rewrite: request %d: status %d", i, c.status);
+	}
+	__atomic_store_n(&flip_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	printf("ok descriptor rewritten after the doorbell: %d ran, %d refused\n", ok, invalid);
+	raw_close(&r);
+	check_alive("descriptor rewrite");
+}
+
+/* Garbage ring indices get the client disconnected. */
+static void
+attacks_on_indices(void)
+{
+	struct inferd_wire_sqe e;
+	struct raw r;
+	uint64_t one = 1;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	__atomic_store_n(&r.hdr->sq_tail, 0x7fffffffu, __ATOMIC_RELEASE);
+	if (write(r.efd, &one, sizeof one) != sizeof one)
+		exit(2);
+	if (!raw_closed(r.fd))
+		FAIL("garbage sq_tail: still connected");
+	else
+		printf("ok garbage sq_tail: disconnected\n");
+	raw_close(&r);
+	check_alive("garbage sq_tail");
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	__atomic_store_n(&r.hdr->cq_head, 12345678u, __ATOMIC_RELEASE);
+	e = raw_good(&r, 1);
+	raw_submit(&r, &e);
+	if (!raw_closed(r.fd))
+		FAIL("garbage cq_head: still connected");
+	else
+		printf("ok garbage cq_head: disconnected\n");
+	raw_close(&r);
+	check_alive("garbage cq_head");
+}
+
+/* Completions not read: the daemon holds further submissions, then takes them on the doorbell. */
+static void
+attack_flow_control(void)
+{
+	struct inferd_wire_cqe c;
+	struct inferd_wire_sqe e;
+	struct raw r;
+	uint64_t one = 1;
+	int i, n = 0;
+
+	if (raw_attach(&r, 1 << 20, 2, 2) != 0)
+		exit(2);
+	raw_fill_input(&r);
+	for (i = 0; i < 2; i++) {
+		e = raw_good(&r, (uint64_t)i);
+		raw_submit(&r, &e);
+	}
+	/* Wait for both to complete without reading them, then queue two more. */
+	for (i = 0; i < 100 && __atomic_load_n(&r.hdr->cq_tail, __ATOMIC_ACQUIRE) != 2; i++)
+		usleep(20000);
+	for (i = 2; i < 4; i++) {
+		e = raw_good(&r, (uint64_t)i);
+		raw_submit(&r, &e);
+	}
+	usleep(200000);
+	if (__atomic_load_n(&r.hdr->sq_head, __ATOMIC_ACQUIRE) != 2 ||
+	    __atomic_load_n(&r.hdr->cq_tail, __ATOMIC_ACQUIRE) != 2)
+		FAIL("flow control: the daemon took submissions its completion ring cannot hold");
+	while (n < 4 && raw_complete(&r, &c, 5000) == 0) {
+		if (c.user_data != (uint64_t)n || c.status != INFERD_WIRE_OK)
+			FAIL("flow control: completion %d: user_data %llu status %d", n,
+			    (unsigned long long)c.user_data, c.status);
+		n++;
+		if (n == 2 && write(r.efd, &one, sizeof one) != sizeof one)
+			exit(2);
+	}
+	if (n != 4)
+		FAIL("flow control: %d of 4 completions", n);
+	else
+		printf("ok flow control: submissions waited for completion room\n");
+	raw_close(&r);
+	check_alive("flow control");
+}
+
+/* Open max greeted connections; 0, or -1 (all closed) when the daemon refused one. */
+static int
+crowd_fill(int *fds, int max)
+{
+	struct inferd_wire_server_hello sh;
+	int i, j;
+
+	for (i = 0; i < max; i++)
+		if ((fds[i] = raw_dial()) == -1 || raw_greeting(fds[i], &sh) != 0) {
+			for (j = 0; j <= i; j++)
+				if (fds[j] != -1)
+					close(fds[j]);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * max_clients connections, then one more that is refused; then room again.
+ * Earlier clients' hang-ups reach the daemon asynchronously, so filling is
+ * retried for a few seconds.
+ */
+static void
+attack_crowd(int max)
+{
+	int *fds = calloc((size_t)max, sizeof *fds), i, fd;
+	struct raw r;
+
+	for (i = 0; i < 50 && crowd_fill(fds, max) != 0; i++)
+		usleep(100000);
+	if (i == 50) {
+		FAIL("crowd: could not open %d connections", max);
+		free(fds);
+		return;
+	}
+	if ((fd = raw_dial()) != -1) {
+		raw_expect_error(fd, INFERD_WIRE_ERR_TOO_MANY, 1, "max_clients + 1");
+		close(fd);
+	}
+	for (i = 0; i < max; i++)
+		close(fds[i]);
+	free(fds);
+	for (i = 0; i < 50; i++) {
+		if (raw_attach(&r, 1 << 20, 4, 4) == 0) {
+			raw_probe(&r, "after the crowd left");
+			raw_close(&r);
+			return;
+		}
+		usleep(100000);
+	}
+	FAIL("crowd: no room after the crowd left");
+}
+
+/* Submit n requests of rows rows, report once the daemon holds all of them, then wait to die. */
+static int
+hang(int n, int rows)
+{
+	struct inferd_wire_sqe e;
+	uint32_t entries = 1;
+	struct raw r;
+	int i;
+
+	while (entries < (uint32_t)n)
+		entries *= 2;
+	if (raw_attach(&r, 32 << 20, entries, entries) != 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		e = raw_good(&r, (uint64_t)i);
+		e.rows = (uint32_t)rows;
+		e.input_bytes = r.in_row * (uint64_t)rows;
+		e.output_offset = r.l.data_offset + (16 << 20);
+		e.output_bytes = r.out_row * (uint64_t)rows;
+		raw_submit(&r, &e);
+	}
+	alarm(60);
+	while (__atomic_load_n(&r.hdr->sq_head, __ATOMIC_ACQUIRE) != (uint32_t)n)
+		usleep(100);
+	printf("accepted %d, completed %u\n", n, __atomic_load_n(&r.hdr->cq_tail, __ATOMIC_ACQUIRE));
+	fflush(stdout);
+	pause();
+	return 0;
+}
+
+/* Hold n greeted connections until killed. */
+static int
+hold(int n)
+{
+	int *fds = calloc((size_t)n, sizeof *fds);
+
+	if (fds == NULL || crowd_fill(fds, n) != 0)
+		return 1;
+	alarm(60);
+	printf("held %d\n", n);
+	fflush(stdout);
+	pause();
+	return 0;
+}
+
+/* Connect as a user the daemon should refuse. */
+static int
+denied(void)
+{
+	struct inferd_wire_server_hello sh;
+	int fd = raw_dial();
+
+	if (fd == -1)
+		return 2;
+	if (raw_greeting(fd, &sh) == 0) {
+		FAIL("denied: the daemon greeted a user it should refuse");
+		return 1;
+	}
+	close(fd);
+	fd = raw_dial();
+	raw_expect_error(fd, INFERD_WIRE_ERR_DENIED, 1, "user not allowed");
+	close(fd);
+	return failures ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: ipc_hostile SOCKET all MAX_CLIENTS | denied | allowed | hold N | hang N ROWS\n");
+		return 2;
+	}
+	sock_path = argv[1];
+	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[2], "hang") == 0 && argc == 5)
+		return hang(atoi(argv[3]), atoi(argv[4]));
+	if (strcmp(argv[2], "hold") == 0 && argc == 4)
+		return hold(atoi(argv[3]));
+	if (strcmp(argv[2], "denied") == 0)
+		return denied();
+	if (strcmp(argv[2], "allowed") == 0) {
+		check_alive("allowed user");
+		return failures ? 1 : 0;
+	}
+	if (strcmp(argv[2], "all") != 0 || argc != 4)
+		return 2;
+	check_alive("start");
+	attacks_on_hello();
+	attack_pipe_doorbell();
+	attack_messages();
+	attacks_on_descriptors();
+	attack_rewrite();
+	attacks_on_indices();
+	attack_flow_control();
+	attack_crowd(atoi(argv[3]));
+	check_alive("everything");
+	printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,156 @@
+#!/bin/sh
+# test_config.sh: the config table through inferd itself: file parser, flags, errors and the docs.
+set -u
+
+inferd=${top_builddir:?}/inferd
+conf=${top_srcdir:?}/conf/inferd.conf
+test -x "$inferd" || { echo "no $inferd"; exit 99; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/inferd-config.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# Run inferd with the given arguments; stdout in $tmp/out, stderr in $tmp/err, status in $rc.
+run() {
+	"$inferd" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+# The value --print-config shows for key $1 (after run).
+value() {
+	sed -n "s/^$1 = //p" "$tmp/out"
+}
+
+# Expect run "$@" to fail with a message matching each pattern given before "--".
+expect_error() {
+	pats=
+	while [ "$1" != -- ]; do
+		pats="$pats
+$1"
+		shift
+	done
+	shift
+	run "$@"
+	if [ $rc -eq 0 ]; then
+		fail "inferd $* succeeded"
+		return
+	fi
+	echo "$pats" | while IFS= read -r p; do
+		[ -z "$p" ] && continue
+		grep -F -q -- "$p" "$tmp/err" || { echo "FAIL: inferd $*: no '$p' in:"; cat "$tmp/err"; exit 1; }
+	done || failed=1
+}
+
+# The checked-in inferd.conf is valid and changes nothing.
+run --config="$conf" --check-config
+[ $rc -eq 0 ] || { fail "--check-config on $conf: status $rc"; cat "$tmp/err"; }
+grep -q "configuration OK" "$tmp/out" || fail "--check-config printed no OK"
+run --config="$conf" --print-config
+cp "$tmp/out" "$tmp/from-conf"
+run --config=/dev/null --print-config
+cmp -s "$tmp/out" "$tmp/from-conf" || fail "conf/inferd.conf sets values other than the defaults"
+
+# A file using every syntax: comments, blanks, spaces, quotes, sizes, booleans.
+cat >"$tmp/good.conf" <<'CONF'
+# a comment
+   # an indented comment
+
+http_port = 9000
+	listen_address=::1
+model_repository = "/srv/my \"models\" \\ x"
+allow_users = 'alice, 1000 ,bob'
+allow_groups = "inference"
+max_body_bytes = 2K
+pinned_pool_bytes = 3m
+max_region_bytes = 1073741824
+http_enable = no
+shm_socket = ""
+device = cuda:1
+log_level = debug
+inflight_batches = 16
+CONF
+run --config="$tmp/good.conf" --check-config
+[ $rc -eq 0 ] || { fail "--check-config on a good file: status $rc"; cat "$tmp/err"; }
+run --config="$tmp/good.conf" --print-config
+for kv in 'http_port=9000' 'listen_address="::1"' 'model_repository="/srv/my \"models\" \\ x"' \
+    'allow_users="alice, 1000 ,bob"' 'max_body_bytes=2048' 'pinned_pool_bytes=3145728' \
+    'max_region_bytes=1073741824' 'http_enable=no' 'shm_socket=""' 'device="cuda:1"' \
+    'log_level="debug"' 'inflight_batches=16' 'allow_groups="inference"'; do
+	k=${kv%%=*}
+	[ "$(value "$k")" = "${kv#*=}" ] || fail "$k: got '$(value "$k")', want '${kv#*=}'"
+done
+# What --print-config prints reads back the same.
+cp "$tmp/out" "$tmp/printed.conf"
+run --config="$tmp/printed.conf" --print-config
+cmp -s "$tmp/out" "$tmp/printed.conf" || fail "--print-config output does not read back the same"
+
+# Flags override the file wherever they stand; dashes work as underscores.
+run --http_port=9100 --config="$tmp/good.conf" --max-body-bytes=1M --print-config
+[ "$(value http_port)" = 9100 ] || fail "--http_port did not override the file"
+[ "$(value max_body_bytes)" = 1048576 ] || fail "--max-body-bytes did not override the file"
+[ "$(value device)" = '"cuda:1"' ] || fail "a key without a flag lost its file value"
+run --config="$tmp/good.conf" --shm_socket=/tmp/s.sock --http_enable=yes --print-config
+[ "$(value shm_socket)" = '"/tmp/s.sock"' ] || fail "--shm_socket did not override the file"
+
+# Bad files: non-zero, and the message names the file, the line and the key.
+bad() {
+	line=$1 key=$2 text=$3
+	shift 3
+	{ echo "# bad file"; echo "http_port = 8001"; echo "$text"; } >"$tmp/bad.conf"
+	expect_error "bad.conf:3:" "$key" "$text" "$@" -- --config="$tmp/bad.conf" --check-config
+}
+bad 3 "unknown key 'no_such_key'" "no_such_key = 1"
+bad 3 http_port "http_port = 80x"
+bad 3 http_port "http_port = 65536" "out of range"
+bad 3 http_threads "http_threads = 0" "out of range"
+bad 3 max_body_bytes "max_body_bytes = 12Q" "not a size"
+bad 3 max_body_bytes "max_body_bytes = 2T"
+bad 3 max_body_bytes "max_body_bytes = 99999999999999999999G" "out of range"
+bad 3 max_region_bytes "max_region_bytes = -5"
+bad 3 http_enable "http_enable = maybe"
+bad 3 device "device = gpu0"
+bad 3 listen_address "listen_address = localhost"
+bad 3 log_level "log_level = verbose"
+bad 3 shm_socket "shm_socket = \"/run/unterminated"
+bad 3 allow_users "allow_users = alice bob"
+bad 3 "expected 'key = value'" "http_port 8000"
+bad 3 model_repository 'model_repository = ""' "empty"
+long=$(printf '%0200d' 0)
+bad 3 shm_socket "shm_socket = /tmp/$long" "longer than"
+
+# Bad flags and arguments.
+expect_error --http_port "not a number" -- --config=/dev/null --http_port=eighty --check-config
+expect_error "unknown key 'no_such_flag'" -- --config=/dev/null --no-such-flag=1 --check-config
+expect_error "--device needs a value" -- --config=/dev/null --device --check-config
+expect_error "unexpected argument" -- --config=/dev/null stray --check-config
+expect_error "$tmp/missing.conf" "No such file" -- --config="$tmp/missing.conf" --check-config
+expect_error "--port-file needs HTTP" -- --config=/dev/null --http_enable=no --port-file="$tmp/p" --check-config
+
+# Every key of the table is documented in conf/inferd.conf, and in --help.
+run --print-config-keys
+cp "$tmp/out" "$tmp/keys"
+n=$(wc -l <"$tmp/keys")
+[ "$n" -ge 10 ] || fail "--print-config-keys printed only $n keys"
+run --help
+[ $rc -eq 0 ] || fail "--help: status $rc"
+while read -r key; do
+	grep -q "^# $key = " "$conf" || fail "key $key is not documented in conf/inferd.conf"
+	grep -q -- "--$key=VALUE" "$tmp/out" || fail "key $key is missing from --help"
+done <"$tmp/keys"
+
+# conf/inferd.conf is what the table generates, but for the build's data directory.
+run --print-reference
+sed 's|^# model_repository = .*|# model_repository = DATADIR|' "$tmp/out" >"$tmp/ref"
+sed 's|^# model_repository = .*|# model_repository = DATADIR|' "$conf" >"$tmp/conf"
+diff -u "$tmp/conf" "$tmp/ref" >"$tmp/diff" ||
+	{ fail "conf/inferd.conf differs from inferd --print-reference (regenerate it):"; cat "$tmp/diff"; }
+
+run --version
+grep -q '^inferd ' "$tmp/out" || fail "--version printed no version"
+
+exit $failed
