@@ -220,7 +220,7 @@ bench_http_worker(void *arg)
 	struct bench_run *r = w->run;
 	struct bench_http c = { .fd = -1 };
 	const char *body;
-	char *cause = NULL;
+	char *cause = NULL, what[32];
 	size_t len;
 	uint64_t t0, n;
 	int status, ticket;
@@ -240,8 +240,9 @@ bench_http_worker(void *arg)
 		}
 		if (bench_counts(r, ticket)) {
 			if (status != 200) {
+				snprintf(what, sizeof what, "HTTP %d", status);
 				w->errors++;
-				bench_worker_refused(w, status == 503 ? "503" : "non-200", body, len);
+				bench_worker_refused(w, what, body, len);
 				continue;
 			}
 			bench_hist_add(&w->hist, bench_now_ns() - t0);

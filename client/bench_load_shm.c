@@ -182,6 +182,7 @@ bench_shm_finish(struct bench_worker *w, struct bench_shm *s, struct bench_slot 
 	uint64_t t1 = bench_now_ns();
 	size_t out = (size_t)w->run->set->rows * s->m->output_row_bytes;
 
+	/* Codes from INFERD_EBUSY down are about the request; those above it, the connection. */
 	if (status != 0 && status > INFERD_EBUSY)
 		return bench_shm_error(cause, "request", status);
 	if (status == 0 && sl->checking) {

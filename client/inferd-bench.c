@@ -260,6 +260,13 @@ bench_worker_refused(struct bench_worker *w, const char *what, const char *msg, 
 	    (int)(len > 200 ? 200 : len), msg);
 }
 
+/* Whether a worker has stopped on an error. */
+static int
+bench_failed(struct bench_run *r)
+{
+	return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0;
+}
+
 /* Sleep s seconds, waking early when a worker failed; -1 if one did. */
 static int
 bench_sleep(struct bench_run *r, double s)
@@ -269,14 +276,14 @@ bench_sleep(struct bench_run *r, double s)
 	uint64_t step;
 
 	while ((now = bench_now_ns()) < end) {
-		if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0)
+		if (bench_failed(r))
 			return -1;
 		step = end - now < 20000000u ? end - now : 20000000u;
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)step;
 		nanosleep(&ts, NULL);	/* EINTR only shortens one step */
 	}
-	return __atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0 ? -1 : 0;
+	return bench_failed(r) ? -1 : 0;
 }
 
 /* Start the workers and wait until every one is connected or failed. */
@@ -327,7 +334,7 @@ bench_phases(struct bench_run *r, struct bench_worker *w, int started,
 	uint64_t inf0 = 0, exec0 = 0, inf1 = 0, exec1 = 0, t0, t1;
 	int ok = 1, have0 = 0, i;
 
-	if (__atomic_load_n(&r->failed, __ATOMIC_ACQUIRE) > 0 || bench_sleep(r, r->set->warmup_s) != 0)
+	if (bench_failed(r) || bench_sleep(r, r->set->warmup_s) != 0)
 		ok = 0;
 	if (ok)
 		have0 = bench_server_counters(r, &inf0, &exec0) == 0;
@@ -338,13 +345,14 @@ bench_phases(struct bench_run *r, struct bench_worker *w, int started,
 	if (r->set->requests == 0 || !ok)
 		__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
 	t1 = bench_now_ns();
-	if (r->set->requests == 0 && have0)
+	/* After a failure the run is not reported, so the server is not asked. */
+	if (r->set->requests == 0 && have0 && !bench_failed(r))
 		res->have_server = bench_server_counters(r, &inf1, &exec1) == 0;
 	for (i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
 	if (r->set->requests != 0) {
 		t1 = bench_now_ns();
-		if (have0)
+		if (have0 && !bench_failed(r))
 			res->have_server = bench_server_counters(r, &inf1, &exec1) == 0;
 	}
 	res->elapsed_s = (double)(t1 - t0) / 1e9;
@@ -392,13 +400,9 @@ bench_execute(struct bench_run *r, struct bench_result *res, char **cause)
 	rc = bench_start(r, w, &started, cause);
 	if (rc == 0)
 		bench_phases(r, w, started, res);
-	else {
-		pthread_mutex_lock(&r->lock);
-		r->ready = r->set->concurrency;
-		pthread_mutex_unlock(&r->lock);
+	else	/* bench_start has told the started workers to stop */
 		for (int i = 0; i < started; i++)
 			pthread_join(w[i].thread, NULL);
-	}
 	if (bench_collect(w, started, res, rc == 0 ? cause : NULL) != 0)
 		rc = -1;
 	free(w);

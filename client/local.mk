@@ -42,4 +42,7 @@ noinst_PROGRAMS += client/bench-http-baseline
 client_bench_http_baseline_SOURCES = client/bench-http-baseline.c
 client_bench_http_baseline_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
 client_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
-EXTRA_DIST += client/bench
+# The sweeps, the PyTorch peers, wrk's script, the summary and the plots.
+EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gpu.sh \
+	client/bench/make_models.py client/bench/torch_peer.py client/bench/torch_http_server.py \
+	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua

@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -24,6 +23,20 @@
 #ifndef MHD_HTTP_CONTENT_TOO_LARGE
 #define MHD_HTTP_CONTENT_TOO_LARGE 413	/* named so since libmicrohttpd 0.9.74 */
 #endif
+
+/*
+ * Statuses follow Triton's HTTP front end.  400: malformed JSON (with
+ * jansson's line and column), a missing or mistyped field, wrong shape,
+ * datatype or element count.  404: unknown path, model or version.  405
+ * with Allow: a known path with the wrong method.  413: a body over
+ * max_body_bytes, from Content-Length before any byte is read, or counted
+ * as chunks arrive.  503: queue full, all staging slots in use, a request
+ * timeout (Triton's "Request timeout expired" is UNAVAILABLE), shutting
+ * down.  500: a device failure.  A model that failed to load answers 503
+ * with its load error for metadata and inference, and 400 for .../ready
+ * (Triton's "Model version not ready").  POST /infer is the short form:
+ * the body of /v2/models/{m}/infer plus "model": "{m}".
+ */
 
 #define HTTP_TYPE_JSON "application/json"
 #define HTTP_TYPE_METRICS "text/plain; version=0.0.4"

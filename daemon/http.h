@@ -19,11 +19,19 @@ struct http_context {
 	struct metrics *metrics;
 };
 
-/* Bind and start serving (pinned slots are allocated here, not per request). */
+/*
+ * Bind and start serving.  The pinned staging slots (config->pinned_pool_bytes,
+ * each the size of the largest model's input + output at max_batch_size) and
+ * the server's batcher client are made here, never per request.
+ */
 int http_start(const struct http_context *ctx, http_server_t **out, char **cause);
 /* Refuse new inference requests with 503 and report not ready; in-flight ones finish. */
 void http_begin_shutdown(http_server_t *s);
-/* Wait for requests in flight, stop the daemon threads, free (NULL is ignored). */
+/*
+ * Wait (at most 30 s) for requests in flight to be answered, close the
+ * batcher client, stop the daemon threads, free (NULL is ignored).  Call it
+ * before batcher_free; the batcher may already be shut down.
+ */
 void http_stop(http_server_t *s);
 /* The bound port (useful when http_port = 0 asked for any). */
 int http_port(const http_server_t *s);

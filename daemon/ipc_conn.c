@@ -453,7 +453,7 @@ ipc_conn_readable(ipc_server_t *s, struct ipc_client *c)
 		if (r <= 0)
 			return r;
 		if (r == 1) {
-			if (ipc_conn_dispatch(s, c) != 0)
+			if (ipc_conn_dispatch(s, c) != 0 || c->dead)
 				return -1;
 			c->inlen = 0;
 		}

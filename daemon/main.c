@@ -222,6 +222,23 @@ signals_setup(sigset_t *set, char **cause)
 	return 0;
 }
 
+/*
+ * Ignore further SIGTERM/SIGINT while draining.  Nobody waits for them any
+ * more, and threads the sanitizer runtimes start before main() do not block
+ * them, so a repeat would otherwise take the default action mid-shutdown.
+ */
+static void
+signals_ignore_repeats(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_IGN;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+		LOG_WARN("ignoring repeated stop signals: %s", strerror(errno));
+}
+
 /* Sleep until SIGTERM or SIGINT; no CPU is used meanwhile. */
 static int
 signals_wait(const sigset_t *set)
@@ -242,6 +259,7 @@ signals_wait(const sigset_t *set)
 		}
 		LOG_INFO("%s from pid %ld: shutting down",
 		    si.si_signo == SIGTERM ? "SIGTERM" : "SIGINT", (long)si.si_pid);
+		signals_ignore_repeats();
 		return 0;
 	}
 }

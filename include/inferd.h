@@ -68,7 +68,7 @@ enum inferd_error {
 	INFERD_ECLOSED = -8,		/* the daemon closed the connection */
 	INFERD_ENOMODEL = -9,		/* no such model */
 	INFERD_ENOSPACE = -10,		/* the region has no free block that large */
-	INFERD_EAGAIN = -11,		/* the rings are full or nothing completed in time */
+	INFERD_EAGAIN = -11,		/* the rings are full, or the daemon did not reply in time */
 	INFERD_EBUSY = -12,		/* the model's queue is full: retry later */
 	INFERD_ETIMEDOUT = -13,		/* the request waited longer than its timeout */
 	INFERD_EREQUEST = -14,		/* the daemon found the request invalid */

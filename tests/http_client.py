@@ -358,8 +358,12 @@ def test_hostile(srv, example, tally):
     srv.raw(head + b"Content-Length: 5000\r\n\r\n" + example[:100], abandon=True)
     srv.raw(head + b"Transfer-Encoding: chunked\r\n\r\n10\r\n{\"inputs\": [1, 2", abandon=True)
     srv.raw(b"POST /infer HTTP/1.1\r\nHost: x\r\nContent-Le", abandon=True)
+    # A whole request whose client leaves while it waits (suspended) in fashion-slow's queue.
+    slow = b"POST /v2/models/fashion-slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(example)
+    srv.raw(slow + example, abandon=True)
+    tally["rows"] += 1
     with srv.lock:
-        srv.sent += 2       # the two whose headers arrived whole reached the handler
+        srv.sent += 3       # the three whose headers arrived whole reached the handler
     # libmicrohttpd itself refuses a malformed Content-Length, before our handler sees it.
     ans = srv.raw(head + b"Content-Length: abc\r\n\r\n{}")
     check(status_of(ans) == 400, "bad Content-Length: %r" % ans[:60])

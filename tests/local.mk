@@ -71,7 +71,8 @@ tests_test_pinned_pool_LDADD = $(TEST_LDADD)
 tests_fuzz_kserve_SOURCES = tests/fuzz_kserve.c
 tests_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_kserve_LDADD = $(TEST_LDADD)
-EXTRA_DIST += tests/test_http.sh tests/http_client.py
+dist_check_SCRIPTS += tests/test_http.sh
+EXTRA_DIST += tests/http_client.py
 
 # libFuzzer build of the same target, only on request (needs clang with libFuzzer):
 #   make fuzz-kserve && tests/fuzz_kserve_libfuzzer -max_total_time=60 $(srcdir)/tests/data/kserve-corpus
@@ -98,3 +99,8 @@ IPC_TESTS = tests/test_ipc_compare.sh tests/test_ipc_load.sh tests/test_ipc_kill
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 EXTRA_DIST += tests/test_ipc_lib.sh
+
+# --- bench smoke test (bench) ---
+# inferd-bench and bench-http-baseline against a private CPU daemon, both protocols.
+TESTS += tests/test_bench.sh
+dist_check_SCRIPTS += tests/test_bench.sh

@@ -40,7 +40,7 @@ fail() {
 start_daemon() {
 	name=$1
 	shift
-	"$top_builddir/inferd" --device=cpu --model_repository="$tmp/models" --http_port=0 \
+	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" --http_port=0 \
 	    --port-file="$tmp/$name.port" --shm_socket= --log_level=info "$@" >"$tmp/$name.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"

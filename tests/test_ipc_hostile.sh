@@ -10,7 +10,7 @@ refused_before=$(metric inferd_shm_clients_refused_total)
 [ "$(metric inferd_shm_clients_refused_total)" -gt "$refused_before" ] || fail "refusals not counted"
 wait_for "metric inferd_shm_clients" 0
 wait_for daemon_regions 0
-wait_for daemon_fds "$fds_before"
+wait_for_at_most daemon_fds "$fds_before"
 grep -q 'submission ring corrupt' "$tmp/daemon.log" || fail "garbage ring indices were not logged"
 
 # libinferd passes the daemon's refusal on: inferctl says why.
@@ -22,8 +22,20 @@ grep -q 'too many clients (max_clients = 6)' "$tmp/refused.txt" || fail "inferct
 kill -KILL $holder
 wait $holder 2>/dev/null
 echo "ok: inferctl reports: $(cat "$tmp/refused.txt")"
-wait_for daemon_fds "$fds_before"
+wait_for_at_most daemon_fds "$fds_before"
+
+# A second daemon must not steal a live socket.
+"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$top_srcdir/conf/models" --http_enable=no \
+	--shm_socket="$sock" >"$tmp/second.log" 2>&1 && fail "a second daemon started on a live socket"
+grep -q 'another daemon is listening on it' "$tmp/second.log" || fail "second daemon: $(cat "$tmp/second.log")"
 stop_daemon
+
+# A stale socket file (its daemon killed) is replaced.
+"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$sock"
+[ -S "$sock" ] || fail "could not make a stale socket"
+start_daemon
+stop_daemon
+echo "ok: a live socket is kept, a stale one replaced"
 
 # Another user: the socket's own permissions are opened so that the daemon's check is what refuses.
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then

@@ -34,7 +34,7 @@ fail() {
 # Start inferd on the CPU with any extra flags; wait (bounded) until both doors answer.
 start_daemon() {
 	rm -f "$tmp/port"
-	"$top_builddir/inferd" --device=cpu --model_repository="$top_srcdir/conf/models" \
+	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$top_srcdir/conf/models" \
 		--http_port=0 --port-file="$tmp/port" --shm_socket="$sock" "$@" \
 		>>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
@@ -65,6 +65,17 @@ daemon_fds() {
 # Number of client regions the daemon has mapped.
 daemon_regions() {
 	grep -c 'memfd:inferd-region' "/proc/$daemon_pid/maps"
+}
+
+# Wait (bounded, 10 s) until "$1" prints a number no larger than "$2".
+# Descriptors are compared this way: the CUDA runtime opens and closes some of its own.
+wait_for_at_most() {
+	i=0
+	while [ "$(eval "$1")" -gt "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "waited 10 s for '$1' to be at most $2 (it is $(eval "$1"))"
+		sleep 0.1
+	done
 }
 
 # Wait (bounded, 10 s) until "$1" prints "$2".

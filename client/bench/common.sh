@@ -6,6 +6,7 @@
 BENCH_DURATION=${BENCH_DURATION:-2}	# measured seconds per point
 BENCH_WARMUP=${BENCH_WARMUP:-0.5}
 WRK_DURATION=${WRK_DURATION:-3}
+WRK_CONNECTIONS=${WRK_CONNECTIONS:-32}
 
 started_pids=""
 
@@ -143,4 +144,45 @@ for line in text.splitlines():
 print(json.dumps({"label": label, "tool": "metrics", "allocations_after_startup": allocs}))
 EOF
 	[ -s "$out/$1.json" ] || { rm -f "$out/$1.json"; log "warning: no metrics from $2"; }
+}
+
+# sweeps URL SOCKET: the points both runs share, against the daemon at URL and SOCKET.
+sweeps() {
+	local url=$1 sock=$2 c r base
+
+	log "latency and batching against concurrency (demo model, 1 row a request)"
+	for c in 1 2 4 8 16 32 64; do
+		bench conc-shm-c$c --socket="$sock" --url="$url" --concurrency=$c
+		bench conc-http-c$c --protocol=http --url="$url" --concurrency=$c
+	done
+
+	log "shm against HTTP without the batching window (1 client, 1 row)"
+	bench lat-shm --socket="$sock" --url="$url" --model=fashion-mlp-nodelay
+	bench lat-http --protocol=http --url="$url" --model=fashion-mlp-nodelay
+
+	log "rows/s against batch size (1 client, batches exactly the request)"
+	for r in 1 4 16 64 256; do
+		bench rows-shm-r$r --socket="$sock" --url="$url" --model=fashion-mlp-nodelay --rows=$r
+		bench rows-http-r$r --protocol=http --url="$url" --model=fashion-mlp-nodelay --rows=$r
+	done
+
+	log "HTTP JSON against the bare libmicrohttpd + jansson baseline"
+	start_server baseline "$tmp/baseline.port" "$build/client/bench-http-baseline" --port=0 \
+		--port-file="$tmp/baseline.port"
+	base=$server_url
+	bench base-http-c16 --protocol=http --url="$base" --concurrency=16
+	bench inferd-http-c16 --protocol=http --url="$url" --concurrency=16
+	wrk_point wrk-base-784 "$WRK_THREADS" "$WRK_CONNECTIONS" "$base/infer"
+	wrk_point wrk-inferd-784 "$WRK_THREADS" "$WRK_CONNECTIONS" "$url/v2/models/fashion-mlp/infer"
+	wrk_point wrk-base-16 "$WRK_THREADS" "$WRK_CONNECTIONS" "$base/infer" WRK_FLOATS=16
+	stop_pid "$server_pid"
+}
+
+# diy_http DEVICE: PyTorch behind Python's http.server, the do-it-yourself alternative.
+diy_http() {
+	start_server torch-http "$tmp/torch.port" "$PYTHON" "$src/client/bench/torch_http_server.py" \
+		--device="$1" --port=0 --port-file="$tmp/torch.port"
+	bench diy-http-c1 --protocol=http --url="$server_url"
+	bench diy-http-c16 --protocol=http --url="$server_url" --concurrency=16
+	stop_pid "$server_pid"
 }
