@@ -248,6 +248,49 @@ usage(FILE *f)
 	    "  Runs until SIGINT or SIGTERM.\n");
 }
 
+/* Describe a model of width floats in, so inferd-bench can load the baseline. */
+static void
+baseline_set_metadata(int width)
+{
+	int n;
+
+	n = snprintf(baseline_metadata, sizeof baseline_metadata,
+	    "{\"name\":\"baseline\",\"versions\":[\"1\"],\"platform\":\"baseline\","
+	    "\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1,%d]}],"
+	    "\"outputs\":[{\"name\":\"logits\",\"datatype\":\"FP32\",\"shape\":[-1,10]}]}", width);
+	if (n < 0 || (size_t)n >= sizeof baseline_metadata)
+		fatal("metadata does not fit");
+	baseline_metadata_len = (size_t)n;
+}
+
+/* Start libmicrohttpd on 127.0.0.1:*port as daemon/http.c does; *port becomes the bound one. */
+static struct MHD_Daemon *
+baseline_start(int *port, int threads)
+{
+	const union MHD_DaemonInfo *info;
+	struct sockaddr_in addr;
+	struct MHD_Daemon *d;
+
+	memset(&addr, 0, sizeof addr);
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)*port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+	    (uint16_t)*port, NULL, NULL, baseline_access, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
+	    MHD_OPTION_NOTIFY_COMPLETED, baseline_completed, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+	    MHD_OPTION_END);
+	if (d == NULL)
+		fatal("cannot serve HTTP on 127.0.0.1:%d", *port);
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (info != NULL)
+		*port = info->port;
+	return d;
+}
+
+/* Parse the options, serve until SIGINT or SIGTERM. */
 int
 main(int argc, char **argv)
 {
@@ -259,11 +302,9 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *d;
-	struct sockaddr_in addr;
 	const char *port_file = NULL;
-	int port = 8001, threads = 4, width = 784, c, sig, n;
+	int port = 8001, threads = 4, width = 784, c, sig;
 	sigset_t set;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -280,35 +321,14 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	n = snprintf(baseline_metadata, sizeof baseline_metadata,
-	    "{\"name\":\"baseline\",\"versions\":[\"1\"],\"platform\":\"baseline\","
-	    "\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[-1,%d]}],"
-	    "\"outputs\":[{\"name\":\"logits\",\"datatype\":\"FP32\",\"shape\":[-1,10]}]}", width);
-	if (n < 0 || (size_t)n >= sizeof baseline_metadata)
-		fatal("metadata does not fit");
-	baseline_metadata_len = (size_t)n;
+	baseline_set_metadata(width);
 	/* Block the stop signals before any thread starts, so only sigwait takes them. */
 	if (sigemptyset(&set) != 0 || sigaddset(&set, SIGINT) != 0 ||
 	    sigaddset(&set, SIGTERM) != 0 || pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
 		fatal("blocking signals failed");
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
 		fatal("ignoring SIGPIPE: %s", strerror(errno));
-	memset(&addr, 0, sizeof addr);
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)port);
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
-	    (uint16_t)port, NULL, NULL, baseline_access, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-	    MHD_OPTION_NOTIFY_COMPLETED, baseline_completed, NULL,
-	    MHD_OPTION_CONNECTION_TIMEOUT, 60u,
-	    MHD_OPTION_END);
-	if (d == NULL)
-		fatal("cannot serve HTTP on 127.0.0.1:%d", port);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	if (info != NULL)
-		port = info->port;
+	d = baseline_start(&port, threads);
 	if (port_file != NULL)
 		write_port_file(port_file, port);
 	fprintf(stderr, "bench-http-baseline: listening on 127.0.0.1:%d with %d threads\n", port, threads);

@@ -1,4 +1,4 @@
-/* bench.h: inferd-bench's modules — latency histogram, HTTP client, load workers, device limits. */
+/* bench.h: inferd-bench's modules — latency histogram, load workers, device limits, report. */
 #ifndef INFERD_BENCH_H
 #define INFERD_BENCH_H
 
@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "http_client.h"
 
 /* ---- bench_hist.c: latencies in a log-linear histogram (under 0.8% error). ---- */
 
@@ -29,52 +31,6 @@ double bench_hist_quantile(const struct bench_hist *h, double q);
 
 /* Monotonic time in nanoseconds. */
 uint64_t bench_now_ns(void);
-
-/* ---- bench_http.c: a minimal HTTP/1.1 client over one keep-alive TCP connection. ---- */
-
-/*
- * Why not libcurl: its per-request bookkeeping costs as much as a small
- * request to the server does, so its overhead would be measured instead of
- * the server's.  This client sends a prebuilt request with one write and
- * reads a Content-Length response with as few system calls as it can.
- */
-struct bench_url {
-	char host[256];
-	char port[16];
-	char hostport[280];		/* for the Host header */
-};
-
-struct bench_http {
-	const struct bench_url *url;
-	int fd;
-	char *buf;			/* received bytes not yet consumed */
-	size_t len, cap;
-	size_t consumed;		/* the last response's bytes, dropped on the next call */
-	uint64_t reconnects;
-};
-
-/* Parse "http://HOST:PORT[/]" (IPv6 as [ADDR]); -1 with *cause. */
-int bench_url_parse(const char *s, struct bench_url *u, char **cause);
-/* Open the connection (TCP_NODELAY); -1 with *cause. */
-int bench_http_connect(struct bench_http *c, const struct bench_url *u, char **cause);
-/* Close the connection and free its buffer. */
-void bench_http_close(struct bench_http *c);
-/*
- * Make a request: method, path and an optional body.  The result is
- * malloc'ed, *len bytes long, sent as is by bench_http_roundtrip.
- */
-char *bench_http_build(const struct bench_url *u, const char *method, const char *path,
-    const char *body, size_t body_len, size_t *len);
-/*
- * Send req and read one response: *status and the body (valid until the
- * next call on c).  Reconnects once when the server had closed an idle
- * connection.  -1 with *cause on a transport or framing error.
- */
-int bench_http_roundtrip(struct bench_http *c, const char *req, size_t len,
-    int *status, const char **body, size_t *body_len, char **cause);
-/* One GET on a fresh connection; the body is malloc'ed and NUL-terminated. */
-int bench_http_get(const struct bench_url *u, const char *path, int *status,
-    char **body, size_t *body_len, char **cause);
 
 /* ---- the run: settings, the workers' shared state, and each worker's results. ---- */
 
@@ -101,7 +57,7 @@ struct bench_settings {
 	enum bench_protocol protocol;
 	const char *socket_path;
 	const char *url_text;
-	struct bench_url url;
+	struct httpc_url url;
 	int have_url;
 	const char *model_name;
 	int concurrency;
@@ -114,6 +70,7 @@ struct bench_settings {
 	int json;
 	int limits;
 	const char *limits_device;
+	int binary;				/* --binary: HTTP with binary tensors */
 	const char *label;
 	int target_given;			/* --protocol, --socket or --url */
 };
@@ -124,6 +81,7 @@ struct bench_run {
 	struct bench_model model;
 	char *http_request;			/* prebuilt POST (HTTP only) */
 	size_t http_request_len, http_body_len;
+	size_t http_header_len;			/* --binary: the JSON header's length */
 	int phase;				/* enum bench_phase, atomic */
 	uint64_t tickets;			/* --requests left to claim, atomic */
 	pthread_mutex_t lock;
@@ -135,7 +93,6 @@ struct bench_run {
 struct bench_worker {
 	pthread_t thread;
 	struct bench_run *run;
-	int id;
 	struct bench_hist hist;
 	uint64_t requests;			/* measured and successful */
 	uint64_t errors;			/* measured and refused by the server */
@@ -163,12 +120,15 @@ void bench_worker_refused(struct bench_worker *w, const char *what, const char *
 /* bench_load_http.c: the HTTP worker thread and what it needs from the server. */
 void *bench_http_worker(void *arg);
 /* Fetch the model's metadata over HTTP; -1 with *cause. */
-int bench_http_model(const struct bench_url *u, const char *name,
+int bench_http_model(const struct httpc_url *u, const char *name,
     struct bench_model *m, char **cause);
-/* Build the KServe JSON body's POST for rows rows of random floats. */
+/*
+ * Build the POST for rows rows of random floats: a KServe JSON body, or
+ * with --binary a JSON header and the raw floats, outputs asked in binary.
+ */
 int bench_http_prepare(struct bench_run *r, char **cause);
 /* Read inferd_inference_count and inferd_execution_count of model from GET /metrics. */
-int bench_metrics_read(const struct bench_url *u, const char *model,
+int bench_metrics_read(const struct httpc_url *u, const char *model,
     uint64_t *inference, uint64_t *execution, char **cause);
 
 /* bench_load_shm.c: the shared-memory worker thread, and metadata over shm. */

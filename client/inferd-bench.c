@@ -28,7 +28,8 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: inferd-bench [--protocol=shm|http] [--socket=PATH] [--url=http://HOST:PORT]\n"
+	fprintf(f, "usage: inferd-bench [--protocol=shm|http [--binary]] [--socket=PATH]\n"
+	    "                    [--url=http://HOST:PORT]\n"
 	    "                    [--model=NAME] [--concurrency=N] [--rows=R | --input-bytes=B]\n"
 	    "                    [--duration=SECONDS | --requests=N] [--warmup=SECONDS]\n"
 	    "                    [--async-depth=D] [--limits [--limits-device=cuda:N]]\n"
@@ -36,6 +37,8 @@ usage(FILE *f)
 	    "\n"
 	    "  --protocol=P       shm (libinferd over --socket) or http (KServe JSON to --url);\n"
 	    "                     default: shm when --socket is given, else http\n"
+	    "  --binary           http: send the input as binary tensor data and ask for the\n"
+	    "                     output so (KServe's binary tensor extension)\n"
 	    "  --socket=PATH      the daemon's shm_socket (default " "/run/inferd/inferd.sock)\n"
 	    "  --url=URL          the daemon's HTTP address; also read for GET /metrics with shm\n"
 	    "  --model=NAME       model to load (default fashion-mlp); its row width comes from\n"
@@ -127,7 +130,8 @@ static void
 parse_args(int argc, char **argv, struct bench_settings *s)
 {
 	enum { O_PROTOCOL = 256, O_SOCKET, O_URL, O_MODEL, O_CONC, O_ROWS, O_INBYTES,
-	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMITS, O_LIMDEV, O_LABEL, O_JSON };
+	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMITS, O_LIMDEV, O_LABEL, O_JSON,
+	    O_BINARY };
 	static const struct option longopts[] = {
 		{ "protocol", required_argument, NULL, O_PROTOCOL },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -144,6 +148,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "limits-device", required_argument, NULL, O_LIMDEV },
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "json", no_argument, NULL, O_JSON },
+		{ "binary", no_argument, NULL, O_BINARY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -168,6 +173,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_LIMDEV: s->limits_device = optarg; break;
 		case O_LABEL: s->label = optarg; break;
 		case O_JSON: s->json = 1; break;
+		case O_BINARY: s->binary = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -186,12 +192,14 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 	else
 		usage_error("--protocol must be shm or http");
 	if (s->url_text != NULL) {
-		if (bench_url_parse(s->url_text, &s->url, &cause) != 0)
+		if (httpc_url_parse(s->url_text, &s->url, &cause) != 0)
 			usage_error("--url: %s", cause);
 		s->have_url = 1;
 	}
 	if (s->protocol == BENCH_HTTP && !s->have_url)
 		usage_error("--protocol=http needs --url");
+	if (s->binary && s->protocol != BENCH_HTTP)
+		usage_error("--binary is for --protocol=http");
 	if (s->protocol == BENCH_HTTP && s->async_depth != 1)
 		usage_error("--async-depth is for --protocol=shm (one HTTP request per connection at a time)");
 }
@@ -295,7 +303,6 @@ bench_start(struct bench_run *r, struct bench_worker *w, int *started, char **ca
 
 	for (i = 0; i < r->set->concurrency; i++) {
 		w[i].run = r;
-		w[i].id = i;
 		bench_hist_init(&w[i].hist);
 		if ((rc = pthread_create(&w[i].thread, NULL, fn, &w[i])) != 0) {
 			__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
@@ -522,6 +529,7 @@ out:
 	return status;
 }
 
+/* Parse the options; --limits alone, or a run. */
 int
 main(int argc, char **argv)
 {

@@ -39,6 +39,8 @@ struct batch_slot {
 	struct batch_request **reqs;
 	int nreqs, rows;
 	uint64_t seq;
+	uint64_t launch_us;			/* host time spent queueing the batch's work */
+	uint64_t first_wait_us;			/* how long its first request waited in the queue */
 	enum batch_status status;		/* BATCH_OK or why the launch failed */
 	char error[256];
 	struct batch_slot *next;		/* free list or in-flight FIFO */
@@ -341,6 +343,8 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 		r->slot = s->nreqs;
 		r->offset_rows = s->rows;
 		r->start_us = now;
+		if (s->nreqs == 0)
+			s->first_wait_us = now - r->submit_us;
 		s->reqs[s->nreqs++] = r;
 		s->rows += r->rows;
 		q->queued--;
@@ -428,12 +432,14 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 
 	s->status = BATCH_OK;
 	s->error[0] = '\0';
+	s->launch_us = now_us();
 	if (launch_batch(q, s, &cause) != 0) {
 		LOG_ERROR("model '%s': batch of %d rows failed to launch: %s", q->model->name, s->rows, cause);
 		s->status = BATCH_ERR_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
 	}
+	s->launch_us = now_us() - s->launch_us;
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
 	push_inflight(q, s);
@@ -506,8 +512,10 @@ log_batch_timeline(struct model_queue *q, struct batch_slot *s)
 	    device_event_elapsed_us(epoch, s->ev_compute1, &t_c1, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_out[s->nreqs - 1], &t_end, NULL) != 0)
 		return;
-	LOG_DEBUG("batch model=%s seq=%llu rows=%d requests=%d copy_in_start=%.1fus compute=[%.1f, %.1f]us copies_done=%.1fus",
-	    q->model->name, (unsigned long long)s->seq, s->rows, s->nreqs, t_begin, t_c0, t_c1, t_end);
+	LOG_DEBUG("batch model=%s seq=%llu rows=%d requests=%d queued=%lluus launch=%lluus copy_in_start=%.1fus compute=[%.1f, %.1f]us copies_done=%.1fus",
+	    q->model->name, (unsigned long long)s->seq, s->rows, s->nreqs,
+	    (unsigned long long)s->first_wait_us, (unsigned long long)s->launch_us,
+	    t_begin, t_c0, t_c1, t_end);
 }
 
 /* Count the batch once its compute has finished (before any client hears of it). */
@@ -630,7 +638,7 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 /* Set up one model's queue: lock, conds, compute stream, slots, threads. */
 static int
 queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
-    int inflight, char **cause)
+    int inflight, int graph_rows, char **cause)
 {
 	int i, rc;
 
@@ -648,7 +656,8 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
 		return error_set(cause, "out of memory");
 	q->nslots = inflight;
 	for (i = 0; i < inflight; i++) {
-		if (slot_create(q, &q->slots[i], cause) != 0)
+		if (slot_create(q, &q->slots[i], cause) != 0 ||
+		    model_exec_capture(q->slots[i].exec, q->compute, graph_rows, cause) != 0)
 			return error_prefix(cause, "model '%s': batch context %d", m->name, i);
 		q->slots[i].next = q->free_slots;
 		q->free_slots = &q->slots[i];
@@ -695,7 +704,7 @@ queue_destroy(struct model_queue *q)
 /* Create one queue and thread pair per model. */
 int
 batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
-    int inflight, batcher_t **out, char **cause)
+    int inflight, int graph_rows, batcher_t **out, char **cause)
 {
 	batcher_t *b;
 	device_stream_t *s;
@@ -724,7 +733,7 @@ batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
 	}
 	device_stream_destroy(s);
 	for (i = 0; i < repo->count; i++) {
-		if (queue_create(b, &b->queues[i], repo->models[i], (int)i, inflight, cause) != 0) {
+		if (queue_create(b, &b->queues[i], repo->models[i], (int)i, inflight, graph_rows, cause) != 0) {
 			batcher_free(b);
 			return -1;
 		}

@@ -54,10 +54,12 @@ struct batch_request {
 /*
  * Create one queue and one scheduling thread per model of repo, each with
  * inflight preallocated batch contexts (>= 2 so the copy-in of one batch
- * overlaps the compute of the previous).  metrics may be NULL.
+ * overlaps the compute of the previous).  On backends with graphs, every
+ * batch size up to graph_rows is captured once per context here and
+ * replayed later (0: no graphs).  metrics may be NULL.
  */
 int batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
-    int inflight, batcher_t **out, char **cause);
+    int inflight, int graph_rows, batcher_t **out, char **cause);
 /* Stop accepting, finish what is queued and in flight, join the threads, free. */
 void batcher_free(batcher_t *b);
 /* Stop accepting new requests (they get BATCH_ERR_SHUTDOWN); queued ones still run. */

@@ -93,6 +93,11 @@ static const struct config_key config_keys[] = {
 	  "With 2 or more the copy-in of the next batch overlaps the compute of the\n"
 	  "current one; each costs one set of device buffers at the model's\n"
 	  "max_batch_size." },
+	{ "MODELS AND DEVICE", "cuda_graph_max_batch", CONFIG_INT, "256",
+	  KEY(cuda_graph_max_batch), 0, 65536, NULL,
+	  "On CUDA, batches of up to this many rows replay a CUDA graph captured\n"
+	  "at start-up (one launch instead of one per kernel), 0 to 65536.\n"
+	  "0 turns graphs off; each captured size costs a little device memory." },
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"

@@ -350,3 +350,56 @@ device_layernorm(device_stream_t *s, float *y, const float *gamma,
 		return error_set(cause, "layernorm: bad shape %dx%d", rows, cols);
 	return s->dev->ops->layernorm(s, y, gamma, beta, rows, cols, eps, cause);
 }
+
+/* 1 when the backend can capture and replay graphs. */
+int
+device_has_graphs(const device_t *dev)
+{
+	return dev->ops->graph_launch != NULL;
+}
+
+/* Start recording s's work into a graph. */
+int
+device_graph_capture_begin(device_stream_t *s, char **cause)
+{
+	if (!device_has_graphs(s->dev))
+		return error_set(cause, "the %s backend has no graphs", s->dev->ops->name);
+	return s->dev->ops->graph_capture_begin(s, cause);
+}
+
+/* Stop recording and make the graph ready to launch. */
+int
+device_graph_capture_end(device_stream_t *s, device_graph_t **out, char **cause)
+{
+	device_graph_t *g;
+
+	if (!device_has_graphs(s->dev))
+		return error_set(cause, "the %s backend has no graphs", s->dev->ops->name);
+	g = calloc(1, sizeof *g);
+	if (g == NULL)
+		return error_set(cause, "out of memory");
+	g->dev = s->dev;
+	if (s->dev->ops->graph_capture_end(s, g, cause) != 0) {
+		free(g);
+		return -1;
+	}
+	*out = g;
+	return 0;
+}
+
+/* Replay g on s. */
+int
+device_graph_launch(device_graph_t *g, device_stream_t *s, char **cause)
+{
+	return g->dev->ops->graph_launch(g, s, cause);
+}
+
+/* Destroy a graph (NULL is ignored). */
+void
+device_graph_destroy(device_graph_t *g)
+{
+	if (g == NULL)
+		return;
+	g->dev->ops->graph_destroy(g);
+	free(g);
+}

@@ -26,6 +26,7 @@ extern "C" {
 typedef struct device device_t;
 typedef struct device_stream device_stream_t;
 typedef struct device_event device_event_t;
+typedef struct device_graph device_graph_t;
 
 /* Activations applied element-wise, fused into device_linear when it can. */
 enum device_act {
@@ -81,6 +82,18 @@ int device_event_sync(device_event_t *e, char **cause);
 /* Microseconds between two completed events. */
 int device_event_elapsed_us(device_event_t *start, device_event_t *end,
     double *us, char **cause);
+
+/*
+ * Graphs: the work queued on a compute stream between capture_begin and
+ * capture_end is recorded instead of run, and graph_launch replays it as one
+ * launch (CUDA graphs), which removes the per-kernel launch cost that
+ * dominates small batches.  Only on backends where device_has_graphs is 1.
+ */
+int device_has_graphs(const device_t *dev);
+int device_graph_capture_begin(device_stream_t *s, char **cause);
+int device_graph_capture_end(device_stream_t *s, device_graph_t **out, char **cause);
+int device_graph_launch(device_graph_t *g, device_stream_t *s, char **cause);
+void device_graph_destroy(device_graph_t *g);
 
 /* Asynchronous copies between host and device memory on a stream. */
 int device_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,

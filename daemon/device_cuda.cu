@@ -18,6 +18,8 @@
 #define CUDA_EW_BLOCKS_PER_SM 32
 /* Row kernels use up to this many threads, a multiple of 32 (the reductions rely on full warps). */
 #define CUDA_ROW_THREADS_MAX 1024
+/* cuBLAS workspace per compute stream, set explicitly so graph capture never allocates (cuBLAS recommends 4 MiB; Hopper up to 32 MiB). */
+#define CUDA_BLAS_WORKSPACE (32 * 1024 * 1024)
 
 /* The backend's state behind dev->ctx. */
 struct cuda_ctx {
@@ -331,25 +333,37 @@ cuda_host_unregister(device_t *dev, void *ptr, char **cause)
 	return 0;
 }
 
-/* Create a cuBLAS handle bound to stream, in full fp32 (no TF32). */
+/*
+ * Create a cuBLAS handle bound to stream, in full fp32 (no TF32), with a
+ * workspace of its own so that work captured into a graph never allocates.
+ */
 static int
-cuda_blas_create(cudaStream_t stream, cublasHandle_t *out, char **cause)
+cuda_blas_create(cudaStream_t stream, cublasHandle_t *out, void **workspace,
+    char **cause)
 {
 	cublasHandle_t h;
 	cublasStatus_t st;
+	cudaError_t err;
 
+	err = cudaMalloc(workspace, CUDA_BLAS_WORKSPACE);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaMalloc(cuBLAS workspace, %d bytes)", CUDA_BLAS_WORKSPACE);
 	st = cublasCreate(&h);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return cuda_blas_fail(cause, st, "cublasCreate");
-	st = cublasSetStream(h, stream);
-	if (st != CUBLAS_STATUS_SUCCESS) {
+	if (st == CUBLAS_STATUS_SUCCESS && (st = cublasSetWorkspace(h, *workspace, CUDA_BLAS_WORKSPACE)) != CUBLAS_STATUS_SUCCESS)
 		cublasDestroy(h);
-		return cuda_blas_fail(cause, st, "cublasSetStream");
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		cudaFree(*workspace);
+		*workspace = NULL;
+		return cuda_blas_fail(cause, st, "cublasCreate/cublasSetWorkspace");
 	}
-	st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+	st = cublasSetStream(h, stream);
+	if (st == CUBLAS_STATUS_SUCCESS)
+		st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
 	if (st != CUBLAS_STATUS_SUCCESS) {
 		cublasDestroy(h);
-		return cuda_blas_fail(cause, st, "cublasSetMathMode");
+		cudaFree(*workspace);
+		*workspace = NULL;
+		return cuda_blas_fail(cause, st, "cublasSetStream/cublasSetMathMode");
 	}
 	*out = h;
 	return 0;
@@ -369,7 +383,7 @@ cuda_stream_create(device_stream_t *s, char **cause)
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaStreamCreateWithFlags");
 	if (s->kind == DEVICE_STREAM_COMPUTE &&
-	    cuda_blas_create(stream, &h, cause) != 0) {
+	    cuda_blas_create(stream, &h, &s->blas_workspace, cause) != 0) {
 		cudaStreamDestroy(stream);
 		return -1;
 	}
@@ -387,10 +401,13 @@ cuda_stream_destroy(device_stream_t *s)
 	(void)cudaStreamSynchronize(cuda_stream(s));
 	if (s->blas != NULL)
 		(void)cublasDestroy((cublasHandle_t)s->blas);
+	if (s->blas_workspace != NULL)
+		(void)cudaFree(s->blas_workspace);
 	(void)cudaStreamDestroy(cuda_stream(s));
 	(void)cudaGetLastError();
 	s->handle = NULL;
 	s->blas = NULL;
+	s->blas_workspace = NULL;
 }
 
 /* Wait for all work queued on the stream. */
@@ -610,6 +627,68 @@ cuda_layernorm(device_stream_t *s, float *y, const float *gamma,
 	return cuda_check_launch("cuda_layernorm_kernel", cause);
 }
 
+/*
+ * Record the stream's work instead of running it.  Thread-local capture mode:
+ * other threads (other models, shm clients registering memory) go on working.
+ */
+static int
+cuda_graph_capture_begin(device_stream_t *s, char **cause)
+{
+	cudaError_t err;
+
+	if (cuda_use(s->dev, cause) != 0)
+		return -1;
+	err = cudaStreamBeginCapture(cuda_stream(s), cudaStreamCaptureModeThreadLocal);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamBeginCapture");
+	return 0;
+}
+
+/* End the capture and instantiate the graph for launching. */
+static int
+cuda_graph_capture_end(device_stream_t *s, device_graph_t *g, char **cause)
+{
+	cudaGraph_t graph = NULL;
+	cudaGraphExec_t exec = NULL;
+	cudaError_t err;
+
+	if (cuda_use(s->dev, cause) != 0)
+		return -1;
+	err = cudaStreamEndCapture(cuda_stream(s), &graph);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamEndCapture");
+	err = cudaGraphInstantiate(&exec, graph, 0);
+	(void)cudaGraphDestroy(graph);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaGraphInstantiate");
+	g->handle = (void *)exec;
+	return 0;
+}
+
+/* Replay the graph on the stream. */
+static int
+cuda_graph_launch(device_graph_t *g, device_stream_t *s, char **cause)
+{
+	cudaError_t err;
+
+	if (cuda_use(s->dev, cause) != 0)
+		return -1;
+	err = cudaGraphLaunch((cudaGraphExec_t)g->handle, cuda_stream(s));
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaGraphLaunch");
+	return 0;
+}
+
+/* Free the instantiated graph. */
+static void
+cuda_graph_destroy(device_graph_t *g)
+{
+	if (cuda_use(g->dev, NULL) != 0)
+		return;
+	(void)cudaGraphExecDestroy((cudaGraphExec_t)g->handle);
+	(void)cudaGetLastError();
+}
+
 /* The CUDA backend's table. */
 static const struct device_ops cuda_ops = {
 	.name = "cuda",
@@ -636,6 +715,10 @@ static const struct device_ops cuda_ops = {
 	.activation = cuda_activation,
 	.softmax = cuda_softmax,
 	.layernorm = cuda_layernorm,
+	.graph_capture_begin = cuda_graph_capture_begin,
+	.graph_capture_end = cuda_graph_capture_end,
+	.graph_launch = cuda_graph_launch,
+	.graph_destroy = cuda_graph_destroy,
 };
 
 /* Number of usable CUDA devices; 0 on any error (no driver, no GPU). */

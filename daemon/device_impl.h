@@ -46,6 +46,11 @@ struct device_ops {
 	    char **cause);
 	int (*layernorm)(device_stream_t *s, float *y, const float *gamma,
 	    const float *beta, int rows, int cols, float eps, char **cause);
+	/* Graphs: NULL on backends without them (device_has_graphs says 0). */
+	int (*graph_capture_begin)(device_stream_t *s, char **cause);
+	int (*graph_capture_end)(device_stream_t *s, device_graph_t *g, char **cause);
+	int (*graph_launch)(device_graph_t *g, device_stream_t *s, char **cause);
+	void (*graph_destroy)(device_graph_t *g);
 };
 
 struct device {
@@ -61,6 +66,12 @@ struct device_stream {
 	enum device_stream_kind kind;
 	void *handle;			/* e.g. cudaStream_t */
 	void *blas;			/* e.g. cublasHandle_t, compute streams only */
+	void *blas_workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
+};
+
+struct device_graph {
+	device_t *dev;
+	void *handle;			/* e.g. cudaGraphExec_t */
 };
 
 struct device_event {

@@ -369,6 +369,7 @@ daemon_start(struct daemon *d, char **cause)
 	if (daemon_init_metrics(d, cause) != 0)
 		return -1;
 	if (batcher_create(d->dev, d->repo, &d->metrics, d->config.inflight_batches,
+	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)

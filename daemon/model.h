@@ -68,6 +68,8 @@ typedef struct model_exec {
 	float *input;			/* device [max_batch, input.row_elems] */
 	float *scratch[2];		/* device [max_batch, max_width] */
 	float *output;			/* where the result lands (planned at create) */
+	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
+	device_graph_t **graphs;
 } model_exec_t;
 
 /*
@@ -85,7 +87,14 @@ size_t model_output_bytes(const model_t *m, int rows);
 /* Allocate a context's device buffers for max_batch_size rows. */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
-/* Queue the whole model for rows rows on stream s: x->input to x->output. */
+/*
+ * Capture a graph of the whole model for every batch size up to max_rows
+ * (capped at max_batch_size) on compute stream s; a no-op on backends
+ * without graphs or when max_rows is 0.
+ */
+int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause);
+/* Queue the whole model for rows rows on stream s: x->input to x->output
+ * (one graph launch when a graph of that size was captured). */
 int model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause);
 
 #endif

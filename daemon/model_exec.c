@@ -41,6 +41,9 @@ model_exec_free(model_exec_t *x)
 	if (x == NULL)
 		return;
 	dev = x->model->dev;
+	for (int i = 0; i < x->ngraphs; i++)
+		device_graph_destroy(x->graphs[i]);
+	free(x->graphs);
 	if (x->output != x->input)
 		device_free(dev, x->output);
 	device_free(dev, x->input);
@@ -70,16 +73,14 @@ model_exec_layer(const struct model_layer *l, float *cur, float *dst, int rows,
 }
 
 /* Queue every layer on s: x->input to x->output, alternating scratch buffers. */
-int
-model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+static int
+model_exec_layers(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 {
 	const model_t *m = x->model;
 	float *cur = x->input, *dst;
 	size_t i;
 	int next = 0;
 
-	if (rows < 1 || rows > m->max_batch_size)
-		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);
 	for (i = 0; i < m->nlayers; i++) {
 		const struct model_layer *l = &m->layers[i];
 
@@ -91,6 +92,56 @@ model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 		if (model_exec_layer(l, cur, dst, rows, s, cause) != 0)
 			return error_prefix(cause, "model '%s' layer '%s'", m->name, l->name);
 		cur = dst;
+	}
+	return 0;
+}
+
+/* Run the model: a captured graph when there is one for this size, else layer by layer. */
+int
+model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+{
+	const model_t *m = x->model;
+
+	if (rows < 1 || rows > m->max_batch_size)
+		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);
+	if (rows <= x->ngraphs) {
+		if (device_graph_launch(x->graphs[rows - 1], s, cause) != 0)
+			return error_prefix(cause, "model '%s': %d rows", m->name, rows);
+		return 0;
+	}
+	return model_exec_layers(x, rows, s, cause);
+}
+
+/* Capture one graph per batch size 1..max_rows. */
+int
+model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause)
+{
+	const model_t *m = x->model;
+	device_graph_t *g;
+	int rows, rc;
+
+	if (!device_has_graphs(m->dev) || max_rows <= 0)
+		return 0;
+	if (max_rows > m->max_batch_size)
+		max_rows = m->max_batch_size;
+	x->graphs = calloc((size_t)max_rows, sizeof *x->graphs);
+	if (x->graphs == NULL)
+		return error_set(cause, "out of memory");
+	for (rows = 1; rows <= max_rows; rows++) {
+		if (device_graph_capture_begin(s, cause) != 0)
+			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
+		g = NULL;
+		rc = model_exec_layers(x, rows, s, cause);
+		/* End the capture even after a failure, so the stream is usable again. */
+		if (device_graph_capture_end(s, &g, rc == 0 ? cause : NULL) != 0) {
+			g = NULL;
+			rc = -1;
+		}
+		if (rc != 0) {
+			device_graph_destroy(g);
+			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
+		}
+		x->graphs[x->ngraphs++] = g;
 	}
 	return 0;
 }

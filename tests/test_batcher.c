@@ -118,7 +118,7 @@ env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int 
 	e->repo = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us);
 	e->m = e->repo->models[0];
 	if (metrics_init(&e->metrics, names, 1) != 0 ||
-	    batcher_create(dev, e->repo, &e->metrics, 2, &e->b, &cause) != 0) {
+	    batcher_create(dev, e->repo, &e->metrics, 2, 256, &e->b, &cause) != 0) {
 		fprintf(stderr, "FAIL: batcher_create: %s\n", cause);
 		exit(1);
 	}

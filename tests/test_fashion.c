@@ -140,7 +140,8 @@ main(void)
 
 	dev = test_open_device();
 	if (model_load(dev, dir, &m, &cause) != 0 || model_exec_create(m, &ex, &cause) != 0 ||
-	    device_stream_create(dev, DEVICE_STREAM_COMPUTE, &stream, &cause) != 0) {
+	    device_stream_create(dev, DEVICE_STREAM_COMPUTE, &stream, &cause) != 0 ||
+	    model_exec_capture(ex, stream, m->max_batch_size, &cause) != 0) {
 		fprintf(stderr, "FAIL: loading %s: %s\n", dir, cause);
 		return 1;
 	}

@@ -100,11 +100,11 @@ bench() {
 wrk_point() {
 	local label=$1 threads=$2 conns=$3 url=$4
 	shift 4
-	if ! command -v wrk >/dev/null 2>&1; then
+	if ! command -v "${WRK:-wrk}" >/dev/null 2>&1; then
 		log "wrk not installed: $label skipped"
 		return 0
 	fi
-	env "$@" wrk -t"$threads" -c"$conns" -d"$WRK_DURATION"s -s "$src/client/bench/wrk-post.lua" \
+	env "$@" "${WRK:-wrk}" -t"$threads" -c"$conns" -d"$WRK_DURATION"s -s "$src/client/bench/wrk-post.lua" \
 		"$url" >"$out/$label.txt" 2>&1 || log "warning: wrk $label failed"
 	sed -n "s/^wrk-json: {/{\"label\":\"$label\",/p" "$out/$label.txt" >"$out/$label.json"
 	[ -s "$out/$label.json" ] || rm -f "$out/$label.json"

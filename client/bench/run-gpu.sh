@@ -10,7 +10,7 @@
 #
 #   DEVICE=cuda:0                           the GPU (for the daemon and --limits)
 #   BENCH_DURATION=2 BENCH_WARMUP=0.5       seconds per inferd-bench point
-#   WRK_DURATION=3 WRK_THREADS=4 WRK_CONNECTIONS=32
+#   WRK_DURATION=3 WRK_THREADS=4 WRK_CONNECTIONS=32   WRK=wrk (the HTTP row is skipped without it)
 #   PYTHON=python3                          a Python with PyTorch built for CUDA
 #
 # Points beyond run-cpu.sh's:
@@ -18,7 +18,8 @@
 #                 as ratios of the floor (4 KiB in + op + 4 KiB out + sync) of the same run
 #   ingest-shm    64 MiB a request over shm into the "ingest" model, with --limits:
 #                 input GB/s as a ratio of pinned cudaMemcpyAsync at 64 MiB (a second daemon,
-#                 since a 64 MiB model would leave the first one's HTTP pool one slot)
+#                 since a 64 MiB model would leave the first one's HTTP pool one slot);
+#                 ingest-shm-d2 the same with two requests in flight
 #   torch-gpu     PyTorch's raw model on the GPU, and with its copies
 set -eu
 
@@ -48,8 +49,12 @@ trap 'exit 130' INT TERM
 
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/models"
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/ingest-models" --ingest
-"$build/client/inferd-bench" --limits --limits-device="$DEVICE" --json --input-bytes=64M \
-	>"$out/limits-64m.json" 2>"$out/limits-64m.err" || log "warning: --limits: $(tail -1 "$out/limits-64m.err")"
+if "$build/client/inferd-bench" --limits --limits-device="$DEVICE" --json --input-bytes=64M \
+	>"$out/limits-64m.json" 2>"$out/limits-64m.err"; then
+	rm -f "$out/limits-64m.err"
+else
+	log "warning: --limits: $(tail -1 "$out/limits-64m.err")"
+fi
 
 start_daemon gpu "$tmp/models" "$DEVICE"
 url=$daemon_url sock=$daemon_sock pid=$daemon_pid
@@ -79,7 +84,7 @@ start_daemon ingest "$tmp/ingest-models" "$DEVICE"
 bench ingest-shm --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
 	--limits --limits-device="$DEVICE"
 bench ingest-shm-d2 --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
-	--async-depth=2
+	--async-depth=2 --limits --limits-device="$DEVICE"
 stop_pid "$daemon_pid"
 
 "$PYTHON" "$src/client/bench/summarize.py" "$out" | tee "$out/summary.md"
