@@ -73,7 +73,14 @@ struct bench_settings {
 	int binary;				/* --binary: HTTP with binary tensors */
 	const char *label;
 	int target_given;			/* --protocol, --socket or --url */
+	const char *engine_dir;			/* --engine=DIR: time the backend alone */
+	const char *engine_device;		/* --device for --engine */
 };
+
+/* ---- bench_engine.c: --engine, the backend alone in this process. ---- */
+
+/* Time model_exec_run on --device for --rows rows; returns the exit status. */
+int bench_engine(const struct bench_settings *set);
 
 /* What every worker shares. */
 struct bench_run {

@@ -9,6 +9,15 @@
 #include "bench.h"
 #include "error.h"
 
+/* The protocol's name in reports. */
+static const char *
+protocol_name(const struct bench_settings *s)
+{
+	if (s->protocol == BENCH_SHM)
+		return "shm";
+	return s->binary ? "http-binary" : "http";
+}
+
 /* Per-second rate of n over the interval. */
 static double
 rate(double n, const struct bench_result *res)
@@ -80,11 +89,12 @@ bench_report_text(FILE *f, const struct bench_run *r, const struct bench_result 
 
 	fprintf(f, "inferd-bench: %s %s, model %s, %d connection%s x depth %d, %d row%s/request "
 	    "(%zu B in, %zu B out%s), %.2f s measured\n",
-	    s->protocol == BENCH_SHM ? "shm" : "http",
+	    protocol_name(s),
 	    s->protocol == BENCH_SHM ? (s->socket_path ? s->socket_path : "(default socket)") : s->url_text,
 	    r->model.name, s->concurrency, s->concurrency == 1 ? "" : "s", s->async_depth,
 	    s->rows, s->rows == 1 ? "" : "s", res->input_bytes, res->output_bytes,
-	    s->protocol == BENCH_HTTP ? ", as JSON" : "", res->elapsed_s);
+	    s->protocol == BENCH_SHM ? "" : s->binary ? ", binary tensors" : ", as JSON",
+	    res->elapsed_s);
 	if (s->label != NULL)
 		fprintf(f, "  label             %s\n", s->label);
 	fprintf(f, "  requests          %llu ok, %llu refused, %llu outputs checked\n",
@@ -167,7 +177,7 @@ settings_json(const struct bench_run *r, const struct bench_result *res)
 	const struct bench_settings *s = r->set;
 
 	return json_pack("{s:s, s:s?, s:s?, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:I}",
-	    "protocol", s->protocol == BENCH_SHM ? "shm" : "http",
+	    "protocol", protocol_name(s),
 	    "socket", s->protocol == BENCH_SHM ? s->socket_path : NULL,
 	    "url", s->have_url ? s->url_text : NULL,
 	    "model", r->model.name, "concurrency", s->concurrency, "rows", s->rows,

@@ -1,29 +1,20 @@
 /*
- * inferctl_http.c: inferctl's HTTP half, KServe v2 JSON.
- *
- * No HTTP client library: libcurl is not among the project's dependencies,
- * and these four requests (GETs and one POST, each on its own connection
- * with "Connection: close") need only a request line, two headers and a
- * reader for a Content-Length or chunked body.  The JSON is built and
+ * inferctl_http.c: inferctl's HTTP half, KServe v2 JSON, each request on
+ * its own connection through the clients' minimal HTTP/1.1 client
+ * (http_client.h says why it is not a library).  The JSON is built and
  * parsed with jansson, as everywhere else in inferd.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <netdb.h>
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
+#include "http_client.h"
 #include "inferctl.h"
 
-/* Replies larger than this are refused (the demo's are a few KiB). */
-#define CTL_HTTP_MAX_REPLY (256u << 20)
 /* Seconds a connection may stall before inferctl gives up. */
 #define CTL_HTTP_TIMEOUT_S 30
 
@@ -34,157 +25,21 @@ struct ctl_reply {
 	size_t len;
 };
 
-/* Connect to the server with send/receive timeouts. */
-static int
-http_dial(const struct ctl_http *h)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
-	struct timeval tv = { CTL_HTTP_TIMEOUT_S, 0 };
-	int fd = -1, r;
-
-	if ((r = getaddrinfo(h->host, h->port, &hints, &res)) != 0) {
-		fprintf(stderr, "inferctl: %s:%s: %s\n", h->host, h->port, gai_strerror(r));
-		return -1;
-	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol)) == -1)
-			continue;
-		if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 &&
-		    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0 &&
-		    connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd == -1)
-		fprintf(stderr, "inferctl: cannot connect to %s:%s: %s\n", h->host, h->port, strerror(errno));
-	return fd;
-}
-
-/* Write all of buf. */
-static int
-http_write(int fd, const char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Read until the server closes. */
-static char *
-http_read_all(int fd, size_t *len)
-{
-	size_t cap = 65536;
-	char *buf = malloc(cap + 1), *grown;
-	ssize_t n;
-
-	*len = 0;
-	while (buf != NULL) {
-		if (*len == cap) {
-			if (cap >= CTL_HTTP_MAX_REPLY || (grown = realloc(buf, 2 * cap + 1)) == NULL)
-				break;
-			buf = grown;
-			cap *= 2;
-		}
-		n = recv(fd, buf + *len, cap - *len, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == 0) {
-			buf[*len] = '\0';
-			return buf;
-		}
-		if (n < 0)
-			break;
-		*len += (size_t)n;
-	}
-	free(buf);
-	return NULL;
-}
-
-/* Decode a chunked body in place; -1 if malformed. */
-static int
-http_dechunk(char *body, size_t *len)
-{
-	char *in = body, *end = body + *len, *out = body, *line;
-	unsigned long n;
-
-	for (;;) {
-		if ((line = memmem(in, (size_t)(end - in), "\r\n", 2)) == NULL)
-			return -1;
-		errno = 0;
-		n = strtoul(in, NULL, 16);
-		if (errno != 0 || n > (size_t)(end - line - 2))
-			return -1;
-		if (n == 0)
-			break;
-		memmove(out, line + 2, n);
-		out += n;
-		in = line + 2 + n + 2;
-		if (in > end)
-			return -1;
-	}
-	*len = (size_t)(out - body);
-	*out = '\0';
-	return 0;
-}
-
-/* Split a raw reply into status and body. */
-static int
-http_parse(char *raw, size_t len, struct ctl_reply *r)
-{
-	char *hdr_end = memmem(raw, len, "\r\n\r\n", 4), *p;
-	int chunked = 0;
-
-	if (hdr_end == NULL || sscanf(raw, "HTTP/%*d.%*d %d", &r->status) != 1)
-		return -1;
-	*hdr_end = '\0';
-	for (p = strstr(raw, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n"))
-		if (strncasecmp(p + 2, "Transfer-Encoding:", 18) == 0 && strcasestr(p + 20, "chunked") != NULL)
-			chunked = 1;
-	r->len = len - (size_t)(hdr_end + 4 - raw);
-	memmove(raw, hdr_end + 4, r->len);
-	raw[r->len] = '\0';
-	r->body = raw;
-	return chunked ? http_dechunk(r->body, &r->len) : 0;
-}
-
 /* One request on its own connection; the reply is malloc'ed into r. */
 static int
 http_request(const struct ctl_http *h, const char *method, const char *path,
     const char *body, struct ctl_reply *r)
 {
-	char *head = NULL, *raw;
-	size_t blen = body ? strlen(body) : 0, len;
-	int fd, n;
+	struct httpc_url u;
+	char *cause = NULL;
 
 	memset(r, 0, sizeof *r);
-	if ((fd = http_dial(h)) == -1)
-		return -1;
-	n = asprintf(&head, "%s %s HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-	    method, path, h->host, h->port, blen);
-	if (n < 0 || http_write(fd, head, (size_t)n) != 0 || (blen > 0 && http_write(fd, body, blen) != 0)) {
-		fprintf(stderr, "inferctl: sending to %s:%s: %s\n", h->host, h->port, strerror(errno));
-		free(n < 0 ? NULL : head);
-		close(fd);
-		return -1;
-	}
-	free(head);
-	raw = http_read_all(fd, &len);
-	close(fd);
-	if (raw == NULL || http_parse(raw, len, r) != 0) {
-		fprintf(stderr, "inferctl: bad or no HTTP reply from %s:%s\n", h->host, h->port);
-		free(raw);
+	if (httpc_url_set(&u, h->host, h->port, &cause) != 0 ||
+	    httpc_fetch(&u, method, path, "application/json", body, body ? strlen(body) : 0,
+	    CTL_HTTP_TIMEOUT_S, &r->status, &r->body, &r->len, &cause) != 0) {
+		fprintf(stderr, "inferctl: %s %s on %s:%s: %s\n", method, path, h->host, h->port,
+		    cause);
+		free(cause);
 		return -1;
 	}
 	return 0;

@@ -28,15 +28,17 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: inferd-bench [--protocol=shm|http [--binary]] [--socket=PATH]\n"
+	fprintf(f, "usage: inferd-bench [--protocol=shm|http|http-binary] [--binary] [--socket=PATH]\n"
 	    "                    [--url=http://HOST:PORT]\n"
 	    "                    [--model=NAME] [--concurrency=N] [--rows=R | --input-bytes=B]\n"
 	    "                    [--duration=SECONDS | --requests=N] [--warmup=SECONDS]\n"
 	    "                    [--async-depth=D] [--limits [--limits-device=cuda:N]]\n"
+	    "       inferd-bench --engine=MODEL_DIR [--device=cpu|cuda:N] [--rows=R] [--duration=S]\n"
 	    "                    [--label=TEXT] [--json]\n"
 	    "\n"
-	    "  --protocol=P       shm (libinferd over --socket) or http (KServe JSON to --url);\n"
-	    "                     default: shm when --socket is given, else http\n"
+	    "  --protocol=P       shm (libinferd over --socket), http (KServe JSON to --url) or\n"
+	    "                     http-binary (the same as http --binary); default: shm when\n"
+	    "                     --socket is given, else http\n"
 	    "  --binary           http: send the input as binary tensor data and ask for the\n"
 	    "                     output so (KServe's binary tensor extension)\n"
 	    "  --socket=PATH      the daemon's shm_socket (default " "/run/inferd/inferd.sock)\n"
@@ -54,6 +56,10 @@ usage(FILE *f)
 	    "                     small-request floor in this process, and report each result\n"
 	    "                     as a ratio to its limit; alone, only the limits\n"
 	    "  --limits-device=D  device for --limits (default cuda:0)\n"
+	    "  --engine=DIR       no daemon: time the backend alone on the model in DIR\n"
+	    "                     (model.json + weights), --rows a batch, like PyTorch's\n"
+	    "                     raw model time in client/bench/torch_peer.py\n"
+	    "  --device=D         device for --engine: cpu (default) or cuda:N\n"
 	    "  --label=TEXT       carried into the report\n"
 	    "  --json             print one JSON object instead of text\n"
 	    "\n"
@@ -131,7 +137,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 {
 	enum { O_PROTOCOL = 256, O_SOCKET, O_URL, O_MODEL, O_CONC, O_ROWS, O_INBYTES,
 	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMITS, O_LIMDEV, O_LABEL, O_JSON,
-	    O_BINARY };
+	    O_BINARY, O_ENGINE, O_DEVICE };
 	static const struct option longopts[] = {
 		{ "protocol", required_argument, NULL, O_PROTOCOL },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -149,6 +155,10 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "binary", no_argument, NULL, O_BINARY },
+		{ "engine", required_argument, NULL, O_ENGINE },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "engine", required_argument, NULL, O_ENGINE },
+		{ "device", required_argument, NULL, O_DEVICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -174,6 +184,8 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_LABEL: s->label = optarg; break;
 		case O_JSON: s->json = 1; break;
 		case O_BINARY: s->binary = 1; break;
+		case O_ENGINE: s->engine_dir = optarg; break;
+		case O_DEVICE: s->engine_device = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -189,8 +201,11 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		s->protocol = BENCH_SHM;
 	else if (strcmp(protocol, "http") == 0)
 		s->protocol = BENCH_HTTP;
-	else
-		usage_error("--protocol must be shm or http");
+	else if (strcmp(protocol, "http-binary") == 0) {
+		s->protocol = BENCH_HTTP;
+		s->binary = 1;
+	} else
+		usage_error("--protocol must be shm, http or http-binary");
 	if (s->url_text != NULL) {
 		if (httpc_url_parse(s->url_text, &s->url, &cause) != 0)
 			usage_error("--url: %s", cause);
@@ -198,6 +213,12 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 	}
 	if (s->protocol == BENCH_HTTP && !s->have_url)
 		usage_error("--protocol=http needs --url");
+	if (s->engine_device == NULL)
+		s->engine_device = "cpu";
+	else if (s->engine_dir == NULL)
+		usage_error("--device is for --engine (the daemon chooses its own device)");
+	if (s->engine_dir != NULL && s->target_given)
+		usage_error("--engine runs no daemon: drop --protocol, --socket and --url");
 	if (s->binary && s->protocol != BENCH_HTTP)
 		usage_error("--binary is for --protocol=http");
 	if (s->protocol == BENCH_HTTP && s->async_depth != 1)
@@ -544,6 +565,8 @@ main(int argc, char **argv)
 	};
 
 	parse_args(argc, argv, &s);
+	if (s.engine_dir != NULL)
+		return bench_engine(&s);
 #ifndef HAVE_CUDA
 	if (s.limits) {
 		fprintf(stderr, "inferd-bench: --limits needs a CUDA build (configure --with-cuda)\n");

@@ -15,7 +15,8 @@ EXTRA_DIST += client/inferd.pc.in
 
 # inferctl: health, models, model metadata and inference from a file, over shm or HTTP.
 bin_PROGRAMS += client/inferctl
-client_inferctl_SOURCES = client/inferctl.c client/inferctl_http.c client/inferctl.h
+client_inferctl_SOURCES = client/inferctl.c client/inferctl_http.c client/inferctl.h \
+	client/http_client.c client/http_client.h daemon/error.c daemon/error.h
 client_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 client_inferctl_LDADD = client/libinferd.la $(JANSSON_LIBS) -lm
 
@@ -29,13 +30,13 @@ client_example_LDADD = client/libinferd.la
 # daemon's core library for the device layer and measures the device in-process.
 bin_PROGRAMS += client/inferd-bench
 client_inferd_bench_SOURCES = client/inferd-bench.c client/bench.h client/bench_hist.c \
-	client/bench_http.c client/bench_load_http.c client/bench_load_shm.c client/bench_report.c \
-	daemon/error.c daemon/error.h
+	client/http_client.c client/http_client.h client/bench_load_http.c client/bench_load_shm.c \
+	client/bench_report.c client/bench_engine.c
 client_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-client_inferd_bench_LDADD = client/libinferd.la $(JANSSON_LIBS) -lm
+# The core library gives --engine (and --limits) the device layer and the model loader.
+client_inferd_bench_LDADD = client/libinferd.la $(INFERD_CORE_LIBS)
 if HAVE_CUDA
 client_inferd_bench_SOURCES += client/bench_limits.c
-client_inferd_bench_LDADD += $(INFERD_CORE_LIBS)
 endif
 # The bare libmicrohttpd + jansson server DESIGN §8's HTTP row is measured against.
 noinst_PROGRAMS += client/bench-http-baseline

@@ -1,4 +1,4 @@
-/* http.c: KServe v2 over libmicrohttpd; an inference request waits suspended, holding no thread. */
+/* http.c: KServe v2 (JSON and binary tensors) over libmicrohttpd; an inference request waits suspended, holding no thread. */
 #include "config.h"
 
 #include <errno.h>
@@ -35,7 +35,11 @@
  * down.  500: a device failure.  A model that failed to load answers 503
  * with its load error for metadata and inference, and 400 for .../ready
  * (Triton's "Model version not ready").  POST /infer is the short form:
- * the body of /v2/models/{m}/infer plus "model": "{m}".
+ * the body of /v2/models/{m}/infer plus "model": "{m}".  Either takes the
+ * binary tensor extension: Inference-Header-Content-Length splits the
+ * body into its JSON header and the tensors' raw bytes, which are copied
+ * from the body straight into the pinned slot; an answer with a binary
+ * output carries the same header and is application/octet-stream.
  */
 
 #define HTTP_TYPE_JSON "application/json"
@@ -97,6 +101,7 @@ struct http_request {
 	const model_t *m;
 	void *slot;
 	char *id;
+	int binary_output;		/* answer with the output as binary data */
 	struct batch_request breq;
 	/* Under srv->lock. */
 	int refs;
@@ -127,10 +132,10 @@ http_mhd_log(void *cls, const char *fmt, va_list ap)
 		LOG_ERROR("http: %s", buf);
 }
 
-/* Queue a response that owns body (NULL means out of memory); counts errors. */
+/* Queue a response that owns body (NULL means out of memory), with one optional header; counts errors. */
 static enum MHD_Result
 http_reply(struct http_request *req, unsigned int status, char *body, size_t len,
-    const char *type, const char *allow)
+    const char *type, const char *header, const char *value)
 {
 	static char oom[] = "{\"error\":\"out of memory\"}";
 	struct MHD_Response *r;
@@ -144,10 +149,13 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
 		free(body);
 		return MHD_NO;
 	}
-	if (body == NULL)
+	if (body == NULL) {
 		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+		type = HTTP_TYPE_JSON;
+		header = NULL;
+	}
 	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
-	    (allow != NULL && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES)) {
+	    (header != NULL && MHD_add_response_header(r, header, value) != MHD_YES)) {
 		MHD_destroy_response(r);
 		return MHD_NO;
 	}
@@ -176,7 +184,8 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 		body = kserve_encode_error(msg, &len);
 		free(msg);
 	}
-	return http_reply(req, status, body, len, HTTP_TYPE_JSON, allow);
+	return http_reply(req, status, body, len, HTTP_TYPE_JSON,
+	    allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 #define http_error(req, status, ...) http_error_allow((req), (status), NULL, __VA_ARGS__)
@@ -185,7 +194,7 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 static enum MHD_Result
 http_json(struct http_request *req, char *body, size_t len)
 {
-	return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL);
+	return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL, NULL);
 }
 
 /* Count a request of model name that failed before reaching the batcher. */
@@ -345,9 +354,6 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 		if (errno == 0 && end != cl)
 			req->announced = (size_t)announced;
 	}
-	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Inference-Header-Content-Length") != NULL)
-		return http_error(req, MHD_HTTP_BAD_REQUEST, "the binary tensor extension "
-		    "(Inference-Header-Content-Length) is not supported; send JSON tensors");
 	return MHD_YES;
 }
 
@@ -433,6 +439,19 @@ http_url_model(struct http_request *req, unsigned int failed_status, enum MHD_Re
 	return m;
 }
 
+/* Queue an encoded answer: JSON, or a JSON header of hlen bytes and binary data. */
+static enum MHD_Result
+http_answer(struct http_request *req, char *body, size_t len, size_t hlen)
+{
+	char value[32];
+
+	if (!req->binary_output)
+		return http_json(req, body, len);
+	snprintf(value, sizeof value, "%zu", hlen);
+	return http_reply(req, MHD_HTTP_OK, body, len, KSERVE_TYPE_BINARY, KSERVE_HEADER_LENGTH,
+	    value);
+}
+
 /* Encode the answer from the slot and queue it; the slot goes back first. */
 static enum MHD_Result
 http_answer_infer(struct http_request *req)
@@ -440,7 +459,7 @@ http_answer_infer(struct http_request *req)
 	const model_t *m = req->m;
 	const float *out = req->breq.output;
 	char *body, *cause = NULL;
-	size_t len = 0;
+	size_t len = 0, hlen = 0;
 	enum MHD_Result ret;
 
 	if (req->status != BATCH_OK) {
@@ -449,11 +468,12 @@ http_answer_infer(struct http_request *req)
 		return http_error(req, http_status_of(req->status), "model '%s': %s", m->name,
 		    req->error ? req->error : batch_status_str(req->status));
 	}
-	body = kserve_encode_infer(m, req->id, req->breq.rows, out, &len, &cause);
+	body = kserve_encode_infer(m, req->id, req->breq.rows, req->binary_output, out, &len,
+	    &hlen, &cause);
 	pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
 	if (body != NULL)
-		return http_json(req, body, len);
+		return http_answer(req, body, len, hlen);
 	ret = http_error(req, MHD_HTTP_BAD_REQUEST, "model '%s': %s", m->name, cause);
 	free(cause);
 	return ret;
@@ -549,9 +569,23 @@ http_invalid(struct http_request *req, const char *name, char *cause)
 	return ret;
 }
 
-/* Decode the parsed body straight into a pinned slot, then submit it. */
+/* Give back what staging took: the parsed header, the body, the slot. */
+static void
+http_unstage(struct http_request *req, json_t *root)
+{
+	json_decref(root);
+	http_drop_body(req);
+	if (req->slot != NULL)
+		pinned_pool_put(req->srv->pool, req->slot);
+	req->slot = NULL;
+}
+
+/*
+ * Decode the parsed header and the tensor data (JSON, or the binary
+ * section bin of the body) straight into a pinned slot, then submit it.
+ */
 static enum MHD_Result
-http_stage(struct http_request *req, json_t *root)
+http_stage(struct http_request *req, json_t *root, const struct kserve_binary *bin)
 {
 	http_server_t *srv = req->srv;
 	const model_t *m = req->m;
@@ -559,26 +593,37 @@ http_stage(struct http_request *req, json_t *root)
 	char *cause = NULL;
 
 	if ((req->slot = pinned_pool_get(srv->pool)) == NULL) {
-		json_decref(root);
+		http_unstage(req, root);
 		http_count_failure(srv, m->name, METRICS_REASON_BUSY);
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
 		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
 	}
-	if (kserve_decode_infer(root, m, req->slot, pinned_pool_output_offset(m), &ki, &cause) != 0) {
-		json_decref(root);
-		pinned_pool_put(srv->pool, req->slot);
-		req->slot = NULL;
+	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_output_offset(m), &ki,
+	    &cause) != 0) {
+		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
 	}
 	if (ki.id != NULL && (req->id = strdup(ki.id)) == NULL) {
-		json_decref(root);
-		pinned_pool_put(srv->pool, req->slot);
-		req->slot = NULL;
+		http_unstage(req, root);
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
+	req->binary_output = ki.binary_output;
 	json_decref(root);
+	http_drop_body(req);
 	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki.input_bytes);
 	return http_submit(req, &ki);
+}
+
+/* The JSON header's length: the whole body, or Inference-Header-Content-Length's bytes of it. */
+static int
+http_header_length(struct http_request *req, size_t *json_len, int *binary, char **cause)
+{
+	const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    KSERVE_HEADER_LENGTH);
+
+	*json_len = req->len;
+	*binary = v != NULL;
+	return v != NULL ? kserve_header_length(v, req->len, json_len, cause) : 0;
 }
 
 /* POST /v2/models/{m}/infer and POST /infer: parse, find the model, stage, submit. */
@@ -588,16 +633,19 @@ http_infer(struct http_request *req)
 	http_server_t *srv = req->srv;
 	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
 	enum MHD_Result ret = MHD_NO;
+	struct kserve_binary bin;
 	char *cause = NULL;
+	size_t json_len;
+	int binary;
 	json_t *root;
 
 	if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
 	if (req->route == ROUTE_INFER && http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL)
 		return ret;
-	root = kserve_parse(req->body, req->len, &cause);
-	http_drop_body(req);
-	if (root == NULL)
+	if (http_header_length(req, &json_len, &binary, &cause) != 0)
+		return http_invalid(req, name, cause);
+	if ((root = kserve_parse(req->body, json_len, &cause)) == NULL)
 		return http_invalid(req, name, cause);
 	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
 		json_decref(root);
@@ -608,7 +656,12 @@ http_infer(struct http_request *req)
 		json_decref(root);
 		return ret;
 	}
-	return http_stage(req, root);
+	/* The body stays until its binary section is copied into the slot. */
+	if (binary) {
+		bin.data = (const unsigned char *)req->body + json_len;
+		bin.len = req->len - json_len;
+	}
+	return http_stage(req, root, binary ? &bin : NULL);
 }
 
 /* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
@@ -640,7 +693,7 @@ http_metrics(struct http_request *req)
 	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev));
 
 	return http_reply(req, text ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text,
-	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL);
+	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL, NULL);
 }
 
 /* The whole request is in: answer it, or start its inference. */

@@ -1,6 +1,7 @@
-/* kserve.c: KServe v2 JSON request decoding and response encoding with jansson. */
+/* kserve.c: KServe v2 request decoding and response encoding with jansson, JSON and binary tensors. */
 #include "config.h"
 
+#include <errno.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -88,7 +89,22 @@ kserve_req_string(const json_t *obj, const char *key, const char *where,
 	return 0;
 }
 
-/* Read the request-level "parameters": the timeout in microseconds. */
+/* A member that must be a boolean when present: 1, 0, or -1 with *cause if mistyped. */
+static int
+kserve_opt_bool(const json_t *obj, const char *key, const char *where, int *out,
+    char **cause)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_boolean(v))
+		return error_set(cause, "%sparameter '%s' must be true or false", where, key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* Read the request-level "parameters": the timeout in microseconds, binary_data_output. */
 static int
 kserve_decode_parameters(const json_t *root, struct kserve_infer *out,
     char **cause)
@@ -110,14 +126,15 @@ kserve_decode_parameters(const json_t *root, struct kserve_infer *out,
 			    "(microseconds)", keys[i]);
 		out->timeout_us = (uint64_t)json_integer_value(v);
 	}
-	return 0;
+	return kserve_opt_bool(params, "binary_data_output", "", &out->binary_output, cause);
 }
 
-/* Check the requested outputs: known names, no binary data asked for. */
+/* Check the requested outputs: known names; binary_data overrides binary_data_output. */
 static int
-kserve_decode_outputs(const json_t *root, const model_t *m, char **cause)
+kserve_decode_outputs(const json_t *root, const model_t *m, struct kserve_infer *out,
+    char **cause)
 {
-	const json_t *outputs = json_object_get(root, "outputs"), *o, *params, *bin;
+	const json_t *outputs = json_object_get(root, "outputs"), *o, *params;
 	const char *name;
 	size_t i;
 
@@ -136,10 +153,9 @@ kserve_decode_outputs(const json_t *root, const model_t *m, char **cause)
 		params = json_object_get(o, "parameters");
 		if (params != NULL && !json_is_object(params))
 			return error_set(cause, "outputs[%zu]: field 'parameters' must be an object", i);
-		bin = params ? json_object_get(params, "binary_data") : NULL;
-		if (bin != NULL && !json_is_false(bin))
-			return error_set(cause, "output '%s': binary_data is not supported "
-			    "(the binary tensor extension is not implemented)", name);
+		if (params != NULL && kserve_opt_bool(params, "binary_data", "outputs[]: ",
+		    &out->binary_output, cause) != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -232,20 +248,24 @@ kserve_decode_data(const json_t *v, int depth, struct kserve_sink *s,
 	return 0;
 }
 
-/* Refuse binary tensor data announced in an input's parameters. */
+/* An input's parameters.binary_data_size into *size, or -1 when it has none. */
 static int
-kserve_check_input_parameters(const json_t *input, const char *name,
+kserve_input_parameters(const json_t *input, const char *name, json_int_t *size,
     char **cause)
 {
-	const json_t *params = json_object_get(input, "parameters");
+	const json_t *params = json_object_get(input, "parameters"), *v;
 
+	*size = -1;
 	if (params == NULL)
 		return 0;
 	if (!json_is_object(params))
 		return error_set(cause, "input '%s': field 'parameters' must be an object", name);
-	if (json_object_get(params, "binary_data_size") != NULL)
-		return error_set(cause, "input '%s': binary_data_size is not supported "
-		    "(the binary tensor extension is not implemented)", name);
+	if ((v = json_object_get(params, "binary_data_size")) == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return error_set(cause, "input '%s': parameter 'binary_data_size' must be a "
+		    "non-negative integer (bytes)", name);
+	*size = json_integer_value(v);
 	return 0;
 }
 
@@ -276,26 +296,120 @@ kserve_find_input(const json_t *root, const model_t *m, char **cause)
 	if (strcmp(dtype, m->input.datatype) != 0)
 		return error_set(cause, "input '%s': datatype '%s' does not match the model's '%s'",
 		    name, dtype, m->input.datatype), NULL;
-	if (kserve_check_input_parameters(input, name, cause) != 0)
-		return NULL;
 	return input;
+}
+
+/* The JSON header's length from Inference-Header-Content-Length's value. */
+int
+kserve_header_length(const char *value, size_t body_len, size_t *json_len,
+    char **cause)
+{
+	unsigned long long v;
+	size_t n = strlen(value);
+
+	if (n == 0 || n > 20 || strspn(value, "0123456789") != n)
+		return error_set(cause, KSERVE_HEADER_LENGTH " must be a byte count, not '%.40s'",
+		    value);
+	errno = 0;
+	v = strtoull(value, NULL, 10);
+	if (errno != 0 || v > body_len)
+		return error_set(cause, KSERVE_HEADER_LENGTH " %s exceeds the body's %zu bytes",
+		    value, body_len);
+	if (v == 0)
+		return error_set(cause, KSERVE_HEADER_LENGTH " is 0: the body must start with a "
+		    "JSON inference header");
+	*json_len = (size_t)v;
+	return 0;
+}
+
+/* Copy n little-endian float32s from src to dst in host order. */
+static void
+kserve_copy_le32(void *dst, const unsigned char *src, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	unsigned char *d = dst;
+	size_t i;
+
+	for (i = 0; i < n; i++, d += 4, src += 4) {
+		d[0] = src[3], d[1] = src[2], d[2] = src[1], d[3] = src[0];
+	}
+#else
+	memcpy(dst, src, n * 4);
+#endif
+}
+
+/* Take an input's binary_data_size bytes from the binary section at *offset into buf. */
+static int
+kserve_decode_binary(const struct kserve_binary *bin, size_t *offset, json_int_t size,
+    const char *name, void *buf, size_t bytes, char **cause)
+{
+	if (bin == NULL)
+		return error_set(cause, "input '%s': binary_data_size without the binary tensor "
+		    "extension's " KSERVE_HEADER_LENGTH " header", name);
+	if ((uint64_t)size != bytes)
+		return error_set(cause, "input '%s': binary_data_size is %" JSON_INTEGER_FORMAT
+		    ", its shape needs %zu bytes (FP32)", name, size, bytes);
+	if (bin->len - *offset < bytes)
+		return error_set(cause, "input '%s': binary data is missing: %zu bytes announced, "
+		    "%zu left after the JSON header", name, bytes, bin->len - *offset);
+	kserve_copy_le32(buf, bin->data + *offset, bytes / sizeof(float));
+	*offset += bytes;
+	return 0;
+}
+
+/* Decode the input's "data" array into buf. */
+static int
+kserve_decode_json_data(const json_t *input, const model_t *m, void *buf, size_t bytes,
+    char **cause)
+{
+	struct kserve_sink sink = { m->input.name, buf, 0, bytes / sizeof(float), m->input.ndims + 1 };
+	const json_t *data = json_object_get(input, "data");
+
+	if (data == NULL)
+		return error_set(cause, "input '%s': missing field 'data'", m->input.name);
+	if (!json_is_array(data))
+		return error_set(cause, "input '%s': field 'data' must be an array", m->input.name);
+	if (kserve_decode_data(data, 1, &sink, cause) != 0)
+		return -1;
+	if (sink.count != sink.want)
+		return error_set(cause, "input '%s': data has %zu elements, its shape needs %zu",
+		    m->input.name, sink.count, sink.want);
+	return 0;
+}
+
+/* Write the input's tensor into buf: from "data", or binary_data_size bytes of bin at *offset. */
+static int
+kserve_decode_tensor(const json_t *input, const struct kserve_binary *bin,
+    size_t *offset, const model_t *m, void *buf, size_t bytes, char **cause)
+{
+	const char *name = m->input.name;
+	json_int_t size;
+
+	if (kserve_input_parameters(input, name, &size, cause) != 0)
+		return -1;
+	if (size < 0)
+		return kserve_decode_json_data(input, m, buf, bytes, cause);
+	if (json_object_get(input, "data") != NULL)
+		return error_set(cause, "input '%s': give 'data' or parameters.binary_data_size, "
+		    "not both", name);
+	return kserve_decode_binary(bin, offset, size, name, buf, bytes, cause);
 }
 
 /* Check the request and write its input tensor into buf. */
 int
-kserve_decode_infer(const json_t *root, const model_t *m, void *buf,
-    size_t buf_bytes, struct kserve_infer *out, char **cause)
+kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
+    const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
+    char **cause)
 {
-	struct kserve_sink sink = { m->input.name, buf, 0, 0, m->input.ndims + 1 };
-	const json_t *input, *data;
-	size_t bytes;
+	const json_t *input;
+	size_t bytes, offset = 0;
 
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(root))
 		return error_set(cause, "request body must be a JSON object");
 	if (kserve_opt_string(root, "id", "", &out->id, cause) != 0 ||
 	    kserve_decode_parameters(root, out, cause) != 0 ||
-	    kserve_decode_outputs(root, m, cause) != 0)
+	    kserve_decode_outputs(root, m, out, cause) != 0)
 		return -1;
 	if ((input = kserve_find_input(root, m, cause)) == NULL ||
 	    kserve_decode_shape(input, m, &out->rows, cause) != 0)
@@ -305,17 +419,12 @@ kserve_decode_infer(const json_t *root, const model_t *m, void *buf,
 	if (bytes > buf_bytes)
 		return error_set(cause, "input '%s': %zu bytes do not fit the %zu-byte staging slot",
 		    m->input.name, bytes, buf_bytes);
-	data = json_object_get(input, "data");
-	if (data == NULL)
-		return error_set(cause, "input '%s': missing field 'data'", m->input.name);
-	if (!json_is_array(data))
-		return error_set(cause, "input '%s': field 'data' must be an array", m->input.name);
-	sink.want = bytes / sizeof(float);
-	if (kserve_decode_data(data, 1, &sink, cause) != 0)
+	if (kserve_decode_tensor(input, bin, &offset, m, buf, bytes, cause) != 0)
 		return -1;
-	if (sink.count != sink.want)
-		return error_set(cause, "input '%s': data has %zu elements, its shape needs %zu",
-		    m->input.name, sink.count, sink.want);
+	if (bin != NULL && offset != bin->len)
+		return error_set(cause, "%zu bytes of binary data are left over after the inputs took "
+		    "%zu (check binary_data_size and " KSERVE_HEADER_LENGTH ")", bin->len - offset,
+		    offset);
 	out->input_bytes = bytes;
 	return 0;
 }
@@ -379,37 +488,75 @@ kserve_float_array(const model_t *m, const float *v, size_t n, char **cause)
 	return a;
 }
 
-/* Encode the answer to an inference request. */
-char *
-kserve_encode_infer(const model_t *m, const char *id, int rows,
-    const float *output, size_t *len, char **cause)
+/* The output tensor: its values as "data", or (binary) their byte count as a parameter. */
+static json_t *
+kserve_output_tensor(const model_t *m, int rows, int binary, const float *output,
+    char **cause)
 {
-	json_t *data, *tensor, *resp;
+	size_t n = (size_t)rows * m->output.row_elems;
+	json_t *data, *t;
+
+	if (binary)
+		t = json_pack("{s:s, s:s, s:o, s:{s:I}}", "name", m->output.name,
+		    "datatype", m->output.datatype, "shape", kserve_shape(&m->output, rows),
+		    "parameters", "binary_data_size", (json_int_t)(n * sizeof(float)));
+	else if ((data = kserve_float_array(m, output, n, cause)) == NULL)
+		return NULL;
+	else
+		t = json_pack("{s:s, s:s, s:o, s:o}", "name", m->output.name,
+		    "datatype", m->output.datatype, "shape", kserve_shape(&m->output, rows),
+		    "data", data);
+	if (t == NULL)
+		error_set(cause, "out of memory");
+	return t;
+}
+
+/* Append n floats to the JSON header at s (header_len bytes) as little-endian bytes. */
+static char *
+kserve_append_le32(char *s, size_t header_len, const float *v, size_t n)
+{
+	char *p = realloc(s, header_len + n * sizeof(float));
+
+	if (p == NULL) {
+		free(s);
+		return NULL;
+	}
+	/* The same byte swap reads and writes: it is its own inverse. */
+	kserve_copy_le32(p + header_len, (const unsigned char *)v, n);
+	return p;
+}
+
+/* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
+char *
+kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
+    const float *output, size_t *len, size_t *header_len, char **cause)
+{
+	size_t n = (size_t)rows * m->output.row_elems;
+	json_t *tensor, *resp;
 	char *s;
 
-	data = kserve_float_array(m, output, (size_t)rows * m->output.row_elems, cause);
-	if (data == NULL)
+	if ((tensor = kserve_output_tensor(m, rows, binary, output, cause)) == NULL)
 		return NULL;
-	tensor = json_pack("{s:s, s:s, s:o, s:o}", "name", m->output.name,
-	    "datatype", m->output.datatype, "shape", kserve_shape(&m->output, rows),
-	    "data", data);
-	resp = json_pack("{s:s, s:s, s:o}", "model_name", m->name,
-	    "model_version", KSERVE_MODEL_VERSION, "outputs", json_pack("[o]", tensor));
+	resp = json_pack("{s:s, s:s, s:[o]}", "model_name", m->name,
+	    "model_version", KSERVE_MODEL_VERSION, "outputs", tensor);
 	if (resp != NULL && id != NULL && json_object_set_new(resp, "id", json_string(id)) != 0) {
 		json_decref(resp);
 		resp = NULL;
 	}
-	if ((s = kserve_dump(resp, len)) == NULL)
-		error_set(cause, "out of memory");
+	if ((s = kserve_dump(resp, header_len)) != NULL && binary)
+		s = kserve_append_le32(s, *header_len, output, n);
+	if (s == NULL)
+		return error_set(cause, "out of memory"), NULL;
+	*len = *header_len + (binary ? n * sizeof(float) : 0);
 	return s;
 }
 
-/* Server metadata: no KServe extension is implemented yet, so the list is empty. */
+/* Server metadata, with the KServe extensions implemented. */
 char *
 kserve_encode_server_metadata(size_t *len)
 {
-	return kserve_dump(json_pack("{s:s, s:s, s:[]}", "name", PACKAGE_NAME,
-	    "version", PACKAGE_VERSION, "extensions"), len);
+	return kserve_dump(json_pack("{s:s, s:s, s:[s]}", "name", PACKAGE_NAME,
+	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len);
 }
 
 /* One tensor's metadata: name, datatype, shape with -1 for the batch. */

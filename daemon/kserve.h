@@ -1,4 +1,7 @@
-/* kserve.h: KServe v2 JSON bodies (Triton's dialect), decoded and encoded apart from any transport. */
+/*
+ * kserve.h: KServe v2 bodies (Triton's dialect), JSON and the binary tensor
+ * data extension, decoded and encoded apart from any transport.
+ */
 #ifndef INFERD_KSERVE_H
 #define INFERD_KSERVE_H
 
@@ -14,6 +17,23 @@
 #define KSERVE_MODEL_VERSION "1"
 /* The platform name in model metadata. */
 #define KSERVE_PLATFORM "inferd_mlp"
+/*
+ * The binary tensor data extension: a body whose request (or response)
+ * carries this header holds that many bytes of JSON inference header, then
+ * the tensors' raw bytes (little-endian, row-major) in the order of the
+ * tensors that announce them with parameters.binary_data_size.
+ */
+#define KSERVE_HEADER_LENGTH "Inference-Header-Content-Length"
+/* Its name in the server metadata's extensions. */
+#define KSERVE_EXT_BINARY "binary_tensor_data"
+/* The Content-Type of a response that carries binary tensor data. */
+#define KSERVE_TYPE_BINARY "application/octet-stream"
+
+/* The binary section of a request body: the bytes after its JSON header. */
+struct kserve_binary {
+	const unsigned char *data;
+	size_t len;
+};
 
 /* What an inference request asked for besides its tensor data. */
 struct kserve_infer {
@@ -21,6 +41,8 @@ struct kserve_infer {
 	uint64_t timeout_us;	/* parameters.timeout_us (or Triton's "timeout"); 0 when absent */
 	const char *id;		/* "id", borrowed from the parsed tree; NULL when absent */
 	size_t input_bytes;	/* bytes written to the caller's buffer */
+	int binary_output;	/* the output goes back as binary data (outputs[].parameters.binary_data,
+				 * else parameters.binary_data_output) */
 };
 
 /*
@@ -33,23 +55,40 @@ json_t *kserve_parse(const char *body, size_t len, char **cause);
 const char *kserve_model_name(const json_t *root, char **cause);
 
 /*
+ * The JSON header's length from the value of a request's
+ * Inference-Header-Content-Length, for a body of body_len bytes: digits
+ * only, at least 1 and at most body_len.  -1 with *cause otherwise.
+ */
+int kserve_header_length(const char *value, size_t body_len, size_t *json_len,
+    char **cause);
+
+/*
  * Check an inference request against model m and write its input tensor,
  * as float32 rows, straight into buf (buf_bytes long).  Flat and nested
- * "data" arrays are accepted.  On error -1 is returned and *cause names
- * the field and the problem; buf may have been partly written.
+ * "data" arrays are accepted; so is, when bin is non-NULL (the request
+ * had Inference-Header-Content-Length), an input with
+ * parameters.binary_data_size and no "data", whose bytes are taken from
+ * bin in input order.  Every byte of bin must be taken.  On error -1 is
+ * returned and *cause names the field and the problem; buf may have been
+ * partly written.
  */
-int kserve_decode_infer(const json_t *root, const model_t *m, void *buf,
-    size_t buf_bytes, struct kserve_infer *out, char **cause);
+int kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
+    const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
+    char **cause);
 
 /*
  * Encode the answer to an inference request: rows rows of m's output in
- * output; id is echoed when non-NULL.  Floats are printed with 9
- * significant digits, so every float32 reads back exactly.  Returns a
- * malloc'ed string of *len bytes, or NULL with *cause (a NaN or infinity,
- * which JSON cannot carry, or no memory).
+ * output; id is echoed when non-NULL.  As JSON, floats are printed with 9
+ * significant digits, so every float32 reads back exactly; *header_len is
+ * *len.  With binary set, the output's JSON carries
+ * parameters.binary_data_size instead of "data", and its raw little-endian
+ * bytes follow the JSON header, which is *header_len bytes long (the
+ * response's Inference-Header-Content-Length).  Returns a malloc'ed
+ * buffer of *len bytes, NUL-terminated when JSON, or NULL with *cause (as
+ * JSON a NaN or infinity, which JSON cannot carry; no memory).
  */
-char *kserve_encode_infer(const model_t *m, const char *id, int rows,
-    const float *output, size_t *len, char **cause);
+char *kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
+    const float *output, size_t *len, size_t *header_len, char **cause);
 
 /* Server metadata for GET /v2: malloc'ed, NULL when out of memory. */
 char *kserve_encode_server_metadata(size_t *len);

@@ -1,5 +1,11 @@
 /*
- * fuzz_kserve.c: fuzz target for the KServe v2 JSON decoder and encoder.
+ * fuzz_kserve.c: fuzz target for the KServe v2 decoder and encoder, JSON
+ * and the binary tensor extension.
+ *
+ * An input that starts with "#ihcl VALUE\n" is a binary-extension body:
+ * VALUE stands for its Inference-Header-Content-Length header and the rest
+ * of the input is the body (JSON header, then tensor bytes).  Any other
+ * input is a JSON body.
  *
  * Built with -DFUZZ_LIBFUZZER (make fuzz-kserve) it is a libFuzzer target.
  * Otherwise main() runs it over a corpus directory (default
@@ -10,6 +16,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,32 +54,113 @@ fuzz_model(void)
 	return &m;
 }
 
+/* The prefix that marks a binary-extension input. */
+#define FUZZ_IHCL "#ihcl "
+
+/*
+ * Split a binary-extension input into its header value (NUL-terminated in
+ * value) and body; 0 when data is not one, -1 when the header line is
+ * unterminated or too long (nothing to decode).
+ */
+static int
+fuzz_split(const uint8_t *data, size_t size, char *value, size_t vsize,
+    const uint8_t **body, size_t *body_len)
+{
+	size_t plen = sizeof FUZZ_IHCL - 1, i;
+
+	if (size < plen || memcmp(data, FUZZ_IHCL, plen) != 0)
+		return 0;
+	for (i = plen; i < size && data[i] != '\n'; i++)
+		;
+	if (i == size || i - plen >= vsize)
+		return -1;
+	memcpy(value, data + plen, i - plen);
+	value[i - plen] = '\0';
+	*body = data + i + 1;
+	*body_len = size - i - 1;
+	return 1;
+}
+
+/* Whether raw holds v's n floats as little-endian bytes. */
+static int
+fuzz_same_le32(const char *raw, const float *v, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)raw;
+	uint32_t bits;
+	size_t i;
+
+	for (i = 0; i < n; i++, p += 4) {
+		memcpy(&bits, &v[i], sizeof bits);
+		if (p[0] != (bits & 0xff) || p[1] != ((bits >> 8) & 0xff) ||
+		    p[2] != ((bits >> 16) & 0xff) || p[3] != bits >> 24)
+			return 0;
+	}
+	return 1;
+}
+
+/* An accepted request's answer, as JSON and as binary: each well formed, the binary bytes exact. */
+static void
+fuzz_encode(const model_t *m, const struct kserve_infer *ki, const float *buf)
+{
+	size_t n = (size_t)ki->rows * OUT_ELEMS, len, hlen, i;
+	char *cause = NULL, *s;
+	json_t *header;
+	int finite = 1;
+
+	/* The decoded inputs stand in for outputs: finite floats must always encode as JSON. */
+	for (i = 0; i < n; i++)
+		finite &= isfinite(buf[i]) != 0;
+	s = kserve_encode_infer(m, ki->id, ki->rows, 0, buf, &len, &hlen, &cause);
+	if ((s == NULL) == finite || (s != NULL && (strlen(s) != len || hlen != len)))
+		abort();
+	free(s);
+	s = kserve_encode_infer(m, ki->id, ki->rows, 1, buf, &len, &hlen, &cause);
+	if (s == NULL || len != hlen + n * sizeof(float) || !fuzz_same_le32(s + hlen, buf, n) ||
+	    (header = json_loadb(s, hlen, 0, NULL)) == NULL)
+		abort();
+	json_decref(header);
+	free(s);
+	free(cause);
+}
+
 /* Decode one body; when it is accepted, check the result and encode an answer from it. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const model_t *m = fuzz_model();
 	float buf[ROWS_MAX * IN_ELEMS];
+	struct kserve_binary bin, *binp = NULL;
 	struct kserve_infer ki;
-	char *cause = NULL, *s;
+	char *cause = NULL, value[64];
 	json_t *root;
-	size_t len;
+	size_t json_len = size;
+	int split;
 
-	if ((root = kserve_parse((const char *)data, size, &cause)) == NULL) {
+	if ((split = fuzz_split(data, size, value, sizeof value, &data, &size)) < 0)
+		return 0;
+	json_len = size;
+	if (split && kserve_header_length(value, size, &json_len, &cause) != 0) {
+		if (cause == NULL || json_len != size)
+			abort();
+		free(cause);
+		return 0;
+	}
+	if (split) {
+		bin.data = data + json_len;
+		bin.len = size - json_len;
+		binp = &bin;
+	}
+	if ((root = kserve_parse((const char *)data, json_len, &cause)) == NULL) {
 		if (cause == NULL)
 			abort();
 		free(cause);
 		return 0;
 	}
 	kserve_model_name(root, &cause);
-	if (kserve_decode_infer(root, m, buf, sizeof buf, &ki, &cause) == 0) {
+	if (kserve_decode_infer(root, binp, m, buf, sizeof buf, &ki, &cause) == 0) {
 		if (ki.rows < 1 || ki.rows > ROWS_MAX || ki.input_bytes != (size_t)ki.rows * IN_ELEMS * sizeof(float))
 			abort();
-		/* The decoded inputs stand in for outputs: finite floats must always encode. */
-		s = kserve_encode_infer(m, ki.id, ki.rows, buf, &len, &cause);
-		if (s == NULL || strlen(s) != len)
-			abort();
-		free(s);
+		fuzz_encode(m, &ki, buf);
 	} else if (cause == NULL) {
 		abort();
 	}

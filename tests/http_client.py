@@ -20,6 +20,7 @@ import os
 import random
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -213,7 +214,7 @@ def test_health_and_metadata(srv):
     check(status == 200 and doc == {"ready": True}, "ready: %d %r" % (status, doc))
     status, _, doc = srv.json("GET", "/v2")
     check(status == 200 and doc.get("name") == "inferd" and isinstance(doc.get("version"), str)
-          and isinstance(doc.get("extensions"), list), "server metadata: %r" % doc)
+          and doc.get("extensions") == ["binary_tensor_data"], "server metadata: %r" % doc)
     status, _, doc = srv.json("GET", "/v2/models/fashion-mlp")
     check(status == 200 and doc == {"name": "fashion-mlp", "versions": ["1"], "platform": "inferd_mlp",
                                     "inputs": [{"name": "input", "datatype": "FP32", "shape": [-1, 784]}],
@@ -285,13 +286,16 @@ def test_errors(srv, example, tally):
         (json.dumps(dict(req, id=5)), ["'id' must be a string"]),
         (json.dumps(dict(req, parameters={"timeout_us": "soon"})), ["timeout_us"]),
         (json.dumps(dict(req, outputs=[{"name": "probs"}])), ["unknown output 'probs'"]),
-        (json.dumps(dict(req, outputs=[{"name": "logits", "parameters": {"binary_data": True}}])), ["binary_data"]),
+        (json.dumps(dict(req, outputs=[{"name": "logits", "parameters": {"binary_data": 1}}])),
+         ["'binary_data' must be true or false"]),
+        (json.dumps({"inputs": [{"name": "input", "shape": [1, 784], "datatype": "FP32",
+                                 "parameters": {"binary_data_size": 3136}}]}),
+         ["binary_data_size without", "Inference-Header-Content-Length"]),
     ]
     for b, words in invalid:
         e("POST", infer, b, 400, words)
         tally["invalid"] += 1
     e("POST", "/infer", example, 400, ["missing field 'model'"])
-    e("POST", infer, example, 400, ["binary tensor extension"], headers={"Inference-Header-Content-Length": "10"})
     # A timeout shorter than the batching delay expires in the queue: 503, as Triton answers it.
     e("POST", infer, json.dumps(dict(req, parameters={"timeout_us": 1})), 503, ["timed out"])
     tally["timeout"] += 1
@@ -322,6 +326,137 @@ def test_inference(srv, example, tally):
         check(batch[1].get("id") == "b" * 100000, "a 100 kB id is echoed")
         check(all(abs(a - b) <= 1e-4 * max(1.0, abs(b)) for a, b in zip(batch[0][0], logits)),
               "row 0 of a batch matches the single-row answer")
+
+BIN_TYPE = "application/octet-stream"
+IHCL = "Inference-Header-Content-Length"
+
+
+def binary_body(header, raw=b""):
+    """A binary-extension body: the JSON header, then raw; and its header length."""
+    h = json.dumps(header).encode()
+    return h + raw, len(h)
+
+
+def binary_post(srv, path, header, raw=b"", ihcl=None):
+    """POST a binary-extension body; returns (status, headers, body bytes)."""
+    body, hlen = binary_body(header, raw)
+    return srv.request("POST", path, body, {"Content-Type": BIN_TYPE,
+                                            IHCL: str(hlen if ihcl is None else ihcl)})
+
+
+def f32(values):
+    """Little-endian FP32 bytes, as the extension carries tensors."""
+    return struct.pack("<%df" % len(values), *values)
+
+
+def split_binary(what, status, hdrs, data, rows):
+    """A binary answer's JSON header and logits (as float32 rows); None when malformed."""
+    if not check(status == 200, "%s: status %d: %r" % (what, status, data[:200])):
+        return None
+    ok = check(hdrs.get("content-type") == BIN_TYPE, "%s: content type %r" % (what, hdrs.get("content-type")))
+    hlen = int(hdrs.get(IHCL.lower(), "-1"))
+    ok &= check(0 < hlen <= len(data), "%s: %s %d for a %d-byte body" % (what, IHCL, hlen, len(data)))
+    if not ok:
+        return None
+    doc = json.loads(data[:hlen])
+    out = doc["outputs"][0]
+    check(out["name"] == "logits" and out["shape"] == [rows, 10] and "data" not in out
+          and out.get("parameters") == {"binary_data_size": rows * 40},
+          "%s: output header %r" % (what, out))
+    if not check(len(data) - hlen == rows * 40, "%s: %d binary bytes" % (what, len(data) - hlen)):
+        return None
+    flat = struct.unpack("<%df" % (rows * 10), data[hlen:])
+    return doc, [list(flat[i * 10:(i + 1) * 10]) for i in range(rows)]
+
+
+def as_f32(v):
+    """Values rounded to float32, as the daemon holds them."""
+    return list(struct.unpack("<%df" % len(v), f32(v)))
+
+
+def test_binary(srv, example, tally):
+    """The binary tensor extension: binary in, JSON or binary out, bit-identical to JSON; every length checked."""
+    infer = "/v2/models/fashion-mlp/infer"
+    req = json.loads(example)
+    row = req["inputs"][0]["data"]
+    got = infer_ok(srv, infer, example, tally)
+    if got is None:
+        return
+    (logits,), _ = got
+    want = as_f32(logits)
+    inp = {"name": "input", "shape": [1, 784], "datatype": "FP32", "parameters": {"binary_data_size": 3136}}
+
+    # Binary in, JSON out: the same logits as the JSON request.
+    status, hdrs, data = binary_post(srv, infer, {"id": "bin-1", "inputs": [inp]}, f32(row))
+    doc = json.loads(data) if status == 200 else None
+    check(status == 200 and hdrs.get("content-type") == "application/json" and IHCL.lower() not in hdrs
+          and doc["outputs"][0]["data"] == logits and doc.get("id") == "bin-1",
+          "binary in, JSON out: %d %r" % (status, data[:200]))
+    account(tally, status, doc)
+
+    # Binary in, binary out (asked per output), bit-identical to the JSON answer.
+    status, hdrs, data = binary_post(srv, infer, {"inputs": [inp], "outputs": [
+        {"name": "logits", "parameters": {"binary_data": True}}]}, f32(row))
+    res = split_binary("binary in, binary out", status, hdrs, data, 1)
+    check(res is not None and res[1][0] == want, "binary answer differs from JSON: %r" % (res and res[1]))
+    account(tally, status, {})
+
+    # The short form, binary_data_output for every output, 3 rows in one request.
+    rows = [row, [0.0] * 784, [1.0 - x for x in row]]
+    status, hdrs, data = binary_post(srv, "/infer", {"model": "fashion-mlp", "parameters": {"binary_data_output": True},
+                                                     "inputs": [dict(inp, shape=[3, 784],
+                                                                     parameters={"binary_data_size": 3 * 3136})]},
+                                     f32([x for r in rows for x in r]))
+    res = split_binary("POST /infer, 3 rows, binary_data_output", status, hdrs, data, 3)
+    check(res is not None and argmax(res[1][0]) == 9, "3 binary rows: %r" % (res and res[1][0]))
+    account(tally, status, {}, rows=3)
+
+    # JSON in, binary out; and binary_data false beats binary_data_output.
+    status, hdrs, data = srv.request("POST", infer, json.dumps(dict(req, outputs=[
+        {"name": "logits", "parameters": {"binary_data": True}}])), {"Content-Type": "application/json"})
+    res = split_binary("JSON in, binary out", status, hdrs, data, 1)
+    check(res is not None and res[1][0] == want, "JSON in, binary out differs")
+    account(tally, status, {})
+    status, hdrs, data = binary_post(srv, infer, {"parameters": {"binary_data_output": True}, "inputs": [inp],
+                                                  "outputs": [{"name": "logits", "parameters": {"binary_data": False}}]},
+                                     f32(row))
+    check(status == 200 and hdrs.get("content-type") == "application/json"
+          and json.loads(data)["outputs"][0]["data"] == logits, "binary_data false: %d %r" % (status, data[:100]))
+    account(tally, status, {})
+    # The extension's header on a plain JSON body (no binary section) is accepted.
+    status, _, data = srv.request("POST", infer, example, {IHCL: str(len(example))})
+    check(status == 200, "header over a whole JSON body: %d %r" % (status, data[:200]))
+    account(tally, status, {})
+
+    # Every length checked: each a 400 that names the problem.
+    e = lambda *a, **k: expect_error(srv, *a, **k)
+    hdr = lambda **p: {"inputs": [dict(inp, parameters=dict({"binary_data_size": 3136}, **p))]}
+    cases = [
+        (hdr(), f32(row), "99999", ["exceeds the body's"]),
+        (hdr(), f32(row), "abc", ["must be a byte count"]),
+        (hdr(), f32(row), "0", ["is 0"]),
+        (hdr(), f32(row), "-5", ["must be a byte count"]),
+        (hdr(binary_data_size=3132), f32(row), None, ["binary_data_size is 3132", "3136 bytes"]),
+        (hdr(binary_data_size=6272), f32(row) * 2, None, ["binary_data_size is 6272"]),
+        (hdr(), f32(row[:-1]), None, ["binary data is missing", "3132 left"]),
+        (hdr(), b"", None, ["binary data is missing", "0 left"]),
+        (hdr(), f32(row) + b"\0", None, ["1 bytes of binary data are left over"]),
+        ({"inputs": [dict(inp, data=row)]}, f32(row), None, ["not both"]),
+        ({"inputs": [dict(inp, parameters={})]}, f32(row), None, ["missing field 'data'"]),
+        (hdr(binary_data_size="3136"), f32(row), None, ["'binary_data_size' must be a non-negative integer"]),
+        (req, f32(row), None, ["3136 bytes of binary data are left over"]),
+    ]
+    for header, raw, ihcl, words in cases:
+        body, hlen = binary_body(header, raw)
+        e("POST", infer, body, 400, words, headers={"Content-Type": BIN_TYPE, IHCL: str(hlen if ihcl is None else ihcl)})
+        tally["invalid"] += 1
+    # A header length that cuts the JSON short is malformed JSON, at the cut.
+    body, hlen = binary_body(hdr(), f32(row))
+    e("POST", infer, body, 400, ["malformed JSON"], headers={IHCL: str(hlen - 5)})
+    tally["invalid"] += 1
+    # Cut inside the binary section: the JSON header swallows raw bytes.
+    e("POST", infer, body, 400, ["malformed JSON"], headers={IHCL: str(hlen + 8)})
+    tally["invalid"] += 1
 
 
 def hostile_bodies(example):
@@ -445,6 +580,7 @@ def test_metrics(srv, example):
     test_health_and_metadata(srv)
     test_errors(srv, example, tally)
     test_inference(srv, example, tally)
+    test_binary(srv, example, tally)
     test_hostile(srv, example, tally)
     test_concurrent_mixed(srv, example, tally)
     after = srv.metrics()
@@ -481,6 +617,11 @@ def cmd_small_body(a):
     expect_error(srv, "POST", "/v2/models/fashion-mlp/infer", example, 413, ["max_body_bytes (4096)"])
     chunks = iter([example[i:i + 1000] for i in range(0, len(example), 1000)])
     expect_error(srv, "POST", "/infer", chunks, 413, ["exceeds max_body_bytes"])
+    # Binary tensors count in the body like JSON does.
+    status, _, data = binary_post(srv, "/v2/models/fashion-mlp/infer", {"inputs": [
+        {"name": "input", "shape": [2, 784], "datatype": "FP32", "parameters": {"binary_data_size": 6272}}]},
+        f32([0.5] * 1568))
+    check(status == 413 and b"max_body_bytes" in data, "binary body over the limit: %d %r" % (status, data[:200]))
     # Exactly at the limit is read and parsed.
     expect_error(srv, "POST", "/infer", b"{" + b" " * 4094 + b"}", 400, ["missing field 'model'"])
     check(srv.alive(), "daemon alive after 413s")

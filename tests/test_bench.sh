@@ -81,6 +81,9 @@ need(abs(r["gb_per_s"] - gb) <= 1e-6 * gb, "gb_per_s is not (in + out) x req/s")
 need(lat["max"] / 1e6 <= r["elapsed_s"] + r["warmup_s"] + 10, "a latency longer than the run")
 if r["protocol"] == "http":
     need(r["request_body_bytes"] > 784 * r["rows"] * 2, "HTTP body too small for its floats")
+if r["protocol"] == "http-binary":
+    need(784 * 4 * r["rows"] < r["request_body_bytes"] < 784 * 4 * r["rows"] + 1024,
+         "binary body is not a JSON header and the raw floats")
 s = r["server"]
 if s is not None:
     outstanding = r["concurrency"] * r["async_depth"] * r["rows"]
@@ -121,6 +124,14 @@ bench_ok --socket="$tmp/sock" --url="$url" --concurrency=2 --duration=1 --warmup
 check_report protocol=shm concurrency=2 rows=1 label=s1 model=fashion-mlp
 bench_ok --protocol=http --url="$url" --concurrency=2 --rows=3 --duration=1 --warmup=0.2
 check_report protocol=http concurrency=2 rows=3 socket=None
+
+# The binary tensor extension, either spelling; its outputs are checked as binary.
+bench_ok --protocol=http-binary --url="$url" --concurrency=2 --rows=3 --requests=100 --warmup=0
+check_report protocol=http-binary rows=3 requests=100
+bench_ok --protocol=http --binary --url="$url" --requests=20 --warmup=0 --label=b
+check_report protocol=http-binary label=b
+run_bench --protocol=http --binary --url="$url" --requests=5 --warmup=0
+grep -q "binary tensors" "$tmp/out" || fail "text report does not say binary tensors"
 
 # Request mode: exactly N requests counted, pipelined D deep over shm.
 bench_ok --socket="$tmp/sock" --url="$url" --requests=300 --async-depth=4 --concurrency=2 --warmup=0.1
@@ -164,11 +175,27 @@ run_bench --socket="$tmp/nothing" --requests=5
 
 # Usage errors exit 2.
 for args in "--protocol=http" "--protocol=udp --url=$url" "--url=ftp://x" "--concurrency=0" \
-	"--rows=2 --input-bytes=1K" "--duration=abc" "--protocol=http --url=$url --async-depth=2" "extra"; do
+	"--rows=2 --input-bytes=1K" "--duration=abc" "--protocol=http --url=$url --async-depth=2" \
+	"--socket=$tmp/sock --binary" "extra"; do
 	# shellcheck disable=SC2086
 	run_bench $args
 	[ $rc -eq 2 ] || fail "inferd-bench $args exited $rc, expected 2"
 done
+
+# --engine times the backend alone, with no daemon: one JSON object with coherent figures.
+run_bench --json --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.3 --warmup=0.05
+[ $rc -eq 0 ] || fail "--engine exited $rc"
+"$PY" - "$tmp/out" <<'EOF' || fail "--engine report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["mode"] == "engine" and r["rows"] == 4 and r["model"] == "fashion-mlp", r
+assert r["batches"] > 0 and abs(r["rows_per_s"] - r["batches"] * 4 / r["duration_s"]) < 1e-6 * r["rows_per_s"] + 1, r
+assert 0 < r["batch_us"]["p50"] <= r["batch_us"]["p99"], r
+EOF
+run_bench --engine="$tmp/no-such-model" --duration=0.1
+[ $rc -eq 1 ] && grep -q "no-such-model" "$tmp/err" || fail "--engine on a missing model: exit $rc"
+run_bench --engine="$top_srcdir/conf/models/fashion-mlp" --socket="$tmp/sock"
+[ $rc -eq 2 ] || fail "--engine with --socket: exit $rc, expected 2"
 
 # --limits needs a CUDA build: without one it says so and exits 2.
 if "$top_builddir/inferd" --version | grep -q '^cuda: no'; then
@@ -183,4 +210,15 @@ cp "$tmp/out" "$tmp/results/conc-shm-c1.json"
 "$PY" "$top_srcdir/client/bench/summarize.py" "$tmp/results" >"$tmp/summary" ||
 	fail "summarize.py failed"
 grep -q "| conc-shm-c1 | shm | 1 x 1 | 1 |" "$tmp/summary" || fail "summary lacks the point"
+grep -q "| HTTP binary tensor extension | >= 5 x JSON req/s | no bin-json" "$tmp/summary" ||
+	fail "summary lacks the binary row unmeasured"
+for p in "bin-json-r1 --protocol=http" "bin-binary-r1 --protocol=http-binary"; do
+	# shellcheck disable=SC2086
+	bench_ok --url="$url" --concurrency=4 --requests=200 --warmup=0 --label=$p
+	cp "$tmp/out" "$tmp/results/${p%% *}.json"
+done
+"$PY" "$top_srcdir/client/bench/summarize.py" "$tmp/results" >"$tmp/summary" ||
+	fail "summarize.py failed"
+grep -Eq "^\| HTTP binary tensor extension \(1 row/request, c=4\) \| >= 5 x JSON req/s \| [0-9.]+ x \([0-9]+ vs [0-9]+ req/s.*, 0 errors\) \| (meets|\*\*misses\*\*) \|$" \
+	"$tmp/summary" || fail "summary lacks the binary row: $(grep -i binary "$tmp/summary")"
 echo "ok"

@@ -1,4 +1,4 @@
-/* test_kserve.c: the KServe v2 JSON codec: valid bodies, every refusal, exact float round trips. */
+/* test_kserve.c: the KServe v2 codec, JSON and binary tensors: valid bodies, every refusal, exact float round trips. */
 #include "config.h"
 
 #include <float.h>
@@ -39,9 +39,10 @@ make_model(void)
 	model.output.row_elems = OUT_ELEMS;
 }
 
-/* Parse and decode text; returns 0 or -1 and leaves the message in *cause. */
+/* Parse text and decode it with the binary section bin (NULL: no extension header); 0 or -1 with *cause. */
 static int
-decode(const char *text, struct kserve_infer *ki, char **cause)
+decode_bin(const char *text, const struct kserve_binary *bin, struct kserve_infer *ki,
+    char **cause)
 {
 	json_t *root;
 	int rc;
@@ -51,12 +52,19 @@ decode(const char *text, struct kserve_infer *ki, char **cause)
 	memset(buf, 0xff, sizeof buf);
 	if ((root = kserve_parse(text, strlen(text), cause)) == NULL)
 		return -1;
-	rc = kserve_decode_infer(root, &model, buf, sizeof buf, ki, cause);
+	rc = kserve_decode_infer(root, bin, &model, buf, sizeof buf, ki, cause);
 	/* The id is borrowed from the tree: copy what the tests look at before freeing it. */
 	if (rc == 0 && ki->id != NULL)
 		ki->id = strcmp(ki->id, "req-7") == 0 ? "req-7" : "other";
 	json_decref(root);
 	return rc;
+}
+
+/* Parse and decode a JSON body; returns 0 or -1 and leaves the message in *cause. */
+static int
+decode(const char *text, struct kserve_infer *ki, char **cause)
+{
+	return decode_bin(text, NULL, ki, cause);
 }
 
 /* Bodies that decode, flat and nested, with the values they carry. */
@@ -155,9 +163,12 @@ static const struct refusal refusals[] = {
 	{ "{\"outputs\":[1],\"inputs\":[]}", "outputs[0] must be an object" },
 	{ "{\"outputs\":[{}],\"inputs\":[]}", "missing field 'name'" },
 	{ "{\"outputs\":[{\"name\":\"logits\"}],\"inputs\":[]}", "unknown output 'logits' (model 'tiny' has output 'out')" },
-	{ "{\"outputs\":[{\"name\":\"out\",\"parameters\":{\"binary_data\":true}}],\"inputs\":[]}", "binary_data is not supported" },
-	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":24}}]}", "binary_data_size is not supported" },
-	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"parameters\":7}]}", "field 'parameters' must be an object" },
+	{ "{\"outputs\":[{\"name\":\"out\",\"parameters\":{\"binary_data\":1}}],\"inputs\":[]}", "parameter 'binary_data' must be true or false" },
+	{ "{\"parameters\":{\"binary_data_output\":\"yes\"},\"inputs\":[]}", "parameter 'binary_data_output' must be true or false" },
+	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,2,3],\"parameters\":{\"binary_data_size\":24}}]}", "binary_data_size without the binary tensor extension's Inference-Header-Content-Length" },
+	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,2,3],\"parameters\":{\"binary_data_size\":-24}}]}", "'binary_data_size' must be a non-negative integer" },
+	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,2,3],\"parameters\":{\"binary_data_size\":\"24\"}}]}", "'binary_data_size' must be a non-negative integer" },
+	{ "{\"inputs\":[{\"name\":\"input\",\"datatype\":\"FP32\",\"shape\":[1,2,3],\"parameters\":7}]}", "field 'parameters' must be an object" },
 };
 
 /* Every malformed or mistyped body is refused, and the message names the problem. */
@@ -201,7 +212,7 @@ test_hostile(void)
 
 	root = kserve_parse(one_row, strlen(one_row), &cause);
 	CHECK(root != NULL, "parse: %s", cause);
-	CHECK(kserve_decode_infer(root, &model, small, sizeof small, &ki, &cause) == -1 &&
+	CHECK(kserve_decode_infer(root, NULL, &model, small, sizeof small, &ki, &cause) == -1 &&
 	    strstr(cause, "do not fit the 12-byte staging slot") != NULL, "small buffer: %s", cause);
 	json_decref(root);
 
@@ -256,7 +267,7 @@ test_encode_roundtrip(void)
 	uint32_t bits;
 	json_t *root, *o, *data;
 	char *s, *cause = NULL;
-	size_t len, i, round;
+	size_t len, hlen, i, round;
 	json_error_t jerr;
 
 	for (round = 0; round < 200; round++) {
@@ -268,8 +279,9 @@ test_encode_roundtrip(void)
 				out[i] = (float)(int32_t)bits;
 		}
 		out[0] = FLT_MAX, out[1] = -0.0f, out[2] = FLT_MIN / 3, out[3] = 0.1f;
-		s = kserve_encode_infer(&model, round % 2 ? "abc\"\n" : NULL, ROWS_MAX, out, &len, &cause);
-		CHECK(s != NULL && len == strlen(s), "encode: %s", cause);
+		s = kserve_encode_infer(&model, round % 2 ? "abc\"\n" : NULL, ROWS_MAX, 0, out, &len,
+		    &hlen, &cause);
+		CHECK(s != NULL && len == strlen(s) && hlen == len, "encode: %s", cause);
 		if (s == NULL)
 			continue;
 		root = json_loads(s, 0, &jerr);
@@ -298,10 +310,10 @@ test_encode_roundtrip(void)
 		free(s);
 	}
 	out[3] = NAN;
-	CHECK(kserve_encode_infer(&model, NULL, 2, out, &len, &cause) == NULL &&
+	CHECK(kserve_encode_infer(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
 	    strstr(cause, "element 3 is NaN") != NULL, "NaN output: %s", cause);
 	out[3] = -INFINITY;
-	CHECK(kserve_encode_infer(&model, NULL, 2, out, &len, &cause) == NULL &&
+	CHECK(kserve_encode_infer(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
 	    strstr(cause, "element 3 is infinite") != NULL, "Inf output: %s", cause);
 	free(cause);
 }
@@ -341,7 +353,8 @@ test_metadata(void)
 	v = reparse(kserve_encode_server_metadata(&len), "server metadata");
 	CHECK(strcmp(json_string_value(json_object_get(v, "name")), "inferd") == 0 &&
 	    strcmp(json_string_value(json_object_get(v, "version")), PACKAGE_VERSION) == 0 &&
-	    json_is_array(json_object_get(v, "extensions")), "server metadata");
+	    equal_free(json_object_get(v, "extensions"), json_pack("[s]", "binary_tensor_data")),
+	    "server metadata: extensions");
 	json_decref(v);
 	v = reparse(kserve_encode_repository_index(&repo, &len), "index");
 	CHECK(json_array_size(v) == 2 &&
@@ -358,6 +371,197 @@ test_metadata(void)
 	json_decref(v);
 }
 
+/* Little-endian bytes of n floats, as the binary tensor extension carries them. */
+static void
+to_le32(unsigned char *dst, const float *v, size_t n)
+{
+	uint32_t bits;
+	size_t i;
+
+	for (i = 0; i < n; i++, dst += 4) {
+		memcpy(&bits, &v[i], sizeof bits);
+		dst[0] = (unsigned char)bits, dst[1] = (unsigned char)(bits >> 8);
+		dst[2] = (unsigned char)(bits >> 16), dst[3] = (unsigned char)(bits >> 24);
+	}
+}
+
+/* A binary-extension JSON header for rows rows announcing size bytes; extra goes before "inputs". */
+static const char *
+bin_header(char *out, size_t len, const char *extra, int rows, long size)
+{
+	snprintf(out, len, "{%s\"inputs\":[{\"name\":\"input\",\"shape\":[%d,2,3],"
+	    "\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":%ld}}]}", extra, rows,
+	    size);
+	return out;
+}
+
+/* Inference-Header-Content-Length: digits only, 1 to the body's length. */
+static void
+test_header_length(void)
+{
+	static const struct {
+		const char *value;
+		const char *want;		/* NULL: accepted */
+	} cases[] = {
+		{ "1", NULL }, { "100", NULL }, { "0100", NULL },
+		{ "101", "101 exceeds the body's 100 bytes" },
+		{ "0", "is 0" },
+		{ "", "must be a byte count" }, { "-1", "must be a byte count" },
+		{ "+5", "must be a byte count" }, { " 5", "must be a byte count" },
+		{ "5 ", "must be a byte count" }, { "0x10", "must be a byte count" },
+		{ "1e2", "must be a byte count" },
+		{ "99999999999999999999", "exceeds the body's" },
+		{ "999999999999999999999", "must be a byte count" },
+	};
+	char *cause = NULL;
+	size_t i, n;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		n = 7;
+		if (cases[i].want == NULL) {
+			CHECK(kserve_header_length(cases[i].value, 100, &n, &cause) == 0 &&
+			    n == strtoul(cases[i].value, NULL, 10), "'%s' refused: %s",
+			    cases[i].value, cause);
+			continue;
+		}
+		CHECK(kserve_header_length(cases[i].value, 100, &n, &cause) == -1 && n == 7 &&
+		    strstr(cause, cases[i].want) != NULL, "'%s': %s, expected '%s'", cases[i].value,
+		    cause ? cause : "(accepted)", cases[i].want);
+	}
+	free(cause);
+}
+
+/* Binary input lands in the buffer bit for bit (NaN payloads too); the output flag follows the request. */
+static void
+test_binary_decode(void)
+{
+	float in[2 * IN_ELEMS] = { 1.5f, -0.0f, FLT_MAX, FLT_MIN / 4, 1e-45f, 3.25f,
+	    -7.0f, 0.1f, 2.0f, 4.0f, 8.0f, 16.0f };
+	unsigned char raw[sizeof in];
+	struct kserve_binary bin = { raw, sizeof raw };
+	struct kserve_infer ki;
+	char hdr[512], *cause = NULL;
+	uint32_t nan_bits = 0x7fc01234u;
+
+	memcpy(&in[3], &nan_bits, sizeof nan_bits);
+	to_le32(raw, in, 2 * IN_ELEMS);
+	CHECK(decode_bin(bin_header(hdr, sizeof hdr, "", 2, 48), &bin, &ki, &cause) == 0,
+	    "binary in: %s", cause);
+	CHECK(ki.rows == 2 && ki.input_bytes == 48 && ki.binary_output == 0, "binary in: rows %d "
+	    "bytes %zu binary_output %d", ki.rows, ki.input_bytes, ki.binary_output);
+	CHECK(memcmp(buf, in, sizeof in) == 0, "binary in: the buffer is not the bytes sent");
+	CHECK(isnan(buf[12]), "binary in: wrote past its rows");
+
+	/* binary_data_output asks for every output; an output's own binary_data wins. */
+	CHECK(decode_bin(bin_header(hdr, sizeof hdr, "\"parameters\":{\"binary_data_output\":true},",
+	    1, 24), &(struct kserve_binary){ raw, 24 }, &ki, &cause) == 0 && ki.binary_output == 1,
+	    "binary_data_output: %s", cause);
+	CHECK(decode_bin(bin_header(hdr, sizeof hdr, "\"parameters\":{\"binary_data_output\":true},"
+	    "\"outputs\":[{\"name\":\"out\",\"parameters\":{\"binary_data\":false}}],", 1, 24),
+	    &(struct kserve_binary){ raw, 24 }, &ki, &cause) == 0 && ki.binary_output == 0,
+	    "binary_data false over binary_data_output: %s", cause);
+	CHECK(decode("{\"outputs\":[{\"name\":\"out\",\"parameters\":{\"binary_data\":true}}],"
+	    "\"inputs\":[{\"name\":\"input\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+	    "\"data\":[1,2,3,4,5,6]}]}", &ki, &cause) == 0 && ki.binary_output == 1 && buf[5] == 6.0f,
+	    "JSON in, binary out: %s", cause);
+	/* The extension's header with JSON data and no binary section is plain JSON. */
+	CHECK(decode_bin("{\"inputs\":[{\"name\":\"input\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+	    "\"data\":[1,2,3,4,5,6]}]}", &(struct kserve_binary){ raw, 0 }, &ki, &cause) == 0 &&
+	    ki.rows == 1 && buf[0] == 1.0f, "JSON data with an empty binary section: %s", cause);
+	free(cause);
+}
+
+/* Every length checked: announced size against the shape, missing bytes, leftover bytes. */
+static void
+test_binary_refusals(void)
+{
+	static const struct {
+		int rows;
+		long size;
+		size_t have;
+		const char *want;
+	} cases[] = {
+		{ 1, 20, 24, "binary_data_size is 20, its shape needs 24 bytes" },
+		{ 1, 28, 28, "binary_data_size is 28, its shape needs 24 bytes" },
+		{ 2, 24, 24, "binary_data_size is 24, its shape needs 48 bytes" },
+		{ 2, 48, 47, "binary data is missing: 48 bytes announced, 47 left" },
+		{ 1, 24, 0, "binary data is missing: 24 bytes announced, 0 left" },
+		{ 1, 24, 25, "1 bytes of binary data are left over after the inputs took 24" },
+		{ 1, 24, 48, "24 bytes of binary data are left over" },
+		{ 5, 120, 120, "batch size 5 is out of range" },
+	};
+	unsigned char raw[256] = { 0 };
+	struct kserve_infer ki;
+	char hdr[512], *cause = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		bin_header(hdr, sizeof hdr, "", cases[i].rows, cases[i].size);
+		CHECK(decode_bin(hdr, &(struct kserve_binary){ raw, cases[i].have }, &ki, &cause) == -1 &&
+		    strstr(cause, cases[i].want) != NULL, "case %zu: %s, expected '%s'", i,
+		    cause ? cause : "(accepted)", cases[i].want);
+	}
+	CHECK(decode_bin("{\"inputs\":[{\"name\":\"input\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+	    "\"data\":[1,2,3,4,5,6],\"parameters\":{\"binary_data_size\":24}}]}",
+	    &(struct kserve_binary){ raw, 24 }, &ki, &cause) == -1 &&
+	    strstr(cause, "give 'data' or parameters.binary_data_size, not both") != NULL,
+	    "data and binary_data_size: %s", cause);
+	CHECK(decode_bin("{\"inputs\":[{\"name\":\"input\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+	    "\"data\":[1,2,3,4,5,6]}]}", &(struct kserve_binary){ raw, 4 }, &ki, &cause) == -1 &&
+	    strstr(cause, "4 bytes of binary data are left over after the inputs took 0") != NULL,
+	    "JSON data and binary bytes: %s", cause);
+	CHECK(decode_bin(bin_header(hdr, sizeof hdr, "", 1, 24), &(struct kserve_binary){ raw, 24 },
+	    &ki, &cause) == 0, "the good case of the same header: %s", cause);
+	free(cause);
+}
+
+/* A binary answer: a JSON header announcing the bytes, then the floats exactly as the JSON answer has them. */
+static void
+test_binary_encode(void)
+{
+	float out[ROWS_MAX * OUT_ELEMS] = { 0.1f, -2.5f, FLT_MAX, -FLT_MIN, 1e-45f, 7.0f, -0.0f, 3.0f };
+	unsigned char want[sizeof out];
+	size_t jlen, jhlen, blen, bhlen, i;
+	char *js, *bs, *cause = NULL;
+	json_t *jroot, *broot, *jo, *bo, *data;
+	json_error_t jerr;
+	float back[ROWS_MAX * OUT_ELEMS];
+
+	js = kserve_encode_infer(&model, "id-1", 3, 0, out, &jlen, &jhlen, &cause);
+	bs = kserve_encode_infer(&model, "id-1", 3, 1, out, &blen, &bhlen, &cause);
+	CHECK(js != NULL && bs != NULL, "encode: %s", cause);
+	if (js == NULL || bs == NULL)
+		return;
+	CHECK(blen == bhlen + 3 * OUT_ELEMS * sizeof(float), "binary length %zu, header %zu", blen, bhlen);
+	jroot = json_loads(js, 0, &jerr);
+	broot = json_loadb(bs, bhlen, 0, &jerr);
+	CHECK(jroot != NULL && broot != NULL, "answers do not parse: %s", jerr.text);
+	jo = json_array_get(json_object_get(jroot, "outputs"), 0);
+	bo = json_array_get(json_object_get(broot, "outputs"), 0);
+	CHECK(json_object_get(bo, "data") == NULL && json_integer_value(json_object_get(
+	    json_object_get(bo, "parameters"), "binary_data_size")) == 3 * OUT_ELEMS * 4,
+	    "binary output tensor: %s", bs);
+	CHECK(json_equal(json_object_get(jo, "shape"), json_object_get(bo, "shape")) &&
+	    json_equal(json_object_get(jo, "name"), json_object_get(bo, "name")) &&
+	    json_equal(json_object_get(jroot, "id"), json_object_get(broot, "id")), "headers differ");
+	/* Bit-identical: the JSON answer's floats and the binary answer's bytes. */
+	data = json_object_get(jo, "data");
+	for (i = 0; i < 3 * OUT_ELEMS; i++)
+		back[i] = (float)json_number_value(json_array_get(data, i));
+	to_le32(want, back, 3 * OUT_ELEMS);
+	CHECK(memcmp(bs + bhlen, want, 3 * OUT_ELEMS * 4) == 0, "binary bytes differ from the JSON answer");
+	json_decref(jroot);
+	json_decref(broot);
+	free(js);
+	free(bs);
+	/* Binary carries what JSON cannot. */
+	out[1] = NAN;
+	bs = kserve_encode_infer(&model, NULL, 1, 1, out, &blen, &bhlen, &cause);
+	CHECK(bs != NULL && blen == bhlen + 8, "NaN as binary: %s", cause);
+	free(bs);
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -368,5 +572,9 @@ main(void)
 	test_model_name();
 	test_encode_roundtrip();
 	test_metadata();
+	test_header_length();
+	test_binary_decode();
+	test_binary_refusals();
+	test_binary_encode();
 	return test_finish("test_kserve");
 }

@@ -147,6 +147,16 @@ EOF
 }
 
 # sweeps URL SOCKET: the points both runs share, against the daemon at URL and SOCKET.
+# engine_points DEVICE: the backend alone (inferd-bench --engine) at the batch sizes
+# torch_peer.py measures, for the like-for-like row against PyTorch's raw model.
+engine_points() {
+	local r
+	log "the backend alone on $1 (no daemon), against PyTorch's raw model"
+	for r in 1 4 16 64 256; do
+		bench engine-r$r --engine="$src/conf/models/fashion-mlp" --device="$1" --rows=$r
+	done
+}
+
 sweeps() {
 	local url=$1 sock=$2 c r base
 
@@ -176,6 +186,20 @@ sweeps() {
 	wrk_point wrk-inferd-784 "$WRK_THREADS" "$WRK_CONNECTIONS" "$url/v2/models/fashion-mlp/infer"
 	wrk_point wrk-base-16 "$WRK_THREADS" "$WRK_CONNECTIONS" "$base/infer" WRK_FLOATS=16
 	stop_pid "$server_pid"
+
+	binary_points "$url"
+}
+
+# binary_points URL: the binary tensor extension against JSON on the demo model, 16 connections,
+# 1 and 64 rows a request (DESIGN §8: binary >= 5 x JSON's req/s).
+binary_points() {
+	local url=$1 r
+
+	log "HTTP binary tensors against JSON (demo model, 16 connections)"
+	for r in 1 64; do
+		bench bin-json-r$r --protocol=http --url="$url" --concurrency=16 --rows=$r
+		bench bin-binary-r$r --protocol=http-binary --url="$url" --concurrency=16 --rows=$r
+	done
 }
 
 # diy_http DEVICE: PyTorch behind Python's http.server, the do-it-yourself alternative.

@@ -6,6 +6,8 @@
 # per point into OUTDIR, then OUTDIR/summary.md (summarize.py) and plots (plot.py, when
 # matplotlib is there).  BUILDDIR (default $BUILD, else the current directory) holds the
 # built inferd, client/inferd-bench and client/bench-http-baseline.  About 2 minutes.
+# Among the points (common.sh's sweeps): bin-json-r1/-r64 against bin-binary-r1/-r64, the
+# binary tensor extension against JSON at 16 connections (DESIGN §8: >= 5 x JSON's req/s).
 #
 #   BENCH_DURATION=2 BENCH_WARMUP=0.5       seconds per inferd-bench point
 #   WRK_DURATION=3 WRK_THREADS=1            wrk (the design's HTTP row: 2 cores, wrk beside)
@@ -37,6 +39,7 @@ start_daemon cpu "$tmp/models" cpu
 url=$daemon_url sock=$daemon_sock pid=$daemon_pid
 idle_cpu idle-cpu "$pid" 2
 sweeps "$url" "$sock"
+engine_points cpu
 
 log "PyTorch on the same CPU: the raw model, and behind Python's http.server"
 if "$PYTHON" -c 'import torch' 2>/dev/null; then

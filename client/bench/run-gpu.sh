@@ -13,7 +13,8 @@
 #   WRK_DURATION=3 WRK_THREADS=4 WRK_CONNECTIONS=32   WRK=wrk (the HTTP row is skipped without it)
 #   PYTHON=python3                          a Python with PyTorch built for CUDA
 #
-# Points beyond run-cpu.sh's:
+# The points run-cpu.sh has (common.sh's sweeps, the binary-tensor-against-JSON HTTP points
+# bin-json-r1/-r64 and bin-binary-r1/-r64 among them), and beyond them:
 #   small-shm     1 row (3136 B) over shm, no batching window, with --limits: p50 and p99
 #                 as ratios of the floor (4 KiB in + op + 4 KiB out + sync) of the same run
 #   ingest-shm    64 MiB a request over shm into the "ingest" model, with --limits:
@@ -66,6 +67,7 @@ bench small-shm --socket="$sock" --url="$url" --model=fashion-mlp-nodelay --limi
 bench small-shm-shipped --socket="$sock" --url="$url" --model=fashion-mlp --limits \
 	--limits-device="$DEVICE"
 sweeps "$url" "$sock"
+engine_points "$DEVICE"
 metrics_snapshot metrics-end "$url"
 
 log "PyTorch on the same GPU: the raw model, and behind Python's http.server"

@@ -104,8 +104,26 @@ def http_json(p):
         out.append(row("HTTP JSON, inferd-bench c=16", bar,
                        f"{x:.2f} x ({bi['requests_per_s']:.0f} vs {bb['requests_per_s']:.0f} req/s)",
                        x >= 0.8))
-    out.append(row("HTTP binary tensor extension", ">= 5 x JSON req/s", "not measured", None))
-    return out
+    return out + binary(p)
+
+
+def binary(p):
+    """The binary tensor extension against JSON, same model, rows and connections."""
+    out = []
+    for rows in (1, 64):
+        j, b = p.get(f"bin-json-r{rows}"), p.get(f"bin-binary-r{rows}")
+        if not j or not b:
+            continue
+        what = (f"HTTP binary tensor extension ({rows} row{'s' if rows > 1 else ''}/request, "
+                f"c={b['concurrency']})")
+        x = b["requests_per_s"] / j["requests_per_s"] if j["requests_per_s"] else 0
+        errs = j["errors"] + b["errors"]
+        out.append(row(what, ">= 5 x JSON req/s",
+                       f"{x:.1f} x ({b['requests_per_s']:.0f} vs {j['requests_per_s']:.0f} req/s, "
+                       f"{b['rows_per_s']:.0f} vs {j['rows_per_s']:.0f} rows/s, {errs} errors)",
+                       x >= 5 and errs == 0))
+    return out or [row("HTTP binary tensor extension", ">= 5 x JSON req/s",
+                       "no bin-json / bin-binary runs", None)]
 
 
 def shm_vs_http(p):
@@ -129,14 +147,26 @@ def against_torch(p):
         if not t:
             continue
         for tr in t["results"]:
+            e = p.get(f"engine-r{tr['batch']}")
+            if e and t["device"] == "cpu":
+                # Like for like: the backend alone against PyTorch's model alone.
+                x = e["rows_per_s"] / tr["rows_per_s"]
+                out.append(row(f"CPU backend, batch {tr['batch']}", ">= PyTorch CPU rows/s",
+                               f"{x:.2f} x ({e['rows_per_s']:.0f} vs {tr['rows_per_s']:.0f} rows/s, "
+                               f"{t['threads']} threads)", x >= 1))
+            elif e:
+                x = e["rows_per_s"] / tr["rows_per_s"]
+                out.append(row(f"CUDA backend alone, batch {tr['batch']}", "none",
+                               f"{x:.2f} x raw PyTorch CUDA ({e['rows_per_s']:.0f} vs "
+                               f"{tr['rows_per_s']:.0f} rows/s; batch p50 {e['batch_us']['p50']:.1f} us)", "info"))
             r = p.get(f"rows-shm-r{tr['batch']}")
             if not r:
                 continue
             x = r["rows_per_s"] / tr["rows_per_s"]
             if t["device"] == "cpu":
-                out.append(row(f"CPU backend, batch {tr['batch']}", ">= PyTorch CPU rows/s",
-                               f"{x:.2f} x ({r['rows_per_s']:.0f} vs {tr['rows_per_s']:.0f} rows/s, "
-                               f"{t['threads']} threads)", x >= 1))
+                out.append(row(f"daemon over shm (end to end), batch {tr['batch']}", "none",
+                               f"{x:.2f} x PyTorch's model alone ({r['rows_per_s']:.0f} vs "
+                               f"{tr['rows_per_s']:.0f} rows/s)", "info"))
             else:
                 wc = tr.get("with_copies_rows_per_s")
                 extra = f"; {r['rows_per_s'] / wc:.2f} x PyTorch with its copies" if wc else ""
