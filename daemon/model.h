@@ -70,6 +70,7 @@ typedef struct model_exec {
 	float *output;			/* where the result lands (planned at create) */
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
+	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */
 } model_exec_t;
 
 /*
@@ -89,8 +90,11 @@ int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
 /*
  * Capture a graph of the whole model for every batch size up to max_rows
- * (capped at max_batch_size) on compute stream s; a no-op on backends
- * without graphs or when max_rows is 0.
+ * (capped at max_batch_size) on compute stream s, then time them and let each
+ * size replay the fastest graph of at least as many rows: cuBLAS's heuristics
+ * pick slow kernels for some small batch sizes, and every op is row-wise, so
+ * computing a few stale extra rows is harmless.  A no-op on backends without
+ * graphs or when max_rows is 0.
  */
 int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause);
 /* Queue the whole model for rows rows on stream s: x->input to x->output

@@ -44,6 +44,7 @@ model_exec_free(model_exec_t *x)
 	for (int i = 0; i < x->ngraphs; i++)
 		device_graph_destroy(x->graphs[i]);
 	free(x->graphs);
+	free(x->graph_rows);
 	if (x->output != x->input)
 		device_free(dev, x->output);
 	device_free(dev, x->input);
@@ -104,15 +105,78 @@ model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 
 	if (rows < 1 || rows > m->max_batch_size)
 		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);
-	if (rows <= x->ngraphs) {
-		if (device_graph_launch(x->graphs[rows - 1], s, cause) != 0)
+	if (rows <= x->ngraphs && x->graph_rows != NULL) {
+		if (device_graph_launch(x->graphs[x->graph_rows[rows - 1] - 1], s, cause) != 0)
 			return error_prefix(cause, "model '%s': %d rows", m->name, rows);
 		return 0;
 	}
 	return model_exec_layers(x, rows, s, cause);
 }
 
-/* Capture one graph per batch size 1..max_rows. */
+/* Launches of each graph timed when choosing; the median is kept. */
+#define MODEL_TUNE_RUNS 5
+
+/* Median device time of graph g over MODEL_TUNE_RUNS launches, in microseconds. */
+static int
+model_time_graph(device_graph_t *g, device_stream_t *s, device_event_t *a,
+    device_event_t *b, double *us, char **cause)
+{
+	double t[MODEL_TUNE_RUNS], v;
+	int i, j;
+
+	for (i = 0; i < MODEL_TUNE_RUNS; i++) {
+		if (device_event_record(a, s, cause) != 0 || device_graph_launch(g, s, cause) != 0 ||
+		    device_event_record(b, s, cause) != 0 || device_event_sync(b, cause) != 0 ||
+		    device_event_elapsed_us(a, b, &t[i], cause) != 0)
+			return -1;
+		for (j = i; j > 0 && t[j - 1] > t[j]; j--) {
+			v = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = v;
+		}
+	}
+	*us = t[MODEL_TUNE_RUNS / 2];
+	return 0;
+}
+
+/* Let each size r run the fastest captured graph of r or more rows. */
+static int
+model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
+{
+	device_event_t *a = NULL, *b = NULL;
+	double *us, best;
+	int r, rc = -1, n = x->ngraphs;
+
+	us = calloc((size_t)n, sizeof *us);
+	x->graph_rows = calloc((size_t)n, sizeof *x->graph_rows);
+	if (us == NULL || x->graph_rows == NULL) {
+		free(us);
+		return error_set(cause, "out of memory");
+	}
+	if (device_event_create(x->model->dev, &a, cause) != 0 || device_event_create(x->model->dev, &b, cause) != 0)
+		goto out;
+	for (r = 0; r < n; r++)
+		if (model_time_graph(x->graphs[r], s, a, b, &us[r], cause) != 0)
+			goto out;
+	/* From the largest size down, so each size knows the best at or above it. */
+	x->graph_rows[n - 1] = n;
+	best = us[n - 1];
+	for (r = n - 1; r >= 1; r--) {
+		if (us[r - 1] <= best) {
+			best = us[r - 1];
+			x->graph_rows[r - 1] = r;
+		} else
+			x->graph_rows[r - 1] = x->graph_rows[r];
+	}
+	rc = 0;
+out:
+	device_event_destroy(a);
+	device_event_destroy(b);
+	free(us);
+	return rc;
+}
+
+/* Capture one graph per batch size 1..max_rows, then choose which each size runs. */
 int
 model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause)
 {
@@ -143,5 +207,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		}
 		x->graphs[x->ngraphs++] = g;
 	}
+	if (model_exec_choose(x, s, cause) != 0)
+		return error_prefix(cause, "model '%s': timing its graphs", m->name);
 	return 0;
 }

@@ -116,14 +116,15 @@ test_good_model(const char *dir)
 	double err = test_rel_error(y, ref, ROWS * OUT);
 	CHECK(err <= 1e-5, "whole model: relative error %g", err);
 	if (device_has_graphs(dev)) {
-		/* A replayed graph computes exactly what the layer-by-layer run did. */
+		/* A replayed graph computes what the layer-by-layer run did (it may run a padded batch size). */
 		float yg[ROWS * OUT];
 		CHECK(model_exec_capture(ex, s, 8, &cause) == 0 && ex->ngraphs == 8, "capture: %s", cause);
 		CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
 		CHECK(device_copy_d2h(s, yg, ex->output, sizeof yg, &cause) == 0, "%s", cause);
 		CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
-		CHECK(memcmp(y, yg, sizeof y) == 0, "graph replay differs from the direct run");
-		printf("graph replay of %d rows equals the direct run\n", ROWS);
+		err = test_rel_error(yg, ref, ROWS * OUT);
+		CHECK(err <= 1e-5, "graph replay: relative error %g", err);
+		printf("graph replay of %d rows (run as %d): relative error %g\n", ROWS, ex->graph_rows[ROWS - 1], err);
 	}
 	CHECK(model_exec_run(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
 	device_stream_destroy(s);
