@@ -18,12 +18,14 @@ import argparse
 import array
 import json
 import os
+import random
 import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SOURCE = os.path.join(HERE, "..", "..", "conf", "models", "fashion-mlp")
 INGEST_WIDTH = 65536
+WIDE_OUT = 1024
 INGEST_MAX_BATCH = 256
 
 
@@ -94,11 +96,41 @@ def make_ingest(out):
     })
 
 
+def make_wide(out):
+    """The overlap model: 65536 floats in, 1024 out through one linear layer, so a 256-row batch
+    computes for about as long as its 64 MiB copy-in takes (about 0.7 ms against 1.2 ms on an H100)."""
+    d = os.path.join(out, "wide")
+    os.makedirs(d, exist_ok=True)
+    desc = {
+        "name": "wide",
+        "platform": "inferd_mlp",
+        "max_batch_size": INGEST_MAX_BATCH,
+        "inputs": [{"name": "input", "datatype": "FP32", "dims": [INGEST_WIDTH]}],
+        "outputs": [{"name": "output", "datatype": "FP32", "dims": [WIDE_OUT]}],
+        "dynamic_batching": {"max_queue_delay_us": 0, "max_queue_size": 64,
+                             "default_timeout_us": 10000000},
+        "weights": "model.safetensors",
+        "layers": [{"name": "fc", "op": "linear", "weight": "fc.weight", "bias": "fc.bias"},
+                   {"name": "act", "op": "relu"}],
+    }
+    with open(os.path.join(d, "model.json"), "w") as f:
+        json.dump(desc, f, indent=2)
+    # One random row repeated: the values do not change the timing, and this stays fast without numpy.
+    rnd = random.Random(0)
+    row = array.array("f", [rnd.gauss(0.0, 1.0 / 256) for _ in range(INGEST_WIDTH)])
+    write_safetensors(os.path.join(d, "model.safetensors"), {
+        "fc.weight": ([WIDE_OUT, INGEST_WIDTH], row * WIDE_OUT),
+        "fc.bias": ([WIDE_OUT], array.array("f", [0.0]) * WIDE_OUT),
+    })
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--source", default=DEFAULT_SOURCE, help="the demo model's directory")
     ap.add_argument("--ingest", action="store_true", help="also make the 64 MiB ingest model")
+    ap.add_argument("--wide", action="store_true",
+                    help="also make the overlap model (64 MiB in, compute about as long as the copy)")
     args = ap.parse_args()
     if not os.path.isfile(os.path.join(args.source, "model.json")):
         print(f"make_models.py: no model.json in {args.source}", file=sys.stderr)
@@ -108,6 +140,8 @@ def main():
     make_nodelay(args.source, args.outdir)
     if args.ingest:
         make_ingest(args.outdir)
+    if args.wide:
+        make_wide(args.outdir)
     return 0
 
 

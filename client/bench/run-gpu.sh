@@ -21,6 +21,9 @@
 #                 input GB/s as a ratio of pinned cudaMemcpyAsync at 64 MiB (a second daemon,
 #                 since a 64 MiB model would leave the first one's HTTP pool one slot);
 #                 ingest-shm-d2 the same with two requests in flight
+#   overlap-c1/c2 a model whose 256-row batch computes about as long as its 64 MiB copy-in
+#                 takes, from one client and from two: with two, the copy-in of one batch
+#                 runs during the other's compute, so requests complete at the copy's rate
 #   torch-gpu     PyTorch's raw model on the GPU, and with its copies
 set -eu
 
@@ -87,6 +90,15 @@ bench ingest-shm --socket="$daemon_sock" --url="$daemon_url" --model=ingest --in
 	--limits --limits-device="$DEVICE"
 bench ingest-shm-d2 --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
 	--async-depth=2 --limits --limits-device="$DEVICE"
+stop_pid "$daemon_pid"
+
+log "overlap: 64 MiB in and about as much compute, one client against two (own streams)"
+"$PYTHON" "$src/client/bench/make_models.py" "$tmp/wide-models" --wide
+start_daemon wide "$tmp/wide-models" "$DEVICE"
+bench engine-wide --engine="$tmp/wide-models/wide" --device="$DEVICE" --rows=256
+bench overlap-c1 --socket="$daemon_sock" --url="$daemon_url" --model=wide --input-bytes=64M
+bench overlap-c2 --socket="$daemon_sock" --url="$daemon_url" --model=wide --input-bytes=64M \
+	--concurrency=2
 stop_pid "$daemon_pid"
 
 "$PYTHON" "$src/client/bench/summarize.py" "$out" | tee "$out/summary.md"
