@@ -137,17 +137,17 @@ run_load(const char *sock, const char *in_path, const char *ref_path, int nreq, 
 	struct inferd_tensor *tin = calloc((size_t)depth, sizeof *tin), *tout = calloc((size_t)depth, sizeof *tout);
 	struct inferd_completion done[64];
 	int *pick = calloc((size_t)depth, sizeof *pick), *slot_free = calloc((size_t)depth, sizeof *slot_free);
-	int sent = 0, got = 0, bad = 0, s, k, r;
+	int sent = 0, got = 0, bad = 0, status = 2, s, k, r;
 
 	row_in = m->input_row_bytes / 4;
 	rows = n_in / row_in;
 	if (tin == NULL || tout == NULL || pick == NULL || slot_free == NULL || rows == 0 ||
 	    n_ref != rows * (m->output_row_bytes / 4))
-		return 2;
+		goto out;
 	for (s = 0; s < depth; s++) {
 		if (inferd_tensor_alloc(c, m->input_row_bytes, &tin[s]) != 0 ||
 		    inferd_tensor_alloc(c, m->output_row_bytes, &tout[s]) != 0)
-			return 2;
+			goto out;
 		slot_free[s] = 1;
 	}
 	while (got < nreq) {
@@ -163,19 +163,24 @@ run_load(const char *sock, const char *in_path, const char *ref_path, int nreq, 
 			req.user_data = (uint64_t)sent << 16 | (uint64_t)s;
 			if ((r = inferd_submit(c, &req)) != 0) {
 				fprintf(stderr, "ipc_client: submit: %s: %s\n", inferd_strerror(r), inferd_last_error());
-				return 1;
+				status = 1;
+				goto out;
 			}
 			slot_free[s] = 0;
 			sent++;
 		}
 		if ((r = inferd_wait(c, done, 64, 30000)) <= 0) {
 			fprintf(stderr, "ipc_client: wait: %s\n", r == 0 ? "nothing completed in 30 s" : inferd_last_error());
-			return 1;
+			status = 1;
+			goto out;
 		}
 		for (k = 0; k < r; k++)
 			bad += load_check(m, &done[k], tout, pick, ref, slot_free);
 		got += r;
 	}
+	printf("ipc_client: %d requests, %d wrong\n", got, bad);
+	status = bad ? 1 : 0;
+out:
 	inferd_close(c);
 	free(in);
 	free(ref);
@@ -183,8 +188,7 @@ run_load(const char *sock, const char *in_path, const char *ref_path, int nreq, 
 	free(tout);
 	free(pick);
 	free(slot_free);
-	printf("ipc_client: %d requests, %d wrong\n", got, bad);
-	return bad ? 1 : 0;
+	return status;
 }
 
 /* Errors the library itself reports. */
