@@ -58,6 +58,7 @@ struct model_queue {
 	struct client_fifo *ring_head, *ring_tail;
 	size_t nactive;				/* fifos in the ring */
 	size_t queued, queued_rows;
+	uint64_t next_deadline;			/* no queued request expires before this */
 	struct batch_slot *slots, *free_slots, *inflight_head, *inflight_tail;
 	int nslots;
 	device_stream_t *compute;
@@ -245,12 +246,17 @@ ring_remove(struct model_queue *q, struct client_fifo *f)
 	f->next_active = NULL;
 }
 
-/* Take the expired requests out of every fifo; returns them as a list. */
+/*
+ * Take the expired requests out of every fifo; returns them as a list and
+ * sets q->next_deadline to the earliest deadline still queued.  Only called
+ * once that deadline has passed, so the scan is not paid on every wake-up.
+ */
 static struct batch_request *
-take_expired(struct model_queue *q, uint64_t now, uint64_t *earliest)
+take_expired(struct model_queue *q, uint64_t now)
 {
 	struct batch_request *expired = NULL, **tail = &expired;
 	struct client_fifo *f, *next;
+	uint64_t *earliest = &q->next_deadline;
 
 	*earliest = UINT64_MAX;
 	for (f = q->ring_head; f != NULL; f = next) {
@@ -452,7 +458,7 @@ sched_main(void *arg)
 {
 	struct model_queue *q = arg;
 	struct batch_request *expired;
-	uint64_t now, wake, earliest;
+	uint64_t now, wake;
 	struct batch_slot *s;
 	int limit;
 
@@ -465,7 +471,7 @@ sched_main(void *arg)
 			continue;
 		}
 		now = now_us();
-		expired = take_expired(q, now, &earliest);
+		expired = now >= q->next_deadline ? take_expired(q, now) : NULL;
 		if (expired != NULL) {
 			pthread_mutex_unlock(&q->lock);
 			finish_list(q, expired, BATCH_ERR_TIMEOUT, NULL);
@@ -476,7 +482,7 @@ sched_main(void *arg)
 		limit = batch_limit(q, now, &wake);
 		if (limit == 0 || q->free_slots == NULL) {
 			/* Wait for company, a free slot, or the first deadline. */
-			wake = wake < earliest ? wake : earliest;
+			wake = wake < q->next_deadline ? wake : q->next_deadline;
 			if (wake == UINT64_MAX)
 				pthread_cond_wait(&q->work, &q->lock);
 			else
@@ -655,6 +661,7 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
 	if (q->slots == NULL)
 		return error_set(cause, "out of memory");
 	q->nslots = inflight;
+	q->next_deadline = 0;		/* the first wake-up scans and sets it */
 	for (i = 0; i < inflight; i++) {
 		if (slot_create(q, &q->slots[i], cause) != 0 ||
 		    model_exec_capture(q->slots[i].exec, q->compute, graph_rows, cause) != 0)
@@ -909,6 +916,8 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 		timeout = cfg->default_timeout_us;
 	req->submit_us = now_us();
 	req->deadline_us = req->submit_us + timeout;
+	if (req->deadline_us < q->next_deadline)
+		q->next_deadline = req->deadline_us;
 	req->next = NULL;
 	if (f->tail != NULL)
 		f->tail->next = req;
