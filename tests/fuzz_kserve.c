@@ -23,34 +23,18 @@
 #include <string.h>
 
 #include "kserve.h"
-
-#define ROWS_MAX 4
-#define IN_ELEMS 6
-#define OUT_ELEMS 2
+#include "kserve_fixture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The model bodies are decoded against: input "input" [2,3], output "out" [2], batch up to 4. */
+/* The model bodies are decoded against (tests/kserve_fixture.h). */
 static const model_t *
 fuzz_model(void)
 {
 	static model_t m;
 
-	if (m.max_batch_size == 0) {
-		snprintf(m.name, sizeof m.name, "tiny");
-		m.max_batch_size = ROWS_MAX;
-		snprintf(m.input.name, sizeof m.input.name, "input");
-		snprintf(m.input.datatype, sizeof m.input.datatype, "FP32");
-		m.input.ndims = 2;
-		m.input.dims[0] = 2;
-		m.input.dims[1] = 3;
-		m.input.row_elems = IN_ELEMS;
-		snprintf(m.output.name, sizeof m.output.name, "out");
-		snprintf(m.output.datatype, sizeof m.output.datatype, "FP32");
-		m.output.ndims = 1;
-		m.output.dims[0] = 2;
-		m.output.row_elems = OUT_ELEMS;
-	}
+	if (m.max_batch_size == 0)
+		kserve_fixture_model(&m);
 	return &m;
 }
 

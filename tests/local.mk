@@ -63,12 +63,12 @@ EXTRA_DIST += tests/lifecycle_driver.py
 HTTP_C_TESTS = tests/test_kserve tests/test_pinned_pool tests/fuzz_kserve
 check_PROGRAMS += $(HTTP_C_TESTS)
 TESTS += $(HTTP_C_TESTS) tests/test_http.sh
-tests_test_kserve_SOURCES = tests/test_kserve.c $(TEST_COMMON)
+tests_test_kserve_SOURCES = tests/test_kserve.c tests/kserve_fixture.h $(TEST_COMMON)
 tests_test_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_kserve_LDADD = $(TEST_LDADD)
 tests_test_pinned_pool_SOURCES = tests/test_pinned_pool.c $(TEST_COMMON)
 tests_test_pinned_pool_LDADD = $(TEST_LDADD)
-tests_fuzz_kserve_SOURCES = tests/fuzz_kserve.c
+tests_fuzz_kserve_SOURCES = tests/fuzz_kserve.c tests/kserve_fixture.h
 tests_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_kserve_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/test_http.sh
@@ -81,7 +81,7 @@ FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
 KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/error.c
 fuzz-kserve: tests/fuzz_kserve_libfuzzer
-tests/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h config.h
+tests/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/kserve_fixture.h config.h
 	@$(MKDIR_P) tests
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) $(JANSSON_CFLAGS) \
 		-o $@ $(KSERVE_FUZZ_SRC) $(JANSSON_LIBS) -lm

@@ -10,33 +10,17 @@
 #include <jansson.h>
 
 #include "kserve.h"
+#include "kserve_fixture.h"
 #include "test_util.h"
-
-#define ROWS_MAX 4
-#define IN_ELEMS 6	/* dims [2, 3] */
-#define OUT_ELEMS 2	/* dims [2] */
 
 static model_t model;
 static float buf[ROWS_MAX * IN_ELEMS];
 
-/* A model described by hand: input "input" [2,3], output "out" [2], batches up to 4. */
+/* The hand-described model of tests/kserve_fixture.h. */
 static void
 make_model(void)
 {
-	memset(&model, 0, sizeof model);
-	snprintf(model.name, sizeof model.name, "tiny");
-	model.max_batch_size = ROWS_MAX;
-	snprintf(model.input.name, sizeof model.input.name, "input");
-	snprintf(model.input.datatype, sizeof model.input.datatype, "FP32");
-	model.input.ndims = 2;
-	model.input.dims[0] = 2;
-	model.input.dims[1] = 3;
-	model.input.row_elems = IN_ELEMS;
-	snprintf(model.output.name, sizeof model.output.name, "out");
-	snprintf(model.output.datatype, sizeof model.output.datatype, "FP32");
-	model.output.ndims = 1;
-	model.output.dims[0] = 2;
-	model.output.row_elems = OUT_ELEMS;
+	kserve_fixture_model(&model);
 }
 
 /* Parse text and decode it with the binary section bin (NULL: no extension header); 0 or -1 with *cause. */
