@@ -1,0 +1,252 @@
+/* graph.h: a model as a graph of tensor operations, the one form every backend compiles. */
+#ifndef INFERD_GRAPH_H
+#define INFERD_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A graph is what a model loader produces (the MLP format's layer list, or an
+ * ONNX file after constant folding and fusion) and what a device backend
+ * compiles.  It holds tensors and nodes in topological order; a node reads and
+ * writes tensors by index.  Constants carry host bytes (a view into a mapped
+ * model file, or memory the graph owns); every other tensor gets its shape from
+ * graph_infer_shapes once the shapes of the graph's inputs are known, and its
+ * memory from the planner, never from the backend.
+ *
+ * A backend sees a graph only through device_supports_node and
+ * device_plan_compile (device.h): it maps each node to its own kernels, for
+ * one set of concrete shapes and one set of tensor addresses.
+ */
+
+#define GRAPH_MAX_DIMS 8
+
+/* Element types; the KServe names are in graph_dtype_name. */
+enum graph_dtype {
+	GRAPH_DT_F32 = 0,
+	GRAPH_DT_F16,
+	GRAPH_DT_I64,
+	GRAPH_DT_I32,
+	GRAPH_DT_I8,
+	GRAPH_DT_U8,
+	GRAPH_DT_BOOL,		/* one byte, 0 or 1 */
+	GRAPH_DT_COUNT
+};
+
+/* Element-wise unary functions; also the activation fused into GEMM/CONV/MATMUL. */
+enum graph_unary {
+	GRAPH_UNARY_NONE = 0,	/* identity */
+	GRAPH_UNARY_RELU,
+	GRAPH_UNARY_GELU,	/* exact: 0.5 x (1 + erf(x / sqrt 2)) */
+	GRAPH_UNARY_GELU_TANH,	/* tanh approximation (ONNX Gelu approximate="tanh") */
+	GRAPH_UNARY_SIGMOID,
+	GRAPH_UNARY_TANH,
+	GRAPH_UNARY_LEAKY_RELU,	/* alpha */
+	GRAPH_UNARY_CLIP,	/* alpha = min, beta = max */
+	GRAPH_UNARY_HARD_SIGMOID,	/* max(0, min(1, alpha x + beta)) */
+	GRAPH_UNARY_HARD_SWISH,
+	GRAPH_UNARY_EXP,
+	GRAPH_UNARY_LOG,
+	GRAPH_UNARY_SQRT,
+	GRAPH_UNARY_NEG,
+	GRAPH_UNARY_RECIPROCAL,
+	GRAPH_UNARY_ERF,
+	GRAPH_UNARY_ABS,
+	GRAPH_UNARY_COUNT
+};
+
+/* Element-wise binary functions with numpy broadcasting. */
+enum graph_binary {
+	GRAPH_BINARY_ADD = 0,
+	GRAPH_BINARY_SUB,
+	GRAPH_BINARY_MUL,
+	GRAPH_BINARY_DIV,
+	GRAPH_BINARY_POW,
+	GRAPH_BINARY_EQUAL,	/* output BOOL */
+	GRAPH_BINARY_MAX,
+	GRAPH_BINARY_MIN,
+	GRAPH_BINARY_COUNT
+};
+
+/* Operations.  Inputs and outputs are listed per op as in ONNX unless noted. */
+enum graph_op {
+	GRAPH_OP_GEMM = 0,	/* y = act(alpha op(A) op(B) + beta C): inputs A, B[, C]; gemm attrs */
+	GRAPH_OP_MATMUL,	/* numpy matmul, batched and broadcast: inputs A, B[, bias]; act fused */
+	GRAPH_OP_CONV,		/* inputs X, W[, B[, residual Z]]; y = act(conv + B + Z); conv attrs */
+	GRAPH_OP_CONV_TRANSPOSE,	/* inputs X, W[, B]; conv attrs (output_padding) */
+	GRAPH_OP_UNARY,		/* unary attrs */
+	GRAPH_OP_BINARY,	/* inputs A, B; binary attrs; act fused onto the result */
+	GRAPH_OP_PRELU,		/* inputs X, slope (broadcast) */
+	GRAPH_OP_SOFTMAX,	/* axis attr; log = 1 for LogSoftmax */
+	GRAPH_OP_LAYERNORM,	/* inputs X[, scale[, bias]]; axis, eps */
+	GRAPH_OP_BATCHNORM,	/* inputs X, scale, bias, mean, var; eps (left only when not folded) */
+	GRAPH_OP_POOL,		/* max/average, incl. global; pool attrs */
+	GRAPH_OP_REDUCE,	/* mean/sum/max over axes; reduce attrs */
+	GRAPH_OP_TRANSPOSE,	/* perm */
+	GRAPH_OP_RESHAPE,	/* output shape from the inferred shape; a view where the backend can */
+	GRAPH_OP_CONCAT,	/* axis; any number of inputs */
+	GRAPH_OP_SPLIT,		/* axis, sizes; any number of outputs */
+	GRAPH_OP_SLICE,		/* starts, ends, axes, steps (all constant after folding) */
+	GRAPH_OP_GATHER,	/* inputs data, indices (I64/I32); axis */
+	GRAPH_OP_EXPAND,	/* broadcast to the inferred output shape */
+	GRAPH_OP_PAD,		/* pads, mode constant/reflect/edge, value */
+	GRAPH_OP_RESIZE,	/* nearest/linear with scales or sizes; resize attrs */
+	GRAPH_OP_CAST,		/* to: a graph_dtype */
+	GRAPH_OP_WHERE,		/* inputs cond (BOOL), X, Y, broadcast */
+	GRAPH_OP_COPY,		/* identity that must produce a distinct tensor (e.g. input == output) */
+	GRAPH_OP_COUNT
+};
+
+/* Tensor roles (a graph output may also feed later nodes). */
+enum graph_tensor_flag {
+	GRAPH_TENSOR_INPUT = 1u << 0,	/* filled by the request */
+	GRAPH_TENSOR_OUTPUT = 1u << 1,	/* returned to the request */
+	GRAPH_TENSOR_CONST = 1u << 2,	/* bytes known at load: weights, folded values */
+};
+
+/*
+ * A dimension in a declared shape (inputs, outputs, constants): dims[i] >= 0
+ * is fixed; GRAPH_DIM_BATCH is the batch dimension; GRAPH_DIM_VAR(k) is the
+ * k-th variable dimension of the model (e.g. sequence length), whose largest
+ * value the model's configuration bounds.
+ */
+#define GRAPH_DIM_BATCH (-1)
+#define GRAPH_DIM_VAR(k) (-2 - (int64_t)(k))
+#define GRAPH_DIM_IS_VAR(d) ((d) <= -2)
+#define GRAPH_DIM_VAR_INDEX(d) ((int)(-2 - (d)))
+
+struct graph_tensor {
+	char *name;
+	enum graph_dtype dtype;
+	unsigned flags;
+	int ndims;			/* declared rank; -1 when known only after inference */
+	int64_t dims[GRAPH_MAX_DIMS];	/* declared shape (see GRAPH_DIM_*) */
+	const void *data;		/* CONST: host bytes, row-major, dtype-sized elements */
+	size_t nbytes;			/* CONST: byte length of data */
+	int owns_data;			/* CONST: data was malloc'ed by the graph */
+};
+
+/* GEMM: y = act(alpha op(A) op(B) + beta C); the MLP's linear layer is trans_b = 1. */
+struct graph_gemm_attr {
+	int trans_a, trans_b;
+	float alpha, beta;
+};
+
+/* CONV / CONV_TRANSPOSE / POOL share the window description (spatial rank 1 to 3). */
+struct graph_window_attr {
+	int nspatial;
+	int64_t kernel[3], stride[3], dilation[3];
+	int64_t pad_begin[3], pad_end[3];
+	int64_t output_padding[3];	/* CONV_TRANSPOSE */
+	int64_t group;			/* CONV */
+};
+
+enum graph_pool_kind { GRAPH_POOL_MAX = 0, GRAPH_POOL_AVG };
+
+struct graph_pool_attr {
+	enum graph_pool_kind kind;
+	int global;			/* GlobalAveragePool / GlobalMaxPool: window = all spatial dims */
+	int ceil_mode;
+	int count_include_pad;
+	struct graph_window_attr w;
+};
+
+enum graph_reduce_kind { GRAPH_REDUCE_MEAN = 0, GRAPH_REDUCE_SUM, GRAPH_REDUCE_MAX };
+
+struct graph_reduce_attr {
+	enum graph_reduce_kind kind;
+	int naxes;			/* 0: all axes (unless noop_with_empty_axes) */
+	int64_t axes[GRAPH_MAX_DIMS];
+	int keepdims;
+};
+
+enum graph_pad_mode { GRAPH_PAD_CONSTANT = 0, GRAPH_PAD_REFLECT, GRAPH_PAD_EDGE };
+enum graph_resize_mode { GRAPH_RESIZE_NEAREST = 0, GRAPH_RESIZE_LINEAR };
+
+struct graph_resize_attr {
+	enum graph_resize_mode mode;
+	int coord;			/* coordinate_transformation_mode, importer's enum */
+	int nearest;			/* nearest_mode, importer's enum */
+	int nscales;
+	float scales[GRAPH_MAX_DIMS];	/* per axis, when sizes are not given */
+	int nsizes;
+	int64_t sizes[GRAPH_MAX_DIMS];
+};
+
+struct graph_node {
+	char *name;			/* the source node's name, for messages */
+	enum graph_op op;
+	int ninputs, noutputs;
+	int *inputs;			/* tensor indices; -1 for an omitted optional input */
+	int *outputs;
+	enum graph_unary act;		/* fused activation (GEMM, MATMUL, CONV, BINARY) */
+	float act_alpha, act_beta;	/* its parameters (LEAKY_RELU, CLIP, HARD_SIGMOID) */
+	union {
+		struct graph_gemm_attr gemm;
+		struct graph_window_attr conv;
+		struct graph_pool_attr pool;
+		struct graph_reduce_attr reduce;
+		struct graph_resize_attr resize;
+		struct { enum graph_unary fn; float alpha, beta; } unary;
+		struct { enum graph_binary fn; } binary;
+		struct { int64_t axis; int log; } softmax;
+		struct { int64_t axis; float eps; } norm;	/* LAYERNORM, BATCHNORM */
+		struct { int nperm; int64_t perm[GRAPH_MAX_DIMS]; } transpose;
+		struct { int64_t axis; } concat;
+		struct { int64_t axis; int nsplit; int64_t *split; } split;	/* split owned by the node */
+		struct { int naxes; int64_t starts[GRAPH_MAX_DIMS], ends[GRAPH_MAX_DIMS],
+		    axes[GRAPH_MAX_DIMS], steps[GRAPH_MAX_DIMS]; } slice;
+		struct { int64_t axis; } gather;
+		struct { enum graph_pad_mode mode; int npads; int64_t pads[2 * GRAPH_MAX_DIMS];
+		    float value; } pad;
+		struct { enum graph_dtype to; } cast;
+	} attr;
+};
+
+typedef struct graph {
+	size_t ntensors, nnodes;
+	struct graph_tensor *tensors;
+	struct graph_node *nodes;	/* topological order */
+	int ninputs, noutputs;
+	int *inputs, *outputs;		/* tensor indices, in the model's declared order */
+	int nvars;			/* variable dimensions (GRAPH_DIM_VAR(0 .. nvars - 1)) */
+} graph_t;
+
+/* A concrete shape. */
+struct graph_shape {
+	int ndims;
+	int64_t dims[GRAPH_MAX_DIMS];
+};
+
+/* Bytes of one element of dt. */
+size_t graph_dtype_size(enum graph_dtype dt);
+/* KServe name ("FP32", "INT64", "BOOL", ...). */
+const char *graph_dtype_name(enum graph_dtype dt);
+/* Parse a KServe name; -1 when unknown. */
+int graph_dtype_parse(const char *name, enum graph_dtype *out);
+/* Element count of a concrete shape (1 for rank 0). */
+int64_t graph_shape_elems(const struct graph_shape *s);
+
+/* Free a graph's names, nodes, index arrays and owned constant data (NULL is ignored). */
+void graph_free(graph_t *g);
+
+/*
+ * Shapes of every tensor (shapes[i] for tensor i, ntensors entries) given the
+ * concrete shapes of the graph's inputs (in g->inputs order); constants keep
+ * their declared shape.  Refused, with the node's name, when an input shape
+ * does not fit its declaration or a node's inputs do not fit the op.  Ops whose
+ * output shape depends on tensor values (Reshape's target, Slice bounds, ...)
+ * read those values from constants: loaders fold such inputs first.
+ */
+int graph_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
+    struct graph_shape *shapes, char **cause);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
