@@ -20,12 +20,16 @@ cpu_node_supported(const graph_t *g, const struct graph_node *n, char **why)
 {
 	switch (n->op) {
 	case GRAPH_OP_GEMM:
-		if (!device_unary_known(n->act))
-			return error_set(why, "unknown fused activation %d", (int)n->act), 0;
+		if (!device_unary_known(n->act)) {
+			error_set(why, "unknown fused activation %d", (int)n->act);
+			return 0;
+		}
 		return device_node_fp32(g, n, 2, 3, 1, why);
 	case GRAPH_OP_UNARY:
-		if (!device_unary_known(n->attr.unary.fn))
-			return error_set(why, "unknown unary function %d", (int)n->attr.unary.fn), 0;
+		if (!device_unary_known(n->attr.unary.fn)) {
+			error_set(why, "unknown unary function %d", (int)n->attr.unary.fn);
+			return 0;
+		}
 		return device_node_fp32(g, n, 1, 1, 1, why);
 	case GRAPH_OP_SOFTMAX:
 	case GRAPH_OP_COPY:
