@@ -126,10 +126,13 @@ dec_next(struct onnx_dec *d, struct pb_reader *r, struct pb_field *f)
 int
 dec_expect(struct onnx_dec *d, const struct pb_field *f, int wire, const char *fname)
 {
-	if (pb_expect(f, wire, d->cause) == 0)
+	static const char *const names[] = { "varint", "fixed64", "length-delimited", "group start",
+		"group end", "fixed32", "invalid", "invalid" };
+
+	if (f->wire == wire)
 		return 0;
-	error_prefix(d->cause, "%s", fname);
-	return dec_fail(d);
+	return dec_err(d, "%s (field %u) at byte %zu: wire type %s, expected %s", fname, f->num, f->at,
+	    names[f->wire & 7], names[wire & 7]);
 }
 
 int
@@ -564,13 +567,14 @@ graph_field(struct onnx_dec *d, const struct pb_reader *c, const struct pb_field
 static int
 dec_graph(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f, struct onnx_graph *g)
 {
-	size_t counts[GRAPH_SPARSE_INIT + 1], plen = dec_push(d, "graph", -1);
+	size_t counts[GRAPH_SPARSE_INIT + 1], plen;
 	struct pb_reader c;
 	struct pb_field h;
 	int rc = -1;
 
 	if (dec_expect(d, f, PB_LEN, "graph") != 0)
-		goto out;
+		return -1;
+	plen = dec_push(d, "graph", -1);
 	pb_init_sub(&c, r, f);
 	if (dec_count(d, &c, counts, GRAPH_SPARSE_INIT + 1) != 0 || graph_alloc(d, counts, g) != 0)
 		goto out;
