@@ -57,7 +57,7 @@ dec_alloc(struct onnx_dec *d, size_t n)
 		c->size = size;
 		pv->arena_total += size;
 		/* A dedicated chunk goes behind the current one, which keeps its free space. */
-		if (size > ARENA_CHUNK && pv->chunks != NULL) {
+		if (size != ARENA_CHUNK && pv->chunks != NULL) {
 			c->next = pv->chunks->next;
 			pv->chunks->next = c;
 		} else {
@@ -355,6 +355,8 @@ dec_attr(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f
 			return -1;
 	if (rc == 0 && a->name[0] == '\0')
 		return dec_err(d, "attribute has no name");
+	if (rc == 0 && a->type == ONNX_ATTR_TENSOR && s.ntensors == 0)
+		return dec_err(d, "attribute '%s' of type TENSOR has no tensor", a->name);
 	return rc;
 }
 

@@ -431,6 +431,7 @@ def handmade_bad(c):
     c.bad_bytes("attr_ref.onnx", attr_node(f_len(1, "a") + f_len(21, "b")), "ref_attr_name")
     c.bad_bytes("attr_mismatch.onnx", attr_node(f_len(1, "a") + f_varint(20, 2) + f_fixed32(2, b"\0" * 4)),
                 "graph.node[0].attribute[0]: attribute of type 2 also sets a value field of type 1")
+    c.bad_bytes("attr_no_tensor.onnx", attr_node(f_len(1, "a") + f_varint(20, 4)), "of type TENSOR has no tensor")
     c.bad_bytes("attr_none.onnx", attr_node(f_len(1, "a")), "neither a type nor a value")
     c.bad_bytes("attr_two.onnx", attr_node(f_len(1, "a") + f_varint(3, 1) + f_fixed32(2, b"\0" * 4)),
                 "several value fields")
