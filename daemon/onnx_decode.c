@@ -33,6 +33,7 @@ enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_AT
 enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_T = 5, ATTR_FLOATS = 7, ATTR_INTS = 8,
 	ATTR_STRINGS = 9, ATTR_TYPE = 20, ATTR_REF = 21 };
 
+/* Allocate zeroed, 16-byte aligned memory from the model's arena. */
 void *
 dec_alloc(struct onnx_dec *d, size_t n)
 {
@@ -70,6 +71,7 @@ dec_alloc(struct onnx_dec *d, size_t n)
 	return p;
 }
 
+/* Append a segment to the message path. */
 size_t
 dec_push(struct onnx_dec *d, const char *name, long long index)
 {
@@ -84,6 +86,7 @@ dec_push(struct onnx_dec *d, const char *name, long long index)
 	return old;
 }
 
+/* Cut the message path back. */
 void
 dec_pop(struct onnx_dec *d, size_t plen)
 {
@@ -91,6 +94,7 @@ dec_pop(struct onnx_dec *d, size_t plen)
 	d->path[plen] = '\0';
 }
 
+/* Set the cause to a message prefixed with the message path. */
 int
 dec_err(struct onnx_dec *d, const char *fmt, ...)
 {
@@ -105,6 +109,7 @@ dec_err(struct onnx_dec *d, const char *fmt, ...)
 	return error_set(d->cause, "%s: %s", d->path, msg);
 }
 
+/* Prefix the message path to a lower layer's cause. */
 int
 dec_fail(struct onnx_dec *d)
 {
@@ -113,6 +118,7 @@ dec_fail(struct onnx_dec *d)
 	return error_prefix(d->cause, "%s", d->path);
 }
 
+/* Read the next field of r, errors prefixed with the message path. */
 int
 dec_next(struct onnx_dec *d, struct pb_reader *r, struct pb_field *f)
 {
@@ -123,6 +129,7 @@ dec_next(struct onnx_dec *d, struct pb_reader *r, struct pb_field *f)
 	return rc;
 }
 
+/* Refuse a field of another wire type, naming it. */
 int
 dec_expect(struct onnx_dec *d, const struct pb_field *f, int wire, const char *fname)
 {
@@ -135,6 +142,7 @@ dec_expect(struct onnx_dec *d, const struct pb_field *f, int wire, const char *f
 	    names[f->wire & 7], names[wire & 7]);
 }
 
+/* Copy a string field into the arena, NUL-terminated. */
 int
 dec_string(struct onnx_dec *d, const struct pb_field *f, const char *fname, const char **out)
 {
@@ -151,6 +159,7 @@ dec_string(struct onnx_dec *d, const struct pb_field *f, const char *fname, cons
 	return 0;
 }
 
+/* Read a varint field as a signed integer, range-checked for int32 fields. */
 int
 dec_int(struct onnx_dec *d, const struct pb_field *f, const char *fname, int is32, int64_t *out)
 {
@@ -695,6 +704,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd
 	return 0;
 }
 
+/* Decode a model held in memory (external data refused). */
 int
 onnx_model_decode(const void *buf, size_t len, onnx_model_t **out, char **cause)
 {
@@ -752,6 +762,7 @@ onnx_map_file(const char *path, const uint8_t **map, size_t *len, char **cause)
 	return 0;
 }
 
+/* Map a model file and decode it; external data is looked up beside it. */
 int
 onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 {
@@ -773,6 +784,7 @@ onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 	return 0;
 }
 
+/* Free the arena and unmap the model and its external data. */
 void
 onnx_model_free(onnx_model_t *m)
 {
@@ -792,6 +804,7 @@ onnx_model_free(onnx_model_t *m)
 	free(pv);
 }
 
+/* The opset version imported for a domain, "" and "ai.onnx" alike. */
 int64_t
 onnx_model_opset(const onnx_model_t *m, const char *domain)
 {
@@ -808,6 +821,7 @@ onnx_model_opset(const onnx_model_t *m, const char *domain)
 	return 0;
 }
 
+/* A node's attribute by name. */
 const struct onnx_attr *
 onnx_node_attr(const struct onnx_node *n, const char *name)
 {

@@ -32,6 +32,7 @@ struct tensor_scan {
 	struct pb_field ext_location, ext_offset, ext_length;	/* n = 0 and p = NULL when absent */
 };
 
+/* Bytes per element of a data type (0: no fixed width or not supported). */
 size_t
 onnx_elem_size(int elem)
 {
@@ -418,6 +419,7 @@ ext_file(struct onnx_dec *d, const char *location)
 	return &pv->ext[pv->n_ext++];
 }
 
+/* Unmap and forget every external data file. */
 void
 dec_ext_free(struct onnx_priv *pv)
 {
@@ -464,6 +466,7 @@ tensor_external(struct onnx_dec *d, const struct tensor_scan *s, struct onnx_ten
 	return tensor_view(d, e->map == NULL ? NULL : e->map + offset, esize, t);
 }
 
+/* Decode a TensorProto: pass 1 reads dims, type and where the data is; then the data is placed. */
 int
 dec_tensor(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f, struct onnx_tensor *t)
 {
