@@ -86,6 +86,20 @@ dec_push(struct onnx_dec *d, const char *name, long long index)
 	return old;
 }
 
+/* Append "('name')" to the path (nothing for an empty name); returns the length to restore. */
+size_t
+dec_push_quoted(struct onnx_dec *d, const char *name)
+{
+	size_t old = d->plen, room = sizeof d->path - old;
+	int k;
+
+	if (name[0] == '\0')
+		return old;
+	k = snprintf(d->path + old, room, "('%s')", name);
+	d->plen = k < 0 || (size_t)k >= room ? sizeof d->path - 1 : old + (size_t)k;
+	return old;
+}
+
 /* Cut the message path back. */
 void
 dec_pop(struct onnx_dec *d, size_t plen)
