@@ -4,8 +4,9 @@ noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
 	daemon/log.c daemon/log.h \
-	daemon/device.c daemon/device.h daemon/device_impl.h \
-	daemon/device_cpu.c \
+	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
+	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
+	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h \
 	daemon/repository.c daemon/repository.h \
@@ -32,17 +33,23 @@ INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LI
 
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.
-daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT)
-daemon_libinferd_core_a_DEPENDENCIES = daemon/device_cuda.$(OBJEXT)
+daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
+daemon_libinferd_core_a_DEPENDENCIES = $(daemon_libinferd_core_a_LIBADD)
 NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
 	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include
 daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(srcdir)/daemon/device_impl.h \
-		$(srcdir)/daemon/device.h $(srcdir)/daemon/error.h config.h
+		$(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h $(srcdir)/daemon/error.h \
+		$(srcdir)/daemon/device_cuda_kernels.h config.h
 	@$(MKDIR_P) daemon
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda.cu
-CLEANFILES += daemon/device_cuda.$(OBJEXT)
+daemon/device_cuda_kernels.$(OBJEXT): $(srcdir)/daemon/device_cuda_kernels.cu \
+		$(srcdir)/daemon/device_cuda_kernels.h $(srcdir)/daemon/device_unary.h \
+		$(srcdir)/daemon/graph.h config.h
+	@$(MKDIR_P) daemon
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda_kernels.cu
+CLEANFILES += daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
 endif
-EXTRA_DIST += daemon/device_cuda.cu
+EXTRA_DIST += daemon/device_cuda.cu daemon/device_cuda_kernels.cu daemon/device_cuda_kernels.h
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c
