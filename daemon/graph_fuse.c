@@ -12,7 +12,8 @@
 
 /* Shapes under one probe: batch and variable dims set to the given sizes; -1 when inference fails. */
 static int
-fuse_probe(const graph_t *g, int64_t batch, int64_t var, struct graph_shape *shapes)
+fuse_probe(const graph_t *g, graph_fuse_infer_fn infer, int64_t batch, int64_t var,
+    struct graph_shape *shapes)
 {
 	struct graph_shape *in;
 	const struct graph_tensor *t;
@@ -32,7 +33,7 @@ fuse_probe(const graph_t *g, int64_t batch, int64_t var, struct graph_shape *sha
 			in[i].dims[k] = t->dims[k] == GRAPH_DIM_BATCH ? batch :
 			    GRAPH_DIM_IS_VAR(t->dims[k]) ? var : t->dims[k];
 	}
-	rc = graph_infer_shapes(g, in, shapes, &cause);
+	rc = infer(g, in, shapes, &cause);
 	free(cause);
 	free(in);
 	return rc;
@@ -61,7 +62,7 @@ fuse_check_node(const graph_t *g, size_t n, char **cause)
 
 /* Set up producers, uses and the two probes for g; -1 with *cause on no memory. */
 static int
-fuse_ctx_init(struct fuse_ctx *c, graph_t *g, char **cause)
+fuse_ctx_init(struct fuse_ctx *c, graph_t *g, graph_fuse_infer_fn infer, char **cause)
 {
 	static const int64_t sizes[2][2] = { { 2, 3 }, { 3, 5 } };
 	size_t n, i;
@@ -91,7 +92,7 @@ fuse_ctx_init(struct fuse_ctx *c, graph_t *g, char **cause)
 				c->producer[g->nodes[n].outputs[k]] = (int)n;
 	}
 	for (p = 0; p < 2; p++)
-		if (fuse_probe(g, sizes[p][0], sizes[p][1], c->probe[p]) < 0) {
+		if (fuse_probe(g, infer, sizes[p][0], sizes[p][1], c->probe[p]) < 0) {
 			free(c->probe[0]);
 			free(c->probe[1]);
 			c->probe[0] = c->probe[1] = NULL;
@@ -132,9 +133,16 @@ fuse_compact(struct fuse_ctx *c)
 	g->nnodes = kept;
 }
 
-/* Run every pass once, in the order that lets later ones see the earlier results. */
+/* Fuse with the daemon's shape inference. */
 int
 graph_fuse(graph_t *g, char **cause)
+{
+	return graph_fuse_shapes(g, graph_infer_shapes, cause);
+}
+
+/* Run every pass once, in the order that lets later ones see the earlier results. */
+int
+graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
 {
 	static int (*const passes[])(struct fuse_ctx *, char **) = {
 		fuse_pass_gelu, fuse_pass_layernorm, fuse_pass_batchnorm,
@@ -144,7 +152,9 @@ graph_fuse(graph_t *g, char **cause)
 	size_t i;
 	int rc = 0;
 
-	if (fuse_ctx_init(&c, g, cause) < 0) {
+	if (g == NULL || infer == NULL)
+		return error_set(cause, "graph fusion: no graph");
+	if (fuse_ctx_init(&c, g, infer, cause) < 0) {
 		fuse_ctx_free(&c);
 		return -1;
 	}

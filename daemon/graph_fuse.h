@@ -40,4 +40,11 @@
  */
 int graph_fuse(graph_t *g, char **cause);
 
+/* A shape inference with graph_infer_shapes's contract. */
+typedef int (*graph_fuse_infer_fn)(const graph_t *g, const struct graph_shape *input_shapes,
+    struct graph_shape *shapes, char **cause);
+
+/* graph_fuse with another shape inference for the probes (graph_fuse passes graph_infer_shapes). */
+int graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause);
+
 #endif

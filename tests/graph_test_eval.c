@@ -8,6 +8,8 @@
 
 #include "graph_test_util.h"
 
+static int gt_quiet;	/* set while inferring shapes: failures are answers, not errors */
+
 /* An activation or unary function of x. */
 static double
 ev_fn(enum graph_unary fn, double a, double b, double x)
@@ -372,14 +374,49 @@ gt_eval(const graph_t *g, const struct gt_value *inputs, struct gt_value *vals)
 		memset(in, 0, sizeof in);
 		for (i = 0; i < n->ninputs && i < 8; i++)
 			if (n->inputs[i] >= 0 && (in[i] = &vals[n->inputs[i]])->v == NULL) {
-				fprintf(stderr, "eval: node %s reads unset tensor %s\n", n->name,
+				if (!gt_quiet)
+					fprintf(stderr, "eval: node %s reads unset tensor %s\n", n->name,
 				    g->tensors[n->inputs[i]].name);
 				return -1;
 			}
 		if (ev_node(n, in, &vals[n->outputs[0]]) < 0) {
-			fprintf(stderr, "eval: node %s (op %d) cannot run\n", n->name, (int)n->op);
+			if (!gt_quiet)
+				fprintf(stderr, "eval: node %s (op %d) cannot run\n", n->name, (int)n->op);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+int
+gt_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
+    struct graph_shape *shapes, char **cause)
+{
+	struct gt_value *in, *vals;
+	size_t t;
+	int i, rc;
+
+	in = calloc((size_t)g->ninputs + 1, sizeof *in);
+	vals = calloc(g->ntensors + 1, sizeof *vals);
+	if (in == NULL || vals == NULL)
+		exit(1);
+	for (i = 0; i < g->ninputs; i++) {
+		in[i].s = input_shapes[i];
+		if ((in[i].v = calloc((size_t)ev_elems(&input_shapes[i]) + 1, sizeof(double))) == NULL)
+			exit(1);
+	}
+	gt_quiet = 1;
+	rc = gt_eval(g, in, vals);
+	for (t = 0; t < g->ntensors && rc == 0; t++)
+		shapes[t] = vals[t].s;
+	gt_values_free(vals, g->ntensors);
+	gt_values_free(in, (size_t)g->ninputs);
+	free(vals);
+	free(in);
+	gt_quiet = 0;
+	if (rc < 0 && cause != NULL) {
+		free(*cause);
+		*cause = strdup("the reference evaluator cannot run this graph");
+	}
+	return rc;
 }

@@ -50,6 +50,12 @@ int gt_eval(const graph_t *g, const struct gt_value *inputs, struct gt_value *va
 void gt_values_free(struct gt_value *vals, size_t n);
 /* Max |a - b| / max(1, max |b|) over the elements of two same-shaped values; 1e30 if the shapes differ. */
 double gt_compare(const struct gt_value *a, const struct gt_value *b);
+/*
+ * graph_infer_shapes's contract, from the evaluator run on zero inputs: the
+ * tests' independent shape inference for graph_fuse_shapes.
+ */
+int gt_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
+    struct graph_shape *shapes, char **cause);
 /* A random value of the given shape, uniform in [lo, hi). */
 struct gt_value gt_random(int ndims, const int64_t *dims, uint64_t *state, double lo, double hi);
 

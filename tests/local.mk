@@ -111,7 +111,7 @@ GRAPH_PASS_TESTS = tests/test_graph_fuse tests/test_graph_plan
 check_PROGRAMS += $(GRAPH_PASS_TESTS)
 TESTS += $(GRAPH_PASS_TESTS)
 GRAPH_TEST_COMMON = tests/graph_test_util.c tests/graph_test_eval.c tests/graph_test_util.h \
-	tests/graph_stand_in.c $(TEST_COMMON)
+	$(TEST_COMMON)
 tests_test_graph_fuse_SOURCES = tests/test_graph_fuse.c $(GRAPH_TEST_COMMON)
 tests_test_graph_fuse_LDADD = $(TEST_LDADD)
 tests_test_graph_plan_SOURCES = tests/test_graph_plan.c $(GRAPH_TEST_COMMON)

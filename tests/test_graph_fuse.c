@@ -50,6 +50,54 @@ batch_input(graph_t *g, const char *name, int ndims, const int64_t *rest)
 	return t;
 }
 
+static int real_runs;	/* graphs the library's shape inference could take */
+
+/* Whether the library's graph_infer_shapes handles g at both probe sizes. */
+static int
+real_shapes_ok(const graph_t *g)
+{
+	struct graph_shape in[4], *out = calloc(g->ntensors + 1, sizeof *out);
+	int64_t b;
+	int i, k, ok = 1;
+
+	if (out == NULL || g->ninputs > 4)
+		exit(1);
+	for (b = 2; b <= 3 && ok; b++) {
+		for (i = 0; i < g->ninputs; i++) {
+			const struct graph_tensor *t = &g->tensors[g->inputs[i]];
+			in[i].ndims = t->ndims;
+			for (k = 0; k < t->ndims; k++)
+				in[i].dims[k] = t->dims[k] == GRAPH_DIM_BATCH ? b : t->dims[k];
+		}
+		ok = graph_infer_shapes(g, in, out, NULL) == 0;
+	}
+	free(out);
+	return ok;
+}
+
+/* Where the library's shape inference takes the graph, graph_fuse rewrites c exactly as the reference-probed b. */
+static void
+same_with_real_shapes(graph_t *c, const graph_t *b)
+{
+	char *cause = NULL;
+	size_t n;
+
+	if (real_shapes_ok(c)) {
+		real_runs++;
+		CHECK(graph_fuse(c, &cause) >= 0, "graph_fuse: %s", cause ? cause : "");
+		CHECK(c->nnodes == b->nnodes, "real shapes: %zu nodes, reference shapes: %zu", c->nnodes,
+		    b->nnodes);
+		for (n = 0; n < c->nnodes && n < b->nnodes; n++)
+			CHECK(c->nodes[n].op == b->nodes[n].op && c->nodes[n].act == b->nodes[n].act &&
+			    c->nodes[n].ninputs == b->nodes[n].ninputs &&
+			    memcmp(c->nodes[n].inputs, b->nodes[n].inputs,
+			    (size_t)c->nodes[n].ninputs * sizeof(int)) == 0,
+			    "real shapes: node %zu (%s) differs", n, c->nodes[n].name);
+		free(cause);
+	}
+	graph_free(c);
+}
+
 /* Evaluate a fresh copy of the graph, fuse another, evaluate it; max output error, rewrites in *n. */
 static double
 fuse_equiv(graph_t *(*build)(int), int variant, graph_t **fused, int *n)
@@ -76,7 +124,7 @@ fuse_equiv(graph_t *(*build)(int), int variant, graph_t **fused, int *n)
 			dims[k] = t->dims[k] == GRAPH_DIM_BATCH ? BATCH : t->dims[k];
 		in[i] = gt_random(t->ndims, dims, &seed, -3, 3);
 	}
-	*n = graph_fuse(b, &cause);
+	*n = graph_fuse_shapes(b, gt_infer_shapes, &cause);
 	CHECK(*n >= 0, "graph_fuse: %s", cause != NULL ? cause : "?");
 	free(cause);
 	vb = calloc(b->ntensors, sizeof *vb);
@@ -95,6 +143,8 @@ fuse_equiv(graph_t *(*build)(int), int variant, graph_t **fused, int *n)
 	free(in);
 	graph_free(a);
 	*fused = b;
+	build_seed = seed;
+	same_with_real_shapes(build(variant), b);
 	return err;
 }
 
@@ -440,7 +490,7 @@ test_residual(void)
 	}
 }
 
-enum { L_POW = 0, L_MUL_POSAXIS, L_PLAIN, L_AXIS1, L_POW3, L_DIFF_OUT, L_SHORT_GAMMA };
+enum { L_POW = 0, L_MUL_POSAXIS, L_PLAIN, L_AXIS1, L_POW3, L_DIFF_OUT, L_DIFF_TWO, L_SHORT_GAMMA };
 
 /* x [N, 4, 8] -> ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta -> y. */
 static graph_t *
@@ -476,6 +526,11 @@ build_layernorm(int v)
 	gt_output(g, y);
 	if (v == L_DIFF_OUT)
 		gt_output(g, d);
+	if (v == L_DIFF_TWO) {	/* a third reader of x - mean */
+		int ad = gt_temp(g, "ad");
+		gt_unary(g, "abs", GRAPH_UNARY_ABS, d, ad);
+		gt_output(g, ad);
+	}
 	return g;
 }
 
@@ -517,5 +572,6 @@ main(void)
 	test_gelu();
 	test_residual();
 	test_layernorm();
+	printf("graph_fuse with the library's shape inference: %d graphs compared\n", real_runs);
 	return test_finish("test_graph_fuse");
 }
