@@ -138,14 +138,96 @@ gelu_match(struct fuse_ctx *c, int e, char **cause)
 	return 1;
 }
 
-/* Fuse every decomposed exact GELU. */
+/* The x of x^3 written to t: Pow(x, 3), x * (x * x) or (x * x) * x; -1 when t is none of them. */
+static int
+gelu_cube(const struct fuse_ctx *c, int t, int *nodes, int *count)
+{
+	const struct graph_node *node, *sq;
+	int n = t >= 0 ? c->producer[t] : -1, x, k, p;
+
+	if (!fuse_single_use(c, t) || n < 0)
+		return -1;
+	node = &c->g->nodes[n];
+	if (fuse_by_const(c, n, GRAPH_BINARY_POW, 3.0, &x) && node->inputs[0] == x) {
+		nodes[(*count)++] = n;
+		return x;
+	}
+	if (!fuse_is_binary(c, n, GRAPH_BINARY_MUL))
+		return -1;
+	for (k = 0; k < 2; k++) {
+		x = node->inputs[1 - k];
+		p = node->inputs[k] >= 0 ? c->producer[node->inputs[k]] : -1;
+		if (!fuse_single_use(c, node->inputs[k]) || !fuse_is_binary(c, p, GRAPH_BINARY_MUL))
+			continue;
+		sq = &c->g->nodes[p];
+		if (sq->inputs[0] == x && sq->inputs[1] == x) {
+			nodes[(*count)++] = n;
+			nodes[(*count)++] = p;
+			return x;
+		}
+	}
+	return -1;
+}
+
+/* The x in tanh's argument sqrt(2 / pi) (x + 0.044715 x^3); -1 when t is not that. */
+static int
+gelu_tanh_arg(const struct fuse_ctx *c, int t, int *nodes, int *count)
+{
+	int pu = t >= 0 ? c->producer[t] : -1, v, pv, w, pw, cube, k, x, start = *count;
+
+	if (!fuse_single_use(c, t) || !fuse_by_const(c, pu, GRAPH_BINARY_MUL, sqrt(2.0 / M_PI), &v) ||
+	    !fuse_single_use(c, v) || !fuse_is_binary(c, pv = c->producer[v], GRAPH_BINARY_ADD))
+		return -1;
+	for (k = 0; k < 2; k++) {
+		w = c->g->nodes[pv].inputs[k];
+		x = c->g->nodes[pv].inputs[1 - k];
+		pw = w >= 0 ? c->producer[w] : -1;
+		if (!fuse_single_use(c, w) || !fuse_by_const(c, pw, GRAPH_BINARY_MUL, 0.044715, &cube))
+			continue;
+		if (gelu_cube(c, cube, nodes, count) == x) {
+			nodes[(*count)++] = pu;
+			nodes[(*count)++] = pv;
+			nodes[(*count)++] = pw;
+			return x;
+		}
+		*count = start;
+	}
+	return -1;
+}
+
+/* Match the tanh-approximated GELU around tanh node e and rewrite it; 0 when it does not match. */
+static int
+gelu_tanh_match(struct fuse_ctx *c, int e, char **cause)
+{
+	const struct graph_node *th = &c->g->nodes[e];
+	int nodes[FUSE_MAX_PATTERN], count = 0, x, a, one, tail;
+
+	if (th->op != GRAPH_OP_UNARY || th->attr.unary.fn != GRAPH_UNARY_TANH || th->ninputs != 1 ||
+	    th->noutputs != 1 || (x = gelu_tanh_arg(c, th->inputs[0], nodes, &count)) < 0)
+		return 0;
+	nodes[count++] = e;
+	a = fuse_consumer(c, th->outputs[0]);
+	if (!fuse_by_const(c, a, GRAPH_BINARY_ADD, 1.0, &one) || one != th->outputs[0])
+		return 0;
+	nodes[count++] = a;
+	if ((tail = gelu_tail(c, c->g->nodes[a].outputs[0], x, nodes, &count)) < 0)
+		return 0;
+	if (fuse_rebuild(c, tail, GRAPH_OP_UNARY, &x, 1, cause) < 0)
+		return -1;
+	c->g->nodes[tail].attr.unary.fn = GRAPH_UNARY_GELU_TANH;
+	fuse_kill_all(c, nodes, count, tail);
+	return 1;
+}
+
+/* Fuse every decomposed GELU, exact or tanh-approximated. */
 int
 fuse_pass_gelu(struct fuse_ctx *c, char **cause)
 {
 	size_t n;
 
 	for (n = 0; n < c->g->nnodes; n++)
-		if (!c->dead[n] && gelu_match(c, (int)n, cause) < 0)
+		if (!c->dead[n] && (gelu_match(c, (int)n, cause) < 0 ||
+		    (!c->dead[n] && gelu_tanh_match(c, (int)n, cause) < 0)))
 			return -1;
 	return 0;
 }

@@ -422,6 +422,62 @@ test_gelu(void)
 	}
 }
 
+enum { T_TORCH = 0, T_HF, T_KAPPA, T_SQUARE };
+
+/* x -> tanh-approximated GELU as torch exports it (x*x*x, 0.5 last) or as HF writes it (Pow, 0.5 x first). */
+static graph_t *
+build_gelu_tanh(int v)
+{
+	static const int64_t xd[] = { 5 };
+	graph_t *g = gt_new();
+	int x = batch_input(g, "x", 2, xd), cube = gt_temp(g, "cube"), kc = gt_temp(g, "kc");
+	int in = gt_temp(g, "in"), u = gt_temp(g, "u"), t = gt_temp(g, "t"), a = gt_temp(g, "a");
+	int m = gt_temp(g, "m"), y = gt_temp(g, "y"), xx;
+
+	if (v == T_HF || v == T_SQUARE) {
+		gt_binary(g, "half", GRAPH_BINARY_MUL, x, gt_scalar(g, "h", 0.5f), m);
+		gt_binary(g, "cube", GRAPH_BINARY_POW, x, gt_scalar(g, "p", v == T_SQUARE ? 2 : 3), cube);
+		gt_binary(g, "kappa", GRAPH_BINARY_MUL, cube, gt_scalar(g, "k", 0.044715f), kc);
+		gt_binary(g, "inner", GRAPH_BINARY_ADD, x, kc, in);
+	} else {
+		gt_binary(g, "sq", GRAPH_BINARY_MUL, x, x, xx = gt_temp(g, "xx"));
+		gt_binary(g, "cube", GRAPH_BINARY_MUL, x, xx, cube);
+		gt_binary(g, "kappa", GRAPH_BINARY_MUL, gt_scalar(g, "k", v == T_KAPPA ? 0.05f : 0.044715f),
+		    cube, kc);
+		gt_binary(g, "inner", GRAPH_BINARY_ADD, kc, x, in);
+	}
+	gt_binary(g, "beta", GRAPH_BINARY_MUL, gt_scalar(g, "b", (float)sqrt(2 / M_PI)), in, u);
+	gt_unary(g, "tanh", GRAPH_UNARY_TANH, u, t);
+	gt_binary(g, "one", GRAPH_BINARY_ADD, gt_scalar(g, "c1", 1), t, a);
+	if (v == T_HF || v == T_SQUARE)
+		gt_binary(g, "out", GRAPH_BINARY_MUL, m, a, y);
+	else {
+		gt_binary(g, "xa", GRAPH_BINARY_MUL, x, a, m);
+		gt_binary(g, "out", GRAPH_BINARY_MUL, gt_scalar(g, "h", 0.5f), m, y);
+	}
+	gt_output(g, y);
+	return g;
+}
+
+/* The tanh GELU becomes UNARY GELU_TANH in both spellings; a wrong constant or power leaves it. */
+static void
+test_gelu_tanh(void)
+{
+	graph_t *g;
+	double err;
+	int v, n, fused;
+
+	for (v = T_TORCH; v <= T_SQUARE; v++) {
+		err = fuse_equiv(build_gelu_tanh, v, &g, &n);
+		CHECK(err < TOL, "gelu tanh variant %d: error %g", v, err);
+		CHECK(topological(g), "gelu tanh variant %d: order broken", v);
+		fused = v <= T_HF;
+		CHECK((g->nnodes == 1 && count_op(g, GRAPH_OP_UNARY, GRAPH_UNARY_GELU_TANH) == 1) == fused &&
+		    n == fused, "gelu tanh variant %d: %zu nodes, %d rewrites", v, g->nnodes, n);
+		graph_free(g);
+	}
+}
+
 enum { R_GOOD = 0, R_SWAPPED, R_BROADCAST, R_SUM_OUT };
 
 /* x -> conv a -> relu -> conv b -> Add(., x) -> relu -> y: a ResNet basic block without BN. */
@@ -570,6 +626,7 @@ main(void)
 	test_batchnorm();
 	test_bias_act();
 	test_gelu();
+	test_gelu_tanh();
 	test_residual();
 	test_layernorm();
 	printf("graph_fuse with the library's shape inference: %d graphs compared\n", real_runs);
