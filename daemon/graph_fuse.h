@@ -17,7 +17,9 @@
  *    new conv weights and bias (constants the graph owns).
  *  - Decomposed exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)) in the orders torch
  *    exports (Div by sqrt 2 or Mul by 1/sqrt 2, the 0.5 applied first, last
- *    or to x, constants on either side) -> UNARY GELU.
+ *    or to x, constants on either side) -> UNARY GELU; the tanh form
+ *    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), x^3 as Pow(x, 3) or
+ *    x * (x * x) -> UNARY GELU_TANH.  Constants match within 1e-5 relative.
  *  - Decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow 2 or
  *    Mul(d, d), ReduceMean, Add eps, Sqrt, Div[, Mul gamma[, Add beta]])
  *    -> LAYERNORM (axis -1, eps from the constant).
@@ -35,8 +37,9 @@
  * node order stays topological; removed nodes are freed and the node array
  * is compacted.
  *
- * Returns the number of rewrites (0 or more), or -1 with *cause when memory
- * runs out (the graph is then still valid and unfused where not yet done).
+ * Returns the number of rewrites (0 or more), or -1 with *cause when a node
+ * names a tensor outside the graph (nothing is changed) or memory runs out
+ * (the graph is then still valid, fused only where done before).
  */
 int graph_fuse(graph_t *g, char **cause);
 

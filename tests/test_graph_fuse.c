@@ -620,6 +620,25 @@ test_layernorm(void)
 	}
 }
 
+/* A node naming a tensor outside the graph is refused with its name, and the graph is left as it was. */
+static void
+test_errors(void)
+{
+	graph_t *g = build_gelu(G_DIV);
+	char *cause = NULL;
+	size_t nodes = g->nnodes;
+
+	g->nodes[1].inputs[0] = (int)g->ntensors + 7;
+	CHECK(graph_fuse_shapes(g, gt_infer_shapes, &cause) < 0 && cause != NULL &&
+	    strstr(cause, "erf") != NULL, "out-of-range tensor accepted: %s", cause ? cause : "(none)");
+	CHECK(g->nnodes == nodes, "graph changed on error");
+	free(cause);
+	cause = NULL;
+	CHECK(graph_fuse(NULL, &cause) < 0 && cause != NULL, "NULL graph accepted");
+	free(cause);
+	graph_free(g);
+}
+
 int
 main(void)
 {
@@ -629,6 +648,7 @@ main(void)
 	test_gelu_tanh();
 	test_residual();
 	test_layernorm();
+	test_errors();
 	printf("graph_fuse with the library's shape inference: %d graphs compared\n", real_runs);
 	return test_finish("test_graph_fuse");
 }
