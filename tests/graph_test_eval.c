@@ -53,6 +53,7 @@ ev_bin(enum graph_binary fn, double a, double b)
 	}
 }
 
+/* Element count of a shape. */
 static int64_t
 ev_elems(const struct graph_shape *s)
 {
@@ -353,6 +354,7 @@ ev_const(const struct graph_tensor *t)
 	return r;
 }
 
+/* Evaluate every node in order on double values. */
 int
 gt_eval(const graph_t *g, const struct gt_value *inputs, struct gt_value *vals)
 {
@@ -388,6 +390,7 @@ gt_eval(const graph_t *g, const struct gt_value *inputs, struct gt_value *vals)
 	return 0;
 }
 
+/* Shapes from running the evaluator on zero inputs. */
 int
 gt_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
     struct graph_shape *shapes, char **cause)

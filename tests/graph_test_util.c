@@ -28,6 +28,7 @@ gt_strdup(const char *s)
 	return strcpy(d, s);
 }
 
+/* An empty graph. */
 graph_t *
 gt_new(void)
 {
@@ -37,6 +38,7 @@ gt_new(void)
 	return g;
 }
 
+/* Append an FP32 tensor with a declared shape. */
 int
 gt_tensor(graph_t *g, const char *name, unsigned flags, int ndims, const int64_t *dims)
 {
@@ -54,6 +56,7 @@ gt_tensor(graph_t *g, const char *name, unsigned flags, int ndims, const int64_t
 	return (int)g->ntensors++;
 }
 
+/* Append an owned FP32 constant holding a copy of data. */
 int
 gt_const(graph_t *g, const char *name, int ndims, const int64_t *dims, const float *data)
 {
@@ -71,18 +74,21 @@ gt_const(graph_t *g, const char *name, int ndims, const int64_t *dims, const flo
 	return t;
 }
 
+/* Append a rank-0 FP32 constant. */
 int
 gt_scalar(graph_t *g, const char *name, float v)
 {
 	return gt_const(g, name, 0, NULL, &v);
 }
 
+/* Append an intermediate tensor whose shape is left to inference. */
 int
 gt_temp(graph_t *g, const char *name)
 {
 	return gt_tensor(g, name, 0, -1, NULL);
 }
 
+/* Append a node with one output and zeroed attributes (Gemm: alpha = beta = 1). */
 int
 gt_node(graph_t *g, const char *name, enum graph_op op, int nin, const int *in, int out)
 {
@@ -105,6 +111,7 @@ gt_node(graph_t *g, const char *name, enum graph_op op, int nin, const int *in, 
 	return (int)g->nnodes++;
 }
 
+/* Append a BINARY node. */
 int
 gt_binary(graph_t *g, const char *name, enum graph_binary fn, int a, int b, int out)
 {
@@ -114,6 +121,7 @@ gt_binary(graph_t *g, const char *name, enum graph_binary fn, int a, int b, int 
 	return n;
 }
 
+/* Append a UNARY node. */
 int
 gt_unary(graph_t *g, const char *name, enum graph_unary fn, int x, int out)
 {
@@ -123,6 +131,7 @@ gt_unary(graph_t *g, const char *name, enum graph_unary fn, int x, int out)
 	return n;
 }
 
+/* Declare t the next graph input. */
 void
 gt_input(graph_t *g, int t)
 {
@@ -131,6 +140,7 @@ gt_input(graph_t *g, int t)
 	g->tensors[t].flags |= GRAPH_TENSOR_INPUT;
 }
 
+/* Declare t the next graph output. */
 void
 gt_output(graph_t *g, int t)
 {
@@ -139,6 +149,7 @@ gt_output(graph_t *g, int t)
 	g->tensors[t].flags |= GRAPH_TENSOR_OUTPUT;
 }
 
+/* The first node of op (and fn), or -1. */
 int
 gt_find(const graph_t *g, enum graph_op op, int fn)
 {
@@ -156,6 +167,7 @@ gt_find(const graph_t *g, enum graph_op op, int fn)
 	return -1;
 }
 
+/* A value of uniform random elements from a xorshift state. */
 struct gt_value
 gt_random(int ndims, const int64_t *dims, uint64_t *state, double lo, double hi)
 {
@@ -179,6 +191,7 @@ gt_random(int ndims, const int64_t *dims, uint64_t *state, double lo, double hi)
 	return r;
 }
 
+/* Free the elements of n values. */
 void
 gt_values_free(struct gt_value *vals, size_t n)
 {
@@ -202,6 +215,7 @@ gt_elems(const struct graph_shape *s)
 	return n;
 }
 
+/* Largest difference relative to the reference's scale (at least 1). */
 double
 gt_compare(const struct gt_value *a, const struct gt_value *b)
 {
