@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_fuse.h"
 #include "graph_plan.h"
 #include "graph_test_util.h"
 #include "test_util.h"
@@ -311,6 +312,68 @@ test_errors(void)
 	graph_free(g);
 }
 
+/* Shapes of every tensor of g at batch b (inputs' batch dim), from the reference evaluator. */
+static struct graph_shape *
+batch_shapes(const graph_t *g, int64_t b)
+{
+	struct graph_shape in[4], *s = calloc(g->ntensors + 1, sizeof *s);
+	int i, k;
+
+	if (s == NULL || g->ninputs > 4)
+		exit(1);
+	for (i = 0; i < g->ninputs; i++) {
+		in[i].ndims = g->tensors[g->inputs[i]].ndims;
+		for (k = 0; k < in[i].ndims; k++)
+			in[i].dims[k] = g->tensors[g->inputs[i]].dims[k] == GRAPH_DIM_BATCH ? b :
+			    g->tensors[g->inputs[i]].dims[k];
+	}
+	CHECK(gt_infer_shapes(g, in, s, NULL) == 0, "reference shapes failed");
+	return s;
+}
+
+/* After fusion, the tensors of removed nodes stay out of the arena; the plan at batch 8 serves batch 2. */
+static void
+test_after_fusion(void)
+{
+	static const int64_t xd[] = { GRAPH_DIM_BATCH, 2, 4, 4 }, wd[] = { 3, 2, 1, 1 }, cd[] = { 3 };
+	static const float w[6] = { 1, 2, 3, 4, 5, 6 }, one[3] = { 1, 1, 1 }, zero[3] = { 0 };
+	struct graph_memory_plan p;
+	struct graph_shape *s;
+	graph_t *g = gt_new();
+	int x = gt_tensor(g, "x", 0, 4, xd), c = gt_temp(g, "c"), b = gt_temp(g, "b"), y = gt_temp(g, "y");
+	int in[5], n;
+	char *cause = NULL;
+
+	gt_input(g, x);
+	in[0] = x;
+	in[1] = gt_const(g, "w", 4, wd, w);
+	n = gt_node(g, "conv", GRAPH_OP_CONV, 2, in, c);
+	g->nodes[n].attr.conv = (struct graph_window_attr){ .nspatial = 2, .kernel = { 1, 1 },
+	    .stride = { 1, 1 }, .dilation = { 1, 1 }, .group = 1 };
+	in[0] = c;
+	in[1] = in[4] = gt_const(g, "one", 1, cd, one);
+	in[2] = in[3] = gt_const(g, "zero", 1, cd, zero);
+	gt_node(g, "bn", GRAPH_OP_BATCHNORM, 5, in, b);
+	gt_unary(g, "relu", GRAPH_UNARY_RELU, b, y);
+	gt_output(g, y);
+	CHECK(graph_fuse_shapes(g, gt_infer_shapes, &cause) == 2 && g->nnodes == 1, "fusion: %s",
+	    cause ? cause : "not the expected 2 rewrites");
+	free(cause);
+	cause = NULL;
+	s = batch_shapes(g, 8);
+	CHECK(graph_plan_memory(g, s, 128, &p, &cause) == 0, "plan: %s", cause ? cause : "");
+	check_plan(g, s, &p, 128, "after fusion");
+	CHECK(p.offsets[c] == GRAPH_PLAN_NONE && p.offsets[b] == GRAPH_PLAN_NONE, "orphans planned");
+	CHECK(p.arena_bytes == (8 * 2 * 16 + 8 * 3 * 16) * 4, "arena %zu", p.arena_bytes);
+	free(s);
+	s = batch_shapes(g, 2);
+	CHECK(graph_plan_fits(&p, g, s, &cause) == 0, "batch 2 does not fit: %s", cause ? cause : "");
+	free(cause);
+	free(s);
+	graph_plan_free(&p);
+	graph_free(g);
+}
+
 int
 main(void)
 {
@@ -319,5 +382,6 @@ main(void)
 	test_random();
 	test_fits();
 	test_errors();
+	test_after_fusion();
 	return test_finish("test_graph_plan");
 }
