@@ -22,6 +22,11 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
 	include/inferd.h include/inferd_wire.h
+# Load-time graph rewrites (fusions) and the liveness-based memory plan.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
+	daemon/graph_fuse_query.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
+	daemon/graph_plan.c daemon/graph_plan.h
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 
 # Everything a program linking the core library needs.

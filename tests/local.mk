@@ -129,3 +129,15 @@ tests/fuzz_onnx_libfuzzer: $(ONNX_FUZZ_SRC) $(srcdir)/daemon/onnx_decode.h $(src
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) -o $@ $(ONNX_FUZZ_SRC)
 CLEANFILES += tests/fuzz_onnx_libfuzzer
 .PHONY: fuzz-onnx
+
+# --- graph passes (graph-passes) ---
+# Fusions checked against a double-precision reference evaluator; the memory plan's invariants.
+GRAPH_PASS_TESTS = tests/test_graph_fuse tests/test_graph_plan
+check_PROGRAMS += $(GRAPH_PASS_TESTS)
+TESTS += $(GRAPH_PASS_TESTS)
+GRAPH_TEST_COMMON = tests/graph_test_util.c tests/graph_test_eval.c tests/graph_test_util.h \
+	$(TEST_COMMON)
+tests_test_graph_fuse_SOURCES = tests/test_graph_fuse.c $(GRAPH_TEST_COMMON)
+tests_test_graph_fuse_LDADD = $(TEST_LDADD)
+tests_test_graph_plan_SOURCES = tests/test_graph_plan.c $(GRAPH_TEST_COMMON)
+tests_test_graph_plan_LDADD = $(TEST_LDADD)

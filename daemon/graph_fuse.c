@@ -1,0 +1,300 @@
+/* graph_fuse.c: the fusion driver and the edits the passes make (remove, move, rewire, add constants). */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "graph_fuse.h"
+#include "graph_fuse_impl.h"
+
+/* Shapes under one probe: batch and variable dims set to the given sizes; -1 when inference fails. */
+static int
+fuse_probe(const graph_t *g, graph_fuse_infer_fn infer, int64_t batch, int64_t var,
+    struct graph_shape *shapes)
+{
+	struct graph_shape *in;
+	const struct graph_tensor *t;
+	char *cause = NULL;
+	int i, k, rc;
+
+	if ((in = calloc((size_t)g->ninputs + 1, sizeof *in)) == NULL)
+		return -1;
+	for (i = 0; i < g->ninputs; i++) {
+		t = &g->tensors[g->inputs[i]];
+		if (t->ndims < 0 || t->ndims > GRAPH_MAX_DIMS) {
+			free(in);
+			return -1;
+		}
+		in[i].ndims = t->ndims;
+		for (k = 0; k < t->ndims; k++)
+			in[i].dims[k] = t->dims[k] == GRAPH_DIM_BATCH ? batch :
+			    GRAPH_DIM_IS_VAR(t->dims[k]) ? var : t->dims[k];
+	}
+	rc = infer(g, in, shapes, &cause);
+	free(cause);
+	free(in);
+	return rc;
+}
+
+/* Refuse a node whose tensor indices fall outside the graph or that has no output. */
+static int
+fuse_check_node(const graph_t *g, size_t n, char **cause)
+{
+	const struct graph_node *node = &g->nodes[n];
+	int k;
+
+	if (node->noutputs < 1 || node->outputs == NULL || (node->ninputs > 0 && node->inputs == NULL))
+		return error_set(cause, "graph fusion: node %s has no outputs or no input list",
+		    node->name != NULL ? node->name : "(unnamed)");
+	for (k = 0; k < node->ninputs; k++)
+		if (node->inputs[k] < -1 || node->inputs[k] >= (int64_t)g->ntensors)
+			return error_set(cause, "graph fusion: node %s reads tensor %d, out of range",
+			    node->name != NULL ? node->name : "(unnamed)", node->inputs[k]);
+	for (k = 0; k < node->noutputs; k++)
+		if (node->outputs[k] < -1 || node->outputs[k] >= (int64_t)g->ntensors)
+			return error_set(cause, "graph fusion: node %s writes tensor %d, out of range",
+			    node->name != NULL ? node->name : "(unnamed)", node->outputs[k]);
+	return 0;
+}
+
+/* Set up producers, uses and the two probes for g; -1 with *cause on no memory. */
+static int
+fuse_ctx_init(struct fuse_ctx *c, graph_t *g, graph_fuse_infer_fn infer, char **cause)
+{
+	static const int64_t sizes[2][2] = { { 2, 3 }, { 3, 5 } };
+	size_t n, i;
+	int p, k;
+
+	memset(c, 0, sizeof *c);
+	c->g = g;
+	c->cap = g->ntensors + 1;
+	c->dead = calloc(g->nnodes + 1, 1);
+	c->producer = malloc(c->cap * sizeof *c->producer);
+	c->uses = calloc(c->cap, sizeof *c->uses);
+	for (p = 0; p < 2; p++)
+		c->probe[p] = calloc(c->cap, sizeof *c->probe[p]);
+	if (c->dead == NULL || c->producer == NULL || c->uses == NULL || c->probe[0] == NULL ||
+	    c->probe[1] == NULL)
+		return error_set(cause, "graph fusion: out of memory");
+	for (i = 0; i < c->cap; i++)
+		c->producer[i] = -1;
+	for (n = 0; n < g->nnodes; n++) {
+		if (fuse_check_node(g, n, cause) < 0)
+			return -1;
+		for (k = 0; k < g->nodes[n].ninputs; k++)
+			if (g->nodes[n].inputs[k] >= 0)
+				c->uses[g->nodes[n].inputs[k]]++;
+		for (k = 0; k < g->nodes[n].noutputs; k++)
+			if (g->nodes[n].outputs[k] >= 0)
+				c->producer[g->nodes[n].outputs[k]] = (int)n;
+	}
+	for (p = 0; p < 2; p++)
+		if (fuse_probe(g, infer, sizes[p][0], sizes[p][1], c->probe[p]) < 0) {
+			free(c->probe[0]);
+			free(c->probe[1]);
+			c->probe[0] = c->probe[1] = NULL;
+			break;
+		}
+	return 0;
+}
+
+/* Free the fusion state. */
+static void
+fuse_ctx_free(struct fuse_ctx *c)
+{
+	free(c->dead);
+	free(c->producer);
+	free(c->uses);
+	free(c->probe[0]);
+	free(c->probe[1]);
+}
+
+/* Free the removed nodes and close the gaps, keeping the live nodes' order. */
+static void
+fuse_compact(struct fuse_ctx *c)
+{
+	graph_t *g = c->g;
+	size_t n, kept = 0;
+
+	for (n = 0; n < g->nnodes; n++) {
+		if (c->dead[n]) {
+			free(g->nodes[n].name);
+			free(g->nodes[n].inputs);
+			free(g->nodes[n].outputs);
+			continue;
+		}
+		if (kept != n)
+			g->nodes[kept] = g->nodes[n];
+		kept++;
+	}
+	g->nnodes = kept;
+}
+
+/* Fuse with the daemon's shape inference. */
+int
+graph_fuse(graph_t *g, char **cause)
+{
+	return graph_fuse_shapes(g, graph_infer_shapes, cause);
+}
+
+/* Run every pass once, in the order that lets later ones see the earlier results. */
+int
+graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
+{
+	static int (*const passes[])(struct fuse_ctx *, char **) = {
+		fuse_pass_gelu, fuse_pass_layernorm, fuse_pass_batchnorm,
+		fuse_pass_bias, fuse_pass_residual, fuse_pass_act,
+	};
+	struct fuse_ctx c;
+	size_t i;
+	int rc = 0;
+
+	if (g == NULL || infer == NULL)
+		return error_set(cause, "graph fusion: no graph");
+	if (fuse_ctx_init(&c, g, infer, cause) < 0) {
+		fuse_ctx_free(&c);
+		return -1;
+	}
+	for (i = 0; i < sizeof passes / sizeof passes[0] && rc == 0; i++)
+		rc = passes[i](&c, cause);
+	fuse_compact(&c);
+	fuse_ctx_free(&c);
+	return rc < 0 ? -1 : c.rewrites;
+}
+
+/* Remove node n from the live graph (its memory is freed at compaction). */
+void
+fuse_kill(struct fuse_ctx *c, int n)
+{
+	struct graph_node *node = &c->g->nodes[n];
+	int k;
+
+	for (k = 0; k < node->ninputs; k++)
+		if (node->inputs[k] >= 0)
+			c->uses[node->inputs[k]]--;
+	for (k = 0; k < node->noutputs; k++)
+		if (node->outputs[k] >= 0 && c->producer[node->outputs[k]] == n)
+			c->producer[node->outputs[k]] = -1;
+	c->dead[n] = 1;
+}
+
+/* Move head into tail's slot, writing tail's first output. */
+void
+fuse_replace(struct fuse_ctx *c, int head, int tail)
+{
+	struct graph_node *h = &c->g->nodes[head], *t = &c->g->nodes[tail];
+	int out = t->outputs[0], k;
+
+	fuse_kill(c, tail);
+	free(t->name);
+	free(t->inputs);
+	free(t->outputs);
+	*t = *h;
+	memset(h, 0, sizeof *h);
+	c->dead[head] = 1;
+	c->dead[tail] = 0;
+	if (t->outputs[0] >= 0)
+		c->producer[t->outputs[0]] = -1;
+	t->outputs[0] = out;
+	for (k = 0; k < t->noutputs; k++)
+		if (t->outputs[k] >= 0)
+			c->producer[t->outputs[k]] = tail;
+	c->rewrites++;
+}
+
+/* Point input slot i of node n at tensor t. */
+int
+fuse_set_input(struct fuse_ctx *c, int n, int i, int t, char **cause)
+{
+	struct graph_node *node = &c->g->nodes[n];
+	int *grown, k;
+
+	if (i >= node->ninputs) {
+		if ((grown = realloc(node->inputs, (size_t)(i + 1) * sizeof *grown)) == NULL)
+			return error_set(cause, "graph fusion: out of memory");
+		for (k = node->ninputs; k <= i; k++)
+			grown[k] = -1;
+		node->inputs = grown;
+		node->ninputs = i + 1;
+	}
+	if (node->inputs[i] >= 0)
+		c->uses[node->inputs[i]]--;
+	node->inputs[i] = t;
+	if (t >= 0)
+		c->uses[t]++;
+	return 0;
+}
+
+/* Grow the per-tensor arrays to hold one more tensor. */
+static int
+fuse_grow(struct fuse_ctx *c, char **cause)
+{
+	graph_t *g = c->g;
+	struct graph_tensor *tensors;
+	size_t cap = c->cap * 2;
+	void *p;
+	int k;
+
+	if ((tensors = realloc(g->tensors, (g->ntensors + 1) * sizeof *tensors)) == NULL)
+		return error_set(cause, "graph fusion: out of memory");
+	g->tensors = tensors;
+	if (g->ntensors < c->cap)
+		return 0;
+	if ((p = realloc(c->producer, cap * sizeof *c->producer)) == NULL)
+		return error_set(cause, "graph fusion: out of memory");
+	c->producer = p;
+	if ((p = realloc(c->uses, cap * sizeof *c->uses)) == NULL)
+		return error_set(cause, "graph fusion: out of memory");
+	c->uses = p;
+	for (k = 0; k < 2 && c->probe[0] != NULL; k++) {
+		if ((p = realloc(c->probe[k], cap * sizeof *c->probe[k])) == NULL)
+			return error_set(cause, "graph fusion: out of memory");
+		c->probe[k] = p;
+	}
+	c->cap = cap;
+	return 0;
+}
+
+/* Append an owned FP32 constant named base + suffix. */
+int
+fuse_add_const(struct fuse_ctx *c, const char *base, const char *suffix,
+    int ndims, const int64_t *dims, float *data, char **cause)
+{
+	graph_t *g = c->g;
+	struct graph_tensor *t;
+	size_t len, elems = 1;
+	char *name;
+	int k, idx;
+
+	len = strlen(base != NULL ? base : "") + strlen(suffix) + 1;
+	if ((name = malloc(len)) == NULL || fuse_grow(c, cause) < 0) {
+		free(name);
+		free(data);
+		return error_set(cause, "graph fusion: out of memory");
+	}
+	snprintf(name, len, "%s%s", base != NULL ? base : "", suffix);
+	idx = (int)g->ntensors++;
+	t = &g->tensors[idx];
+	memset(t, 0, sizeof *t);
+	t->name = name;
+	t->dtype = GRAPH_DT_F32;
+	t->flags = GRAPH_TENSOR_CONST;
+	t->ndims = ndims;
+	for (k = 0; k < ndims; k++) {
+		t->dims[k] = dims[k];
+		elems *= (size_t)dims[k];
+	}
+	t->data = data;
+	t->nbytes = elems * sizeof(float);
+	t->owns_data = 1;
+	c->producer[idx] = -1;
+	c->uses[idx] = 0;
+	for (k = 0; k < 2 && c->probe[0] != NULL; k++) {
+		c->probe[k][idx].ndims = ndims;
+		memcpy(c->probe[k][idx].dims, dims, (size_t)ndims * sizeof *dims);
+	}
+	return idx;
+}
