@@ -104,3 +104,11 @@ EXTRA_DIST += tests/test_ipc_lib.sh
 # inferd-bench and bench-http-baseline against a private CPU daemon, both protocols.
 TESTS += tests/test_bench.sh
 dist_check_SCRIPTS += tests/test_bench.sh
+
+# --- deployment and packaging tests (packaging) ---
+# nginx in front of three daemons (one killed mid-run); conf/deploy checked without a cluster;
+# the Debian packages built, linted and (as root in CI) installed and used.
+DEPLOY_TESTS = tests/test_deploy_nginx.sh tests/test_deploy_yaml.sh
+TESTS += $(DEPLOY_TESTS)
+dist_check_SCRIPTS += $(DEPLOY_TESTS)
+EXTRA_DIST += tests/deploy_load.py tests/deploy_validate.py
