@@ -39,3 +39,9 @@ fashionmlpdir = $(pkgdatadir)/models/fashion-mlp
 dist_fashionmlp_DATA = conf/models/fashion-mlp/model.json conf/models/fashion-mlp/model.safetensors
 
 EXTRA_DIST += conf/inferd.service.in conf/inferd.sysusers conf/models/train_fashion_mlp.py
+
+# Debian packaging (dpkg-buildpackage -us -uc -b in the unpacked dist tarball).
+EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debian/source/format \
+	debian/not-installed debian/inferd.install debian/libinferd0.install \
+	debian/libinferd-dev.install debian/inferd-tools.install debian/inferd.docs \
+	debian/inferd.examples
