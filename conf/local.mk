@@ -22,8 +22,26 @@ conf/sysusers.d/inferd.conf: $(srcdir)/conf/inferd.sysusers
 	$(AM_V_GEN)cp $(srcdir)/conf/inferd.sysusers $@
 CLEANFILES += conf/inferd.service conf/sysusers.d/inferd.conf
 
+# Scale-out (docs/DEPLOY.md): the one-daemon-per-GPU unit template is installed beside
+# inferd.service; the nginx, KServe, container, Prometheus and Grafana files are examples.
+systemdsystemunit_DATA += conf/deploy/inferd@.service
+conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile
+	@$(MKDIR_P) conf/deploy
+	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+		$(srcdir)/conf/deploy/inferd@.service.in > $@.tmp && mv $@.tmp $@
+CLEANFILES += conf/deploy/inferd@.service
+EXTRA_DIST += conf/deploy/inferd@.service.in conf/deploy/inferd-upstream.conf \
+	conf/deploy/kserve-servingruntime.yaml conf/deploy/kserve-inferenceservice.yaml \
+	conf/deploy/Containerfile conf/deploy/prometheus.yml conf/deploy/grafana-dashboard.json
+
 # The demo model, served by the default model_repository.
 fashionmlpdir = $(pkgdatadir)/models/fashion-mlp
 dist_fashionmlp_DATA = conf/models/fashion-mlp/model.json conf/models/fashion-mlp/model.safetensors
 
 EXTRA_DIST += conf/inferd.service.in conf/inferd.sysusers conf/models/train_fashion_mlp.py
+
+# Debian packaging (dpkg-buildpackage -us -uc -b in the unpacked dist tarball).
+EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debian/source/format \
+	debian/not-installed debian/inferd.install debian/libinferd0.install \
+	debian/libinferd-dev.install debian/inferd-tools.install debian/inferd.docs \
+	debian/inferd.examples

@@ -141,3 +141,11 @@ tests_test_graph_fuse_SOURCES = tests/test_graph_fuse.c $(GRAPH_TEST_COMMON)
 tests_test_graph_fuse_LDADD = $(TEST_LDADD)
 tests_test_graph_plan_SOURCES = tests/test_graph_plan.c $(GRAPH_TEST_COMMON)
 tests_test_graph_plan_LDADD = $(TEST_LDADD)
+
+# --- deployment and packaging tests (packaging) ---
+# nginx in front of three daemons (one killed mid-run); conf/deploy checked without a cluster;
+# the Debian packages built, linted and (as root in CI) installed and used.
+DEPLOY_TESTS = tests/test_deploy_nginx.sh tests/test_deploy_yaml.sh tests/test_debian_package.sh
+TESTS += $(DEPLOY_TESTS)
+dist_check_SCRIPTS += $(DEPLOY_TESTS)
+EXTRA_DIST += tests/deploy_load.py tests/deploy_validate.py
