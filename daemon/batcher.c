@@ -77,37 +77,17 @@ struct batcher {
 	int shut;
 };
 
-static const char *status_names[] = {
-	"ok", "busy: the model's queue is full", "timed out waiting for inference",
-	"invalid request", "cancelled: the client went away",
-	"the server is shutting down", "internal error",
+#define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
+static const char *const status_names[] = {
+	INFERD_OUTCOME_MAP(BATCH_STATUS_TEXT)
 };
+#undef BATCH_STATUS_TEXT
 
 /* Human-readable text of a status. */
 const char *
 batch_status_str(enum batch_status s)
 {
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
-}
-
-/* Metrics reason of a failing status. */
-enum metrics_reason
-batch_status_reason(enum batch_status s)
-{
-	switch (s) {
-	case BATCH_ERR_BUSY:
-		return METRICS_REASON_BUSY;
-	case BATCH_ERR_TIMEOUT:
-		return METRICS_REASON_TIMEOUT;
-	case BATCH_ERR_INVALID:
-		return METRICS_REASON_INVALID;
-	case BATCH_ERR_CANCELLED:
-		return METRICS_REASON_CANCELLED;
-	case BATCH_ERR_SHUTDOWN:
-		return METRICS_REASON_SHUTDOWN;
-	default:
-		return METRICS_REASON_INTERNAL;
-	}
 }
 
 /* Monotonic microseconds. */
@@ -153,7 +133,7 @@ batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status 
 	if (st == BATCH_OK)
 		METRICS_ADD(q->mm->success, 1);
 	else
-		METRICS_ADD(q->mm->failure[batch_status_reason(st)], 1);
+		METRICS_ADD(q->mm->failure[(enum metrics_reason)st], 1);	/* same codes */
 	if (r != NULL && r->submit_us != 0)
 		METRICS_ADD(q->mm->request_us, now_us() - r->submit_us);
 }
@@ -442,7 +422,7 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 	s->launch_us = now_us();
 	if (launch_batch(q, s, &cause) != 0) {
 		LOG_ERROR("model '%s': batch of %d rows failed to launch: %s", q->model->name, s->rows, cause);
-		s->status = BATCH_ERR_INTERNAL;
+		s->status = BATCH_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
 	}
@@ -475,7 +455,7 @@ sched_main(void *arg)
 		expired = now >= q->next_deadline ? take_expired(q, now) : NULL;
 		if (expired != NULL) {
 			pthread_mutex_unlock(&q->lock);
-			finish_list(q, expired, BATCH_ERR_TIMEOUT, NULL);
+			finish_list(q, expired, BATCH_TIMEOUT, NULL);
 			pthread_mutex_lock(&q->lock);
 			continue;
 		}
@@ -536,7 +516,7 @@ account_batch(struct model_queue *q, struct batch_slot *s)
 		LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
 		free(cause);
-		return BATCH_ERR_INTERNAL;
+		return BATCH_INTERNAL;
 	}
 	if (device_event_elapsed_us(s->ev_compute0, s->ev_compute1, &compute_us, NULL) != 0)
 		compute_us = 0;
@@ -558,7 +538,7 @@ complete_batch(struct model_queue *q, struct batch_slot *s)
 	for (i = 0; i < s->nreqs; i++) {
 		if (st == BATCH_OK && device_event_sync(s->ev_out[i], &cause) != 0) {
 			LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
-			st = BATCH_ERR_INTERNAL;
+			st = BATCH_INTERNAL;
 			snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
 			free(cause);
 			cause = NULL;
@@ -862,7 +842,7 @@ batcher_client_close(batcher_t *b, batch_client_t *c)
 	pthread_mutex_unlock(&c->lock);
 	for (i = 0; i < b->nqueues; i++)
 		if (b->queues[i].batcher != NULL)
-			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_ERR_CANCELLED, NULL);
+			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_CANCELLED, NULL);
 	pthread_mutex_lock(&c->lock);
 	while (c->outstanding > 0)
 		pthread_cond_wait(&c->idle, &c->lock);
@@ -880,11 +860,11 @@ submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 {
 	if (req->client == NULL || req->done == NULL || req->input == NULL || req->output == NULL) {
 		error_set(cause, "request lacks client, buffers or completion");
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	if (req->rows < 1 || req->rows > q->model->max_batch_size) {
 		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, q->model->max_batch_size);
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	return BATCH_OK;
 }
@@ -898,18 +878,18 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 	uint64_t timeout = req->timeout_us;
 
 	if (q->stopping) {
-		error_set(cause, "%s", batch_status_str(BATCH_ERR_SHUTDOWN));
-		return BATCH_ERR_SHUTDOWN;
+		error_set(cause, "%s", batch_status_str(BATCH_SHUTDOWN));
+		return BATCH_SHUTDOWN;
 	}
 	if (q->queued >= cfg->max_queue_size) {
 		error_set(cause, "model '%s': queue is full (%zu requests waiting)", q->model->name, q->queued);
-		return BATCH_ERR_BUSY;
+		return BATCH_BUSY;
 	}
 	pthread_mutex_lock(&req->client->lock);
 	if (req->client->closing) {
 		pthread_mutex_unlock(&req->client->lock);
 		error_set(cause, "client is closing");
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	req->client->outstanding++;
 	pthread_mutex_unlock(&req->client->lock);
@@ -943,7 +923,7 @@ batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
 
 	if (q == NULL) {
 		error_set(cause, "model '%s' is not served", m->name);
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	st = submit_check(q, req, cause);
 	if (st == BATCH_OK) {

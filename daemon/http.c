@@ -181,7 +181,7 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (n >= 0) {
-		body = kserve_encode_error(msg, &len);
+		body = kserve_encode_error(msg, &len, NULL);	/* NULL: the fixed 500 body */
 		free(msg);
 	}
 	return http_reply(req, status, body, len, HTTP_TYPE_JSON,
@@ -190,11 +190,18 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 
 #define http_error(req, status, ...) http_error_allow((req), (status), NULL, __VA_ARGS__)
 
-/* Answer 200 with a JSON body (NULL: out of memory, answered 500). */
+/* Answer 200 with a JSON body; a body that failed to encode (NULL, *cause) is a 500. */
 static enum MHD_Result
-http_json(struct http_request *req, char *body, size_t len)
+http_json(struct http_request *req, char *body, size_t len, char *cause)
 {
-	return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL, NULL);
+	enum MHD_Result ret;
+
+	if (body != NULL)
+		return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL, NULL);
+	ret = http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s",
+	    cause != NULL ? cause : "out of memory");
+	free(cause);
+	return ret;
 }
 
 /* Count a request of model name that failed before reaching the batcher. */
@@ -207,28 +214,16 @@ http_count_failure(http_server_t *srv, const char *name, enum metrics_reason rea
 		METRICS_ADD(mm->failure[reason], 1);
 }
 
-/*
- * The HTTP status of a batcher outcome, as Triton maps its errors: a full
- * queue, an expired timeout ("Request timeout expired" is UNAVAILABLE in
- * Triton's dynamic batcher) and shutdown are 503; bad input and a
- * cancelled request are 400; a device failure is 500.
- */
+/* The HTTP status of a batcher outcome: the HTTP column of inferd_outcome.h. */
 static unsigned int
 http_status_of(enum batch_status st)
 {
-	switch (st) {
-	case BATCH_OK:
-		return MHD_HTTP_OK;
-	case BATCH_ERR_BUSY:
-	case BATCH_ERR_TIMEOUT:
-	case BATCH_ERR_SHUTDOWN:
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	case BATCH_ERR_INVALID:
-	case BATCH_ERR_CANCELLED:
-		return MHD_HTTP_BAD_REQUEST;
-	default:
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
+#define HTTP_STATUS_OF(name, code, err, http, label, text, ctext) [code] = http,
+	static const unsigned int status[] = { INFERD_OUTCOME_MAP(HTTP_STATUS_OF) };
+#undef HTTP_STATUS_OF
+
+	return (unsigned)st < sizeof status / sizeof status[0] ? status[st] :
+	    MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 /* Parse the rest of /v2/models/{m}...; NULL when the path names nothing. */
@@ -446,7 +441,7 @@ http_answer(struct http_request *req, char *body, size_t len, size_t hlen)
 	char value[32];
 
 	if (!req->binary_output)
-		return http_json(req, body, len);
+		return http_json(req, body, len, NULL);
 	snprintf(value, sizeof value, "%zu", hlen);
 	return http_reply(req, MHD_HTTP_OK, body, len, KSERVE_TYPE_BINARY, KSERVE_HEADER_LENGTH,
 	    value);
@@ -474,7 +469,8 @@ http_answer_infer(struct http_request *req)
 	req->slot = NULL;
 	if (body != NULL)
 		return http_answer(req, body, len, hlen);
-	ret = http_error(req, MHD_HTTP_BAD_REQUEST, "model '%s': %s", m->name, cause);
+	/* The request was good and ran: failing to encode its answer is ours, a 500. */
+	ret = http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "model '%s': %s", m->name, cause);
 	free(cause);
 	return ret;
 }
@@ -671,18 +667,18 @@ http_model_get(struct http_request *req)
 	enum MHD_Result ret = MHD_NO;
 	const model_t *m;
 	size_t len = 0;
-	char *body;
+	char *body, *cause = NULL;
 
 	if (req->route == ROUTE_MODEL_READY) {
 		if (http_url_model(req, MHD_HTTP_BAD_REQUEST, &ret) == NULL)
 			return ret;
-		body = kserve_encode_flag("ready", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("ready", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	}
 	if ((m = http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret)) == NULL)
 		return ret;
-	body = kserve_encode_model_metadata(m, &len);
-	return http_json(req, body, len);
+	body = kserve_encode_model_metadata(m, &len, &cause);
+	return http_json(req, body, len, cause);
 }
 
 /* GET /metrics in Prometheus text format. */
@@ -702,7 +698,7 @@ http_dispatch(struct http_request *req)
 {
 	http_server_t *srv = req->srv;
 	size_t len = 0;
-	char *body;
+	char *body, *cause = NULL;
 
 	if (req->too_large)
 		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds "
@@ -711,19 +707,19 @@ http_dispatch(struct http_request *req)
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
 	switch (req->route) {
 	case ROUTE_LIVE:
-		body = kserve_encode_flag("live", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("live", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_READY:
 		if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
 			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
-		body = kserve_encode_flag("ready", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("ready", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_SERVER:
-		body = kserve_encode_server_metadata(&len);
-		return http_json(req, body, len);
+		body = kserve_encode_server_metadata(&len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_INDEX:
-		body = kserve_encode_repository_index(srv->ctx.repo, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_repository_index(srv->ctx.repo, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_MODEL:
 	case ROUTE_MODEL_READY:
 		return http_model_get(req);

@@ -1,5 +1,8 @@
 # daemon/local.mk: the daemon's core library (shared with the tests) and the inferd program.
 
+# Only the daemon, its tests and the in-process bench tool see daemon/'s headers.
+DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+
 noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
@@ -19,6 +22,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
 	include/inferd.h include/inferd_wire.h
+daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 
 # Everything a program linking the core library needs.
@@ -41,5 +45,6 @@ EXTRA_DIST += daemon/device_cuda.cu
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c
+inferd_CPPFLAGS = $(DAEMON_CPPFLAGS)
 inferd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
 inferd_LDADD = $(INFERD_CORE_LIBS)

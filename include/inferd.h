@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inferd_outcome.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,26 +58,33 @@ extern "C" {
 /* The socket the daemon listens on by default. */
 #define INFERD_DEFAULT_SOCKET "/run/inferd/inferd.sock"
 
-/* Error codes: all negative. */
+/*
+ * Error codes: all negative.  The library's own failures are listed here;
+ * the ways a request can end (INFERD_EBUSY .. INFERD_EINTERNAL, and
+ * INFERD_OK) come from inferd_outcome.h's table.  Values never change.
+ */
+#define INFERD_LOCAL_ERROR_MAP(X)						\
+	X(EINVAL, -1, "invalid argument")	/* a bad argument */		\
+	X(ENOMEM, -2, "out of memory")		/* in this process */		\
+	X(ESYS, -3, "system call failed")	/* see inferd_last_error */	\
+	X(ECONNECT, -4, "cannot connect to the daemon")				\
+	X(EPROTO, -5, "protocol error")		/* unexpected protocol or version */ \
+	X(EDENIED, -6, "not allowed to connect")	/* this user */		\
+	X(EREFUSED, -7, "connection refused by the daemon") /* too many clients, or the region */ \
+	X(ECLOSED, -8, "connection closed by the daemon")			\
+	X(ENOMODEL, -9, "no such model")					\
+	X(ENOSPACE, -10, "no space left in the shared region")			\
+	X(EAGAIN, -11, "try again")	/* rings full, or no reply in time */
+
+#define INFERD__LOCAL_ENUM(name, value, text) INFERD_##name = (value),
+#define INFERD__OUTCOME_ENUM(name, code, err, http, label, text, ctext) \
+	INFERD_##err = INFERD_OUTCOME_ERROR(code),
 enum inferd_error {
-	INFERD_EINVAL = -1,		/* a bad argument */
-	INFERD_ENOMEM = -2,		/* out of memory in this process */
-	INFERD_ESYS = -3,		/* a system call failed (see inferd_last_error) */
-	INFERD_ECONNECT = -4,		/* cannot reach the daemon's socket */
-	INFERD_EPROTO = -5,		/* the daemon spoke an unexpected protocol or version */
-	INFERD_EDENIED = -6,		/* this user is not allowed to connect */
-	INFERD_EREFUSED = -7,		/* too many clients, or the daemon refused the region */
-	INFERD_ECLOSED = -8,		/* the daemon closed the connection */
-	INFERD_ENOMODEL = -9,		/* no such model */
-	INFERD_ENOSPACE = -10,		/* the region has no free block that large */
-	INFERD_EAGAIN = -11,		/* the rings are full, or the daemon did not reply in time */
-	INFERD_EBUSY = -12,		/* the model's queue is full: retry later */
-	INFERD_ETIMEDOUT = -13,		/* the request waited longer than its timeout */
-	INFERD_EREQUEST = -14,		/* the daemon found the request invalid */
-	INFERD_ECANCELLED = -15,	/* the request was cancelled */
-	INFERD_ESHUTDOWN = -16,		/* the daemon is shutting down */
-	INFERD_EINTERNAL = -17,		/* the daemon failed (device error) */
+	INFERD_LOCAL_ERROR_MAP(INFERD__LOCAL_ENUM)
+	INFERD_OUTCOME_MAP(INFERD__OUTCOME_ENUM)
 };
+#undef INFERD__LOCAL_ENUM
+#undef INFERD__OUTCOME_ENUM
 
 /* A connection to the daemon: opaque. */
 typedef struct inferd_conn inferd_conn_t;

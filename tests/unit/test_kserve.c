@@ -16,7 +16,7 @@
 static model_t model;
 static float buf[ROWS_MAX * IN_ELEMS];
 
-/* The hand-described model of tests/kserve_fixture.h. */
+/* The hand-described model of tests/helpers/kserve_fixture.h. */
 static void
 make_model(void)
 {
@@ -328,29 +328,29 @@ test_metadata(void)
 	json_t *v;
 	size_t len;
 
-	v = reparse(kserve_encode_model_metadata(&model, &len), "model metadata");
+	v = reparse(kserve_encode_model_metadata(&model, &len, NULL), "model metadata");
 	CHECK(equal_free(v, json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[iii]}], s:[{s:s, s:s, s:[ii]}]}",
 	    "name", "tiny", "versions", "1", "platform", KSERVE_PLATFORM,
 	    "inputs", "name", "input", "datatype", "FP32", "shape", -1, 2, 3,
 	    "outputs", "name", "out", "datatype", "FP32", "shape", -1, 2)), "model metadata");
 	json_decref(v);
-	v = reparse(kserve_encode_server_metadata(&len), "server metadata");
+	v = reparse(kserve_encode_server_metadata(&len, NULL), "server metadata");
 	CHECK(strcmp(json_string_value(json_object_get(v, "name")), "inferd") == 0 &&
 	    strcmp(json_string_value(json_object_get(v, "version")), PACKAGE_VERSION) == 0 &&
 	    equal_free(json_object_get(v, "extensions"), json_pack("[s]", "binary_tensor_data")),
 	    "server metadata: extensions");
 	json_decref(v);
-	v = reparse(kserve_encode_repository_index(&repo, &len), "index");
+	v = reparse(kserve_encode_repository_index(&repo, &len, NULL), "index");
 	CHECK(json_array_size(v) == 2 &&
 	    strcmp(json_string_value(json_object_get(json_array_get(v, 0), "state")), "READY") == 0 &&
 	    strcmp(json_string_value(json_object_get(json_array_get(v, 1), "name")), "broken?") == 0 &&
 	    strcmp(json_string_value(json_object_get(json_array_get(v, 1), "reason")),
 	    "model.json: bad \x01 op") == 0, "index");
 	json_decref(v);
-	v = reparse(kserve_encode_error("bad \xc3\x28 byte", &len), "error");
+	v = reparse(kserve_encode_error("bad \xc3\x28 byte", &len, NULL), "error");
 	CHECK(strcmp(json_string_value(json_object_get(v, "error")), "bad ?( byte") == 0, "error text");
 	json_decref(v);
-	v = reparse(kserve_encode_flag("live", 1, &len), "flag");
+	v = reparse(kserve_encode_flag("live", 1, &len, NULL), "flag");
 	CHECK(json_is_true(json_object_get(v, "live")), "flag");
 	json_decref(v);
 }

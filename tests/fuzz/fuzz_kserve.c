@@ -27,7 +27,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The model bodies are decoded against (tests/kserve_fixture.h). */
+/* The model bodies are decoded against (tests/helpers/kserve_fixture.h). */
 static const model_t *
 fuzz_model(void)
 {

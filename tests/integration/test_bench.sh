@@ -1,16 +1,18 @@
 #!/bin/sh
 # test_bench.sh: inferd-bench against a private daemon on the CPU, over shm and HTTP, and
-# against bench-http-baseline; checks the JSON reports hold together and that refusals,
-# usage errors and --limits without CUDA give the documented exit statuses.  A behaviour
+# against bench-http-baseline; inferd-bench-engine's --engine and --limits; checks the JSON
+# reports hold together and that refusals, usage errors and --limits without CUDA give the
+# documented exit statuses.  A behaviour
 # test: no figure is asserted beyond what any working run must show.
 set -u
 : "${top_srcdir:?run through make check}" "${top_builddir:?run through make check}"
 
-PY=/usr/bin/python3
-bench=$top_builddir/client/inferd-bench
-baseline=$top_builddir/client/bench-http-baseline
+PY=${PYTHON3:-/usr/bin/python3}
+bench=$top_builddir/client/bench/inferd-bench
+engine=$top_builddir/client/bench/inferd-bench-engine
+baseline=$top_builddir/client/bench/bench-http-baseline
 [ -x "$PY" ] || { echo "SKIP: no $PY to read the JSON reports"; exit 77; }
-for f in "$top_builddir/inferd" "$bench" "$baseline"; do
+for f in "$top_builddir/inferd" "$bench" "$engine" "$baseline"; do
 	[ -x "$f" ] || { echo "no $f"; exit 99; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/inferd-bench-test.XXXXXX") || exit 99
@@ -50,6 +52,12 @@ wait_path() {
 # Run inferd-bench; stdout in $tmp/out, stderr in $tmp/err, status in $rc.
 run_bench() {
 	"$bench" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+# run_engine ARGS...: inferd-bench-engine, output in $tmp/out and $tmp/err, status in $rc.
+run_engine() {
+	"$engine" "$@" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 }
 
@@ -182,8 +190,9 @@ for args in "--protocol=http" "--protocol=udp --url=$url" "--url=ftp://x" "--con
 	[ $rc -eq 2 ] || fail "inferd-bench $args exited $rc, expected 2"
 done
 
-# --engine times the backend alone, with no daemon: one JSON object with coherent figures.
-run_bench --json --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.3 --warmup=0.05
+# inferd-bench-engine --engine times the backend alone, with no daemon: one JSON object
+# with coherent figures.
+run_engine --json --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.3 --warmup=0.05
 [ $rc -eq 0 ] || fail "--engine exited $rc"
 "$PY" - "$tmp/out" <<'EOF' || fail "--engine report"
 import json, sys
@@ -192,16 +201,39 @@ assert r["mode"] == "engine" and r["rows"] == 4 and r["model"] == "fashion-mlp",
 assert r["batches"] > 0 and abs(r["rows_per_s"] - r["batches"] * 4 / r["duration_s"]) < 1e-6 * r["rows_per_s"] + 1, r
 assert 0 < r["batch_us"]["p50"] <= r["batch_us"]["p99"], r
 EOF
-run_bench --engine="$tmp/no-such-model" --duration=0.1
+run_engine --engine="$tmp/no-such-model" --duration=0.1
 [ $rc -eq 1 ] && grep -q "no-such-model" "$tmp/err" || fail "--engine on a missing model: exit $rc"
-run_bench --engine="$top_srcdir/conf/models/fashion-mlp" --socket="$tmp/sock"
+run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --socket="$tmp/sock"
 [ $rc -eq 2 ] || fail "--engine with --socket: exit $rc, expected 2"
+run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --limits
+[ $rc -eq 2 ] || fail "--engine with --limits: exit $rc, expected 2"
+# The installed inferd-bench has no in-process modes: it does not link the engine.
+run_bench --engine="$top_srcdir/conf/models/fashion-mlp"
+[ $rc -eq 2 ] || fail "inferd-bench --engine: exit $rc, expected 2"
 
 # --limits needs a CUDA build: without one it says so and exits 2.
 if "$top_builddir/inferd" --version | grep -q '^cuda: no'; then
-	run_bench --limits
+	run_engine --limits
 	[ $rc -eq 2 ] && grep -q "CUDA" "$tmp/err" || fail "--limits without CUDA: exit $rc"
 fi
+
+# --limits-from reads a limits report and adds it and the ratios to the run's report.
+cat >"$tmp/limits.json" <<'EOF'
+{"limits":{"device":"test-device","copy_bytes":3136,"copy_runs":5,"pinned_h2d_gbps":10.0,"pinned_d2h_gbps":10.0,"pageable_h2d_gbps":5.0,"registered_h2d_gbps":8.0,"floor_p50_us":10.0,"floor_p99_us":20.0,"floor_runs":100}}
+EOF
+bench_args="--limits-from"
+bench_ok --socket="$tmp/sock" --requests=20 --warmup=0 --limits-from="$tmp/limits.json"
+"$PY" - "$tmp/out" <<'EOF' || fail "--limits-from report: $(cat "$tmp/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["limits"]["device"] == "test-device" and r["limits"]["copy_bytes"] == 3136, r["limits"]
+assert abs(r["ratios"]["registered_over_pinned_h2d"] - 0.8) < 1e-9, r["ratios"]
+p50 = r["latency_us"]["p50"]
+assert abs(r["ratios"]["p50_over_floor_p50"] - p50 / 10.0) < 1e-6 * p50, r
+EOF
+echo '{"limits":{"device":"x"}}' >"$tmp/bad-limits.json"
+run_bench --socket="$tmp/sock" --requests=5 --warmup=0 --limits-from="$tmp/bad-limits.json"
+[ $rc -eq 1 ] && grep -q "not a limits report" "$tmp/err" || fail "a bad limits file: exit $rc"
 
 # The summary script reads reports as the sweeps write them.
 mkdir "$tmp/results"

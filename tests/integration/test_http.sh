@@ -4,7 +4,7 @@
 #
 # The checks live in http_client.py; to run them against a daemon you started yourself (under gdb,
 # say) on a repository made by "http_client.py setup-repo DIR conf/models/fashion-mlp":
-#   python3 tests/http_client.py endpoints --url http://127.0.0.1:PORT --example docs/examples/fashion-request.json
+#   python3 tests/helpers/http_client.py endpoints --url http://127.0.0.1:PORT --example docs/examples/fashion-request.json
 set -u
 
 PY=/usr/bin/python3
@@ -14,7 +14,7 @@ if [ ! -x "$PY" ]; then
 fi
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir}"
-client="$top_srcdir/tests/http_client.py"
+client="$top_srcdir/tests/helpers/http_client.py"
 example="$top_srcdir/docs/examples/fashion-request.json"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/inferd-http.XXXXXX") || exit 1

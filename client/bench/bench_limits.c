@@ -1,7 +1,7 @@
 /*
  * bench_limits.c: what the device itself can do, measured in the bench's
  * own process through the device layer — the copy bandwidths and the
- * smallest round trip that inferd's results are divided by (DESIGN §8).
+ * smallest round trip that inferd's results are divided by.
  */
 #include "config.h"
 

@@ -1,4 +1,4 @@
-/* libinferd.c: connecting to the daemon, the control conversation, model metadata, errors. */
+/* libinferd.c: connecting to the daemon, the control conversation, model metadata. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,66 +20,6 @@
 #define INFERD_DEFAULT_SQ 256u
 #define INFERD_DEFAULT_TIMEOUT_MS 10000
 
-/* The detailed message of the last failure on this thread. */
-static _Thread_local char inferd_error_text[512];
-
-/* Record a failure's message for inferd_last_error(); returns code. */
-int
-inferd__fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(inferd_error_text, sizeof inferd_error_text, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-/* The daemon is gone: remember it and say so. */
-int
-inferd__closed(inferd_conn_t *c)
-{
-	c->closed = 1;
-	return inferd__fail(INFERD_ECLOSED, "the daemon closed the connection");
-}
-
-/* The text of an error code. */
-const char *
-inferd_strerror(int code)
-{
-	static const char *const text[] = {
-		"success",
-		"invalid argument",
-		"out of memory",
-		"system call failed",
-		"cannot connect to the daemon",
-		"protocol error",
-		"not allowed to connect",
-		"connection refused by the daemon",
-		"connection closed by the daemon",
-		"no such model",
-		"no space left in the shared region",
-		"try again",
-		"the model's queue is full",
-		"request timed out",
-		"invalid request",
-		"request cancelled",
-		"the daemon is shutting down",
-		"internal error in the daemon",
-	};
-
-	if (code > 0 || -code >= (int)(sizeof text / sizeof text[0]))
-		return "unknown error";
-	return text[-code];
-}
-
-/* The detailed message of the last failure on this thread. */
-const char *
-inferd_last_error(void)
-{
-	return inferd_error_text;
-}
-
 /* The library version. */
 const char *
 inferd_version(void)
@@ -91,13 +31,11 @@ inferd_version(void)
 static int
 inferd_remaining(int64_t deadline)
 {
-	struct timespec ts;
 	int64_t now;
 
 	if (deadline < 0)
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	now = inferd__now_ms();
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
@@ -105,12 +43,9 @@ inferd_remaining(int64_t deadline)
 static int64_t
 inferd_deadline(int timeout_ms)
 {
-	struct timespec ts;
-
 	if (timeout_ms < 0)
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
+	return inferd__now_ms() + timeout_ms;
 }
 
 /* Read exactly len bytes before the deadline. */

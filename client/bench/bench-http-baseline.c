@@ -1,6 +1,6 @@
 /*
  * bench-http-baseline.c: the bar inferd's HTTP front end is measured against
- * (DESIGN §8): a bare libmicrohttpd + jansson server, threaded as
+ * (docs/BENCHMARKS.md): a bare libmicrohttpd + jansson server, threaded as
  * daemon/http.c is (internal polling thread, epoll, a thread pool), that
  * buffers each POST body, parses it, walks inputs[0].data counting numbers
  * and answers a small fixed JSON of 10 floats without any inference.

@@ -39,7 +39,7 @@ start_daemon() {
 		>>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	i=0
-	until [ -s "$tmp/port" ] && "$top_builddir/client/inferctl" --socket="$sock" health >/dev/null 2>&1; do
+	until [ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1; do
 		i=$((i + 1))
 		[ $i -le 300 ] || fail "the daemon did not come up within 30 s"
 		kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon exited at start"

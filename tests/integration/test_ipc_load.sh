@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked.
-. "$top_srcdir/tests/test_ipc_lib.sh"
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon
 
@@ -28,7 +28,7 @@ PYEOF
 fds_before=$(daemon_fds)
 pids=
 for i in $(seq 1 16); do
-	"$top_builddir/tests/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 1000 16 "$i" \
+	"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 1000 16 "$i" \
 		>"$tmp/client$i.log" 2>&1 &
 	pids="$pids $!"
 done

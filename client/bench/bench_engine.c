@@ -1,5 +1,5 @@
 /*
- * bench_engine.c: inferd-bench --engine=DIR, the backend alone: one model run
+ * bench_engine.c: inferd-bench-engine --engine=DIR, the backend alone: one model run
  * in this process on --device, batch after batch, no IPC, no HTTP, no
  * batcher.  This is the figure to put beside PyTorch's raw model time
  * (client/bench/torch_peer.py): same model, same batch size, same machine.
@@ -123,13 +123,13 @@ bench_engine(const struct bench_settings *set)
 	int rc;
 
 	if (device_open(set->engine_device, &dev, &cause) != 0) {
-		fprintf(stderr, "inferd-bench: %s\n", cause);
+		fprintf(stderr, "inferd-bench-engine: %s\n", cause);
 		free(cause);
 		return 1;
 	}
 	rc = engine_measure(set, dev, &cause);
 	if (rc != 0) {
-		fprintf(stderr, "inferd-bench: --engine: %s\n", cause);
+		fprintf(stderr, "inferd-bench-engine: --engine: %s\n", cause);
 		free(cause);
 	}
 	device_close(dev);

@@ -11,4 +11,4 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 # The driver bounds every wait and kills the daemons it started.
-timeout 300 "$python" "${top_srcdir:?}/tests/lifecycle_driver.py" "$inferd" "$top_srcdir" "$tmp"
+timeout 300 "$python" "${top_srcdir:?}/tests/helpers/lifecycle_driver.py" "$inferd" "$top_srcdir" "$tmp"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""http_client.py: drives inferd's KServe v2 HTTP API for tests/test_http.sh (stdlib only).
+"""http_client.py: drives inferd's KServe v2 HTTP API for tests/integration/test_http.sh (stdlib only).
 
 Subcommands:
   setup-repo DIR MODEL_DIR   write the test repository: fashion-mlp, fashion-slow (the same

@@ -371,9 +371,9 @@ test_timeout(void)
 	clamped->req.timeout_us = 60000000;
 	submit_ok(&e, r);
 	submit_ok(&e, clamped);
-	CHECK(wait_done(r) == 0 && r->status == BATCH_ERR_TIMEOUT && strstr(r->error, "timed out") != NULL,
+	CHECK(wait_done(r) == 0 && r->status == BATCH_TIMEOUT && strstr(r->error, "timed out") != NULL,
 	    "status %d error '%s'", r->status, r->error);
-	CHECK(wait_done(clamped) == 0 && clamped->status == BATCH_ERR_TIMEOUT, "long timeout not clamped: %d", clamped->status);
+	CHECK(wait_done(clamped) == 0 && clamped->status == BATCH_TIMEOUT, "long timeout not clamped: %d", clamped->status);
 	CHECK(e.metrics.models[0].failure[METRICS_REASON_TIMEOUT] == 2, "timeouts counted %llu",
 	    (unsigned long long)e.metrics.models[0].failure[METRICS_REASON_TIMEOUT]);
 	result_free(r);
@@ -397,13 +397,13 @@ test_queue_full_and_cancel(void)
 	for (i = 0; i < 4; i++)
 		submit_ok(&e, r[i] = result_new(c, 1));
 	r[4] = result_new(c, 1);
-	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_ERR_BUSY && strstr(cause, "full") != NULL,
+	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_BUSY && strstr(cause, "full") != NULL,
 	    "fifth request not refused as busy: %s", cause);
 	r[4]->req.rows = 9;
-	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_ERR_INVALID, "9 rows accepted with max 8");
+	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_INVALID, "9 rows accepted with max 8");
 	batcher_client_close(e.b, c);
 	for (i = 0; i < 4; i++) {
-		CHECK(r[i]->done && r[i]->status == BATCH_ERR_CANCELLED, "request %d: status %d", i, r[i]->status);
+		CHECK(r[i]->done && r[i]->status == BATCH_CANCELLED, "request %d: status %d", i, r[i]->status);
 		result_free(r[i]);
 	}
 	result_free(r[4]);
@@ -463,7 +463,7 @@ test_shutdown_drains(void)
 		submit_ok(&e, r[i] = result_new(c, 1));
 	batcher_shutdown(e.b);
 	late = result_new(c, 1);
-	CHECK(batcher_submit(e.b, e.m, &late->req, &cause) == BATCH_ERR_SHUTDOWN, "submit after shutdown accepted");
+	CHECK(batcher_submit(e.b, e.m, &late->req, &cause) == BATCH_SHUTDOWN, "submit after shutdown accepted");
 	for (i = 0; i < 3; i++) {
 		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "queued request %d not run at shutdown", i);
 		result_free(r[i]);

@@ -48,28 +48,6 @@ inferd_fd(inferd_conn_t *c)
 	return c != NULL ? c->doorbell_fd : INFERD_EINVAL;
 }
 
-/* The library code of a wire status. */
-static int
-inferd_status_code(int32_t status)
-{
-	switch (status) {
-	case INFERD_WIRE_OK:
-		return 0;
-	case INFERD_WIRE_BUSY:
-		return INFERD_EBUSY;
-	case INFERD_WIRE_TIMEOUT:
-		return INFERD_ETIMEDOUT;
-	case INFERD_WIRE_INVALID:
-		return INFERD_EREQUEST;
-	case INFERD_WIRE_CANCELLED:
-		return INFERD_ECANCELLED;
-	case INFERD_WIRE_SHUTDOWN:
-		return INFERD_ESHUTDOWN;
-	default:
-		return INFERD_EINTERNAL;
-	}
-}
-
 /* Which check an invalid request failed, as the daemon reported it. */
 static const char *
 inferd_detail_text(uint32_t detail)
@@ -208,12 +186,12 @@ inferd_reap(inferd_conn_t *c)
 		n++;
 		if (rec->sync) {
 			rec->done = 1;
-			rec->status = inferd_status_code(e.status);
+			rec->status = inferd__status_code(e.status);
 			rec->detail = e.detail;
 			continue;
 		}
 		c->stash[(c->stash_head + c->nstash) % c->cq_entries] =
-		    (struct inferd_completion){ rec->user_data, inferd_status_code(e.status) };
+		    (struct inferd_completion){ rec->user_data, inferd__status_code(e.status) };
 		c->nstash++;
 		rec->used = 0;
 		rec->next_free = c->free_record;
@@ -257,16 +235,6 @@ inferd_sleep(inferd_conn_t *c, int timeout_ms)
 	return r;
 }
 
-/* Milliseconds since an arbitrary start, monotonic. */
-static int64_t
-inferd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Hand stashed completions to the caller. */
 static unsigned
 inferd_unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
@@ -285,7 +253,7 @@ inferd_unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
 int
 inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : inferd_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : inferd__now_ms() + timeout_ms;
 	int r, left;
 
 	if (c == NULL || out == NULL || max == 0)
@@ -297,7 +265,7 @@ inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int t
 			return (int)inferd_unstash(c, out, max);
 		if (c->closed)
 			return inferd__closed(c);
-		left = deadline < 0 ? -1 : (int)(deadline - inferd_now_ms());
+		left = deadline < 0 ? -1 : (int)(deadline - inferd__now_ms());
 		if (deadline >= 0 && left <= 0)
 			return 0;
 		if ((r = inferd_sleep(c, left)) < 0)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_ipc_compare.sh: shared-memory answers equal HTTP answers bit for bit (CPU backend);
 # inferctl over shm and HTTP, the example program, and libinferd's own error checks.
-. "$top_srcdir/tests/test_ipc_lib.sh"
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon
 
@@ -47,12 +47,12 @@ with open(tmp + "/image.raw", "wb") as f:
 PYEOF
 
 staged_before=$(metric inferd_staged_bytes_total)
-"$top_builddir/tests/ipc_client" "$sock" seq "$tmp/in.bin" "$tmp/shm.bin" 1 3 7 || fail "shm requests"
+"$top_builddir/tests/helpers/ipc_client" "$sock" seq "$tmp/in.bin" "$tmp/shm.bin" 1 3 7 || fail "shm requests"
 cmp "$tmp/http.bin" "$tmp/shm.bin" || fail "shm and HTTP outputs differ"
 echo "ok: 11 rows in 3 requests: shm == HTTP, bit for bit"
 [ "$(metric inferd_staged_bytes_total)" = "$staged_before" ] || fail "the shm path staged bytes"
 
-ctl="$top_builddir/client/inferctl"
+ctl="$top_builddir/client/tools/inferctl"
 "$ctl" --socket="$sock" health | grep -q '^ok' || fail "inferctl health"
 [ "$("$ctl" --socket="$sock" models)" = "fashion-mlp" ] || fail "inferctl models"
 "$ctl" --socket="$sock" model fashion-mlp >"$tmp/model.txt" || fail "inferctl model"
@@ -73,9 +73,9 @@ printf 'abc' >"$tmp/bad.raw"
 "$ctl" --socket="$tmp/nothing.sock" health 2>/dev/null && fail "inferctl: health without a daemon"
 echo "ok: inferctl over shm and HTTP"
 
-"$top_builddir/client/example" "$sock" >"$tmp/example.txt" || fail "example: $(cat "$tmp/example.txt")"
+"$top_builddir/client/examples/example" "$sock" >"$tmp/example.txt" || fail "example: $(cat "$tmp/example.txt")"
 [ "$(grep -c '^async' "$tmp/example.txt")" -eq 4 ] || fail "example: not 4 async results"
-"$top_builddir/tests/ipc_client" "$sock" errors || fail "libinferd error checks"
+"$top_builddir/tests/helpers/ipc_client" "$sock" errors || fail "libinferd error checks"
 echo "ok: example and libinferd errors"
 
 wait_for daemon_regions 0

@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "bench.h"
-#include "error.h"
+#include "tool_error.h"
 
 /* The protocol's name in reports. */
 static const char *
@@ -63,7 +63,7 @@ bench_report_limits_text(FILE *f, const struct bench_limits *l)
 	    l->floor_p50_us, l->floor_p99_us, l->floor_runs);
 }
 
-/* The ratios of the run to the limits, as DESIGN §8 states its targets. */
+/* The ratios of the run to the limits: each figure as a fraction of what the device allows. */
 static void
 report_ratios_text(FILE *f, const struct bench_result *res)
 {
@@ -228,10 +228,43 @@ bench_report_json(FILE *f, const struct bench_run *r, const struct bench_result 
 		o = NULL;
 	}
 	if (o == NULL)
-		return error_set(cause, "out of memory building the JSON report");
+		return tool_error_set(cause, "out of memory building the JSON report");
 	bad = json_dumpf(o, f, JSON_COMPACT | JSON_REAL_PRECISION(9)) != 0 || fputc('\n', f) == EOF;
 	json_decref(o);
 	if (bad)
-		return error_set(cause, "writing the JSON report failed");
+		return tool_error_set(cause, "writing the JSON report failed");
+	return 0;
+}
+
+/* Read the limits from the JSON inferd-bench-engine --limits --json wrote; -1 with *cause. */
+int
+bench_report_limits_read(const char *path, struct bench_limits *l, char **cause)
+{
+	json_error_t jerr;
+	json_int_t copy_bytes = 0;
+	const char *device = NULL;
+	json_t *root;
+	int bad;
+
+	memset(l, 0, sizeof *l);
+	if ((root = json_load_file(path, 0, &jerr)) == NULL)
+		return tool_error_set(cause, "%s: %s (line %d)", path, jerr.text, jerr.line);
+	bad = json_unpack_ex(root, &jerr, 0, "{s:{s:s, s:I, s:i, s:F, s:F, s:F, s:F, s:F, s:F, s:i}}",
+	    "limits", "device", &device, "copy_bytes", &copy_bytes, "copy_runs", &l->copy_runs,
+	    "pinned_h2d_gbps", &l->pinned_h2d_gbps, "pinned_d2h_gbps", &l->pinned_d2h_gbps,
+	    "pageable_h2d_gbps", &l->pageable_h2d_gbps, "registered_h2d_gbps", &l->registered_h2d_gbps,
+	    "floor_p50_us", &l->floor_p50_us, "floor_p99_us", &l->floor_p99_us,
+	    "floor_runs", &l->floor_runs) != 0;
+	if (!bad && copy_bytes <= 0) {
+		bad = 1;
+		snprintf(jerr.text, sizeof jerr.text, "copy_bytes must be positive");
+	}
+	if (!bad) {
+		snprintf(l->device, sizeof l->device, "%s", device);
+		l->copy_bytes = (size_t)copy_bytes;
+	}
+	json_decref(root);
+	if (bad)
+		return tool_error_set(cause, "%s: not a limits report: %s", path, jerr.text);
 	return 0;
 }

@@ -1,4 +1,9 @@
-/* bench.h: inferd-bench's modules — latency histogram, load workers, device limits, report. */
+/*
+ * bench.h: the benchmark tools' modules — latency histogram, argument parsers,
+ * load workers, device limits, report.  inferd-bench (installed) uses the load
+ * workers and reads device limits from a file; inferd-bench-engine (built, not
+ * installed) links the daemon's core for the engine and limits measurements.
+ */
 #ifndef INFERD_BENCH_H
 #define INFERD_BENCH_H
 
@@ -31,6 +36,19 @@ double bench_hist_quantile(const struct bench_hist *h, double q);
 
 /* Monotonic time in nanoseconds. */
 uint64_t bench_now_ns(void);
+
+/* ---- bench_args.c: command-line values shared by both programs. ---- */
+
+/* The program name usage errors start with ("inferd-bench" unless main sets it). */
+extern const char *bench_prog;
+/* Print "PROG: message (see --help)" and exit 2. */
+__attribute__((format(printf, 1, 2), noreturn)) void bench_usage_error(const char *fmt, ...);
+/* Parse an integer in [lo, hi], or exit 2 naming --name. */
+long long bench_parse_int(const char *name, const char *s, long long lo, long long hi);
+/* Parse seconds in [lo, hi], or exit 2 naming --name. */
+double bench_parse_seconds(const char *name, const char *s, double lo, double hi);
+/* Parse a byte count with an optional K, M or G suffix (1 to 16G), or exit 2. */
+size_t bench_parse_bytes(const char *name, const char *s);
 
 /* ---- the run: settings, the workers' shared state, and each worker's results. ---- */
 
@@ -68,8 +86,9 @@ struct bench_settings {
 	double warmup_s;
 	int async_depth;
 	int json;
-	int limits;
+	int limits;				/* inferd-bench-engine --limits */
 	const char *limits_device;
+	const char *limits_from;		/* inferd-bench --limits-from=FILE */
 	int binary;				/* --binary: HTTP with binary tensors */
 	const char *label;
 	int target_given;			/* --protocol, --socket or --url */
@@ -77,7 +96,7 @@ struct bench_settings {
 	const char *engine_device;		/* --device for --engine */
 };
 
-/* ---- bench_engine.c: --engine, the backend alone in this process. ---- */
+/* ---- bench_engine.c: inferd-bench-engine --engine, the backend alone in this process. ---- */
 
 /* Time model_exec_run on --device for --rows rows; returns the exit status. */
 int bench_engine(const struct bench_settings *set);
@@ -178,7 +197,9 @@ void bench_report_text(FILE *f, const struct bench_run *r, const struct bench_re
 /* Print the results as one JSON object and a newline; -1 with *cause. */
 int bench_report_json(FILE *f, const struct bench_run *r, const struct bench_result *res,
     char **cause);
-/* Print the limits alone (--limits with no server to load). */
+/* Print the limits alone (inferd-bench-engine --limits). */
 void bench_report_limits_text(FILE *f, const struct bench_limits *l);
+/* Read the limits from the JSON inferd-bench-engine --limits --json wrote; -1 with *cause. */
+int bench_report_limits_read(const char *path, struct bench_limits *l, char **cause);
 
 #endif

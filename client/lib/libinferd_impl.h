@@ -1,8 +1,17 @@
-/* libinferd_impl.h: libinferd's private types, shared by libinferd.c, inferd_ring.c and inferd_alloc.c. */
+/*
+ * libinferd_impl.h: libinferd's private types and helpers, shared by its files.
+ *
+ * Dependencies point one way: libinferd.c (connect, control, metadata),
+ * inferd_ring.c (submit, wait) and inferd_alloc.c (the region's allocator)
+ * each use inferd_error.c (codes, texts, the last failure) and this header;
+ * none of them calls into another.  Helpers shared between files are named
+ * inferd__* and are hidden (the library exports only INFERD_EXPORT symbols).
+ */
 #ifndef LIBINFERD_IMPL_H
 #define LIBINFERD_IMPL_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "inferd.h"
 #include "inferd_wire.h"
@@ -51,14 +60,27 @@ struct inferd_conn {
 	size_t nextents, extents_cap;
 };
 
-/* libinferd.c */
+/* inferd_error.c: record a failure's message for inferd_last_error(); returns code. */
 int inferd__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* inferd_error.c: the daemon is gone: mark c closed, return INFERD_ECLOSED. */
 int inferd__closed(inferd_conn_t *c);
+/* inferd_error.c: the library code of a wire status. */
+int inferd__status_code(int32_t status);
 
-/* inferd_alloc.c */
+/* Monotonic milliseconds, the one clock of the library. */
+static inline int64_t
+inferd__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* inferd_alloc.c: the free list of the data area. */
 int inferd__alloc_init(inferd_conn_t *c);
 
-/* inferd_ring.c */
+/* inferd_ring.c: the rings and request records. */
 int inferd__ring_init(inferd_conn_t *c);
 void inferd__ring_free(inferd_conn_t *c);
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_ipc_kill.sh: clients SIGKILLed with requests queued and in flight; the daemon
 # releases their regions and descriptors and keeps serving everyone else.
-. "$top_srcdir/tests/test_ipc_lib.sh"
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon
 fds_before=$(daemon_fds)
@@ -19,13 +19,13 @@ req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" %
 data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
 open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
 PYEOF
-"$top_builddir/tests/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 3000 4 1 >"$tmp/bystander.log" 2>&1 &
+"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 3000 4 1 >"$tmp/bystander.log" 2>&1 &
 bystander=$!
 
 # Kill a client once the daemon has taken all its requests and not finished them.
 # $1 requests of $2 rows each.
 kill_client() {
-	"$top_builddir/tests/ipc_hostile" "$sock" hang "$1" "$2" >"$tmp/hang.out" 2>&1 &
+	"$top_builddir/tests/helpers/ipc_hostile" "$sock" hang "$1" "$2" >"$tmp/hang.out" 2>&1 &
 	victim=$!
 	i=0
 	until grep -q '^accepted' "$tmp/hang.out"; do
@@ -47,14 +47,14 @@ kill_client 64 1
 
 wait "$bystander" || { cat "$tmp/bystander.log"; fail "the bystander saw errors"; }
 cat "$tmp/bystander.log"
-"$top_builddir/tests/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 200 8 2 || fail "serving after the kills"
+"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 200 8 2 || fail "serving after the kills"
 wait_for "metric inferd_shm_clients" 0
 wait_for_at_most daemon_fds "$fds_before"
 echo "ok: descriptors back to $fds_before, no region mapped"
 
 # SIGTERM with a client busy: the daemon finishes what it accepted, exits cleanly,
 # and the client is told (it must not hang, and no answer it got may be wrong).
-"$top_builddir/tests/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 1000000 16 3 >"$tmp/late.log" 2>&1 &
+"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 1000000 16 3 >"$tmp/late.log" 2>&1 &
 late=$!
 sleep 1
 stop_daemon

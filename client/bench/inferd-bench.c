@@ -3,8 +3,10 @@
  * perf_analyzer — N connections over shared memory (libinferd) or HTTP/1.1
  * keep-alive, each sending requests back to back; reports requests/s,
  * rows/s, GB/s, latency percentiles and the server's mean batch size, and
- * with --limits (CUDA builds) the device's own limits measured in the same
- * run, so that every figure of DESIGN §8 is a ratio.
+ * with --limits-from the device's own limits (measured by the non-installed
+ * inferd-bench-engine --limits), so that every figure is also a ratio to
+ * what the hardware allows.  It links libinferd and jansson, never the
+ * daemon's core.
  */
 #include "config.h"
 
@@ -12,17 +14,13 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bench.h"
-#include "error.h"
-
-/* When --limits has no request to size its copies by: DESIGN §8's large tensor. */
-#define BENCH_LIMITS_DEFAULT_BYTES ((size_t)64 << 20)
+#include "tool_error.h"
 
 /* Print usage. */
 static void
@@ -32,9 +30,7 @@ usage(FILE *f)
 	    "                    [--url=http://HOST:PORT]\n"
 	    "                    [--model=NAME] [--concurrency=N] [--rows=R | --input-bytes=B]\n"
 	    "                    [--duration=SECONDS | --requests=N] [--warmup=SECONDS]\n"
-	    "                    [--async-depth=D] [--limits [--limits-device=cuda:N]]\n"
-	    "       inferd-bench --engine=MODEL_DIR [--device=cpu|cuda:N] [--rows=R] [--duration=S]\n"
-	    "                    [--label=TEXT] [--json]\n"
+	    "                    [--async-depth=D] [--limits-from=FILE] [--label=TEXT] [--json]\n"
 	    "\n"
 	    "  --protocol=P       shm (libinferd over --socket), http (KServe JSON to --url) or\n"
 	    "                     http-binary (the same as http --binary); default: shm when\n"
@@ -52,83 +48,15 @@ usage(FILE *f)
 	    "  --requests=N       measure N requests instead\n"
 	    "  --warmup=S         unmeasured seconds first (default 1)\n"
 	    "  --async-depth=D    shm: D requests outstanding per connection (default 1)\n"
-	    "  --limits           CUDA builds: measure the device's copy bandwidths and the\n"
-	    "                     small-request floor in this process, and report each result\n"
-	    "                     as a ratio to its limit; alone, only the limits\n"
-	    "  --limits-device=D  device for --limits (default cuda:0)\n"
-	    "  --engine=DIR       no daemon: time the backend alone on the model in DIR\n"
-	    "                     (model.json + weights), --rows a batch, like PyTorch's\n"
-	    "                     raw model time in client/bench/torch_peer.py\n"
-	    "  --device=D         device for --engine: cpu (default) or cuda:N\n"
+	    "  --limits-from=FILE the device's limits, as inferd-bench-engine --limits --json\n"
+	    "                     wrote them: report each result as a ratio to its limit\n"
 	    "  --label=TEXT       carried into the report\n"
 	    "  --json             print one JSON object instead of text\n"
 	    "\n"
+	    "The backend alone (--engine) and the device's limits (--limits) are measured by\n"
+	    "inferd-bench-engine, built beside this program, which links the daemon's core.\n"
+	    "\n"
 	    "Exit status: 0 ok, 1 a failure or refused requests, 2 a usage error.\n");
-}
-
-/* Print a usage error and exit 2. */
-__attribute__((format(printf, 1, 2), noreturn)) static void
-usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("inferd-bench: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see --help)\n", stderr);
-	exit(2);
-}
-
-/* Parse a positive integer in [lo, hi], or exit. */
-static long long
-parse_int(const char *name, const char *s, long long lo, long long hi)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *s == '\0' || *end != '\0' || v < lo || v > hi)
-		usage_error("--%s must be an integer from %lld to %lld", name, lo, hi);
-	return v;
-}
-
-/* Parse seconds in [lo, hi], or exit. */
-static double
-parse_seconds(const char *name, const char *s, double lo, double hi)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
-		usage_error("--%s must be a number of seconds from %g to %g", name, lo, hi);
-	return v;
-}
-
-/* Parse a byte count with an optional K, M or G suffix (powers of 1024), or exit. */
-static size_t
-parse_bytes(const char *name, const char *s)
-{
-	unsigned long long v, mul = 1;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		mul = 1ull << 10;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1ull << 20;
-	else if (*end == 'G' || *end == 'g')
-		mul = 1ull << 30;
-	if (mul != 1)
-		end++;
-	if (errno != 0 || *s == '\0' || *s == '-' || *end != '\0' || v == 0 ||
-	    v > (16ull << 30) / mul)
-		usage_error("--%s must be a byte count from 1 to 16G", name);
-	return (size_t)(v * mul);
 }
 
 /* Fill the settings from argv, or exit 2. */
@@ -136,8 +64,7 @@ static void
 parse_args(int argc, char **argv, struct bench_settings *s)
 {
 	enum { O_PROTOCOL = 256, O_SOCKET, O_URL, O_MODEL, O_CONC, O_ROWS, O_INBYTES,
-	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMITS, O_LIMDEV, O_LABEL, O_JSON,
-	    O_BINARY, O_ENGINE, O_DEVICE };
+	    O_DURATION, O_REQUESTS, O_WARMUP, O_DEPTH, O_LIMFROM, O_LABEL, O_JSON, O_BINARY };
 	static const struct option longopts[] = {
 		{ "protocol", required_argument, NULL, O_PROTOCOL },
 		{ "socket", required_argument, NULL, O_SOCKET },
@@ -150,15 +77,10 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "requests", required_argument, NULL, O_REQUESTS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "async-depth", required_argument, NULL, O_DEPTH },
-		{ "limits", no_argument, NULL, O_LIMITS },
-		{ "limits-device", required_argument, NULL, O_LIMDEV },
+		{ "limits-from", required_argument, NULL, O_LIMFROM },
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "binary", no_argument, NULL, O_BINARY },
-		{ "engine", required_argument, NULL, O_ENGINE },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "engine", required_argument, NULL, O_ENGINE },
-		{ "device", required_argument, NULL, O_DEVICE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -172,29 +94,26 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_SOCKET: s->socket_path = optarg; break;
 		case O_URL: s->url_text = optarg; break;
 		case O_MODEL: s->model_name = optarg; break;
-		case O_CONC: s->concurrency = (int)parse_int("concurrency", optarg, 1, 4096); break;
-		case O_ROWS: s->rows = (int)parse_int("rows", optarg, 1, 1 << 20); rows_given = 1; break;
-		case O_INBYTES: s->input_bytes = parse_bytes("input-bytes", optarg); break;
-		case O_DURATION: s->duration_s = parse_seconds("duration", optarg, 0.01, 86400); break;
-		case O_REQUESTS: s->requests = (uint64_t)parse_int("requests", optarg, 1, 1LL << 40); break;
-		case O_WARMUP: s->warmup_s = parse_seconds("warmup", optarg, 0, 3600); break;
-		case O_DEPTH: s->async_depth = (int)parse_int("async-depth", optarg, 1, 2048); break;
-		case O_LIMITS: s->limits = 1; break;
-		case O_LIMDEV: s->limits_device = optarg; break;
+		case O_CONC: s->concurrency = (int)bench_parse_int("concurrency", optarg, 1, 4096); break;
+		case O_ROWS: s->rows = (int)bench_parse_int("rows", optarg, 1, 1 << 20); rows_given = 1; break;
+		case O_INBYTES: s->input_bytes = bench_parse_bytes("input-bytes", optarg); break;
+		case O_DURATION: s->duration_s = bench_parse_seconds("duration", optarg, 0.01, 86400); break;
+		case O_REQUESTS: s->requests = (uint64_t)bench_parse_int("requests", optarg, 1, 1LL << 40); break;
+		case O_WARMUP: s->warmup_s = bench_parse_seconds("warmup", optarg, 0, 3600); break;
+		case O_DEPTH: s->async_depth = (int)bench_parse_int("async-depth", optarg, 1, 2048); break;
+		case O_LIMFROM: s->limits_from = optarg; break;
 		case O_LABEL: s->label = optarg; break;
 		case O_JSON: s->json = 1; break;
 		case O_BINARY: s->binary = 1; break;
-		case O_ENGINE: s->engine_dir = optarg; break;
-		case O_DEVICE: s->engine_device = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
 	s->target_given = protocol != NULL || s->socket_path != NULL || s->url_text != NULL;
 	if (optind != argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
+		bench_usage_error("unexpected argument '%s'", argv[optind]);
 	if (rows_given && s->input_bytes != 0)
-		usage_error("give --rows or --input-bytes, not both");
+		bench_usage_error("give --rows or --input-bytes, not both");
 	if (protocol == NULL)
 		s->protocol = s->socket_path != NULL || s->url_text == NULL ? BENCH_SHM : BENCH_HTTP;
 	else if (strcmp(protocol, "shm") == 0)
@@ -205,24 +124,18 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		s->protocol = BENCH_HTTP;
 		s->binary = 1;
 	} else
-		usage_error("--protocol must be shm, http or http-binary");
+		bench_usage_error("--protocol must be shm, http or http-binary");
 	if (s->url_text != NULL) {
 		if (httpc_url_parse(s->url_text, &s->url, &cause) != 0)
-			usage_error("--url: %s", cause);
+			bench_usage_error("--url: %s", cause);
 		s->have_url = 1;
 	}
 	if (s->protocol == BENCH_HTTP && !s->have_url)
-		usage_error("--protocol=http needs --url");
-	if (s->engine_device == NULL)
-		s->engine_device = "cpu";
-	else if (s->engine_dir == NULL)
-		usage_error("--device is for --engine (the daemon chooses its own device)");
-	if (s->engine_dir != NULL && s->target_given)
-		usage_error("--engine runs no daemon: drop --protocol, --socket and --url");
+		bench_usage_error("--protocol=http needs --url");
 	if (s->binary && s->protocol != BENCH_HTTP)
-		usage_error("--binary is for --protocol=http");
+		bench_usage_error("--binary is for --protocol=http");
 	if (s->protocol == BENCH_HTTP && s->async_depth != 1)
-		usage_error("--async-depth is for --protocol=shm (one HTTP request per connection at a time)");
+		bench_usage_error("--async-depth is for --protocol=shm (one HTTP request per connection at a time)");
 }
 
 /*
@@ -327,7 +240,7 @@ bench_start(struct bench_run *r, struct bench_worker *w, int *started, char **ca
 		bench_hist_init(&w[i].hist);
 		if ((rc = pthread_create(&w[i].thread, NULL, fn, &w[i])) != 0) {
 			__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
-			return error_set(cause, "starting worker %d: %s", i, strerror(rc));
+			return tool_error_set(cause, "starting worker %d: %s", i, strerror(rc));
 		}
 		(*started)++;
 	}
@@ -407,7 +320,7 @@ bench_collect(struct bench_worker *w, int n, struct bench_result *res, char **ca
 			failed = i;
 	}
 	if (failed >= 0) {
-		error_set(cause, "connection %d: %s", failed, w[failed].fatal);
+		tool_error_set(cause, "connection %d: %s", failed, w[failed].fatal);
 		for (i = 0; i < n; i++)
 			free(w[i].fatal);
 		return -1;
@@ -423,7 +336,7 @@ bench_execute(struct bench_run *r, struct bench_result *res, char **cause)
 	int started = 0, rc;
 
 	if ((w = calloc((size_t)r->set->concurrency, sizeof *w)) == NULL)
-		return error_set(cause, "out of memory for %d workers", r->set->concurrency);
+		return tool_error_set(cause, "out of memory for %d workers", r->set->concurrency);
 	r->tickets = r->set->requests;
 	rc = bench_start(r, w, &started, cause);
 	if (rc == 0)
@@ -451,48 +364,13 @@ bench_resolve_model(struct bench_run *r, struct bench_settings *s, char **cause)
 	row = r->model.input_elems * sizeof(float);
 	if (s->input_bytes != 0) {
 		if (s->input_bytes / row > (size_t)(1 << 20))
-			return error_set(cause, "--input-bytes=%zu needs too many rows", s->input_bytes);
+			return tool_error_set(cause, "--input-bytes=%zu needs too many rows", s->input_bytes);
 		s->rows = (int)((s->input_bytes + row - 1) / row);
 	}
 	if (r->model.max_batch_size > 0 && s->rows > r->model.max_batch_size)
-		return error_set(cause, "%d rows of %zu bytes per request, but model %s takes at most %d "
+		return tool_error_set(cause, "%d rows of %zu bytes per request, but model %s takes at most %d "
 		    "(for a larger tensor use a model with wider rows)", s->rows, row, r->model.name,
 		    r->model.max_batch_size);
-	return 0;
-}
-
-/* --limits: measure in this process (CUDA builds only). */
-static int
-bench_limits(const struct bench_settings *s, size_t bytes, struct bench_limits *l,
-    char **cause)
-{
-#ifdef HAVE_CUDA
-	return bench_limits_measure(s->limits_device, bytes, l, cause);
-#else
-	(void)s;
-	(void)bytes;
-	(void)l;
-	return error_set(cause, "--limits needs a CUDA build");
-#endif
-}
-
-/* --limits with nothing to load: print the limits alone. */
-static int
-bench_limits_only(const struct bench_settings *s)
-{
-	struct bench_result res;
-	char *cause = NULL;
-
-	memset(&res, 0, sizeof res);
-	if (bench_limits(s, s->input_bytes ? s->input_bytes : BENCH_LIMITS_DEFAULT_BYTES,
-	    &res.limits, &cause) != 0 ||
-	    (s->json && bench_report_json(stdout, NULL, &res, &cause) != 0)) {
-		fprintf(stderr, "inferd-bench: %s\n", cause);
-		free(cause);
-		return 1;
-	}
-	if (!s->json)
-		bench_report_limits_text(stdout, &res.limits);
 	return 0;
 }
 
@@ -516,8 +394,8 @@ bench_main(struct bench_settings *s)
 		goto out;
 	res->input_bytes = (size_t)s->rows * r.model.input_elems * sizeof(float);
 	res->output_bytes = (size_t)s->rows * r.model.output_elems * sizeof(float);
-	if (s->limits) {
-		if (bench_limits(s, res->input_bytes, &res->limits, &cause) != 0)
+	if (s->limits_from != NULL) {
+		if (bench_report_limits_read(s->limits_from, &res->limits, &cause) != 0)
 			goto out;
 		res->have_limits = 1;
 	}
@@ -550,7 +428,7 @@ out:
 	return status;
 }
 
-/* Parse the options; --limits alone, or a run. */
+/* Parse the options, then run. */
 int
 main(int argc, char **argv)
 {
@@ -561,23 +439,13 @@ main(int argc, char **argv)
 		.duration_s = 5,
 		.warmup_s = 1,
 		.async_depth = 1,
-		.limits_device = "cuda:0",
 	};
 
+	bench_prog = "inferd-bench";
 	parse_args(argc, argv, &s);
-	if (s.engine_dir != NULL)
-		return bench_engine(&s);
-#ifndef HAVE_CUDA
-	if (s.limits) {
-		fprintf(stderr, "inferd-bench: --limits needs a CUDA build (configure --with-cuda)\n");
-		return 2;
-	}
-#endif
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		fprintf(stderr, "inferd-bench: ignoring SIGPIPE: %s\n", strerror(errno));
 		return 1;
 	}
-	if (s.limits && !s.target_given)
-		return bench_limits_only(&s);
 	return bench_main(&s);
 }

@@ -1,12 +1,12 @@
 #!/bin/sh
 # test_ipc_hostile.sh: hostile raw clients, each answered with an error, the daemon alive after;
 # max_clients + 1 refused; a user outside allow_users refused (as root, via setpriv).
-. "$top_srcdir/tests/test_ipc_lib.sh"
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon --max_clients=6
 fds_before=$(daemon_fds)
 refused_before=$(metric inferd_shm_clients_refused_total)
-"$top_builddir/tests/ipc_hostile" "$sock" all 6 || fail "hostile clients"
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" all 6 || fail "hostile clients"
 [ "$(metric inferd_shm_clients_refused_total)" -gt "$refused_before" ] || fail "refusals not counted"
 wait_for "metric inferd_shm_clients" 0
 wait_for daemon_regions 0
@@ -14,10 +14,10 @@ wait_for_at_most daemon_fds "$fds_before"
 grep -q 'submission ring corrupt' "$tmp/daemon.log" || fail "garbage ring indices were not logged"
 
 # libinferd passes the daemon's refusal on: inferctl says why.
-"$top_builddir/tests/ipc_hostile" "$sock" hold 6 >"$tmp/hold.out" 2>&1 &
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" hold 6 >"$tmp/hold.out" 2>&1 &
 holder=$!
 wait_for "grep -c '^held' '$tmp/hold.out'" 1
-"$top_builddir/client/inferctl" --socket="$sock" health 2>"$tmp/refused.txt" && fail "inferctl got in past max_clients"
+"$top_builddir/client/tools/inferctl" --socket="$sock" health 2>"$tmp/refused.txt" && fail "inferctl got in past max_clients"
 grep -q 'too many clients (max_clients = 6)' "$tmp/refused.txt" || fail "inferctl: $(cat "$tmp/refused.txt")"
 kill -KILL $holder
 wait $holder 2>/dev/null
@@ -43,7 +43,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
 	echo "PASS"
 	exit 0
 fi
-cp "$top_builddir/tests/ipc_hostile" "$tmp/ipc_hostile"
+cp "$top_builddir/tests/helpers/ipc_hostile" "$tmp/ipc_hostile"
 chmod 0755 "$tmp" "$tmp/ipc_hostile"
 if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$tmp/ipc_hostile"; then
 	echo "SKIP: uid 65534 cannot reach $tmp"
