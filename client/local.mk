@@ -13,7 +13,7 @@ client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
 
 include_HEADERS = include/inferd.h include/inferd_outcome.h
-noinst_HEADERS = include/inferd_wire.h
+noinst_HEADERS += include/inferd_wire.h
 pkgconfig_DATA = client/lib/inferd.pc
 DISTCLEANFILES += client/lib/inferd.pc
 EXTRA_DIST += client/lib/inferd.pc.in

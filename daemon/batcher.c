@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "batcher.h"
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 
@@ -90,40 +91,6 @@ batch_status_str(enum batch_status s)
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
 }
 
-/* Monotonic microseconds. */
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Wait on cond until the monotonic time deadline (condvars use CLOCK_MONOTONIC here). */
-static void
-cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline)
-{
-	struct timespec ts = { (time_t)(deadline / 1000000u), (long)(deadline % 1000000u) * 1000 };
-
-	pthread_cond_timedwait(cond, lock, &ts);
-}
-
-/* Init a condition variable on the monotonic clock. */
-static int
-cond_init_monotonic(pthread_cond_t *cond)
-{
-	pthread_condattr_t attr;
-	int rc;
-
-	if ((rc = pthread_condattr_init(&attr)) != 0)
-		return rc;
-	if ((rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
-		rc = pthread_cond_init(cond, &attr);
-	pthread_condattr_destroy(&attr);
-	return rc;
-}
-
 /* Count a finished request in the metrics. */
 static void
 batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status st)
@@ -135,7 +102,7 @@ batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status 
 	else
 		METRICS_ADD(q->mm->failure[(enum metrics_reason)st], 1);	/* same codes */
 	if (r != NULL && r->submit_us != 0)
-		METRICS_ADD(q->mm->request_us, now_us() - r->submit_us);
+		METRICS_ADD(q->mm->request_us, clock_now_us() - r->submit_us);
 }
 
 /* One request of c is finished: wake batcher_client_close when it was the last. */
@@ -419,14 +386,14 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 
 	s->status = BATCH_OK;
 	s->error[0] = '\0';
-	s->launch_us = now_us();
+	s->launch_us = clock_now_us();
 	if (launch_batch(q, s, &cause) != 0) {
 		LOG_ERROR("model '%s': batch of %d rows failed to launch: %s", q->model->name, s->rows, cause);
 		s->status = BATCH_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
 	}
-	s->launch_us = now_us() - s->launch_us;
+	s->launch_us = clock_now_us() - s->launch_us;
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
 	push_inflight(q, s);
@@ -451,7 +418,7 @@ sched_main(void *arg)
 			pthread_cond_wait(&q->work, &q->lock);
 			continue;
 		}
-		now = now_us();
+		now = clock_now_us();
 		expired = now >= q->next_deadline ? take_expired(q, now) : NULL;
 		if (expired != NULL) {
 			pthread_mutex_unlock(&q->lock);
@@ -467,7 +434,7 @@ sched_main(void *arg)
 			if (wake == UINT64_MAX)
 				pthread_cond_wait(&q->work, &q->lock);
 			else
-				cond_wait_until(&q->work, &q->lock, wake);
+				clock_cond_wait_until(&q->work, &q->lock, wake);
 			continue;
 		}
 		s = q->free_slots;
@@ -633,7 +600,7 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
 	q->model = m;
 	q->index = index;
 	q->mm = b->metrics != NULL ? metrics_find(b->metrics, m->name) : NULL;
-	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = cond_init_monotonic(&q->work)) != 0 ||
+	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
 	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
 	if (device_stream_create(b->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
@@ -895,7 +862,7 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 	pthread_mutex_unlock(&req->client->lock);
 	if (timeout == 0 || timeout > cfg->default_timeout_us)
 		timeout = cfg->default_timeout_us;
-	req->submit_us = now_us();
+	req->submit_us = clock_now_us();
 	req->deadline_us = req->submit_us + timeout;
 	if (req->deadline_us < q->next_deadline)
 		q->next_deadline = req->deadline_us;

@@ -6,8 +6,10 @@ DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
+	daemon/clock.c daemon/clock.h \
 	daemon/log.c daemon/log.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h \
+	daemon/device_spec.c daemon/device_spec.h \
 	daemon/device_cpu.c \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h \
@@ -20,8 +22,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/kserve.c daemon/kserve.h \
 	daemon/http.c daemon/http.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
-	include/inferd.h include/inferd_wire.h
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
+	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 
