@@ -2,7 +2,8 @@
 # Set INFERD_TEST_KEEP=1 to keep the temporary directory for a look afterwards.
 
 set -u
-PY=/usr/bin/python3
+PY=${PYTHON3:-}
+[ -n "$PY" ] && [ -x "$PY" ] || { echo "SKIP: no python3 (configure found none)"; exit 77; }
 : "${top_srcdir:?run through make check}" "${top_builddir:?run through make check}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/inferd-ipc.XXXXXX") || exit 99

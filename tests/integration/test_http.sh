@@ -7,7 +7,7 @@
 #   python3 tests/helpers/http_client.py endpoints --url http://127.0.0.1:PORT --example docs/examples/fashion-request.json
 set -u
 
-PY=/usr/bin/python3
+PY=${PYTHON3:-$(command -v python3)}
 if [ ! -x "$PY" ]; then
 	echo "SKIP: $PY is missing"
 	exit 77
