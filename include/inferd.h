@@ -89,15 +89,35 @@ enum inferd_error {
 /* A connection to the daemon: opaque. */
 typedef struct inferd_conn inferd_conn_t;
 
-/* Connection settings; a zeroed struct (or NULL) means the defaults. */
+/*
+ * Growing the interface without breaking the ABI:
+ * - The structs a caller fills in (inferd_options, inferd_request) begin
+ *   with size, which the caller sets to the sizeof it was compiled with:
+ *   start from INFERD_OPTIONS_INIT / INFERD_REQUEST_INIT, or write
+ *   .size = sizeof x in a designated initializer.  New fields are only
+ *   ever added at the end; the library reads the fields size covers and
+ *   takes the defaults for the rest, and refuses (INFERD_EINVAL) a size
+ *   smaller than this release's or a larger one whose extra bytes are not
+ *   zero.
+ * - The structs the library fills in for the caller in arrays or on the
+ *   caller's stack (inferd_tensor, inferd_completion) carry reserved space,
+ *   always zero, that later fields will use.
+ * - inferd_model is owned by the library and only read through a pointer,
+ *   so fields are added at its end.
+ * - enum inferd_error's values never change; new codes get new values.
+ */
+
+/* Connection settings; NULL, or zeros past size, mean the defaults. */
 struct inferd_options {
+	size_t size;			/* sizeof(struct inferd_options) */
 	size_t region_bytes;		/* shared memory for rings and tensors (default 64 MiB) */
 	unsigned sq_entries;		/* submission ring, power of two (default 256) */
 	unsigned cq_entries;		/* completion ring, power of two >= sq (default 2 x sq) */
 	int timeout_ms;			/* for control replies (default 10000) */
 };
+#define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 
-/* A model's metadata, owned by the connection and valid until inferd_close. */
+/* A model's metadata, owned by the connection and valid until inferd_close; grows at its end. */
 struct inferd_model {
 	uint32_t id;
 	char name[128];
@@ -116,10 +136,12 @@ struct inferd_tensor {
 	void *data;
 	uint64_t offset;		/* from the start of the region */
 	size_t bytes;
+	uint64_t reserved[2];		/* zero; room for later fields */
 };
 
 /* One asynchronous request. */
 struct inferd_request {
+	size_t size;			/* sizeof(struct inferd_request) */
 	const struct inferd_model *model;
 	int rows;			/* 1 .. model->max_batch_size */
 	const struct inferd_tensor *input;	/* at least rows x input_row_bytes */
@@ -127,11 +149,13 @@ struct inferd_request {
 	uint64_t timeout_us;		/* 0: the model's default */
 	uint64_t user_data;		/* returned in the completion */
 };
+#define INFERD_REQUEST_INIT { .size = sizeof(struct inferd_request) }
 
 /* The outcome of an asynchronous request. */
 struct inferd_completion {
 	uint64_t user_data;
 	int status;			/* 0, or a negative INFERD_E* code */
+	uint32_t reserved[3];		/* zero; room for later fields */
 };
 
 /*

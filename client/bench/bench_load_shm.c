@@ -92,7 +92,7 @@ bench_shm_open(struct bench_shm *s, const struct bench_run *r, char **cause)
 	const struct bench_settings *set = r->set;
 	size_t in = (size_t)set->rows * r->model.input_elems * sizeof(float);
 	size_t out = (size_t)set->rows * r->model.output_elems * sizeof(float);
-	struct inferd_options o = { 0 };
+	struct inferd_options o = INFERD_OPTIONS_INIT;
 	uint64_t state = 0x2545f4914f6cdd1du;
 	int i, rc;
 	size_t k;
@@ -162,8 +162,8 @@ bench_shm_check(struct bench_slot *sl, size_t out_bytes, char **cause)
 static int
 bench_shm_submit(struct bench_shm *s, const struct bench_run *r, int i, uint64_t n)
 {
-	struct inferd_request req = { s->m, r->set->rows, &s->slots[i].in,
-	    &s->slots[i].out, 0, (uint64_t)i };
+	struct inferd_request req = { .size = sizeof req, .model = s->m, .rows = r->set->rows,
+	    .input = &s->slots[i].in, .output = &s->slots[i].out, .user_data = (uint64_t)i };
 
 	if (n % BENCH_CHECK_EVERY == 0)
 		bench_shm_poison(&s->slots[i]);

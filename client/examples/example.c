@@ -69,7 +69,8 @@ main(int argc, char **argv)
 
 	/* Four asynchronous ones in flight at once, reaped as they complete. */
 	for (k = 0; k < 4; k++) {
-		struct inferd_request req = { m, 1, &in, &out[k], 0, (uint64_t)k };
+		struct inferd_request req = { .size = sizeof req, .model = m, .rows = 1,
+		    .input = &in, .output = &out[k], .user_data = (uint64_t)k };
 
 		if ((r = inferd_submit(conn, &req)) != 0)
 			die("submit", r);

@@ -1,6 +1,7 @@
 /* inferd_error.c: libinferd's error codes, their texts and the last failure's message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "libinferd_impl.h"
 
@@ -25,6 +26,26 @@ inferd__closed(inferd_conn_t *c)
 {
 	c->closed = 1;
 	return inferd__fail(INFERD_ECLOSED, "the daemon closed the connection");
+}
+
+/* Copy a caller's struct after checking its size (see libinferd_impl.h). */
+int
+inferd__struct_copy(void *dst, size_t known, size_t min, const void *src,
+    size_t caller_size, const char *what)
+{
+	const unsigned char *extra = (const unsigned char *)src + known;
+	size_t i;
+
+	if (caller_size < min)
+		return inferd__fail(INFERD_EINVAL, "%s: size %zu is below %zu (start from %s_INIT)",
+		    what, caller_size, min, what);
+	for (i = known; i < caller_size; i++)
+		if (extra[i - known] != 0)
+			return inferd__fail(INFERD_EINVAL, "%s: a field past byte %zu is set, which "
+			    "this libinferd does not know", what, known);
+	memset(dst, 0, known);
+	memcpy(dst, src, caller_size < known ? caller_size : known);
+	return 0;
 }
 
 /* The library code of a wire status (an outcome code of inferd_outcome.h). */

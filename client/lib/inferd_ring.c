@@ -151,12 +151,15 @@ inferd_push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 int
 inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 {
+	struct inferd_request req = INFERD_REQUEST_INIT;
 	int idx, rc;
 
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
-	if ((rc = inferd_request_ok(c, r)) != 0)
+	if ((rc = inferd__struct_copy(&req, sizeof req, INFERD__REQUEST_SIZE_0_1, r, r->size,
+	    "INFERD_REQUEST")) != 0 || (rc = inferd_request_ok(c, &req)) != 0)
 		return rc;
+	r = &req;
 	idx = inferd_push(c, r, 0);
 	return idx < 0 ? idx : 0;
 }
@@ -191,7 +194,8 @@ inferd_reap(inferd_conn_t *c)
 			continue;
 		}
 		c->stash[(c->stash_head + c->nstash) % c->cq_entries] =
-		    (struct inferd_completion){ rec->user_data, inferd__status_code(e.status) };
+		    (struct inferd_completion){ .user_data = rec->user_data,
+		    .status = inferd__status_code(e.status) };
 		c->nstash++;
 		rec->used = 0;
 		rec->next_free = c->free_record;
@@ -304,7 +308,10 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
     const struct inferd_tensor *input, const struct inferd_tensor *output,
     uint64_t timeout_us)
 {
-	struct inferd_request r = { m, rows, input, output, timeout_us, 0 };
+	struct inferd_request r = {
+		.size = sizeof r, .model = m, .rows = rows, .input = input, .output = output,
+		.timeout_us = timeout_us,
+	};
 	int idx, rc;
 
 	if (c == NULL)

@@ -323,12 +323,17 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
     inferd_conn_t **out)
 {
 	struct inferd_wire_server_hello h;
+	struct inferd_options o = INFERD_OPTIONS_INIT;
 	inferd_conn_t *c;
 	int memfd = -1, r;
 
 	if (out == NULL)
 		return inferd__fail(INFERD_EINVAL, "out is NULL");
 	*out = NULL;
+	if (opts != NULL && (r = inferd__struct_copy(&o, sizeof o, INFERD__OPTIONS_SIZE_0_1, opts,
+	    opts->size, "INFERD_OPTIONS")) != 0)
+		return r;
+	opts = &o;
 	if ((c = inferd_conn_new(opts)) == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");
 	if ((r = inferd_dial(socket_path ? socket_path : INFERD_DEFAULT_SOCKET, &c->control_fd)) != 0 ||

@@ -11,6 +11,7 @@
 #define LIBINFERD_IMPL_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "inferd.h"
@@ -66,6 +67,18 @@ int inferd__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2
 int inferd__closed(inferd_conn_t *c);
 /* inferd_error.c: the library code of a wire status. */
 int inferd__status_code(int32_t status);
+
+/* The sizes of the caller-filled structs in this release (freeze each when a field is added). */
+#define INFERD__OPTIONS_SIZE_0_1 sizeof(struct inferd_options)
+#define INFERD__REQUEST_SIZE_0_1 sizeof(struct inferd_request)
+
+/*
+ * Copy a caller's struct of caller_size bytes into *dst (known bytes, zeroed
+ * first): INFERD_EINVAL when caller_size is below min or covers unknown
+ * non-zero bytes (a newer caller asking for something this library lacks).
+ */
+int inferd__struct_copy(void *dst, size_t known, size_t min, const void *src,
+    size_t caller_size, const char *what);
 
 /* Monotonic milliseconds, the one clock of the library. */
 static inline int64_t

@@ -360,7 +360,7 @@ static inferd_conn_t *
 shm_connect(const char *path)
 {
 	inferd_conn_t *c;
-	struct inferd_options o = { .region_bytes = 16u << 20 };
+	struct inferd_options o = { .size = sizeof o, .region_bytes = 16u << 20 };
 	int r;
 
 	if ((r = inferd_connect(path, &o, &c)) != 0) {

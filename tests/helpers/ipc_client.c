@@ -152,7 +152,8 @@ run_load(const char *sock, const char *in_path, const char *ref_path, int nreq, 
 	}
 	while (got < nreq) {
 		for (s = 0; s < depth && sent < nreq; s++) {
-			struct inferd_request req = { m, 1, &tin[s], &tout[s], 0, 0 };
+			struct inferd_request req = { .size = sizeof req, .model = m, .rows = 1,
+			    .input = &tin[s], .output = &tout[s] };
 
 			if (!slot_free[s])
 				continue;
@@ -195,7 +196,7 @@ out:
 static int
 run_errors(const char *sock)
 {
-	struct inferd_options small = { .region_bytes = 1 << 20, .sq_entries = 4 };
+	struct inferd_options small = { .size = sizeof small, .region_bytes = 1 << 20, .sq_entries = 4 };
 	const struct inferd_model *m;
 	struct inferd_tensor t, big, out;
 	inferd_conn_t *c;
@@ -209,8 +210,17 @@ run_errors(const char *sock)
 	}									\
 } while (0)
 	EXPECT(inferd_connect("/nonexistent/inferd.sock", NULL, &c), INFERD_ECONNECT);
-	EXPECT(inferd_connect(sock, &(struct inferd_options){ .sq_entries = 3 }, &c), INFERD_EINVAL);
-	EXPECT(inferd_connect(sock, &(struct inferd_options){ .region_bytes = (size_t)1 << 40 }, &c), INFERD_EINVAL);
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .size = sizeof(struct inferd_options), .sq_entries = 3 }, &c), INFERD_EINVAL);
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .size = sizeof(struct inferd_options),
+	    .region_bytes = (size_t)1 << 40 }, &c), INFERD_EINVAL);
+	/* The growable structs: a missing size, or a newer caller's field this library lacks. */
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .region_bytes = 1 << 20 }, &c), INFERD_EINVAL);
+	{
+		struct { struct inferd_options o; uint64_t newer; } grown = {
+			.o = { .size = sizeof grown, .region_bytes = 1 << 20 }, .newer = 1,
+		};
+		EXPECT(inferd_connect(sock, &grown.o, &c), INFERD_EINVAL);
+	}
 	EXPECT(inferd_connect(sock, &small, &c), 0);
 	if (r != 0)
 		return 1;
@@ -222,6 +232,8 @@ run_errors(const char *sock)
 	EXPECT(inferd_tensor_alloc(c, m->output_row_bytes, &out), 0);
 	EXPECT(inferd_infer(c, m, 2, &t, &out, 0), INFERD_EINVAL);
 	EXPECT(inferd_infer(c, m, 0, &t, &out, 0), INFERD_EINVAL);
+	EXPECT(inferd_submit(c, &(struct inferd_request){ .model = m, .rows = 1, .input = &t,
+	    .output = &out }), INFERD_EINVAL);
 	memset(t.data, 0, m->input_row_bytes);
 	EXPECT(inferd_infer(c, m, 1, &t, &out, 0), 0);
 	inferd_tensor_free(c, &t);
