@@ -346,7 +346,7 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause
 	return 0;
 }
 
-/* Queue the whole batch: copies in on client streams, compute, copies out (DESIGN §7). */
+/* Queue the whole batch: copies in on client streams, compute, copies out; see docs/ARCHITECTURE.md. */
 static int
 launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 {

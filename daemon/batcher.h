@@ -1,4 +1,4 @@
-/* batcher.h: dynamic batching across clients and the overlapped copy/compute pipeline (DESIGN §7). */
+/* batcher.h: dynamic batching across clients and the overlapped copy/compute pipeline. */
 #ifndef INFERD_BATCHER_H
 #define INFERD_BATCHER_H
 

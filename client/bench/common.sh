@@ -219,7 +219,7 @@ sweeps() {
 }
 
 # binary_points URL: the binary tensor extension against JSON on the demo model, 16 connections,
-# 1 and 64 rows a request (DESIGN §8: binary >= 5 x JSON's req/s).
+# 1 and 64 rows a request (target: binary >= 5 x JSON's req/s).
 binary_points() {
 	local url=$1 r
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-gpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on a GPU (DESIGN §8), every target a
+# run-gpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on a GPU (targets in docs/BENCHMARKS.md), every target a
 # ratio measured in the same run.
 #
 # BUILDDIR (default $BUILD) is a tree configured --with-cuda and built: inferd,
