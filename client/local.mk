@@ -24,6 +24,7 @@ TOOLS_HTTP = client/tools/http_client.c client/tools/http_client.h \
 	client/tools/tool_error.c client/tools/tool_error.h
 bin_PROGRAMS += client/tools/inferctl
 client_tools_inferctl_SOURCES = client/tools/inferctl.c client/tools/inferctl_http.c \
+	client/tools/inferctl_model.c \
 	client/tools/inferctl.h $(TOOLS_HTTP)
 client_tools_inferctl_CPPFLAGS = $(TOOLS_CPPFLAGS)
 client_tools_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
@@ -39,7 +40,7 @@ BENCH_CPPFLAGS = $(TOOLS_CPPFLAGS) -I$(top_srcdir)/client/bench
 bin_PROGRAMS += client/bench/inferd-bench
 client_bench_inferd_bench_SOURCES = client/bench/inferd-bench.c client/bench/bench.h \
 	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_load_http.c \
-	client/bench/bench_load_shm.c client/bench/bench_report.c $(TOOLS_HTTP)
+	client/bench/bench_load_shm.c client/bench/bench_report.c client/bench/bench_run.c $(TOOLS_HTTP)
 client_bench_inferd_bench_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm

@@ -129,8 +129,8 @@ struct bench_worker {
 };
 
 /*
- * Before each request: 0 to go on, with *ticket set when it is one of the
- * --requests counted; -1 when the worker should stop.
+ * bench_run.c.  Before each request: 0 to go on, with *ticket set when it is
+ * one of the --requests counted; -1 when the worker should stop.
  */
 int bench_begin(struct bench_run *r, int *ticket);
 /* After it: whether the request just completed counts in the results. */

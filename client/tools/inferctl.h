@@ -23,7 +23,7 @@ struct ctl_http {
 	char port[16];
 };
 
-/* Print a model's metadata. */
+/* inferctl_model.c: print a model's metadata. */
 void ctl_print_model(const struct ctl_model *m);
 /* Print each output row and its argmax (with the class name when known). */
 void ctl_print_output(const struct ctl_model *m, int rows, const float *out);
