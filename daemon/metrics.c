@@ -139,8 +139,9 @@ metrics_render_requests(struct metrics_buf *b, struct metrics *m)
 	    "# TYPE inferd_requests_total counter\n");
 	for (i = 0; i < m->nmodels; i++) {
 		struct metrics_model *mm = &m->models[i];
-		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"success\"} %llu\n",
-		    mm->name, (unsigned long long)metrics_load(&mm->success));
+		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
+		    mm->name, metrics_reason_names[METRICS_REASON_OK],
+		    (unsigned long long)metrics_load(&mm->success));
 		for (r = METRICS_REASON_OK + 1; r < METRICS_REASON_COUNT; r++)
 			metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
 			    mm->name, metrics_reason_names[r], (unsigned long long)metrics_load(&mm->failure[r]));

@@ -52,7 +52,7 @@ inferd_tensor_alloc(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t)
 
 /* Make room for one more extent; -1 when out of memory. */
 static int
-inferd_alloc_grow(inferd_conn_t *c)
+inferd__alloc_grow(inferd_conn_t *c)
 {
 	struct inferd_extent *e;
 
@@ -94,7 +94,7 @@ inferd_tensor_free(inferd_conn_t *c, struct inferd_tensor *t)
 		return;
 	}
 	/* Out of memory for the list: the block is lost, nothing else breaks. */
-	if (inferd_alloc_grow(c) != 0)
+	if (inferd__alloc_grow(c) != 0)
 		return;
 	memmove(&c->extents[i + 1], &c->extents[i], (c->nextents - i) * sizeof *c->extents);
 	c->extents[i].offset = off;

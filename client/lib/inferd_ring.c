@@ -50,7 +50,7 @@ inferd_fd(inferd_conn_t *c)
 
 /* Which check an invalid request failed, as the daemon reported it. */
 static const char *
-inferd_detail_text(uint32_t detail)
+inferd__detail_text(uint32_t detail)
 {
 	switch (detail) {
 	case INFERD_WIRE_DETAIL_MODEL:
@@ -74,7 +74,7 @@ inferd_detail_text(uint32_t detail)
 
 /* Ring the submission doorbell (never blocks: the eventfd is non-blocking). */
 static void
-inferd_ring_doorbell(inferd_conn_t *c)
+inferd__ring_doorbell(inferd_conn_t *c)
 {
 	uint64_t one = 1;
 
@@ -83,7 +83,7 @@ inferd_ring_doorbell(inferd_conn_t *c)
 
 /* 1 when tensor t lies inside this connection's data area with at least need bytes. */
 static int
-inferd_tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need)
+inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need)
 {
 	return t != NULL && t->offset >= c->layout.data_offset && t->offset <= c->region_bytes &&
 	    t->bytes <= c->region_bytes - t->offset && t->bytes >= need &&
@@ -92,7 +92,7 @@ inferd_tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t
 
 /* Check a request before it goes on the wire. */
 static int
-inferd_request_ok(inferd_conn_t *c, const struct inferd_request *r)
+inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 {
 	const struct inferd_model *m = r->model;
 
@@ -101,10 +101,10 @@ inferd_request_ok(inferd_conn_t *c, const struct inferd_request *r)
 	if (r->rows < 1 || r->rows > m->max_batch_size)
 		return inferd__fail(INFERD_EINVAL, "rows %d outside 1..%d for %s", r->rows,
 		    m->max_batch_size, m->name);
-	if (!inferd_tensor_ok(c, r->input, (uint64_t)r->rows * m->input_row_bytes))
+	if (!inferd__tensor_ok(c, r->input, (uint64_t)r->rows * m->input_row_bytes))
 		return inferd__fail(INFERD_EINVAL, "the input tensor is not a block of this region of %llu bytes",
 		    (unsigned long long)r->rows * m->input_row_bytes);
-	if (!inferd_tensor_ok(c, r->output, (uint64_t)r->rows * m->output_row_bytes))
+	if (!inferd__tensor_ok(c, r->output, (uint64_t)r->rows * m->output_row_bytes))
 		return inferd__fail(INFERD_EINVAL, "the output tensor is not a block of this region of %llu bytes",
 		    (unsigned long long)r->rows * m->output_row_bytes);
 	return 0;
@@ -112,7 +112,7 @@ inferd_request_ok(inferd_conn_t *c, const struct inferd_request *r)
 
 /* Publish one submission; sync marks a request of inferd_infer. */
 static int
-inferd_push(inferd_conn_t *c, const struct inferd_request *r, int sync)
+inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 {
 	struct inferd_wire_sqe *e;
 	uint32_t head;
@@ -143,7 +143,7 @@ inferd_push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 	c->sq_tail++;
 	__atomic_store_n(&c->hdr->sq_tail, c->sq_tail, __ATOMIC_RELEASE);
 	c->inflight++;
-	inferd_ring_doorbell(c);
+	inferd__ring_doorbell(c);
 	return idx;
 }
 
@@ -157,10 +157,10 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
 	if ((rc = inferd__struct_copy(&req, sizeof req, INFERD__REQUEST_SIZE_0_1, r, r->size,
-	    "INFERD_REQUEST")) != 0 || (rc = inferd_request_ok(c, &req)) != 0)
+	    "INFERD_REQUEST")) != 0 || (rc = inferd__request_ok(c, &req)) != 0)
 		return rc;
 	r = &req;
-	idx = inferd_push(c, r, 0);
+	idx = inferd__push(c, r, 0);
 	return idx < 0 ? idx : 0;
 }
 
@@ -170,7 +170,7 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
  * waiting for completion room, ring the doorbell again.
  */
 static int
-inferd_reap(inferd_conn_t *c)
+inferd__reap(inferd_conn_t *c)
 {
 	uint32_t tail = __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE);
 	struct inferd_wire_cqe e;
@@ -203,13 +203,13 @@ inferd_reap(inferd_conn_t *c)
 	}
 	__atomic_store_n(&c->hdr->cq_head, c->cq_head, __ATOMIC_RELEASE);
 	if (n > 0 && __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE) != c->sq_tail)
-		inferd_ring_doorbell(c);
+		inferd__ring_doorbell(c);
 	return n;
 }
 
 /* Empty the completion doorbell; 1 if the daemon hung up. */
 static int
-inferd_drain_doorbell(inferd_conn_t *c)
+inferd__drain_doorbell(inferd_conn_t *c)
 {
 	char buf[256];
 	ssize_t n;
@@ -221,7 +221,7 @@ inferd_drain_doorbell(inferd_conn_t *c)
 
 /* Sleep until the doorbell rings, the daemon hangs up, or timeout_ms passes; 0 on timeout. */
 static int
-inferd_sleep(inferd_conn_t *c, int timeout_ms)
+inferd__sleep(inferd_conn_t *c, int timeout_ms)
 {
 	struct pollfd p[2] = { { c->doorbell_fd, POLLIN, 0 }, { c->control_fd, POLLIN, 0 } };
 	int r;
@@ -234,14 +234,14 @@ inferd_sleep(inferd_conn_t *c, int timeout_ms)
 	/* The daemon never speaks unasked: anything on the control socket is its goodbye. */
 	if (p[1].revents != 0 || (p[0].revents & (POLLHUP | POLLERR)))
 		return inferd__closed(c);
-	if (r > 0 && inferd_drain_doorbell(c))
+	if (r > 0 && inferd__drain_doorbell(c))
 		return inferd__closed(c);
 	return r;
 }
 
 /* Hand stashed completions to the caller. */
 static unsigned
-inferd_unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
+inferd__unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
 {
 	unsigned n = 0;
 
@@ -263,39 +263,39 @@ inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int t
 	if (c == NULL || out == NULL || max == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_wait: bad argument");
 	for (;;) {
-		if (c->nstash == 0 && !c->closed && (r = inferd_reap(c)) < 0)
+		if (c->nstash == 0 && !c->closed && (r = inferd__reap(c)) < 0)
 			return r;
 		if (c->nstash > 0)
-			return (int)inferd_unstash(c, out, max);
+			return (int)inferd__unstash(c, out, max);
 		if (c->closed)
 			return inferd__closed(c);
 		left = deadline < 0 ? -1 : (int)(deadline - inferd__now_ms());
 		if (deadline >= 0 && left <= 0)
 			return 0;
-		if ((r = inferd_sleep(c, left)) < 0)
+		if ((r = inferd__sleep(c, left)) < 0)
 			return r;
 	}
 }
 
 /* Wait for the sync request in record idx; its status. */
 static int
-inferd_wait_record(inferd_conn_t *c, int idx)
+inferd__wait_record(inferd_conn_t *c, int idx)
 {
 	struct inferd_record *rec = &c->records[idx];
 	int r;
 
 	while (!rec->done) {
-		if ((r = inferd_reap(c)) < 0)
+		if ((r = inferd__reap(c)) < 0)
 			return r;
 		if (rec->done)
 			break;
-		if ((r = inferd_sleep(c, -1)) < 0)
+		if ((r = inferd__sleep(c, -1)) < 0)
 			return r;
 	}
 	r = rec->status;
 	if (r != 0)
 		inferd__fail(r, "the daemon answered: %s%s%s", inferd_strerror(r),
-		    rec->detail ? " " : "", inferd_detail_text(rec->detail));
+		    rec->detail ? " " : "", inferd__detail_text(rec->detail));
 	rec->used = 0;
 	rec->next_free = c->free_record;
 	c->free_record = idx;
@@ -316,17 +316,17 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
-	if ((rc = inferd_request_ok(c, &r)) != 0)
+	if ((rc = inferd__request_ok(c, &r)) != 0)
 		return rc;
 	/* Rings full of asynchronous requests: make room by stashing their completions. */
-	while ((idx = inferd_push(c, &r, 1)) == INFERD_EAGAIN) {
+	while ((idx = inferd__push(c, &r, 1)) == INFERD_EAGAIN) {
 		if (c->inflight == 0)
 			return inferd__fail(INFERD_EAGAIN, "%u completions are waiting for inferd_wait",
 			    c->nstash);
-		if ((rc = inferd_reap(c)) < 0 || (rc == 0 && (rc = inferd_sleep(c, -1)) < 0))
+		if ((rc = inferd__reap(c)) < 0 || (rc == 0 && (rc = inferd__sleep(c, -1)) < 0))
 			return rc;
 	}
 	if (idx < 0)
 		return idx;
-	return inferd_wait_record(c, idx);
+	return inferd__wait_record(c, idx);
 }

@@ -29,7 +29,7 @@ inferd_version(void)
 
 /* Milliseconds left until deadline (monotonic ms); -1 stays -1 (forever). */
 static int
-inferd_remaining(int64_t deadline)
+inferd__remaining(int64_t deadline)
 {
 	int64_t now;
 
@@ -41,7 +41,7 @@ inferd_remaining(int64_t deadline)
 
 /* A deadline timeout_ms from now (-1: none). */
 static int64_t
-inferd_deadline(int timeout_ms)
+inferd__deadline(int timeout_ms)
 {
 	if (timeout_ms < 0)
 		return -1;
@@ -50,7 +50,7 @@ inferd_deadline(int timeout_ms)
 
 /* Read exactly len bytes before the deadline. */
 static int
-inferd_read_full(int fd, void *buf, size_t len, int64_t deadline)
+inferd__read_full(int fd, void *buf, size_t len, int64_t deadline)
 {
 	struct pollfd p = { fd, POLLIN, 0 };
 	size_t got = 0;
@@ -58,7 +58,7 @@ inferd_read_full(int fd, void *buf, size_t len, int64_t deadline)
 	int r;
 
 	while (got < len) {
-		r = poll(&p, 1, inferd_remaining(deadline));
+		r = poll(&p, 1, inferd__remaining(deadline));
 		if (r == -1 && errno == EINTR)
 			continue;
 		if (r == -1)
@@ -79,7 +79,7 @@ inferd_read_full(int fd, void *buf, size_t len, int64_t deadline)
 
 /* Map a daemon ERROR message to a code, keeping its text as the detail. */
 static int
-inferd_error_reply(const uint8_t *p, uint32_t len)
+inferd__error_reply(const uint8_t *p, uint32_t len)
 {
 	struct inferd_wire_error_msg e;
 	const char *text;
@@ -110,26 +110,26 @@ inferd_error_reply(const uint8_t *p, uint32_t len)
  * ERROR from the daemon becomes its code.
  */
 static int
-inferd_recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout_ms)
+inferd__recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout_ms)
 {
-	int64_t deadline = inferd_deadline(timeout_ms);
+	int64_t deadline = inferd__deadline(timeout_ms);
 	struct inferd_wire_msg h;
 	uint8_t *p;
 	int r;
 
 	*payload = NULL;
-	if ((r = inferd_read_full(fd, &h, sizeof h, deadline)) != 0)
+	if ((r = inferd__read_full(fd, &h, sizeof h, deadline)) != 0)
 		return r;
 	if (h.length > INFERD_WIRE_MAX_SERVER_PAYLOAD)
 		return inferd__fail(INFERD_EPROTO, "reply of %u bytes is too long", h.length);
 	if ((p = malloc(h.length + 1)) == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");
-	if ((r = inferd_read_full(fd, p, h.length, deadline)) != 0) {
+	if ((r = inferd__read_full(fd, p, h.length, deadline)) != 0) {
 		free(p);
 		return r;
 	}
 	if (h.type == INFERD_WIRE_ERROR) {
-		r = inferd_error_reply(p, h.length);
+		r = inferd__error_reply(p, h.length);
 		free(p);
 		return r;
 	}
@@ -144,7 +144,7 @@ inferd_recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout
 
 /* Send one message, with descriptors when fds is not NULL. */
 static int
-inferd_send(int fd, uint32_t type, const void *payload, size_t len, const int *fds, int nfds)
+inferd__send(int fd, uint32_t type, const void *payload, size_t len, const int *fds, int nfds)
 {
 	union {
 		struct cmsghdr align;
@@ -178,7 +178,7 @@ inferd_send(int fd, uint32_t type, const void *payload, size_t len, const int *f
 
 /* Connect the control socket. */
 static int
-inferd_dial(const char *path, int *out)
+inferd__dial(const char *path, int *out)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd;
@@ -199,13 +199,13 @@ inferd_dial(const char *path, int *out)
 
 /* Read and check the daemon's hello. */
 static int
-inferd_server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h)
+inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h)
 {
 	uint8_t *p;
 	uint32_t len;
 	int r;
 
-	if ((r = inferd_recv(c->control_fd, INFERD_WIRE_SERVER_HELLO, &p, &len, c->timeout_ms)) != 0)
+	if ((r = inferd__recv(c->control_fd, INFERD_WIRE_SERVER_HELLO, &p, &len, c->timeout_ms)) != 0)
 		return r;
 	if (len != sizeof *h) {
 		free(p);
@@ -221,7 +221,7 @@ inferd_server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h)
 
 /* Choose the geometry from the options and the daemon's limits. */
 static int
-inferd_geometry(inferd_conn_t *c, const struct inferd_options *o,
+inferd__geometry(inferd_conn_t *c, const struct inferd_options *o,
     const struct inferd_wire_server_hello *h)
 {
 	c->region_bytes = o && o->region_bytes ? o->region_bytes : INFERD_DEFAULT_REGION;
@@ -242,7 +242,7 @@ inferd_geometry(inferd_conn_t *c, const struct inferd_options *o,
 
 /* Create the sealed region and map it. */
 static int
-inferd_region(inferd_conn_t *c, int *memfd)
+inferd__region(inferd_conn_t *c, int *memfd)
 {
 	void *p;
 
@@ -269,7 +269,7 @@ inferd_region(inferd_conn_t *c, int *memfd)
 
 /* Send the hello with the region and both doorbells, then wait for READY. */
 static int
-inferd_attach(inferd_conn_t *c, int memfd)
+inferd__attach(inferd_conn_t *c, int memfd)
 {
 	struct inferd_wire_client_hello h = { INFERD_WIRE_MAGIC, INFERD_PROTOCOL_VERSION,
 	    c->region_bytes, c->sq_entries, c->cq_entries };
@@ -286,11 +286,11 @@ inferd_attach(inferd_conn_t *c, int memfd)
 	fds[0] = memfd;
 	fds[1] = c->submit_fd;
 	fds[2] = pair[1];
-	r = inferd_send(c->control_fd, INFERD_WIRE_CLIENT_HELLO, &h, sizeof h, fds, 3);
+	r = inferd__send(c->control_fd, INFERD_WIRE_CLIENT_HELLO, &h, sizeof h, fds, 3);
 	close(pair[1]);
 	if (r != 0)
 		return r;
-	if ((r = inferd_recv(c->control_fd, INFERD_WIRE_READY, &p, &len, c->timeout_ms)) != 0)
+	if ((r = inferd__recv(c->control_fd, INFERD_WIRE_READY, &p, &len, c->timeout_ms)) != 0)
 		return r;
 	if (len != sizeof ready) {
 		free(p);
@@ -306,7 +306,7 @@ inferd_attach(inferd_conn_t *c, int memfd)
 
 /* Allocate the connection with everything closed. */
 static inferd_conn_t *
-inferd_conn_new(const struct inferd_options *o)
+inferd__conn_new(const struct inferd_options *o)
 {
 	inferd_conn_t *c;
 
@@ -334,11 +334,11 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
 	    opts->size, "INFERD_OPTIONS")) != 0)
 		return r;
 	opts = &o;
-	if ((c = inferd_conn_new(opts)) == NULL)
+	if ((c = inferd__conn_new(opts)) == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");
-	if ((r = inferd_dial(socket_path ? socket_path : INFERD_DEFAULT_SOCKET, &c->control_fd)) != 0 ||
-	    (r = inferd_server_hello(c, &h)) != 0 || (r = inferd_geometry(c, opts, &h)) != 0 ||
-	    (r = inferd_region(c, &memfd)) != 0 || (r = inferd_attach(c, memfd)) != 0 ||
+	if ((r = inferd__dial(socket_path ? socket_path : INFERD_DEFAULT_SOCKET, &c->control_fd)) != 0 ||
+	    (r = inferd__server_hello(c, &h)) != 0 || (r = inferd__geometry(c, opts, &h)) != 0 ||
+	    (r = inferd__region(c, &memfd)) != 0 || (r = inferd__attach(c, memfd)) != 0 ||
 	    (r = inferd__ring_init(c)) != 0 || (r = inferd__alloc_init(c)) != 0)
 		goto fail;
 	/* The daemon holds its own reference; the mapping keeps ours alive. */
@@ -391,7 +391,7 @@ inferd_model_count(inferd_conn_t *c)
 
 /* Check that the labels after the fixed part are nlabels NUL-terminated strings filling it. */
 static int
-inferd_labels_ok(const uint8_t *p, size_t len, uint32_t nlabels)
+inferd__labels_ok(const uint8_t *p, size_t len, uint32_t nlabels)
 {
 	uint32_t n = 0;
 	size_t i;
@@ -404,7 +404,7 @@ inferd_labels_ok(const uint8_t *p, size_t len, uint32_t nlabels)
 
 /* Build the public model (with its labels) from MODEL_INFO. */
 static int
-inferd_model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
+inferd__model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 {
 	struct inferd_wire_model_info w;
 	struct inferd_model *m;
@@ -416,7 +416,7 @@ inferd_model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 		return inferd__fail(INFERD_EPROTO, "MODEL_INFO of %u bytes", len);
 	memcpy(&w, p, sizeof w);
 	rest = len - sizeof w;
-	if (!inferd_labels_ok(p + sizeof w, rest, w.nlabels) || w.input_ndims > 8 || w.output_ndims > 8 ||
+	if (!inferd__labels_ok(p + sizeof w, rest, w.nlabels) || w.input_ndims > 8 || w.output_ndims > 8 ||
 	    memchr(w.name, '\0', sizeof w.name) == NULL || memchr(w.input_name, '\0', sizeof w.input_name) == NULL ||
 	    memchr(w.output_name, '\0', sizeof w.output_name) == NULL)
 		return inferd__fail(INFERD_EPROTO, "malformed MODEL_INFO");
@@ -449,7 +449,7 @@ inferd_model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 
 /* Ask the daemon for a model by name or id and cache it. */
 static int
-inferd_model_query(inferd_conn_t *c, const char *name, unsigned id, const struct inferd_model **out)
+inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struct inferd_model **out)
 {
 	struct {
 		struct inferd_wire_model_query q;
@@ -468,10 +468,10 @@ inferd_model_query(inferd_conn_t *c, const char *name, unsigned id, const struct
 	m.q.id = id;
 	m.q.name_length = (uint32_t)n;
 	memcpy(m.name, name ? name : "", n);
-	if ((r = inferd_send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n, NULL, 0)) != 0 ||
-	    (r = inferd_recv(c->control_fd, INFERD_WIRE_MODEL_INFO, &p, &len, c->timeout_ms)) != 0)
+	if ((r = inferd__send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n, NULL, 0)) != 0 ||
+	    (r = inferd__recv(c->control_fd, INFERD_WIRE_MODEL_INFO, &p, &len, c->timeout_ms)) != 0)
 		return r == INFERD_ECLOSED ? inferd__closed(c) : r;
-	r = inferd_model_build(p, len, &model);
+	r = inferd__model_build(p, len, &model);
 	free(p);
 	if (r != 0)
 		return r;
@@ -501,7 +501,7 @@ inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model *
 			*out = c->models[i];
 			return 0;
 		}
-	return inferd_model_query(c, name, 0, out);
+	return inferd__model_query(c, name, 0, out);
 }
 
 /* Look a model up by id. */
@@ -516,5 +516,5 @@ inferd_model_get_id(inferd_conn_t *c, unsigned id, const struct inferd_model **o
 		*out = c->models[id];
 		return 0;
 	}
-	return inferd_model_query(c, NULL, id, out);
+	return inferd__model_query(c, NULL, id, out);
 }
