@@ -32,6 +32,11 @@
  *
  * Processes: the region and descriptors are close-on-exec and not meant to
  * be shared with a forked child; connect again in the child.
+ *
+ * Headers: this file and inferd_outcome.h (the table of request outcomes
+ * the INFERD_E* codes come from) are the installed, public interface.  The
+ * wire protocol between libinferd and the daemon (inferd_wire.h) is private
+ * to the two and not installed: speak to the daemon through this library.
  */
 #ifndef INFERD_H
 #define INFERD_H
