@@ -1,48 +1,68 @@
-# client/local.mk: libinferd, inferctl, inferd-bench and the example program.
+# client/local.mk: what a user of inferd runs — the library (lib/), the command-line
+# tools (tools/), the benchmarks (bench/) and the example (examples/).  None of these
+# sees daemon/: they include include/ and their own headers, except the non-installed
+# inferd-bench-engine, which links the daemon's core on purpose.
 
-# libinferd: only the symbols marked INFERD_EXPORT in inferd.h are visible.
-lib_LTLIBRARIES += client/libinferd.la
-client_libinferd_la_SOURCES = client/libinferd.c client/inferd_ring.c client/inferd_alloc.c \
-	client/libinferd_impl.h include/inferd.h include/inferd_wire.h
-client_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# --- lib: libinferd; only the symbols marked INFERD_EXPORT in inferd.h are visible. ---
+lib_LTLIBRARIES += client/lib/libinferd.la
+client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
+	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/libinferd_impl.h \
+	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
+client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
 
-include_HEADERS = include/inferd.h include/inferd_wire.h
-pkgconfig_DATA = client/inferd.pc
-DISTCLEANFILES += client/inferd.pc
-EXTRA_DIST += client/inferd.pc.in
+include_HEADERS = include/inferd.h include/inferd_outcome.h
+noinst_HEADERS += include/inferd_wire.h
+pkgconfig_DATA = client/lib/inferd.pc
+DISTCLEANFILES += client/lib/inferd.pc
+EXTRA_DIST += client/lib/inferd.pc.in
 
-# inferctl: health, models, model metadata and inference from a file, over shm or HTTP.
-bin_PROGRAMS += client/inferctl
-client_inferctl_SOURCES = client/inferctl.c client/inferctl_http.c client/inferctl.h \
-	client/http_client.c client/http_client.h daemon/error.c daemon/error.h
-client_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-client_inferctl_LDADD = client/libinferd.la $(JANSSON_LIBS) -lm
+# --- tools: inferctl (health, models, metadata, inference over shm or HTTP) ---
+TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/tools
+TOOLS_HTTP = client/tools/http_client.c client/tools/http_client.h \
+	client/tools/tool_error.c client/tools/tool_error.h
+bin_PROGRAMS += client/tools/inferctl
+client_tools_inferctl_SOURCES = client/tools/inferctl.c client/tools/inferctl_http.c \
+	client/tools/inferctl_model.c \
+	client/tools/inferctl.h $(TOOLS_HTTP)
+client_tools_inferctl_CPPFLAGS = $(TOOLS_CPPFLAGS)
+client_tools_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+client_tools_inferctl_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 
-# The example a C user can copy.
-noinst_PROGRAMS += client/example
-client_example_SOURCES = client/example.c
-client_example_LDADD = client/libinferd.la
+# --- examples: the program a C user can copy ---
+noinst_PROGRAMS += client/examples/example
+client_examples_example_SOURCES = client/examples/example.c
+client_examples_example_LDADD = client/lib/libinferd.la
 
-# --- benchmark tools (bench) ---
-# inferd-bench: latency/throughput over shm or HTTP; --limits (CUDA builds) links the
-# daemon's core library for the device layer and measures the device in-process.
-bin_PROGRAMS += client/inferd-bench
-client_inferd_bench_SOURCES = client/inferd-bench.c client/bench.h client/bench_hist.c \
-	client/http_client.c client/http_client.h client/bench_load_http.c client/bench_load_shm.c \
-	client/bench_report.c client/bench_engine.c
-client_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-# The core library gives --engine (and --limits) the device layer and the model loader.
-client_inferd_bench_LDADD = client/libinferd.la $(INFERD_CORE_LIBS)
+# --- bench: inferd-bench, latency/throughput over shm or HTTP (libinferd + jansson only) ---
+BENCH_CPPFLAGS = $(TOOLS_CPPFLAGS) -I$(top_srcdir)/client/bench
+bin_PROGRAMS += client/bench/inferd-bench
+client_bench_inferd_bench_SOURCES = client/bench/inferd-bench.c client/bench/bench.h \
+	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_load_http.c \
+	client/bench/bench_load_shm.c client/bench/bench_report.c client/bench/bench_run.c $(TOOLS_HTTP)
+client_bench_inferd_bench_CPPFLAGS = $(BENCH_CPPFLAGS)
+client_bench_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
+
+# inferd-bench-engine (not installed): the backend alone (--engine) and, in CUDA builds,
+# the device's limits (--limits); it links the daemon's core library, so it sees daemon/.
+noinst_PROGRAMS += client/bench/inferd-bench-engine
+client_bench_inferd_bench_engine_SOURCES = client/bench/inferd-bench-engine.c client/bench/bench.h \
+	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_report.c \
+	client/bench/bench_engine.c client/tools/tool_error.c client/tools/tool_error.h
 if HAVE_CUDA
-client_inferd_bench_SOURCES += client/bench_limits.c
+client_bench_inferd_bench_engine_SOURCES += client/bench/bench_limits.c
 endif
-# The bare libmicrohttpd + jansson server DESIGN §8's HTTP row is measured against.
-noinst_PROGRAMS += client/bench-http-baseline
-client_bench_http_baseline_SOURCES = client/bench-http-baseline.c
-client_bench_http_baseline_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
-client_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
+client_bench_inferd_bench_engine_CPPFLAGS = $(BENCH_CPPFLAGS) $(DAEMON_CPPFLAGS)
+client_bench_inferd_bench_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+client_bench_inferd_bench_engine_LDADD = $(INFERD_CORE_LIBS)
+
+# The bare libmicrohttpd + jansson server inferd's HTTP front end is measured against.
+noinst_PROGRAMS += client/bench/bench-http-baseline
+client_bench_bench_http_baseline_SOURCES = client/bench/bench-http-baseline.c
+client_bench_bench_http_baseline_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS)
+client_bench_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
 # The sweeps, the PyTorch peers, wrk's script, the summary and the plots.
 EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gpu.sh \
 	client/bench/make_models.py client/bench/torch_peer.py client/bench/torch_http_server.py \

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "batcher.h"
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 
@@ -77,71 +78,17 @@ struct batcher {
 	int shut;
 };
 
-static const char *status_names[] = {
-	"ok", "busy: the model's queue is full", "timed out waiting for inference",
-	"invalid request", "cancelled: the client went away",
-	"the server is shutting down", "internal error",
+#define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
+static const char *const status_names[] = {
+	INFERD_OUTCOME_MAP(BATCH_STATUS_TEXT)
 };
+#undef BATCH_STATUS_TEXT
 
 /* Human-readable text of a status. */
 const char *
 batch_status_str(enum batch_status s)
 {
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
-}
-
-/* Metrics reason of a failing status. */
-enum metrics_reason
-batch_status_reason(enum batch_status s)
-{
-	switch (s) {
-	case BATCH_ERR_BUSY:
-		return METRICS_REASON_BUSY;
-	case BATCH_ERR_TIMEOUT:
-		return METRICS_REASON_TIMEOUT;
-	case BATCH_ERR_INVALID:
-		return METRICS_REASON_INVALID;
-	case BATCH_ERR_CANCELLED:
-		return METRICS_REASON_CANCELLED;
-	case BATCH_ERR_SHUTDOWN:
-		return METRICS_REASON_SHUTDOWN;
-	default:
-		return METRICS_REASON_INTERNAL;
-	}
-}
-
-/* Monotonic microseconds. */
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Wait on cond until the monotonic time deadline (condvars use CLOCK_MONOTONIC here). */
-static void
-cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline)
-{
-	struct timespec ts = { (time_t)(deadline / 1000000u), (long)(deadline % 1000000u) * 1000 };
-
-	pthread_cond_timedwait(cond, lock, &ts);
-}
-
-/* Init a condition variable on the monotonic clock. */
-static int
-cond_init_monotonic(pthread_cond_t *cond)
-{
-	pthread_condattr_t attr;
-	int rc;
-
-	if ((rc = pthread_condattr_init(&attr)) != 0)
-		return rc;
-	if ((rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
-		rc = pthread_cond_init(cond, &attr);
-	pthread_condattr_destroy(&attr);
-	return rc;
 }
 
 /* Count a finished request in the metrics. */
@@ -153,9 +100,9 @@ batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status 
 	if (st == BATCH_OK)
 		METRICS_ADD(q->mm->success, 1);
 	else
-		METRICS_ADD(q->mm->failure[batch_status_reason(st)], 1);
+		METRICS_ADD(q->mm->failure[(enum metrics_reason)st], 1);	/* same codes */
 	if (r != NULL && r->submit_us != 0)
-		METRICS_ADD(q->mm->request_us, now_us() - r->submit_us);
+		METRICS_ADD(q->mm->request_us, clock_now_us() - r->submit_us);
 }
 
 /* One request of c is finished: wake batcher_client_close when it was the last. */
@@ -399,7 +346,7 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause
 	return 0;
 }
 
-/* Queue the whole batch: copies in on client streams, compute, copies out (DESIGN §7). */
+/* Queue the whole batch: copies in on client streams, compute, copies out; see docs/ARCHITECTURE.md. */
 static int
 launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 {
@@ -439,14 +386,14 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 
 	s->status = BATCH_OK;
 	s->error[0] = '\0';
-	s->launch_us = now_us();
+	s->launch_us = clock_now_us();
 	if (launch_batch(q, s, &cause) != 0) {
 		LOG_ERROR("model '%s': batch of %d rows failed to launch: %s", q->model->name, s->rows, cause);
-		s->status = BATCH_ERR_INTERNAL;
+		s->status = BATCH_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
 	}
-	s->launch_us = now_us() - s->launch_us;
+	s->launch_us = clock_now_us() - s->launch_us;
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
 	push_inflight(q, s);
@@ -471,11 +418,11 @@ sched_main(void *arg)
 			pthread_cond_wait(&q->work, &q->lock);
 			continue;
 		}
-		now = now_us();
+		now = clock_now_us();
 		expired = now >= q->next_deadline ? take_expired(q, now) : NULL;
 		if (expired != NULL) {
 			pthread_mutex_unlock(&q->lock);
-			finish_list(q, expired, BATCH_ERR_TIMEOUT, NULL);
+			finish_list(q, expired, BATCH_TIMEOUT, NULL);
 			pthread_mutex_lock(&q->lock);
 			continue;
 		}
@@ -487,7 +434,7 @@ sched_main(void *arg)
 			if (wake == UINT64_MAX)
 				pthread_cond_wait(&q->work, &q->lock);
 			else
-				cond_wait_until(&q->work, &q->lock, wake);
+				clock_cond_wait_until(&q->work, &q->lock, wake);
 			continue;
 		}
 		s = q->free_slots;
@@ -536,7 +483,7 @@ account_batch(struct model_queue *q, struct batch_slot *s)
 		LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
 		free(cause);
-		return BATCH_ERR_INTERNAL;
+		return BATCH_INTERNAL;
 	}
 	if (device_event_elapsed_us(s->ev_compute0, s->ev_compute1, &compute_us, NULL) != 0)
 		compute_us = 0;
@@ -558,7 +505,7 @@ complete_batch(struct model_queue *q, struct batch_slot *s)
 	for (i = 0; i < s->nreqs; i++) {
 		if (st == BATCH_OK && device_event_sync(s->ev_out[i], &cause) != 0) {
 			LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
-			st = BATCH_ERR_INTERNAL;
+			st = BATCH_INTERNAL;
 			snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
 			free(cause);
 			cause = NULL;
@@ -653,7 +600,7 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
 	q->model = m;
 	q->index = index;
 	q->mm = b->metrics != NULL ? metrics_find(b->metrics, m->name) : NULL;
-	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = cond_init_monotonic(&q->work)) != 0 ||
+	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
 	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
 	if (device_stream_create(b->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
@@ -862,7 +809,7 @@ batcher_client_close(batcher_t *b, batch_client_t *c)
 	pthread_mutex_unlock(&c->lock);
 	for (i = 0; i < b->nqueues; i++)
 		if (b->queues[i].batcher != NULL)
-			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_ERR_CANCELLED, NULL);
+			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_CANCELLED, NULL);
 	pthread_mutex_lock(&c->lock);
 	while (c->outstanding > 0)
 		pthread_cond_wait(&c->idle, &c->lock);
@@ -880,11 +827,11 @@ submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 {
 	if (req->client == NULL || req->done == NULL || req->input == NULL || req->output == NULL) {
 		error_set(cause, "request lacks client, buffers or completion");
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	if (req->rows < 1 || req->rows > q->model->max_batch_size) {
 		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, q->model->max_batch_size);
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	return BATCH_OK;
 }
@@ -898,24 +845,24 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 	uint64_t timeout = req->timeout_us;
 
 	if (q->stopping) {
-		error_set(cause, "%s", batch_status_str(BATCH_ERR_SHUTDOWN));
-		return BATCH_ERR_SHUTDOWN;
+		error_set(cause, "%s", batch_status_str(BATCH_SHUTDOWN));
+		return BATCH_SHUTDOWN;
 	}
 	if (q->queued >= cfg->max_queue_size) {
 		error_set(cause, "model '%s': queue is full (%zu requests waiting)", q->model->name, q->queued);
-		return BATCH_ERR_BUSY;
+		return BATCH_BUSY;
 	}
 	pthread_mutex_lock(&req->client->lock);
 	if (req->client->closing) {
 		pthread_mutex_unlock(&req->client->lock);
 		error_set(cause, "client is closing");
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	req->client->outstanding++;
 	pthread_mutex_unlock(&req->client->lock);
 	if (timeout == 0 || timeout > cfg->default_timeout_us)
 		timeout = cfg->default_timeout_us;
-	req->submit_us = now_us();
+	req->submit_us = clock_now_us();
 	req->deadline_us = req->submit_us + timeout;
 	if (req->deadline_us < q->next_deadline)
 		q->next_deadline = req->deadline_us;
@@ -943,7 +890,7 @@ batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
 
 	if (q == NULL) {
 		error_set(cause, "model '%s' is not served", m->name);
-		return BATCH_ERR_INVALID;
+		return BATCH_INVALID;
 	}
 	st = submit_check(q, req, cause);
 	if (st == BATCH_OK) {

@@ -1,4 +1,4 @@
-/* batcher.h: dynamic batching across clients and the overlapped copy/compute pipeline (DESIGN §7). */
+/* batcher.h: dynamic batching across clients and the overlapped copy/compute pipeline. */
 #ifndef INFERD_BATCHER_H
 #define INFERD_BATCHER_H
 
@@ -10,16 +10,18 @@
 #include "model.h"
 #include "repository.h"
 
-/* Outcome of a request; the non-zero values match metrics_reason + 1. */
+/*
+ * Outcome of a request: one row of inferd_outcome.h each (BATCH_OK,
+ * BATCH_BUSY: the queue is full, BATCH_TIMEOUT, BATCH_INVALID: rows out of
+ * range, unknown model or client closing, BATCH_CANCELLED: its client went
+ * away, BATCH_SHUTDOWN, BATCH_INTERNAL: a device call failed).  The values are
+ * the table's codes, so a status is also its metrics reason and wire status.
+ */
+#define BATCH_STATUS_ENUM(name, code, err, http, label, text, ctext) BATCH_##name = (code),
 enum batch_status {
-	BATCH_OK = 0,
-	BATCH_ERR_BUSY,		/* the model's queue is full */
-	BATCH_ERR_TIMEOUT,	/* waited longer than its timeout */
-	BATCH_ERR_INVALID,	/* rows out of range, unknown model, client closing */
-	BATCH_ERR_CANCELLED,	/* its client went away */
-	BATCH_ERR_SHUTDOWN,	/* the daemon is stopping */
-	BATCH_ERR_INTERNAL,	/* a device call failed */
+	INFERD_OUTCOME_MAP(BATCH_STATUS_ENUM)
 };
+#undef BATCH_STATUS_ENUM
 
 typedef struct batcher batcher_t;
 typedef struct batch_client batch_client_t;
@@ -62,7 +64,7 @@ int batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
     int inflight, int graph_rows, batcher_t **out, char **cause);
 /* Stop accepting, finish what is queued and in flight, join the threads, free. */
 void batcher_free(batcher_t *b);
-/* Stop accepting new requests (they get BATCH_ERR_SHUTDOWN); queued ones still run. */
+/* Stop accepting new requests (they get BATCH_SHUTDOWN); queued ones still run. */
 void batcher_shutdown(batcher_t *b);
 
 /*
@@ -73,7 +75,7 @@ void batcher_shutdown(batcher_t *b);
 int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
     char **cause);
 /*
- * Drop the client's queued requests (their done runs with BATCH_ERR_CANCELLED),
+ * Drop the client's queued requests (their done runs with BATCH_CANCELLED),
  * wait for its requests in flight to finish (their done runs as usual), then
  * free its stream.  After it returns no callback for this client runs again.
  */
@@ -87,9 +89,7 @@ void batcher_client_close(batcher_t *b, batch_client_t *c);
 enum batch_status batcher_submit(batcher_t *b, const model_t *m,
     struct batch_request *req, char **cause);
 
-/* Human-readable text of a status. */
+/* Human-readable text of a status (the TEXT column of inferd_outcome.h). */
 const char *batch_status_str(enum batch_status s);
-/* Metrics reason of a failing status. */
-enum metrics_reason batch_status_reason(enum batch_status s);
 
 #endif

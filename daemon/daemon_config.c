@@ -13,7 +13,9 @@
 #include <sys/un.h>
 
 #include "daemon_config.h"
+#include "device_spec.h"
 #include "error.h"
+#include "log.h"
 
 #ifndef INFERD_DATADIR
 #error "INFERD_DATADIR must be defined by the build (see Makefile.am)"
@@ -124,8 +126,6 @@ static const struct config_key config_keys[] = {
 
 #define NKEYS (sizeof config_keys / sizeof config_keys[0])
 
-static const char *config_log_levels[] = { "error", "warn", "info", "debug" };
-
 /* Check an IPv4 or IPv6 address literal. */
 static int
 config_check_address(const char *value, char **cause)
@@ -146,31 +146,21 @@ config_check_nonempty(const char *value, char **cause)
 	return 0;
 }
 
-/* Check "auto", "cpu" or "cuda:N". */
+/* Check "auto", "cpu" or "cuda:N" with the device layer's own parser. */
 static int
 config_check_device(const char *value, char **cause)
 {
-	const char *p;
+	struct device_spec spec;
 
-	if (strcmp(value, "auto") == 0 || strcmp(value, "cpu") == 0)
-		return 0;
-	if (strncmp(value, "cuda:", 5) == 0) {
-		p = value + 5;
-		if (*p != '\0' && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 3)
-			return 0;
-	}
-	return error_set(cause, "'%s' is not auto, cpu or cuda:N", value);
+	return device_spec_parse(value, &spec, cause);
 }
 
 /* Check a log level name. */
 static int
 config_check_log_level(const char *value, char **cause)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof config_log_levels / sizeof config_log_levels[0]; i++)
-		if (strcmp(value, config_log_levels[i]) == 0)
-			return 0;
+	if (log_level_from_name(value) >= 0)
+		return 0;
 	return error_set(cause, "'%s' is not error, warn, info or debug", value);
 }
 

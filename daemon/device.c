@@ -7,25 +7,8 @@
 #include <string.h>
 
 #include "device_impl.h"
+#include "device_spec.h"
 #include "error.h"
-
-/* Parse "cuda:N" (or "cuda" for 0); -1 if the text is anything else. */
-static int
-device_parse_cuda(const char *spec)
-{
-	char *end;
-	long n;
-
-	if (strcmp(spec, "cuda") == 0)
-		return 0;
-	if (strncmp(spec, "cuda:", 5) != 0 || spec[5] == '\0')
-		return -1;
-	errno = 0;
-	n = strtol(spec + 5, &end, 10);
-	if (errno != 0 || *end != '\0' || n < 0 || n > INT_MAX)
-		return -1;
-	return (int)n;
-}
 
 /* Number of CUDA devices usable now; 0 when none or not built. */
 int
@@ -52,7 +35,7 @@ device_open_backend(device_t *dev, const char *spec, char **cause)
 		else
 			return device_cpu_open(dev, cause);
 	}
-	ordinal = device_parse_cuda(spec);
+	ordinal = device_spec_cuda(spec);
 	if (ordinal < 0)
 		return error_set(cause, "unknown device \"%s\" (expected auto, cpu or cuda:N)", spec);
 #ifdef HAVE_CUDA

@@ -87,28 +87,71 @@ struct http_server {
  * runs; refs counts them and the last one frees it, so done never touches
  * a request that a vanished client took away.
  */
+/*
+ * Where a request is in its life.  RECEIVING -> ANSWERED for everything but
+ * an accepted inference, which goes RECEIVING -> SUBMITTED (with the batcher)
+ * -> SUSPENDED (the connection holds no thread) -> FINISHED (the batcher is
+ * done; set by its thread) -> ANSWERED; SUSPENDED is skipped when the batcher
+ * finishes first.  Read and written atomically: the batcher's thread sets
+ * FINISHED (under srv->lock) while libmicrohttpd's may look.
+ */
+enum http_state {
+	HTTP_STATE_RECEIVING = 0,
+	HTTP_STATE_SUBMITTED,
+	HTTP_STATE_SUSPENDED,
+	HTTP_STATE_FINISHED,
+	HTTP_STATE_ANSWERED,
+};
+
+/*
+ * What is known about a request (struct http_request's flags).  The first
+ * five are set by libmicrohttpd's thread before submission; COMPLETED and
+ * ACTIVE change only under srv->lock.
+ */
+enum {
+	HTTP_F_NAME_TOO_LONG = 1u << 0,	/* the URL's model name does not fit */
+	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL names a version other than 1 */
+	HTTP_F_TOO_LARGE = 1u << 2,	/* the body exceeds max_body_bytes */
+	HTTP_F_NO_MEMORY = 1u << 3,	/* the body could not be buffered */
+	HTTP_F_BINARY_OUTPUT = 1u << 4,	/* answer with the output as binary data */
+	HTTP_F_COMPLETED = 1u << 5,	/* libmicrohttpd is done with the connection */
+	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active */
+};
+
 struct http_request {
 	http_server_t *srv;
 	struct MHD_Connection *conn;
 	enum http_route route;
 	const char *allow;		/* the methods its path takes */
 	char model[MODEL_NAME_MAX];	/* from the URL */
-	int name_too_long, bad_version;
 	char *body;
 	size_t len, cap, announced;	/* announced: Content-Length, 0 if none */
-	int too_large, no_memory, answered;
+	enum http_state state;		/* atomic */
+	unsigned flags;			/* HTTP_F_* */
 	/* Inference. */
 	const model_t *m;
 	void *slot;
 	char *id;
-	int binary_output;		/* answer with the output as binary data */
 	struct batch_request breq;
 	/* Under srv->lock. */
 	int refs;
-	int submitted, finished, suspended, completed, in_active;
 	enum batch_status status;
 	char *error;
 };
+
+/* The request's state. */
+static enum http_state
+http_state(const struct http_request *req)
+{
+	return __atomic_load_n(&req->state, __ATOMIC_ACQUIRE);
+}
+
+/* Move the request to state st. */
+static void
+http_state_set(struct http_request *req, enum http_state st)
+{
+	__atomic_store_n(&req->state, st, __ATOMIC_RELEASE);
+}
 
 /*
  * libmicrohttpd's messages, through our log: errors while starting; once
@@ -161,7 +204,7 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
 	}
 	ret = MHD_queue_response(req->conn, status, r);
 	MHD_destroy_response(r);
-	req->answered = 1;
+	http_state_set(req, HTTP_STATE_ANSWERED);
 	if (status >= 400)
 		METRICS_ADD(req->srv->ctx.metrics->http_errors, 1);
 	return ret;
@@ -181,7 +224,7 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (n >= 0) {
-		body = kserve_encode_error(msg, &len);
+		body = kserve_encode_error(msg, &len, NULL);	/* NULL: the fixed 500 body */
 		free(msg);
 	}
 	return http_reply(req, status, body, len, HTTP_TYPE_JSON,
@@ -190,11 +233,18 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 
 #define http_error(req, status, ...) http_error_allow((req), (status), NULL, __VA_ARGS__)
 
-/* Answer 200 with a JSON body (NULL: out of memory, answered 500). */
+/* Answer 200 with a JSON body; a body that failed to encode (NULL, *cause) is a 500. */
 static enum MHD_Result
-http_json(struct http_request *req, char *body, size_t len)
+http_json(struct http_request *req, char *body, size_t len, char *cause)
 {
-	return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL, NULL);
+	enum MHD_Result ret;
+
+	if (body != NULL)
+		return http_reply(req, MHD_HTTP_OK, body, len, HTTP_TYPE_JSON, NULL, NULL);
+	ret = http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s",
+	    cause != NULL ? cause : "out of memory");
+	free(cause);
+	return ret;
 }
 
 /* Count a request of model name that failed before reaching the batcher. */
@@ -207,28 +257,16 @@ http_count_failure(http_server_t *srv, const char *name, enum metrics_reason rea
 		METRICS_ADD(mm->failure[reason], 1);
 }
 
-/*
- * The HTTP status of a batcher outcome, as Triton maps its errors: a full
- * queue, an expired timeout ("Request timeout expired" is UNAVAILABLE in
- * Triton's dynamic batcher) and shutdown are 503; bad input and a
- * cancelled request are 400; a device failure is 500.
- */
+/* The HTTP status of a batcher outcome: the HTTP column of inferd_outcome.h. */
 static unsigned int
 http_status_of(enum batch_status st)
 {
-	switch (st) {
-	case BATCH_OK:
-		return MHD_HTTP_OK;
-	case BATCH_ERR_BUSY:
-	case BATCH_ERR_TIMEOUT:
-	case BATCH_ERR_SHUTDOWN:
-		return MHD_HTTP_SERVICE_UNAVAILABLE;
-	case BATCH_ERR_INVALID:
-	case BATCH_ERR_CANCELLED:
-		return MHD_HTTP_BAD_REQUEST;
-	default:
-		return MHD_HTTP_INTERNAL_SERVER_ERROR;
-	}
+#define HTTP_STATUS_OF(name, code, err, http, label, text, ctext) [code] = http,
+	static const unsigned int status[] = { INFERD_OUTCOME_MAP(HTTP_STATUS_OF) };
+#undef HTTP_STATUS_OF
+
+	return (unsigned)st < sizeof status / sizeof status[0] ? status[st] :
+	    MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
 /* Parse the rest of /v2/models/{m}...; NULL when the path names nothing. */
@@ -241,7 +279,7 @@ http_route_model(struct http_request *req, const char *rest)
 	if (n == 0)
 		return NULL;
 	if (n >= sizeof req->model)
-		req->name_too_long = 1;
+		req->flags |= HTTP_F_NAME_TOO_LONG;
 	else
 		memcpy(req->model, rest, n);
 	if (strncmp(tail, "/versions/", 10) == 0) {
@@ -249,7 +287,8 @@ http_route_model(struct http_request *req, const char *rest)
 		n = strcspn(v, "/");
 		if (n == 0)
 			return NULL;
-		req->bad_version = !(n == 1 && v[0] == '1');
+		if (!(n == 1 && v[0] == '1'))
+			req->flags |= HTTP_F_BAD_VERSION;
 		tail = v + n;
 	}
 	if (*tail == '\0')
@@ -387,17 +426,17 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 	size_t n = *size, max = req->srv->ctx.config->max_body_bytes;
 
 	*size = 0;
-	if (req->too_large || req->no_memory)
+	if (req->flags & (HTTP_F_TOO_LARGE | HTTP_F_NO_MEMORY))
 		return MHD_YES;
 	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT)
 		return MHD_YES;		/* other routes take no body */
 	if (n > max - req->len) {
-		req->too_large = 1;
+		req->flags |= HTTP_F_TOO_LARGE;
 		http_drop_body(req);
 		return MHD_YES;
 	}
 	if (http_body_reserve(req, n, max) != 0) {
-		req->no_memory = 1;
+		req->flags |= HTTP_F_NO_MEMORY;
 		http_drop_body(req);
 		return MHD_YES;
 	}
@@ -424,12 +463,12 @@ http_url_model(struct http_request *req, unsigned int failed_status, enum MHD_Re
 {
 	const model_t *m;
 
-	if (req->name_too_long) {
+	if (req->flags & HTTP_F_NAME_TOO_LONG) {
 		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "unknown model (name longer than %d bytes)",
 		    MODEL_NAME_MAX - 1);
 		return NULL;
 	}
-	if (req->bad_version) {
+	if (req->flags & HTTP_F_BAD_VERSION) {
 		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "model '%s' has no such version "
 		    "(only " KSERVE_MODEL_VERSION ")", req->model);
 		return NULL;
@@ -445,8 +484,8 @@ http_answer(struct http_request *req, char *body, size_t len, size_t hlen)
 {
 	char value[32];
 
-	if (!req->binary_output)
-		return http_json(req, body, len);
+	if (!(req->flags & HTTP_F_BINARY_OUTPUT))
+		return http_json(req, body, len, NULL);
 	snprintf(value, sizeof value, "%zu", hlen);
 	return http_reply(req, MHD_HTTP_OK, body, len, KSERVE_TYPE_BINARY, KSERVE_HEADER_LENGTH,
 	    value);
@@ -468,13 +507,15 @@ http_answer_infer(struct http_request *req)
 		return http_error(req, http_status_of(req->status), "model '%s': %s", m->name,
 		    req->error ? req->error : batch_status_str(req->status));
 	}
-	body = kserve_encode_infer(m, req->id, req->breq.rows, req->binary_output, out, &len,
+	body = kserve_encode_infer(m, req->id, req->breq.rows,
+	    (req->flags & HTTP_F_BINARY_OUTPUT) != 0, out, &len,
 	    &hlen, &cause);
 	pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
 	if (body != NULL)
 		return http_answer(req, body, len, hlen);
-	ret = http_error(req, MHD_HTTP_BAD_REQUEST, "model '%s': %s", m->name, cause);
+	/* The request was good and ran: failing to encode its answer is ours, a 500. */
+	ret = http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "model '%s': %s", m->name, cause);
 	free(cause);
 	return ret;
 }
@@ -486,16 +527,16 @@ http_done(struct batch_request *breq, enum batch_status status, const char *erro
 	struct http_request *req = breq->user;
 	http_server_t *srv = req->srv;
 	char *copy = status != BATCH_OK && error != NULL ? strdup(error) : NULL;
-	int last;
+	int last, suspended;
 
 	pthread_mutex_lock(&srv->lock);
 	req->status = status;
 	req->error = copy;
-	req->finished = 1;
-	if (req->suspended && !req->completed) {
-		req->suspended = 0;
+	suspended = http_state(req) == HTTP_STATE_SUSPENDED;
+	/* FINISHED before the resume: the resumed connection must find its answer. */
+	http_state_set(req, HTTP_STATE_FINISHED);
+	if (suspended && !(req->flags & HTTP_F_COMPLETED))
 		MHD_resume_connection(req->conn);
-	}
 	last = --req->refs == 0;
 	pthread_mutex_unlock(&srv->lock);
 	if (last)
@@ -527,14 +568,16 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
 	}
 	req->refs++;
-	req->submitted = req->in_active = 1;
+	http_state_set(req, HTTP_STATE_SUBMITTED);
+	req->flags |= HTTP_F_ACTIVE;
 	srv->active++;
 	pthread_mutex_unlock(&srv->lock);
 	st = batcher_submit(srv->ctx.batcher, req->m, &req->breq, &cause);
 	if (st != BATCH_OK) {
 		pthread_mutex_lock(&srv->lock);
 		req->refs--;
-		req->submitted = req->in_active = 0;
+		http_state_set(req, HTTP_STATE_RECEIVING);
+		req->flags &= ~HTTP_F_ACTIVE;
 		if (--srv->active == 0)
 			pthread_cond_broadcast(&srv->idle);
 		pthread_mutex_unlock(&srv->lock);
@@ -545,10 +588,10 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 		return ret;
 	}
 	pthread_mutex_lock(&srv->lock);
-	if (!req->finished) {
+	if (http_state(req) != HTTP_STATE_FINISHED) {
 		/* done resumes it; until then the connection holds no thread. */
 		MHD_suspend_connection(req->conn);
-		req->suspended = 1;
+		http_state_set(req, HTTP_STATE_SUSPENDED);
 		pthread_mutex_unlock(&srv->lock);
 		return MHD_YES;
 	}
@@ -607,7 +650,8 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 		http_unstage(req, root);
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
-	req->binary_output = ki.binary_output;
+	if (ki.binary_output)
+		req->flags |= HTTP_F_BINARY_OUTPUT;
 	json_decref(root);
 	http_drop_body(req);
 	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki.input_bytes);
@@ -671,18 +715,18 @@ http_model_get(struct http_request *req)
 	enum MHD_Result ret = MHD_NO;
 	const model_t *m;
 	size_t len = 0;
-	char *body;
+	char *body, *cause = NULL;
 
 	if (req->route == ROUTE_MODEL_READY) {
 		if (http_url_model(req, MHD_HTTP_BAD_REQUEST, &ret) == NULL)
 			return ret;
-		body = kserve_encode_flag("ready", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("ready", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	}
 	if ((m = http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret)) == NULL)
 		return ret;
-	body = kserve_encode_model_metadata(m, &len);
-	return http_json(req, body, len);
+	body = kserve_encode_model_metadata(m, &len, &cause);
+	return http_json(req, body, len, cause);
 }
 
 /* GET /metrics in Prometheus text format. */
@@ -702,28 +746,28 @@ http_dispatch(struct http_request *req)
 {
 	http_server_t *srv = req->srv;
 	size_t len = 0;
-	char *body;
+	char *body, *cause = NULL;
 
-	if (req->too_large)
+	if (req->flags & HTTP_F_TOO_LARGE)
 		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds "
 		    "max_body_bytes (%zu)", srv->ctx.config->max_body_bytes);
-	if (req->no_memory)
+	if (req->flags & HTTP_F_NO_MEMORY)
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
 	switch (req->route) {
 	case ROUTE_LIVE:
-		body = kserve_encode_flag("live", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("live", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_READY:
 		if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
 			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
-		body = kserve_encode_flag("ready", 1, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_flag("ready", 1, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_SERVER:
-		body = kserve_encode_server_metadata(&len);
-		return http_json(req, body, len);
+		body = kserve_encode_server_metadata(&len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_INDEX:
-		body = kserve_encode_repository_index(srv->ctx.repo, &len);
-		return http_json(req, body, len);
+		body = kserve_encode_repository_index(srv->ctx.repo, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_MODEL:
 	case ROUTE_MODEL_READY:
 		return http_model_get(req);
@@ -743,22 +787,22 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url,
     size_t *upload_data_size, void **con_cls)
 {
 	struct http_request *req = *con_cls;
-	int finished;
 
 	if (req == NULL)
 		return http_begin(cls, conn, url, method, con_cls);
-	if (req->answered) {
+	switch (http_state(req)) {
+	case HTTP_STATE_ANSWERED:
 		*upload_data_size = 0;
 		return MHD_YES;
-	}
-	if (*upload_data_size != 0)
-		return http_receive(req, upload_data, upload_data_size);
-	if (!req->submitted)
+	case HTTP_STATE_RECEIVING:
+		if (*upload_data_size != 0)
+			return http_receive(req, upload_data, upload_data_size);
 		return http_dispatch(req);
-	pthread_mutex_lock(&req->srv->lock);
-	finished = req->finished;
-	pthread_mutex_unlock(&req->srv->lock);
-	return finished ? http_answer_infer(req) : MHD_YES;
+	case HTTP_STATE_FINISHED:
+		return http_answer_infer(req);
+	default:	/* resumed early, or polled: the batcher is not done yet */
+		return MHD_YES;
+	}
 }
 
 /* libmicrohttpd is done with a request (answered, client gone, or stopping): let go of it. */
@@ -774,9 +818,9 @@ http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	*con_cls = NULL;
 	pthread_mutex_lock(&srv->lock);
-	req->completed = 1;
-	if (req->in_active) {
-		req->in_active = 0;
+	req->flags |= HTTP_F_COMPLETED;
+	if (req->flags & HTTP_F_ACTIVE) {
+		req->flags &= ~HTTP_F_ACTIVE;
 		if (--srv->active == 0)
 			pthread_cond_broadcast(&srv->idle);
 	}

@@ -1,4 +1,4 @@
-/* http.h: the HTTP front end, KServe v2 over libmicrohttpd: JSON bodies and the binary tensor extension (DESIGN §6). */
+/* http.h: the HTTP front end, KServe v2 over libmicrohttpd: JSON bodies and the binary tensor extension (docs/ARCHITECTURE.md, "HTTP front end"). */
 #ifndef INFERD_HTTP_H
 #define INFERD_HTTP_H
 

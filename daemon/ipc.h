@@ -1,4 +1,4 @@
-/* ipc.h: the shared-memory IPC server, control over a Unix socket, data in each client's region (DESIGN §5). */
+/* ipc.h: the shared-memory IPC server, control over a Unix socket, data in each client's region. */
 #ifndef INFERD_IPC_H
 #define INFERD_IPC_H
 

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "inferd_wire.h"
@@ -121,9 +122,15 @@ void ipc_ring_free(struct ipc_client *c);
 int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
 void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
 
-/* ipc.c */
-uint64_t ipc_now_us(void);
+/* ipc_client.c: a client's life-cycle. */
+/* Allocate a client for an accepted socket fd with its peer's credentials; NULL on failure. */
+struct ipc_client *ipc_client_new(ipc_server_t *s, int fd, const struct ucred *cred);
+/* Release a client: unwatch, let the batcher finish its requests, unmap, close. */
+void ipc_client_free(ipc_server_t *s, struct ipc_client *c);
+/* Mark c to be dropped after this event batch, saying why once (at level). */
 void ipc_kill(struct ipc_client *c, enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Close *fd if open and set it to -1. */
+void ipc_close(int *fd);
 
 #endif

@@ -39,26 +39,12 @@ ipc_ring_free(struct ipc_client *c)
 	c->slots = NULL;
 }
 
-/* Wire status of a batcher outcome. */
+/* Wire status of a batcher outcome: both are inferd_outcome.h's codes. */
 static int32_t
 ipc_ring_status(enum batch_status st)
 {
-	switch (st) {
-	case BATCH_OK:
-		return INFERD_WIRE_OK;
-	case BATCH_ERR_BUSY:
-		return INFERD_WIRE_BUSY;
-	case BATCH_ERR_TIMEOUT:
-		return INFERD_WIRE_TIMEOUT;
-	case BATCH_ERR_INVALID:
-		return INFERD_WIRE_INVALID;
-	case BATCH_ERR_CANCELLED:
-		return INFERD_WIRE_CANCELLED;
-	case BATCH_ERR_SHUTDOWN:
-		return INFERD_WIRE_SHUTDOWN;
-	default:
-		return INFERD_WIRE_INTERNAL;
-	}
+	_Static_assert((int)BATCH_INTERNAL == (int)INFERD_WIRE_INTERNAL, "one outcome table");
+	return (int32_t)st;
 }
 
 /*
@@ -216,7 +202,7 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	sl->req.done = ipc_ring_done;
 	sl->req.user = sl;
 	if (__atomic_load_n(&s->shutting_down, __ATOMIC_ACQUIRE))
-		st = BATCH_ERR_SHUTDOWN;
+		st = BATCH_SHUTDOWN;
 	else
 		st = batcher_submit(s->ctx.batcher, m, &sl->req, &cause);
 	if (st != BATCH_OK) {

@@ -429,17 +429,19 @@ kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 	return 0;
 }
 
-/* Dump and free a JSON value; NULL when out of memory. */
+/* Dump and free a JSON value (NULL: building it ran out of memory); NULL with *cause. */
 static char *
-kserve_dump(json_t *v, size_t *len)
+kserve_dump(json_t *v, size_t *len, char **cause)
 {
 	char *s;
 
 	if (v == NULL)
-		return NULL;
+		return error_set(cause, "out of memory building the JSON body"), NULL;
 	s = json_dumps(v, KSERVE_DUMP_FLAGS);
 	json_decref(v);
-	if (s != NULL && len != NULL)
+	if (s == NULL)
+		return error_set(cause, "out of memory writing the JSON body"), NULL;
+	if (len != NULL)
 		*len = strlen(s);
 	return s;
 }
@@ -543,9 +545,9 @@ kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
 		json_decref(resp);
 		resp = NULL;
 	}
-	if ((s = kserve_dump(resp, header_len)) != NULL && binary)
-		s = kserve_append_le32(s, *header_len, output, n);
-	if (s == NULL)
+	if ((s = kserve_dump(resp, header_len, cause)) == NULL)
+		return NULL;
+	if (binary && (s = kserve_append_le32(s, *header_len, output, n)) == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	*len = *header_len + (binary ? n * sizeof(float) : 0);
 	return s;
@@ -553,10 +555,10 @@ kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
 
 /* Server metadata, with the KServe extensions implemented. */
 char *
-kserve_encode_server_metadata(size_t *len)
+kserve_encode_server_metadata(size_t *len, char **cause)
 {
 	return kserve_dump(json_pack("{s:s, s:s, s:[s]}", "name", PACKAGE_NAME,
-	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len);
+	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len, cause);
 }
 
 /* One tensor's metadata: name, datatype, shape with -1 for the batch. */
@@ -569,12 +571,12 @@ kserve_tensor_metadata(const struct model_io *io)
 
 /* Model metadata. */
 char *
-kserve_encode_model_metadata(const model_t *m, size_t *len)
+kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 {
 	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:[o], s:[o]}", "name", m->name,
 	    "versions", KSERVE_MODEL_VERSION, "platform", KSERVE_PLATFORM,
 	    "inputs", kserve_tensor_metadata(&m->input),
-	    "outputs", kserve_tensor_metadata(&m->output)), len);
+	    "outputs", kserve_tensor_metadata(&m->output)), len, cause);
 }
 
 /* Copy s with every byte outside printable ASCII replaced, so JSON accepts it. */
@@ -607,7 +609,7 @@ kserve_string(const char *s)
 
 /* The repository index, Triton's shape: [{"name","version","state"[,"reason"]}]. */
 char *
-kserve_encode_repository_index(const repository_t *r, size_t *len)
+kserve_encode_repository_index(const repository_t *r, size_t *len, char **cause)
 {
 	json_t *a = json_array();
 	size_t i;
@@ -622,19 +624,19 @@ kserve_encode_repository_index(const repository_t *r, size_t *len)
 		    kserve_string(r->failures[i].name), "version", KSERVE_MODEL_VERSION,
 		    "state", "UNAVAILABLE", "reason", kserve_string(r->failures[i].error))) != 0)
 			a = (json_decref(a), NULL);
-	return kserve_dump(a, len);
+	return kserve_dump(a, len, cause);
 }
 
 /* {"error": msg}. */
 char *
-kserve_encode_error(const char *msg, size_t *len)
+kserve_encode_error(const char *msg, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:o}", "error", kserve_string(msg)), len);
+	return kserve_dump(json_pack("{s:o}", "error", kserve_string(msg)), len, cause);
 }
 
 /* {"key": true|false}. */
 char *
-kserve_encode_flag(const char *key, int value, size_t *len)
+kserve_encode_flag(const char *key, int value, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:b}", key, value), len);
+	return kserve_dump(json_pack("{s:b}", key, value), len, cause);
 }

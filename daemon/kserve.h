@@ -90,15 +90,19 @@ int kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 char *kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
     const float *output, size_t *len, size_t *header_len, char **cause);
 
-/* Server metadata for GET /v2: malloc'ed, NULL when out of memory. */
-char *kserve_encode_server_metadata(size_t *len);
-/* Model metadata for GET /v2/models/{m}: malloc'ed, NULL when out of memory. */
-char *kserve_encode_model_metadata(const model_t *m, size_t *len);
-/* The repository index (loaded and failed models): malloc'ed, NULL when out of memory. */
-char *kserve_encode_repository_index(const repository_t *r, size_t *len);
-/* {"error": msg} (any bytes of msg are escaped): malloc'ed, NULL when out of memory. */
-char *kserve_encode_error(const char *msg, size_t *len);
-/* Any {"key": true|false} body, e.g. {"live": true}: malloc'ed, NULL when out of memory. */
-char *kserve_encode_flag(const char *key, int value, size_t *len);
+/*
+ * The other bodies.  Each returns a malloc'ed NUL-terminated buffer of *len
+ * bytes, or NULL with *cause (only when memory runs out).
+ */
+/* Server metadata for GET /v2. */
+char *kserve_encode_server_metadata(size_t *len, char **cause);
+/* Model metadata for GET /v2/models/{m}. */
+char *kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause);
+/* The repository index (loaded and failed models). */
+char *kserve_encode_repository_index(const repository_t *r, size_t *len, char **cause);
+/* {"error": msg} (any bytes of msg are escaped). */
+char *kserve_encode_error(const char *msg, size_t *len, char **cause);
+/* Any {"key": true|false} body, e.g. {"live": true}. */
+char *kserve_encode_flag(const char *key, int value, size_t *len, char **cause);
 
 #endif

@@ -1,11 +1,16 @@
 # daemon/local.mk: the daemon's core library (shared with the tests) and the inferd program.
 
+# Only the daemon, its tests and the in-process bench tool see daemon/'s headers.
+DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+
 noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
+	daemon/clock.c daemon/clock.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
+	daemon/device_spec.c daemon/device_spec.h \
 	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
@@ -20,8 +25,9 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/kserve.c daemon/kserve.h \
 	daemon/http.c daemon/http.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
-	include/inferd.h include/inferd_wire.h
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
+	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
+daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 # Load-time graph rewrites (fusions) and the liveness-based memory plan.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
@@ -55,5 +61,6 @@ EXTRA_DIST += daemon/device_cuda.cu daemon/device_cuda_kernels.cu daemon/device_
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c
+inferd_CPPFLAGS = $(DAEMON_CPPFLAGS)
 inferd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
 inferd_LDADD = $(INFERD_CORE_LIBS)

@@ -15,19 +15,28 @@ static const char *log_names[] = { "error", "warn", "info", "debug" };
 /* syslog priorities (sd-daemon.h's SD_ERR etc.) matching each level. */
 static const int log_priorities[] = { 3, 4, 6, 7 };
 
+/* The level a name stands for; -1 if unknown (the one table of level names). */
+int
+log_level_from_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof log_names / sizeof log_names[0]; i++)
+		if (strcmp(name, log_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
 /* Set the threshold from a name; -1 if unknown. */
 int
 log_set_level(const char *name)
 {
-	size_t i;
+	int level = log_level_from_name(name);
 
-	for (i = 0; i < sizeof log_names / sizeof log_names[0]; i++) {
-		if (strcmp(name, log_names[i]) == 0) {
-			log_threshold = (enum log_level)i;
-			return 0;
-		}
-	}
-	return -1;
+	if (level < 0)
+		return -1;
+	log_threshold = (enum log_level)level;
+	return 0;
 }
 
 /* Write one line: "<N>msg" when stderr is journald's, else "time level: msg". */

@@ -15,6 +15,9 @@ enum log_level {
 
 extern enum log_level log_threshold;
 
+/* The level a name (error, warn, info, debug) stands for; -1 if unknown. */
+int log_level_from_name(const char *name);
+
 /* Set the threshold from a name (error, warn, info, debug); -1 if unknown. */
 int log_set_level(const char *name);
 

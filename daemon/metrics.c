@@ -11,9 +11,11 @@
 
 const int metrics_batch_bounds[METRICS_BATCH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
 
-static const char *metrics_reason_names[METRICS_REASON_COUNT] = {
-	"busy", "timeout", "invalid", "cancelled", "shutdown", "internal",
+#define METRICS_REASON_LABEL(name, code, err, http, label, text, ctext) [code] = label,
+static const char *const metrics_reason_names[METRICS_REASON_COUNT] = {
+	INFERD_OUTCOME_MAP(METRICS_REASON_LABEL)
 };
+#undef METRICS_REASON_LABEL
 
 /* Make the per-model counters. */
 int
@@ -137,9 +139,10 @@ metrics_render_requests(struct metrics_buf *b, struct metrics *m)
 	    "# TYPE inferd_requests_total counter\n");
 	for (i = 0; i < m->nmodels; i++) {
 		struct metrics_model *mm = &m->models[i];
-		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"success\"} %llu\n",
-		    mm->name, (unsigned long long)metrics_load(&mm->success));
-		for (r = 0; r < METRICS_REASON_COUNT; r++)
+		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
+		    mm->name, metrics_reason_names[METRICS_REASON_OK],
+		    (unsigned long long)metrics_load(&mm->success));
+		for (r = METRICS_REASON_OK + 1; r < METRICS_REASON_COUNT; r++)
 			metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
 			    mm->name, metrics_reason_names[r], (unsigned long long)metrics_load(&mm->failure[r]));
 	}

@@ -5,16 +5,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Why a request failed; also the "reason" label of the failure counter. */
+#include "inferd_outcome.h"
+
+/*
+ * Why a request failed, indexing the failure counters: the CODE column of
+ * inferd_outcome.h, so a batcher status is its own reason.  The OK slot
+ * stays zero (successes have their own counter); LABEL names each reason.
+ */
+#define METRICS_REASON_ENUM(name, code, err, http, label, text, ctext) METRICS_REASON_##name = (code),
 enum metrics_reason {
-	METRICS_REASON_BUSY = 0,	/* queue full */
-	METRICS_REASON_TIMEOUT,
-	METRICS_REASON_INVALID,		/* bad input: shape, datatype, offsets, JSON */
-	METRICS_REASON_CANCELLED,	/* client went away */
-	METRICS_REASON_SHUTDOWN,
-	METRICS_REASON_INTERNAL,
+	INFERD_OUTCOME_MAP(METRICS_REASON_ENUM)
 	METRICS_REASON_COUNT
 };
+#undef METRICS_REASON_ENUM
 
 /* Batch sizes are counted in buckets whose upper bounds are these. */
 #define METRICS_BATCH_BUCKETS 10

@@ -32,12 +32,19 @@
  *
  * Processes: the region and descriptors are close-on-exec and not meant to
  * be shared with a forked child; connect again in the child.
+ *
+ * Headers: this file and inferd_outcome.h (the table of request outcomes
+ * the INFERD_E* codes come from) are the installed, public interface.  The
+ * wire protocol between libinferd and the daemon (inferd_wire.h) is private
+ * to the two and not installed: speak to the daemon through this library.
  */
 #ifndef INFERD_H
 #define INFERD_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "inferd_outcome.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,39 +63,66 @@ extern "C" {
 /* The socket the daemon listens on by default. */
 #define INFERD_DEFAULT_SOCKET "/run/inferd/inferd.sock"
 
-/* Error codes: all negative. */
+/*
+ * Error codes: all negative.  The library's own failures are listed here;
+ * the ways a request can end (INFERD_EBUSY .. INFERD_EINTERNAL, and
+ * INFERD_OK) come from inferd_outcome.h's table.  Values never change.
+ */
+#define INFERD_LOCAL_ERROR_MAP(X)						\
+	X(EINVAL, -1, "invalid argument")	/* a bad argument */		\
+	X(ENOMEM, -2, "out of memory")		/* in this process */		\
+	X(ESYS, -3, "system call failed")	/* see inferd_last_error */	\
+	X(ECONNECT, -4, "cannot connect to the daemon")				\
+	X(EPROTO, -5, "protocol error")		/* unexpected protocol or version */ \
+	X(EDENIED, -6, "not allowed to connect")	/* this user */		\
+	X(EREFUSED, -7, "connection refused by the daemon") /* too many clients, or the region */ \
+	X(ECLOSED, -8, "connection closed by the daemon")			\
+	X(ENOMODEL, -9, "no such model")					\
+	X(ENOSPACE, -10, "no space left in the shared region")			\
+	X(EAGAIN, -11, "try again")	/* rings full, or no reply in time */
+
+#define INFERD__LOCAL_ENUM(name, value, text) INFERD_##name = (value),
+#define INFERD__OUTCOME_ENUM(name, code, err, http, label, text, ctext) \
+	INFERD_##err = INFERD_OUTCOME_ERROR(code),
 enum inferd_error {
-	INFERD_EINVAL = -1,		/* a bad argument */
-	INFERD_ENOMEM = -2,		/* out of memory in this process */
-	INFERD_ESYS = -3,		/* a system call failed (see inferd_last_error) */
-	INFERD_ECONNECT = -4,		/* cannot reach the daemon's socket */
-	INFERD_EPROTO = -5,		/* the daemon spoke an unexpected protocol or version */
-	INFERD_EDENIED = -6,		/* this user is not allowed to connect */
-	INFERD_EREFUSED = -7,		/* too many clients, or the daemon refused the region */
-	INFERD_ECLOSED = -8,		/* the daemon closed the connection */
-	INFERD_ENOMODEL = -9,		/* no such model */
-	INFERD_ENOSPACE = -10,		/* the region has no free block that large */
-	INFERD_EAGAIN = -11,		/* the rings are full, or the daemon did not reply in time */
-	INFERD_EBUSY = -12,		/* the model's queue is full: retry later */
-	INFERD_ETIMEDOUT = -13,		/* the request waited longer than its timeout */
-	INFERD_EREQUEST = -14,		/* the daemon found the request invalid */
-	INFERD_ECANCELLED = -15,	/* the request was cancelled */
-	INFERD_ESHUTDOWN = -16,		/* the daemon is shutting down */
-	INFERD_EINTERNAL = -17,		/* the daemon failed (device error) */
+	INFERD_LOCAL_ERROR_MAP(INFERD__LOCAL_ENUM)
+	INFERD_OUTCOME_MAP(INFERD__OUTCOME_ENUM)
 };
+#undef INFERD__LOCAL_ENUM
+#undef INFERD__OUTCOME_ENUM
 
 /* A connection to the daemon: opaque. */
 typedef struct inferd_conn inferd_conn_t;
 
-/* Connection settings; a zeroed struct (or NULL) means the defaults. */
+/*
+ * Growing the interface without breaking the ABI:
+ * - The structs a caller fills in (inferd_options, inferd_request) begin
+ *   with size, which the caller sets to the sizeof it was compiled with:
+ *   start from INFERD_OPTIONS_INIT / INFERD_REQUEST_INIT, or write
+ *   .size = sizeof x in a designated initializer.  New fields are only
+ *   ever added at the end; the library reads the fields size covers and
+ *   takes the defaults for the rest, and refuses (INFERD_EINVAL) a size
+ *   smaller than this release's or a larger one whose extra bytes are not
+ *   zero.
+ * - The structs the library fills in for the caller in arrays or on the
+ *   caller's stack (inferd_tensor, inferd_completion) carry reserved space,
+ *   always zero, that later fields will use.
+ * - inferd_model is owned by the library and only read through a pointer,
+ *   so fields are added at its end.
+ * - enum inferd_error's values never change; new codes get new values.
+ */
+
+/* Connection settings; NULL, or zeros past size, mean the defaults. */
 struct inferd_options {
+	size_t size;			/* sizeof(struct inferd_options) */
 	size_t region_bytes;		/* shared memory for rings and tensors (default 64 MiB) */
 	unsigned sq_entries;		/* submission ring, power of two (default 256) */
 	unsigned cq_entries;		/* completion ring, power of two >= sq (default 2 x sq) */
 	int timeout_ms;			/* for control replies (default 10000) */
 };
+#define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 
-/* A model's metadata, owned by the connection and valid until inferd_close. */
+/* A model's metadata, owned by the connection and valid until inferd_close; grows at its end. */
 struct inferd_model {
 	uint32_t id;
 	char name[128];
@@ -107,10 +141,12 @@ struct inferd_tensor {
 	void *data;
 	uint64_t offset;		/* from the start of the region */
 	size_t bytes;
+	uint64_t reserved[2];		/* zero; room for later fields */
 };
 
 /* One asynchronous request. */
 struct inferd_request {
+	size_t size;			/* sizeof(struct inferd_request) */
 	const struct inferd_model *model;
 	int rows;			/* 1 .. model->max_batch_size */
 	const struct inferd_tensor *input;	/* at least rows x input_row_bytes */
@@ -118,11 +154,13 @@ struct inferd_request {
 	uint64_t timeout_us;		/* 0: the model's default */
 	uint64_t user_data;		/* returned in the completion */
 };
+#define INFERD_REQUEST_INIT { .size = sizeof(struct inferd_request) }
 
 /* The outcome of an asynchronous request. */
 struct inferd_completion {
 	uint64_t user_data;
 	int status;			/* 0, or a negative INFERD_E* code */
+	uint32_t reserved[3];		/* zero; room for later fields */
 };
 
 /*

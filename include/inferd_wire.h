@@ -2,6 +2,13 @@
  * inferd_wire.h: the wire layout shared by libinferd and the daemon — control
  * messages over the Unix socket and the rings in the client's shared memory.
  *
+ * Private to libinferd and the daemon (and the tests that speak the wire by
+ * hand): it is not installed, and applications use inferd.h.  The protocol is
+ * versioned as a whole by INFERD_PROTOCOL_VERSION, which both hellos carry;
+ * any incompatible change to a message or the region layout bumps it, and a
+ * daemon refuses a client of another version.  libinferd and the daemon of
+ * one release always speak the same version.
+ *
  * Everything here is little-endian host layout between processes of one
  * machine.  The daemon trusts none of it: every message length is checked,
  * every descriptor is copied out of shared memory once and validated before
@@ -12,6 +19,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "inferd_outcome.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -196,16 +205,12 @@ struct inferd_wire_sqe {
 	uint64_t timeout_us;		/* 0: the model's default */
 };
 
-/* What became of a submission. */
+/* What became of a submission: the CODE column of inferd_outcome.h. */
+#define INFERD_WIRE_STATUS_ENUM(name, code, err, http, label, text, ctext) INFERD_WIRE_##name = (code),
 enum inferd_wire_status {
-	INFERD_WIRE_OK = 0,
-	INFERD_WIRE_BUSY = 1,		/* the model's queue is full */
-	INFERD_WIRE_TIMEOUT = 2,	/* waited longer than its timeout */
-	INFERD_WIRE_INVALID = 3,	/* the descriptor failed validation (see detail) */
-	INFERD_WIRE_CANCELLED = 4,
-	INFERD_WIRE_SHUTDOWN = 5,	/* the daemon is stopping */
-	INFERD_WIRE_INTERNAL = 6,	/* a device call failed */
+	INFERD_OUTCOME_MAP(INFERD_WIRE_STATUS_ENUM)
 };
+#undef INFERD_WIRE_STATUS_ENUM
 
 /* For INFERD_WIRE_INVALID: which check failed. */
 enum inferd_wire_detail {

@@ -83,17 +83,45 @@ start_server() {
 	server_url=http://127.0.0.1:$(cat "$pf")
 }
 
-# bench LABEL FLAGS...: one inferd-bench point into $out/LABEL.json (its stderr beside it).
-bench() {
-	local label=$1
-	shift
-	if "$build/client/inferd-bench" --json --label="$label" --duration="$BENCH_DURATION" \
+# bench_point PROGRAM LABEL FLAGS...: one point of PROGRAM into $out/LABEL.json (its
+# stderr beside it).
+bench_point() {
+	local prog=$1 label=$2
+	shift 2
+	if "$build/client/bench/$prog" --json --label="$label" --duration="$BENCH_DURATION" \
 		--warmup="$BENCH_WARMUP" "$@" >"$out/$label.json" 2>"$out/$label.err"; then
 		rm -f "$out/$label.err"
 	else
 		log "warning: $label: $(tail -1 "$out/$label.err")"
 	fi
 	[ -s "$out/$label.json" ] || rm -f "$out/$label.json"
+}
+
+# bench LABEL FLAGS...: one inferd-bench point (a daemon under load).
+bench() {
+	bench_point inferd-bench "$@"
+}
+
+# engine LABEL FLAGS...: one inferd-bench-engine --engine point (the backend alone).
+engine() {
+	bench_point inferd-bench-engine "$@"
+}
+
+# limits LABEL DEVICE BYTES: the device's limits for copies of BYTES into $out/LABEL.json,
+# for inferd-bench --limits-from; a failure is logged and leaves no file.
+limits() {
+	if "$build/client/bench/inferd-bench-engine" --limits --limits-device="$2" --json \
+		--input-bytes="$3" >"$out/$1.json" 2>"$out/$1.err"; then
+		rm -f "$out/$1.err"
+	else
+		log "warning: --limits: $(tail -1 "$out/$1.err")"
+		rm -f "$out/$1.json"
+	fi
+}
+
+# limits_from LABEL: the --limits-from flag for the limits in $out/LABEL.json, if measured.
+limits_from() {
+	[ -s "$out/$1.json" ] && echo "--limits-from=$out/$1.json"
 }
 
 # wrk_point LABEL THREADS CONNECTIONS URL [VAR=VALUE...]: wrk with wrk-post.lua.
@@ -147,13 +175,13 @@ EOF
 }
 
 # sweeps URL SOCKET: the points both runs share, against the daemon at URL and SOCKET.
-# engine_points DEVICE: the backend alone (inferd-bench --engine) at the batch sizes
+# engine_points DEVICE: the backend alone (inferd-bench-engine --engine) at the batch sizes
 # torch_peer.py measures, for the like-for-like row against PyTorch's raw model.
 engine_points() {
 	local r
 	log "the backend alone on $1 (no daemon), against PyTorch's raw model"
 	for r in 1 4 16 64 256; do
-		bench engine-r$r --engine="$src/conf/models/fashion-mlp" --device="$1" --rows=$r
+		engine engine-r$r --engine="$src/conf/models/fashion-mlp" --device="$1" --rows=$r
 	done
 }
 
@@ -177,7 +205,7 @@ sweeps() {
 	done
 
 	log "HTTP JSON against the bare libmicrohttpd + jansson baseline"
-	start_server baseline "$tmp/baseline.port" "$build/client/bench-http-baseline" --port=0 \
+	start_server baseline "$tmp/baseline.port" "$build/client/bench/bench-http-baseline" --port=0 \
 		--port-file="$tmp/baseline.port"
 	base=$server_url
 	bench base-http-c16 --protocol=http --url="$base" --concurrency=16
@@ -191,7 +219,7 @@ sweeps() {
 }
 
 # binary_points URL: the binary tensor extension against JSON on the demo model, 16 connections,
-# 1 and 64 rows a request (DESIGN §8: binary >= 5 x JSON's req/s).
+# 1 and 64 rows a request (target: binary >= 5 x JSON's req/s).
 binary_points() {
 	local url=$1 r
 

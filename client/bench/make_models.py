@@ -8,7 +8,7 @@ OUTDIR/fashion-mlp          the demo model as shipped (a symbolic link): its own
 OUTDIR/fashion-mlp-nodelay  the same weights with max_queue_delay_us = 0, so a lone request
                             runs at once: latency without the batching window, and batches
                             exactly as large as the request (the "same batch" comparisons)
-OUTDIR/ingest (--ingest)    DESIGN §8's large-tensor model: rows of 65536 floats (256 KiB),
+OUTDIR/ingest (--ingest)    the large-tensor model: rows of 65536 floats (256 KiB),
                             max_batch_size 256, so one request of 256 rows carries 64 MiB in;
                             one linear layer to a single float, so almost nothing comes back
                             and the device does almost nothing: the copy in is what is timed

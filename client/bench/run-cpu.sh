@@ -1,13 +1,13 @@
 #!/bin/bash
-# run-cpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on the CPU backend (DESIGN §8).
+# run-cpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on the CPU backend (the targets are in docs/BENCHMARKS.md).
 #
 # Starts its own daemon (--device=cpu) on a free port and a private socket, serving the
 # demo model and its no-batching-window twin (make_models.py), and writes one JSON file
 # per point into OUTDIR, then OUTDIR/summary.md (summarize.py) and plots (plot.py, when
 # matplotlib is there).  BUILDDIR (default $BUILD, else the current directory) holds the
-# built inferd, client/inferd-bench and client/bench-http-baseline.  About 2 minutes.
+# built inferd, client/bench/inferd-bench, inferd-bench-engine and bench-http-baseline.  About 2 minutes.
 # Among the points (common.sh's sweeps): bin-json-r1/-r64 against bin-binary-r1/-r64, the
-# binary tensor extension against JSON at 16 connections (DESIGN §8: >= 5 x JSON's req/s).
+# binary tensor extension against JSON at 16 connections (target: >= 5 x JSON's req/s).
 #
 #   BENCH_DURATION=2 BENCH_WARMUP=0.5       seconds per inferd-bench point
 #   WRK_DURATION=3 WRK_THREADS=1            wrk (the design's HTTP row: 2 cores, wrk beside)
@@ -24,7 +24,8 @@ build=$(cd "${2:-${BUILD:-.}}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 WRK_THREADS=${WRK_THREADS:-1}
-for f in "$build/inferd" "$build/client/inferd-bench" "$build/client/bench-http-baseline"; do
+for f in "$build/inferd" "$build/client/bench/inferd-bench" "$build/client/bench/inferd-bench-engine" \
+	"$build/client/bench/bench-http-baseline"; do
 	[ -x "$f" ] || { echo "$0: $f is missing: give the build directory (make first)" >&2; exit 2; }
 done
 mkdir -p "$out"

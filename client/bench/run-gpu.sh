@@ -1,9 +1,9 @@
 #!/bin/bash
-# run-gpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on a GPU (DESIGN §8), every target a
+# run-gpu.sh OUTDIR [BUILDDIR]: the benchmark sweep on a GPU (targets in docs/BENCHMARKS.md), every target a
 # ratio measured in the same run.
 #
 # BUILDDIR (default $BUILD) is a tree configured --with-cuda and built: inferd,
-# client/inferd-bench (with --limits) and client/bench-http-baseline.  The script starts its
+# client/bench/inferd-bench, inferd-bench-engine and bench-http-baseline.  The script starts its
 # own daemon with --device=${DEVICE:-cuda:0} on a free port and a private socket, writes one
 # JSON file per point into OUTDIR, then OUTDIR/summary.md and, with matplotlib, the plots.
 # It needs no network.  About 3 minutes with the defaults (under 6 in any case).
@@ -15,9 +15,9 @@
 #
 # The points run-cpu.sh has (common.sh's sweeps, the binary-tensor-against-JSON HTTP points
 # bin-json-r1/-r64 and bin-binary-r1/-r64 among them), and beyond them:
-#   small-shm     1 row (3136 B) over shm, no batching window, with --limits: p50 and p99
+#   small-shm     1 row (3136 B) over shm, no batching window, against the limits: p50 and p99
 #                 as ratios of the floor (4 KiB in + op + 4 KiB out + sync) of the same run
-#   ingest-shm    64 MiB a request over shm into the "ingest" model, with --limits:
+#   ingest-shm    64 MiB a request over shm into the "ingest" model, against the limits:
 #                 input GB/s as a ratio of pinned cudaMemcpyAsync at 64 MiB (a second daemon,
 #                 since a 64 MiB model would leave the first one's HTTP pool one slot);
 #                 ingest-shm-d2 the same with two requests in flight
@@ -37,7 +37,8 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda:0}
 WRK_THREADS=${WRK_THREADS:-4}
-for f in "$build/inferd" "$build/client/inferd-bench" "$build/client/bench-http-baseline"; do
+for f in "$build/inferd" "$build/client/bench/inferd-bench" "$build/client/bench/inferd-bench-engine" \
+	"$build/client/bench/bench-http-baseline"; do
 	[ -x "$f" ] || { echo "$0: $f is missing: give the build directory (make first)" >&2; exit 2; }
 done
 if ! "$build/inferd" --version | grep -q '^cuda: yes'; then
@@ -53,22 +54,20 @@ trap 'exit 130' INT TERM
 
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/models"
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/ingest-models" --ingest
-if "$build/client/inferd-bench" --limits --limits-device="$DEVICE" --json --input-bytes=64M \
-	>"$out/limits-64m.json" 2>"$out/limits-64m.err"; then
-	rm -f "$out/limits-64m.err"
-else
-	log "warning: --limits: $(tail -1 "$out/limits-64m.err")"
-fi
+# The device's limits for the two request sizes measured against them: 64 MiB (the ingest
+# runs) and one fashion-mlp row of 3136 bytes (the small-request runs).
+limits limits-64m "$DEVICE" 64M
+limits limits-small "$DEVICE" 3136
 
 start_daemon gpu "$tmp/models" "$DEVICE"
 url=$daemon_url sock=$daemon_sock pid=$daemon_pid
 idle_cpu idle-cpu "$pid" 2
 
 log "small request over shm against the device's floor"
-bench small-shm --socket="$sock" --url="$url" --model=fashion-mlp-nodelay --limits \
-	--limits-device="$DEVICE"
-bench small-shm-shipped --socket="$sock" --url="$url" --model=fashion-mlp --limits \
-	--limits-device="$DEVICE"
+# shellcheck disable=SC2046
+bench small-shm --socket="$sock" --url="$url" --model=fashion-mlp-nodelay $(limits_from limits-small)
+# shellcheck disable=SC2046
+bench small-shm-shipped --socket="$sock" --url="$url" --model=fashion-mlp $(limits_from limits-small)
 sweeps "$url" "$sock"
 engine_points "$DEVICE"
 metrics_snapshot metrics-end "$url"
@@ -86,16 +85,18 @@ stop_pid "$pid"
 
 log "large-tensor ingest: 64 MiB a request over shm"
 start_daemon ingest "$tmp/ingest-models" "$DEVICE"
+# shellcheck disable=SC2046
 bench ingest-shm --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
-	--limits --limits-device="$DEVICE"
+	$(limits_from limits-64m)
+# shellcheck disable=SC2046
 bench ingest-shm-d2 --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
-	--async-depth=2 --limits --limits-device="$DEVICE"
+	--async-depth=2 $(limits_from limits-64m)
 stop_pid "$daemon_pid"
 
 log "overlap: 64 MiB in and about as much compute, one client against two (own streams)"
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/wide-models" --wide
 start_daemon wide "$tmp/wide-models" "$DEVICE"
-bench engine-wide --engine="$tmp/wide-models/wide" --device="$DEVICE" --rows=256
+engine engine-wide --engine="$tmp/wide-models/wide" --device="$DEVICE" --rows=256
 bench overlap-c1 --socket="$daemon_sock" --url="$daemon_url" --model=wide --input-bytes=64M
 bench overlap-c2 --socket="$daemon_sock" --url="$daemon_url" --model=wide --input-bytes=64M \
 	--concurrency=2

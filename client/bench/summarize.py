@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""summarize.py: DESIGN §8's targets against a results directory of run-cpu.sh / run-gpu.sh.
+"""summarize.py: inferd's performance targets against a results directory of run-cpu.sh / run-gpu.sh.
 
     summarize.py RESULTS_DIR > summary.md
 
@@ -222,7 +222,7 @@ def main():
     if not p:
         print(f"summarize.py: no results in {sys.argv[1]}", file=sys.stderr)
         return 1
-    lines = ["## DESIGN §8 targets", "", "| target | bar | measured | verdict |",
+    lines = ["## Performance targets", "", "| target | bar | measured | verdict |",
              "| --- | --- | --- | --- |"]
     lines += ingest(p) + [small(p), batching(p)]
     lines += http_json(p) + shm_vs_http(p) + against_torch(p) + overlap(p) + steady(p)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_peer.py: the demo model run by PyTorch itself, the peer DESIGN §8 compares inferd with.
+"""torch_peer.py: the demo model run by PyTorch itself, the peer the benchmarks compare inferd with.
 
 Loads a model directory of the inferd repository (model.json + safetensors read by hand:
 an 8-byte little-endian header length, a JSON header, raw little-endian tensors), builds

@@ -1,4 +1,4 @@
--- wrk-post.lua: POST a KServe v2 JSON inference body, the way DESIGN §8's HTTP row was measured.
+-- wrk-post.lua: POST a KServe v2 JSON inference body, the way docs/BENCHMARKS.md's HTTP row is measured.
 --
 --   wrk -t2 -c32 -d5s -s client/bench/wrk-post.lua http://127.0.0.1:8000/v2/models/fashion-mlp/infer
 --   wrk -t2 -c32 -d5s -s client/bench/wrk-post.lua http://127.0.0.1:8001/infer   (bench-http-baseline)

@@ -1,0 +1,137 @@
+/*
+ * bench_engine.c: inferd-bench-engine --engine=DIR, the backend alone: one model run
+ * in this process on --device, batch after batch, no IPC, no HTTP, no
+ * batcher.  This is the figure to put beside PyTorch's raw model time
+ * (client/bench/torch_peer.py): same model, same batch size, same machine.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "error.h"
+#include "model.h"
+
+/* Batch sizes captured as graphs: the daemon's default cuda_graph_max_batch. */
+#define ENGINE_GRAPH_ROWS 256
+
+/* Fill the context's input with the same values every run (they do not change the time). */
+static int
+engine_fill_input(model_exec_t *x, device_stream_t *s, int rows, char **cause)
+{
+	size_t n = (size_t)rows * x->model->input.row_elems, i;
+	float *h = malloc(n * sizeof *h);
+	int rc;
+
+	if (h == NULL)
+		return error_set(cause, "out of memory");
+	for (i = 0; i < n; i++)
+		h[i] = (float)(i % 255) / 255.0f;
+	rc = device_copy_h2d(s, x->input, h, n * sizeof *h, cause);
+	if (rc == 0)
+		rc = device_stream_sync(s, cause);
+	free(h);
+	return rc;
+}
+
+/* Run batches for seconds (or until stop), timing each run + sync into h when given. */
+static int
+engine_loop(model_exec_t *x, device_stream_t *s, int rows, double seconds,
+    struct bench_hist *h, uint64_t *batches, char **cause)
+{
+	uint64_t start = bench_now_ns(), t0;
+
+	*batches = 0;
+	while ((double)(bench_now_ns() - start) < seconds * 1e9) {
+		t0 = bench_now_ns();
+		if (model_exec_run(x, rows, s, cause) != 0 || device_stream_sync(s, cause) != 0)
+			return -1;
+		if (h != NULL)
+			bench_hist_add(h, bench_now_ns() - t0);
+		(*batches)++;
+	}
+	return 0;
+}
+
+/* Print the result as text or one JSON object. */
+static void
+engine_report(const struct bench_settings *set, const device_t *dev, const model_t *m,
+    const struct bench_hist *h, uint64_t batches)
+{
+	double rows_per_s = (double)batches * set->rows / set->duration_s;
+
+	if (set->json) {
+		printf("{\"mode\":\"engine\",\"label\":\"%s\",\"device\":\"%s\",\"model\":\"%s\",\"rows\":%d,"
+		    "\"duration_s\":%g,\"batches\":%llu,\"rows_per_s\":%.1f,"
+		    "\"batch_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"mean\":%.2f}}\n",
+		    set->label ? set->label : "", device_name(dev), m->name, set->rows, set->duration_s,
+		    (unsigned long long)batches, rows_per_s, bench_hist_quantile(h, 0.5) / 1e3,
+		    bench_hist_quantile(h, 0.9) / 1e3, bench_hist_quantile(h, 0.99) / 1e3,
+		    h->count ? (double)h->sum_ns / (double)h->count / 1e3 : 0.0);
+		return;
+	}
+	printf("engine: %s on %s, %d rows a batch\n", m->name, device_name(dev), set->rows);
+	printf("  %llu batches in %.1f s: %.0f rows/s, batch p50 %.1f us, p99 %.1f us\n",
+	    (unsigned long long)batches, set->duration_s, rows_per_s,
+	    bench_hist_quantile(h, 0.5) / 1e3, bench_hist_quantile(h, 0.99) / 1e3);
+}
+
+/* Load, capture graphs where the backend has them, warm up, measure. */
+static int
+engine_measure(const struct bench_settings *set, device_t *dev, char **cause)
+{
+	struct bench_hist *h = malloc(sizeof *h);
+	device_stream_t *s = NULL;
+	model_exec_t *x = NULL;
+	model_t *m = NULL;
+	uint64_t batches;
+	int rc = -1;
+
+	if (h == NULL)
+		return error_set(cause, "out of memory");
+	bench_hist_init(h);
+	if (model_load(dev, set->engine_dir, &m, cause) != 0 || model_exec_create(m, &x, cause) != 0 ||
+	    device_stream_create(dev, DEVICE_STREAM_COMPUTE, &s, cause) != 0)
+		goto out;
+	if (set->rows > m->max_batch_size) {
+		error_set(cause, "--rows=%d but model %s takes at most %d", set->rows, m->name, m->max_batch_size);
+		goto out;
+	}
+	/* Capture as the daemon does by default (every size up to 256), so sizes that run faster padded are. */
+	if (model_exec_capture(x, s, ENGINE_GRAPH_ROWS, cause) != 0 || engine_fill_input(x, s, set->rows, cause) != 0 ||
+	    engine_loop(x, s, set->rows, set->warmup_s, NULL, &batches, cause) != 0 ||
+	    engine_loop(x, s, set->rows, set->duration_s, h, &batches, cause) != 0)
+		goto out;
+	engine_report(set, dev, m, h, batches);
+	rc = 0;
+out:
+	device_stream_destroy(s);
+	model_exec_free(x);
+	model_free(m);
+	free(h);
+	return rc;
+}
+
+/* --engine: returns the exit status. */
+int
+bench_engine(const struct bench_settings *set)
+{
+	device_t *dev;
+	char *cause = NULL;
+	int rc;
+
+	if (device_open(set->engine_device, &dev, &cause) != 0) {
+		fprintf(stderr, "inferd-bench-engine: %s\n", cause);
+		free(cause);
+		return 1;
+	}
+	rc = engine_measure(set, dev, &cause);
+	if (rc != 0) {
+		fprintf(stderr, "inferd-bench-engine: --engine: %s\n", cause);
+		free(cause);
+	}
+	device_close(dev);
+	return rc == 0 ? 0 : 1;
+}

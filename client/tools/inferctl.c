@@ -1,0 +1,472 @@
+/* inferctl.c: inferd's command-line client: health, models, model metadata, inference from a file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inferctl.h"
+#include "inferd.h"
+
+/* What the command line asked for. */
+struct ctl_args {
+	const char *socket;
+	int http;
+	struct ctl_http where;
+	const char *command;
+	const char *name;
+	const char *input;
+};
+
+/* Print the usage text. */
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: inferctl [--socket=PATH | --http[=HOST:PORT]] COMMAND\n"
+	    "\n"
+	    "commands:\n"
+	    "  health                      check that the daemon answers\n"
+	    "  models                      list the models served\n"
+	    "  model NAME                  show a model's inputs, outputs and labels\n"
+	    "  infer NAME --input FILE     run FILE (.npy float32, or raw float32) through NAME\n"
+	    "\n"
+	    "  --socket=PATH   the daemon's shared-memory socket (default %s)\n"
+	    "  --http[=H:P]    use HTTP instead (default 127.0.0.1:8000)\n",
+	    INFERD_DEFAULT_SOCKET);
+}
+
+/* Split "HOST:PORT" (or "[V6]:PORT", or "HOST") into where. */
+static int
+parse_hostport(const char *s, struct ctl_http *w)
+{
+	const char *colon;
+	size_t n;
+
+	snprintf(w->host, sizeof w->host, "127.0.0.1");
+	snprintf(w->port, sizeof w->port, "8000");
+	if (s == NULL || *s == '\0')
+		return 0;
+	if (*s == '[') {
+		if ((colon = strstr(s, "]")) == NULL)
+			return -1;
+		n = (size_t)(colon - s - 1);
+		colon = colon[1] == ':' ? colon + 1 : NULL;
+		s++;
+	} else {
+		colon = strrchr(s, ':');
+		n = colon ? (size_t)(colon - s) : strlen(s);
+	}
+	if (n >= sizeof w->host || (colon && strlen(colon + 1) >= sizeof w->port))
+		return -1;
+	if (n > 0) {
+		memcpy(w->host, s, n);
+		w->host[n] = '\0';
+	}
+	if (colon != NULL)
+		snprintf(w->port, sizeof w->port, "%s", colon + 1);
+	return 0;
+}
+
+/* Parse argv; -1 on a usage error (already reported). */
+static int
+parse_args(int argc, char **argv, struct ctl_args *a)
+{
+	int i;
+
+	a->socket = INFERD_DEFAULT_SOCKET;
+	parse_hostport(NULL, &a->where);
+	for (i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (strncmp(s, "--socket=", 9) == 0)
+			a->socket = s + 9;
+		else if (strcmp(s, "--http") == 0 || strncmp(s, "--http=", 7) == 0) {
+			a->http = 1;
+			if (parse_hostport(s[6] == '=' ? s + 7 : NULL, &a->where) != 0) {
+				fprintf(stderr, "inferctl: bad --http address '%s'\n", s + 7);
+				return -1;
+			}
+		} else if (strcmp(s, "--input") == 0 && i + 1 < argc)
+			a->input = argv[++i];
+		else if (strncmp(s, "--input=", 8) == 0)
+			a->input = s + 8;
+		else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else if (s[0] == '-') {
+			fprintf(stderr, "inferctl: unknown option '%s'\n", s);
+			return -1;
+		} else if (a->command == NULL)
+			a->command = s;
+		else if (a->name == NULL)
+			a->name = s;
+		else {
+			fprintf(stderr, "inferctl: unexpected argument '%s'\n", s);
+			return -1;
+		}
+	}
+	if (a->command == NULL) {
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read a whole file into a malloc'ed buffer. */
+static char *
+read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL, *grown;
+	size_t cap = 0, n;
+
+	*len = 0;
+	if (f == NULL) {
+		fprintf(stderr, "inferctl: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (*len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if ((grown = realloc(buf, cap)) == NULL) {
+				fprintf(stderr, "inferctl: %s: out of memory\n", path);
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = grown;
+		}
+		n = fread(buf + *len, 1, cap - *len, f);
+		*len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "inferctl: reading %s: %s\n", path, strerror(errno));
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Find 'key': in a .npy header dict and return what follows the colon. */
+static const char *
+npy_field(const char *dict, const char *key)
+{
+	char quoted[32];
+	const char *p;
+
+	snprintf(quoted, sizeof quoted, "'%s'", key);
+	if ((p = strstr(dict, quoted)) == NULL)
+		return NULL;
+	p += strlen(quoted);
+	while (*p == ' ')
+		p++;
+	if (*p != ':')
+		return NULL;
+	p++;
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+/* Product of the .npy shape tuple "(a, b, ...)"; -1 if malformed. */
+static long long
+npy_shape(const char *p)
+{
+	long long total = 1, v;
+	char *end;
+
+	if (p == NULL || *p != '(')
+		return -1;
+	for (p++;;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ')')
+			return total;
+		errno = 0;
+		v = strtoll(p, &end, 10);
+		if (end == p || errno != 0 || v < 0 || (v > 0 && total > (1LL << 40) / v))
+			return -1;
+		total *= v;
+		p = end;
+	}
+}
+
+/*
+ * Parse a .npy file ourselves; the format is tiny and documented
+ * (numpy.lib.format): "\x93NUMPY", major, minor, a little-endian header
+ * length (2 bytes in version 1, 4 in 2 and 3), then a Python dict literal
+ * with 'descr', 'fortran_order' and 'shape', then the raw data.  Only
+ * little-endian float32 in C order is accepted.
+ */
+static float *
+npy_parse(const char *path, const char *buf, size_t len, size_t *count)
+{
+	size_t hlen, off;
+	long long n;
+	char *dict;
+	const char *descr, *order;
+	float *data;
+
+	if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0 || buf[6] < 1 || buf[6] > 3)
+		goto bad;
+	off = buf[6] == 1 ? 10 : 12;
+	if (len < off)
+		goto bad;
+	hlen = (size_t)(unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8;
+	if (off == 12)
+		hlen |= (size_t)(unsigned char)buf[10] << 16 | (size_t)(unsigned char)buf[11] << 24;
+	if (hlen > len - off)
+		goto bad;
+	if ((dict = strndup(buf + off, hlen)) == NULL)
+		goto bad;
+	descr = npy_field(dict, "descr");
+	order = npy_field(dict, "fortran_order");
+	n = npy_shape(npy_field(dict, "shape"));
+	if (descr == NULL || (strncmp(descr, "'<f4'", 5) != 0 && strncmp(descr, "'=f4'", 5) != 0) ||
+	    order == NULL || strncmp(order, "False", 5) != 0 || n < 0) {
+		fprintf(stderr, "inferctl: %s: only little-endian float32 ('<f4') in C order is supported\n", path);
+		free(dict);
+		return NULL;
+	}
+	free(dict);
+	off += hlen;
+	if ((size_t)n * 4 != len - off) {
+		fprintf(stderr, "inferctl: %s: the shape says %lld floats but %zu bytes follow the header\n",
+		    path, n, len - off);
+		return NULL;
+	}
+	if ((data = malloc((size_t)n * 4 + 1)) == NULL)
+		goto bad;
+	memcpy(data, buf + off, (size_t)n * 4);
+	*count = (size_t)n;
+	return data;
+bad:
+	fprintf(stderr, "inferctl: %s: not a valid .npy file\n", path);
+	return NULL;
+}
+
+/* Load FILE as .npy (by its magic) or raw float32. */
+static float *
+load_input(const char *path, size_t *count)
+{
+	float *data = NULL;
+	size_t len;
+	char *buf;
+
+	if ((buf = read_file(path, &len)) == NULL)
+		return NULL;
+	if (len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0)
+		data = npy_parse(path, buf, len, count);
+	else if (len == 0 || len % 4 != 0)
+		fprintf(stderr, "inferctl: %s: %zu bytes is not a whole number of float32 values\n", path, len);
+	else if ((data = malloc(len)) != NULL) {
+		memcpy(data, buf, len);
+		*count = len / 4;
+	}
+	free(buf);
+	return data;
+}
+
+/* Rows in count floats of m's input; -1 (reported) when they do not divide or exceed the batch. */
+static int
+input_rows(const struct ctl_model *m, size_t count)
+{
+	size_t max = m->max_batch_size > 0 ? (size_t)m->max_batch_size : (size_t)1 << 30;
+
+	if (m->in_elems == 0 || count % m->in_elems != 0 || count / m->in_elems < 1 ||
+	    count / m->in_elems > max) {
+		fprintf(stderr, "inferctl: %zu values are not 1 to %zu rows of %zu for %s\n",
+		    count, max, m->in_elems, m->name);
+		return -1;
+	}
+	return (int)(count / m->in_elems);
+}
+
+/* Connect over shared memory, reporting failures. */
+static inferd_conn_t *
+shm_connect(const char *path)
+{
+	inferd_conn_t *c;
+	struct inferd_options o = { .size = sizeof o, .region_bytes = 16u << 20 };
+	int r;
+
+	if ((r = inferd_connect(path, &o, &c)) != 0) {
+		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return NULL;
+	}
+	return c;
+}
+
+/* Copy libinferd's model into inferctl's. */
+static int
+shm_model(const struct inferd_model *im, struct ctl_model *m)
+{
+	size_t i;
+
+	memset(m, 0, sizeof *m);
+	snprintf(m->name, sizeof m->name, "%s", im->name);
+	snprintf(m->input_name, sizeof m->input_name, "%s", im->input_name);
+	snprintf(m->output_name, sizeof m->output_name, "%s", im->output_name);
+	m->max_batch_size = im->max_batch_size;
+	m->in_ndims = im->input_ndims;
+	m->out_ndims = im->output_ndims;
+	memcpy(m->in_dims, im->input_dims, sizeof m->in_dims);
+	memcpy(m->out_dims, im->output_dims, sizeof m->out_dims);
+	m->in_elems = im->input_row_bytes / 4;
+	m->out_elems = im->output_row_bytes / 4;
+	if (im->nlabels > 0 && (m->labels = calloc(im->nlabels, sizeof *m->labels)) == NULL)
+		return -1;
+	for (i = 0; i < im->nlabels; i++) {
+		if ((m->labels[i] = strdup(im->labels[i])) == NULL)
+			return -1;
+		m->nlabels = i + 1;
+	}
+	return 0;
+}
+
+/* Look a model up over shared memory. */
+static int
+shm_get_model(inferd_conn_t *c, const char *name, const struct inferd_model **im,
+    struct ctl_model *m)
+{
+	int r;
+
+	if ((r = inferd_model_get(c, name, im)) != 0) {
+		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return -1;
+	}
+	if (shm_model(*im, m) != 0) {
+		fprintf(stderr, "inferctl: out of memory\n");
+		ctl_model_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+/* Run the input through the model in the region and print the result. */
+static int
+shm_infer(inferd_conn_t *c, const struct inferd_model *im, const struct ctl_model *m,
+    const float *in, int rows)
+{
+	struct inferd_tensor ti, to;
+	int r;
+
+	if ((r = inferd_tensor_alloc(c, (size_t)rows * im->input_row_bytes, &ti)) != 0 ||
+	    (r = inferd_tensor_alloc(c, (size_t)rows * im->output_row_bytes, &to)) != 0) {
+		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return -1;
+	}
+	memcpy(ti.data, in, (size_t)rows * im->input_row_bytes);
+	if ((r = inferd_infer(c, im, rows, &ti, &to, 0)) != 0) {
+		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return -1;
+	}
+	ctl_print_output(m, rows, to.data);
+	inferd_tensor_free(c, &ti);
+	inferd_tensor_free(c, &to);
+	return 0;
+}
+
+/* The shared-memory commands. */
+static int
+run_shm(const struct ctl_args *a, const float *in, size_t count)
+{
+	const struct inferd_model *im;
+	struct ctl_model m = { 0 };
+	inferd_conn_t *c;
+	unsigned i;
+	int r = -1, rows;
+
+	if ((c = shm_connect(a->socket)) == NULL)
+		return -1;
+	if (strcmp(a->command, "health") == 0) {
+		printf("ok: %s serves %u model%s\n", a->socket, inferd_model_count(c),
+		    inferd_model_count(c) == 1 ? "" : "s");
+		r = 0;
+	} else if (strcmp(a->command, "models") == 0) {
+		for (i = 0, r = 0; i < inferd_model_count(c) && r == 0; i++) {
+			if ((r = inferd_model_get_id(c, i, &im)) == 0)
+				printf("%s\n", im->name);
+			else
+				fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		}
+	} else if (shm_get_model(c, a->name, &im, &m) == 0) {
+		if (strcmp(a->command, "model") == 0) {
+			ctl_print_model(&m);
+			r = 0;
+		} else if ((rows = input_rows(&m, count)) > 0)
+			r = shm_infer(c, im, &m, in, rows);
+		ctl_model_free(&m);
+	}
+	inferd_close(c);
+	return r;
+}
+
+/* The HTTP commands. */
+static int
+run_http(const struct ctl_args *a, const float *in, size_t count)
+{
+	struct ctl_model m = { 0 };
+	float *out;
+	int r = -1, rows;
+
+	if (strcmp(a->command, "health") == 0)
+		return ctl_http_health(&a->where);
+	if (strcmp(a->command, "models") == 0)
+		return ctl_http_models(&a->where);
+	if (ctl_http_model(&a->where, a->name, &m) != 0)
+		return -1;
+	if (strcmp(a->command, "model") == 0) {
+		ctl_print_model(&m);
+		r = 0;
+	} else if ((rows = input_rows(&m, count)) > 0) {
+		if ((out = calloc((size_t)rows * m.out_elems, sizeof *out)) == NULL)
+			fprintf(stderr, "inferctl: out of memory\n");
+		else if ((r = ctl_http_infer(&a->where, &m, rows, in, out)) == 0)
+			ctl_print_output(&m, rows, out);
+		free(out);
+	}
+	ctl_model_free(&m);
+	return r;
+}
+
+/* Check that the command and its arguments go together. */
+static int
+check_command(const struct ctl_args *a)
+{
+	int needs_name = strcmp(a->command, "model") == 0 || strcmp(a->command, "infer") == 0;
+
+	if (!needs_name && strcmp(a->command, "health") != 0 && strcmp(a->command, "models") != 0) {
+		fprintf(stderr, "inferctl: unknown command '%s' (see --help)\n", a->command);
+		return -1;
+	}
+	if (needs_name != (a->name != NULL)) {
+		fprintf(stderr, "inferctl: %s %s\n", a->command, needs_name ? "needs a model name" : "takes no argument");
+		return -1;
+	}
+	if ((strcmp(a->command, "infer") == 0) != (a->input != NULL)) {
+		fprintf(stderr, "inferctl: --input FILE goes with infer, and only with it\n");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctl_args a = { 0 };
+	float *in = NULL;
+	size_t count = 0;
+	int r;
+
+	if (parse_args(argc, argv, &a) != 0 || check_command(&a) != 0)
+		return 2;
+	if (a.input != NULL && (in = load_input(a.input, &count)) == NULL)
+		return 1;
+	r = a.http ? run_http(&a, in, count) : run_shm(&a, in, count);
+	free(in);
+	return r == 0 ? 0 : 1;
+}

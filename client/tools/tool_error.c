@@ -1,0 +1,61 @@
+/* tool_error.c: error messages for the client tools (see tool_error.h). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool_error.h"
+
+/* Format into a fresh string; NULL only if memory is exhausted. */
+static char *
+tool_error_vformat(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) == -1)
+		return NULL;
+	return s;
+}
+
+/* Store a formatted message in *cause; always returns -1. */
+int
+tool_error_set(char **cause, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cause == NULL)
+		return -1;
+	free(*cause);
+	va_start(ap, fmt);
+	*cause = tool_error_vformat(fmt, ap);
+	va_end(ap);
+	if (*cause == NULL)
+		*cause = strdup("out of memory");
+	return -1;
+}
+
+/* Prefix the message in *cause with formatted context; returns -1. */
+int
+tool_error_prefix(char **cause, const char *fmt, ...)
+{
+	va_list ap;
+	char *ctx, *joined;
+
+	if (cause == NULL)
+		return -1;
+	va_start(ap, fmt);
+	ctx = tool_error_vformat(fmt, ap);
+	va_end(ap);
+	if (ctx == NULL)
+		return -1;
+	if (asprintf(&joined, "%s: %s", ctx, *cause ? *cause : "unknown error") == -1) {
+		free(ctx);
+		return -1;
+	}
+	free(ctx);
+	free(*cause);
+	*cause = joined;
+	return -1;
+}

@@ -1,0 +1,261 @@
+/*
+ * ipc_client.c: a libinferd client for the IPC tests.
+ *
+ *   ipc_client SOCKET seq IN.bin OUT.bin R1 [R2 ...]
+ *       run the rows of IN.bin (float32) as sequential synchronous requests
+ *       of R1, R2, ... rows and write every output to OUT.bin
+ *   ipc_client SOCKET load IN.bin REF.bin NREQ DEPTH SEED
+ *       NREQ one-row requests picked from IN.bin's rows, DEPTH in flight at
+ *       once; each output must match the row's reference in REF.bin
+ *   ipc_client SOCKET errors
+ *       library-side checks: bad arguments, unknown model, a full region
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inferd.h"
+
+/* Relative tolerance against the reference: batching may reorder the sums. */
+#define LOAD_TOLERANCE 1e-4
+
+/* Read a whole file of float32 values. */
+static float *
+read_floats(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	float *buf;
+	long len;
+
+	if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0 || len % 4 != 0 ||
+	    fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)len)) == NULL ||
+	    fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		fprintf(stderr, "ipc_client: cannot read %s\n", path);
+		exit(2);
+	}
+	fclose(f);
+	*n = (size_t)len / 4;
+	return buf;
+}
+
+/* Connect and find fashion-mlp, or exit. */
+static inferd_conn_t *
+open_model(const char *sock, const struct inferd_model **m)
+{
+	inferd_conn_t *c;
+	int r;
+
+	if ((r = inferd_connect(sock, NULL, &c)) != 0 ||
+	    (r = inferd_model_get(c, "fashion-mlp", m)) != 0) {
+		fprintf(stderr, "ipc_client: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		exit(1);
+	}
+	return c;
+}
+
+/* Sequential synchronous requests; outputs appended to out_path. */
+static int
+run_seq(const char *sock, const char *in_path, const char *out_path, int argc, char **argv)
+{
+	const struct inferd_model *m;
+	struct inferd_tensor ti, to;
+	inferd_conn_t *c = open_model(sock, &m);
+	size_t n, row_in, used = 0;
+	float *in = read_floats(in_path, &n);
+	FILE *out = fopen(out_path, "wb");
+	int i, rows, r;
+
+	row_in = m->input_row_bytes / 4;
+	if (out == NULL || inferd_tensor_alloc(c, 256 * m->input_row_bytes, &ti) != 0 ||
+	    inferd_tensor_alloc(c, 256 * m->output_row_bytes, &to) != 0)
+		return 2;
+	for (i = 0; i < argc; i++) {
+		rows = atoi(argv[i]);
+		if (rows < 1 || (used + (size_t)rows) * row_in > n) {
+			fprintf(stderr, "ipc_client: not enough input rows for %d more\n", rows);
+			return 2;
+		}
+		memcpy(ti.data, in + used * row_in, (size_t)rows * m->input_row_bytes);
+		if ((r = inferd_infer(c, m, rows, &ti, &to, 0)) != 0) {
+			fprintf(stderr, "ipc_client: infer: %s: %s\n", inferd_strerror(r), inferd_last_error());
+			return 1;
+		}
+		fwrite(to.data, 1, (size_t)rows * m->output_row_bytes, out);
+		used += (size_t)rows;
+	}
+	free(in);
+	inferd_close(c);
+	return fclose(out) == 0 ? 0 : 2;
+}
+
+/* Normwise relative difference of a row against its reference. */
+static double
+rel_diff(const float *y, const float *ref, size_t n)
+{
+	double num = 0, den = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		num = fmax(num, fabs((double)y[i] - ref[i]));
+		den = fmax(den, fabs((double)ref[i]));
+	}
+	return den > 0 ? num / den : num;
+}
+
+/* Check one completion of the load run; returns 1 on a wrong answer. */
+static int
+load_check(const struct inferd_model *m, const struct inferd_completion *cp,
+    struct inferd_tensor *outs, const int *pick, const float *ref, int *slot_free)
+{
+	size_t out_n = m->output_row_bytes / 4;
+	int slot = (int)(cp->user_data & 0xffff);
+	int bad = 0;
+
+	if (cp->status != 0) {
+		fprintf(stderr, "ipc_client: request %llu failed: %s\n",
+		    (unsigned long long)(cp->user_data >> 16), inferd_strerror(cp->status));
+		bad = 1;
+	} else if (rel_diff(outs[slot].data, ref + (size_t)pick[slot] * out_n, out_n) > LOAD_TOLERANCE) {
+		fprintf(stderr, "ipc_client: request %llu (row %d): wrong output\n",
+		    (unsigned long long)(cp->user_data >> 16), pick[slot]);
+		bad = 1;
+	}
+	slot_free[slot] = 1;
+	return bad;
+}
+
+/* Many pipelined requests, each answer checked against its reference. */
+static int
+run_load(const char *sock, const char *in_path, const char *ref_path, int nreq, int depth,
+    unsigned seed)
+{
+	const struct inferd_model *m;
+	inferd_conn_t *c = open_model(sock, &m);
+	size_t n_in, n_ref, rows, row_in;
+	float *in = read_floats(in_path, &n_in), *ref = read_floats(ref_path, &n_ref);
+	struct inferd_tensor *tin = calloc((size_t)depth, sizeof *tin), *tout = calloc((size_t)depth, sizeof *tout);
+	struct inferd_completion done[64];
+	int *pick = calloc((size_t)depth, sizeof *pick), *slot_free = calloc((size_t)depth, sizeof *slot_free);
+	int sent = 0, got = 0, bad = 0, status = 2, s, k, r;
+
+	row_in = m->input_row_bytes / 4;
+	rows = n_in / row_in;
+	if (tin == NULL || tout == NULL || pick == NULL || slot_free == NULL || rows == 0 ||
+	    n_ref != rows * (m->output_row_bytes / 4))
+		goto out;
+	for (s = 0; s < depth; s++) {
+		if (inferd_tensor_alloc(c, m->input_row_bytes, &tin[s]) != 0 ||
+		    inferd_tensor_alloc(c, m->output_row_bytes, &tout[s]) != 0)
+			goto out;
+		slot_free[s] = 1;
+	}
+	while (got < nreq) {
+		for (s = 0; s < depth && sent < nreq; s++) {
+			struct inferd_request req = { .size = sizeof req, .model = m, .rows = 1,
+			    .input = &tin[s], .output = &tout[s] };
+
+			if (!slot_free[s])
+				continue;
+			seed = seed * 1103515245u + 12345u;
+			pick[s] = (int)((seed >> 8) % rows);
+			memcpy(tin[s].data, in + (size_t)pick[s] * row_in, m->input_row_bytes);
+			memset(tout[s].data, 0, m->output_row_bytes);
+			req.user_data = (uint64_t)sent << 16 | (uint64_t)s;
+			if ((r = inferd_submit(c, &req)) != 0) {
+				fprintf(stderr, "ipc_client: submit: %s: %s\n", inferd_strerror(r), inferd_last_error());
+				status = 1;
+				goto out;
+			}
+			slot_free[s] = 0;
+			sent++;
+		}
+		if ((r = inferd_wait(c, done, 64, 30000)) <= 0) {
+			fprintf(stderr, "ipc_client: wait: %s\n", r == 0 ? "nothing completed in 30 s" : inferd_last_error());
+			status = 1;
+			goto out;
+		}
+		for (k = 0; k < r; k++)
+			bad += load_check(m, &done[k], tout, pick, ref, slot_free);
+		got += r;
+	}
+	printf("ipc_client: %d requests, %d wrong\n", got, bad);
+	status = bad ? 1 : 0;
+out:
+	inferd_close(c);
+	free(in);
+	free(ref);
+	free(tin);
+	free(tout);
+	free(pick);
+	free(slot_free);
+	return status;
+}
+
+/* Errors the library itself reports. */
+static int
+run_errors(const char *sock)
+{
+	struct inferd_options small = { .size = sizeof small, .region_bytes = 1 << 20, .sq_entries = 4 };
+	const struct inferd_model *m;
+	struct inferd_tensor t, big, out;
+	inferd_conn_t *c;
+	int fails = 0, r;
+
+#define EXPECT(call, code) do {							\
+	if ((r = (call)) != (code)) {						\
+		fprintf(stderr, "FAIL %s: %d (%s), expected %d\n", #call, r,	\
+		    inferd_last_error(), code);					\
+		fails++;							\
+	}									\
+} while (0)
+	EXPECT(inferd_connect("/nonexistent/inferd.sock", NULL, &c), INFERD_ECONNECT);
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .size = sizeof(struct inferd_options), .sq_entries = 3 }, &c), INFERD_EINVAL);
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .size = sizeof(struct inferd_options),
+	    .region_bytes = (size_t)1 << 40 }, &c), INFERD_EINVAL);
+	/* The growable structs: a missing size, or a newer caller's field this library lacks. */
+	EXPECT(inferd_connect(sock, &(struct inferd_options){ .region_bytes = 1 << 20 }, &c), INFERD_EINVAL);
+	{
+		struct { struct inferd_options o; uint64_t newer; } grown = {
+			.o = { .size = sizeof grown, .region_bytes = 1 << 20 }, .newer = 1,
+		};
+		EXPECT(inferd_connect(sock, &grown.o, &c), INFERD_EINVAL);
+	}
+	EXPECT(inferd_connect(sock, &small, &c), 0);
+	if (r != 0)
+		return 1;
+	EXPECT(inferd_model_get(c, "no-such-model", &m), INFERD_ENOMODEL);
+	EXPECT(inferd_model_get_id(c, 1000, &m), INFERD_ENOMODEL);
+	EXPECT(inferd_model_get(c, "fashion-mlp", &m), 0);
+	EXPECT(inferd_tensor_alloc(c, 2 << 20, &big), INFERD_ENOSPACE);
+	EXPECT(inferd_tensor_alloc(c, m->input_row_bytes, &t), 0);
+	EXPECT(inferd_tensor_alloc(c, m->output_row_bytes, &out), 0);
+	EXPECT(inferd_infer(c, m, 2, &t, &out, 0), INFERD_EINVAL);
+	EXPECT(inferd_infer(c, m, 0, &t, &out, 0), INFERD_EINVAL);
+	EXPECT(inferd_submit(c, &(struct inferd_request){ .model = m, .rows = 1, .input = &t,
+	    .output = &out }), INFERD_EINVAL);
+	memset(t.data, 0, m->input_row_bytes);
+	EXPECT(inferd_infer(c, m, 1, &t, &out, 0), 0);
+	inferd_tensor_free(c, &t);
+	inferd_tensor_free(c, &out);
+	/* Everything freed: the whole data area is one block again. */
+	EXPECT(inferd_tensor_alloc(c, (1 << 20) - 16384, &big), 0);
+	printf("ipc_client: %s (%s)\n", inferd_strerror(INFERD_EBUSY), inferd_version());
+	inferd_close(c);
+	return fails ? 1 : 0;
+#undef EXPECT
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 6 && strcmp(argv[2], "seq") == 0)
+		return run_seq(argv[1], argv[3], argv[4], argc - 5, argv + 5);
+	if (argc == 8 && strcmp(argv[2], "load") == 0)
+		return run_load(argv[1], argv[3], argv[4], atoi(argv[5]), atoi(argv[6]),
+		    (unsigned)strtoul(argv[7], NULL, 10));
+	if (argc == 3 && strcmp(argv[2], "errors") == 0)
+		return run_errors(argv[1]);
+	fprintf(stderr, "usage: ipc_client SOCKET seq IN OUT R1 [R2...] | load IN REF NREQ DEPTH SEED | errors\n");
+	return 2;
+}

@@ -1,0 +1,104 @@
+# test_ipc_lib.sh: sourced by the test_ipc_*.sh tests: a private inferd with an shm socket, and helpers.
+# Set INFERD_TEST_KEEP=1 to keep the temporary directory for a look afterwards.
+
+set -u
+PY=${PYTHON3:-}
+[ -n "$PY" ] && [ -x "$PY" ] || { echo "SKIP: no python3 (configure found none)"; exit 77; }
+: "${top_srcdir:?run through make check}" "${top_builddir:?run through make check}"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/inferd-ipc.XXXXXX") || exit 99
+daemon_pid=
+sock="$tmp/inferd.sock"
+port=
+
+# Stop the daemon (if still running) and remove the temporary directory.
+cleanup() {
+	if [ -n "$daemon_pid" ]; then
+		kill -KILL "$daemon_pid" 2>/dev/null
+		wait "$daemon_pid" 2>/dev/null
+	fi
+	[ -n "${INFERD_TEST_KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# Report a failure with the daemon's last log lines and stop.
+fail() {
+	echo "FAIL: $*"
+	if [ -f "$tmp/daemon.log" ]; then
+		echo "--- daemon log (last 30 lines) ---"
+		tail -n 30 "$tmp/daemon.log"
+	fi
+	exit 1
+}
+
+# Start inferd on the CPU with any extra flags; wait (bounded) until both doors answer.
+start_daemon() {
+	rm -f "$tmp/port"
+	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$top_srcdir/conf/models" \
+		--http_port=0 --port-file="$tmp/port" --shm_socket="$sock" "$@" \
+		>>"$tmp/daemon.log" 2>&1 &
+	daemon_pid=$!
+	i=0
+	until [ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -le 300 ] || fail "the daemon did not come up within 30 s"
+		kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon exited at start"
+		sleep 0.1
+	done
+	port=$(cat "$tmp/port")
+}
+
+# SIGTERM the daemon and require a clean exit (under ASan that includes no leaks).
+stop_daemon() {
+	kill -TERM "$daemon_pid" || fail "the daemon is gone"
+	wait "$daemon_pid"
+	status=$?
+	daemon_pid=
+	[ "$status" -eq 0 ] || fail "the daemon exited with status $status"
+}
+
+# Number of open descriptors of the daemon.
+daemon_fds() {
+	ls "/proc/$daemon_pid/fd" | wc -l
+}
+
+# Number of client regions the daemon has mapped.
+daemon_regions() {
+	grep -c 'memfd:inferd-region' "/proc/$daemon_pid/maps"
+}
+
+# Wait (bounded, 10 s) until "$1" prints a number no larger than "$2".
+# Descriptors are compared this way: the CUDA runtime opens and closes some of its own.
+wait_for_at_most() {
+	i=0
+	while [ "$(eval "$1")" -gt "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "waited 10 s for '$1' to be at most $2 (it is $(eval "$1"))"
+		sleep 0.1
+	done
+}
+
+# Wait (bounded, 10 s) until "$1" prints "$2".
+wait_for() {
+	i=0
+	while [ "$(eval "$1")" != "$2" ]; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "waited 10 s for '$1' to be $2 (it is $(eval "$1"))"
+		sleep 0.1
+	done
+}
+
+# Value of an unlabelled metric from GET /metrics.
+metric() {
+	"$PY" - "$port" "$1" <<'PYEOF'
+import sys, urllib.request
+port, name = sys.argv[1], sys.argv[2]
+for line in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10).read().decode().splitlines():
+    if line.split(" ")[0] == name:
+        print(line.split(" ")[1])
+        break
+else:
+    print("missing")
+PYEOF
+}

@@ -1,0 +1,68 @@
+#!/bin/sh
+# test_ipc_hostile.sh: hostile raw clients, each answered with an error, the daemon alive after;
+# max_clients + 1 refused; a user outside allow_users refused (as root, via setpriv).
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
+
+start_daemon --max_clients=6
+fds_before=$(daemon_fds)
+refused_before=$(metric inferd_shm_clients_refused_total)
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" all 6 || fail "hostile clients"
+[ "$(metric inferd_shm_clients_refused_total)" -gt "$refused_before" ] || fail "refusals not counted"
+wait_for "metric inferd_shm_clients" 0
+wait_for daemon_regions 0
+wait_for_at_most daemon_fds "$fds_before"
+grep -q 'submission ring corrupt' "$tmp/daemon.log" || fail "garbage ring indices were not logged"
+
+# libinferd passes the daemon's refusal on: inferctl says why.
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" hold 6 >"$tmp/hold.out" 2>&1 &
+holder=$!
+wait_for "grep -c '^held' '$tmp/hold.out'" 1
+"$top_builddir/client/tools/inferctl" --socket="$sock" health 2>"$tmp/refused.txt" && fail "inferctl got in past max_clients"
+grep -q 'too many clients (max_clients = 6)' "$tmp/refused.txt" || fail "inferctl: $(cat "$tmp/refused.txt")"
+kill -KILL $holder
+wait $holder 2>/dev/null
+echo "ok: inferctl reports: $(cat "$tmp/refused.txt")"
+wait_for_at_most daemon_fds "$fds_before"
+
+# A second daemon must not steal a live socket.
+"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$top_srcdir/conf/models" --http_enable=no \
+	--shm_socket="$sock" >"$tmp/second.log" 2>&1 && fail "a second daemon started on a live socket"
+grep -q 'another daemon is listening on it' "$tmp/second.log" || fail "second daemon: $(cat "$tmp/second.log")"
+stop_daemon
+
+# A stale socket file (its daemon killed) is replaced.
+"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$sock"
+[ -S "$sock" ] || fail "could not make a stale socket"
+start_daemon
+stop_daemon
+echo "ok: a live socket is kept, a stale one replaced"
+
+# Another user: the socket's own permissions are opened so that the daemon's check is what refuses.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+	echo "SKIP: the other-user cases need root and setpriv"
+	echo "PASS"
+	exit 0
+fi
+cp "$top_builddir/tests/helpers/ipc_hostile" "$tmp/ipc_hostile"
+chmod 0755 "$tmp" "$tmp/ipc_hostile"
+if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$tmp/ipc_hostile"; then
+	echo "SKIP: uid 65534 cannot reach $tmp"
+	echo "PASS"
+	exit 0
+fi
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/ipc_hostile" "$sock" "$@"
+}
+start_daemon
+chmod 0666 "$sock"
+as_nobody denied || fail "uid 65534 was not refused"
+stop_daemon
+start_daemon --allow_users=root,65534
+chmod 0666 "$sock"
+as_nobody allowed || fail "uid 65534 in allow_users was refused"
+stop_daemon
+start_daemon --allow_users=root --allow_groups=65534
+chmod 0666 "$sock"
+as_nobody allowed || fail "gid 65534 in allow_groups was refused"
+stop_daemon
+echo "PASS"

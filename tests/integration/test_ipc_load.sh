@@ -1,0 +1,47 @@
+#!/bin/sh
+# test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked.
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
+
+start_daemon
+
+# 64 distinct rows and their reference outputs, computed once over HTTP.
+"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
+import json, struct, sys, urllib.request
+port, tmp = sys.argv[1], sys.argv[2]
+seed, rows = 777, []
+for r in range(64):
+    row = []
+    for i in range(784):
+        seed = (seed * 1103515245 + 12345) % 2**31
+        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
+    rows.append(row)
+open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
+body = {"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32",
+                    "data": [v for r in rows for v in r]}]}
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port,
+                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+assert len(data) == 640
+open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
+PYEOF
+
+fds_before=$(daemon_fds)
+pids=
+for i in $(seq 1 16); do
+	"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 1000 16 "$i" \
+		>"$tmp/client$i.log" 2>&1 &
+	pids="$pids $!"
+done
+failed=0
+for p in $pids; do
+	wait "$p" || failed=$((failed + 1))
+done
+[ $failed -eq 0 ] || { cat "$tmp"/client*.log; fail "$failed of 16 clients saw errors"; }
+grep -h 'requests' "$tmp"/client*.log | sort | uniq -c
+[ "$(cat "$tmp"/client*.log | grep -c '1000 requests, 0 wrong')" -eq 16 ] || fail "not every client finished"
+
+wait_for "metric inferd_shm_clients" 0
+wait_for_at_most daemon_fds "$fds_before"
+[ "$(metric inferd_allocations_after_startup)" = 0 ] || fail "allocations after start-up under shm load"
+stop_daemon
+echo "PASS"

@@ -1,0 +1,495 @@
+/* test_batcher.c: batch formation, per-client order, fairness, timeouts, queue limits, cancellation, drain. */
+#include "config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batcher.h"
+#include "log.h"
+#include "repository.h"
+#include "test_util.h"
+
+#define IN 16
+#define OUT 4
+
+static device_t *dev;
+static uint64_t rng = 777;
+static float weights[OUT * IN], bias[OUT];
+
+/* A finished request as the test sees it. */
+struct result {
+	struct batch_request req;
+	enum batch_status status;
+	char error[256];
+	int done;
+	uint64_t order;			/* global completion number */
+	float *in, *out;		/* pinned host memory */
+};
+
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t completions;
+
+/* The completion callback: record and wake the waiter. */
+static void
+on_done(struct batch_request *req, enum batch_status st, const char *error)
+{
+	struct result *r = req->user;
+
+	pthread_mutex_lock(&done_lock);
+	r->status = st;
+	snprintf(r->error, sizeof r->error, "%s", error ? error : "");
+	r->order = completions++;
+	r->done = 1;
+	pthread_cond_broadcast(&done_cond);
+	pthread_mutex_unlock(&done_lock);
+}
+
+/* Wait until r is done (bounded: 20 s). */
+static int
+wait_done(struct result *r)
+{
+	struct timespec ts;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 20;
+	pthread_mutex_lock(&done_lock);
+	while (!r->done && rc == 0)
+		rc = pthread_cond_timedwait(&done_cond, &done_lock, &ts);
+	pthread_mutex_unlock(&done_lock);
+	return r->done ? 0 : -1;
+}
+
+/* A one-layer model directory with the given batching settings, loaded. */
+static repository_t *
+make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us)
+{
+	char *root = test_mkdtemp(), *dir, json[1024], *cause = NULL;
+	struct test_tensor t[] = {
+		{ "w", "F32", 2, { OUT, IN }, weights, sizeof weights },
+		{ "b", "F32", 1, { OUT }, bias, sizeof bias },
+	};
+	repository_t *r;
+
+	if (asprintf(&dir, "%s/m", root) == -1 || mkdir(dir, 0700) != 0)
+		abort();
+	snprintf(json, sizeof json,
+	    "{\"name\":\"m\",\"max_batch_size\":%d,"
+	    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[%d]}],"
+	    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[%d]}],"
+	    "\"dynamic_batching\":{\"max_queue_delay_us\":%d,\"preferred_batch_sizes\":[%s],"
+	    "\"max_queue_size\":%d,\"default_timeout_us\":%d},"
+	    "\"layers\":[{\"name\":\"fc\",\"op\":\"linear\",\"weight\":\"w\",\"bias\":\"b\"},{\"op\":\"tanh\"}]}",
+	    max_batch, IN, OUT, delay_us, preferred, queue, timeout_us);
+	test_write_file(dir, "model.json", json, strlen(json));
+	test_write_safetensors(dir, "model.safetensors", t, 2);
+	if (repository_load(dev, root, &r, &cause) != 0 || r->count != 1) {
+		fprintf(stderr, "FAIL: repository: %s\n", cause ? cause : "model not loaded");
+		exit(1);
+	}
+	free(dir);
+	*dirp = root;
+	return r;
+}
+
+/* Everything one scenario needs. */
+struct env {
+	char *dir;
+	repository_t *repo;
+	struct metrics metrics;
+	batcher_t *b;
+	const model_t *m;
+};
+
+/* Load the model, make metrics and a batcher. */
+static void
+env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us)
+{
+	char *cause = NULL;
+	const char *names[] = { "m" };
+
+	e->repo = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us);
+	e->m = e->repo->models[0];
+	if (metrics_init(&e->metrics, names, 1) != 0 ||
+	    batcher_create(dev, e->repo, &e->metrics, 2, 256, &e->b, &cause) != 0) {
+		fprintf(stderr, "FAIL: batcher_create: %s\n", cause);
+		exit(1);
+	}
+}
+
+/* Tear a scenario down. */
+static void
+env_close(struct env *e)
+{
+	batcher_free(e->b);
+	repository_free(e->repo);
+	metrics_free(&e->metrics);
+	test_rmtree(e->dir);
+	free(e->dir);
+}
+
+/* A request of rows rows with random input in pinned memory. */
+static struct result *
+result_new(batch_client_t *c, int rows)
+{
+	struct result *r = calloc(1, sizeof *r);
+	char *cause = NULL;
+
+	if (device_host_alloc(dev, (size_t)rows * IN * sizeof(float), (void **)&r->in, &cause) != 0 ||
+	    device_host_alloc(dev, (size_t)rows * OUT * sizeof(float), (void **)&r->out, &cause) != 0) {
+		fprintf(stderr, "FAIL: host alloc: %s\n", cause);
+		exit(1);
+	}
+	test_fill_random(r->in, (size_t)rows * IN, &rng, -1, 1);
+	for (int i = 0; i < rows * OUT; i++)
+		r->out[i] = NAN;
+	r->req.client = c;
+	r->req.rows = rows;
+	r->req.input = r->in;
+	r->req.output = r->out;
+	r->req.done = on_done;
+	r->req.user = r;
+	return r;
+}
+
+/* Free a request's memory. */
+static void
+result_free(struct result *r)
+{
+	device_host_free(dev, r->in);
+	device_host_free(dev, r->out);
+	free(r);
+}
+
+/* Submit and insist it was accepted. */
+static void
+submit_ok(struct env *e, struct result *r)
+{
+	char *cause = NULL;
+	enum batch_status st = batcher_submit(e->b, e->m, &r->req, &cause);
+
+	CHECK(st == BATCH_OK, "submit refused: %s", cause);
+	free(cause);
+}
+
+/* With a long delay, N requests together make exactly ceil(N / max_batch) batches. */
+static void
+test_batch_count(void)
+{
+	struct env e;
+	struct result *r[10];
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 4, 300000, "", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 10; i++)
+		submit_ok(&e, r[i] = result_new(c, 1));
+	for (i = 0; i < 10; i++) {
+		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "request %d: %s", i, r[i]->error);
+		result_free(r[i]);
+	}
+	CHECK(e.metrics.models[0].execution_count == 3, "10 requests, max 4: %llu executions, want 3",
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	CHECK(e.metrics.models[0].inference_count == 10, "inference count %llu", (unsigned long long)e.metrics.models[0].inference_count);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* With delay 0 and one client waiting for each answer, every batch has one row. */
+static void
+test_no_delay(void)
+{
+	struct env e;
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 8, 0, "", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 20; i++) {
+		struct result *r = result_new(c, 1);
+		submit_ok(&e, r);
+		CHECK(wait_done(r) == 0 && r->status == BATCH_OK, "request %d", i);
+		result_free(r);
+	}
+	CHECK(e.metrics.models[0].execution_count == 20, "%llu executions, want 20",
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* Preferred size 3 with max 8 and a long delay: 7 requests go as 3, 3, 1. */
+static void
+test_preferred(void)
+{
+	struct env e;
+	struct result *r[7];
+	batch_client_t *c;
+	char *cause = NULL;
+	uint64_t *h;
+	int i;
+
+	env_open(&e, 8, 200000, "3", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 7; i++)
+		submit_ok(&e, r[i] = result_new(c, 1));
+	for (i = 0; i < 7; i++) {
+		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "request %d", i);
+		result_free(r[i]);
+	}
+	h = e.metrics.models[0].batch_hist;
+	CHECK(e.metrics.models[0].execution_count == 3 && h[0] == 1 && h[2] == 2,
+	    "batches: %llu executions, size-1 %llu, size-3..4 %llu; want 3, 1, 2",
+	    (unsigned long long)e.metrics.models[0].execution_count, (unsigned long long)h[0], (unsigned long long)h[2]);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* Rows of one batch equal the same rows run alone (bit for bit on CPU, 1e-5 on GPU). */
+static void
+test_batched_equals_unbatched(void)
+{
+	struct env e;
+	struct result *batched[16], *alone;
+	batch_client_t *c;
+	char *cause = NULL;
+	int i, k, gpu = device_is_gpu(dev);
+	double maxdiff = 0, maxval = 0, rel;
+
+	env_open(&e, 16, 200000, "", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 16; i++)
+		submit_ok(&e, batched[i] = result_new(c, i == 5 ? 3 : 1));
+	for (i = 0; i < 16; i++)
+		CHECK(wait_done(batched[i]) == 0 && batched[i]->status == BATCH_OK, "batched %d", i);
+	CHECK(e.metrics.models[0].execution_count <= 2, "16 requests in %llu batches",
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	for (i = 0; i < 16; i++) {
+		for (int row = 0; row < batched[i]->req.rows; row++) {
+			alone = result_new(c, 1);
+			memcpy(alone->in, batched[i]->in + row * IN, IN * sizeof(float));
+			submit_ok(&e, alone);
+			CHECK(wait_done(alone) == 0 && alone->status == BATCH_OK, "alone %d", i);
+			for (k = 0; k < OUT; k++) {
+				float a = alone->out[k], b = batched[i]->out[row * OUT + k];
+				maxdiff = fmax(maxdiff, fabs((double)a - b));
+				maxval = fmax(maxval, fabs((double)a));
+				if (!gpu)
+					CHECK(memcmp(&a, &b, sizeof a) == 0, "request %d row %d col %d: batched %.9g alone %.9g", i, row, k, b, a);
+			}
+			result_free(alone);
+		}
+		result_free(batched[i]);
+	}
+	/* Normwise, as the engine tests measure: cuBLAS may sum a 1-row product in another order. */
+	rel = maxval > 0 ? maxdiff / maxval : maxdiff;
+	CHECK(rel <= 1e-5, "batched vs alone relative difference %g", rel);
+	printf("batched vs unbatched: max relative difference %g%s\n", rel, gpu ? "" : " (bit-identical required on CPU)");
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* Per-client order under 32 concurrent clients. */
+struct order_arg {
+	struct env *e;
+	int ok;
+};
+
+/* One client: submit 40 requests at once, check they complete in order. */
+static void *
+order_client(void *p)
+{
+	struct order_arg *a = p;
+	struct result *r[40];
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	a->ok = batcher_client_create(a->e->b, "t", &c, &cause) == 0;
+	for (i = 0; a->ok && i < 40; i++) {
+		r[i] = result_new(c, 1 + i % 3);
+		a->ok &= batcher_submit(a->e->b, a->e->m, &r[i]->req, &cause) == BATCH_OK;
+	}
+	for (i = 0; a->ok && i < 40; i++) {
+		a->ok &= wait_done(r[i]) == 0 && r[i]->status == BATCH_OK;
+		if (i > 0)
+			a->ok &= r[i]->order > r[i - 1]->order;
+	}
+	for (i = 0; i < 40; i++)
+		result_free(r[i]);
+	batcher_client_close(a->e->b, c);
+	free(cause);
+	return NULL;
+}
+
+/* 32 threads, each its own client. */
+static void
+test_order(void)
+{
+	struct env e;
+	pthread_t t[32];
+	struct order_arg a[32];
+	int i;
+
+	env_open(&e, 32, 500, "", 4096, 10000000);
+	for (i = 0; i < 32; i++) {
+		a[i].e = &e;
+		CHECK(pthread_create(&t[i], NULL, order_client, &a[i]) == 0, "pthread_create");
+	}
+	for (i = 0; i < 32; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(a[i].ok, "client %d: requests failed or completed out of order", i);
+	}
+	printf("32 clients x 40 requests: mean batch %.1f rows\n",
+	    (double)e.metrics.models[0].inference_count / (double)e.metrics.models[0].execution_count);
+	env_close(&e);
+}
+
+/* A timeout fires with a clear error; a longer timeout than the default is clamped. */
+static void
+test_timeout(void)
+{
+	struct env e;
+	struct result *r, *clamped;
+	batch_client_t *c;
+	char *cause = NULL;
+
+	env_open(&e, 8, 2000000, "", 100, 400000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	r = result_new(c, 1);
+	r->req.timeout_us = 50000;
+	clamped = result_new(c, 1);
+	clamped->req.timeout_us = 60000000;
+	submit_ok(&e, r);
+	submit_ok(&e, clamped);
+	CHECK(wait_done(r) == 0 && r->status == BATCH_TIMEOUT && strstr(r->error, "timed out") != NULL,
+	    "status %d error '%s'", r->status, r->error);
+	CHECK(wait_done(clamped) == 0 && clamped->status == BATCH_TIMEOUT, "long timeout not clamped: %d", clamped->status);
+	CHECK(e.metrics.models[0].failure[METRICS_REASON_TIMEOUT] == 2, "timeouts counted %llu",
+	    (unsigned long long)e.metrics.models[0].failure[METRICS_REASON_TIMEOUT]);
+	result_free(r);
+	result_free(clamped);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* A full queue answers busy at once; closing a client cancels its queued requests. */
+static void
+test_queue_full_and_cancel(void)
+{
+	struct env e;
+	struct result *r[5];
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 8, 5000000, "", 4, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 4; i++)
+		submit_ok(&e, r[i] = result_new(c, 1));
+	r[4] = result_new(c, 1);
+	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_BUSY && strstr(cause, "full") != NULL,
+	    "fifth request not refused as busy: %s", cause);
+	r[4]->req.rows = 9;
+	CHECK(batcher_submit(e.b, e.m, &r[4]->req, &cause) == BATCH_INVALID, "9 rows accepted with max 8");
+	batcher_client_close(e.b, c);
+	for (i = 0; i < 4; i++) {
+		CHECK(r[i]->done && r[i]->status == BATCH_CANCELLED, "request %d: status %d", i, r[i]->status);
+		result_free(r[i]);
+	}
+	result_free(r[4]);
+	CHECK(e.metrics.models[0].failure[METRICS_REASON_BUSY] == 1, "busy not counted");
+	free(cause);
+	env_close(&e);
+}
+
+/* A client with 1,000 queued requests delays another's single request by at most one batch. */
+static void
+test_fairness(void)
+{
+	struct env e;
+	struct result *flood[1000], *single;
+	batch_client_t *a, *b;
+	char *cause = NULL;
+	uint64_t before;
+	int i;
+
+	env_open(&e, 8, 0, "", 2000, 30000000);
+	CHECK(batcher_client_create(e.b, "flood", &a, &cause) == 0 && batcher_client_create(e.b, "single", &b, &cause) == 0, "%s", cause);
+	for (i = 0; i < 1000; i++)
+		submit_ok(&e, flood[i] = result_new(a, 1));
+	pthread_mutex_lock(&done_lock);
+	before = completions;
+	pthread_mutex_unlock(&done_lock);
+	submit_ok(&e, single = result_new(b, 1));
+	CHECK(wait_done(single) == 0 && single->status == BATCH_OK, "single request failed");
+	/* Already launched batches (at most 2 in flight) plus the one it joins. */
+	CHECK(single->order - before < 3 * 8, "single request completed after %llu others",
+	    (unsigned long long)(single->order - before));
+	printf("fairness: single request completed %llu completions after submission (max batch 8)\n",
+	    (unsigned long long)(single->order - before));
+	for (i = 0; i < 1000; i++) {
+		CHECK(wait_done(flood[i]) == 0 && flood[i]->status == BATCH_OK, "flood %d", i);
+		result_free(flood[i]);
+	}
+	result_free(single);
+	batcher_client_close(e.b, a);
+	batcher_client_close(e.b, b);
+	env_close(&e);
+}
+
+/* Shutdown runs what is queued without waiting out the delay, and refuses new work. */
+static void
+test_shutdown_drains(void)
+{
+	struct env e;
+	struct result *r[3], *late;
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 8, 10000000, "", 100, 60000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 3; i++)
+		submit_ok(&e, r[i] = result_new(c, 1));
+	batcher_shutdown(e.b);
+	late = result_new(c, 1);
+	CHECK(batcher_submit(e.b, e.m, &late->req, &cause) == BATCH_SHUTDOWN, "submit after shutdown accepted");
+	for (i = 0; i < 3; i++) {
+		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "queued request %d not run at shutdown", i);
+		result_free(r[i]);
+	}
+	result_free(late);
+	batcher_client_close(e.b, c);
+	free(cause);
+	env_close(&e);
+}
+
+int
+main(void)
+{
+	dev = test_open_device();
+	log_set_level("warn");
+	test_fill_random(weights, OUT * IN, &rng, -0.25f, 0.25f);
+	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
+	test_batch_count();
+	test_no_delay();
+	test_preferred();
+	test_batched_equals_unbatched();
+	test_order();
+	test_timeout();
+	test_queue_full_and_cancel();
+	test_fairness();
+	test_shutdown_drains();
+	device_close(dev);
+	return test_finish("test_batcher");
+}
