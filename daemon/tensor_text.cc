@@ -78,6 +78,8 @@ token_at(const char *p, const char *end)
 	    p[n] != '[' && p[n] != '{' && p[n] != '"' && p[n] != ':'))) {
 		unsigned char c = (unsigned char)p[n];
 		t.s[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+		if (n == 1 && strchr("[]{},:\"", c) != nullptr && c != '\0')
+			break;	/* a structural character stands alone */
 	}
 	if (n == 32 && p + n < end && !is_delim(p[n]))
 		memcpy(t.s + n, "...", 3), n += 3;
@@ -513,6 +515,8 @@ walk_syntax_error(const walk &w, const char *what)
 int
 walk_open(walk &w)
 {
+	if (*w.p == ',' || *w.p == ']')
+		return walk_syntax_error(w, "an array is missing");
 	if (*w.p != '[') {
 		shape_text st = shape_format(w.shape, w.ndims);
 		path_text pt = path_format(w, w.depth);

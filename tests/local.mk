@@ -102,7 +102,6 @@ tests_fuzz_tensor_text_LDADD = $(TEST_LDADD)
 tests_bench_tensor_text_SOURCES = tests/bench_tensor_text.c
 tests_bench_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_bench_tensor_text_LDADD = $(TEST_LDADD)
-EXTRA_DIST += tests/data/tensor-text-corpus
 
 # libFuzzer build (clang with libFuzzer):
 #   make fuzz-tensor-text && tests/fuzz_tensor_text_libfuzzer -max_total_time=60 $(srcdir)/tests/data/tensor-text-corpus

@@ -418,6 +418,12 @@ test_shapes(void)
 	    "data[0] has 1 items, dimension 1 of shape [2,2] is 2");
 	expect_error("[[1,2],[3,4],[]]", GRAPH_DT_F32, s22, 2, 4,
 	    "data has more than the 2 items dimension 0 of shape [2,2] allows");
+	expect_error("[[1,2],]", GRAPH_DT_F32, s22, 2, 4,
+	    "byte 7 of data: an array is missing, found ']'");
+	expect_error("[[1,2],[3,4]", GRAPH_DT_F32, s22, 2, 4,
+	    "data ends before its array is closed (after 4 elements)");
+	expect_error("[[1,2] [3,4]]", GRAPH_DT_F32, s22, 2, 4,
+	    "byte 7 of data: expected ',' or ']', found '['");
 	expect_error("[[1,2]]", GRAPH_DT_F32, s22, 2, 4, "data has 1 items, dimension 0 of shape [2,2] is 2");
 	expect_error("[[1,2],3]", GRAPH_DT_F32, s22, 2, 4,
 	    "data[1]: a value where an array belongs (data nested as shape [2,2])");
@@ -483,6 +489,10 @@ test_encode(void)
 	CHECK(tensor_text_encode(GRAPH_DT_F32, nan, 2, buf, sizeof buf, &len, &cause) == -1 &&
 	    strcmp(cause, "element 0: FP32 -Infinity has no JSON form (JSON has no NaN or Infinity)") == 0,
 	    "-Inf: %s", cause);
+	h[1] = 0x7e00;
+	CHECK(tensor_text_encode(GRAPH_DT_F16, h, 3, buf, sizeof buf, &len, &cause) == -1 &&
+	    strcmp(cause, "element 1: FP16 NaN has no JSON form (JSON has no NaN or Infinity)") == 0,
+	    "FP16 NaN: %s", cause);
 	CHECK(tensor_text_encode(GRAPH_DT_F32, f, 5, buf, 20, &len, &cause) == -1 &&
 	    strcmp(cause, "5 FP32 elements need up to 88 bytes of text, the buffer has 20") == 0,
 	    "small buffer: %s", cause);
