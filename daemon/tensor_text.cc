@@ -11,6 +11,9 @@
 #include <system_error>
 
 #include <fast_float/fast_float.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "error.h"
 #include "tensor_text.h"
@@ -907,6 +910,39 @@ scan_string(scan &s, size_t *from, size_t *to)
 	return scan_error(s, "unterminated string");
 }
 
+/* Whether c may open, close or quote something: '"', '[', ']', '{', '}'. */
+inline bool
+is_structural(char c)
+{
+	return c == '"' || ((unsigned char)c & 0xd9) == 0x59;	/* [ ] { } differ only in bits 0x26 */
+}
+
+/*
+ * The first byte at or after pos that is_structural, or len; 16 bytes at a
+ * time where SSE2 is there (a data array is mostly digits and commas).  A few
+ * letters ('Y', '_', 'y', DEL) stop the wide scan too; the caller steps over them.
+ */
+inline size_t
+skip_plain(const char *b, size_t pos, size_t len)
+{
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), mask = _mm_set1_epi8((char)0xd9),
+	    bracket = _mm_set1_epi8(0x59);
+
+	while (len - pos >= 16) {
+		__m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + pos));
+		int hit = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+		    _mm_cmpeq_epi8(_mm_and_si128(v, mask), bracket)));
+		if (hit != 0)
+			return pos + (size_t)__builtin_ctz((unsigned)hit);
+		pos += 16;
+	}
+#endif
+	while (pos < len && !is_structural(b[pos]))
+		pos++;
+	return pos;
+}
+
 /* Skip an array or object at pos, brackets matched by kind (strings skipped whole). */
 int
 scan_container(scan &s)
@@ -914,7 +950,9 @@ scan_container(scan &s)
 	uint64_t kinds[SCAN_MAX_DEPTH / 64];	/* bit set: '{' at that depth */
 	size_t depth = 0, from, to;
 
-	do {
+	for (;;) {
+		if (depth > 0 && (s.pos = skip_plain(s.b, s.pos, s.len)) == s.len)
+			return scan_error(s, "unterminated array or object");
 		char c = s.b[s.pos];
 		if (c == '"') {
 			if (scan_string(s, &from, &to) != 0)
@@ -928,13 +966,13 @@ scan_container(scan &s)
 			    (uint64_t)(c == '{') << depth % 64;
 			depth++;
 		} else if (c == ']' || c == '}') {
-			if (depth == 0 || ((kinds[(depth - 1) / 64] >> (depth - 1) % 64 & 1) != (c == '}')))
+			if (((kinds[(depth - 1) / 64] >> (depth - 1) % 64 & 1) != (c == '}')))
 				return scan_error(s, "mismatched bracket");
-			depth--;
+			if (--depth == 0)
+				return s.pos++, 0;
 		}
 		s.pos++;
-	} while (depth > 0 && s.pos < s.len);
-	return depth == 0 ? 0 : scan_error(s, "unterminated array or object");
+	}
 }
 
 /* Skip one value at pos (after whitespace). */

@@ -9,7 +9,9 @@
  * message; an accepted text encodes, and the encoder's text decodes back to
  * the same bytes; stopping after the array (consumed) accepts whatever the
  * strict form does.  The whole input is also scanned as a request body, its
- * spans masked and decoded.
+ * spans masked and decoded; where jansson accepts the body, the scanner must
+ * too, jansson must accept the masked copy with each located "data" null, and
+ * each span must hold exactly the original's inputs[i].data.
  *
  * Built with -DFUZZ_LIBFUZZER (make fuzz-tensor-text) it is a libFuzzer
  * target.  Otherwise main() runs it over a corpus directory (default
@@ -23,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "tensor_text.h"
 
@@ -75,6 +79,41 @@ fuzz_decode(const char *text, size_t len, enum graph_dtype dt, const int64_t *sh
 	free(cause);
 }
 
+/* Where jansson accepts the body: the scanner agrees with it, span by span; abort otherwise. */
+static void
+fuzz_compare_jansson(const char *body, size_t len, int found, const struct tensor_text_span *sp,
+    size_t nspans, const char *masked, size_t mlen)
+{
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL), *mroot, *inputs, *span;
+	size_t i;
+
+	if (root == NULL)
+		return;
+	inputs = json_object_get(root, "inputs");
+	if (!json_is_object(root) || (json_is_array(inputs) && json_array_size(inputs) > FUZZ_MAX_SPANS)) {
+		json_decref(root);
+		return;	/* refused for a reason of its own: more inputs than room */
+	}
+	if (!found || (mroot = json_loadb(masked, mlen, JSON_REJECT_DUPLICATES, NULL)) == NULL)
+		abort();
+	if (json_is_array(inputs) != (nspans == json_array_size(inputs) && json_is_array(inputs)))
+		abort();
+	for (i = 0; json_is_array(inputs) && i < nspans; i++) {
+		json_t *orig = json_object_get(json_array_get(inputs, i), "data");
+		json_t *m = json_object_get(json_array_get(json_object_get(mroot, "inputs"), i), "data");
+		if ((orig != NULL) != (sp[i].present != 0) || (orig != NULL && !json_is_null(m)))
+			abort();
+		if (orig == NULL)
+			continue;
+		span = json_loadb(body + sp[i].off, sp[i].len, JSON_DECODE_ANY, NULL);
+		if (span == NULL || !json_equal(span, orig))
+			abort();
+		json_decref(span);
+	}
+	json_decref(mroot);
+	json_decref(root);
+}
+
 /* Scan the input as a request body; mask it and decode every span found. */
 static void
 fuzz_body(const char *body, size_t len, enum graph_dtype dt, const int64_t *shape, int ndims,
@@ -88,6 +127,7 @@ fuzz_body(const char *body, size_t len, enum graph_dtype dt, const int64_t *shap
 		if (cause == NULL)
 			abort();
 		free(cause);
+		fuzz_compare_jansson(body, len, 0, sp, 0, NULL, 0);
 		return;
 	}
 	cap = TENSOR_TEXT_MASK_BOUND(len, nspans);
@@ -101,6 +141,7 @@ fuzz_body(const char *body, size_t len, enum graph_dtype dt, const int64_t *shap
 			abort();
 		else if (sp[i].present)
 			fuzz_decode(body + sp[i].off, sp[i].len, dt, shape, ndims, n);
+	fuzz_compare_jansson(body, len, 1, sp, nspans, masked, mlen);
 	free(masked);
 }
 

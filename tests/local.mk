@@ -97,6 +97,7 @@ tests_test_tensor_text_SOURCES = tests/test_tensor_text.c $(TEST_COMMON)
 tests_test_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_tensor_text_LDADD = $(TEST_LDADD)
 tests_fuzz_tensor_text_SOURCES = tests/fuzz_tensor_text.c
+tests_fuzz_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_tensor_text_LDADD = $(TEST_LDADD)
 # Not a test: decode/encode MB/s beside jansson and strtof (tests/bench_tensor_text [reps]).
 tests_bench_tensor_text_SOURCES = tests/bench_tensor_text.c
@@ -110,14 +111,15 @@ fuzz-tensor-text: tests/fuzz_tensor_text_libfuzzer
 tests/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/tensor_text.cc \
 		$(srcdir)/daemon/tensor_text.h config.h
 	@$(MKDIR_P) tests
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) -c -o tests/fuzz_tensor_text_libfuzzer-main.o \
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) $(JANSSON_CFLAGS) \
+		-c -o tests/fuzz_tensor_text_libfuzzer-main.o \
 		$(srcdir)/tests/fuzz_tensor_text.c
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(AM_CPPFLAGS) -c -o tests/fuzz_tensor_text_libfuzzer-error.o \
 		$(srcdir)/daemon/error.c
 	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -std=c++17 -fno-exceptions $(AM_CPPFLAGS) \
 		-c -o tests/fuzz_tensor_text_libfuzzer-codec.o $(srcdir)/daemon/tensor_text.cc
 	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -o $@ tests/fuzz_tensor_text_libfuzzer-main.o \
-		tests/fuzz_tensor_text_libfuzzer-error.o tests/fuzz_tensor_text_libfuzzer-codec.o
+		tests/fuzz_tensor_text_libfuzzer-error.o tests/fuzz_tensor_text_libfuzzer-codec.o $(JANSSON_LIBS)
 CLEANFILES += tests/fuzz_tensor_text_libfuzzer tests/fuzz_tensor_text_libfuzzer-*.o
 .PHONY: fuzz-tensor-text
 
