@@ -170,6 +170,44 @@ test_f32_decimals(size_t total)
 	free(cause);
 }
 
+/* Decode one FP32 text and compare with strtof's bits; 1 when they agree. */
+static int
+f32_agrees(const char *num, char **cause)
+{
+	char text[256];
+	float got, want = strtof(num, NULL);
+
+	snprintf(text, sizeof text, "[%s]", num);
+	return decode_flat(text, GRAPH_DT_F32, 1, &got, cause) == 0 &&
+	    memcmp(&got, &want, sizeof got) == 0;
+}
+
+/* Exact halfway points between neighbouring floats, and just above them: ties to even, as strtof. */
+static void
+test_f32_midpoints(void)
+{
+	uint64_t s = 7;
+	char num[200], *cause = NULL;
+	size_t bad = 0;
+
+	for (uint32_t k = (1u << 24) + 1; k < (1u << 24) + 200001; k += 2) {	/* integers between floats */
+		snprintf(num, sizeof num, "%u", k);
+		bad += !f32_agrees(num, &cause);
+	}
+	for (int i = 0; i < 200000; i++) {
+		float f;
+		uint32_t bits = 0x38d1b717u + (uint32_t)(rnd(&s) % (0x7f7fffffu - 0x38d1b717u));	/* 1e-4 .. FLT_MAX */
+		memcpy(&f, &bits, sizeof f);
+		double mid = ((double)f + (double)nextafterf(f, INFINITY)) / 2;
+		snprintf(num, 150, "%.120g", mid);	/* exact: fixed notation in this range */
+		bad += !f32_agrees(num, &cause);
+		strcat(num, strchr(num, '.') ? "0001" : ".0001");
+		bad += !f32_agrees(num, &cause);
+	}
+	CHECK(bad == 0, "%zu FP32 midpoints disagree with strtof (%s)", bad, cause ? cause : "");
+	free(cause);
+}
+
 /* Boundaries of FP32: FLT_MAX, the overflow midpoint, subnormals, signed zero, underflow. */
 static void
 test_f32_edges(void)
@@ -607,6 +645,7 @@ main(int argc, char **argv)
 
 	test_f32_random(f32_total - f32_total % BATCH + BATCH);
 	test_f32_decimals(1000000);
+	test_f32_midpoints();
 	test_f32_edges();
 	test_f16();
 	test_integers();
