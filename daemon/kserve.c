@@ -557,8 +557,9 @@ kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
 char *
 kserve_encode_server_metadata(size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:s, s:s, s:[s]}", "name", PACKAGE_NAME,
-	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len, cause);
+	return kserve_dump(json_pack("{s:s, s:s, s:[s,s,s]}", "name", PACKAGE_NAME,
+	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY, KSERVE_EXT_SYSTEM_SHM,
+	    KSERVE_EXT_CUDA_SHM), len, cause);
 }
 
 /* One tensor's metadata: name, datatype, shape with -1 for the batch. */

@@ -26,6 +26,9 @@
 #define KSERVE_HEADER_LENGTH "Inference-Header-Content-Length"
 /* Its name in the server metadata's extensions. */
 #define KSERVE_EXT_BINARY "binary_tensor_data"
+/* Triton's shared-memory extensions (http_shm.c). */
+#define KSERVE_EXT_SYSTEM_SHM "system_shared_memory"
+#define KSERVE_EXT_CUDA_SHM "cuda_shared_memory"
 /* The Content-Type of a response that carries binary tensor data. */
 #define KSERVE_TYPE_BINARY "application/octet-stream"
 
