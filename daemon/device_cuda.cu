@@ -496,7 +496,8 @@ cuda_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, cuda_stream(s));
+	/* Default: src is host memory, or a CUDA shared-memory region (device memory) of a client. */
+	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMemcpyAsync(h2d, %zu bytes)", n);
 	return 0;
@@ -511,7 +512,8 @@ cuda_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, cuda_stream(s));
+	/* Default: dst is host memory, or a CUDA shared-memory region (device memory) of a client. */
+	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMemcpyAsync(d2h, %zu bytes)", n);
 	return 0;

@@ -453,6 +453,13 @@ shm_region_kind(const struct shm_region *reg)
 	return reg->kind;
 }
 
+/* The region's name. */
+const char *
+shm_region_name(const struct shm_region *reg)
+{
+	return reg->name;
+}
+
 /* Bounds-check [offset, offset + len) against the region. */
 enum shm_error
 shm_region_span(const struct shm_region *reg, size_t offset, size_t len, void **ptr,

@@ -92,6 +92,8 @@ enum shm_error shm_registry_acquire(shm_registry_t *r, const char *name,
 void shm_registry_release(shm_registry_t *r, struct shm_region *reg);
 /* The region's kind. */
 enum shm_kind shm_region_kind(const struct shm_region *reg);
+/* The name it was registered under (valid while referenced). */
+const char *shm_region_name(const struct shm_region *reg);
 /*
  * The address of bytes [offset, offset + len) of the region (device memory
  * for CUDA); INVALID, naming the region, when they are not all inside it.
