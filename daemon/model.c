@@ -494,6 +494,23 @@ model_parse_labels(model_t *m, json_t *root, char **cause)
 	return 0;
 }
 
+/* The MLP's one input and output as the general tensor lists: FP32, fixed dims. */
+static void
+model_fill_io(model_t *m)
+{
+	int d;
+
+	m->platform = "inferd_mlp";
+	m->ninputs = m->noutputs = 1;
+	m->inputs[0] = m->input;
+	m->outputs[0] = m->output;
+	m->inputs[0].dtype = m->outputs[0].dtype = GRAPH_DT_F32;
+	for (d = 0; d < MODEL_MAX_DIMS; d++) {
+		m->inputs[0].max_dims[d] = m->inputs[0].dims[d];
+		m->outputs[0].max_dims[d] = m->outputs[0].dims[d];
+	}
+}
+
 /* Parse the description in root; errors are prefixed by the caller. */
 static int
 model_parse(model_t *m, json_t *root, char **cause)
@@ -520,6 +537,8 @@ model_parse(model_t *m, json_t *root, char **cause)
 		return error_set(cause, "out of memory");
 	rc = model_parse_layers(m, root, path, cause);
 	free(path);
+	if (rc == 0)
+		model_fill_io(m);
 	return rc;
 }
 
@@ -591,4 +610,95 @@ size_t
 model_output_bytes(const model_t *m, int rows)
 {
 	return (size_t)rows * m->output.row_elems * sizeof(float);
+}
+
+/* Check input's non-batch dims: fixed dims equal, variable dims in [1, max]. */
+int
+model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause)
+{
+	const struct model_io *io;
+	int d;
+
+	if (input < 0 || input >= m->ninputs)
+		return error_set(cause, "model '%s' has no input %d", m->name, input);
+	io = &m->inputs[input];
+	if (ndims != io->ndims)
+		return error_set(cause, "input '%s' has %d non-batch dims, the model's has %d", io->name, ndims, io->ndims);
+	for (d = 0; d < ndims; d++) {
+		if (io->dims[d] >= 0 && dims[d] != io->dims[d])
+			return error_set(cause, "input '%s' dim %d is %lld, the model's is %lld", io->name, d + 1,
+			    (long long)dims[d], (long long)io->dims[d]);
+		if (dims[d] < 1)
+			return error_set(cause, "input '%s' dim %d is %lld (must be at least 1)", io->name, d + 1, (long long)dims[d]);
+		if (dims[d] > io->max_dims[d])
+			return error_set(cause, "input '%s' dim %d is %lld, the model's maximum is %lld", io->name, d + 1,
+			    (long long)dims[d], (long long)io->max_dims[d]);
+	}
+	return 0;
+}
+
+/* Bytes of one row of input i for shape s. */
+size_t
+model_input_row_bytes(const model_t *m, int i, const struct model_shape *s)
+{
+	const struct model_io *io = &m->inputs[i];
+	size_t n = graph_dtype_size(io->dtype);
+	int d;
+
+	for (d = 0; d < io->ndims; d++)
+		n *= (size_t)(io->dims[d] >= 0 ? io->dims[d] : s->dims[i][d]);
+	return n;
+}
+
+/* Non-batch dims of output o (the MLP's are fixed). */
+int
+model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause)
+{
+	int d;
+
+	(void)s;
+	if (o < 0 || o >= m->noutputs)
+		return error_set(cause, "model '%s' has no output %d", m->name, o);
+	for (d = 0; d < m->outputs[o].ndims; d++)
+		dims[d] = m->outputs[o].dims[d];
+	return 0;
+}
+
+/* Bytes of one row of output o for shape s. */
+size_t
+model_output_row_bytes(const model_t *m, int o, const struct model_shape *s)
+{
+	int64_t dims[MODEL_MAX_DIMS];
+	size_t n = graph_dtype_size(m->outputs[o].dtype);
+	int d;
+
+	if (model_output_dims(m, o, s, dims, NULL) != 0)
+		return 0;
+	for (d = 0; d < m->outputs[o].ndims; d++)
+		n *= (size_t)dims[d];
+	return n;
+}
+
+/* Index of the input named name, or -1. */
+int
+model_input_index(const model_t *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < m->ninputs; i++)
+		if (strcmp(m->inputs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Index of the output named name, or -1. */
+int
+model_output_index(const model_t *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < m->noutputs; i++)
+		if (strcmp(m->outputs[i].name, name) == 0)
+			return i;
+	return -1;
 }

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "graph.h"
 
+#define MODEL_MAX_IO 16		/* tensors per side */
 #define MODEL_MAX_DIMS 8
 #define MODEL_MAX_PREFERRED 16
 #define MODEL_NAME_MAX 128
@@ -15,10 +16,18 @@
 /* One input or output tensor; dims exclude the leading batch dimension. */
 struct model_io {
 	char name[MODEL_NAME_MAX];
-	char datatype[16];		/* KServe name: only "FP32" is supported */
+	enum graph_dtype dtype;
 	int ndims;
-	int64_t dims[MODEL_MAX_DIMS];
-	size_t row_elems;		/* product of dims */
+	int64_t dims[MODEL_MAX_DIMS];		/* -1: variable (reported as -1 in metadata) */
+	int64_t max_dims[MODEL_MAX_DIMS];	/* the largest value each dim may take (== dims[i] when fixed) */
+	char datatype[16];		/* KServe name (MLP loader: only "FP32") */
+	size_t row_elems;		/* product of dims (MLP loader) */
+};
+
+/* The concrete shape of one batch: rows and every input's non-batch dims. */
+struct model_shape {
+	int rows;
+	int64_t dims[MODEL_MAX_IO][MODEL_MAX_DIMS];	/* dims[i][d] for input i (ndims from model->inputs[i]) */
 };
 
 /* Dynamic batching settings from model.json. */
@@ -35,7 +44,10 @@ typedef struct model {
 	char *dir;
 	device_t *dev;
 	int max_batch_size;
-	struct model_io input, output;
+	struct model_io input, output;	/* MLP loader: the one input and output */
+	int ninputs, noutputs;
+	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];
+	const char *platform;		/* "inferd_mlp" or "onnx" */
 	struct model_batching batching;
 	/*
 	 * The layers as a graph: one input [batch, input.row_elems], one output
@@ -76,6 +88,21 @@ void model_free(model_t *m);
 size_t model_input_bytes(const model_t *m, int rows);
 size_t model_output_bytes(const model_t *m, int rows);
 
+/*
+ * Check a request's non-batch dims of input i against the model (fixed dims
+ * equal, variable dims in [1, max]); -1 with a message naming the input and
+ * the dim ("input 'ids' dim 1 is 300, the model's maximum is 256").
+ */
+int model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause);
+/* Bytes of input i / output o for one row of the shape s (product of the non-batch dims * dtype size). */
+size_t model_input_row_bytes(const model_t *m, int i, const struct model_shape *s);
+size_t model_output_row_bytes(const model_t *m, int o, const struct model_shape *s);
+/* Non-batch dims of output o for input shape s (variable output dims follow from the inputs). */
+int model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause);
+/* Index of the input/output named name, or -1. */
+int model_input_index(const model_t *m, const char *name);
+int model_output_index(const model_t *m, const char *name);
+
 /* Allocate a context's device buffers for max_batch_size rows and compile a plan for every batch size. */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
@@ -88,8 +115,15 @@ void model_exec_free(model_exec_t *x);
  * graphs or when max_rows is 0.
  */
 int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause);
-/* Queue the whole model for rows rows on stream s: x->input to x->output
+/*
+ * Device addresses where the batch's input i starts / output o starts: rows
+ * are packed from there, row r at r * row_bytes for the batch's shape.
+ * Fixed for the context's lifetime.
+ */
+void *model_exec_input(model_exec_t *x, int i);
+void *model_exec_output(model_exec_t *x, int o);
+/* Queue the whole model for shape s on stream s: x->input to x->output
  * (one graph launch when a graph of that size was captured). */
-int model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause);
+int model_exec_run(model_exec_t *x, const struct model_shape *shape, device_stream_t *s, char **cause);
 
 #endif

@@ -254,11 +254,26 @@ model_exec_queue(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 	return 0;
 }
 
+/* Where the batch's input i starts (the MLP has one). */
+void *
+model_exec_input(model_exec_t *x, int i)
+{
+	return i == 0 ? (void *)x->input : NULL;
+}
+
+/* Where the batch's output o starts (the MLP has one). */
+void *
+model_exec_output(model_exec_t *x, int o)
+{
+	return o == 0 ? (void *)x->output : NULL;
+}
+
 /* Run the model: a captured graph when there is one for this size, else its plan. */
 int
-model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+model_exec_run(model_exec_t *x, const struct model_shape *shape, device_stream_t *s, char **cause)
 {
 	const model_t *m = x->model;
+	int rows = shape->rows;
 
 	if (rows < 1 || rows > m->max_batch_size)
 		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);

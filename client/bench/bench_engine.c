@@ -46,7 +46,7 @@ engine_loop(model_exec_t *x, device_stream_t *s, int rows, double seconds,
 	*batches = 0;
 	while ((double)(bench_now_ns() - start) < seconds * 1e9) {
 		t0 = bench_now_ns();
-		if (model_exec_run(x, rows, s, cause) != 0 || device_stream_sync(s, cause) != 0)
+		if (model_exec_run(x, &(struct model_shape){ .rows = rows }, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 			return -1;
 		if (h != NULL)
 			bench_hist_add(h, bench_now_ns() - t0);
