@@ -412,6 +412,57 @@ test_queue_full_and_cancel(void)
 	env_close(&e);
 }
 
+/* The tensor-list form: the same answer as the single form; wrong dims, lengths and counts refused by name. */
+static void
+test_tensor_lists(void)
+{
+	struct env e;
+	struct result *a, *b;
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 8, 0, "", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	a = result_new(c, 3);
+	b = result_new(c, 3);
+	memcpy(b->in, a->in, 3 * IN * sizeof(float));
+	b->req.input = NULL;
+	b->req.ninputs = b->req.noutputs = 1;
+	b->req.inputs[0] = b->in;
+	b->req.input_bytes[0] = 3 * IN * sizeof(float);
+	b->req.outputs[0] = b->out;
+	b->req.output_bytes[0] = 3 * OUT * sizeof(float);
+	b->req.shape.dims[0][0] = IN;
+	submit_ok(&e, a);
+	submit_ok(&e, b);
+	CHECK(wait_done(a) == 0 && wait_done(b) == 0 && a->status == BATCH_OK && b->status == BATCH_OK,
+	    "list form: %s %s", a->error, b->error);
+	CHECK(memcmp(a->out, b->out, 3 * OUT * sizeof(float)) == 0, "list form answers differ from the single form");
+	b->req.shape.dims[0][0] = IN + 1;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID &&
+	    strstr(cause, "input 'x' dim 1 is 17") != NULL, "dims out of range: %s", cause);
+	b->req.shape.dims[0][0] = IN;
+	b->req.input_bytes[0]--;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "input 'x'") != NULL,
+	    "short input accepted: %s", cause);
+	b->req.input_bytes[0]++;
+	b->req.ninputs = 2;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "2 inputs") != NULL,
+	    "two inputs accepted for one: %s", cause);
+	b->req.ninputs = 1;
+	b->req.outputs[0] = NULL;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "no output") != NULL,
+	    "a request wanting nothing accepted: %s", cause);
+	for (i = 0; i < 3 * OUT; i++)
+		CHECK(isfinite(b->out[i]), "output %d not written", i);
+	result_free(a);
+	result_free(b);
+	free(cause);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
 /* A client with 1,000 queued requests delays another's single request by at most one batch. */
 static void
 test_fairness(void)
@@ -490,6 +541,7 @@ main(void)
 	test_queue_full_and_cancel();
 	test_fairness();
 	test_shutdown_drains();
+	test_tensor_lists();
 	device_close(dev);
 	return test_finish("test_batcher");
 }
