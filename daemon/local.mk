@@ -7,6 +7,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/device.c daemon/device.h daemon/device_impl.h \
 	daemon/device_cpu.c \
 	daemon/safetensors.c daemon/safetensors.h \
+	daemon/protobuf_wire.c daemon/protobuf_wire.h \
+	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h \
 	daemon/repository.c daemon/repository.h \
 	daemon/metrics.c daemon/metrics.h \
