@@ -29,6 +29,7 @@
 struct limits_ctx {
 	device_t *dev;
 	device_stream_t *s;
+	device_plan_t *relu;		/* the floor's tiny op: ReLU over the buffer, in place */
 	device_event_t *e0, *e1;
 	void *dbuf, *pinned, *pageable, *mapped;
 	size_t n;
@@ -109,8 +110,7 @@ limits_floor(struct limits_ctx *c, struct bench_limits *l, char **cause)
 	for (i = 0; i < LIMITS_FLOOR_WARMUP + LIMITS_FLOOR_RUNS; i++) {
 		t0 = bench_now_ns();
 		if (device_copy_h2d(c->s, c->dbuf, in, LIMITS_FLOOR_BYTES, cause) != 0 ||
-		    device_activation(c->s, c->dbuf, LIMITS_FLOOR_BYTES / sizeof(float),
-		    DEVICE_ACT_RELU, cause) != 0 ||
+		    device_plan_run(c->relu, c->s, cause) != 0 ||
 		    device_copy_d2h(c->s, out, c->dbuf, LIMITS_FLOOR_BYTES, cause) != 0 ||
 		    device_stream_sync(c->s, cause) != 0) {
 			free(h);
@@ -149,6 +149,31 @@ limits_memfd_map(size_t n, char **cause)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* The floor's op as a one-node graph: ReLU of [LIMITS_FLOOR_BYTES / 4] floats, in place. */
+static int
+limits_relu_plan(struct limits_ctx *c, char **cause)
+{
+	static int node_in = 0, node_out = 1, graph_in = 0, graph_out = 1;
+	static struct graph_tensor t[2] = {
+		{ .name = "x", .dtype = GRAPH_DT_F32, .flags = GRAPH_TENSOR_INPUT, .ndims = 1,
+		  .dims = { LIMITS_FLOOR_BYTES / sizeof(float) } },
+		{ .name = "y", .dtype = GRAPH_DT_F32, .flags = GRAPH_TENSOR_OUTPUT, .ndims = 1,
+		  .dims = { LIMITS_FLOOR_BYTES / sizeof(float) } },
+	};
+	static struct graph_node n = { .name = "relu", .op = GRAPH_OP_UNARY, .ninputs = 1,
+		.noutputs = 1, .inputs = &node_in, .outputs = &node_out,
+		.attr.unary.fn = GRAPH_UNARY_RELU };
+	static const graph_t g = { .ntensors = 2, .nnodes = 1, .tensors = t, .nodes = &n,
+		.ninputs = 1, .noutputs = 1, .inputs = &graph_in, .outputs = &graph_out };
+	struct graph_shape shapes[2] = {
+		{ .ndims = 1, .dims = { LIMITS_FLOOR_BYTES / sizeof(float) } },
+		{ .ndims = 1, .dims = { LIMITS_FLOOR_BYTES / sizeof(float) } },
+	};
+	void *addrs[2] = { c->dbuf, c->dbuf };
+
+	return device_plan_compile(c->dev, &g, shapes, addrs, &c->relu, cause);
+}
+
 /* Allocate the device buffer, the pinned, pageable and mapped host buffers. */
 static int
 limits_setup(struct limits_ctx *c, const char *spec, size_t n, char **cause)
@@ -162,7 +187,8 @@ limits_setup(struct limits_ctx *c, const char *spec, size_t n, char **cause)
 	    device_event_create(c->dev, &c->e0, cause) != 0 ||
 	    device_event_create(c->dev, &c->e1, cause) != 0 ||
 	    device_alloc(c->dev, big, &c->dbuf, cause) != 0 ||
-	    device_host_alloc(c->dev, big, &c->pinned, cause) != 0)
+	    device_host_alloc(c->dev, big, &c->pinned, cause) != 0 ||
+	    limits_relu_plan(c, cause) != 0)
 		return -1;
 	if ((c->pageable = malloc(n)) == NULL)
 		return error_set(cause, "out of memory (%zu bytes)", n);
@@ -191,6 +217,7 @@ limits_teardown(struct limits_ctx *c)
 	free(c->pageable);
 	if (c->pinned != NULL)
 		device_host_free(c->dev, c->pinned);
+	device_plan_free(c->relu);
 	if (c->dbuf != NULL)
 		device_free(c->dev, c->dbuf);
 	if (c->e1 != NULL)

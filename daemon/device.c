@@ -294,61 +294,227 @@ device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 	return s->dev->ops->copy_d2h(s, dst, src, n, cause);
 }
 
-/* Refuse compute on a stream made for copies only. */
-static int
-device_check_compute(device_stream_t *s, const char *op, char **cause)
+/* 1 when n fits the arity and every tensor it touches is FP32. */
+int
+device_node_fp32(const graph_t *g, const struct graph_node *n, int min_in,
+    int max_in, int nout, char **why)
 {
-	if (s->kind != DEVICE_STREAM_COMPUTE)
-		return error_set(cause, "%s: stream was not created for compute", op);
+	int i;
+
+	if (n->ninputs < min_in || n->ninputs > max_in || n->noutputs != nout) {
+		error_set(why, "%d inputs and %d outputs (expected %d to %d and %d)",
+		    n->ninputs, n->noutputs, min_in, max_in, nout);
+		return 0;
+	}
+	for (i = 0; i < n->ninputs + n->noutputs; i++) {
+		int t = i < n->ninputs ? n->inputs[i] : n->outputs[i - n->ninputs];
+
+		if (t < 0 && i < min_in) {
+			error_set(why, "required input %d is missing", i);
+			return 0;
+		}
+		if (t >= (int)g->ntensors) {
+			error_set(why, "tensor index %d out of range", t);
+			return 0;
+		}
+		if (t >= 0 && g->tensors[t].dtype != GRAPH_DT_F32) {
+			error_set(why, "tensor '%s' is %s (only FP32)", g->tensors[t].name,
+			    graph_dtype_name(g->tensors[t].dtype));
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Element strides of GEMM's C (shape c, broadcast to [M,N]) along rows and columns. */
+void
+device_gemm_c_strides(const struct graph_shape *c, int64_t *row_stride,
+    int64_t *col_stride)
+{
+	int64_t last = c->ndims >= 1 ? c->dims[c->ndims - 1] : 1;
+	int64_t first = c->ndims == 2 ? c->dims[0] : 1;
+
+	*col_stride = last == 1 ? 0 : 1;
+	*row_stride = first == 1 ? 0 : last;
+}
+
+/* Split shape s at axis: rows = product of the dims before it, cols = product of the rest. */
+void
+device_rows_cols(const struct graph_shape *s, int axis, int64_t *rows,
+    int64_t *cols)
+{
+	int i;
+
+	*rows = 1;
+	*cols = 1;
+	for (i = 0; i < s->ndims; i++) {
+		if (i < axis)
+			*rows *= s->dims[i];
+		else
+			*cols *= s->dims[i];
+	}
+}
+
+/* Refuse sizes past int (the BLAS and kernel-launch limit). */
+static int
+device_check_int(int64_t v, const char *what, char **cause)
+{
+	if (v < 0 || v > INT_MAX)
+		return error_set(cause, "%s %lld is beyond the kernels' limit of %d", what, (long long)v, INT_MAX);
 	return 0;
 }
 
-/* y = act(x w^T + bias). */
+/* GEMM, SOFTMAX, LAYERNORM within what both backends' kernels handle. */
 int
-device_linear(device_stream_t *s, const float *x, const float *w,
-    const float *bias, float *y, int rows, int in, int out, enum device_act act,
-    char **cause)
+device_node_check_shapes(const graph_t *g, const struct graph_node *n,
+    const struct graph_shape *shapes, char **cause)
 {
-	if (device_check_compute(s, "linear", cause) != 0)
-		return -1;
-	if (rows <= 0 || in <= 0 || out <= 0)
-		return error_set(cause, "linear: bad shape %dx%d -> %d", rows, in, out);
-	return s->dev->ops->linear(s, x, w, bias, y, rows, in, out, act, cause);
-}
+	const struct graph_shape *x = &shapes[n->inputs[0]];
+	int64_t rows, cols;
+	int axis, i;
 
-/* y = act(y), element-wise. */
-int
-device_activation(device_stream_t *s, float *y, size_t n, enum device_act act,
-    char **cause)
-{
-	if (device_check_compute(s, "activation", cause) != 0)
-		return -1;
-	if (n == 0 || act == DEVICE_ACT_NONE)
+	if (n->op == GRAPH_OP_GEMM)
+		return device_check_int(x->dims[0], "A dimension", cause) != 0 ||
+		    device_check_int(x->dims[1], "A dimension", cause) != 0 ||
+		    device_check_int(shapes[n->outputs[0]].dims[1], "output width", cause) != 0 ? -1 : 0;
+	if (n->op != GRAPH_OP_SOFTMAX && n->op != GRAPH_OP_LAYERNORM)
 		return 0;
-	return s->dev->ops->activation(s, y, n, act, cause);
+	axis = (int)(n->attr.softmax.axis < 0 ? n->attr.softmax.axis + x->ndims : n->attr.softmax.axis);
+	if (n->op == GRAPH_OP_SOFTMAX && axis != x->ndims - 1)
+		return error_set(cause, "softmax over axis %d of rank %d: only the last axis", axis, x->ndims);
+	if (n->op == GRAPH_OP_LAYERNORM)
+		axis = (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
+	device_rows_cols(x, axis, &rows, &cols);
+	if (device_check_int(rows, "rows", cause) != 0 || device_check_int(cols, "row width", cause) != 0)
+		return -1;
+	for (i = 1; n->op == GRAPH_OP_LAYERNORM && i < n->ninputs; i++)
+		if (n->inputs[i] >= 0 && graph_shape_elems(&shapes[n->inputs[i]]) != cols)
+			return error_set(cause, "%s has %lld elements, not the %lld of a normalised row (no broadcasting)",
+			    i == 1 ? "scale" : "bias", (long long)graph_shape_elems(&shapes[n->inputs[i]]), (long long)cols);
+	return 0;
 }
 
-/* Row-wise softmax in place. */
+/* 1 for the element-wise functions device_unary.h implements. */
 int
-device_softmax(device_stream_t *s, float *y, int rows, int cols, char **cause)
+device_unary_known(enum graph_unary fn)
 {
-	if (device_check_compute(s, "softmax", cause) != 0)
-		return -1;
-	if (rows <= 0 || cols <= 0)
-		return error_set(cause, "softmax: bad shape %dx%d", rows, cols);
-	return s->dev->ops->softmax(s, y, rows, cols, cause);
+	return (unsigned)fn < GRAPH_UNARY_COUNT;
 }
 
-/* Row-wise layer norm in place. */
+/* Whether the backend can run node n. */
 int
-device_layernorm(device_stream_t *s, float *y, const float *gamma,
-    const float *beta, int rows, int cols, float eps, char **cause)
+device_supports_node(const device_t *dev, const graph_t *g,
+    const struct graph_node *n, char **why)
 {
-	if (device_check_compute(s, "layernorm", cause) != 0)
+	if ((unsigned)n->op >= GRAPH_OP_COUNT) {
+		error_set(why, "unknown op %d", (int)n->op);
+		return 0;
+	}
+	return dev->ops->supports_node(dev, g, n, why);
+}
+
+/* Every node runnable on dev; the first one that is not is named. */
+static int
+device_plan_check_nodes(device_t *dev, const graph_t *g, char **cause)
+{
+	char *why = NULL;
+	size_t i;
+
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (!device_supports_node(dev, g, n, &why)) {
+			error_set(cause, "node '%s' (%s): the %s backend cannot run it: %s",
+			    n->name ? n->name : "?", graph_op_name(n->op), dev->ops->name,
+			    why ? why : "unsupported");
+			free(why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Shapes agree with graph_infer_shapes from the inputs' shapes; every used tensor has an address. */
+static int
+device_plan_check_shapes(const graph_t *g, const struct graph_shape *shapes,
+    void *const *addrs, char **cause)
+{
+	struct graph_shape *in, *want;
+	size_t i;
+	int rc = 0;
+
+	in = calloc((size_t)g->ninputs + 1, sizeof *in);
+	want = calloc(g->ntensors + 1, sizeof *want);
+	if (in == NULL || want == NULL) {
+		free(in);
+		free(want);
+		return error_set(cause, "out of memory");
+	}
+	for (i = 0; i < (size_t)g->ninputs; i++) {
+		if (g->inputs[i] < 0 || (size_t)g->inputs[i] >= g->ntensors) {
+			free(in);
+			free(want);
+			return error_set(cause, "graph input %zu names no tensor", i);
+		}
+		in[i] = shapes[g->inputs[i]];
+	}
+	rc = graph_infer_shapes(g, in, want, cause);
+	for (i = 0; rc == 0 && i < g->ntensors; i++) {
+		if (shapes[i].ndims != want[i].ndims ||
+		    memcmp(shapes[i].dims, want[i].dims, (size_t)want[i].ndims * sizeof want[i].dims[0]) != 0)
+			rc = error_set(cause, "tensor '%s': the shape given is not the one the graph implies", g->tensors[i].name);
+		else if (addrs[i] == NULL && graph_shape_elems(&want[i]) > 0)
+			rc = error_set(cause, "tensor '%s' has no address", g->tensors[i].name);
+	}
+	free(in);
+	free(want);
+	return rc;
+}
+
+/* Compile g for shapes and addrs into a plan. */
+int
+device_plan_compile(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
+    char **cause)
+{
+	device_plan_t *p;
+
+	if (g == NULL || shapes == NULL || addrs == NULL)
+		return error_set(cause, "device_plan_compile: no graph, shapes or addresses");
+	if (device_plan_check_nodes(dev, g, cause) != 0 ||
+	    device_plan_check_shapes(g, shapes, addrs, cause) != 0)
 		return -1;
-	if (rows <= 0 || cols <= 0)
-		return error_set(cause, "layernorm: bad shape %dx%d", rows, cols);
-	return s->dev->ops->layernorm(s, y, gamma, beta, rows, cols, eps, cause);
+	p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return error_set(cause, "out of memory");
+	p->dev = dev;
+	p->g = g;
+	if (dev->ops->plan_compile(p, shapes, addrs, cause) != 0) {
+		free(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Queue the plan on compute stream s. */
+int
+device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
+{
+	if (s->kind != DEVICE_STREAM_COMPUTE)
+		return error_set(cause, "plan: stream was not created for compute");
+	if (s->dev != p->dev)
+		return error_set(cause, "plan: stream belongs to another device");
+	return p->dev->ops->plan_run(p, s, cause);
+}
+
+/* Free a plan (NULL is ignored). */
+void
+device_plan_free(device_plan_t *p)
+{
+	if (p == NULL)
+		return;
+	p->dev->ops->plan_free(p);
+	free(p);
 }
 
 /* 1 when the backend can capture and replay graphs. */

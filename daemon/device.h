@@ -1,4 +1,4 @@
-/* device.h: the device layer, one interface over the CPU and CUDA backends (DESIGN §3). */
+/* device.h: the device layer, one interface over the CPU and CUDA backends. */
 #ifndef INFERD_DEVICE_H
 #define INFERD_DEVICE_H
 
@@ -8,6 +8,8 @@ extern "C" {
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "graph.h"
 
 /*
  * Handles are opaque.  Every function that can fail returns -1 and stores a
@@ -20,22 +22,20 @@ extern "C" {
  * only through events.  On the CPU backend every call runs to completion
  * before it returns, so the same ordering holds trivially.
  *
- * Threads: one device may be used from many threads; one stream from one
- * thread at a time.
+ * Threads: one device may be used from many threads; one stream and one
+ * plan from one thread at a time.
+ *
+ * Compute goes through graphs (graph.h): device_supports_node says whether
+ * the backend has kernels for a node; device_plan_compile maps a whole graph,
+ * for one set of concrete shapes and tensor addresses, to the backend's
+ * kernels (allocating any workspace then, never later); device_plan_run queues
+ * that work on a compute stream, and can be captured into a device graph.
  */
 typedef struct device device_t;
 typedef struct device_stream device_stream_t;
 typedef struct device_event device_event_t;
 typedef struct device_graph device_graph_t;
-
-/* Activations applied element-wise, fused into device_linear when it can. */
-enum device_act {
-	DEVICE_ACT_NONE = 0,
-	DEVICE_ACT_RELU,
-	DEVICE_ACT_GELU,	/* exact: 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's default */
-	DEVICE_ACT_SIGMOID,
-	DEVICE_ACT_TANH,
-};
+typedef struct device_plan device_plan_t;
 
 /* Streams that run compute need BLAS state; copy-only streams do not. */
 enum device_stream_kind {
@@ -101,21 +101,27 @@ int device_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
 int device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
     char **cause);
 
-/* Compute, float32, row-major, on a DEVICE_STREAM_COMPUTE stream. */
-/* y[rows,out] = act(x[rows,in] * w[out,in]^T + bias[out]); bias may be NULL. */
-int device_linear(device_stream_t *s, const float *x, const float *w,
-    const float *bias, float *y, int rows, int in, int out, enum device_act act,
+/*
+ * 1 when the backend can run node n of g (its op, attributes and dtypes);
+ * else 0, and *why (malloc'ed; why may be NULL) names what it lacks.
+ */
+int device_supports_node(const device_t *dev, const graph_t *g,
+    const struct graph_node *n, char **why);
+/*
+ * Compile g for concrete shapes (shapes[i] for tensor i, as
+ * graph_infer_shapes gives them; checked again here) and addresses (addrs[i]:
+ * device memory of tensor i, constants already uploaded; an in-place op may
+ * give its output its input's address) into a plan for a compute stream.
+ * Refused, naming the node, when the backend cannot run a node or its shapes.
+ * g must outlive the plan; shapes and addrs are copied.
+ */
+int device_plan_compile(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
     char **cause);
-/* y[i] = act(y[i]) for n elements. */
-int device_activation(device_stream_t *s, float *y, size_t n,
-    enum device_act act, char **cause);
-/* Row-wise softmax of y[rows,cols] in place, max-subtracted. */
-int device_softmax(device_stream_t *s, float *y, int rows, int cols,
-    char **cause);
-/* Row-wise layer norm in place: (y - mean) / sqrt(var + eps) * gamma + beta
- * with the biased variance, as PyTorch; gamma/beta may be NULL (1 and 0). */
-int device_layernorm(device_stream_t *s, float *y, const float *gamma,
-    const float *beta, int rows, int cols, float eps, char **cause);
+/* Queue the plan's work on compute stream s (capturable into a device graph); never allocates. */
+int device_plan_run(device_plan_t *p, device_stream_t *s, char **cause);
+/* Free a plan and its workspaces (NULL is ignored). */
+void device_plan_free(device_plan_t *p);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,12 @@
-/* device_cpu.c: the CPU backend, always built; OpenBLAS for GEMM, plain loops for the rest. */
+/* device_cpu.c: the CPU backend, always built: memory, trivially ordered streams and events, plans. */
 #include "config.h"
 
-#include <cblas.h>
-#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "device_cpu_kernels.h"
 #include "device_impl.h"
 #include "error.h"
 
@@ -69,18 +68,34 @@ cpu_stream_sync(device_stream_t *s, char **cause)
 	return 0;
 }
 
+/* An event is the time it was recorded. */
+struct cpu_event {
+	double time_us;
+};
+
+/* A plan: the graph's nodes run in order through cpu_node_run. */
+struct cpu_plan {
+	struct graph_shape *shapes;	/* per tensor */
+	void **ptrs;			/* per tensor */
+	void *workspace;		/* the largest any node asked for */
+};
+
 /* Events only carry the time they were recorded. */
 static int
 cpu_event_create(device_event_t *e, char **cause)
 {
-	e->cpu_time_us = 0;
+	e->handle = calloc(1, sizeof(struct cpu_event));
+	if (e->handle == NULL)
+		return error_set(cause, "out of memory");
 	return 0;
 }
 
-/* Nothing to release. */
+/* Release the timestamp. */
 static void
 cpu_event_destroy(device_event_t *e)
 {
+	free(e->handle);
+	e->handle = NULL;
 }
 
 /* Record the current monotonic time. */
@@ -91,7 +106,7 @@ cpu_event_record(device_event_t *e, device_stream_t *s, char **cause)
 
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
 		return error_set(cause, "clock_gettime failed");
-	e->cpu_time_us = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	((struct cpu_event *)e->handle)->time_us = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 	return 0;
 }
 
@@ -121,7 +136,7 @@ static int
 cpu_event_elapsed_us(device_event_t *a, device_event_t *b, double *us,
     char **cause)
 {
-	*us = b->cpu_time_us - a->cpu_time_us;
+	*us = ((struct cpu_event *)b->handle)->time_us - ((struct cpu_event *)a->handle)->time_us;
 	return 0;
 }
 
@@ -133,100 +148,85 @@ cpu_copy(device_stream_t *s, void *dst, const void *src, size_t n, char **cause)
 	return 0;
 }
 
-/* One activation on one value. */
-float
-device_act_apply(enum device_act act, float x)
+/* Whether the CPU kernels can run node n. */
+static int
+cpu_supports_node(const device_t *dev, const graph_t *g,
+    const struct graph_node *n, char **why)
 {
-	switch (act) {
-	case DEVICE_ACT_RELU:
-		return x > 0.0f ? x : 0.0f;
-	case DEVICE_ACT_GELU:
-		return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
-	case DEVICE_ACT_SIGMOID:
-		return 1.0f / (1.0f + expf(-x));
-	case DEVICE_ACT_TANH:
-		return tanhf(x);
-	case DEVICE_ACT_NONE:
-		break;
-	}
-	return x;
+	return cpu_node_supported(g, n, why);
 }
 
-/* y = act(x w^T + bias) with one SGEMM and one pass for bias and activation. */
-static int
-cpu_linear(device_stream_t *s, const float *x, const float *w, const float *bias,
-    float *y, int rows, int in, int out, enum device_act act, char **cause)
+/* Free a plan's copies and workspace. */
+static void
+cpu_plan_free(device_plan_t *p)
 {
-	size_t r, c;
+	struct cpu_plan *c = p->handle;
 
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f,
-	    x, in, w, in, 0.0f, y, out);
-	if (bias == NULL && act == DEVICE_ACT_NONE)
-		return 0;
-	for (r = 0; r < (size_t)rows; r++) {
-		float *row = y + r * (size_t)out;
-		for (c = 0; c < (size_t)out; c++)
-			row[c] = device_act_apply(act, row[c] + (bias ? bias[c] : 0.0f));
+	if (c == NULL)
+		return;
+	free(c->shapes);
+	free(c->ptrs);
+	free(c->workspace);
+	free(c);
+	p->handle = NULL;
+}
+
+/* Let every node check its shapes and size the one workspace they share. */
+static int
+cpu_plan_prepare(const graph_t *g, const struct graph_shape *shapes,
+    size_t *workspace, char **cause)
+{
+	size_t i, need;
+
+	*workspace = 0;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (cpu_node_prepare(g, n, shapes, &need, cause) != 0)
+			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
+		if (need > *workspace)
+			*workspace = need;
 	}
 	return 0;
 }
 
-/* y = act(y). */
+/* Copy the shapes and addresses, allocate the workspace. */
 static int
-cpu_activation(device_stream_t *s, float *y, size_t n, enum device_act act,
-    char **cause)
+cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
+    void *const *addrs, char **cause)
 {
+	const graph_t *g = p->g;
+	struct cpu_plan *c;
+	size_t ws;
+
+	if (cpu_plan_prepare(g, shapes, &ws, cause) != 0)
+		return -1;
+	if ((c = calloc(1, sizeof *c)) == NULL)
+		return error_set(cause, "out of memory");
+	p->handle = c;
+	c->shapes = malloc((g->ntensors + 1) * sizeof *c->shapes);
+	c->ptrs = malloc((g->ntensors + 1) * sizeof *c->ptrs);
+	if (c->shapes == NULL || c->ptrs == NULL ||
+	    (ws > 0 && cpu_alloc(p->dev, ws, &c->workspace, cause) != 0)) {
+		cpu_plan_free(p);
+		return error_set(cause, "out of memory compiling a plan");
+	}
+	memcpy(c->shapes, shapes, g->ntensors * sizeof *c->shapes);
+	memcpy(c->ptrs, addrs, g->ntensors * sizeof *c->ptrs);
+	return 0;
+}
+
+/* Run every node in order; each completes before the next starts. */
+static int
+cpu_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
+{
+	const struct cpu_plan *c = p->handle;
+	const graph_t *g = p->g;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		y[i] = device_act_apply(act, y[i]);
-	return 0;
-}
-
-/* Row-wise softmax, max-subtracted so expf never overflows. */
-static int
-cpu_softmax(device_stream_t *s, float *y, int rows, int cols, char **cause)
-{
-	size_t r, c;
-
-	for (r = 0; r < (size_t)rows; r++) {
-		float *row = y + r * (size_t)cols, max = row[0];
-		double sum = 0.0;
-
-		for (c = 1; c < (size_t)cols; c++)
-			max = row[c] > max ? row[c] : max;
-		for (c = 0; c < (size_t)cols; c++) {
-			row[c] = expf(row[c] - max);
-			sum += row[c];
-		}
-		for (c = 0; c < (size_t)cols; c++)
-			row[c] = (float)(row[c] / sum);
-	}
-	return 0;
-}
-
-/* Row-wise layer norm; sums in double so long rows keep fp32 accuracy. */
-static int
-cpu_layernorm(device_stream_t *s, float *y, const float *gamma,
-    const float *beta, int rows, int cols, float eps, char **cause)
-{
-	size_t r, c;
-
-	for (r = 0; r < (size_t)rows; r++) {
-		float *row = y + r * (size_t)cols;
-		double mean = 0.0, var = 0.0, inv;
-
-		for (c = 0; c < (size_t)cols; c++)
-			mean += row[c];
-		mean /= cols;
-		for (c = 0; c < (size_t)cols; c++)
-			var += (row[c] - mean) * (row[c] - mean);
-		var /= cols;
-		inv = 1.0 / sqrt(var + eps);
-		for (c = 0; c < (size_t)cols; c++) {
-			double v = (row[c] - mean) * inv;
-			row[c] = (float)(v * (gamma ? gamma[c] : 1.0f) + (beta ? beta[c] : 0.0f));
-		}
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (cpu_node_run(g, n, c->shapes, c->ptrs, c->workspace, cause) != 0)
+			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
 	}
 	return 0;
 }
@@ -258,10 +258,10 @@ static const struct device_ops cpu_ops = {
 	.event_elapsed_us = cpu_event_elapsed_us,
 	.copy_h2d = cpu_copy,
 	.copy_d2h = cpu_copy,
-	.linear = cpu_linear,
-	.activation = cpu_activation,
-	.softmax = cpu_softmax,
-	.layernorm = cpu_layernorm,
+	.supports_node = cpu_supports_node,
+	.plan_compile = cpu_plan_compile,
+	.plan_run = cpu_plan_run,
+	.plan_free = cpu_plan_free,
 };
 
 /* Fill dev with the CPU backend. */

@@ -1,4 +1,4 @@
-/* device_cuda.cu: the CUDA backend, cuBLAS for GEMM and small kernels for the rest (DESIGN §3). */
+/* device_cuda.cu: the CUDA backend: memory, streams with cuBLAS, events, device graphs, plans over cuBLAS and device_cuda_kernels.cu. */
 #include "config.h"
 
 #include <math.h>
@@ -9,15 +9,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "device_cuda_kernels.h"
 #include "device_impl.h"
 #include "error.h"
 
-/* Threads per block for element-wise kernels. */
-#define CUDA_EW_THREADS 256
 /* Element-wise grids stop growing at this many blocks per SM (grid-stride loops do the rest). */
 #define CUDA_EW_BLOCKS_PER_SM 32
-/* Row kernels use up to this many threads, a multiple of 32 (the reductions rely on full warps). */
-#define CUDA_ROW_THREADS_MAX 1024
 /* cuBLAS workspace per compute stream, set explicitly so graph capture never allocates (cuBLAS recommends 4 MiB; Hopper up to 32 MiB). */
 #define CUDA_BLAS_WORKSPACE (32 * 1024 * 1024)
 
@@ -25,6 +22,37 @@
 struct cuda_ctx {
 	int ordinal;
 	int sm_count;
+};
+
+/* A stream's state behind s->handle; compute streams carry cuBLAS. */
+struct cuda_stream {
+	cudaStream_t stream;
+	cublasHandle_t blas;		/* compute streams only */
+	void *workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
+};
+
+/* One queued piece of a plan, with everything resolved at compile. */
+struct cuda_step {
+	enum graph_op op;
+	const float *x, *w, *c;		/* GEMM: A, B, C; others: x, and w/c as scale/bias */
+	float *y;
+	int m, n, k, lda, ldb;		/* GEMM, row-major sizes */
+	int trans_a, trans_b;
+	float alpha, beta;
+	int64_t c_rs, c_cs;		/* C's strides (0: broadcast) */
+	int fn;				/* GEMM's fused act, UNARY's function */
+	float fn_alpha, fn_beta;
+	size_t elems;			/* UNARY, COPY; GEMM: M N */
+	int rows, cols;			/* SOFTMAX, LAYERNORM */
+	float eps;
+	int as_log;
+	unsigned int blocks;		/* element-wise grids */
+};
+
+/* A plan behind p->handle. */
+struct cuda_plan {
+	size_t nsteps;
+	struct cuda_step *steps;
 };
 
 /* The device this thread last made current through cuda_use, -1 for none. */
@@ -79,7 +107,7 @@ cuda_use(const device_t *dev, char **cause)
 static cudaStream_t
 cuda_stream(const device_stream_t *s)
 {
-	return (cudaStream_t)s->handle;
+	return ((const struct cuda_stream *)s->handle)->stream;
 }
 
 /* The event's CUDA handle. */
@@ -103,154 +131,13 @@ cuda_ew_blocks(const device_t *dev, size_t n)
 	return (unsigned int)(want < cap ? want : cap);
 }
 
-/* Threads for a one-block-per-row kernel: enough full warps to cover cols, at most the maximum. */
-static unsigned int
-cuda_row_threads(int cols)
-{
-	size_t t = ((size_t)cols + 31) / 32 * 32;
-
-	return (unsigned int)(t < CUDA_ROW_THREADS_MAX ? t : CUDA_ROW_THREADS_MAX);
-}
-
-/* Report a failed kernel launch. */
+/* Report a failed kernel launch (err: what the launcher returned). */
 static int
-cuda_check_launch(const char *kernel, char **cause)
+cuda_check_launch(const char *kernel, cudaError_t err, char **cause)
 {
-	cudaError_t err = cudaGetLastError();
-
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "%s<<<>>>", kernel);
 	return 0;
-}
-
-/* Apply an activation to one value; act is uniform across a launch, so the switch does not diverge. */
-static __device__ __forceinline__ float
-cuda_act(int act, float x)
-{
-	switch (act) {
-	case DEVICE_ACT_RELU:
-		return x > 0.0f ? x : 0.0f;
-	case DEVICE_ACT_GELU:
-		return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-	case DEVICE_ACT_SIGMOID:
-		return 1.0f / (1.0f + expf(-x));
-	case DEVICE_ACT_TANH:
-		return tanhf(x);
-	default:
-		return x;
-	}
-}
-
-/* y[r,c] = act(y[r,c] + bias[c]) over rows*cols elements; bias may be NULL. */
-static __global__ void
-cuda_bias_act_kernel(float *y, const float *bias, size_t n, size_t cols, int act)
-{
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	size_t stride = (size_t)gridDim.x * blockDim.x;
-
-	for (; i < n; i += stride) {
-		float v = y[i];
-
-		if (bias != NULL)
-			v += bias[i % cols];
-		y[i] = cuda_act(act, v);
-	}
-}
-
-/* Sum within a warp; every lane gets the result. */
-static __device__ __forceinline__ float
-cuda_warp_sum(float v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, off);
-	return v;
-}
-
-/* Maximum within a warp; every lane gets the result. */
-static __device__ __forceinline__ float
-cuda_warp_max(float v)
-{
-	for (int off = 16; off > 0; off >>= 1)
-		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-	return v;
-}
-
-/* Sum (is_max 0) or maximum (is_max 1) over the block; blockDim.x must be a multiple of 32, at most 1024. */
-static __device__ float
-cuda_block_reduce(float v, int is_max)
-{
-	__shared__ float part[32];
-	__shared__ float result;
-	unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	unsigned int nwarps = blockDim.x >> 5;
-
-	v = is_max ? cuda_warp_max(v) : cuda_warp_sum(v);
-	if (lane == 0)
-		part[warp] = v;
-	__syncthreads();
-	if (warp == 0) {
-		v = lane < nwarps ? part[lane] : (is_max ? -INFINITY : 0.0f);
-		v = is_max ? cuda_warp_max(v) : cuda_warp_sum(v);
-		if (lane == 0)
-			result = v;
-	}
-	__syncthreads();
-	v = result;
-	/* The next call reuses part and result. */
-	__syncthreads();
-	return v;
-}
-
-/* Row-wise softmax in place, one block per row. */
-static __global__ void
-cuda_softmax_kernel(float *y, int cols)
-{
-	float *row = y + (size_t)blockIdx.x * (size_t)cols;
-	float m = -INFINITY, sum = 0.0f;
-	int c;
-
-	for (c = threadIdx.x; c < cols; c += blockDim.x)
-		m = fmaxf(m, row[c]);
-	m = cuda_block_reduce(m, 1);
-	/* Each thread revisits only its own columns, so no barrier between passes. */
-	for (c = threadIdx.x; c < cols; c += blockDim.x) {
-		float e = expf(row[c] - m);
-
-		row[c] = e;
-		sum += e;
-	}
-	sum = cuda_block_reduce(sum, 0);
-	for (c = threadIdx.x; c < cols; c += blockDim.x)
-		row[c] = row[c] / sum;
-}
-
-/* Row-wise layer norm in place, one block per row, two passes for the variance. */
-static __global__ void
-cuda_layernorm_kernel(float *y, const float *gamma, const float *beta, int cols,
-    float eps)
-{
-	float *row = y + (size_t)blockIdx.x * (size_t)cols;
-	float sum = 0.0f, sq = 0.0f, mean, rstd;
-	int c;
-
-	for (c = threadIdx.x; c < cols; c += blockDim.x)
-		sum += row[c];
-	mean = cuda_block_reduce(sum, 0) / (float)cols;
-	for (c = threadIdx.x; c < cols; c += blockDim.x) {
-		float d = row[c] - mean;
-
-		sq += d * d;
-	}
-	rstd = rsqrtf(cuda_block_reduce(sq, 0) / (float)cols + eps);
-	for (c = threadIdx.x; c < cols; c += blockDim.x) {
-		float v = (row[c] - mean) * rstd;
-
-		if (gamma != NULL)
-			v *= gamma[c];
-		if (beta != NULL)
-			v += beta[c];
-		row[c] = v;
-	}
 }
 
 /* Release the backend state. */
@@ -373,22 +260,26 @@ cuda_blas_create(cudaStream_t stream, cublasHandle_t *out, void **workspace,
 static int
 cuda_stream_create(device_stream_t *s, char **cause)
 {
-	cudaStream_t stream;
-	cublasHandle_t h = NULL;
+	struct cuda_stream *cs;
 	cudaError_t err;
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-	if (err != cudaSuccess)
+	cs = (struct cuda_stream *)calloc(1, sizeof *cs);
+	if (cs == NULL)
+		return error_set(cause, "out of memory");
+	err = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking);
+	if (err != cudaSuccess) {
+		free(cs);
 		return cuda_fail(cause, err, "cudaStreamCreateWithFlags");
+	}
 	if (s->kind == DEVICE_STREAM_COMPUTE &&
-	    cuda_blas_create(stream, &h, &s->blas_workspace, cause) != 0) {
-		cudaStreamDestroy(stream);
+	    cuda_blas_create(cs->stream, &cs->blas, &cs->workspace, cause) != 0) {
+		cudaStreamDestroy(cs->stream);
+		free(cs);
 		return -1;
 	}
-	s->handle = (void *)stream;
-	s->blas = (void *)h;
+	s->handle = cs;
 	return 0;
 }
 
@@ -396,18 +287,19 @@ cuda_stream_create(device_stream_t *s, char **cause)
 static void
 cuda_stream_destroy(device_stream_t *s)
 {
-	if (cuda_use(s->dev, NULL) != 0)
+	struct cuda_stream *cs = (struct cuda_stream *)s->handle;
+
+	if (cs == NULL || cuda_use(s->dev, NULL) != 0)
 		return;
-	(void)cudaStreamSynchronize(cuda_stream(s));
-	if (s->blas != NULL)
-		(void)cublasDestroy((cublasHandle_t)s->blas);
-	if (s->blas_workspace != NULL)
-		(void)cudaFree(s->blas_workspace);
-	(void)cudaStreamDestroy(cuda_stream(s));
+	(void)cudaStreamSynchronize(cs->stream);
+	if (cs->blas != NULL)
+		(void)cublasDestroy(cs->blas);
+	if (cs->workspace != NULL)
+		(void)cudaFree(cs->workspace);
+	(void)cudaStreamDestroy(cs->stream);
 	(void)cudaGetLastError();
+	free(cs);
 	s->handle = NULL;
-	s->blas = NULL;
-	s->blas_workspace = NULL;
 }
 
 /* Wait for all work queued on the stream. */
@@ -559,72 +451,221 @@ cuda_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 	return 0;
 }
 
-/* Queue the fused bias and activation pass over y[rows,cols]. */
+/* Whether the CUDA kernels can run node n. */
 static int
-cuda_bias_act(device_stream_t *s, float *y, const float *bias, size_t n,
-    size_t cols, enum device_act act, char **cause)
+cuda_supports_node(const device_t *dev, const graph_t *g,
+    const struct graph_node *n, char **why)
 {
-	cuda_bias_act_kernel<<<cuda_ew_blocks(s->dev, n), CUDA_EW_THREADS, 0,
-	    cuda_stream(s)>>>(y, bias, n, cols, (int)act);
-	return cuda_check_launch("cuda_bias_act_kernel", cause);
-}
-
-/* y = act(x w^T + bias): one SGEMM, then one fused pass for bias and activation. */
-static int
-cuda_linear(device_stream_t *s, const float *x, const float *w,
-    const float *bias, float *y, int rows, int in, int out, enum device_act act,
-    char **cause)
-{
-	const float one = 1.0f, zero = 0.0f;
-	cublasStatus_t st;
-
-	if (cuda_use(s->dev, cause) != 0)
-		return -1;
-	/*
-	 * Column-major view: y^T[out,rows] = w[out,in] x^T[in,rows], where the
-	 * row-major w reads as an in x out column-major matrix (hence OP_T).
-	 */
-	st = cublasSgemm((cublasHandle_t)s->blas, CUBLAS_OP_T, CUBLAS_OP_N, out,
-	    rows, in, &one, w, in, x, in, &zero, y, out);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return cuda_blas_fail(cause, st, "cublasSgemm");
-	if (bias == NULL && act == DEVICE_ACT_NONE)
+	switch (n->op) {
+	case GRAPH_OP_GEMM:
+		if (!device_unary_known(n->act)) {
+			error_set(why, "unknown fused activation %d", (int)n->act);
+			return 0;
+		}
+		return device_node_fp32(g, n, 2, 3, 1, why);
+	case GRAPH_OP_UNARY:
+		if (!device_unary_known(n->attr.unary.fn)) {
+			error_set(why, "unknown unary function %d", (int)n->attr.unary.fn);
+			return 0;
+		}
+		return device_node_fp32(g, n, 1, 1, 1, why);
+	case GRAPH_OP_SOFTMAX:
+	case GRAPH_OP_COPY:
+		return device_node_fp32(g, n, 1, 1, 1, why);
+	case GRAPH_OP_LAYERNORM:
+		return device_node_fp32(g, n, 1, 3, 1, why);
+	default:
+		error_set(why, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
 		return 0;
-	return cuda_bias_act(s, y, bias, (size_t)rows * (size_t)out, (size_t)out,
-	    act, cause);
+	}
 }
 
-/* y = act(y), element-wise. */
+/* Node n's input i as a float pointer; NULL when omitted. */
+static const float *
+cuda_node_in(const struct graph_node *n, void *const *addrs, int i)
+{
+	return i < n->ninputs && n->inputs[i] >= 0 ? (const float *)addrs[n->inputs[i]] : NULL;
+}
+
+/* Resolve a GEMM: sizes, leading dimensions, C's broadcast strides. */
+static void
+cuda_step_gemm(struct cuda_step *st, const struct graph_node *n,
+    const struct graph_shape *shapes)
+{
+	const struct graph_shape *a = &shapes[n->inputs[0]], *b = &shapes[n->inputs[1]];
+
+	st->trans_a = n->attr.gemm.trans_a;
+	st->trans_b = n->attr.gemm.trans_b;
+	st->alpha = n->attr.gemm.alpha;
+	st->beta = n->attr.gemm.beta;
+	st->m = (int)shapes[n->outputs[0]].dims[0];
+	st->n = (int)shapes[n->outputs[0]].dims[1];
+	st->k = (int)a->dims[st->trans_a ? 0 : 1];
+	st->lda = (int)a->dims[1];
+	st->ldb = (int)b->dims[1];
+	st->fn = n->act;
+	st->fn_alpha = n->act_alpha;
+	st->fn_beta = n->act_beta;
+	st->elems = (size_t)st->m * (size_t)st->n;
+	if (st->c != NULL)
+		device_gemm_c_strides(&shapes[n->inputs[2]], &st->c_rs, &st->c_cs);
+}
+
+/* Resolve node n into a step for these shapes and addresses. */
+static void
+cuda_step_fill(const device_t *dev, struct cuda_step *st,
+    const struct graph_node *n, const struct graph_shape *shapes,
+    void *const *addrs)
+{
+	const struct graph_shape *x = &shapes[n->inputs[0]];
+	int64_t rows, cols;
+	int axis;
+
+	st->op = n->op;
+	st->x = cuda_node_in(n, addrs, 0);
+	st->w = cuda_node_in(n, addrs, 1);
+	st->c = cuda_node_in(n, addrs, 2);
+	st->y = (float *)addrs[n->outputs[0]];
+	st->elems = (size_t)graph_shape_elems(x);
+	if (n->op == GRAPH_OP_GEMM)
+		cuda_step_gemm(st, n, shapes);
+	else if (n->op == GRAPH_OP_UNARY) {
+		st->fn = n->attr.unary.fn;
+		st->fn_alpha = n->attr.unary.alpha;
+		st->fn_beta = n->attr.unary.beta;
+	} else if (n->op == GRAPH_OP_SOFTMAX || n->op == GRAPH_OP_LAYERNORM) {
+		axis = n->op == GRAPH_OP_SOFTMAX ? x->ndims - 1 :
+		    (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
+		device_rows_cols(x, axis, &rows, &cols);
+		st->rows = (int)rows;
+		st->cols = (int)cols;
+		st->eps = n->attr.norm.eps;
+		st->as_log = n->op == GRAPH_OP_SOFTMAX && n->attr.softmax.log;
+		if (cols == 0)
+			st->elems = 0;
+	}
+	st->blocks = cuda_ew_blocks(dev, st->elems);
+}
+
+/* Free a plan's steps. */
+static void
+cuda_plan_free(device_plan_t *p)
+{
+	struct cuda_plan *c = (struct cuda_plan *)p->handle;
+
+	if (c == NULL)
+		return;
+	free(c->steps);
+	free(c);
+	p->handle = NULL;
+}
+
+/* Resolve every node with work to do into a step; the steps need no workspace beyond cuBLAS's. */
 static int
-cuda_activation(device_stream_t *s, float *y, size_t n, enum device_act act,
+cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
+    void *const *addrs, char **cause)
+{
+	const graph_t *g = p->g;
+	struct cuda_plan *c;
+	size_t i;
+
+	for (i = 0; i < g->nnodes; i++)
+		if (device_node_check_shapes(g, &g->nodes[i], shapes, cause) != 0)
+			return error_prefix(cause, "node '%s' (%s)", g->nodes[i].name ? g->nodes[i].name : "?",
+			    graph_op_name(g->nodes[i].op));
+	c = (struct cuda_plan *)calloc(1, sizeof *c);
+	if (c == NULL || (c->steps = (struct cuda_step *)calloc(g->nnodes + 1, sizeof *c->steps)) == NULL) {
+		free(c);
+		return error_set(cause, "out of memory");
+	}
+	for (i = 0; i < g->nnodes; i++) {
+		struct cuda_step *st = &c->steps[c->nsteps];
+		cuda_step_fill(p->dev, st, &g->nodes[i], shapes, addrs);
+		/* Empty tensors launch nothing (a grid of zero blocks is an error). */
+		if (st->elems > 0 && !(st->op == GRAPH_OP_COPY && st->x == st->y))
+			c->nsteps++;
+	}
+	p->handle = c;
+	return 0;
+}
+
+/*
+ * y = act(alpha op(A) op(B) + beta C): one SGEMM, then one fused pass for C and the
+ * activation.  Column-major view: y^T[N,M] = op(B)^T op(A)^T, where each
+ * row-major matrix reads as its transpose with its row length as leading dimension.
+ */
+static int
+cuda_run_gemm(const struct cuda_stream *cs, const struct cuda_step *st,
     char **cause)
 {
-	if (cuda_use(s->dev, cause) != 0)
-		return -1;
-	return cuda_bias_act(s, y, NULL, n, 1, act, cause);
+	const float zero = 0.0f;
+	cublasStatus_t bs;
+	cudaError_t err;
+
+	if (st->k == 0) {
+		err = cudaMemsetAsync(st->y, 0, st->elems * sizeof(float), cs->stream);
+		if (err != cudaSuccess)
+			return cuda_fail(cause, err, "cudaMemsetAsync");
+	} else {
+		bs = cublasSgemm(cs->blas, st->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+		    st->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, st->n, st->m, st->k,
+		    &st->alpha, st->w, st->ldb, st->x, st->lda, &zero, st->y, st->n);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasSgemm");
+	}
+	if (st->c == NULL && st->fn == GRAPH_UNARY_NONE)
+		return 0;
+	err = cuda_launch_gemm_epilogue(cs->stream, st->blocks, st->y, st->c, st->beta,
+	    st->c_rs, st->c_cs, st->elems, (size_t)st->n, st->fn, st->fn_alpha, st->fn_beta);
+	return cuda_check_launch("cuda_epilogue_kernel", err, cause);
 }
 
-/* Row-wise softmax in place. */
+/* Queue one step. */
 static int
-cuda_softmax(device_stream_t *s, float *y, int rows, int cols, char **cause)
+cuda_run_step(const struct cuda_stream *cs, const struct cuda_step *st,
+    char **cause)
 {
-	if (cuda_use(s->dev, cause) != 0)
-		return -1;
-	cuda_softmax_kernel<<<(unsigned int)rows, cuda_row_threads(cols), 0,
-	    cuda_stream(s)>>>(y, cols);
-	return cuda_check_launch("cuda_softmax_kernel", cause);
+	cudaError_t err;
+
+	switch (st->op) {
+	case GRAPH_OP_GEMM:
+		return cuda_run_gemm(cs, st, cause);
+	case GRAPH_OP_UNARY:
+		err = cuda_launch_unary(cs->stream, st->blocks, st->x, st->y, st->elems,
+		    st->fn, st->fn_alpha, st->fn_beta);
+		return cuda_check_launch("cuda_unary_kernel", err, cause);
+	case GRAPH_OP_SOFTMAX:
+		err = cuda_launch_softmax(cs->stream, st->x, st->y, st->rows, st->cols, st->as_log);
+		return cuda_check_launch("cuda_softmax_kernel", err, cause);
+	case GRAPH_OP_LAYERNORM:
+		err = cuda_launch_layernorm(cs->stream, st->x, st->y, st->w, st->c,
+		    st->rows, st->cols, st->eps);
+		return cuda_check_launch("cuda_layernorm_kernel", err, cause);
+	case GRAPH_OP_COPY:
+		err = cudaMemcpyAsync(st->y, st->x, st->elems * sizeof(float),
+		    cudaMemcpyDeviceToDevice, cs->stream);
+		if (err != cudaSuccess)
+			return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", st->elems * sizeof(float));
+		return 0;
+	default:
+		return error_set(cause, "op %s not implemented by the CUDA backend", graph_op_name(st->op));
+	}
 }
 
-/* Row-wise layer norm in place. */
+/* Queue every step on the stream. */
 static int
-cuda_layernorm(device_stream_t *s, float *y, const float *gamma,
-    const float *beta, int rows, int cols, float eps, char **cause)
+cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 {
+	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
+	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
+	size_t i;
+
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	cuda_layernorm_kernel<<<(unsigned int)rows, cuda_row_threads(cols), 0,
-	    cuda_stream(s)>>>(y, gamma, beta, cols, eps);
-	return cuda_check_launch("cuda_layernorm_kernel", cause);
+	for (i = 0; i < c->nsteps; i++)
+		if (cuda_run_step(cs, &c->steps[i], cause) != 0)
+			return error_prefix(cause, "%s step %zu", graph_op_name(c->steps[i].op), i);
+	return 0;
 }
 
 /*
@@ -711,10 +752,10 @@ static const struct device_ops cuda_ops = {
 	.event_elapsed_us = cuda_event_elapsed_us,
 	.copy_h2d = cuda_copy_h2d,
 	.copy_d2h = cuda_copy_d2h,
-	.linear = cuda_linear,
-	.activation = cuda_activation,
-	.softmax = cuda_softmax,
-	.layernorm = cuda_layernorm,
+	.supports_node = cuda_supports_node,
+	.plan_compile = cuda_plan_compile,
+	.plan_run = cuda_plan_run,
+	.plan_free = cuda_plan_free,
 	.graph_capture_begin = cuda_graph_capture_begin,
 	.graph_capture_end = cuda_graph_capture_end,
 	.graph_launch = cuda_graph_launch,

@@ -37,15 +37,13 @@ struct device_ops {
 	    char **cause);
 	int (*copy_d2h)(device_stream_t *s, void *dst, const void *src, size_t n,
 	    char **cause);
-	int (*linear)(device_stream_t *s, const float *x, const float *w,
-	    const float *bias, float *y, int rows, int in, int out,
-	    enum device_act act, char **cause);
-	int (*activation)(device_stream_t *s, float *y, size_t n,
-	    enum device_act act, char **cause);
-	int (*softmax)(device_stream_t *s, float *y, int rows, int cols,
-	    char **cause);
-	int (*layernorm)(device_stream_t *s, float *y, const float *gamma,
-	    const float *beta, int rows, int cols, float eps, char **cause);
+	/* Compute: see device.h; device.c has checked the graph, shapes and addresses. */
+	int (*supports_node)(const device_t *dev, const graph_t *g,
+	    const struct graph_node *n, char **why);
+	int (*plan_compile)(device_plan_t *p, const struct graph_shape *shapes,
+	    void *const *addrs, char **cause);
+	int (*plan_run)(device_plan_t *p, device_stream_t *s, char **cause);
+	void (*plan_free)(device_plan_t *p);
 	/* Graphs: NULL on backends without them (device_has_graphs says 0). */
 	int (*graph_capture_begin)(device_stream_t *s, char **cause);
 	int (*graph_capture_end)(device_stream_t *s, device_graph_t *g, char **cause);
@@ -64,9 +62,7 @@ struct device {
 struct device_stream {
 	device_t *dev;
 	enum device_stream_kind kind;
-	void *handle;			/* e.g. cudaStream_t */
-	void *blas;			/* e.g. cublasHandle_t, compute streams only */
-	void *blas_workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
+	void *handle;			/* the backend's per-stream state */
 };
 
 struct device_graph {
@@ -76,8 +72,13 @@ struct device_graph {
 
 struct device_event {
 	device_t *dev;
-	void *handle;			/* e.g. cudaEvent_t; CPU: a timestamp */
-	double cpu_time_us;		/* CPU backend: when it was recorded */
+	void *handle;			/* the backend's per-event state */
+};
+
+struct device_plan {
+	device_t *dev;
+	const graph_t *g;		/* the compiled graph; outlives the plan */
+	void *handle;			/* the backend's compiled steps */
 };
 
 /* Backend constructors: fill dev->ops, dev->ctx, dev->name. */
@@ -87,9 +88,28 @@ int device_cuda_open(device_t *dev, int ordinal, char **cause);
 int device_cuda_count_impl(void);
 #endif
 
-/* Shared by both backends: a C version of each op, used by the CPU backend
- * and as the reference the tests compare against. */
-float device_act_apply(enum device_act act, float x);
+/*
+ * Shared by the backends' supports_node: 1 when n has min_in..max_in inputs
+ * (the first min_in present), exactly nout outputs, and every tensor it
+ * touches is FP32; else 0 with *why (may be NULL) saying which is not.
+ */
+int device_node_fp32(const graph_t *g, const struct graph_node *n, int min_in,
+    int max_in, int nout, char **why);
+/* 1 when fn is an element-wise function the backends' unary kernels know. */
+int device_unary_known(enum graph_unary fn);
+/* Element strides of GEMM's C (shape c, broadcast to [M,N]) along rows and columns (0: broadcast). */
+void device_gemm_c_strides(const struct graph_shape *c, int64_t *row_stride,
+    int64_t *col_stride);
+/*
+ * Refuse shapes the GEMM, softmax and layernorm kernels of both backends
+ * cannot take: sizes past int, softmax over any axis but the last, a
+ * layernorm scale or bias that broadcasts instead of covering a whole row.
+ */
+int device_node_check_shapes(const graph_t *g, const struct graph_node *n,
+    const struct graph_shape *shapes, char **cause);
+/* Split s at axis (normalised): rows = product of the dims before, cols = of the rest. */
+void device_rows_cols(const struct graph_shape *s, int axis, int64_t *rows,
+    int64_t *cols);
 
 #ifdef __cplusplus
 }

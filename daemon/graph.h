@@ -244,10 +244,13 @@ size_t graph_dtype_size(enum graph_dtype dt);
 const char *graph_dtype_name(enum graph_dtype dt);
 /* Parse a KServe name; -1 when unknown. */
 int graph_dtype_parse(const char *name, enum graph_dtype *out);
+/* The op's ONNX-style name ("Gemm", "Conv", ...), for messages; "?" when out of range. */
+const char *graph_op_name(enum graph_op op);
 /* Element count of a concrete shape (1 for rank 0). */
 int64_t graph_shape_elems(const struct graph_shape *s);
 
-/* Free a graph's names, nodes, index arrays and owned constant data (NULL is ignored). */
+/* Free a graph's names, nodes, index arrays and owned constant data (NULL is ignored),
+ * then the graph_t itself, which must come from malloc/calloc. */
 void graph_free(graph_t *g);
 
 /*

@@ -4,8 +4,9 @@ noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
 	daemon/log.c daemon/log.h \
-	daemon/device.c daemon/device.h daemon/device_impl.h \
-	daemon/device_cpu.c \
+	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
+	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
+	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
@@ -32,23 +33,35 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 
+# ONNX import: op mapping, constant folding and per-shape specialization of the graph.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
+	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
+	daemon/onnx_import.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
+
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
 	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm $(OPENMP_CFLAGS)
 
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.
-daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT)
-daemon_libinferd_core_a_DEPENDENCIES = daemon/device_cuda.$(OBJEXT)
+daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
+daemon_libinferd_core_a_DEPENDENCIES = $(daemon_libinferd_core_a_LIBADD)
 NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
 	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include
 daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(srcdir)/daemon/device_impl.h \
-		$(srcdir)/daemon/device.h $(srcdir)/daemon/error.h config.h
+		$(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h $(srcdir)/daemon/error.h \
+		$(srcdir)/daemon/device_cuda_kernels.h config.h
 	@$(MKDIR_P) daemon
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda.cu
-CLEANFILES += daemon/device_cuda.$(OBJEXT)
+daemon/device_cuda_kernels.$(OBJEXT): $(srcdir)/daemon/device_cuda_kernels.cu \
+		$(srcdir)/daemon/device_cuda_kernels.h $(srcdir)/daemon/device_unary.h \
+		$(srcdir)/daemon/graph.h config.h
+	@$(MKDIR_P) daemon
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda_kernels.cu
+CLEANFILES += daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
 endif
-EXTRA_DIST += daemon/device_cuda.cu
+EXTRA_DIST += daemon/device_cuda.cu daemon/device_cuda_kernels.cu daemon/device_cuda_kernels.h
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c

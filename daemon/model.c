@@ -1,4 +1,4 @@
-/* model.c: parsing model.json, checking the layer graph against the weights, uploading them. */
+/* model.c: parsing model.json, building the layer graph checked against the weights, uploading them. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,19 +17,37 @@
 /* Largest row width accepted for inputs, outputs and layers. */
 #define MODEL_MAX_WIDTH (1 << 24)
 
+/* The layer kinds of model.json. */
+enum model_op {
+	MODEL_OP_LINEAR,
+	MODEL_OP_ACTIVATION,
+	MODEL_OP_SOFTMAX,
+	MODEL_OP_LAYERNORM,
+	MODEL_OP_IDENTITY,
+};
+
 static const struct {
 	const char *name;
 	enum model_op op;
-	enum device_act act;
+	enum graph_unary act;
 } model_ops[] = {
-	{ "linear", MODEL_OP_LINEAR, DEVICE_ACT_NONE },
-	{ "relu", MODEL_OP_ACTIVATION, DEVICE_ACT_RELU },
-	{ "gelu", MODEL_OP_ACTIVATION, DEVICE_ACT_GELU },
-	{ "sigmoid", MODEL_OP_ACTIVATION, DEVICE_ACT_SIGMOID },
-	{ "tanh", MODEL_OP_ACTIVATION, DEVICE_ACT_TANH },
-	{ "softmax", MODEL_OP_SOFTMAX, DEVICE_ACT_NONE },
-	{ "layernorm", MODEL_OP_LAYERNORM, DEVICE_ACT_NONE },
-	{ "identity", MODEL_OP_IDENTITY, DEVICE_ACT_NONE },
+	{ "linear", MODEL_OP_LINEAR, GRAPH_UNARY_NONE },
+	{ "relu", MODEL_OP_ACTIVATION, GRAPH_UNARY_RELU },
+	{ "gelu", MODEL_OP_ACTIVATION, GRAPH_UNARY_GELU },
+	{ "sigmoid", MODEL_OP_ACTIVATION, GRAPH_UNARY_SIGMOID },
+	{ "tanh", MODEL_OP_ACTIVATION, GRAPH_UNARY_TANH },
+	{ "softmax", MODEL_OP_SOFTMAX, GRAPH_UNARY_NONE },
+	{ "layernorm", MODEL_OP_LAYERNORM, GRAPH_UNARY_NONE },
+	{ "identity", MODEL_OP_IDENTITY, GRAPH_UNARY_NONE },
+};
+
+/* The graph being built from the layer list: where each layer reads from. */
+struct model_builder {
+	model_t *m;
+	st_file_t *st;
+	int cur;			/* tensor the next layer reads */
+	int width;			/* its values per row */
+	int last_gemm;			/* node index of a GEMM that wrote cur, -1 otherwise */
 };
 
 /* Get an integer member in [lo, hi], or def when absent (def < 0: required). */
@@ -148,76 +166,278 @@ fail:
 
 /* Look up an op by name. */
 static int
-model_find_op(const char *name, struct model_layer *l)
+model_find_op(const char *name, enum model_op *op, enum graph_unary *act)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof model_ops / sizeof model_ops[0]; i++) {
 		if (strcmp(model_ops[i].name, name) == 0) {
-			l->op = model_ops[i].op;
-			l->act = model_ops[i].act;
+			*op = model_ops[i].op;
+			*act = model_ops[i].act;
 			return 0;
 		}
 	}
 	return -1;
 }
 
-/* Find tensor key's name in obj, check it is F32 with the expected shape, upload it. */
+/* Append an FP32 tensor of shape [d0] or [d0, d1] (d1 < 0: rank 1); its index, or -1 when out of memory. */
 static int
-model_upload_tensor(model_t *m, st_file_t *st, json_t *obj, const char *key,
-    int required, int64_t d0, int64_t d1, float **out, char **cause)
+model_add_tensor(graph_t *g, const char *name, unsigned flags, int64_t d0,
+    int64_t d1)
+{
+	struct graph_tensor *t = &g->tensors[g->ntensors];
+
+	if ((t->name = strdup(name)) == NULL)
+		return -1;
+	t->dtype = GRAPH_DT_F32;
+	t->flags = flags;
+	t->ndims = d1 < 0 ? 1 : 2;
+	t->dims[0] = d0;
+	t->dims[1] = d1;
+	return (int)g->ntensors++;
+}
+
+/* Append a node reading ins[0..nin) and writing a new [batch, width] tensor named after it; becomes b->cur. */
+static int
+model_add_node(struct model_builder *b, const char *name, enum graph_op op,
+    const int *ins, int nin, int width, char **cause)
+{
+	graph_t *g = b->m->graph;
+	struct graph_node *n = &g->nodes[g->nnodes];
+	int out;
+
+	g->nnodes++;	/* first, so graph_free releases whatever is allocated below */
+	if ((out = model_add_tensor(g, name, 0, GRAPH_DIM_BATCH, width)) < 0 ||
+	    (n->name = strdup(name)) == NULL || (n->inputs = malloc((size_t)nin * sizeof *n->inputs)) == NULL ||
+	    (n->outputs = malloc(sizeof *n->outputs)) == NULL)
+		return error_set(cause, "out of memory");
+	n->op = op;
+	n->ninputs = nin;
+	n->noutputs = 1;
+	memcpy(n->inputs, ins, (size_t)nin * sizeof *ins);
+	n->outputs[0] = out;
+	b->cur = out;
+	b->width = width;
+	b->last_gemm = op == GRAPH_OP_GEMM ? (int)g->nnodes - 1 : -1;
+	return 0;
+}
+
+/* Describe a safetensors shape as "5,7" into buf. */
+static void
+model_shape_text(const struct st_tensor *t, char *buf, size_t len)
+{
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < t->ndim; i++)
+		snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", i ? "," : "", (long long)t->shape[i]);
+}
+
+/* Find tensor key's name in obj, check it is F32 of shape [d0] or [d0,d1], add it as a constant (*idx, -1 when optional and absent). */
+static int
+model_const_tensor(struct model_builder *b, json_t *obj, const char *key,
+    int required, int64_t d0, int64_t d1, int *idx, char **cause)
 {
 	json_t *v = json_object_get(obj, key);
 	const struct st_tensor *t;
+	struct graph_tensor *gt;
 	const char *name;
 	int ndim = d1 > 0 ? 2 : 1;
+	char have[96];
 
-	*out = NULL;
+	*idx = -1;
 	if (v == NULL && !required)
 		return 0;
 	if (!json_is_string(v))
 		return error_set(cause, "\"%s\" must name a tensor", key);
 	name = json_string_value(v);
-	t = st_find(st, name);
+	t = st_find(b->st, name);
 	if (t == NULL)
 		return error_set(cause, "missing tensor '%s' in the weights file", name);
 	if (strcmp(t->dtype, "F32") != 0)
 		return error_set(cause, "tensor '%s': dtype %s not supported (only F32)", name, t->dtype);
 	if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
-		char have[96] = "";
-		int i;
-		for (i = 0; i < t->ndim; i++)
-			snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", i ? "," : "", (long long)t->shape[i]);
+		model_shape_text(t, have, sizeof have);
 		if (ndim == 2)
 			return error_set(cause, "tensor '%s' has shape [%s], expected [%lld,%lld]", name, have, (long long)d0, (long long)d1);
 		return error_set(cause, "tensor '%s' has shape [%s], expected [%lld]", name, have, (long long)d0);
 	}
-	if (device_alloc(m->dev, t->end - t->begin, (void **)out, cause) != 0)
-		return -1;
+	if ((*idx = model_add_tensor(b->m->graph, name, GRAPH_TENSOR_CONST, d0, ndim == 2 ? d1 : -1)) < 0)
+		return error_set(cause, "out of memory");
+	gt = &b->m->graph->tensors[*idx];
+	gt->data = st_data(b->st, t);
+	gt->nbytes = t->end - t->begin;
 	return 0;
 }
 
-/* Copy every uploaded tensor's bytes to the device, synchronously, at load. */
+/* linear: GEMM with B = weight [out,in] transposed and C = bias [out]. */
 static int
-model_copy_weights(model_t *m, st_file_t *st, json_t *layers, char **cause)
+model_layer_linear(struct model_builder *b, json_t *obj, const char *name,
+    char **cause)
 {
+	const struct st_tensor *t;
+	long long out;
+	int ins[3] = { b->cur, -1, -1 };
+	struct graph_node *n;
+
+	if (!json_is_string(json_object_get(obj, "weight")))
+		return error_set(cause, "linear needs \"weight\"");
+	t = st_find(b->st, json_string_value(json_object_get(obj, "weight")));
+	out = (t != NULL && t->ndim == 2) ? t->shape[0] : 0;
+	if (out < 1 || out > MODEL_MAX_WIDTH)
+		out = 1;	/* the shape check below names the real problem */
+	if (model_const_tensor(b, obj, "weight", 1, out, b->width, &ins[1], cause) != 0 ||
+	    model_const_tensor(b, obj, "bias", 0, out, 0, &ins[2], cause) != 0 ||
+	    model_add_node(b, name, GRAPH_OP_GEMM, ins, ins[2] < 0 ? 2 : 3, (int)out, cause) != 0)
+		return -1;
+	n = &b->m->graph->nodes[b->last_gemm];
+	n->attr.gemm = (struct graph_gemm_attr){ .trans_a = 0, .trans_b = 1, .alpha = 1.0f, .beta = 1.0f };
+	return 0;
+}
+
+/* layernorm over each row, with optional gamma and beta. */
+static int
+model_layer_layernorm(struct model_builder *b, json_t *obj, const char *name,
+    char **cause)
+{
+	json_t *eps = json_object_get(obj, "eps");
+	float e = eps == NULL ? 1e-5f : (float)json_number_value(eps);
+	int ins[3] = { b->cur, -1, -1 };
+	graph_t *g = b->m->graph;
+
+	if ((eps != NULL && !json_is_number(eps)) || !(e > 0.0f))
+		return error_set(cause, "\"eps\" must be a positive number");
+	if (model_const_tensor(b, obj, "gamma", 0, b->width, 0, &ins[1], cause) != 0 ||
+	    model_const_tensor(b, obj, "beta", 0, b->width, 0, &ins[2], cause) != 0 ||
+	    model_add_node(b, name, GRAPH_OP_LAYERNORM, ins, 3, b->width, cause) != 0)
+		return -1;
+	g->nodes[g->nnodes - 1].attr.norm.axis = -1;
+	g->nodes[g->nnodes - 1].attr.norm.eps = e;
+	return 0;
+}
+
+/* An activation: fused into the GEMM that wrote cur when there is one (one kernel instead of two). */
+static int
+model_layer_activation(struct model_builder *b, const char *name,
+    enum graph_unary act, char **cause)
+{
+	graph_t *g = b->m->graph;
+	int in = b->cur;
+
+	if (b->last_gemm >= 0 && g->nodes[b->last_gemm].act == GRAPH_UNARY_NONE) {
+		g->nodes[b->last_gemm].act = act;
+		b->last_gemm = -1;
+		return 0;
+	}
+	if (model_add_node(b, name, GRAPH_OP_UNARY, &in, 1, b->width, cause) != 0)
+		return -1;
+	g->nodes[g->nnodes - 1].attr.unary.fn = act;
+	return 0;
+}
+
+/* Parse one layer and append its nodes, checked against the running width. */
+static int
+model_parse_layer(struct model_builder *b, json_t *obj, size_t idx, char **cause)
+{
+	char name[MODEL_NAME_MAX];
+	enum graph_unary act;
+	enum model_op op;
+	const char *opname;
+	int in = b->cur, rc = 0;
+
+	if (!json_is_object(obj))
+		return error_set(cause, "layer %zu: not an object", idx);
+	snprintf(name, sizeof name, "%zu", idx);
+	if (json_is_string(json_object_get(obj, "name")))
+		snprintf(name, sizeof name, "%s", json_string_value(json_object_get(obj, "name")));
+	opname = json_string_value(json_object_get(obj, "op"));
+	if (opname == NULL)
+		return error_set(cause, "layer %zu '%s': missing \"op\"", idx, name);
+	if (model_find_op(opname, &op, &act) != 0)
+		return error_set(cause, "layer %zu '%s': unknown op '%s'", idx, name, opname);
+	switch (op) {
+	case MODEL_OP_LINEAR:
+		rc = model_layer_linear(b, obj, name, cause);
+		break;
+	case MODEL_OP_LAYERNORM:
+		rc = model_layer_layernorm(b, obj, name, cause);
+		break;
+	case MODEL_OP_ACTIVATION:
+		rc = model_layer_activation(b, name, act, cause);
+		break;
+	case MODEL_OP_SOFTMAX:
+		rc = model_add_node(b, name, GRAPH_OP_SOFTMAX, &in, 1, b->width, cause);
+		if (rc == 0)
+			b->m->graph->nodes[b->m->graph->nnodes - 1].attr.softmax.axis = -1;
+		break;
+	case MODEL_OP_IDENTITY:
+		break;	/* the next layer reads the same tensor */
+	}
+	if (rc != 0)
+		return error_prefix(cause, "layer %zu '%s'", idx, name);
+	return 0;
+}
+
+/* Name the last tensor the output; a COPY makes it distinct when no layer wrote one. */
+static int
+model_graph_finish(struct model_builder *b, char **cause)
+{
+	graph_t *g = b->m->graph;
+	int in = b->cur;
+
+	if ((size_t)b->width != b->m->output.row_elems)
+		return error_set(cause, "layers produce %d values per row but output '%s' has %zu",
+		    b->width, b->m->output.name, b->m->output.row_elems);
+	if (b->cur == g->inputs[0] &&
+	    model_add_node(b, b->m->output.name, GRAPH_OP_COPY, &in, 1, b->width, cause) != 0)
+		return -1;
+	free(g->tensors[b->cur].name);
+	if ((g->tensors[b->cur].name = strdup(b->m->output.name)) == NULL ||
+	    (g->outputs = malloc(sizeof *g->outputs)) == NULL)
+		return error_set(cause, "out of memory");
+	g->tensors[b->cur].flags |= GRAPH_TENSOR_OUTPUT;
+	g->outputs[0] = b->cur;
+	g->noutputs = 1;
+	return 0;
+}
+
+/* An empty graph with room for nlayers layers and the graph input. */
+static int
+model_graph_new(model_t *m, size_t nlayers, char **cause)
+{
+	graph_t *g = calloc(1, sizeof *g);
+
+	m->graph = g;
+	if (g == NULL || (g->tensors = calloc(3 * nlayers + 2, sizeof *g->tensors)) == NULL ||
+	    (g->nodes = calloc(nlayers + 1, sizeof *g->nodes)) == NULL ||
+	    (g->inputs = malloc(sizeof *g->inputs)) == NULL ||
+	    model_add_tensor(g, m->input.name, GRAPH_TENSOR_INPUT, GRAPH_DIM_BATCH, (int64_t)m->input.row_elems) != 0)
+		return error_set(cause, "out of memory");
+	g->inputs[0] = 0;
+	g->ninputs = 1;
+	return 0;
+}
+
+/* Copy every constant's bytes to the device, synchronously, at load. */
+static int
+model_upload_consts(model_t *m, char **cause)
+{
+	const graph_t *g = m->graph;
 	device_stream_t *s;
-	json_t *obj;
 	size_t i;
 	int rc = 0;
 
+	if ((m->consts = calloc(g->ntensors, sizeof *m->consts)) == NULL)
+		return error_set(cause, "out of memory");
 	if (device_stream_create(m->dev, DEVICE_STREAM_COPY, &s, cause) != 0)
 		return -1;
-	json_array_foreach(layers, i, obj) {
-		struct model_layer *l = &m->layers[i];
-		const char *wkey = l->op == MODEL_OP_LAYERNORM ? "gamma" : "weight";
-		const char *bkey = l->op == MODEL_OP_LAYERNORM ? "beta" : "bias";
-		const struct st_tensor *t;
-
-		if (l->weight != NULL && (t = st_find(st, json_string_value(json_object_get(obj, wkey)))) != NULL)
-			rc |= device_copy_h2d(s, l->weight, st_data(st, t), t->end - t->begin, cause);
-		if (l->bias != NULL && (t = st_find(st, json_string_value(json_object_get(obj, bkey)))) != NULL)
-			rc |= device_copy_h2d(s, l->bias, st_data(st, t), t->end - t->begin, cause);
+	for (i = 0; rc == 0 && i < g->ntensors; i++) {
+		const struct graph_tensor *t = &g->tensors[i];
+		if (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes == 0)
+			continue;
+		rc = device_alloc(m->dev, t->nbytes, &m->consts[i], cause);
+		if (rc == 0)
+			rc = device_copy_h2d(s, m->consts[i], t->data, t->nbytes, cause);
 	}
 	if (rc == 0)
 		rc = device_stream_sync(s, cause);
@@ -225,113 +445,29 @@ model_copy_weights(model_t *m, st_file_t *st, json_t *layers, char **cause)
 	return rc;
 }
 
-/* Parse one layer, check it against the running width, upload its tensors. */
-static int
-model_parse_layer(model_t *m, st_file_t *st, json_t *obj, size_t idx,
-    int *width, char **cause)
-{
-	struct model_layer *l = &m->layers[idx];
-	const char *op;
-	long long out;
-	json_t *eps;
-
-	if (!json_is_object(obj))
-		return error_set(cause, "layer %zu: not an object", idx);
-	snprintf(l->name, sizeof l->name, "%zu", idx);
-	if (json_is_string(json_object_get(obj, "name")))
-		snprintf(l->name, sizeof l->name, "%s", json_string_value(json_object_get(obj, "name")));
-	op = json_string_value(json_object_get(obj, "op"));
-	if (op == NULL)
-		return error_set(cause, "layer %zu '%s': missing \"op\"", idx, l->name);
-	if (model_find_op(op, l) != 0)
-		return error_set(cause, "layer %zu '%s': unknown op '%s'", idx, l->name, op);
-	l->in = l->out = *width;
-	switch (l->op) {
-	case MODEL_OP_LINEAR:
-		if (!json_is_string(json_object_get(obj, "weight")))
-			return error_set(cause, "layer %zu '%s': linear needs \"weight\"", idx, l->name);
-		{
-			const struct st_tensor *t = st_find(st, json_string_value(json_object_get(obj, "weight")));
-			out = (t != NULL && t->ndim == 2) ? t->shape[0] : 0;
-		}
-		if (out < 1 || out > MODEL_MAX_WIDTH)
-			out = 1;	/* the shape check below names the real problem */
-		l->out = (int)out;
-		if (model_upload_tensor(m, st, obj, "weight", 1, l->out, l->in, &l->weight, cause) != 0 ||
-		    model_upload_tensor(m, st, obj, "bias", 0, l->out, 0, &l->bias, cause) != 0)
-			return error_prefix(cause, "layer %zu '%s'", idx, l->name);
-		break;
-	case MODEL_OP_LAYERNORM:
-		eps = json_object_get(obj, "eps");
-		l->eps = eps == NULL ? 1e-5f : (float)json_number_value(eps);
-		if ((eps != NULL && !json_is_number(eps)) || !(l->eps > 0.0f))
-			return error_set(cause, "layer %zu '%s': \"eps\" must be a positive number", idx, l->name);
-		if (model_upload_tensor(m, st, obj, "gamma", 0, l->in, 0, &l->weight, cause) != 0 ||
-		    model_upload_tensor(m, st, obj, "beta", 0, l->in, 0, &l->bias, cause) != 0)
-			return error_prefix(cause, "layer %zu '%s'", idx, l->name);
-		break;
-	default:
-		break;
-	}
-	*width = l->out;
-	if (l->out > m->max_width)
-		m->max_width = l->out;
-	return 0;
-}
-
-/* Fuse an activation into the linear layer before it (one kernel instead of two). */
-static void
-model_fuse_activations(model_t *m)
-{
-	size_t i;
-
-	for (i = 1; i < m->nlayers; i++) {
-		struct model_layer *prev = &m->layers[i - 1], *l = &m->layers[i];
-		if (l->op == MODEL_OP_ACTIVATION && prev->op == MODEL_OP_LINEAR &&
-		    prev->act == DEVICE_ACT_NONE) {
-			prev->act = l->act;
-			l->op = MODEL_OP_IDENTITY;
-			l->act = DEVICE_ACT_NONE;
-		}
-	}
-	m->last_linear = -1;
-	for (i = 0; i < m->nlayers; i++)
-		if (m->layers[i].op == MODEL_OP_LINEAR)
-			m->last_linear = (int)i;
-}
-
-/* Parse "layers", checking each against the weights and the running width. */
+/* Parse "layers" into the model's graph, checking each against the weights and the running width. */
 static int
 model_parse_layers(model_t *m, json_t *root, const char *weights_path, char **cause)
 {
 	json_t *layers = json_object_get(root, "layers"), *obj;
-	st_file_t *st;
-	int width = (int)m->input.row_elems, rc = 0;
+	struct model_builder b = { .m = m, .cur = 0, .width = (int)m->input.row_elems, .last_gemm = -1 };
 	size_t i;
 
 	if (!json_is_array(layers) || json_array_size(layers) == 0)
 		return error_set(cause, "\"layers\" must be a non-empty array");
-	if (st_open(weights_path, &st, cause) != 0)
+	if (st_open(weights_path, &m->weights, cause) != 0)
 		return -1;
-	m->layers = calloc(json_array_size(layers), sizeof *m->layers);
-	if (m->layers == NULL) {
-		st_close(st);
-		return error_set(cause, "out of memory");
-	}
+	b.st = m->weights;
 	m->nlayers = json_array_size(layers);
-	m->max_width = width;
+	if (model_graph_new(m, json_array_size(layers), cause) != 0)
+		return -1;
 	json_array_foreach(layers, i, obj) {
-		if ((rc = model_parse_layer(m, st, obj, i, &width, cause)) != 0)
-			break;
+		if (model_parse_layer(&b, obj, i, cause) != 0)
+			return -1;
 	}
-	if (rc == 0 && (size_t)width != m->output.row_elems)
-		rc = error_set(cause, "layers produce %d values per row but output '%s' has %zu", width, m->output.name, m->output.row_elems);
-	if (rc == 0)
-		rc = model_copy_weights(m, st, layers, cause);
-	st_close(st);
-	if (rc == 0)
-		model_fuse_activations(m);
-	return rc;
+	if (model_graph_finish(&b, cause) != 0)
+		return -1;
+	return model_upload_consts(m, cause);
 }
 
 /* Parse optional "labels": an array of strings. */
@@ -430,11 +566,12 @@ model_free(model_t *m)
 
 	if (m == NULL)
 		return;
-	for (i = 0; i < m->nlayers; i++) {
-		device_free(m->dev, m->layers[i].weight);
-		device_free(m->dev, m->layers[i].bias);
-	}
-	free(m->layers);
+	for (i = 0; m->graph != NULL && m->consts != NULL && i < m->graph->ntensors; i++)
+		device_free(m->dev, m->consts[i]);
+	free(m->consts);
+	graph_free(m->graph);
+	if (m->weights != NULL)
+		st_close(m->weights);
 	for (i = 0; i < m->nlabels; i++)
 		free(m->labels[i]);
 	free(m->labels);

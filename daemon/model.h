@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "graph.h"
 
 #define MODEL_MAX_DIMS 8
 #define MODEL_MAX_PREFERRED 16
@@ -20,31 +21,13 @@ struct model_io {
 	size_t row_elems;		/* product of dims */
 };
 
-/* Dynamic batching settings from model.json (DESIGN §7). */
+/* Dynamic batching settings from model.json. */
 struct model_batching {
 	uint64_t max_queue_delay_us;
 	int preferred[MODEL_MAX_PREFERRED];
 	int npreferred;
 	size_t max_queue_size;		/* requests waiting; more is "busy" */
 	uint64_t default_timeout_us;
-};
-
-enum model_op {
-	MODEL_OP_LINEAR,
-	MODEL_OP_ACTIVATION,
-	MODEL_OP_SOFTMAX,
-	MODEL_OP_LAYERNORM,
-	MODEL_OP_IDENTITY,
-};
-
-/* One layer; weights live in device memory. */
-struct model_layer {
-	char name[MODEL_NAME_MAX];
-	enum model_op op;
-	enum device_act act;		/* ACTIVATION, or fused into LINEAR */
-	int in, out;			/* row widths before and after */
-	float *weight, *bias;		/* LINEAR: [out,in], [out]; LAYERNORM: gamma, beta */
-	float eps;
 };
 
 typedef struct model {
@@ -54,20 +37,28 @@ typedef struct model {
 	int max_batch_size;
 	struct model_io input, output;
 	struct model_batching batching;
-	size_t nlayers;
-	struct model_layer *layers;
-	int max_width;			/* widest activation, for scratch buffers */
-	int last_linear;		/* index of the last LINEAR layer, -1 if none */
+	/*
+	 * The layers as a graph: one input [batch, input.row_elems], one output
+	 * [batch, output.row_elems]; constants view the weights file, which
+	 * stays mapped, and are uploaded to consts[i] (NULL for non-constants).
+	 */
+	size_t nlayers;			/* layers listed in model.json */
+	graph_t *graph;
+	void **consts;
+	struct st_file *weights;
 	size_t nlabels;
 	char **labels;			/* class names, optional */
 } model_t;
 
-/* Buffers for one batch in flight: every model_exec_run uses only these. */
+/* Buffers and compiled plans for one batch in flight: every model_exec_run uses only these. */
 typedef struct model_exec {
 	const model_t *model;
 	float *input;			/* device [max_batch, input.row_elems] */
-	float *scratch[2];		/* device [max_batch, max_width] */
-	float *output;			/* where the result lands (planned at create) */
+	float *output;			/* where the result lands (may be input when every layer works in place) */
+	int nbufs;
+	void **bufs;			/* intermediate tensors, shared where their lifetimes do not overlap */
+	void **addrs;			/* per graph tensor: its device memory */
+	device_plan_t **plans;		/* plans[r - 1] runs r rows, all compiled at create */
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */
@@ -85,7 +76,7 @@ void model_free(model_t *m);
 size_t model_input_bytes(const model_t *m, int rows);
 size_t model_output_bytes(const model_t *m, int rows);
 
-/* Allocate a context's device buffers for max_batch_size rows. */
+/* Allocate a context's device buffers for max_batch_size rows and compile a plan for every batch size. */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
 /*

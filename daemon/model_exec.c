@@ -1,4 +1,4 @@
-/* model_exec.c: running a loaded model on one batch, from preallocated buffers only. */
+/* model_exec.c: one batch context: its buffers planned over the model's graph, a plan per batch size, graphs. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -6,30 +6,216 @@
 #include "error.h"
 #include "model.h"
 
-/* Allocate a context's buffers for the model's largest batch. */
+/*
+ * Buffers: tensors that an in-place op (unary, softmax, layernorm) rewrites
+ * share their input's buffer when nothing else reads that input; the group
+ * holding the graph input uses x->input, the one holding the output
+ * x->output, and the others share as few buffers as their lifetimes allow.
+ */
+struct model_buffers {
+	int *group;		/* per tensor: the tensor whose buffer it uses */
+	int *readers;		/* per tensor: nodes reading it */
+	int *first, *last;	/* per group root: first node writing it, last node reading it */
+	size_t *bytes;		/* per group root: bytes at max_batch_size rows */
+	int *buf;		/* per group root: index into x->bufs, -1 for none */
+};
+
+/* Whether op may write its output over its first input. */
+static int
+model_op_in_place(enum graph_op op)
+{
+	return op == GRAPH_OP_UNARY || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM;
+}
+
+/* Group tensors whose buffers are shared and note each group's size and lifetime. */
+static void
+model_buffers_group(const graph_t *g, const struct graph_shape *shapes,
+    struct model_buffers *mb)
+{
+	size_t i;
+	int k, t, in;
+
+	for (i = 0; i < g->ntensors; i++) {
+		mb->group[i] = (int)i;
+		mb->first[i] = mb->last[i] = -1;
+	}
+	for (i = 0; i < g->nnodes; i++)
+		for (k = 0; k < g->nodes[i].ninputs; k++)
+			if (g->nodes[i].inputs[k] >= 0)
+				mb->readers[g->nodes[i].inputs[k]]++;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		in = n->inputs[0];
+		if (model_op_in_place(n->op) && mb->readers[in] == 1 &&
+		    !(g->tensors[in].flags & (GRAPH_TENSOR_CONST | GRAPH_TENSOR_OUTPUT)))
+			mb->group[n->outputs[0]] = mb->group[in];
+		t = mb->group[n->outputs[0]];
+		if (mb->first[t] < 0)
+			mb->first[t] = (int)i;
+		for (k = 0; k < n->ninputs; k++)
+			if (n->inputs[k] >= 0)
+				mb->last[mb->group[n->inputs[k]]] = (int)i;
+	}
+	for (i = 0; i < g->ntensors; i++) {
+		size_t b = (size_t)graph_shape_elems(&shapes[i]) * graph_dtype_size(g->tensors[i].dtype);
+		if (b > mb->bytes[mb->group[i]])
+			mb->bytes[mb->group[i]] = b;
+	}
+}
+
+/* Give every intermediate group a buffer whose previous group's last read comes before it is written. */
+static void
+model_buffers_assign(model_exec_t *x, struct model_buffers *mb, int in_group,
+    int out_group, size_t *sizes, int *busy_until)
+{
+	const graph_t *g = x->model->graph;
+	size_t i;
+	int b;
+
+	for (i = 0; i < g->nnodes; i++) {
+		int t = mb->group[g->nodes[i].outputs[0]];
+		if (t == in_group || t == out_group || mb->buf[t] >= 0 || mb->first[t] != (int)i)
+			continue;
+		for (b = 0; b < x->nbufs && busy_until[b] >= (int)i; b++)
+			;
+		if (b == x->nbufs)
+			sizes[x->nbufs++] = 0;
+		mb->buf[t] = b;
+		busy_until[b] = mb->last[t] < 0 ? (int)i : mb->last[t];
+		if (mb->bytes[t] > sizes[b])
+			sizes[b] = mb->bytes[t];
+	}
+}
+
+/* Allocate the buffers the grouping asks for and point every tensor at its memory. */
+static int
+model_buffers_alloc(model_exec_t *x, struct model_buffers *mb, char **cause)
+{
+	const model_t *m = x->model;
+	const graph_t *g = m->graph;
+	int in_group = mb->group[g->inputs[0]], out_group = mb->group[g->outputs[0]];
+	size_t i, *sizes = calloc(g->nnodes + 1, sizeof *sizes);
+	int *busy = calloc(g->nnodes + 1, sizeof *busy);
+	int b, rc = -1;
+
+	x->bufs = calloc(g->nnodes + 1, sizeof *x->bufs);
+	if (sizes == NULL || busy == NULL || x->bufs == NULL) {
+		error_set(cause, "out of memory");
+		goto out;
+	}
+	model_buffers_assign(x, mb, in_group, out_group, sizes, busy);
+	if (device_alloc(m->dev, mb->bytes[in_group], (void **)&x->input, cause) != 0)
+		goto out;
+	if (out_group == in_group)
+		x->output = x->input;	/* only in-place layers: the result stays in the input */
+	else if (device_alloc(m->dev, mb->bytes[out_group], (void **)&x->output, cause) != 0)
+		goto out;
+	for (b = 0; b < x->nbufs; b++)
+		if (device_alloc(m->dev, sizes[b], &x->bufs[b], cause) != 0)
+			goto out;
+	for (i = 0; i < g->ntensors; i++) {
+		int t = mb->group[i];
+		x->addrs[i] = g->tensors[i].flags & GRAPH_TENSOR_CONST ? m->consts[i] :
+		    t == in_group ? (void *)x->input : t == out_group ? (void *)x->output :
+		    mb->buf[t] >= 0 ? x->bufs[mb->buf[t]] : NULL;
+	}
+	rc = 0;
+out:
+	free(sizes);
+	free(busy);
+	return rc;
+}
+
+/* The shapes of every tensor for a batch of rows rows. */
+static int
+model_exec_shapes(const model_t *m, int rows, struct graph_shape *shapes,
+    char **cause)
+{
+	struct graph_shape in = { .ndims = 2, .dims = { rows, (int64_t)m->input.row_elems } };
+
+	return graph_infer_shapes(m->graph, &in, shapes, cause);
+}
+
+/* Plan the buffers from the shapes at max_batch_size and allocate them. */
+static int
+model_exec_buffers(model_exec_t *x, struct graph_shape *shapes, char **cause)
+{
+	const graph_t *g = x->model->graph;
+	size_t n = g->ntensors;
+	struct model_buffers mb;
+	int rc = -1;
+
+	mb.group = calloc(n, sizeof *mb.group);
+	mb.readers = calloc(n, sizeof *mb.readers);
+	mb.first = calloc(n, sizeof *mb.first);
+	mb.last = calloc(n, sizeof *mb.last);
+	mb.bytes = calloc(n, sizeof *mb.bytes);
+	mb.buf = malloc(n * sizeof *mb.buf);
+	x->addrs = calloc(n, sizeof *x->addrs);
+	if (mb.group == NULL || mb.readers == NULL || mb.first == NULL || mb.last == NULL ||
+	    mb.bytes == NULL || mb.buf == NULL || x->addrs == NULL)
+		error_set(cause, "out of memory");
+	else if (model_exec_shapes(x->model, x->model->max_batch_size, shapes, cause) == 0) {
+		for (size_t i = 0; i < n; i++)
+			mb.buf[i] = -1;
+		model_buffers_group(g, shapes, &mb);
+		rc = model_buffers_alloc(x, &mb, cause);
+	}
+	free(mb.group);
+	free(mb.readers);
+	free(mb.first);
+	free(mb.last);
+	free(mb.bytes);
+	free(mb.buf);
+	return rc;
+}
+
+/* Compile one plan per batch size 1..max_batch_size over the same buffers. */
+static int
+model_exec_plans(model_exec_t *x, struct graph_shape *shapes, char **cause)
+{
+	const model_t *m = x->model;
+	int r;
+
+	x->plans = calloc((size_t)m->max_batch_size, sizeof *x->plans);
+	if (x->plans == NULL)
+		return error_set(cause, "out of memory");
+	for (r = 1; r <= m->max_batch_size; r++) {
+		if (model_exec_shapes(m, r, shapes, cause) != 0 ||
+		    device_plan_compile(m->dev, m->graph, shapes, x->addrs, &x->plans[r - 1], cause) != 0)
+			return error_prefix(cause, "%d rows", r);
+	}
+	return 0;
+}
+
+/* Allocate a context's buffers for the model's largest batch and compile its plans. */
 int
 model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 {
-	size_t rows = (size_t)m->max_batch_size;
+	struct graph_shape *shapes;
 	model_exec_t *x;
+	int rc;
 
 	x = calloc(1, sizeof *x);
-	if (x == NULL)
+	shapes = calloc(m->graph->ntensors, sizeof *shapes);
+	if (x == NULL || shapes == NULL) {
+		free(x);
+		free(shapes);
 		return error_set(cause, "out of memory");
+	}
 	x->model = m;
-	if (device_alloc(m->dev, rows * m->input.row_elems * sizeof(float), (void **)&x->input, cause) != 0 ||
-	    device_alloc(m->dev, rows * m->max_width * sizeof(float), (void **)&x->scratch[0], cause) != 0 ||
-	    device_alloc(m->dev, rows * m->max_width * sizeof(float), (void **)&x->scratch[1], cause) != 0)
-		goto fail;
-	if (m->last_linear < 0)
-		x->output = x->input;	/* only in-place layers: the result stays in the input */
-	else if (device_alloc(m->dev, rows * m->output.row_elems * sizeof(float), (void **)&x->output, cause) != 0)
-		goto fail;
+	rc = model_exec_buffers(x, shapes, cause);
+	if (rc != 0)
+		error_prefix(cause, "model '%s': allocating batch buffers", m->name);
+	else if ((rc = model_exec_plans(x, shapes, cause)) != 0)
+		error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
+	free(shapes);
+	if (rc != 0) {
+		model_exec_free(x);
+		return -1;
+	}
 	*out = x;
 	return 0;
-fail:
-	model_exec_free(x);
-	return error_prefix(cause, "model '%s': allocating batch buffers", m->name);
 }
 
 /* Free a context (NULL is ignored). */
@@ -37,67 +223,38 @@ void
 model_exec_free(model_exec_t *x)
 {
 	device_t *dev;
+	int i;
 
 	if (x == NULL)
 		return;
 	dev = x->model->dev;
-	for (int i = 0; i < x->ngraphs; i++)
+	for (i = 0; i < x->ngraphs; i++)
 		device_graph_destroy(x->graphs[i]);
 	free(x->graphs);
 	free(x->graph_rows);
+	for (i = 0; x->plans != NULL && i < x->model->max_batch_size; i++)
+		device_plan_free(x->plans[i]);
+	free(x->plans);
 	if (x->output != x->input)
 		device_free(dev, x->output);
 	device_free(dev, x->input);
-	device_free(dev, x->scratch[0]);
-	device_free(dev, x->scratch[1]);
+	for (i = 0; i < x->nbufs; i++)
+		device_free(dev, x->bufs[i]);
+	free(x->bufs);
+	free(x->addrs);
 	free(x);
 }
 
-/* Run one layer from cur; linear layers write to dst, the rest work in place. */
-static int
-model_exec_layer(const struct model_layer *l, float *cur, float *dst, int rows,
-    device_stream_t *s, char **cause)
-{
-	switch (l->op) {
-	case MODEL_OP_LINEAR:
-		return device_linear(s, cur, l->weight, l->bias, dst, rows, l->in, l->out, l->act, cause);
-	case MODEL_OP_ACTIVATION:
-		return device_activation(s, cur, (size_t)rows * l->in, l->act, cause);
-	case MODEL_OP_SOFTMAX:
-		return device_softmax(s, cur, rows, l->in, cause);
-	case MODEL_OP_LAYERNORM:
-		return device_layernorm(s, cur, l->weight, l->bias, rows, l->in, l->eps, cause);
-	case MODEL_OP_IDENTITY:
-		return 0;
-	}
-	return error_set(cause, "layer '%s': bad op %d", l->name, (int)l->op);
-}
-
-/* Queue every layer on s: x->input to x->output, alternating scratch buffers. */
+/* Queue the plan for rows rows on s: x->input to x->output. */
 static int
 model_exec_layers(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 {
-	const model_t *m = x->model;
-	float *cur = x->input, *dst;
-	size_t i;
-	int next = 0;
-
-	for (i = 0; i < m->nlayers; i++) {
-		const struct model_layer *l = &m->layers[i];
-
-		dst = cur;
-		if (l->op == MODEL_OP_LINEAR) {
-			dst = (int)i == m->last_linear ? x->output : x->scratch[next];
-			next ^= 1;
-		}
-		if (model_exec_layer(l, cur, dst, rows, s, cause) != 0)
-			return error_prefix(cause, "model '%s' layer '%s'", m->name, l->name);
-		cur = dst;
-	}
+	if (device_plan_run(x->plans[rows - 1], s, cause) != 0)
+		return error_prefix(cause, "model '%s'", x->model->name);
 	return 0;
 }
 
-/* Run the model: a captured graph when there is one for this size, else layer by layer. */
+/* Run the model: a captured graph when there is one for this size, else its plan. */
 int
 model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 {

@@ -33,21 +33,12 @@ extern "C" {
  *   ordinary nodes for graph_fold_constants and graph_specialize (graph_fold.h).
  */
 
-/* Resize coordinate_transformation_mode values (graph_resize_attr.coord). */
-enum onnx_resize_coord {
-	ONNX_RESIZE_HALF_PIXEL = 0,
-	ONNX_RESIZE_ASYMMETRIC,
-	ONNX_RESIZE_ALIGN_CORNERS,
-	ONNX_RESIZE_PYTORCH_HALF_PIXEL,
-};
-
-/* Resize nearest_mode values (graph_resize_attr.nearest). */
-enum onnx_resize_nearest {
-	ONNX_NEAREST_ROUND_PREFER_FLOOR = 0,
-	ONNX_NEAREST_ROUND_PREFER_CEIL,
-	ONNX_NEAREST_FLOOR,
-	ONNX_NEAREST_CEIL,
-};
+/*
+ * Resize's coordinate_transformation_mode and nearest_mode become their index
+ * in the ONNX specification's list of values (half_pixel, half_pixel_symmetric,
+ * pytorch_half_pixel, align_corners, asymmetric; round_prefer_floor,
+ * round_prefer_ceil, floor, ceil), the order the kernels' enums follow.
+ */
 
 /* Import m into a new graph (*out, freed with graph_free before m); -1 with a cause naming node, op, opset and attribute. */
 int onnx_import(const onnx_model_t *m, graph_t **out, char **cause);

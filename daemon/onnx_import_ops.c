@@ -606,8 +606,9 @@ static int
 op_resize(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
 	static const char *const modes[] = { "nearest", "linear", NULL };
-	static const char *const coords[] = { "half_pixel", "asymmetric", "align_corners",
-	    "pytorch_half_pixel", NULL };
+	/* ONNX's own order of the values, which the kernels' enum (cpu_kernels.h) follows. */
+	static const char *const coords[] = { "half_pixel", "half_pixel_symmetric",
+	    "pytorch_half_pixel", "align_corners", "asymmetric", NULL };
 	static const char *const nearest[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
 	    "ceil", NULL };
 	const char *mode = a_str(on, "mode", "nearest");

@@ -1,4 +1,4 @@
-/* test_ops.c: every device op against a double-precision reference, on fresh random data. */
+/* test_ops.c: every op of the device plans, run as one-node graphs, against a double-precision reference. */
 #include "config.h"
 
 #include <math.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "device.h"
 #include "test_util.h"
 
 #define TOLERANCE 1e-5
@@ -15,23 +15,55 @@ static device_t *dev;
 static device_stream_t *stream;
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
-/* Double-precision activation, the reference for device_act_apply. */
+/* A one-node graph built on the stack: tensor 0 is the graph input, the last one the output. */
+struct one_node {
+	graph_t g;
+	struct graph_tensor t[5];
+	struct graph_node n;
+	int ins[4], outs[1], gin[1], gout[1];
+	void *addrs[5];
+};
+
+/* Double-precision reference of each element-wise function. */
 static double
-ref_act(enum device_act act, double x)
+ref_unary(enum graph_unary fn, double x, double a, double b)
 {
-	switch (act) {
-	case DEVICE_ACT_RELU:
+	switch (fn) {
+	case GRAPH_UNARY_RELU:
 		return x > 0 ? x : 0;
-	case DEVICE_ACT_GELU:
+	case GRAPH_UNARY_GELU:
 		return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-	case DEVICE_ACT_SIGMOID:
+	case GRAPH_UNARY_GELU_TANH:
+		return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * pow(x, 3))));
+	case GRAPH_UNARY_SIGMOID:
 		return 1.0 / (1.0 + exp(-x));
-	case DEVICE_ACT_TANH:
+	case GRAPH_UNARY_TANH:
 		return tanh(x);
-	case DEVICE_ACT_NONE:
-		break;
+	case GRAPH_UNARY_LEAKY_RELU:
+		return x >= 0 ? x : a * x;
+	case GRAPH_UNARY_CLIP:
+		return fmin(fmax(x, a), b);
+	case GRAPH_UNARY_HARD_SIGMOID:
+		return fmax(0, fmin(1, a * x + b));
+	case GRAPH_UNARY_HARD_SWISH:
+		return x * fmax(0, fmin(1, x / 6 + 0.5));
+	case GRAPH_UNARY_EXP:
+		return exp(x);
+	case GRAPH_UNARY_LOG:
+		return log(x);
+	case GRAPH_UNARY_SQRT:
+		return sqrt(x);
+	case GRAPH_UNARY_NEG:
+		return -x;
+	case GRAPH_UNARY_RECIPROCAL:
+		return 1.0 / x;
+	case GRAPH_UNARY_ERF:
+		return erf(x);
+	case GRAPH_UNARY_ABS:
+		return fabs(x);
+	default:
+		return x;
 	}
-	return x;
 }
 
 /* Copy host floats into a fresh device buffer. */
@@ -91,59 +123,175 @@ random_host(size_t n, float lo, float hi)
 	return h;
 }
 
-/* linear against sum_k x[r,k] w[o,k] + b[o], then act. */
-static void
-test_linear(int rows, int in, int out, int with_bias, enum device_act act)
+/* Start a one-node graph of op; tensors are added with one_tensor. */
+static struct graph_node *
+one_init(struct one_node *o, enum graph_op op)
 {
-	/* Weights scaled as a trained layer's are (1/sqrt(in)), so activations see O(1) inputs. */
-	float scale = 1.0f / sqrtf((float)in);
-	float *x = random_host((size_t)rows * in, -1, 1), *w = random_host((size_t)out * in, -scale, scale);
-	float *b = random_host((size_t)out, -1, 1), *y;
-	float *dx = to_device(x, (size_t)rows * in), *dw = to_device(w, (size_t)out * in);
-	float *db = to_device(b, (size_t)out), *dy = poisoned_device((size_t)rows * out);
-	double *ref = malloc((size_t)rows * out * sizeof(double));
-	char *cause = NULL;
-	int r, o, k;
+	memset(o, 0, sizeof *o);
+	o->g.tensors = o->t;
+	o->g.nodes = &o->n;
+	o->g.nnodes = 1;
+	o->g.inputs = o->gin;
+	o->g.outputs = o->gout;
+	o->g.ninputs = o->g.noutputs = 1;
+	o->n.name = "node";
+	o->n.op = op;
+	o->n.inputs = o->ins;
+	o->n.outputs = o->outs;
+	o->n.noutputs = 1;
+	return &o->n;
+}
 
-	CHECK(device_linear(stream, dx, dw, with_bias ? db : NULL, dy, rows, in, out, act, &cause) == 0, "%s", cause);
-	y = from_device(dy, (size_t)rows * out);
-	for (r = 0; r < rows; r++) {
-		for (o = 0; o < out; o++) {
-			double acc = with_bias ? b[o] : 0.0;
-			for (k = 0; k < in; k++)
-				acc += (double)x[(size_t)r * in + k] * w[(size_t)o * in + k];
-			ref[(size_t)r * out + o] = ref_act(act, acc);
+/*
+ * Add a tensor of shape dims[0..ndims) at device memory addr: the first is the
+ * graph input, CONST ones are node inputs (host bytes host), the last added
+ * with GRAPH_TENSOR_OUTPUT is the node's output.  Returns its index.
+ */
+static int
+one_tensor(struct one_node *o, const char *name, unsigned flags, int ndims,
+    const int64_t *dims, void *addr, const float *host)
+{
+	int i = (int)o->g.ntensors++;
+	struct graph_tensor *t = &o->t[i];
+
+	t->name = (char *)name;
+	t->dtype = GRAPH_DT_F32;
+	t->flags = flags;
+	t->ndims = ndims;
+	memcpy(t->dims, dims, (size_t)ndims * sizeof *dims);
+	t->data = host;
+	t->nbytes = 0;
+	for (int d = 0; host != NULL && d < ndims; d++)
+		t->nbytes = (d == 0 ? sizeof(float) : t->nbytes) * (size_t)dims[d];
+	o->addrs[i] = addr;
+	if (flags & GRAPH_TENSOR_OUTPUT) {
+		o->outs[0] = o->gout[0] = i;
+	} else {
+		if (flags & GRAPH_TENSOR_INPUT)
+			o->gin[0] = i;
+		o->ins[o->n.ninputs++] = i;
+	}
+	return i;
+}
+
+/* Infer shapes, compile, run and free the plan; -1 with *cause on any failure. */
+static int
+one_run(struct one_node *o, char **cause)
+{
+	struct graph_shape in, shapes[5];
+	device_plan_t *p;
+	int rc;
+
+	in.ndims = o->t[o->gin[0]].ndims;
+	memcpy(in.dims, o->t[o->gin[0]].dims, sizeof in.dims);
+	if (graph_infer_shapes(&o->g, &in, shapes, cause) != 0 ||
+	    device_plan_compile(dev, &o->g, shapes, o->addrs, &p, cause) != 0)
+		return -1;
+	rc = device_plan_run(p, stream, cause);
+	device_plan_free(p);
+	return rc;
+}
+
+/* GEMM against sum_k op(A)[r,k] op(B)[k,o] times alpha, plus beta C broadcast, then act. */
+struct gemm_case {
+	int rows, in, out;
+	int trans_a, trans_b;
+	float alpha, beta;
+	int c_rows, c_cols;		/* C's shape: [c_rows, c_cols]; c_rows 0: [c_cols]; c_cols 0: no C */
+	enum graph_unary act;
+};
+
+/* Run one GEMM case; the MLP's linear layer is trans_b = 1, alpha = beta = 1, C = [out]. */
+static void
+test_gemm(const struct gemm_case *gc)
+{
+	int m = gc->rows, k = gc->in, n = gc->out, r, o, j;
+	size_t cn = (size_t)(gc->c_rows ? gc->c_rows : 1) * gc->c_cols;
+	/* Weights scaled as a trained layer's are (1/sqrt(in)), so activations see O(1) inputs. */
+	float scale = 1.0f / sqrtf((float)k);
+	float *a = random_host((size_t)m * k, -1, 1), *b = random_host((size_t)k * n, -scale, scale);
+	float *c = random_host(cn > 0 ? cn : 1, -1, 1), *y;
+	float *da = to_device(a, (size_t)m * k), *db = to_device(b, (size_t)k * n);
+	float *dc = to_device(c, cn > 0 ? cn : 1), *dy = poisoned_device((size_t)m * n);
+	double *ref = malloc((size_t)m * n * sizeof(double));
+	int64_t ad[2] = { gc->trans_a ? k : m, gc->trans_a ? m : k };
+	int64_t bd[2] = { gc->trans_b ? n : k, gc->trans_b ? k : n };
+	int64_t cd[2] = { gc->c_rows, gc->c_cols }, yd[2] = { m, n };
+	struct one_node g;
+	struct graph_node *node = one_init(&g, GRAPH_OP_GEMM);
+	char *cause = NULL;
+
+	node->attr.gemm = (struct graph_gemm_attr){ gc->trans_a, gc->trans_b, gc->alpha, gc->beta };
+	node->act = gc->act;
+	one_tensor(&g, "A", GRAPH_TENSOR_INPUT, 2, ad, da, NULL);
+	one_tensor(&g, "B", GRAPH_TENSOR_CONST, 2, bd, db, b);
+	if (gc->c_cols > 0)
+		one_tensor(&g, "C", GRAPH_TENSOR_CONST, gc->c_rows ? 2 : 1, gc->c_rows ? cd : cd + 1, dc, c);
+	one_tensor(&g, "Y", GRAPH_TENSOR_OUTPUT, 2, yd, dy, NULL);
+	CHECK(one_run(&g, &cause) == 0, "%s", cause);
+	y = from_device(dy, (size_t)m * n);
+	for (r = 0; r < m; r++) {
+		for (o = 0; o < n; o++) {
+			double acc = 0.0, cv = 0.0;
+			for (j = 0; j < k; j++)
+				acc += (double)a[gc->trans_a ? (size_t)j * m + r : (size_t)r * k + j] *
+				    b[gc->trans_b ? (size_t)o * k + j : (size_t)j * n + o];
+			if (gc->c_cols > 0)
+				cv = c[(gc->c_rows > 1 ? (size_t)r * gc->c_cols : 0) + (gc->c_cols > 1 ? (size_t)o : 0)];
+			ref[(size_t)r * n + o] = ref_unary(gc->act, gc->alpha * acc + gc->beta * cv, 0, 0);
 		}
 	}
-	double err = test_rel_error(y, ref, (size_t)rows * out);
-	CHECK(err <= TOLERANCE, "linear %dx%d->%d bias=%d act=%d: relative error %g", rows, in, out, with_bias, act, err);
-	device_free(dev, dx);
-	device_free(dev, dw);
+	double err = test_rel_error(y, ref, (size_t)m * n);
+	CHECK(err <= TOLERANCE, "gemm %dx%d->%d trans %d%d alpha %g beta %g C [%d,%d] act=%d: relative error %g",
+	    m, k, n, gc->trans_a, gc->trans_b, gc->alpha, gc->beta, gc->c_rows, gc->c_cols, gc->act, err);
+	device_free(dev, da);
 	device_free(dev, db);
+	device_free(dev, dc);
 	device_free(dev, dy);
-	free(x);
-	free(w);
+	free(a);
 	free(b);
+	free(c);
 	free(y);
 	free(ref);
 	free(cause);
 }
 
-/* Element-wise activation in place. */
+/* linear as the MLP compiles it: y = act(x w^T + bias), bias optional. */
 static void
-test_activation(size_t n, enum device_act act)
+test_linear(int rows, int in, int out, int with_bias, enum graph_unary act)
 {
-	float *x = random_host(n, -6, 6), *y, *dx = to_device(x, n);
+	struct gemm_case gc = { rows, in, out, 0, 1, 1.0f, 1.0f, 0, with_bias ? out : 0, act };
+
+	test_gemm(&gc);
+}
+
+/* Element-wise function fn over n values in [lo, hi), in place or into a fresh buffer. */
+static void
+test_unary(size_t n, enum graph_unary fn, float alpha, float beta, float lo,
+    float hi, int in_place)
+{
+	float *x = random_host(n, lo, hi), *y, *dx = to_device(x, n);
+	float *dy = in_place ? dx : poisoned_device(n);
 	double *ref = malloc(n * sizeof(double));
+	int64_t dims[1] = { (int64_t)n };
+	struct one_node g;
+	struct graph_node *node = one_init(&g, GRAPH_OP_UNARY);
 	char *cause = NULL;
 	size_t i;
 
-	CHECK(device_activation(stream, dx, n, act, &cause) == 0, "%s", cause);
-	y = from_device(dx, n);
+	node->attr.unary.fn = fn;
+	node->attr.unary.alpha = alpha;
+	node->attr.unary.beta = beta;
+	one_tensor(&g, "x", GRAPH_TENSOR_INPUT, 1, dims, dx, NULL);
+	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 1, dims, dy, NULL);
+	CHECK(one_run(&g, &cause) == 0, "%s", cause);
+	y = from_device(dy, n);
 	for (i = 0; i < n; i++)
-		ref[i] = ref_act(act, x[i]);
+		ref[i] = ref_unary(fn, x[i], alpha, beta);
 	double err = test_rel_error(y, ref, n);
-	CHECK(err <= TOLERANCE, "activation %d over %zu: relative error %g", act, n, err);
+	CHECK(err <= TOLERANCE, "unary %d over %zu (in place %d): relative error %g", fn, n, in_place, err);
+	if (!in_place)
+		device_free(dev, dy);
 	device_free(dev, dx);
 	free(x);
 	free(y);
@@ -151,18 +299,32 @@ test_activation(size_t n, enum device_act act)
 	free(cause);
 }
 
-/* Row-wise softmax; also checks each row sums to 1. */
+/* Element-wise activation in place, as the MLP runs an unfused one. */
 static void
-test_softmax(int rows, int cols, float scale)
+test_activation(size_t n, enum graph_unary act)
+{
+	test_unary(n, act, 0, 0, -6, 6, 1);
+}
+
+/* Softmax (or log-softmax) over the last axis of [rows, cols]; in place or not. */
+static void
+test_softmax_mode(int rows, int cols, float scale, int as_log, int in_place)
 {
 	size_t n = (size_t)rows * cols;
 	float *x = random_host(n, -scale, scale), *y, *dx = to_device(x, n);
+	float *dy = in_place ? dx : poisoned_device(n);
 	double *ref = malloc(n * sizeof(double));
+	int64_t dims[2] = { rows, cols };
+	struct one_node g;
 	char *cause = NULL;
 	int r, c;
 
-	CHECK(device_softmax(stream, dx, rows, cols, &cause) == 0, "%s", cause);
-	y = from_device(dx, n);
+	one_init(&g, GRAPH_OP_SOFTMAX)->attr.softmax.axis = -1;
+	g.n.attr.softmax.log = as_log;
+	one_tensor(&g, "x", GRAPH_TENSOR_INPUT, 2, dims, dx, NULL);
+	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 2, dims, dy, NULL);
+	CHECK(one_run(&g, &cause) == 0, "%s", cause);
+	y = from_device(dy, n);
 	for (r = 0; r < rows; r++) {
 		double max = x[(size_t)r * cols], sum = 0;
 		for (c = 0; c < cols; c++)
@@ -170,10 +332,13 @@ test_softmax(int rows, int cols, float scale)
 		for (c = 0; c < cols; c++)
 			sum += exp(x[(size_t)r * cols + c] - max);
 		for (c = 0; c < cols; c++)
-			ref[(size_t)r * cols + c] = exp(x[(size_t)r * cols + c] - max) / sum;
+			ref[(size_t)r * cols + c] = as_log ? x[(size_t)r * cols + c] - max - log(sum) :
+			    exp(x[(size_t)r * cols + c] - max) / sum;
 	}
 	double err = test_rel_error(y, ref, n);
-	CHECK(err <= TOLERANCE, "softmax %dx%d scale %g: relative error %g", rows, cols, scale, err);
+	CHECK(err <= TOLERANCE, "softmax %dx%d scale %g log %d: relative error %g", rows, cols, scale, as_log, err);
+	if (!in_place)
+		device_free(dev, dy);
 	device_free(dev, dx);
 	free(x);
 	free(y);
@@ -181,18 +346,35 @@ test_softmax(int rows, int cols, float scale)
 	free(cause);
 }
 
-/* Row-wise layer norm, with and without gamma and beta. */
+/* Row-wise softmax in place, as the MLP runs it. */
 static void
-test_layernorm(int rows, int cols, int affine)
+test_softmax(int rows, int cols, float scale)
+{
+	test_softmax_mode(rows, cols, scale, 0, 1);
+}
+
+/* Layer norm of x[outer, inner] viewed as rank 3 [outer, a, inner / a] over axis 1; with and without scale and bias. */
+static void
+test_layernorm_shape(int rows, int cols, int split, int affine)
 {
 	size_t n = (size_t)rows * cols;
 	float *x = random_host(n, -3, 5), *g = random_host((size_t)cols, 0.5f, 2), *b = random_host((size_t)cols, -1, 1);
 	float *dx = to_device(x, n), *dg = to_device(g, (size_t)cols), *db = to_device(b, (size_t)cols), *y;
 	double *ref = malloc(n * sizeof(double));
+	int64_t dims3[3] = { rows, split, cols / split }, pdims[2] = { split, cols / split };
+	struct one_node o;
 	char *cause = NULL;
 	int r, c;
 
-	CHECK(device_layernorm(stream, dx, affine ? dg : NULL, affine ? db : NULL, rows, cols, 1e-5f, &cause) == 0, "%s", cause);
+	one_init(&o, GRAPH_OP_LAYERNORM)->attr.norm.axis = split > 1 ? 1 : -1;
+	o.n.attr.norm.eps = 1e-5f;
+	one_tensor(&o, "x", GRAPH_TENSOR_INPUT, split > 1 ? 3 : 2, split > 1 ? dims3 : (int64_t[]){ rows, cols }, dx, NULL);
+	if (affine) {
+		one_tensor(&o, "gamma", GRAPH_TENSOR_CONST, split > 1 ? 2 : 1, split > 1 ? pdims : pdims + 1, dg, g);
+		one_tensor(&o, "beta", GRAPH_TENSOR_CONST, split > 1 ? 2 : 1, split > 1 ? pdims : pdims + 1, db, b);
+	}
+	one_tensor(&o, "y", GRAPH_TENSOR_OUTPUT, split > 1 ? 3 : 2, split > 1 ? dims3 : (int64_t[]){ rows, cols }, dx, NULL);
+	CHECK(one_run(&o, &cause) == 0, "%s", cause);
 	y = from_device(dx, n);
 	for (r = 0; r < rows; r++) {
 		double mean = 0, var = 0;
@@ -208,7 +390,7 @@ test_layernorm(int rows, int cols, int affine)
 		}
 	}
 	double err = test_rel_error(y, ref, n);
-	CHECK(err <= TOLERANCE, "layernorm %dx%d affine=%d: relative error %g", rows, cols, affine, err);
+	CHECK(err <= TOLERANCE, "layernorm %dx%d split %d affine=%d: relative error %g", rows, cols, split, affine, err);
 	device_free(dev, dx);
 	device_free(dev, dg);
 	device_free(dev, db);
@@ -217,6 +399,35 @@ test_layernorm(int rows, int cols, int affine)
 	free(b);
 	free(y);
 	free(ref);
+	free(cause);
+}
+
+/* Row-wise layer norm in place, as the MLP runs it. */
+static void
+test_layernorm(int rows, int cols, int affine)
+{
+	test_layernorm_shape(rows, cols, 1, affine);
+}
+
+/* COPY produces a distinct tensor with the same bytes. */
+static void
+test_copy(size_t n)
+{
+	float *x = random_host(n, -1, 1), *dx = to_device(x, n), *dy = poisoned_device(n), *y;
+	int64_t dims[1] = { (int64_t)n };
+	struct one_node g;
+	char *cause = NULL;
+
+	one_init(&g, GRAPH_OP_COPY);
+	one_tensor(&g, "x", GRAPH_TENSOR_INPUT, 1, dims, dx, NULL);
+	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 1, dims, dy, NULL);
+	CHECK(one_run(&g, &cause) == 0, "%s", cause);
+	y = from_device(dy, n);
+	CHECK(memcmp(x, y, n * sizeof *x) == 0, "copy of %zu floats differs", n);
+	device_free(dev, dx);
+	device_free(dev, dy);
+	free(x);
+	free(y);
 	free(cause);
 }
 
@@ -239,33 +450,114 @@ test_events(void)
 	free(cause);
 }
 
+/* A unary graph over [rows, 4] whose input declares a batch dimension. */
+static void
+batch_graph(struct one_node *g, void *buf)
+{
+	int64_t dims[2] = { GRAPH_DIM_BATCH, 4 };
+
+	one_init(g, GRAPH_OP_UNARY)->attr.unary.fn = GRAPH_UNARY_RELU;
+	one_tensor(g, "x", GRAPH_TENSOR_INPUT, 2, dims, buf, NULL);
+	one_tensor(g, "y", GRAPH_TENSOR_OUTPUT, 2, dims, buf, NULL);
+}
+
 /* Bad calls are refused with a message instead of crashing. */
 static void
 test_refusals(void)
 {
+	struct graph_shape in = { 2, { 0, 4 } }, shapes[2] = { { 2, { 2, 4 } }, { 2, { 2, 5 } } };
 	device_stream_t *copy;
+	device_plan_t *p = NULL;
+	struct one_node g;
 	device_t *bad;
 	char *cause = NULL;
-	void *p;
+	void *buf = poisoned_device(8);
 
 	CHECK(device_open("tpu:0", &bad, &cause) != 0 && cause != NULL && strstr(cause, "tpu:0") != NULL,
 	    "unknown device accepted: %s", cause ? cause : "(no message)");
-	CHECK(device_alloc(dev, 0, &p, &cause) != 0, "zero-byte allocation accepted");
+	CHECK(device_alloc(dev, 0, &buf, &cause) != 0, "zero-byte allocation accepted");
+	batch_graph(&g, buf);
+	CHECK(graph_infer_shapes(&g.g, &in, shapes, &cause) != 0 && strstr(cause, "'x'") != NULL,
+	    "zero-row batch accepted");
+	shapes[0] = (struct graph_shape){ 2, { 2, 4 } };
+	shapes[1] = (struct graph_shape){ 2, { 2, 5 } };
+	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "'y'") != NULL,
+	    "plan with a wrong output shape accepted");
+	shapes[1].dims[1] = 4;
+	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) == 0, "%s", cause);
 	CHECK(device_stream_create(dev, DEVICE_STREAM_COPY, &copy, &cause) == 0, "%s", cause);
-	CHECK(device_softmax(copy, (float *)&p, 1, 1, &cause) != 0 && strstr(cause, "compute") != NULL,
+	CHECK(p != NULL && device_plan_run(p, copy, &cause) != 0 && strstr(cause, "compute") != NULL,
 	    "compute on a copy stream accepted");
-	CHECK(device_linear(stream, NULL, NULL, NULL, NULL, 0, 1, 1, DEVICE_ACT_NONE, &cause) != 0,
-	    "zero-row linear accepted");
+	device_plan_free(p);
 	device_stream_destroy(copy);
+	device_free(dev, buf);
 	free(cause);
+}
+
+/* Ops and dtypes the backend lacks: supports_node says no with a reason, compile names the node. */
+static void
+test_unsupported(void)
+{
+	int64_t xd[4] = { 1, 1, 4, 4 }, wd[4] = { 1, 1, 3, 3 }, yd[4] = { 1, 1, 2, 2 };
+	struct graph_shape shapes[3] = { { 4, { 1, 1, 4, 4 } }, { 4, { 1, 1, 3, 3 } }, { 4, { 1, 1, 2, 2 } } }, in;
+	float w[9] = { 0 };
+	device_plan_t *p;
+	struct one_node g;
+	char *why = NULL, *cause = NULL;
+	int buf;
+
+	one_init(&g, GRAPH_OP_CONV)->name = "conv1";
+	one_tensor(&g, "x", GRAPH_TENSOR_INPUT, 4, xd, &buf, NULL);
+	one_tensor(&g, "w", GRAPH_TENSOR_CONST, 4, wd, &buf, w);
+	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 4, yd, &buf, NULL);
+	CHECK(device_supports_node(dev, &g.g, &g.n, &why) == 0 && why != NULL && strstr(why, "Conv") != NULL,
+	    "Conv reported as supported: %s", why ? why : "(no message)");
+	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "conv1") != NULL &&
+	    strstr(cause, "Conv") != NULL, "plan with a Conv compiled: %s", cause ? cause : "(no message)");
+	printf("refused as expected: %s\n", cause);
+	in = shapes[0];
+	CHECK(graph_infer_shapes(&g.g, &in, shapes, &cause) != 0 &&
+	    strstr(cause, "shape inference for op Conv not implemented") != NULL, "Conv shapes inferred: %s", cause);
+	one_init(&g, GRAPH_OP_UNARY)->attr.unary.fn = GRAPH_UNARY_RELU;
+	one_tensor(&g, "h", GRAPH_TENSOR_INPUT, 4, xd, &buf, NULL);
+	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 4, xd, &buf, NULL);
+	g.t[0].dtype = GRAPH_DT_F16;
+	CHECK(device_supports_node(dev, &g.g, &g.n, &why) == 0 && why != NULL && strstr(why, "FP16") != NULL,
+	    "FP16 reported as supported: %s", why ? why : "(no message)");
+	free(why);
+	free(cause);
+}
+
+/* The dtype table round-trips and op names read as ONNX's. */
+static void
+test_graph_names(void)
+{
+	enum graph_dtype dt;
+	int i;
+
+	for (i = 0; i < GRAPH_DT_COUNT; i++)
+		CHECK(graph_dtype_parse(graph_dtype_name((enum graph_dtype)i), &dt) == 0 && (int)dt == i &&
+		    graph_dtype_size(dt) > 0, "dtype %d does not round-trip", i);
+	CHECK(graph_dtype_size(GRAPH_DT_I64) == 8 && graph_dtype_size(GRAPH_DT_F16) == 2, "dtype sizes wrong");
+	CHECK(graph_dtype_parse("FP33", &dt) != 0, "unknown dtype parsed");
+	CHECK(strcmp(graph_op_name(GRAPH_OP_LAYERNORM), "LayerNormalization") == 0, "op name wrong");
+	for (i = 0; i < GRAPH_OP_COUNT; i++)
+		CHECK(strcmp(graph_op_name((enum graph_op)i), "?") != 0, "op %d has no name", i);
 }
 
 int
 main(void)
 {
-	static const enum device_act acts[] = { DEVICE_ACT_NONE, DEVICE_ACT_RELU, DEVICE_ACT_GELU, DEVICE_ACT_SIGMOID, DEVICE_ACT_TANH };
+	static const enum graph_unary acts[] = { GRAPH_UNARY_NONE, GRAPH_UNARY_RELU, GRAPH_UNARY_GELU, GRAPH_UNARY_SIGMOID, GRAPH_UNARY_TANH };
+	static const struct gemm_case general[] = {
+		{ 5, 7, 3, 1, 0, 0.5f, 2.0f, 5, 3, GRAPH_UNARY_NONE },
+		{ 4, 9, 6, 1, 1, 1.5f, -1.0f, 4, 1, GRAPH_UNARY_RELU },
+		{ 33, 17, 65, 0, 0, 1.0f, 0.25f, 1, 1, GRAPH_UNARY_GELU_TANH },
+		{ 8, 64, 16, 0, 1, 2.0f, 0.0f, 0, 0, GRAPH_UNARY_LEAKY_RELU },
+	};
 	char *cause = NULL;
 	size_t a;
+	int fn;
 
 	dev = test_open_device();
 	if (device_stream_create(dev, DEVICE_STREAM_COMPUTE, &stream, &cause) != 0) {
@@ -277,21 +569,36 @@ main(void)
 		test_linear(7, 33, 5, 0, acts[a]);
 		test_linear(64, 784, 256, 1, acts[a]);
 		test_linear(3, 257, 1025, 1, acts[a]);
-		if (acts[a] != DEVICE_ACT_NONE) {
+		if (acts[a] != GRAPH_UNARY_NONE) {
 			test_activation(1, acts[a]);
 			test_activation(100003, acts[a]);
 		}
+	}
+	for (a = 0; a < sizeof general / sizeof general[0]; a++)
+		test_gemm(&general[a]);
+	for (fn = GRAPH_UNARY_NONE; fn < GRAPH_UNARY_COUNT; fn++) {
+		int positive = fn == GRAPH_UNARY_LOG || fn == GRAPH_UNARY_SQRT || fn == GRAPH_UNARY_RECIPROCAL;
+		test_unary(1000, (enum graph_unary)fn, fn == GRAPH_UNARY_CLIP ? -1.0f : 0.2f,
+		    fn == GRAPH_UNARY_CLIP ? 2.0f : 0.5f, positive ? 0.1f : -6.0f, 6.0f, 0);
 	}
 	test_softmax(1, 1, 1);
 	test_softmax(5, 10, 10);
 	test_softmax(3, 1000, 50);
 	test_softmax(2, 70000, 5);
+	test_softmax_mode(4, 300, 20, 1, 0);
+	test_softmax_mode(3, 5000, 5, 1, 1);
+	test_softmax_mode(6, 129, 8, 0, 0);
 	test_layernorm(1, 1, 1);
 	test_layernorm(4, 7, 0);
 	test_layernorm(9, 768, 1);
 	test_layernorm(2, 5000, 1);
+	test_layernorm_shape(3, 48, 4, 1);
+	test_copy(1);
+	test_copy(4099);
 	test_events();
 	test_refusals();
+	test_unsupported();
+	test_graph_names();
 	device_stream_destroy(stream);
 	device_close(dev);
 	free(cause);

@@ -1,0 +1,139 @@
+/* graph.c: element types, shape arithmetic and freeing for graph.h's model graph. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+/* Per dtype: element size and KServe name, in enum order. */
+static const struct {
+	size_t size;
+	const char *name;
+} graph_dtypes[GRAPH_DT_COUNT] = {
+	[GRAPH_DT_F32] = { 4, "FP32" },
+	[GRAPH_DT_F16] = { 2, "FP16" },
+	[GRAPH_DT_I64] = { 8, "INT64" },
+	[GRAPH_DT_I32] = { 4, "INT32" },
+	[GRAPH_DT_I8] = { 1, "INT8" },
+	[GRAPH_DT_U8] = { 1, "UINT8" },
+	[GRAPH_DT_BOOL] = { 1, "BOOL" },
+};
+
+/* Op names, in enum order. */
+static const char *const graph_op_names[GRAPH_OP_COUNT] = {
+	[GRAPH_OP_GEMM] = "Gemm",
+	[GRAPH_OP_MATMUL] = "MatMul",
+	[GRAPH_OP_CONV] = "Conv",
+	[GRAPH_OP_CONV_TRANSPOSE] = "ConvTranspose",
+	[GRAPH_OP_UNARY] = "Unary",
+	[GRAPH_OP_BINARY] = "Binary",
+	[GRAPH_OP_PRELU] = "PRelu",
+	[GRAPH_OP_SOFTMAX] = "Softmax",
+	[GRAPH_OP_LAYERNORM] = "LayerNormalization",
+	[GRAPH_OP_BATCHNORM] = "BatchNormalization",
+	[GRAPH_OP_POOL] = "Pool",
+	[GRAPH_OP_REDUCE] = "Reduce",
+	[GRAPH_OP_TRANSPOSE] = "Transpose",
+	[GRAPH_OP_RESHAPE] = "Reshape",
+	[GRAPH_OP_CONCAT] = "Concat",
+	[GRAPH_OP_SPLIT] = "Split",
+	[GRAPH_OP_SLICE] = "Slice",
+	[GRAPH_OP_GATHER] = "Gather",
+	[GRAPH_OP_EXPAND] = "Expand",
+	[GRAPH_OP_PAD] = "Pad",
+	[GRAPH_OP_RESIZE] = "Resize",
+	[GRAPH_OP_CAST] = "Cast",
+	[GRAPH_OP_WHERE] = "Where",
+	[GRAPH_OP_COPY] = "Copy",
+	[GRAPH_OP_SHAPE] = "Shape",
+	[GRAPH_OP_CONSTANT_OF_SHAPE] = "ConstantOfShape",
+	[GRAPH_OP_RANGE] = "Range",
+};
+
+/* Bytes of one element; 0 for an unknown dtype. */
+size_t
+graph_dtype_size(enum graph_dtype dt)
+{
+	if ((unsigned)dt >= GRAPH_DT_COUNT)
+		return 0;
+	return graph_dtypes[dt].size;
+}
+
+/* KServe name; "?" for an unknown dtype. */
+const char *
+graph_dtype_name(enum graph_dtype dt)
+{
+	if ((unsigned)dt >= GRAPH_DT_COUNT)
+		return "?";
+	return graph_dtypes[dt].name;
+}
+
+/* Parse a KServe name; -1 when unknown. */
+int
+graph_dtype_parse(const char *name, enum graph_dtype *out)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < GRAPH_DT_COUNT; i++) {
+		if (strcmp(graph_dtypes[i].name, name) == 0) {
+			*out = (enum graph_dtype)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The op's name for messages. */
+const char *
+graph_op_name(enum graph_op op)
+{
+	if ((unsigned)op >= GRAPH_OP_COUNT || graph_op_names[op] == NULL)
+		return "?";
+	return graph_op_names[op];
+}
+
+/* Element count (1 for rank 0). */
+int64_t
+graph_shape_elems(const struct graph_shape *s)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < s->ndims; i++)
+		n *= s->dims[i];
+	return n;
+}
+
+/* Free one node's names, index arrays and owned attributes. */
+static void
+graph_node_free(struct graph_node *n)
+{
+	free(n->name);
+	free(n->inputs);
+	free(n->outputs);
+	if (n->op == GRAPH_OP_SPLIT)
+		free(n->attr.split.split);
+}
+
+/* Free the graph and everything it owns. */
+void
+graph_free(graph_t *g)
+{
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < g->ntensors; i++) {
+		free(g->tensors[i].name);
+		if (g->tensors[i].owns_data)
+			free((void *)g->tensors[i].data);
+	}
+	for (i = 0; i < g->nnodes; i++)
+		graph_node_free(&g->nodes[i]);
+	free(g->tensors);
+	free(g->nodes);
+	free(g->inputs);
+	free(g->outputs);
+	free(g);
+}
