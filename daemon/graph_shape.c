@@ -42,6 +42,7 @@ graph_shape_broadcast(const struct graph_shape *a, const struct graph_shape *b,
 	int n = a->ndims > b->ndims ? a->ndims : b->ndims, i;
 	struct graph_shape r;
 
+	memset(&r, 0, sizeof r);
 	r.ndims = n;
 	for (i = 0; i < n; i++) {
 		int ia = i - (n - a->ndims), ib = i - (n - b->ndims);
@@ -53,6 +54,14 @@ graph_shape_broadcast(const struct graph_shape *a, const struct graph_shape *b,
 	}
 	*out = r;
 	return 0;
+}
+
+/* Whether two shapes are equal (rank and dims; nothing past the rank is compared). */
+static int
+shape_eq(const struct graph_shape *a, const struct graph_shape *b)
+{
+	return a->ndims == b->ndims &&
+	    memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->ndims > 0 ? a->ndims : 0)) == 0;
 }
 
 /* Shape of input k (it must be present). */
@@ -157,7 +166,7 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	    graph_shape_elems(in_shape(n, s, 1)) != x->dims[1]))
 		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
 	if (n->op == GRAPH_OP_PRELU && (n->ninputs < 2 ||
-	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || memcmp(&b, x, sizeof b) != 0))
+	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !shape_eq(&b, x)))
 		return node_shape_error(n, cause, "slope does not broadcast to X", x);
 	return set_out(n, s, 0, x, cause);
 }
@@ -199,7 +208,7 @@ shape_gemm(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	if (ka != kb)
 		return node_shape_error(n, cause, "Gemm inner dimensions differ", b);
 	if (n->ninputs > 2 && n->inputs[2] >= 0 &&
-	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || memcmp(&c, &r, sizeof c)))
+	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !shape_eq(&c, &r)))
 		return node_shape_error(n, cause, "Gemm C does not broadcast to [M,N]",
 		    in_shape(n, s, 2));
 	return set_out(n, s, 0, &r, cause);
@@ -232,7 +241,7 @@ shape_matmul(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	if (!b1)
 		r.dims[r.ndims++] = b.dims[b.ndims - 1];
 	if (n->ninputs > 2 && n->inputs[2] >= 0 &&
-	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || memcmp(&c, &r, sizeof c)))
+	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !shape_eq(&c, &r)))
 		return node_shape_error(n, cause, "MatMul bias does not broadcast to the output",
 		    in_shape(n, s, 2));
 	return set_out(n, s, 0, &r, cause);
@@ -288,7 +297,7 @@ shape_conv(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	}
 	if (n->ninputs > 2 && n->inputs[2] >= 0 && graph_shape_elems(in_shape(n, s, 2)) != r.dims[1])
 		return node_error(n, cause, "bias length differs from output channels");
-	if (n->ninputs > 3 && n->inputs[3] >= 0 && memcmp(in_shape(n, s, 3), &r, sizeof r) != 0)
+	if (n->ninputs > 3 && n->inputs[3] >= 0 && !shape_eq(in_shape(n, s, 3), &r))
 		return node_error(n, cause, "residual input differs from the output shape");
 	return set_out(n, s, 0, &r, cause);
 }
@@ -881,7 +890,8 @@ input_shape_check(const graph_t *g, int t, const struct graph_shape *s, int64_t 
 	for (i = 0; i < s->ndims; i++) {
 		int64_t d = x->ndims >= 0 ? x->dims[i] : s->dims[i], *slot;
 
-		if (s->dims[i] < 0 || s->dims[i] > SHAPE_DIM_MAX)
+		/* An empty request tensor is refused here, once, rather than by every kernel. */
+		if (s->dims[i] < 1 || s->dims[i] > SHAPE_DIM_MAX)
 			return error_set(cause, "input '%s': dim %d is %" PRId64, x->name, i, s->dims[i]);
 		if (d >= 0) {
 			if (d != s->dims[i])

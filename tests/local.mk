@@ -104,3 +104,16 @@ EXTRA_DIST += tests/test_ipc_lib.sh
 # inferd-bench and bench-http-baseline against a private CPU daemon, both protocols.
 TESTS += tests/test_bench.sh
 dist_check_SCRIPTS += tests/test_bench.sh
+
+# --- ONNX import (graph-import) ---
+# Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
+# on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
+check_PROGRAMS += tests/test_graph_shape tests/test_onnx_import
+TESTS += tests/test_graph_shape tests/test_onnx_import.sh
+tests_test_graph_shape_SOURCES = tests/test_graph_shape.c $(TEST_COMMON)
+tests_test_graph_shape_LDADD = $(TEST_LDADD)
+tests_test_onnx_import_SOURCES = tests/test_onnx_import.c $(TEST_COMMON)
+tests_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_test_onnx_import_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/test_onnx_import.sh
+EXTRA_DIST += tests/make_onnx_import_cases.py
