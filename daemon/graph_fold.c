@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_fold.h"
@@ -182,6 +183,71 @@ inputs_const(const graph_t *g, const struct graph_node *n)
 	return 1;
 }
 
+/* Largest constant folding may create, in bytes (a malformed model's ConstantOfShape cannot exhaust memory). */
+#define FOLD_MAX_BYTES ((int64_t)1 << 30)
+
+/* Refuse folding outputs larger than FOLD_MAX_BYTES. */
+static int
+fold_size_check(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes,
+    char **cause)
+{
+	int k;
+
+	for (k = 0; k < n->noutputs; k++) {
+		int64_t e;
+
+		if (n->outputs[k] < 0)
+			continue;
+		e = graph_shape_elems(&shapes[n->outputs[k]]);
+		if (e < 0 || e > FOLD_MAX_BYTES / (int64_t)graph_dtype_size(g->tensors[n->outputs[k]].dtype))
+			return error_set(cause, "node '%s': folded constant of %lld elements is too large",
+			    n->name, (long long)e);
+	}
+	return 0;
+}
+
+/* Evaluate n with the CPU kernels (FP32 tensor ops on constants): 1 done, 0 not supported. */
+static int
+fold_with_kernels(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes,
+    void **outs, char **cause)
+{
+	void **ptrs;
+	void *ws = NULL;
+	size_t wsz;
+	int k, rc = -1;
+
+	if (!cpu_node_supported(g, n, NULL))
+		return 0;
+	if ((ptrs = calloc(g->ntensors + 1, sizeof *ptrs)) == NULL)
+		return error_set(cause, "out of memory");
+	for (k = 0; k < n->ninputs; k++)
+		if (n->inputs[k] >= 0)
+			ptrs[n->inputs[k]] = (void *)(uintptr_t)g->tensors[n->inputs[k]].data;
+	for (k = 0; k < n->noutputs; k++) {
+		size_t b;
+
+		if (n->outputs[k] < 0)
+			continue;
+		b = (size_t)graph_shape_elems(&shapes[n->outputs[k]]) *
+		    graph_dtype_size(g->tensors[n->outputs[k]].dtype);
+		if ((outs[k] = ptrs[n->outputs[k]] = malloc(b ? b : 1)) == NULL)
+			goto out;
+	}
+	wsz = cpu_node_workspace(g, n, shapes);
+	if ((ws = malloc(wsz ? wsz : 1)) != NULL)
+		rc = cpu_node_run(g, n, shapes, ptrs, ws, cause) < 0 ? -1 : 1;
+out:
+	if (rc < 0) {
+		if (cause != NULL && *cause == NULL)
+			error_set(cause, "out of memory");
+		for (k = 0; k < n->noutputs; k++)
+			free(outs[k]), outs[k] = NULL;
+	}
+	free(ws);
+	free(ptrs);
+	return rc;
+}
+
 /* Evaluate n (shapes of its inputs set) and turn its outputs into owned constants: 1 folded, 0 not. */
 static int
 fold_node(graph_t *g, const struct graph_node *n, struct graph_shape *shapes, char **cause)
@@ -189,9 +255,14 @@ fold_node(graph_t *g, const struct graph_node *n, struct graph_shape *shapes, ch
 	void *outs[256] = { 0 };
 	int k, rc;
 
-	if (n->noutputs > 256 || graph_infer_node(g, n, shapes, cause) < 0)
-		return n->noutputs > 256 ? 0 : -1;
-	if ((rc = graph_eval_node(g, n, shapes, outs, cause)) <= 0)
+	if (n->noutputs > 256)
+		return 0;
+	if (graph_infer_node(g, n, shapes, cause) < 0 || fold_size_check(g, n, shapes, cause) < 0)
+		return -1;
+	rc = graph_eval_node(g, n, shapes, outs, cause);
+	if (rc == 0)
+		rc = fold_with_kernels(g, n, shapes, outs, cause);
+	if (rc <= 0)
 		return rc;
 	for (k = 0; k < n->noutputs; k++) {
 		struct graph_tensor *t;

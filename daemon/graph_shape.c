@@ -137,13 +137,19 @@ static int
 set_out(const struct graph_node *n, struct graph_shape *s, int k, const struct graph_shape *r,
     char **cause)
 {
+	int64_t total;
 	int i;
 
 	if (r->ndims < 0 || r->ndims > GRAPH_MAX_DIMS)
 		return node_error(n, cause, "output rank out of range");
-	for (i = 0; i < r->ndims; i++)
+	for (i = 0, total = 1; i < r->ndims; i++) {
 		if (r->dims[i] < 0 || r->dims[i] > SHAPE_DIM_MAX)
 			return node_error(n, cause, "output dimension negative or too large");
+		/* Every product of dims stays far from overflow: kernels multiply them freely. */
+		if (r->dims[i] > 0 && total > SHAPE_DIM_MAX / r->dims[i])
+			return node_error(n, cause, "output has too many elements");
+		total *= r->dims[i];
+	}
 	if (k < n->noutputs && n->outputs[k] >= 0)
 		s[n->outputs[k]] = *r;
 	return 0;
@@ -882,6 +888,7 @@ input_shape_check(const graph_t *g, int t, const struct graph_shape *s, int64_t 
     char **cause)
 {
 	const struct graph_tensor *x = &g->tensors[t];
+	int64_t total = 1;
 	int i;
 
 	if (s->ndims < 0 || s->ndims > GRAPH_MAX_DIMS || (x->ndims >= 0 && s->ndims != x->ndims))
@@ -891,8 +898,10 @@ input_shape_check(const graph_t *g, int t, const struct graph_shape *s, int64_t 
 		int64_t d = x->ndims >= 0 ? x->dims[i] : s->dims[i], *slot;
 
 		/* An empty request tensor is refused here, once, rather than by every kernel. */
-		if (s->dims[i] < 1 || s->dims[i] > SHAPE_DIM_MAX)
-			return error_set(cause, "input '%s': dim %d is %" PRId64, x->name, i, s->dims[i]);
+		if (s->dims[i] < 1 || s->dims[i] > SHAPE_DIM_MAX || total > SHAPE_DIM_MAX / s->dims[i])
+			return error_set(cause, "input '%s': dim %d is %" PRId64 " (empty or too large)",
+			    x->name, i, s->dims[i]);
+		total *= s->dims[i];
 		if (d >= 0) {
 			if (d != s->dims[i])
 				return error_set(cause, "input '%s': dim %d is %" PRId64 ", the model "

@@ -470,6 +470,78 @@ test_specialize(void)
 	free(cause);
 }
 
+/* A heap copy of a hand-built graph (graph_fold_constants and graph_free own heap memory). */
+static graph_t *
+tg_heap(const struct tg *b)
+{
+	graph_t *g = calloc(1, sizeof *g);
+	size_t i;
+
+	*g = b->g;
+	g->tensors = calloc(b->g.ntensors, sizeof *g->tensors);
+	g->nodes = calloc(b->g.nnodes, sizeof *g->nodes);
+	g->inputs = malloc(sizeof(int) * 4);
+	g->outputs = malloc(sizeof(int) * 4);
+	memcpy(g->inputs, b->gin, sizeof(int) * 4);
+	memcpy(g->outputs, b->gout, sizeof(int) * 4);
+	for (i = 0; i < b->g.ntensors; i++) {
+		g->tensors[i] = b->t[i];
+		g->tensors[i].name = strdup(b->t[i].name);
+	}
+	for (i = 0; i < b->g.nnodes; i++) {
+		g->nodes[i] = b->n[i];
+		g->nodes[i].name = strdup(b->n[i].name);
+		g->nodes[i].inputs = malloc(sizeof(int) * 8);
+		g->nodes[i].outputs = malloc(sizeof(int) * 8);
+		memcpy(g->nodes[i].inputs, b->n[i].inputs, sizeof(int) * 8);
+		memcpy(g->nodes[i].outputs, b->n[i].outputs, sizeof(int) * 8);
+	}
+	return g;
+}
+
+/*
+ * Load-time folding: a MatMul of two constants runs on the CPU kernels and
+ * becomes a constant (checked against the product written out here), a node
+ * whose output nobody reads is dropped, and unreferenced tensors go.
+ */
+static void
+test_fold_at_load(void)
+{
+	static const float a[6] = { 1, 2, 3, 4, 5, 6 }, bm[6] = { 1, -1, 0, 2, 0.5f, 0.25f };
+	/* [[1,2,3],[4,5,6]] x [[1,-1],[0,2],[0.5,0.25]] */
+	static const float want[4] = { 2.5f, 3.75f, 7, 7.5f };
+	static const int64_t da[2] = { 2, 3 }, db[2] = { 3, 2 };
+	struct tg b;
+	graph_t *g;
+	char *cause = NULL;
+	size_t removed = 0;
+	int ta, tb, tx, c;
+
+	tg_init(&b);
+	tx = tg_input(&b, "x");
+	ta = tg_tensor(&b, "a", GRAPH_TENSOR_CONST, GRAPH_DT_F32, 2, da, a, sizeof a);
+	tb = tg_tensor(&b, "b", GRAPH_TENSOR_CONST, GRAPH_DT_F32, 2, db, bm, sizeof bm);
+	c = tg_node(&b, GRAPH_OP_MATMUL, "mm", 2, (int[]){ ta, tb }, 1)->outputs[0];
+	tg_node(&b, GRAPH_OP_UNARY, "dead", 1, &tx, 1)->attr.unary.fn = GRAPH_UNARY_RELU;
+	b.gout[b.g.noutputs++] = tg_node(&b, GRAPH_OP_BINARY, "add", 2, (int[]){ c, tx }, 1)->outputs[0];
+	b.t[b.gout[0]].flags = GRAPH_TENSOR_OUTPUT;
+	g = tg_heap(&b);
+	CHECK(graph_fold_constants(g, &removed, &cause) == 0, "fold: %s", cause);
+	CHECK(removed == 2 && g->nnodes == 1 && strcmp(g->nodes[0].name, "add") == 0,
+	    "removed %zu, %zu nodes left", removed, g->nnodes);
+	CHECK(g->ntensors == 3, "%zu tensors left (x, folded product, output)", g->ntensors);
+	if (g->nnodes == 1) {
+		const struct graph_tensor *t = &g->tensors[g->nodes[0].inputs[0]];
+
+		CHECK((t->flags & GRAPH_TENSOR_CONST) && t->owns_data && t->nbytes == sizeof want &&
+		    t->ndims == 2 && t->dims[0] == 2 && t->dims[1] == 2 &&
+		    memcmp(t->data, want, sizeof want) == 0, "folded product wrong");
+		CHECK(g->tensors[g->outputs[0]].flags & GRAPH_TENSOR_OUTPUT, "output lost");
+	}
+	free(cause);
+	graph_free(g);
+}
+
 int
 main(void)
 {
@@ -483,5 +555,6 @@ main(void)
 	test_misc();
 	test_declared();
 	test_specialize();
+	test_fold_at_load();
 	return test_finish("test_graph_shape");
 }
