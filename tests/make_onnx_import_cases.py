@@ -138,8 +138,18 @@ def refused_cases(outdir):
         [oh.make_node("Conv", ["x", "w"], ["y"], name="Conv_12", auto_pad="SAME_LOWER")], "conv",
         [f("x", onnx.TensorProto.FLOAT, ["N", 1, 8, 8])], [f("y", onnx.TensorProto.FLOAT, ["N", 2, 8, 8])],
         initializer=[w])
+    cubic = oh.make_graph(
+        [oh.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="cubic")], "cubic",
+        [f("x", onnx.TensorProto.FLOAT, ["N", 1, 4, 4])], [f("y", onnx.TensorProto.FLOAT, ["N", 1, 8, 8])],
+        initializer=[oh.make_tensor("scales", onnx.TensorProto.FLOAT, [4], [1, 1, 2, 2])])
+    double = oh.make_graph(
+        [oh.make_node("Relu", ["x"], ["y"], name="relu")], "double",
+        [f("x", onnx.TensorProto.DOUBLE, ["N", 4])], [f("y", onnx.TensorProto.DOUBLE, ["N", 4])])
     out = []
     for name, graph, expect in [
+            ("refuse_resize_cubic", cubic,
+             ["node 'up' (Resize, opset 17): attribute mode=cubic not supported"]),
+            ("refuse_double", double, ["input 'x': dtype DOUBLE not supported"]),
             ("refuse_nms", nms, ["node 'nms_0' (NonMaxSuppression, opset 17): op NonMaxSuppression not supported"]),
             ("refuse_conv_same_lower", conv,
              ["node 'Conv_12' (Conv, opset 17): attribute auto_pad=SAME_LOWER not supported"])]:
