@@ -164,11 +164,11 @@ imp_dim_code(struct imp *im, const char *param, int first, int64_t *code, char *
 {
 	int k;
 
-	if (im->batch_name != NULL && strcmp(param, im->batch_name) == 0) {
+	if (param != NULL && im->batch_name != NULL && strcmp(param, im->batch_name) == 0) {
 		*code = GRAPH_DIM_BATCH;
 		return 0;
 	}
-	if (first && im->batch_name == NULL) {
+	if (first && im->batch_name == NULL && param != NULL) {
 		im->batch_name = param;
 		*code = GRAPH_DIM_BATCH;
 		return 0;
@@ -177,10 +177,12 @@ imp_dim_code(struct imp *im, const char *param, int first, int64_t *code, char *
 		*code = GRAPH_DIM_BATCH;
 		return 0;
 	}
-	for (k = 0; k < im->g->nvars; k++)
-		if (strcmp(im->var_names[k], param) == 0)
+	/* An unnamed unknown dim (param NULL) is a variable of its own. */
+	for (k = 0; param != NULL && k < im->g->nvars; k++)
+		if (im->var_names[k] != NULL && strcmp(im->var_names[k], param) == 0)
 			break;
-	if (k == im->g->nvars) {
+	if (param == NULL || k == im->g->nvars) {
+		k = im->g->nvars;
 		if (k == IMP_MAX_VARS)
 			return error_set(cause, "more than %d variable dimensions", IMP_MAX_VARS);
 		im->var_names[im->g->nvars++] = param;
@@ -209,7 +211,7 @@ imp_input_dims(struct imp *im, const struct onnx_value_info *vi, struct graph_te
 
 		if (d->param == NULL && d->known && d->value >= 0)
 			t->dims[i] = d->value;
-		else if (imp_dim_code(im, d->param ? d->param : "", i == 0, &t->dims[i], cause) < 0)
+		else if (imp_dim_code(im, d->param, i == 0, &t->dims[i], cause) < 0)
 			return -1;
 	}
 	return 0;
@@ -344,7 +346,7 @@ imp_output_dims(struct imp *im, const struct onnx_value_info *vi, struct graph_t
 			continue;
 		}
 		for (k = 0; d->param != NULL && k < im->g->nvars; k++)
-			if (strcmp(d->param, im->var_names[k]) == 0)
+			if (im->var_names[k] != NULL && strcmp(d->param, im->var_names[k]) == 0)
 				break;
 		if (d->param == NULL || k == im->g->nvars) {
 			t->ndims = -1;

@@ -18,11 +18,12 @@ extern "C" {
  *   freed before the model.  Identity and Dropout alias their input (a COPY
  *   node only where the alias is a graph output).  Graph inputs that are
  *   initializers are skipped.
- * - Declared input shapes become graph dims: the first symbolic dim of the
- *   first input that has one is GRAPH_DIM_BATCH and so is every dim of that
- *   name; other symbolic names are GRAPH_DIM_VAR(k), one k per name.  Output
- *   dims use the same names; an output with a symbolic name no input has gets
- *   ndims -1 (known after inference).
+ * - Declared input shapes become graph dims: an input's first dim, when
+ *   symbolic or unknown, is GRAPH_DIM_BATCH, and so is any dim with the
+ *   batch's name; other symbolic names are GRAPH_DIM_VAR(k), one k per name;
+ *   an unnamed unknown dim is a variable of its own.  Output dims use the
+ *   same names; an output with a symbolic name no input has gets ndims -1
+ *   (known after inference).
  * - Value inputs that decide attributes (Slice bounds, Pad pads, Resize
  *   scales/sizes, Split sizes) are resolved into the attributes when constant;
  *   otherwise the node keeps its ONNX inputs and graph_specialize resolves

@@ -201,9 +201,13 @@ check_declared(const char *name, const graph_t *g)
 	const struct graph_tensor *t = &g->tensors[g->inputs[0]];
 
 	CHECK(g->ninputs == 1 && t->ndims >= 2 && t->dims[0] == GRAPH_DIM_BATCH, "%s: batch dim", name);
+	const struct graph_tensor *o = &g->tensors[g->outputs[0]];
+
+	CHECK(g->noutputs == 1 && o->ndims >= 2 && o->dims[0] == GRAPH_DIM_BATCH &&
+	    o->dims[o->ndims - 1] == 10, "%s: output dims", name);
 	if (strncmp(name, "transformer", 11) == 0)
-		CHECK(t->dims[1] == GRAPH_DIM_VAR(0) && g->nvars == 1 && t->dtype == GRAPH_DT_I64,
-		    "%s: sequence dim not a variable", name);
+		CHECK(t->dims[1] == GRAPH_DIM_VAR(0) && g->nvars == 1 && t->dtype == GRAPH_DT_I64 &&
+		    o->dims[1] == GRAPH_DIM_VAR(0), "%s: sequence dim not a variable", name);
 	else
 		CHECK(g->nvars == 0 && t->dtype == GRAPH_DT_F32, "%s: no variable dims expected", name);
 }
