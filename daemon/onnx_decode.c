@@ -33,6 +33,7 @@ enum { NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_AT
 enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_T = 5, ATTR_FLOATS = 7, ATTR_INTS = 8,
 	ATTR_STRINGS = 9, ATTR_TYPE = 20, ATTR_REF = 21 };
 
+/* Allocate zeroed, 16-byte aligned memory from the model's arena. */
 void *
 dec_alloc(struct onnx_dec *d, size_t n)
 {
@@ -57,7 +58,7 @@ dec_alloc(struct onnx_dec *d, size_t n)
 		c->size = size;
 		pv->arena_total += size;
 		/* A dedicated chunk goes behind the current one, which keeps its free space. */
-		if (size > ARENA_CHUNK && pv->chunks != NULL) {
+		if (size != ARENA_CHUNK && pv->chunks != NULL) {
 			c->next = pv->chunks->next;
 			pv->chunks->next = c;
 		} else {
@@ -70,6 +71,7 @@ dec_alloc(struct onnx_dec *d, size_t n)
 	return p;
 }
 
+/* Append a segment to the message path. */
 size_t
 dec_push(struct onnx_dec *d, const char *name, long long index)
 {
@@ -84,6 +86,21 @@ dec_push(struct onnx_dec *d, const char *name, long long index)
 	return old;
 }
 
+/* Append "('name')" to the path (nothing for an empty name); returns the length to restore. */
+size_t
+dec_push_quoted(struct onnx_dec *d, const char *name)
+{
+	size_t old = d->plen, room = sizeof d->path - old;
+	int k;
+
+	if (name[0] == '\0')
+		return old;
+	k = snprintf(d->path + old, room, "('%s')", name);
+	d->plen = k < 0 || (size_t)k >= room ? sizeof d->path - 1 : old + (size_t)k;
+	return old;
+}
+
+/* Cut the message path back. */
 void
 dec_pop(struct onnx_dec *d, size_t plen)
 {
@@ -91,6 +108,7 @@ dec_pop(struct onnx_dec *d, size_t plen)
 	d->path[plen] = '\0';
 }
 
+/* Set the cause to a message prefixed with the message path. */
 int
 dec_err(struct onnx_dec *d, const char *fmt, ...)
 {
@@ -105,6 +123,7 @@ dec_err(struct onnx_dec *d, const char *fmt, ...)
 	return error_set(d->cause, "%s: %s", d->path, msg);
 }
 
+/* Prefix the message path to a lower layer's cause. */
 int
 dec_fail(struct onnx_dec *d)
 {
@@ -113,6 +132,7 @@ dec_fail(struct onnx_dec *d)
 	return error_prefix(d->cause, "%s", d->path);
 }
 
+/* Read the next field of r, errors prefixed with the message path. */
 int
 dec_next(struct onnx_dec *d, struct pb_reader *r, struct pb_field *f)
 {
@@ -123,15 +143,20 @@ dec_next(struct onnx_dec *d, struct pb_reader *r, struct pb_field *f)
 	return rc;
 }
 
+/* Refuse a field of another wire type, naming it. */
 int
 dec_expect(struct onnx_dec *d, const struct pb_field *f, int wire, const char *fname)
 {
-	if (pb_expect(f, wire, d->cause) == 0)
+	static const char *const names[] = { "varint", "fixed64", "length-delimited", "group start",
+		"group end", "fixed32", "invalid", "invalid" };
+
+	if (f->wire == wire)
 		return 0;
-	error_prefix(d->cause, "%s", fname);
-	return dec_fail(d);
+	return dec_err(d, "%s (field %u) at byte %zu: wire type %s, expected %s", fname, f->num, f->at,
+	    names[f->wire & 7], names[wire & 7]);
 }
 
+/* Copy a string field into the arena, NUL-terminated. */
 int
 dec_string(struct onnx_dec *d, const struct pb_field *f, const char *fname, const char **out)
 {
@@ -148,6 +173,7 @@ dec_string(struct onnx_dec *d, const struct pb_field *f, const char *fname, cons
 	return 0;
 }
 
+/* Read a varint field as a signed integer, range-checked for int32 fields. */
 int
 dec_int(struct onnx_dec *d, const struct pb_field *f, const char *fname, int is32, int64_t *out)
 {
@@ -352,6 +378,8 @@ dec_attr(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f
 			return -1;
 	if (rc == 0 && a->name[0] == '\0')
 		return dec_err(d, "attribute has no name");
+	if (rc == 0 && a->type == ONNX_ATTR_TENSOR && s.ntensors == 0)
+		return dec_err(d, "attribute '%s' of type TENSOR has no tensor", a->name);
 	return rc;
 }
 
@@ -564,13 +592,14 @@ graph_field(struct onnx_dec *d, const struct pb_reader *c, const struct pb_field
 static int
 dec_graph(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f, struct onnx_graph *g)
 {
-	size_t counts[GRAPH_SPARSE_INIT + 1], plen = dec_push(d, "graph", -1);
+	size_t counts[GRAPH_SPARSE_INIT + 1], plen;
 	struct pb_reader c;
 	struct pb_field h;
 	int rc = -1;
 
 	if (dec_expect(d, f, PB_LEN, "graph") != 0)
-		goto out;
+		return -1;
+	plen = dec_push(d, "graph", -1);
 	pb_init_sub(&c, r, f);
 	if (dec_count(d, &c, counts, GRAPH_SPARSE_INIT + 1) != 0 || graph_alloc(d, counts, g) != 0)
 		goto out;
@@ -689,6 +718,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd
 	return 0;
 }
 
+/* Decode a model held in memory (external data refused). */
 int
 onnx_model_decode(const void *buf, size_t len, onnx_model_t **out, char **cause)
 {
@@ -746,6 +776,7 @@ onnx_map_file(const char *path, const uint8_t **map, size_t *len, char **cause)
 	return 0;
 }
 
+/* Map a model file and decode it; external data is looked up beside it. */
 int
 onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 {
@@ -767,6 +798,7 @@ onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 	return 0;
 }
 
+/* Free the arena and unmap the model and its external data. */
 void
 onnx_model_free(onnx_model_t *m)
 {
@@ -786,6 +818,7 @@ onnx_model_free(onnx_model_t *m)
 	free(pv);
 }
 
+/* The opset version imported for a domain, "" and "ai.onnx" alike. */
 int64_t
 onnx_model_opset(const onnx_model_t *m, const char *domain)
 {
@@ -802,6 +835,7 @@ onnx_model_opset(const onnx_model_t *m, const char *domain)
 	return 0;
 }
 
+/* A node's attribute by name. */
 const struct onnx_attr *
 onnx_node_attr(const struct onnx_node *n, const char *name)
 {

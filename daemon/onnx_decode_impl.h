@@ -41,6 +41,8 @@ struct onnx_dec {
 void *dec_alloc(struct onnx_dec *d, size_t n);
 /* Append ".name" or ".name[index]" (index >= 0) to the path; returns the length to restore with dec_pop. */
 size_t dec_push(struct onnx_dec *d, const char *name, long long index);
+/* Append "('name')" (nothing when name is empty); returns the length to restore with dec_pop. */
+size_t dec_push_quoted(struct onnx_dec *d, const char *name);
 /* Restore the path to what it was before dec_push returned plen. */
 void dec_pop(struct onnx_dec *d, size_t plen);
 /* Set the cause to "path: message"; returns -1. */

@@ -32,6 +32,7 @@ struct tensor_scan {
 	struct pb_field ext_location, ext_offset, ext_length;	/* n = 0 and p = NULL when absent */
 };
 
+/* Bytes per element of a data type (0: no fixed width or not supported). */
 size_t
 onnx_elem_size(int elem)
 {
@@ -418,6 +419,7 @@ ext_file(struct onnx_dec *d, const char *location)
 	return &pv->ext[pv->n_ext++];
 }
 
+/* Unmap and forget every external data file. */
 void
 dec_ext_free(struct onnx_priv *pv)
 {
@@ -464,13 +466,39 @@ tensor_external(struct onnx_dec *d, const struct tensor_scan *s, struct onnx_ten
 	return tensor_view(d, e->map == NULL ? NULL : e->map + offset, esize, t);
 }
 
+/* Place the data of a scanned tensor: its size from dims and type, then external, raw or typed bytes. */
+static int
+tensor_place(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f,
+    const struct tensor_scan *s, struct onnx_tensor *t)
+{
+	struct pb_reader c;
+	size_t esize, count = 0;
+
+	if ((esize = onnx_elem_size((int)s->data_type)) == 0)
+		return dec_err(d, "data type %lld is not supported", (long long)s->data_type);
+	t->elem = (int)s->data_type;
+	t->ndims = s->ndims;
+	memcpy(t->dims, s->dims, sizeof s->dims);
+	if (tensor_size(d, s, esize, &count, &t->nbytes) != 0)
+		return -1;
+	if (s->location == 1)
+		return tensor_external(d, s, t, esize);
+	if (s->location != 0)
+		return dec_err(d, "unknown data_location %lld", (long long)s->location);
+	if (s->ext_location.p != NULL)
+		return dec_err(d, "external_data without data_location EXTERNAL");
+	pb_init_sub(&c, r, f);
+	return tensor_inline(d, &c, s, t, count, esize);
+}
+
+/* Decode a TensorProto: pass 1 reads dims, type and where the data is; then the data is placed. */
 int
 dec_tensor(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f, struct onnx_tensor *t)
 {
 	struct tensor_scan s;
 	struct pb_reader c;
 	struct pb_field g;
-	size_t esize, count = 0;
+	size_t plen;
 	int rc;
 
 	if (t->elem != ONNX_UNDEFINED || t->name != NULL)
@@ -485,19 +513,9 @@ dec_tensor(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field 
 			return -1;
 	if (rc != 0)
 		return -1;
-	if ((esize = onnx_elem_size((int)s.data_type)) == 0)
-		return dec_err(d, "tensor '%s': data type %lld is not supported", t->name, (long long)s.data_type);
-	t->elem = (int)s.data_type;
-	t->ndims = s.ndims;
-	memcpy(t->dims, s.dims, sizeof s.dims);
-	if (tensor_size(d, &s, esize, &count, &t->nbytes) != 0)
-		return -1;
-	pb_init_sub(&c, r, f);
-	if (s.location == 1)
-		return tensor_external(d, &s, t, esize);
-	if (s.location != 0)
-		return dec_err(d, "tensor '%s': unknown data_location %lld", t->name, (long long)s.location);
-	if (s.ext_location.p != NULL)
-		return dec_err(d, "tensor '%s': external_data without data_location EXTERNAL", t->name);
-	return tensor_inline(d, &c, &s, t, count, esize);
+	/* Messages from here on name the tensor too: graph.initializer[3]('conv1.weight'). */
+	plen = dec_push_quoted(d, t->name);
+	rc = tensor_place(d, r, f, &s, t);
+	dec_pop(d, plen);
+	return rc;
 }

@@ -9,6 +9,7 @@
 /* Field numbers are 29 bits in the wire format. */
 #define PB_MAX_FIELD ((1u << 29) - 1)
 
+/* Start a reader over len bytes at buf. */
 void
 pb_init(struct pb_reader *r, const uint8_t *buf, size_t len, const uint8_t *base)
 {
@@ -17,6 +18,7 @@ pb_init(struct pb_reader *r, const uint8_t *buf, size_t len, const uint8_t *base
 	r->base = base;
 }
 
+/* Start a reader over a length-delimited field's payload. */
 void
 pb_init_sub(struct pb_reader *sub, const struct pb_reader *r, const struct pb_field *f)
 {
@@ -99,6 +101,7 @@ pb_value(struct pb_reader *r, struct pb_field *f, char **cause)
 	}
 }
 
+/* Read the next field (tag and value), checking every length against the end. */
 int
 pb_next(struct pb_reader *r, struct pb_field *f, char **cause)
 {
@@ -133,6 +136,7 @@ pb_wire_name(int wire)
 	}
 }
 
+/* Refuse a field of another wire type. */
 int
 pb_expect(const struct pb_field *f, int wire, char **cause)
 {
@@ -151,6 +155,7 @@ pb_scalar(struct pb_reader *r, int elem_wire, uint64_t *v, char **cause)
 	return pb_fixed(r, elem_wire == PB_FIXED64 ? 8 : 4, v, cause);
 }
 
+/* Visit the elements of one occurrence of a repeated scalar field, packed or not. */
 int
 pb_scalars_each(const struct pb_reader *r, const struct pb_field *f, int elem_wire,
     int (*fn)(void *arg, uint64_t v, char **cause), void *arg, char **cause)
@@ -180,6 +185,7 @@ pb_count_one(void *arg, uint64_t v, char **cause)
 	return 0;
 }
 
+/* Count the elements of one occurrence of a repeated scalar field, packed or not. */
 int
 pb_scalars_count(const struct pb_reader *r, const struct pb_field *f, int elem_wire,
     size_t *n, char **cause)
