@@ -104,3 +104,12 @@ EXTRA_DIST += tests/test_ipc_lib.sh
 # inferd-bench and bench-http-baseline against a private CPU daemon, both protocols.
 TESTS += tests/test_bench.sh
 dist_check_SCRIPTS += tests/test_bench.sh
+
+# --- CPU kernels (cpu-kernels) ---
+# Every kernel against naive double-precision references; then random one-node models against onnxruntime.
+CPU_KERNEL_TESTS = tests/test_cpu_kernels
+check_PROGRAMS += $(CPU_KERNEL_TESTS)
+TESTS += tests/test_cpu_kernels
+CPU_NODE_FIXTURE = tests/cpu_node_fixture.c tests/cpu_node_fixture.h
+tests_test_cpu_kernels_SOURCES = tests/test_cpu_kernels.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_test_cpu_kernels_LDADD = $(TEST_LDADD)
