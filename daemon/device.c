@@ -379,10 +379,11 @@ device_node_check_shapes(const graph_t *g, const struct graph_node *n,
 		    device_check_int(shapes[n->outputs[0]].dims[1], "output width", cause) != 0 ? -1 : 0;
 	if (n->op != GRAPH_OP_SOFTMAX && n->op != GRAPH_OP_LAYERNORM)
 		return 0;
-	axis = (int)(n->attr.softmax.axis < 0 ? n->attr.softmax.axis + x->ndims : n->attr.softmax.axis);
-	if (n->op == GRAPH_OP_SOFTMAX && axis != x->ndims - 1)
-		return error_set(cause, "softmax over axis %d of rank %d: only the last axis", axis, x->ndims);
-	if (n->op == GRAPH_OP_LAYERNORM)
+	if (n->op == GRAPH_OP_SOFTMAX) {
+		axis = (int)(n->attr.softmax.axis < 0 ? n->attr.softmax.axis + x->ndims : n->attr.softmax.axis);
+		if (axis != x->ndims - 1)
+			return error_set(cause, "softmax over axis %d of rank %d: only the last axis", axis, x->ndims);
+	} else
 		axis = (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
 	device_rows_cols(x, axis, &rows, &cols);
 	if (device_check_int(rows, "rows", cause) != 0 || device_check_int(cols, "row width", cause) != 0)

@@ -539,8 +539,10 @@ cuda_step_fill(const device_t *dev, struct cuda_step *st,
 		device_rows_cols(x, axis, &rows, &cols);
 		st->rows = (int)rows;
 		st->cols = (int)cols;
-		st->eps = n->attr.norm.eps;
-		st->as_log = n->op == GRAPH_OP_SOFTMAX && n->attr.softmax.log;
+		if (n->op == GRAPH_OP_LAYERNORM)
+			st->eps = n->attr.norm.eps;
+		else
+			st->as_log = n->attr.softmax.log;
 		if (cols == 0)
 			st->elems = 0;
 	}

@@ -10,8 +10,12 @@ extern "C" {
 
 /*
  * A backend fills one table; device.c wraps it.  Each function receives the
- * backend's own context (dev->ctx, s->handle, e->handle).  Wrappers have
- * already checked that pointers are non-NULL and sizes are in range.
+ * backend's own context (dev->ctx, s->handle, e->handle, p->handle), which
+ * holds everything backend-specific (a cuBLAS handle, a timestamp, compiled
+ * steps).  Wrappers have already checked that pointers are non-NULL and sizes
+ * are in range; plan_compile is called only for graphs whose every node
+ * supports_node accepted, with shapes graph_infer_shapes agrees with and an
+ * address for every non-empty tensor.
  */
 struct device_ops {
 	const char *name;

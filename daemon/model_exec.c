@@ -247,7 +247,7 @@ model_exec_free(model_exec_t *x)
 
 /* Queue the plan for rows rows on s: x->input to x->output. */
 static int
-model_exec_layers(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+model_exec_queue(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 {
 	if (device_plan_run(x->plans[rows - 1], s, cause) != 0)
 		return error_prefix(cause, "model '%s'", x->model->name);
@@ -267,7 +267,7 @@ model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
 			return error_prefix(cause, "model '%s': %d rows", m->name, rows);
 		return 0;
 	}
-	return model_exec_layers(x, rows, s, cause);
+	return model_exec_queue(x, rows, s, cause);
 }
 
 /* Launches of each graph timed when choosing; the median is kept. */
@@ -352,7 +352,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		if (device_graph_capture_begin(s, cause) != 0)
 			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
 		g = NULL;
-		rc = model_exec_layers(x, rows, s, cause);
+		rc = model_exec_queue(x, rows, s, cause);
 		/* End the capture even after a failure, so the stream is usable again. */
 		if (device_graph_capture_end(s, &g, rc == 0 ? cause : NULL) != 0) {
 			g = NULL;
