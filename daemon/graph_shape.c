@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -953,17 +954,48 @@ graph_shapes_seed(const graph_t *g, const struct graph_shape *input_shapes, stru
 	return 0;
 }
 
+/* Refuse a node reading a tensor that is neither a constant, an input, nor written by an earlier node. */
+static int
+node_inputs_known(const graph_t *g, const struct graph_node *n, const unsigned char *known,
+    char **cause)
+{
+	int k;
+
+	for (k = 0; k < n->ninputs; k++)
+		if (n->inputs[k] >= 0 && n->inputs[k] < (int)g->ntensors && !known[n->inputs[k]])
+			return error_set(cause, "node '%s': input '%s' is computed by no earlier node",
+			    n->name ? n->name : "?", g->tensors[n->inputs[k]].name);
+	return 0;
+}
+
 /* Shapes of every tensor for concrete input shapes. */
 int
 graph_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
     struct graph_shape *shapes, char **cause)
 {
+	unsigned char *known = calloc(g->ntensors + 1, 1);
 	size_t i;
+	int k, rc = -1;
 
+	if (known == NULL)
+		return error_set(cause, "out of memory");
 	if (graph_shapes_seed(g, input_shapes, shapes, cause) < 0)
-		return -1;
-	for (i = 0; i < g->nnodes; i++)
-		if (graph_infer_node(g, &g->nodes[i], shapes, cause) < 0)
-			return -1;
-	return 0;
+		goto out;
+	for (i = 0; i < g->ntensors; i++)
+		known[i] = (g->tensors[i].flags & GRAPH_TENSOR_CONST) != 0;
+	for (k = 0; k < g->ninputs; k++)
+		known[g->inputs[k]] = 1;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+
+		if (node_inputs_known(g, n, known, cause) < 0 || graph_infer_node(g, n, shapes, cause) < 0)
+			goto out;
+		for (k = 0; k < n->noutputs; k++)
+			if (n->outputs[k] >= 0)
+				known[n->outputs[k]] = 1;
+	}
+	rc = 0;
+out:
+	free(known);
+	return rc;
 }

@@ -139,6 +139,7 @@ test_broadcast(void)
 {
 	struct tg b;
 	struct graph_shape in[3] = { SH(3, 2, 1, 4), SH(2, 3, 1), SH(0) };
+	struct graph_node *n0;
 	int x, y, z;
 
 	tg_init(&b);
@@ -155,6 +156,11 @@ test_broadcast(void)
 	tg_node(&b, GRAPH_OP_WHERE, "where0", 3, (int[]){ x, y, z }, 1);
 	in[0] = SH(2, 3, 1); in[1] = SH(1, 4); in[2] = SH(0);
 	expect_shape(&b, in, 0, SH(2, 3, 4), "where [3,1],[4],[]");
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	n0 = tg_node(&b, GRAPH_OP_UNARY, "early", 1, &x, 1);
+	n0->inputs[0] = tg_node(&b, GRAPH_OP_UNARY, "late", 1, &x, 1)->outputs[0];
+	expect_error(&b, in, "'early'", "node reading a later node's output");
 }
 
 /* Conv (groups, strides, pads, dilations) and ConvTranspose (output_padding, group). */
