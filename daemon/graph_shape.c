@@ -527,7 +527,9 @@ shape_reshape(const graph_t *g, const struct graph_node *n, struct graph_shape *
 			return -1;
 		break;
 	case GRAPH_RESHAPE_FLATTEN:
-		if (norm_axis(n->attr.reshape.axis, x->ndims + 1, &ax) < 0)
+		/* Flatten's axis lies in [-rank, rank]: a negative one counts from rank, not rank + 1. */
+		ax = n->attr.reshape.axis < 0 ? n->attr.reshape.axis + x->ndims : n->attr.reshape.axis;
+		if (ax < 0 || ax > x->ndims)
 			return node_shape_error(n, cause, "flatten axis out of range", x);
 		for (i = 0; i < x->ndims; i++)
 			*(i < ax ? &a : &b) *= x->dims[i];

@@ -405,8 +405,8 @@ onnx_import(const onnx_model_t *m, graph_t **out, char **cause)
 	memset(&im, 0, sizeof im);
 	im.m = m;
 	im.opset = onnx_model_opset(m, "");
-	if (im.opset < 13 || im.opset > 20) {
-		return error_set(cause, "ai.onnx opset %lld not supported (13 to 20 are)",
+	if (im.opset < 13 || im.opset > 22) {
+		return error_set(cause, "ai.onnx opset %lld not supported (13 to 22 are)",
 		    (long long)im.opset);
 	}
 	if ((im.g = calloc(1, sizeof *im.g)) == NULL)

@@ -11,7 +11,7 @@ extern "C" {
 
 /*
  * Contract:
- * - Every ONNX node of the supported set (ai.onnx opsets 13 to 20; Gelu also
+ * - Every ONNX node of the supported set (ai.onnx opsets 13 to 22, whose later versions only add dtypes inferd refuses; Gelu also
  *   from com.microsoft) becomes one graph node with typed attributes, in
  *   topological order.  Initializers and Constant nodes become CONST tensors
  *   whose data points into the decoded model (no copy): the graph must be

@@ -134,14 +134,14 @@ CLEANFILES += tests/fuzz_onnx_libfuzzer
 # Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
 # on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
 check_PROGRAMS += tests/test_graph_shape tests/test_onnx_import
-TESTS += tests/test_graph_shape tests/test_onnx_import.sh
+TESTS += tests/test_graph_shape tests/test_onnx_import.sh tests/test_onnx_node.sh
 tests_test_graph_shape_SOURCES = tests/test_graph_shape.c $(TEST_COMMON)
 tests_test_graph_shape_LDADD = $(TEST_LDADD)
 tests_test_onnx_import_SOURCES = tests/test_onnx_import.c $(TEST_COMMON)
 tests_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_onnx_import_LDADD = $(TEST_LDADD)
-dist_check_SCRIPTS += tests/test_onnx_import.sh
-EXTRA_DIST += tests/make_onnx_import_cases.py
+dist_check_SCRIPTS += tests/test_onnx_import.sh tests/test_onnx_node.sh
+EXTRA_DIST += tests/make_onnx_import_cases.py tests/make_onnx_node_cases.py
 
 # --- CPU kernels (cpu-kernels) ---
 # Every kernel against naive double-precision references; then random one-node models against onnxruntime.

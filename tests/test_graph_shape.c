@@ -271,6 +271,10 @@ test_reshape(void)
 	expect_shape(&b, in, 0, SH(2, 6, 4), "flatten axis 2");
 	n->attr.reshape.axis = 0;
 	expect_shape(&b, in, 0, SH(2, 1, 24), "flatten axis 0");
+	n->attr.reshape.axis = -1;
+	expect_shape(&b, in, 0, SH(2, 6, 4), "flatten axis -1");
+	n->attr.reshape.axis = 3;
+	expect_shape(&b, in, 0, SH(2, 24, 1), "flatten axis 3 (the rank)");
 	n->attr.reshape.kind = GRAPH_RESHAPE_SQUEEZE;
 	in[0] = SH(4, 2, 1, 3, 1);
 	n->attr.reshape.naxes = 1; n->attr.reshape.axes[0] = 1;
