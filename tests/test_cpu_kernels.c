@@ -133,7 +133,17 @@ test_gemm(void)
 		int64_t m = rnd(1, 40), n = rnd(1, 40), k = rnd(1, 70), ad[2], bd[2], cd[2] = { m, n };
 		int ta = (int)rnd(0, 1), tb = (int)rnd(0, 1), cform = (int)rnd(0, 5), cnd = 2;
 		float *a, *b, *c = NULL, *y;
-		double *ref = malloc((size_t)(m * n) * sizeof(double));
+		double *ref;
+
+		/* The last cases are large enough to split over threads, by rows and by columns. */
+		if (t >= 36) {
+			m = t % 2 ? 300 : 40;
+			n = t % 2 ? 40 : 300;
+			k = 130;
+			cd[0] = m;
+			cd[1] = n;
+		}
+		ref = malloc((size_t)(m * n) * sizeof(double));
 		char what[96];
 
 		fix_init(&f, GRAPH_OP_GEMM);
