@@ -1459,7 +1459,7 @@ test_pad(void)
 	}
 }
 
-/* Source coordinate per the ONNX Resize definition (in float, where nearest rounding must see onnxruntime's values). */
+/* Source coordinate per the ONNX Resize definition, rounded as onnxruntime does (float; the symmetric mode's sum in double). */
 static float
 ref_resize_coord(int mode, float x, float scale, int64_t in, int64_t out)
 {
@@ -1467,7 +1467,7 @@ ref_resize_coord(int mode, float x, float scale, int64_t in, int64_t out)
 	case CPU_RESIZE_HALF_PIXEL_SYMMETRIC: {
 		float adj = (float)out / (scale * (float)in);
 
-		return (float)in / 2 * (1 - adj) + (x + 0.5f) / scale - 0.5f;
+		return (float)((double)((float)in / 2 * (1 - adj)) + ((double)x + 0.5) / scale - 0.5);
 	}
 	case CPU_RESIZE_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5f) / scale - 0.5f : 0;
 	case CPU_RESIZE_ALIGN_CORNERS: return out == 1 ? 0 : x * (float)(in - 1) / (float)(out - 1);
