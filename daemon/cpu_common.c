@@ -23,9 +23,12 @@ cpu_kernels_set_threads(int n)
 		n = 1;
 	cpu_nthreads = n;
 #ifdef _OPENMP
+	/* The kernels split each sgemm over their own threads; OpenBLAS's pool would spin against them. */
 	omp_set_num_threads(n);
-#endif
+	openblas_set_num_threads(1);
+#else
 	openblas_set_num_threads(n);
+#endif
 }
 
 /* The thread count last set. */

@@ -1,7 +1,6 @@
 /* cpu_conv.c: Conv (NCHW): 1x1 as one sgemm, depthwise as direct loops, the rest as im2col + sgemm; bias, residual, activation fused. */
 #include "config.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "cpu_conv_geom.h"
@@ -66,6 +65,20 @@ conv_is_pointwise(const struct cpu_window *w)
 	return 1;
 }
 
+/* dst[ow] = src[ow + base] where that lies in [0, in), else 0: a stride-1 row as one copy. */
+static void
+im2col_span(const float *src, int64_t base, int64_t in, float *dst, int64_t out)
+{
+	int64_t lo = base >= 0 ? 0 : -base, hi = in - base;
+
+	lo = lo > out ? out : lo;
+	hi = hi < lo ? lo : hi > out ? out : hi;
+	memset(dst, 0, (size_t)lo * sizeof(float));
+	if (hi > lo)
+		memcpy(dst + lo, src + lo + base, (size_t)(hi - lo) * sizeof(float));
+	memset(dst + hi, 0, (size_t)(out - hi) * sizeof(float));
+}
+
 /* One row of the im2col matrix: channel plane x at kernel offset (kd, kh, kw). */
 static void
 im2col_row(const struct cpu_window *w, const float *x, int64_t kd, int64_t kh, int64_t kw, float *dst)
@@ -80,6 +93,10 @@ im2col_row(const struct cpu_window *w, const float *x, int64_t kd, int64_t kh, i
 
 			if (id < 0 || id >= w->in[0] || ih < 0 || ih >= w->in[1]) {
 				memset(dst, 0, (size_t)w->out[2] * sizeof(float));
+				continue;
+			}
+			if (w->s[2] == 1) {
+				im2col_span(src, base, w->in[2], dst, w->out[2]);
 				continue;
 			}
 			for (int64_t ow = 0; ow < w->out[2]; ow++) {
@@ -258,9 +275,8 @@ cpu_conv_run(const struct cpu_node_ctx *c, char **cause)
 
 				if (!pointwise)
 					im2col(&w, cg, xg, col);
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)w.out_sz,
-				    (int)kdim, 1.0f, wt + g * mg * kdim, (int)kdim, pointwise ? xg : col,
-				    (int)w.out_sz, 0.0f, y + (img * w.m + g * mg) * w.out_sz, (int)w.out_sz);
+				cpu_sgemm(0, 0, mg, w.out_sz, kdim, 1.0f, wt + g * mg * kdim, kdim,
+				    pointwise ? xg : col, w.out_sz, 0.0f, y + (img * w.m + g * mg) * w.out_sz, w.out_sz);
 			}
 	}
 	conv_epilogue(c, &w, y);

@@ -1,7 +1,6 @@
 /* cpu_conv_transpose.c: ConvTranspose (NCHW) as sgemm into columns, then col2im; bias and activation fused. */
 #include "config.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "cpu_conv_geom.h"
@@ -110,9 +109,8 @@ cpu_conv_transpose_run(const struct cpu_node_ctx *c, char **cause)
 			for (int64_t g = 0; g < w.c / cg; g++) {
 				float *yg = y + (img * w.m + g * mg) * w.out_sz;
 
-				cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)w.in_sz,
-				    (int)cg, 1.0f, wt + g * cg * rows, (int)rows,
-				    x + (img * w.c + g * cg) * w.in_sz, (int)w.in_sz, 0.0f, col, (int)w.in_sz);
+				cpu_sgemm(1, 0, rows, w.in_sz, cg, 1.0f, wt + g * cg * rows, rows,
+				    x + (img * w.c + g * cg) * w.in_sz, w.in_sz, 0.0f, col, w.in_sz);
 				#pragma omp parallel for schedule(static) if (cpu_parallel(rows * w.in_sz))
 				for (int64_t m = 0; m < mg; m++)
 					col2im_plane(&w, col + m * w.k_sz * w.in_sz, yg + m * w.out_sz);

@@ -6,6 +6,46 @@
 
 #include "cpu_kernels_impl.h"
 
+/* Columns (or rows) per thread are rounded to this so each piece keeps OpenBLAS's panel widths. */
+#define SGEMM_ALIGN 16
+
+/* One sgemm call. */
+static void
+sgemm_one(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+    const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+	    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* C = alpha op(A) op(B) + beta C, the wider of rows and columns split over threads. */
+void
+cpu_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+    const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	int nt = cpu_kernels_threads(), by_cols = n >= m;
+	int64_t len = by_cols ? n : m, piece;
+
+	if (nt < 2 || m * n * k < 4 * CPU_PARALLEL_MIN * 8 || len < 2 * SGEMM_ALIGN) {
+		sgemm_one(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		return;
+	}
+	piece = (len + nt - 1) / nt;
+	piece = (piece + SGEMM_ALIGN - 1) / SGEMM_ALIGN * SGEMM_ALIGN;
+	#pragma omp parallel for schedule(static, 1)
+	for (int t = 0; t < nt; t++) {
+		int64_t lo = t * piece, cnt = len - lo < piece ? len - lo : piece;
+
+		if (cnt <= 0)
+			continue;
+		if (by_cols)
+			sgemm_one(ta, tb, m, cnt, k, alpha, a, lda, tb ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+		else
+			sgemm_one(ta, tb, cnt, n, k, alpha, ta ? a + lo : a + lo * lda, lda, b, ldb, beta,
+			    c + lo * ldc, ldc);
+	}
+}
+
 struct fill_arg {
 	float *y;
 	const float *c;
@@ -75,9 +115,8 @@ cpu_gemm_run(const struct cpu_node_ctx *c, char **cause)
 		memset(y, 0, (size_t)(m * n) * sizeof(float));
 	}
 	if (k > 0)
-		cblas_sgemm(CblasRowMajor, at->trans_a ? CblasTrans : CblasNoTrans,
-		    at->trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, at->alpha,
-		    cpu_in(c, 0), (int)as->dims[1], cpu_in(c, 1), (int)bs->dims[1], beta, y, (int)n);
+		cpu_sgemm(at->trans_a, at->trans_b, m, n, k, at->alpha, cpu_in(c, 0), as->dims[1], cpu_in(c, 1),
+		    bs->dims[1], beta, y, n);
 	cpu_act_inplace(y, m * n, c->n->act, c->n->act_alpha, c->n->act_beta);
 	return 0;
 }
@@ -151,29 +190,49 @@ bad:
 	    cpu_shape_str(bs, s2, sizeof(s2)));
 }
 
-/* The product for every batch: one tall sgemm when B is shared, else one per batch. */
+/* A and B offsets (in matrices) of output batch i. */
+static void
+mm_batch_offsets(const struct mm_geom *g, int64_t i, int64_t *ao, int64_t *bo)
+{
+	*ao = *bo = 0;
+	for (int j = g->nb - 1; j >= 0; j--) {
+		int64_t d = i % g->bdims[j];
+
+		i /= g->bdims[j];
+		*ao += d * g->ast[j];
+		*bo += d * g->bst[j];
+	}
+}
+
+/*
+ * The product for every batch: one tall sgemm when B is shared; else batches
+ * over threads when there are enough of them, or each batch split.
+ */
 static void
 mm_multiply(const struct mm_geom *g, const float *a, const float *b, float *y)
 {
 	int64_t ma = g->m * g->k, mb = g->k * g->n, my = g->m * g->n;
 
 	if (g->bbatch == 1 && g->abatch == g->nbatch) {
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(g->nbatch * g->m), (int)g->n,
-		    (int)g->k, 1.0f, a, (int)g->k, b, (int)g->n, 0.0f, y, (int)g->n);
+		cpu_sgemm(0, 0, g->nbatch * g->m, g->n, g->k, 1.0f, a, g->k, b, g->n, 0.0f, y, g->n);
+		return;
+	}
+	if (g->nbatch >= cpu_kernels_threads() && cpu_parallel(g->nbatch * my * g->k / 8)) {
+		#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < g->nbatch; i++) {
+			int64_t ao, bo;
+
+			mm_batch_offsets(g, i, &ao, &bo);
+			sgemm_one(0, 0, g->m, g->n, g->k, 1.0f, a + ao * ma, g->k, b + bo * mb, g->n, 0.0f,
+			    y + i * my, g->n);
+		}
 		return;
 	}
 	for (int64_t i = 0; i < g->nbatch; i++) {
-		int64_t rem = i, ao = 0, bo = 0;
+		int64_t ao, bo;
 
-		for (int j = g->nb - 1; j >= 0; j--) {
-			int64_t d = rem % g->bdims[j];
-
-			rem /= g->bdims[j];
-			ao += d * g->ast[j];
-			bo += d * g->bst[j];
-		}
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k,
-		    1.0f, a + ao * ma, (int)g->k, b + bo * mb, (int)g->n, 0.0f, y + i * my, (int)g->n);
+		mm_batch_offsets(g, i, &ao, &bo);
+		cpu_sgemm(0, 0, g->m, g->n, g->k, 1.0f, a + ao * ma, g->k, b + bo * mb, g->n, 0.0f, y + i * my, g->n);
 	}
 }
 

@@ -91,6 +91,14 @@ int cpu_fail(char **cause, const char *fmt, ...) __attribute__((format(printf, 2
 /* Whether the loop over n elements should use several threads. */
 int cpu_parallel(int64_t n);
 
+/*
+ * Row-major C = alpha op(A) op(B) + beta C through OpenBLAS, split over the
+ * kernels' OpenMP threads by rows or columns when large (OpenBLAS itself runs
+ * one thread: two thread pools spinning on two cores starve each other).
+ */
+void cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* IEEE half <-> single, round to nearest even. */
 float cpu_f16_to_f32(uint16_t h);
 uint16_t cpu_f32_to_f16(float f);

@@ -34,7 +34,8 @@ resize_coord(int mode, float x, float scale, int64_t in, int64_t out)
 	case CPU_RESIZE_HALF_PIXEL_SYMMETRIC: {
 		float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
 
-		return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
+		/* onnxruntime takes this sum in double; so do we, to round the same way. */
+		return (float)((double)(center * (1.0f - adj)) + ((double)x + 0.5) / scale - 0.5);
 	}
 	default:
 		return (x + 0.5f) / scale - 0.5f;

@@ -244,6 +244,49 @@ def misc_cases(w, rng, n):
                out_type=TensorProto.FLOAT16)
 
 
+UNARY = [("Relu", 1, {}), ("Sigmoid", 4, {}), ("Tanh", 5, {}), ("LeakyRelu", 6, {"alpha": 0.1}),
+         ("HardSigmoid", 8, {"alpha": 0.2, "beta": 0.5}), ("HardSwish", 9, {}), ("Exp", 10, {}),
+         ("Log", 11, {}), ("Sqrt", 12, {}), ("Neg", 13, {}), ("Reciprocal", 14, {}), ("Erf", 15, {}), ("Abs", 16, {})]
+BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Equal", "Max", "Min"]
+
+
+def elementwise_cases(w, rng, n):
+    for t, (op, fn, attrs) in enumerate(UNARY):
+        x = rng.uniform(0.1 if op in ("Log", "Sqrt", "Reciprocal") else -3, 3, size=(3, 4, 5)).astype(np.float32)
+        w.case(f"unary_{op}", op, attrs, [x], "UNARY", {"fn": fn, "alpha": attrs.get("alpha", 0.0),
+                                                          "beta": attrs.get("beta", 0.0)})
+    for t in range(n):
+        fn = t % len(BINARY)
+        shape = [int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 5)))]
+        bshape = [d if rng.integers(0, 3) else 1 for d in shape[int(rng.integers(0, len(shape) + 1)):]]
+        dt = np.int64 if BINARY[fn] == "Equal" and t % 2 else np.float32
+        a = rng.uniform(0.2 if BINARY[fn] == "Pow" else -2, 2, size=shape).astype(dt)
+        b = rng.uniform(0.5, 2, size=bshape).astype(dt) if BINARY[fn] == "Div" else \
+            rng.uniform(-2, 2, size=bshape).astype(dt)
+        if BINARY[fn] == "Equal":  # few distinct values, so equal pairs occur
+            a = rng.integers(-2, 3, size=shape).astype(dt)
+            b = rng.integers(-2, 3, size=bshape).astype(dt)
+        w.case(f"binary{t}_{BINARY[fn]}", BINARY[fn], {}, [a, b], "BINARY", {"fn": fn},
+               out_type=TensorProto.BOOL if BINARY[fn] == "Equal" else None)
+        x = rnd(rng, 2, 3, 4, 5)
+        slope = rnd(rng, 3, 1, 1)
+        w.case(f"prelu{t}", "PRelu", {}, [x, slope], "PRELU", {})
+        cond = rng.integers(0, 2, size=shape[-2:]).astype(np.bool_)
+        y = rng.integers(-9, 9, size=shape).astype(np.int64)
+        z = rng.integers(-9, 9, size=bshape).astype(np.int64)
+        w.case(f"where{t}", "Where", {}, [cond, y, z], "WHERE", {}, out_type=TensorProto.INT64)
+        perm = [int(i) for i in rng.permutation(len(shape))]
+        w.case(f"transpose{t}", "Transpose", {"perm": perm}, [y], "TRANSPOSE", {"perm": perm})
+        tgt = np.array(shape, np.int64)
+        w.case(f"expand{t}", "Expand", {}, [z, tgt], "EXPAND", {}, consts={1: True}, graph_inputs=[z])
+        ax = int(rng.integers(0, len(shape)))
+        parts = [rnd(rng, *(shape[:ax] + [int(rng.integers(1, 4))] + shape[ax + 1:])) for _ in range(int(rng.integers(1, 4)))]
+        w.case(f"concat{t}", "Concat", {"axis": ax}, parts, "CONCAT", {"axis": ax})
+        x = rnd(rng, 2, 3, 4, 4)
+        p = [rnd(rng, 3), rnd(rng, 3), rnd(rng, 3), rng.uniform(0.1, 1, size=3).astype(np.float32)]
+        w.case(f"batchnorm{t}", "BatchNormalization", {"epsilon": 1e-3}, [x] + p, "BATCHNORM", {"eps": 1e-3})
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -260,6 +303,7 @@ def main():
     softmax_ln_cases(w, rng, 16)
     gather_slice_cases(w, rng, 20)
     misc_cases(w, rng, 10)
+    elementwise_cases(w, rng, 16)
     with open(os.path.join(outdir, "cases.json"), "w") as f:
         json.dump({"seed": seed, "cases": w.cases}, f, indent=0)
     print(f"{len(w.cases)} cases from onnxruntime {ort.__version__} (seed {seed})")

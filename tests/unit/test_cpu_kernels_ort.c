@@ -67,10 +67,13 @@ static int
 set_node(struct graph_node *n, const char *op, json_t *a)
 {
 	static const char *const names[] = { "GEMM", "MATMUL", "CONV", "CONV_TRANSPOSE", "POOL", "SOFTMAX",
-	    "LAYERNORM", "GATHER", "SLICE", "RESIZE", "PAD", "REDUCE", "CAST" };
+	    "LAYERNORM", "GATHER", "SLICE", "RESIZE", "PAD", "REDUCE", "CAST", "UNARY", "BINARY", "PRELU",
+	    "WHERE", "TRANSPOSE", "EXPAND", "CONCAT", "BATCHNORM" };
 	static const enum graph_op ops[] = { GRAPH_OP_GEMM, GRAPH_OP_MATMUL, GRAPH_OP_CONV,
 	    GRAPH_OP_CONV_TRANSPOSE, GRAPH_OP_POOL, GRAPH_OP_SOFTMAX, GRAPH_OP_LAYERNORM, GRAPH_OP_GATHER,
-	    GRAPH_OP_SLICE, GRAPH_OP_RESIZE, GRAPH_OP_PAD, GRAPH_OP_REDUCE, GRAPH_OP_CAST };
+	    GRAPH_OP_SLICE, GRAPH_OP_RESIZE, GRAPH_OP_PAD, GRAPH_OP_REDUCE, GRAPH_OP_CAST, GRAPH_OP_UNARY,
+	    GRAPH_OP_BINARY, GRAPH_OP_PRELU, GRAPH_OP_WHERE, GRAPH_OP_TRANSPOSE, GRAPH_OP_EXPAND, GRAPH_OP_CONCAT,
+	    GRAPH_OP_BATCHNORM };
 	size_t k;
 	float sc[GRAPH_MAX_DIMS] = { 0 };
 	int64_t tmp[GRAPH_MAX_DIMS];
@@ -140,6 +143,23 @@ set_node(struct graph_node *n, const char *op, json_t *a)
 		break;
 	case GRAPH_OP_CAST:
 		n->attr.cast.to = (enum graph_dtype)attr_int(a, "to", 0);
+		break;
+	case GRAPH_OP_UNARY:
+		n->attr.unary.fn = (enum graph_unary)attr_int(a, "fn", 0);
+		n->attr.unary.alpha = attr_float(a, "alpha", 0);
+		n->attr.unary.beta = attr_float(a, "beta", 0);
+		break;
+	case GRAPH_OP_BINARY:
+		n->attr.binary.fn = (enum graph_binary)attr_int(a, "fn", 0);
+		break;
+	case GRAPH_OP_TRANSPOSE:
+		n->attr.transpose.nperm = attr_ints(a, "perm", n->attr.transpose.perm, GRAPH_MAX_DIMS);
+		break;
+	case GRAPH_OP_CONCAT:
+		n->attr.concat.axis = attr_int(a, "axis", 0);
+		break;
+	case GRAPH_OP_BATCHNORM:
+		n->attr.norm.eps = attr_float(a, "eps", 1e-5f);
 		break;
 	default:
 		break;
