@@ -356,7 +356,7 @@ launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 		if (launch_copy_in(q, s, i, cause) != 0)
 			return -1;
 	if (device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
-	    model_exec_run(s->exec, s->rows, q->compute, cause) != 0 ||
+	    model_exec_run_rows(s->exec, s->rows, q->compute, cause) != 0 ||
 	    device_event_record(s->ev_compute1, q->compute, cause) != 0)
 		return -1;
 	for (i = 0; i < s->nreqs; i++)

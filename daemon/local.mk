@@ -15,7 +15,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
-	daemon/model.c daemon/model_exec.c daemon/model.h \
+	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
+	daemon/model_onnx.c daemon/model_shape.c \
 	daemon/repository.c daemon/repository.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/batcher.c daemon/batcher.h \

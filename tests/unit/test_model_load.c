@@ -108,7 +108,7 @@ test_good_model(const char *dir)
 		y[r] = NAN;
 	CHECK(device_copy_h2d(s, ex->input, x, sizeof x, &cause) == 0, "%s", cause);
 	CHECK(device_copy_h2d(s, ex->output, y, sizeof y, &cause) == 0, "%s", cause);
-	CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
+	CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
 	CHECK(device_copy_d2h(s, y, ex->output, sizeof y, &cause) == 0, "%s", cause);
 	CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 	for (r = 0; r < ROWS; r++)
@@ -119,14 +119,14 @@ test_good_model(const char *dir)
 		/* A replayed graph computes what the layer-by-layer run did (it may run a padded batch size). */
 		float yg[ROWS * OUT];
 		CHECK(model_exec_capture(ex, s, 8, &cause) == 0 && ex->ngraphs == 8, "capture: %s", cause);
-		CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
+		CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
 		CHECK(device_copy_d2h(s, yg, ex->output, sizeof yg, &cause) == 0, "%s", cause);
 		CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 		err = test_rel_error(yg, ref, ROWS * OUT);
 		CHECK(err <= 1e-5, "graph replay: relative error %g", err);
 		printf("graph replay of %d rows (run as %d): relative error %g\n", ROWS, ex->graph_rows[ROWS - 1], err);
 	}
-	CHECK(model_exec_run(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
+	CHECK(model_exec_run_rows(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
 	device_stream_destroy(s);
 	model_exec_free(ex);
 	model_free(m);
