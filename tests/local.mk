@@ -129,3 +129,7 @@ tests/fuzz_onnx_libfuzzer: $(ONNX_FUZZ_SRC) $(srcdir)/daemon/onnx_decode.h $(src
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) -o $@ $(ONNX_FUZZ_SRC)
 CLEANFILES += tests/fuzz_onnx_libfuzzer
 .PHONY: fuzz-onnx
+
+# --- ONNX model references (onnx-refs) ---
+# tests/onnx_reference.py exports models with random weights and writes onnxruntime/PyTorch references.
+EXTRA_DIST += tests/onnx_reference.py

@@ -193,17 +193,22 @@ def torchvision_model(name):
     return model
 
 
-def hf_model(name):
-    """A transformers BERT-base or DistilBERT encoder from its config."""
+def hf_model(name, for_export):
+    """A transformers BERT-base or DistilBERT encoder from its config.
+
+    For export the attention is the plain ("eager") one, which every opset
+    from 13 exports; PyTorch timed as a peer keeps its default (SDPA).
+    """
     try:
         import transformers
     except ImportError as e:
         skip(f"cannot import transformers: {e}")
+    kwargs = {"attn_implementation": "eager"} if for_export else {}
     if name == "bert":
-        cfg = transformers.BertConfig()
+        cfg = transformers.BertConfig(**kwargs)
         model = transformers.BertModel(cfg, add_pooling_layer=False)
     else:
-        cfg = transformers.DistilBertConfig()
+        cfg = transformers.DistilBertConfig(**kwargs)
         model = transformers.DistilBertModel(cfg)
     return HFEncoder(model)
 
@@ -220,8 +225,9 @@ class HFEncoder(nn.Module):
                           attention_mask=attention_mask).last_hidden_state
 
 
-# Per model: constructor, input kind, output names, default seq, needs seq.
-IMAGE = "image"
+# Per model: constructor, input kind, output names.  Input kinds:
+# ("image", channels, side), ("tokens", mask: None | "bool" | "float"),
+# ("hf", vocabulary size).
 SPECS = {
     "lenet5":            (LeNet5, ("image", 1, 32), ["logits"]),
     "resnet18":          (lambda: torchvision_model("resnet18"), ("image", 3, 224), ["logits"]),
@@ -234,8 +240,8 @@ SPECS = {
     "mobilenetv3":       (lambda: torchvision_model("mobilenet_v3_small"), ("image", 3, 224), ["logits"]),
     "efficientnet_b0":   (lambda: torchvision_model("efficientnet_b0"), ("image", 3, 224), ["logits"]),
     "vit_b_16":          (lambda: torchvision_model("vit_b_16"), ("image", 3, 224), ["logits"]),
-    "bert":              (lambda: hf_model("bert"), ("hf", 30522), ["last_hidden_state"]),
-    "distilbert":        (lambda: hf_model("distilbert"), ("hf", 30522), ["last_hidden_state"]),
+    "bert":              (lambda e: hf_model("bert", e), ("hf", 30522), ["last_hidden_state"]),
+    "distilbert":        (lambda e: hf_model("distilbert", e), ("hf", 30522), ["last_hidden_state"]),
 }
 DEFAULT_SEQ = {"tokens": 24, "hf": 128}
 
@@ -419,11 +425,11 @@ def first_not_in(candidates, taken):
     raise SystemExit("no export size left")
 
 
-def build(name):
+def build(name, for_export=True):
     """The model in eval mode with its seeded random parameters."""
     ctor, kind, outputs = SPECS[name]
     torch.manual_seed(SEED)
-    model = ctor()
+    model = ctor(for_export) if kind[0] == "hf" else ctor()
     randomise_norms(model, torch.Generator().manual_seed(SEED + 1))
     model.eval()
     return model, kind, outputs
