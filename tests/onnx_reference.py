@@ -462,10 +462,12 @@ def parse_args():
 def main():
     args = parse_args()
     try:
-        import onnx  # noqa: F401  (graph_io needs it)
+        import onnx
         import onnxruntime as ort
     except ImportError as e:
         skip(f"cannot import onnx/onnxruntime: {e}")
+    print(f"torch {torch.__version__}, onnx {onnx.__version__}, "
+          f"onnxruntime {ort.__version__}")
     torch.set_num_threads(args.threads)
     model, kind, outputs = build(args.model)
     seq = args.seq or DEFAULT_SEQ.get(kind[0])

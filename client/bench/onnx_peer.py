@@ -20,6 +20,8 @@ GPU (when torch.cuda is available), per precision:
   fp16             model.half(), float inputs half (token ids stay INT64)
   torch-eager      input already on the device, timed with CUDA events
   torch-cudagraph  the forward captured once with torch.cuda.graph, replayed
+                   (BERT/DistilBERT: the mask given 4-D where the library
+                   takes it, see graphable_hf)
   torch-compile    torch.compile(model) (only with --compile, PyTorch >= 2)
 cudnn.benchmark is on for the GPU peers (what a PyTorch user tuning for speed
 does); its autotuning happens during warm-up.
@@ -189,6 +191,67 @@ def gpu_inputs(torch, arrays, precision):
     return out
 
 
+def graphable_hf(torch, model, tensors):
+    """For a transformers encoder, a wrapper passing the mask as a 4-D additive
+    float mask, or the model itself.
+
+    With the usual 2-D mask transformers decides in Python whether the mask
+    can be skipped (mask.all()), a host sync that CUDA graph capture refuses;
+    a 4-D mask is used as given.  The wrapper is taken only where the library
+    accepts it and its output matches the 2-D mask's.
+    """
+    inner = model.model
+
+    class Mask4d(torch.nn.Module):
+        """(ids, 2-D 0/1 mask) -> last hidden state through a 4-D mask."""
+
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids, mask):
+            dtype = next(self.inner.parameters()).dtype
+            add = (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+            return self.inner(input_ids=ids, attention_mask=add).last_hidden_state
+    wrapped = Mask4d()
+    try:
+        with torch.no_grad():
+            want = model(*tensors).float()
+            got = wrapped(*tensors).float()
+    except Exception as e:  # this transformers version refuses 4-D masks
+        print(f"{type(inner).__name__}: 4-D mask refused ({e}); 2-D mask kept",
+              file=sys.stderr)
+        return model
+    scale = float(want.abs().max())
+    if float((got - want).abs().max()) > 1e-2 * max(scale, 1e-30):
+        print(f"{type(inner).__name__}: 4-D mask changes the output; 2-D mask kept",
+              file=sys.stderr)
+        return model
+    return wrapped
+
+
+def bench_gpu_case(ref, torch, model, compiled, kind, base, args):
+    """Eager, CUDA graph (and compiled) timings of one batch size."""
+    _, arrays = ref.make_inputs(kind, base["batch"], base["seq"],
+                                np.random.default_rng(ref.SEED))
+    tensors = gpu_inputs(torch, arrays, base["precision"])
+    graphed = graphable_hf(torch, model, tensors) if kind[0] == "hf" else model
+
+    def eager(m=model):
+        with torch.no_grad():
+            m(*tensors)
+    rows = [measure(base, "torch-eager",
+                    lambda: time_cuda(torch, eager, args.runs, args.warmup)),
+            measure(base, "torch-cudagraph",
+                    lambda: time_cuda(torch, cuda_graph(torch, graphed, tensors),
+                                      args.runs, args.warmup))]
+    if compiled is not None:
+        rows.append(measure(base, "torch-compile",
+                            lambda: time_cuda(torch, lambda: eager(compiled),
+                                              args.runs, args.warmup)))
+    return rows
+
+
 def bench_gpu(ref, torch, name, args):
     """PyTorch eager, CUDA graph replay (and torch.compile) per precision."""
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -196,31 +259,16 @@ def bench_gpu(ref, torch, name, args):
     torch.backends.cudnn.benchmark = True
     results = []
     for precision in args.precisions:
-        model, kind, outputs = ref.build(name, for_export=False)
+        model, kind, _ = ref.build(name, for_export=False)
         model = model.cuda()
         if precision == "fp16":
             model = model.half()
         compiled = torch.compile(model) if args.compile else None
         for b in args.batch:
-            seq = args.seq if ref.has_seq(kind) else None
-            _, arrays = ref.make_inputs(kind, b, seq, np.random.default_rng(ref.SEED))
-            tensors = gpu_inputs(torch, arrays, precision)
-
-            def eager(m=model):
-                with torch.no_grad():
-                    m(*tensors)
             base = {"model": name, "device": "cuda", "precision": precision,
-                    "batch": b, "seq": seq}
-            results.append(measure(base, "torch-eager",
-                                   lambda: time_cuda(torch, eager, args.runs, args.warmup)))
-            results.append(measure(base, "torch-cudagraph",
-                                   lambda: time_cuda(torch, cuda_graph(torch, model, tensors),
-                                                     args.runs, args.warmup)))
-            if compiled is not None:
-                results.append(measure(base, "torch-compile",
-                                       lambda: time_cuda(torch, lambda: eager(compiled),
-                                                         args.runs, args.warmup)))
-        del model, compiled
+                    "batch": b, "seq": args.seq if ref.has_seq(kind) else None}
+            results += bench_gpu_case(ref, torch, model, compiled, kind, base, args)
+        model = compiled = None
         torch.cuda.empty_cache()
     return results
 
