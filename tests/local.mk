@@ -199,3 +199,7 @@ tests_unit_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_cpu_kernels_ort_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/unit/test_cpu_kernels_ort.sh
 EXTRA_DIST += tests/helpers/cpu_kernels_ref.py
+
+# --- ONNX model references (onnx-refs) ---
+# tests/helpers/onnx_reference.py exports models with random weights and writes onnxruntime/PyTorch references.
+EXTRA_DIST += tests/helpers/onnx_reference.py
