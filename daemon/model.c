@@ -40,16 +40,16 @@ model_upload(device_t *dev, const void *data, size_t size, void **out, char **ca
 	return rc;
 }
 
-/* Refuse the model when the device cannot run one of its nodes, naming it. */
+/* Refuse the model when the device cannot run one of the nodes left at run time (g: a specialization), naming it. */
 static int
-model_check_nodes(const model_t *m, char **cause)
+model_check_nodes(const model_t *m, const graph_t *g, char **cause)
 {
 	char *why = NULL;
 	size_t i;
 
-	for (i = 0; i < m->graph->nnodes; i++) {
-		const struct graph_node *n = &m->graph->nodes[i];
-		if (!device_supports_node(m->dev, m->graph, n, &why)) {
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (!device_supports_node(m->dev, g, n, &why)) {
 			error_set(cause, "node '%s' (%s): the %s device cannot run it: %s", n->name ? n->name : "?",
 			    graph_op_name(n->op), device_name(m->dev), why ? why : "unsupported");
 			free(why);
@@ -228,6 +228,8 @@ model_describe_outputs(model_t *m, char **cause)
 		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum)", rows);
 		goto out;
 	}
+	if (model_check_nodes(m, &a->graph, cause) != 0)
+		goto out;
 	model_graph_input_shapes(m, &sb, in);
 	if (graph_specialize(m->graph, in, &b, cause) != 0) {
 		error_prefix(cause, "at a smaller probe shape (%d rows, variable dims 1 to 3 below their maximum)", sb.rows);
@@ -295,8 +297,6 @@ model_io_names(model_t *m, json_t *cfg, char **cause)
 int
 model_finish(model_t *m, json_t *cfg, char **cause)
 {
-	if (model_check_nodes(m, cause) != 0)
-		return -1;
 	if (m->platform[0] == 'o' && model_config_onnx(m, cfg, model_graph_has_batch(m->graph), cause) != 0)
 		return error_prefix(cause, "model.json");
 	if (m->plan_cache == 0)

@@ -203,3 +203,13 @@ EXTRA_DIST += tests/helpers/cpu_kernels_ref.py
 # --- ONNX model references (onnx-refs) ---
 # tests/helpers/onnx_reference.py exports models with random weights and writes onnxruntime/PyTorch references.
 EXTRA_DIST += tests/helpers/onnx_reference.py
+
+# --- ONNX models through the engine (engine) ---
+# Exported models served by model_load + model_exec_run on the CPU backend, against onnxruntime.
+check_PROGRAMS += tests/helpers/onnx_engine_run
+tests_helpers_onnx_engine_run_SOURCES = tests/helpers/onnx_engine_run.c $(TEST_COMMON)
+tests_helpers_onnx_engine_run_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_onnx_engine_run_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_onnx_engine_run_LDADD = $(TEST_LDADD)
+TESTS += tests/integration/test_onnx_models.sh
+dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
