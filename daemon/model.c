@@ -297,8 +297,6 @@ model_io_names(model_t *m, json_t *cfg, char **cause)
 int
 model_finish(model_t *m, json_t *cfg, char **cause)
 {
-	if (m->platform[0] == 'o' && model_config_onnx(m, cfg, model_graph_has_batch(m->graph), cause) != 0)
-		return error_prefix(cause, "model.json");
 	if (m->plan_cache == 0)
 		m->plan_cache = MODEL_DEFAULT_PLAN_CACHE;
 	if (model_describe_inputs(m, cfg, cause) != 0 || model_describe_outputs(m, cause) != 0 ||
@@ -364,7 +362,9 @@ model_load_onnx(model_t *m, const char *path, char **cause)
 	if (model_dir_name(m, m->dir, cause) != 0 || model_read_json(m->dir, 0, &cfg, cause) != 0)
 		return -1;
 	rc = model_onnx_load(m, path, cause);
-	if (rc == 0 && (rc = model_finish(m, cfg, cause)) != 0)
+	if (rc == 0 && (rc = model_config_onnx(m, cfg, model_graph_has_batch(m->graph), cause)) != 0)
+		error_prefix(cause, "%s/model.json", m->dir);
+	else if (rc == 0 && (rc = model_finish(m, cfg, cause)) != 0)
 		error_prefix(cause, "%s", path);
 	json_decref(cfg);
 	return rc;

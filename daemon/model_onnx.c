@@ -16,7 +16,7 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 	size_t removed;
 
 	if (onnx_model_load(path, &m->onnx, cause) != 0)
-		return error_prefix(cause, "%s", path);
+		return -1;	/* the decoder's message names the file */
 	if (onnx_import(m->onnx, &m->graph, cause) != 0 ||
 	    graph_fold_constants(m->graph, &removed, cause) != 0 ||
 	    graph_fuse(m->graph, cause) < 0)

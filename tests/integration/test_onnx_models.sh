@@ -37,7 +37,7 @@ for opset in 13 17; do
 	make_case mobilenetv2 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	make_case vit_tiny $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	for seq in 7 33; do
-		make_case transformer $opset $seq '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64]}}'
+		make_case transformer $opset $seq '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64]}, "plan_cache": 2}'
 	done
 done
 # shellcheck disable=SC2086
