@@ -92,6 +92,13 @@ batch_status_str(enum batch_status s)
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
 }
 
+/* The most rows a batch of m holds: max_batch_size, or 1 for a model without a batch dimension. */
+static int
+model_rows_max(const model_t *m)
+{
+	return m->max_batch_size > 0 ? m->max_batch_size : 1;
+}
+
 /* Count a finished request in the metrics. */
 static void
 batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status st)
@@ -253,7 +260,7 @@ static int
 batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 {
 	const struct model_batching *cfg = &q->model->batching;
-	int max = q->model->max_batch_size, best = 0, i;
+	int max = model_rows_max(q->model), best = 0, i;
 
 	if (q->queued_rows >= (size_t)max)
 		return max;
@@ -479,7 +486,7 @@ sched_main(void *arg)
 		q->free_slots = s->next;
 		form_batch(q, s, limit, now);
 		if (s->nreqs == 0)	/* no request fits the preferred size: take what fits the maximum */
-			form_batch(q, s, q->model->max_batch_size, now);
+			form_batch(q, s, model_rows_max(q->model), now);
 		pthread_mutex_unlock(&q->lock);
 		dispatch(q, s);
 		pthread_mutex_lock(&q->lock);
@@ -589,7 +596,7 @@ static int
 slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 {
 	device_t *dev = q->batcher->dev;
-	int n = q->model->max_batch_size, i;
+	int n = model_rows_max(q->model), i;
 
 	s->reqs = calloc((size_t)n, sizeof *s->reqs);
 	s->ev_in = calloc((size_t)n, sizeof *s->ev_in);
@@ -614,7 +621,7 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 {
 	int i;
 
-	for (i = 0; s->ev_in != NULL && i < q->model->max_batch_size; i++) {
+	for (i = 0; s->ev_in != NULL && i < model_rows_max(q->model); i++) {
 		device_event_destroy(s->ev_in[i]);
 		device_event_destroy(s->ev_out[i]);
 	}
@@ -944,8 +951,8 @@ submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 		error_set(cause, "request lacks client, buffers or completion");
 		return BATCH_INVALID;
 	}
-	if (req->rows < 1 || req->rows > q->model->max_batch_size) {
-		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, q->model->max_batch_size);
+	if (req->rows < 1 || req->rows > model_rows_max(q->model)) {
+		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, model_rows_max(q->model));
 		return BATCH_INVALID;
 	}
 	if (req->input != NULL && (st = submit_single(q->model, req, cause)) != BATCH_OK)

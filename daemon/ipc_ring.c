@@ -177,7 +177,7 @@ ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
 		return INFERD_WIRE_DETAIL_FLAGS;
 	if (e->datatype != INFERD_WIRE_FP32)
 		return INFERD_WIRE_DETAIL_DATATYPE;
-	if (e->rows < 1 || e->rows > (uint32_t)m->max_batch_size)
+	if (e->rows < 1 || e->rows > (uint32_t)(m->max_batch_size > 0 ? m->max_batch_size : 1))
 		return INFERD_WIRE_DETAIL_ROWS;
 	if (!ipc_ring_single_rows(m, e->rows, &in, &out) || e->input_bytes != in || e->output_bytes != out)
 		return INFERD_WIRE_DETAIL_LENGTH;
@@ -306,7 +306,7 @@ ipc_ring_check(ipc_server_t *s, const struct ipc_client *c, const struct ipc_sub
 	if (e->flags == INFERD_WIRE_SQE_LIST) {
 		if (sub->detail != INFERD_WIRE_DETAIL_NONE)
 			return sub->detail;
-		if (e->rows < 1 || e->rows > (uint32_t)(*mp)->max_batch_size)
+		if (e->rows < 1 || e->rows > (uint32_t)((*mp)->max_batch_size > 0 ? (*mp)->max_batch_size : 1))
 			return INFERD_WIRE_DETAIL_ROWS;
 		return ipc_ring_validate_list(c, *mp, sub, r);
 	}

@@ -232,38 +232,46 @@ kserve_decode_outputs(const json_t *root, const model_t *m, struct kserve_infer 
 	return 0;
 }
 
-/* Check input i's "shape": [rows, dims...], rows in 1..max_batch_size, dims as the model allows. */
+/*
+ * Check input i's "shape": [rows, dims...], rows in 1..max_batch_size (just
+ * [dims...] and one row for a model without a batch dimension), dims as
+ * the model allows.
+ */
 static int
 kserve_decode_shape(const json_t *input, const model_t *m, int i, int *rows,
     int64_t *dims, char **cause)
 {
 	const struct model_io *io = &m->inputs[i];
 	const json_t *shape = json_object_get(input, "shape"), *d;
+	size_t k, batch = m->max_batch_size > 0;
 	json_int_t v;
-	size_t k;
 
 	if (shape == NULL)
 		return error_set(cause, "input '%s': missing field 'shape'", io->name);
 	if (!json_is_array(shape))
 		return error_set(cause, "input '%s': field 'shape' must be an array", io->name);
-	if (json_array_size(shape) != (size_t)io->ndims + 1)
+	if (json_array_size(shape) != (size_t)io->ndims + batch)
 		return error_set(cause, "input '%s': shape has %zu dimensions, the model "
-		    "expects %d (batch first)", io->name, json_array_size(shape), io->ndims + 1);
+		    "expects %zu%s", io->name, json_array_size(shape), (size_t)io->ndims + batch,
+		    batch ? " (batch first)" : " (it has no batch dimension)");
+	*rows = 1;
 	json_array_foreach(shape, k, d) {
 		if (!json_is_integer(d))
 			return error_set(cause, "input '%s': shape[%zu] must be an integer",
 			    io->name, k);
 		v = json_integer_value(d);
-		if (k == 0 && (v < 1 || v > m->max_batch_size))
+		if (k < batch && (v < 1 || v > m->max_batch_size))
 			return error_set(cause, "input '%s': batch size %" JSON_INTEGER_FORMAT
 			    " is out of range (1 to %d)", io->name, v, m->max_batch_size);
-		if (k > 0 && io->dims[k - 1] >= 0 && v != io->dims[k - 1])
+		if (k < batch) {
+			*rows = (int)v;
+			continue;
+		}
+		if (io->dims[k - batch] >= 0 && v != io->dims[k - batch])
 			return error_set(cause, "input '%s': shape[%zu] is %" JSON_INTEGER_FORMAT
-			    ", the model expects %" PRId64, io->name, k, v, io->dims[k - 1]);
-		if (k > 0)
-			dims[k - 1] = (int64_t)v;
+			    ", the model expects %" PRId64, io->name, k, v, io->dims[k - batch]);
+		dims[k - batch] = (int64_t)v;
 	}
-	*rows = (int)json_integer_value(json_array_get(shape, 0));
 	return model_check_dims(m, i, io->ndims, dims, cause);
 }
 
@@ -495,12 +503,13 @@ kserve_decode_json_data(const json_t *input, const model_t *m, int i,
     const struct kserve_infer *ki, void *buf, size_t bytes, char **cause)
 {
 	const struct model_io *io = &m->inputs[i];
+	int batch = m->max_batch_size > 0;
 	struct kserve_sink sink = { io->name, buf, io->dtype, graph_dtype_size(io->dtype), 0, 0,
-	    io->ndims + 1, { ki->rows } };
+	    io->ndims + batch, { ki->rows } };
 	const json_t *data = json_object_get(input, "data");
 
 	sink.want = bytes / sink.esize;
-	memcpy(&sink.shape[1], ki->shape.dims[i], (size_t)io->ndims * sizeof sink.shape[1]);
+	memcpy(&sink.shape[batch], ki->shape.dims[i], (size_t)io->ndims * sizeof sink.shape[0]);
 	if (data == NULL)
 		return error_set(cause, "input '%s': missing field 'data'", io->name);
 	if (!json_is_array(data))
@@ -586,14 +595,14 @@ kserve_dump(json_t *v, size_t *len, char **cause)
 	return s;
 }
 
-/* A shape array: batch (-1: any) then dims (-1: variable). */
+/* A shape array: batch (-1: any; left out when the model has no batch dimension) then dims (-1: variable). */
 static json_t *
-kserve_shape(json_int_t batch, int ndims, const int64_t *dims)
+kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
 {
 	json_t *shape = json_array();
 	int i;
 
-	if (shape == NULL || json_array_append_new(shape, json_integer(batch)) != 0) {
+	if (shape == NULL || (m->max_batch_size > 0 && json_array_append_new(shape, json_integer(batch)) != 0)) {
 		json_decref(shape);
 		return NULL;
 	}
@@ -647,13 +656,13 @@ kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
 		return NULL;
 	if (ki->binary[o])
 		t = json_pack("{s:s, s:s, s:o, s:{s:I}}", "name", io->name,
-		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(ki->rows, io->ndims, dims),
+		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
 		    "parameters", "binary_data_size", (json_int_t)ki->output_len[o]);
 	else if ((data = kserve_data_array(io, buf + ki->output_offset[o], n, cause)) == NULL)
 		return NULL;
 	else
 		t = json_pack("{s:s, s:s, s:o, s:o}", "name", io->name,
-		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(ki->rows, io->ndims, dims),
+		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
 		    "data", data);
 	if (t == NULL)
 		error_set(cause, "out of memory");
@@ -734,7 +743,7 @@ kserve_encode_server_metadata(size_t *len, char **cause)
 
 /* Tensors' metadata: name, datatype, shape with -1 for the batch and variable dims. */
 static json_t *
-kserve_tensors_metadata(const struct model_io *io, int n)
+kserve_tensors_metadata(const model_t *m, const struct model_io *io, int n)
 {
 	json_t *a = json_array();
 	int i;
@@ -742,7 +751,7 @@ kserve_tensors_metadata(const struct model_io *io, int n)
 	for (i = 0; a != NULL && i < n; i++)
 		if (json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", io[i].name,
 		    "datatype", graph_dtype_name(io[i].dtype),
-		    "shape", kserve_shape(-1, io[i].ndims, io[i].dims))) != 0)
+		    "shape", kserve_shape(m, -1, io[i].ndims, io[i].dims))) != 0)
 			a = (json_decref(a), NULL);
 	return a;
 }
@@ -753,8 +762,8 @@ kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 {
 	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", m->name,
 	    "versions", KSERVE_MODEL_VERSION, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
-	    "inputs", kserve_tensors_metadata(m->inputs, m->ninputs),
-	    "outputs", kserve_tensors_metadata(m->outputs, m->noutputs)), len, cause);
+	    "inputs", kserve_tensors_metadata(m, m->inputs, m->ninputs),
+	    "outputs", kserve_tensors_metadata(m, m->outputs, m->noutputs)), len, cause);
 }
 
 /* Copy s with every byte outside printable ASCII replaced, so JSON accepts it. */

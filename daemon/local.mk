@@ -15,7 +15,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
-	daemon/model.c daemon/model_exec.c daemon/model.h \
+	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
+	daemon/model_onnx.c daemon/model_shape.c \
 	daemon/repository.c daemon/repository.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/batcher.c daemon/batcher.h \
@@ -35,9 +36,24 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_plan.c daemon/graph_plan.h
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 
+# The CPU kernel library (one graph node at a time); OpenMP for its own loops.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/cpu_kernels.h daemon/cpu_kernels_impl.h daemon/cpu_conv_geom.h \
+	daemon/cpu_node.c daemon/cpu_common.c daemon/cpu_broadcast.c \
+	daemon/cpu_gemm.c daemon/cpu_conv.c daemon/cpu_conv_transpose.c daemon/cpu_pool.c \
+	daemon/cpu_elementwise.c daemon/cpu_cast.c daemon/cpu_norm.c \
+	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
+daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
+
+# ONNX import: op mapping, constant folding and per-shape specialization of the graph.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
+	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
+	daemon/onnx_import.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
+
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm
+	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm $(OPENMP_CFLAGS)
 
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.

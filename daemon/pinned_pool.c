@@ -28,14 +28,14 @@ pinned_round_up(size_t n, size_t align)
 	return (n + align - 1) & ~(align - 1);
 }
 
-/* The shape of m's largest request: max_batch_size rows, every dim at its maximum. */
+/* The shape of m's largest request: max_batch_size rows (1 without a batch dimension), every dim at its maximum. */
 static void
 pinned_max_shape(const model_t *m, struct model_shape *s)
 {
 	int i, d;
 
 	memset(s, 0, sizeof *s);
-	s->rows = m->max_batch_size;
+	s->rows = m->max_batch_size > 0 ? m->max_batch_size : 1;
 	for (i = 0; i < m->ninputs; i++)
 		for (d = 0; d < m->inputs[i].ndims; d++)
 			s->dims[i][d] = m->inputs[i].max_dims[d];

@@ -32,7 +32,7 @@ tests_unit_test_ops_LDADD = $(TEST_LDADD)
 tests_unit_test_ops_cuda_SOURCES = $(tests_unit_test_ops_SOURCES)
 tests_unit_test_ops_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
 tests_unit_test_ops_cuda_LDADD = $(TEST_LDADD)
-tests_unit_test_model_load_SOURCES = tests/unit/test_model_load.c $(TEST_COMMON)
+tests_unit_test_model_load_SOURCES = tests/unit/test_model_load.c tests/helpers/onnx_build.c tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_model_load_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_model_load_LDADD = $(TEST_LDADD)
 tests_unit_test_model_load_cuda_SOURCES = $(tests_unit_test_model_load_SOURCES)
@@ -173,3 +173,48 @@ DEPLOY_TESTS = tests/integration/test_deploy_nginx.sh tests/integration/test_dep
 TESTS += $(DEPLOY_TESTS)
 dist_check_SCRIPTS += $(DEPLOY_TESTS)
 EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
+
+# --- ONNX import (graph-import) ---
+# Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
+# on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
+check_PROGRAMS += tests/unit/test_graph_shape tests/unit/test_onnx_import
+TESTS += tests/unit/test_graph_shape tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
+tests_unit_test_graph_shape_SOURCES = tests/unit/test_graph_shape.c $(TEST_COMMON)
+tests_unit_test_graph_shape_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_graph_shape_LDADD = $(TEST_LDADD)
+tests_unit_test_onnx_import_SOURCES = tests/unit/test_onnx_import.c $(TEST_COMMON)
+tests_unit_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_onnx_import_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
+EXTRA_DIST += tests/helpers/make_onnx_import_cases.py tests/helpers/make_onnx_node_cases.py
+
+# --- CPU kernels (cpu-kernels) ---
+# Every kernel against naive double-precision references; then random one-node models against onnxruntime.
+CPU_KERNEL_TESTS = tests/unit/test_cpu_kernels tests/unit/test_cpu_kernels_ort
+check_PROGRAMS += $(CPU_KERNEL_TESTS)
+TESTS += tests/unit/test_cpu_kernels tests/unit/test_cpu_kernels_ort.sh
+CPU_NODE_FIXTURE = tests/helpers/cpu_node_fixture.c tests/helpers/cpu_node_fixture.h
+tests_unit_test_cpu_kernels_SOURCES = tests/unit/test_cpu_kernels.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_unit_test_cpu_kernels_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cpu_kernels_LDADD = $(TEST_LDADD)
+tests_unit_test_cpu_kernels_ort_SOURCES = tests/unit/test_cpu_kernels_ort.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_unit_test_cpu_kernels_ort_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_cpu_kernels_ort_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/unit/test_cpu_kernels_ort.sh
+EXTRA_DIST += tests/helpers/cpu_kernels_ref.py
+
+# --- ONNX model references (onnx-refs) ---
+# tests/helpers/onnx_reference.py exports models with random weights and writes onnxruntime/PyTorch references.
+EXTRA_DIST += tests/helpers/onnx_reference.py
+
+# --- ONNX models through the engine (engine) ---
+# Exported models served by model_load + model_exec_run on the CPU backend, against onnxruntime.
+check_PROGRAMS += tests/helpers/onnx_engine_run
+tests_helpers_onnx_engine_run_SOURCES = tests/helpers/onnx_engine_run.c $(TEST_COMMON)
+tests_helpers_onnx_engine_run_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_onnx_engine_run_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_onnx_engine_run_LDADD = $(TEST_LDADD)
+TESTS += tests/integration/test_onnx_models.sh
+dist_check_SCRIPTS += tests/integration/test_onnx_models.sh

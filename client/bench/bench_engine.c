@@ -17,22 +17,43 @@
 /* Batch sizes captured as graphs: the daemon's default cuda_graph_max_batch. */
 #define ENGINE_GRAPH_ROWS 256
 
-/* Fill the context's input with the same values every run (they do not change the time). */
+/* Fill h with n elements of dtype dt: floats in [0, 1), integers 0 and 1 (valid token ids and indices). */
+static void
+engine_fill_host(void *h, enum graph_dtype dt, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		switch (dt) {
+		case GRAPH_DT_F32: ((float *)h)[i] = (float)(i % 255) / 255.0f; break;
+		case GRAPH_DT_I64: ((int64_t *)h)[i] = (int64_t)(i % 2); break;
+		case GRAPH_DT_I32: ((int32_t *)h)[i] = (int32_t)(i % 2); break;
+		case GRAPH_DT_F16: ((uint16_t *)h)[i] = 0x3800; break;	/* 0.5 */
+		default: ((uint8_t *)h)[i] = (uint8_t)(i % 2); break;
+		}
+	}
+}
+
+/* Fill every input of the context at the maximum dims with the same values every run (they do not change the time). */
 static int
 engine_fill_input(model_exec_t *x, device_stream_t *s, int rows, char **cause)
 {
-	size_t n = (size_t)rows * x->model->input.row_elems, i;
-	float *h = malloc(n * sizeof *h);
-	int rc;
+	const model_t *m = x->model;
+	struct model_shape sh;
+	int i, rc = 0;
 
-	if (h == NULL)
-		return error_set(cause, "out of memory");
-	for (i = 0; i < n; i++)
-		h[i] = (float)(i % 255) / 255.0f;
-	rc = device_copy_h2d(s, x->input, h, n * sizeof *h, cause);
-	if (rc == 0)
-		rc = device_stream_sync(s, cause);
-	free(h);
+	model_shape_max(m, rows, &sh);
+	for (i = 0; rc == 0 && i < m->ninputs; i++) {
+		size_t bytes = (size_t)rows * model_input_row_bytes(m, i, &sh);
+		void *h = malloc(bytes ? bytes : 1);
+		if (h == NULL)
+			return error_set(cause, "out of memory");
+		engine_fill_host(h, m->inputs[i].dtype, bytes / graph_dtype_size(m->inputs[i].dtype));
+		rc = device_copy_h2d(s, model_exec_input(x, i), h, bytes, cause);
+		if (rc == 0)
+			rc = device_stream_sync(s, cause);
+		free(h);
+	}
 	return rc;
 }
 
@@ -46,7 +67,7 @@ engine_loop(model_exec_t *x, device_stream_t *s, int rows, double seconds,
 	*batches = 0;
 	while ((double)(bench_now_ns() - start) < seconds * 1e9) {
 		t0 = bench_now_ns();
-		if (model_exec_run(x, &(struct model_shape){ .rows = rows }, s, cause) != 0 || device_stream_sync(s, cause) != 0)
+		if (model_exec_run_rows(x, rows, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 			return -1;
 		if (h != NULL)
 			bench_hist_add(h, bench_now_ns() - t0);
@@ -95,8 +116,9 @@ engine_measure(const struct bench_settings *set, device_t *dev, char **cause)
 	if (model_load(dev, set->engine_dir, &m, cause) != 0 || model_exec_create(m, &x, cause) != 0 ||
 	    device_stream_create(dev, DEVICE_STREAM_COMPUTE, &s, cause) != 0)
 		goto out;
-	if (set->rows > m->max_batch_size) {
-		error_set(cause, "--rows=%d but model %s takes at most %d", set->rows, m->name, m->max_batch_size);
+	if (set->rows > (m->max_batch_size > 0 ? m->max_batch_size : 1)) {
+		error_set(cause, "--rows=%d but model %s takes at most %d", set->rows, m->name,
+		    m->max_batch_size > 0 ? m->max_batch_size : 1);
 		goto out;
 	}
 	/* Capture as the daemon does by default (every size up to 256), so sizes that run faster padded are. */

@@ -102,9 +102,10 @@ inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 
 	if (m == NULL || m->id >= c->nmodels || c->models[m->id] != m)
 		return inferd__fail(INFERD_EINVAL, "the model does not belong to this connection");
-	if (r->rows < 1 || r->rows > m->max_batch_size)
+	/* A model without a batch dimension (max_batch_size 0) takes one row. */
+	if (r->rows < 1 || r->rows > (m->max_batch_size > 0 ? m->max_batch_size : 1))
 		return inferd__fail(INFERD_EINVAL, "rows %d outside 1..%d for %s", r->rows,
-		    m->max_batch_size, m->name);
+		    m->max_batch_size > 0 ? m->max_batch_size : 1, m->name);
 	if (r->input == NULL && r->output == NULL && (r->ninputs != 0 || r->noutputs != 0))
 		return 0;	/* the list form: inferd__list_build checks it */
 	if (r->ninputs != 0 || r->noutputs != 0)

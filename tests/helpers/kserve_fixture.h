@@ -33,6 +33,8 @@ kserve_fixture_model(model_t *m)
 	m->input.dtype = m->output.dtype = GRAPH_DT_F32;
 	memcpy(m->input.max_dims, m->input.dims, sizeof m->input.dims);
 	memcpy(m->output.max_dims, m->output.dims, sizeof m->output.dims);
+	memset(m->input.var, -1, sizeof m->input.var);
+	memset(m->output.var, -1, sizeof m->output.var);
 	m->ninputs = m->noutputs = 1;
 	m->inputs[0] = m->input;
 	m->outputs[0] = m->output;

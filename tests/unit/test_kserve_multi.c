@@ -30,6 +30,7 @@ fixture_io(struct model_io *io, const char *name, enum graph_dtype dt, int64_t d
 	io->ndims = 1;
 	io->dims[0] = dim;
 	io->max_dims[0] = max;
+	memset(io->var, -1, sizeof io->var);	/* the outputs' dims are fixed */
 }
 
 /* The hand-described model. */

@@ -29,6 +29,7 @@ make_model(model_t *m, const char *name, size_t in, size_t out, int batch)
 	m->inputs[0].ndims = m->outputs[0].ndims = 1;
 	m->inputs[0].dims[0] = m->inputs[0].max_dims[0] = (int64_t)in;
 	m->outputs[0].dims[0] = m->outputs[0].max_dims[0] = (int64_t)out;
+	memset(m->outputs[0].var, -1, sizeof m->outputs[0].var);
 }
 
 /* Slot size: the largest model's input (aligned) plus output, rounded to pages. */
