@@ -119,6 +119,12 @@ TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh
 
+# --- several named tensors per model (multitensor) ---
+# An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
+TESTS += tests/integration/test_multi_tensor.sh
+dist_check_SCRIPTS += tests/integration/test_multi_tensor.sh
+EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py
+
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
 TESTS += tests/integration/test_bench.sh
