@@ -24,7 +24,7 @@ TOOLS_HTTP = client/tools/http_client.c client/tools/http_client.h \
 	client/tools/tool_error.c client/tools/tool_error.h
 bin_PROGRAMS += client/tools/inferctl
 client_tools_inferctl_SOURCES = client/tools/inferctl.c client/tools/inferctl_http.c \
-	client/tools/inferctl_model.c \
+	client/tools/inferctl_model.c client/tools/inferctl_tensors.c \
 	client/tools/inferctl.h $(TOOLS_HTTP)
 client_tools_inferctl_CPPFLAGS = $(TOOLS_CPPFLAGS)
 client_tools_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

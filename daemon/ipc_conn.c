@@ -268,6 +268,7 @@ ipc_conn_fill_tensor(const struct model_io *io, struct inferd_wire_tensor_info *
 	int d;
 
 	memset(t, 0, sizeof *t);
+	memset(t->follows, 0xff, sizeof t->follows);	/* -1 */
 	ipc_conn_copy_name(t->name, io->name);
 	t->datatype = ipc_wire_datatype(io->dtype);
 	t->ndims = (uint32_t)io->ndims;
@@ -275,6 +276,41 @@ ipc_conn_fill_tensor(const struct model_io *io, struct inferd_wire_tensor_info *
 		t->dims[d] = io->dims[d];
 		t->max_dims[d] = io->max_dims[d];
 	}
+}
+
+/* Output o's dim d at shape s, or -1 when it cannot be found. */
+static int64_t
+ipc_conn_out_dim(const model_t *m, int o, int d, const struct model_shape *s)
+{
+	int64_t dims[MODEL_MAX_DIMS];
+
+	return model_output_dims(m, o, s, dims, NULL) == 0 ? dims[d] : -1;
+}
+
+/*
+ * Which input dim output o's variable dim d equals: varied alone from its
+ * maximum to 1, it must carry the output dim along (and no other does).
+ */
+static int32_t
+ipc_conn_follows(const model_t *m, int o, int d)
+{
+	struct model_shape s;
+	int i, k, found = -2, matches = 0;
+
+	model_shape_max(m, 1, &s);
+	for (i = 0; i < m->ninputs; i++) {
+		for (k = 0; k < m->inputs[i].ndims; k++) {
+			if (m->inputs[i].dims[k] >= 0 || m->inputs[i].max_dims[k] < 2)
+				continue;
+			if (ipc_conn_out_dim(m, o, d, &s) != s.dims[i][k])
+				continue;
+			s.dims[i][k] = 1;
+			if (ipc_conn_out_dim(m, o, d, &s) == 1)
+				found = i * 256 + k, matches++;
+			s.dims[i][k] = m->inputs[i].max_dims[k];
+		}
+	}
+	return matches == 1 ? found : -2;
 }
 
 /* Bytes of one row of io when its dims are fixed, else 0. */
@@ -325,7 +361,7 @@ ipc_conn_send_info(struct ipc_client *c, const model_t *m, uint32_t id)
 	struct inferd_wire_model_info *info;
 	struct inferd_wire_tensor_info *t;
 	size_t i, fixed, len;
-	int r;
+	int r, d;
 
 	fixed = sizeof *info + (size_t)(m->ninputs + m->noutputs) * sizeof *t;
 	len = fixed;
@@ -339,8 +375,12 @@ ipc_conn_send_info(struct ipc_client *c, const model_t *m, uint32_t id)
 	t = (struct inferd_wire_tensor_info *)(info + 1);
 	for (i = 0; i < (size_t)m->ninputs; i++)
 		ipc_conn_fill_tensor(&m->inputs[i], t++);
-	for (i = 0; i < (size_t)m->noutputs; i++)
-		ipc_conn_fill_tensor(&m->outputs[i], t++);
+	for (i = 0; i < (size_t)m->noutputs; i++, t++) {
+		ipc_conn_fill_tensor(&m->outputs[i], t);
+		for (d = 0; d < m->outputs[i].ndims && d < INFERD_WIRE_MAX_DIMS; d++)
+			if (m->outputs[i].dims[d] < 0)
+				t->follows[d] = ipc_conn_follows(m, (int)i, d);
+	}
 	if (len > fixed) {
 		char *p = (char *)t;
 

@@ -130,6 +130,8 @@ struct inferd_tensor_info {
 	int ndims;			/* dims exclude the batch dimension */
 	int64_t dims[8];		/* -1: variable, given per request */
 	int64_t max_dims[8];		/* the largest each dim may be */
+	/* Outputs: variable dim d equals dim follows_dim[d] of input follows_input[d]; -1 otherwise. */
+	int follows_input[8], follows_dim[8];
 };
 
 /*

@@ -157,6 +157,12 @@ struct inferd_wire_tensor_info {
 	uint32_t ndims;			/* without the batch dimension */
 	int64_t dims[INFERD_WIRE_MAX_DIMS];	/* -1: variable */
 	int64_t max_dims[INFERD_WIRE_MAX_DIMS];	/* the largest each dim may be */
+	/*
+	 * Outputs: where each variable dim comes from, input * 256 + its dim
+	 * (the output's dim equals that input dim), or -2 when it follows from
+	 * the inputs some other way; -1 for fixed dims and for inputs.
+	 */
+	int32_t follows[INFERD_WIRE_MAX_DIMS];
 };
 
 /* Element types: the KServe names FP32, FP16, INT64, INT32, INT8, UINT8, BOOL (one byte, 0 or 1). */
@@ -339,7 +345,7 @@ _Static_assert(offsetof(struct inferd_wire_header, cq_tail) == 256, "wire: cq_ta
 _Static_assert(sizeof(struct inferd_wire_sqe) == 64, "wire: submission entry");
 _Static_assert(sizeof(struct inferd_wire_cqe) == 16, "wire: completion entry");
 _Static_assert(sizeof(struct inferd_wire_model_info) == 560, "wire: model info");
-_Static_assert(sizeof(struct inferd_wire_tensor_info) == 264, "wire: tensor info");
+_Static_assert(sizeof(struct inferd_wire_tensor_info) == 296, "wire: tensor info");
 _Static_assert(sizeof(struct inferd_wire_tensor) == 96, "wire: submission tensor");
 _Static_assert(offsetof(struct inferd_wire_sqe, list_offset) == 24, "wire: list offset");
 #endif

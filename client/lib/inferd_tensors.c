@@ -34,7 +34,13 @@ inferd__tensor_info(const struct inferd_wire_tensor_info *w, struct inferd_tenso
 	t->datatype = inferd__dtypes[w->datatype].name;
 	t->elem_bytes = inferd__dtypes[w->datatype].bytes;
 	t->ndims = (int)w->ndims;
+	for (d = 0; d < 8; d++)
+		t->follows_input[d] = t->follows_dim[d] = -1;
 	for (d = 0; d < w->ndims; d++) {
+		if (w->follows[d] >= 0 && w->follows[d] / 256 < INFERD_WIRE_MAX_TENSORS && w->follows[d] % 256 < 8) {
+			t->follows_input[d] = w->follows[d] / 256;
+			t->follows_dim[d] = w->follows[d] % 256;
+		}
 		if (w->dims[d] < -1 || w->dims[d] == 0 || w->max_dims[d] < 1 ||
 		    (w->dims[d] > 0 && w->max_dims[d] != w->dims[d]))
 			return -1;
@@ -68,18 +74,27 @@ inferd__find(const struct inferd_tensor_info *t, int n, const char *name)
 	return -1;
 }
 
-/* The dims io gives for tensor t (its own, or the model's when all fixed) into w; 0 or INFERD_EINVAL. */
+/*
+ * The dims io gives for tensor t into w: its own; else the model's fixed
+ * dims, and for an output the input dims its variable ones follow (in[],
+ * the inputs' dims by index); 0 or INFERD_EINVAL.
+ */
 static int
 inferd__io_dims(const char *side, const struct inferd_tensor_info *t, const struct inferd_io *io,
-    struct inferd_wire_tensor *w)
+    const int64_t (*in)[8], struct inferd_wire_tensor *w)
 {
 	int d;
 
 	w->ndims = (uint32_t)t->ndims;
 	for (d = 0; d < t->ndims; d++) {
-		if (io->ndims == 0 && t->dims[d] < 0)
+		if (io->ndims != 0)
+			w->dims[d] = io->dims[d];
+		else if (t->dims[d] >= 0)
+			w->dims[d] = t->dims[d];
+		else if (in != NULL && t->follows_input[d] >= 0)
+			w->dims[d] = in[t->follows_input[d]][t->follows_dim[d]];
+		else
 			return inferd__fail(INFERD_EINVAL, "%s '%s' has variable dims: give them", side, t->name);
-		w->dims[d] = io->ndims == 0 ? t->dims[d] : io->dims[d];
 	}
 	if (io->ndims != 0 && io->ndims != t->ndims)
 		return inferd__fail(INFERD_EINVAL, "%s '%s' has %d non-batch dims, the request gives %d",
@@ -98,7 +113,8 @@ inferd__io_dims(const char *side, const struct inferd_tensor_info *t, const stru
 /* Resolve one io of side against the model's tensors into w, checking its tensor's size. */
 static int
 inferd__io_build(const inferd_conn_t *c, const char *side, const struct inferd_tensor_info *tabs,
-    int n, int *seen, const struct inferd_io *io, int rows, struct inferd_wire_tensor *w)
+    int n, int *seen, const struct inferd_io *io, int rows, const int64_t (*in)[8],
+    struct inferd_wire_tensor *w)
 {
 	const struct inferd_tensor_info *t;
 	uint64_t bytes;
@@ -112,7 +128,7 @@ inferd__io_build(const inferd_conn_t *c, const char *side, const struct inferd_t
 	memset(w, 0, sizeof *w);
 	w->index = (uint32_t)i;
 	w->datatype = inferd__dtype_code(t->datatype);
-	if ((rc = inferd__io_dims(side, t, io, w)) != 0)
+	if ((rc = inferd__io_dims(side, t, io, in, w)) != 0)
 		return rc;
 	bytes = t->elem_bytes * (uint64_t)rows;
 	for (d = 0; d < t->ndims; d++)
@@ -131,6 +147,7 @@ inferd__list_build(const inferd_conn_t *c, const struct inferd_request *r, struc
 {
 	const struct inferd_model *m = r->model;
 	int seen_in[INFERD_WIRE_MAX_TENSORS] = { 0 }, seen_out[INFERD_WIRE_MAX_TENSORS] = { 0 };
+	int64_t in[INFERD_WIRE_MAX_TENSORS][8];
 	int i, rc;
 
 	if (r->input != NULL || r->output != NULL)
@@ -141,13 +158,15 @@ inferd__list_build(const inferd_conn_t *c, const struct inferd_request *r, struc
 	if (r->noutputs < 1 || r->noutputs > m->noutputs || r->outputs == NULL)
 		return inferd__fail(INFERD_EINVAL, "model %s has %d outputs, the request asks for %d", m->name,
 		    m->noutputs, r->noutputs);
-	for (i = 0; i < r->ninputs; i++)
+	for (i = 0; i < r->ninputs; i++) {
 		if ((rc = inferd__io_build(c, "input", m->inputs, m->ninputs, seen_in, &r->inputs[i], r->rows,
-		    &l->t[i])) != 0)
+		    NULL, &l->t[i])) != 0)
 			return rc;
+		memcpy(in[l->t[i].index], l->t[i].dims, sizeof in[0]);
+	}
 	for (i = 0; i < r->noutputs; i++)
 		if ((rc = inferd__io_build(c, "output", m->outputs, m->noutputs, seen_out, &r->outputs[i],
-		    r->rows, &l->t[r->ninputs + i])) != 0)
+		    r->rows, (const int64_t (*)[8])in, &l->t[r->ninputs + i])) != 0)
 			return rc;
 	l->ninputs = (uint32_t)r->ninputs;
 	l->noutputs = (uint32_t)r->noutputs;

@@ -190,8 +190,8 @@ def test_shm(inferctl, socket, scratch):
         js = infer_json(URL, x, ids)
         for name in ("y", "s", "z"):
             check(name in shm and same_bits(shm[name][2], js[name][2]), "shm and JSON differ for %s" % name)
-    ids = np.ones((1, 17), dtype=np.int64)
-    np.save(scratch + "/ids.npy", ids)
+    np.save(scratch + "/ids.npy", np.ones((1, 17), dtype=np.int64))
+    np.save(scratch + "/x.npy", np.ones((1, 4), dtype=np.float32))
     p = subprocess.run([inferctl, "--socket=" + socket, "infer", "multi", "--input", "ids=" + scratch + "/ids.npy",
                         "--input", "x=" + scratch + "/x.npy"], capture_output=True, text=True, timeout=60)
     check(p.returncode != 0 and "dim 1 is 17, the model's maximum is 16" in p.stderr,
