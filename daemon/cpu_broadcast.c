@@ -102,7 +102,7 @@ bcast_row(const struct cpu_bcast *b, int64_t o, int64_t inner, int split, cpu_sp
 		fn(arg, o * inner, xoff, step, inner);
 		return;
 	}
-	#pragma omp parallel for schedule(static)
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static)
 	for (int64_t ch = 0; ch < nchunks; ch++) {
 		int64_t lo = ch * chunk, n = inner - lo < chunk ? inner - lo : chunk, x[CPU_BCAST_MAX_IN];
 
@@ -126,7 +126,7 @@ cpu_bcast_run(const struct cpu_bcast *b, cpu_span_fn fn, void *arg)
 		for (int64_t o = 0; o < outer; o++)
 			bcast_row(b, o, inner, 0, fn, arg);
 	} else if (outer >= 4 * cpu_kernels_threads()) {
-		#pragma omp parallel for schedule(static)
+		#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static)
 		for (int64_t o = 0; o < outer; o++)
 			bcast_row(b, o, inner, 0, fn, arg);
 	} else {

@@ -104,7 +104,7 @@ cpu_cast_run(const struct cpu_node_ctx *c, char **cause)
 		cast_span(from, x, to, y, 0, n);
 		return 0;
 	}
-	#pragma omp parallel for schedule(static)
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static)
 	for (int64_t lo = 0; lo < n; lo += chunk)
 		cast_span(from, x, to, y, lo, n - lo < chunk ? n : lo + chunk);
 	return 0;

@@ -114,7 +114,7 @@ im2col(const struct cpu_window *w, int64_t cg, const float *x, float *col)
 {
 	int64_t rows = cg * w->k_sz;
 
-	#pragma omp parallel for schedule(static) if (cpu_parallel(rows * w->out_sz))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * w->out_sz))
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t ch = r / w->k_sz, kk = r % w->k_sz;
 
@@ -176,7 +176,7 @@ conv_epilogue(const struct cpu_node_ctx *c, const struct cpu_window *w, float *y
 
 	if (bias == NULL && z == NULL && c->n->act == GRAPH_UNARY_NONE)
 		return;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(planes * w->out_sz))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * w->out_sz))
 	for (int64_t p = 0; p < planes; p++) {
 		float *yp = y + p * w->out_sz, b = bias != NULL ? bias[p % w->m] : 0.0f;
 
@@ -239,7 +239,7 @@ conv_direct(const struct cpu_window *w, int64_t mg, const float *x, const float 
 {
 	int64_t planes = w->n * w->m;
 
-	#pragma omp parallel for schedule(static) if (cpu_parallel(planes * w->out_sz * w->k_sz))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * w->out_sz * w->k_sz))
 	for (int64_t p = 0; p < planes; p++) {
 		int64_t img = p / w->m, m = p % w->m, ch = m / mg;
 

@@ -80,7 +80,7 @@ convt_epilogue(const struct cpu_node_ctx *c, const struct cpu_window *w, float *
 	const float *bias = cpu_has_in(c, 2) ? cpu_in(c, 2) : NULL;
 	int64_t planes = w->n * w->m;
 
-	#pragma omp parallel for schedule(static) if (cpu_parallel(planes * w->out_sz))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * w->out_sz))
 	for (int64_t p = 0; p < planes; p++) {
 		float *yp = y + p * w->out_sz;
 
@@ -111,7 +111,7 @@ cpu_conv_transpose_run(const struct cpu_node_ctx *c, char **cause)
 
 				cpu_sgemm(1, 0, rows, w.in_sz, cg, 1.0f, wt + g * cg * rows, rows,
 				    x + (img * w.c + g * cg) * w.in_sz, w.in_sz, 0.0f, col, w.in_sz);
-				#pragma omp parallel for schedule(static) if (cpu_parallel(rows * w.in_sz))
+				#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * w.in_sz))
 				for (int64_t m = 0; m < mg; m++)
 					col2im_plane(&w, col + m * w.k_sz * w.in_sz, yg + m * w.out_sz);
 			}

@@ -78,7 +78,7 @@ unary_apply(float *y, const float *x, int64_t n, enum graph_unary fn, float a, f
 		unary_span(y, x, n, fn, a, b);
 		return;
 	}
-	#pragma omp parallel for schedule(static)
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static)
 	for (int64_t lo = 0; lo < n; lo += chunk)
 		unary_span(y + lo, x + lo, n - lo < chunk ? n - lo : chunk, fn, a, b);
 }

@@ -32,7 +32,7 @@ cpu_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const fl
 	}
 	piece = (len + nt - 1) / nt;
 	piece = (piece + SGEMM_ALIGN - 1) / SGEMM_ALIGN * SGEMM_ALIGN;
-	#pragma omp parallel for schedule(static, 1)
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static, 1)
 	for (int t = 0; t < nt; t++) {
 		int64_t lo = t * piece, cnt = len - lo < piece ? len - lo : piece;
 
@@ -218,7 +218,7 @@ mm_multiply(const struct mm_geom *g, const float *a, const float *b, float *y)
 		return;
 	}
 	if (g->nbatch >= cpu_kernels_threads() && cpu_parallel(g->nbatch * my * g->k / 8)) {
-		#pragma omp parallel for schedule(static)
+		#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static)
 		for (int64_t i = 0; i < g->nbatch; i++) {
 			int64_t ao, bo;
 

@@ -57,7 +57,9 @@ int cpu_node_run(const graph_t *g, const struct graph_node *n, const struct grap
     void *const *ptrs, void *workspace, char **cause);
 
 /*
- * Threads for the kernels' own loops (OpenMP) and for OpenBLAS's sgemm; n < 1
+ * Threads for every node run after the call, from any thread: the kernels'
+ * OpenMP loops and the pieces each sgemm is split into (OpenBLAS itself is
+ * set to one thread, so the two pools never spin against each other); n < 1
  * means one.  Call it before running nodes, not while a node runs.
  */
 void cpu_kernels_set_threads(int n);

@@ -64,7 +64,7 @@ cpu_softmax_run(const struct cpu_node_ctx *c, char **cause)
 		return cpu_fail(cause, "output shape differs from the input's");
 	axis_split(xs, axis, &outer, &len, &inner);
 	lines = outer * inner;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(lines * len))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(lines * len))
 	for (int64_t l = 0; l < lines; l++) {
 		int64_t off = l / inner * len * inner + l % inner;
 
@@ -140,7 +140,7 @@ cpu_layernorm_run(const struct cpu_node_ctx *c, char **cause)
 		return -1;
 	if (len == 0)
 		return 0;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(rows * len))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * len))
 	for (int64_t r = 0; r < rows; r++)
 		layernorm_row(x + r * len, y + r * len, len, c->n->attr.norm.eps, scale, sst, bias, bst);
 	return 0;
@@ -166,7 +166,7 @@ cpu_batchnorm_run(const struct cpu_node_ctx *c, char **cause)
 	for (int i = 2; i < xs->ndims; i++)
 		inner *= xs->dims[i];
 	planes = xs->dims[0] * ch;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(planes * inner))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * inner))
 	for (int64_t p = 0; p < planes; p++) {
 		int64_t k = p % ch;
 		float a = (float)((double)sc[k] / sqrt((double)var[k] + (double)c->n->attr.norm.eps));
@@ -264,7 +264,7 @@ cpu_reduce_run(const struct cpu_node_ctx *c, char **cause)
 
 	if (reduce_geom_init(c, &r, cause) != 0)
 		return -1;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(r.nout * r.nred))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(r.nout * r.nred))
 	for (int64_t o = 0; o < r.nout; o++)
 		y[o] = reduce_one(&r, c->n->attr.reduce.kind, x, o);
 	return 0;

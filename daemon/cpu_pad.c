@@ -102,7 +102,7 @@ cpu_pad_run(const struct cpu_node_ctx *c, char **cause)
 			rows *= g.out[i];
 	}
 	pad_value(cpu_in_dtype(c, 0), c->n->attr.pad.value, g.fill);
-	#pragma omp parallel for schedule(static) if (cpu_parallel(rows * g.out[g.nd - 1]))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * g.out[g.nd - 1]))
 	for (int64_t r = 0; r < rows; r++)
 		pad_row(&g, r, cpu_in(c, 0), cpu_out(c, 0));
 	return 0;

@@ -123,12 +123,12 @@ cpu_pool_run(const struct cpu_node_ctx *c, char **cause)
 		return -1;
 	planes = w.n * w.c;
 	if (a->global) {
-		#pragma omp parallel for schedule(static) if (cpu_parallel(planes * w.in_sz))
+		#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * w.in_sz))
 		for (int64_t p = 0; p < planes; p++)
 			y[p] = pool_global(x + p * w.in_sz, w.in_sz, a->kind);
 		return 0;
 	}
-	#pragma omp parallel for schedule(static) if (cpu_parallel(planes * w.out_sz * w.k_sz))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(planes * w.out_sz * w.k_sz))
 	for (int64_t p = 0; p < planes; p++)
 		pool_plane(&w, a, x + p * w.in_sz, y + p * w.out_sz);
 	return 0;

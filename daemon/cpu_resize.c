@@ -151,7 +151,7 @@ cpu_resize_run(const struct cpu_node_ctx *c, char **cause)
 		resize_axis_taps(a, i, xs->dims[i], ys->dims[i], t);
 		t += ys->dims[i];
 	}
-	#pragma omp parallel for schedule(static) if (cpu_parallel(n))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(n))
 	for (int64_t o = 0; o < n; o++)
 		y[o] = resize_one(xs->ndims, ys->dims, ist, taps, cpu_in(c, 0), o);
 	return 0;

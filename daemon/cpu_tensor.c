@@ -75,7 +75,7 @@ strided_copy(struct strided *s, const char *src, char *dst)
 		rows *= s->dims[i];
 	if (rows * n == 0)
 		return;
-	#pragma omp parallel for schedule(static) if (cpu_parallel(rows * n))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * n))
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t off = 0, rem = r;
 
@@ -306,7 +306,7 @@ cpu_gather_run(const struct cpu_node_ctx *c, char **cause)
 			return cpu_fail(cause, "index %lld at position %lld is out of range for dim %lld",
 			    (long long)v, (long long)j, (long long)dim);
 	}
-	#pragma omp parallel for schedule(static) if (cpu_parallel(outer * nidx * (int64_t)inner / 4))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(outer * nidx * (int64_t)inner / 4))
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < nidx; j++) {
 			int64_t v = gather_index(cpu_in(c, 1), is64, j);

@@ -8,17 +8,18 @@
 
 /*
  * cpu_node_supported and cpu_node_run are the kernel library's own
- * (cpu_node.c); the plan's compile-time step checks the shapes and asks the
- * library for the node's workspace.
+ * (cpu_node.c); the plan's compile-time step asks the library for the node's
+ * workspace.  The shape limits device_node_check_shapes sets for both GPU and
+ * CPU kernels (softmax on the last axis only, layernorm parameters covering
+ * a row) do not apply here: the library runs every axis and broadcast and
+ * checks every shape it relies on when the node runs.
  */
 
-/* Check node n's shapes at compile and size its workspace. */
+/* Size node n's workspace at compile. */
 int
 cpu_node_prepare(const graph_t *g, const struct graph_node *n,
     const struct graph_shape *shapes, size_t *workspace, char **cause)
 {
-	if (device_node_check_shapes(g, n, shapes, cause) < 0)
-		return -1;
 	*workspace = cpu_node_workspace(g, n, shapes);
 	return 0;
 }

@@ -212,6 +212,32 @@ model_describe_output(model_t *m, int o, const struct graph_spec *a, const struc
 	return 0;
 }
 
+/*
+ * Outputs the specialization folds to constants (values that depend only on
+ * the shapes) get a slot past the planned arena; each run copies the
+ * plan's values there.
+ */
+static int
+model_const_outputs(model_t *m, const struct graph_spec *a, char **cause)
+{
+	int o;
+
+	m->arena_bytes = m->mem.arena_bytes;
+	for (o = 0; o < m->noutputs; o++) {
+		const struct graph_tensor *t = &a->graph.tensors[m->outputs[o].tensor];
+		m->const_out[o] = SIZE_MAX;
+		if (m->mem.offsets[m->outputs[o].tensor] != GRAPH_PLAN_NONE)
+			continue;
+		if (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes > ((size_t)1 << 30))
+			return error_set(cause, "output '%s' has no memory in the plan", t->name);
+		m->const_out[o] = m->arena_bytes;
+		m->const_out_bytes[o] = (t->nbytes + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
+		m->arena_bytes += m->const_out_bytes[o];
+		m->nconst_out++;
+	}
+	return 0;
+}
+
 /* Specialize at the largest shape and a smaller probe; describe the outputs and plan the arena. */
 static int
 model_describe_outputs(model_t *m, char **cause)
@@ -242,9 +268,8 @@ model_describe_outputs(model_t *m, char **cause)
 			goto out;
 	}
 	rc = graph_plan_memory(&a->graph, a->shapes, MODEL_ALIGN, &m->mem, cause);
-	for (o = 0; rc == 0 && o < m->noutputs; o++)
-		if (m->mem.offsets[m->outputs[o].tensor] == GRAPH_PLAN_NONE)
-			rc = error_set(cause, "output '%s' is a constant (not supported)", m->graph->tensors[m->outputs[o].tensor].name);
+	if (rc == 0)
+		rc = model_const_outputs(m, a, cause);
 out:
 	graph_spec_free(a);
 	graph_spec_free(b);

@@ -83,6 +83,10 @@ typedef struct model {
 	struct st_file *weights;	/* inferd_mlp: the mapped weights the constants view */
 	struct onnx_model *onnx;	/* onnx: the decoded file the constants view */
 	struct graph_memory_plan mem;	/* the arena at the largest shape */
+	size_t arena_bytes;		/* mem's arena, then a slot per output the graph computes at load */
+	size_t const_out[MODEL_MAX_IO];	/* per output: its slot's offset past mem's arena, SIZE_MAX when computed */
+	size_t const_out_bytes[MODEL_MAX_IO];	/* that slot's size */
+	int nconst_out;			/* outputs that specialization folds to constants (e.g. a Shape) */
 	int nvars;			/* variable dims of the graph (0: plans per batch size at create) */
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */

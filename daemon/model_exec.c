@@ -58,6 +58,20 @@ model_entry_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, ch
 	return 0;
 }
 
+/* Every constant output of the specialization fits the slot planned at the largest shape. */
+static int
+model_entry_const_outputs_fit(const model_t *m, const struct graph_spec *sp, char **cause)
+{
+	int o;
+
+	for (o = 0; m->nconst_out > 0 && o < m->noutputs; o++) {
+		const struct graph_tensor *t = &sp->graph.tensors[m->outputs[o].tensor];
+		if (m->const_out[o] != SIZE_MAX && (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes > m->const_out_bytes[o]))
+			return error_set(cause, "output '%s' outgrows the slot planned at the largest shape", t->name);
+	}
+	return 0;
+}
+
 /* Specialize the model for shape s and compile a plan over the context's arena into e. */
 static int
 model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, char **cause)
@@ -75,6 +89,7 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	memcpy(addrs, x->addrs, m->graph->ntensors * sizeof *addrs);
 	if (graph_specialize(m->graph, in, &e->spec, cause) == 0 &&
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
+	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0 &&
 	    device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause) == 0) {
 		e->valid = 1;
@@ -86,6 +101,18 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	return rc;
 }
 
+/* The output tensor t is, or -1. */
+static int
+model_output_of(const model_t *m, size_t t)
+{
+	int o;
+
+	for (o = 0; o < m->noutputs; o++)
+		if ((size_t)m->outputs[o].tensor == t)
+			return o;
+	return -1;
+}
+
 /* Point every tensor at its memory: planned tensors into the arena, constants where they were bound. */
 static void
 model_exec_bind(model_exec_t *x)
@@ -94,7 +121,10 @@ model_exec_bind(model_exec_t *x)
 	size_t i;
 
 	for (i = 0; i < m->graph->ntensors; i++) {
-		if (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST)
+		int o = model_output_of(m, i);
+		if (o >= 0 && m->const_out[o] != SIZE_MAX)
+			x->addrs[i] = (char *)x->arena + m->const_out[o];
+		else if (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST)
 			x->addrs[i] = m->consts[i];
 		else if (m->mem.offsets[i] != GRAPH_PLAN_NONE)
 			x->addrs[i] = (char *)x->arena + m->mem.offsets[i];
@@ -138,7 +168,7 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 	if (x->addrs == NULL || x->plans == NULL)
 		rc = error_set(cause, "out of memory");
 	else
-		rc = device_alloc(m->dev, m->mem.arena_bytes > 0 ? m->mem.arena_bytes : 64, &x->arena, cause);
+		rc = device_alloc(m->dev, m->arena_bytes > 0 ? m->arena_bytes : 64, &x->arena, cause);
 	if (rc != 0)
 		error_prefix(cause, "model '%s': allocating the batch arena", m->name);
 	else {
@@ -202,7 +232,7 @@ model_exec_lookup(model_exec_t *x, const struct model_shape *s, struct model_pla
 
 	for (i = 0; i < x->nplans; i++) {
 		struct model_plan_entry *e = &x->plans[i];
-		if (e->valid && memcmp(&e->shape, s, sizeof *s) == 0) {
+		if (e->valid && e->shape.rows == s->rows && memcmp(e->shape.dims, s->dims, sizeof s->dims) == 0) {
 			*out = e;
 			return 0;
 		}
@@ -217,6 +247,23 @@ model_exec_lookup(model_exec_t *x, const struct model_shape *s, struct model_pla
 	return 0;
 }
 
+/* Copy the values of outputs that are constants for this shape into their slots. */
+static int
+model_exec_const_outputs(model_exec_t *x, const struct model_plan_entry *e, device_stream_t *st, char **cause)
+{
+	const model_t *m = x->model;
+	int o;
+
+	for (o = 0; m->nconst_out > 0 && o < m->noutputs; o++) {
+		const struct graph_tensor *t = &e->spec->graph.tensors[m->outputs[o].tensor];
+		if (m->const_out[o] == SIZE_MAX || t->nbytes == 0)
+			continue;
+		if (device_copy_h2d(st, (char *)x->arena + m->const_out[o], t->data, t->nbytes, cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Queue the plan for shape s (already checked and normalised) on st. */
 static int
 model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause)
@@ -228,7 +275,9 @@ model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *
 	else if (model_exec_lookup(x, s, &e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
-	return device_plan_run(e->plan, st, cause);
+	if (device_plan_run(e->plan, st, cause) != 0)
+		return -1;
+	return model_exec_const_outputs(x, e, st, cause);
 }
 
 /* Run the model: a captured graph when there is one for this size, else its plan. */
@@ -332,7 +381,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	device_graph_t *g;
 	int rows, rc;
 
-	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nvars > 0)
+	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nvars > 0 || m->nconst_out > 0)
 		return 0;
 	if (max_rows > model_max_rows(m))
 		max_rows = model_max_rows(m);

@@ -224,3 +224,9 @@ tests_helpers_onnx_engine_run_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_helpers_onnx_engine_run_LDADD = $(TEST_LDADD)
 TESTS += tests/integration/test_onnx_models.sh
 dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
+# The ONNX package's node tests, each loaded and run by the engine (test_onnx_node.sh).
+check_PROGRAMS += tests/helpers/onnx_node_engine
+tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST_COMMON)
+tests_helpers_onnx_node_engine_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_onnx_node_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_onnx_node_engine_LDADD = $(TEST_LDADD)

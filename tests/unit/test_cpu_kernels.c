@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1689,6 +1690,15 @@ test_reshape_copy(void)
 	fix_free(&f);
 }
 
+/* The conv and matmul tests from a thread other than the one that set the thread count (as a batcher runs nodes). */
+static void *
+other_thread(void *arg)
+{
+	test_conv();
+	test_matmul();
+	return arg;
+}
+
 /* Every op once on one thread and once on two (the larger cases take the threaded paths). */
 int
 main(void)
@@ -1717,6 +1727,12 @@ main(void)
 		test_pad();
 		test_resize();
 		test_reshape_copy();
+	}
+	{
+		pthread_t th;
+
+		CHECK(pthread_create(&th, NULL, other_thread, NULL) == 0 && pthread_join(th, NULL) == 0,
+		    "running kernels from another thread");
 	}
 	test_refusals();
 	return test_finish("test_cpu_kernels");

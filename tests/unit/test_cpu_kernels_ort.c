@@ -62,9 +62,9 @@ set_window(struct graph_window_attr *w, json_t *a)
 	w->group = attr_int(a, "group", 1);
 }
 
-/* The node's op and attributes from the case description; -1 for an unknown op name. */
+/* Op name in the case file to graph op; -1 when unknown. */
 static int
-set_node(struct graph_node *n, const char *op, json_t *a)
+op_parse(const char *op, enum graph_op *out)
 {
 	static const char *const names[] = { "GEMM", "MATMUL", "CONV", "CONV_TRANSPOSE", "POOL", "SOFTMAX",
 	    "LAYERNORM", "GATHER", "SLICE", "RESIZE", "PAD", "REDUCE", "CAST", "UNARY", "BINARY", "PRELU",
@@ -74,20 +74,37 @@ set_node(struct graph_node *n, const char *op, json_t *a)
 	    GRAPH_OP_SLICE, GRAPH_OP_RESIZE, GRAPH_OP_PAD, GRAPH_OP_REDUCE, GRAPH_OP_CAST, GRAPH_OP_UNARY,
 	    GRAPH_OP_BINARY, GRAPH_OP_PRELU, GRAPH_OP_WHERE, GRAPH_OP_TRANSPOSE, GRAPH_OP_EXPAND, GRAPH_OP_CONCAT,
 	    GRAPH_OP_BATCHNORM };
-	size_t k;
-	float sc[GRAPH_MAX_DIMS] = { 0 };
-	int64_t tmp[GRAPH_MAX_DIMS];
 
-	for (k = 0; k < sizeof(names) / sizeof(names[0]) && strcmp(names[k], op) != 0; k++)
-		;
-	if (k == sizeof(names) / sizeof(names[0]))
-		return -1;
-	n->op = ops[k];
+	for (size_t k = 0; op != NULL && k < sizeof(names) / sizeof(names[0]); k++)
+		if (strcmp(names[k], op) == 0) {
+			*out = ops[k];
+			return 0;
+		}
+	return -1;
+}
+
+/* Resize attributes: mode, coordinate and nearest modes, scales or sizes. */
+static void
+set_resize(struct graph_resize_attr *r, json_t *a)
+{
+	json_t *s = json_object_get(a, "scales"), *e;
+	size_t i;
+
+	r->mode = (enum graph_resize_mode)attr_int(a, "mode", 0);
+	r->coord = (int)attr_int(a, "coord", 0);
+	r->nearest = (int)attr_int(a, "nearest", 0);
+	r->nsizes = attr_ints(a, "sizes", r->sizes, GRAPH_MAX_DIMS);
+	json_array_foreach(s, i, e)
+		if (i < GRAPH_MAX_DIMS)
+			r->scales[i] = (float)json_number_value(e);
+	r->nscales = json_is_array(s) ? (int)json_array_size(s) : 0;
+}
+
+/* Attributes of the window, pool, resize and data-movement ops. */
+static void
+set_shape_attrs(struct graph_node *n, json_t *a)
+{
 	switch (n->op) {
-	case GRAPH_OP_GEMM:
-		n->attr.gemm = (struct graph_gemm_attr){ (int)attr_int(a, "trans_a", 0),
-		    (int)attr_int(a, "trans_b", 0), attr_float(a, "alpha", 1), attr_float(a, "beta", 1) };
-		break;
 	case GRAPH_OP_CONV: case GRAPH_OP_CONV_TRANSPOSE:
 		set_window(&n->attr.conv, a);
 		break;
@@ -98,13 +115,8 @@ set_node(struct graph_node *n, const char *op, json_t *a)
 		n->attr.pool.ceil_mode = (int)attr_int(a, "ceil_mode", 0);
 		n->attr.pool.count_include_pad = (int)attr_int(a, "count_include_pad", 0);
 		break;
-	case GRAPH_OP_SOFTMAX:
-		n->attr.softmax.axis = attr_int(a, "axis", -1);
-		n->attr.softmax.log = (int)attr_int(a, "log", 0);
-		break;
-	case GRAPH_OP_LAYERNORM:
-		n->attr.norm.axis = attr_int(a, "axis", -1);
-		n->attr.norm.eps = attr_float(a, "eps", 1e-5f);
+	case GRAPH_OP_RESIZE:
+		set_resize(&n->attr.resize, a);
 		break;
 	case GRAPH_OP_GATHER:
 		n->attr.gather.axis = attr_int(a, "axis", 0);
@@ -115,30 +127,42 @@ set_node(struct graph_node *n, const char *op, json_t *a)
 		attr_ints(a, "axes", n->attr.slice.axes, GRAPH_MAX_DIMS);
 		attr_ints(a, "steps", n->attr.slice.steps, GRAPH_MAX_DIMS);
 		break;
-	case GRAPH_OP_RESIZE: {
-		json_t *s = json_object_get(a, "scales"), *e;
-		size_t i;
-
-		n->attr.resize.mode = (enum graph_resize_mode)attr_int(a, "mode", 0);
-		n->attr.resize.coord = (int)attr_int(a, "coord", 0);
-		n->attr.resize.nearest = (int)attr_int(a, "nearest", 0);
-		n->attr.resize.nsizes = attr_ints(a, "sizes", n->attr.resize.sizes, GRAPH_MAX_DIMS);
-		json_array_foreach(s, i, e)
-			if (i < GRAPH_MAX_DIMS)
-				sc[i] = (float)json_number_value(e);
-		n->attr.resize.nscales = json_is_array(s) ? (int)json_array_size(s) : 0;
-		memcpy(n->attr.resize.scales, sc, sizeof(sc));
-		break;
-	}
 	case GRAPH_OP_PAD:
 		n->attr.pad.mode = (enum graph_pad_mode)attr_int(a, "mode", 0);
 		n->attr.pad.npads = attr_ints(a, "pads", n->attr.pad.pads, 2 * GRAPH_MAX_DIMS);
 		n->attr.pad.value = attr_float(a, "value", 0);
 		break;
+	case GRAPH_OP_TRANSPOSE:
+		n->attr.transpose.nperm = attr_ints(a, "perm", n->attr.transpose.perm, GRAPH_MAX_DIMS);
+		break;
+	case GRAPH_OP_CONCAT:
+		n->attr.concat.axis = attr_int(a, "axis", 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Attributes of the arithmetic ops. */
+static void
+set_math_attrs(struct graph_node *n, json_t *a)
+{
+	switch (n->op) {
+	case GRAPH_OP_GEMM:
+		n->attr.gemm = (struct graph_gemm_attr){ (int)attr_int(a, "trans_a", 0),
+		    (int)attr_int(a, "trans_b", 0), attr_float(a, "alpha", 1), attr_float(a, "beta", 1) };
+		break;
+	case GRAPH_OP_SOFTMAX:
+		n->attr.softmax.axis = attr_int(a, "axis", -1);
+		n->attr.softmax.log = (int)attr_int(a, "log", 0);
+		break;
+	case GRAPH_OP_LAYERNORM: case GRAPH_OP_BATCHNORM:
+		n->attr.norm.axis = attr_int(a, "axis", -1);
+		n->attr.norm.eps = attr_float(a, "eps", 1e-5f);
+		break;
 	case GRAPH_OP_REDUCE:
 		n->attr.reduce.kind = (enum graph_reduce_kind)attr_int(a, "kind", 0);
-		n->attr.reduce.naxes = attr_ints(a, "axes", tmp, GRAPH_MAX_DIMS);
-		memcpy(n->attr.reduce.axes, tmp, sizeof(tmp));
+		n->attr.reduce.naxes = attr_ints(a, "axes", n->attr.reduce.axes, GRAPH_MAX_DIMS);
 		n->attr.reduce.keepdims = (int)attr_int(a, "keepdims", 1);
 		break;
 	case GRAPH_OP_CAST:
@@ -152,18 +176,19 @@ set_node(struct graph_node *n, const char *op, json_t *a)
 	case GRAPH_OP_BINARY:
 		n->attr.binary.fn = (enum graph_binary)attr_int(a, "fn", 0);
 		break;
-	case GRAPH_OP_TRANSPOSE:
-		n->attr.transpose.nperm = attr_ints(a, "perm", n->attr.transpose.perm, GRAPH_MAX_DIMS);
-		break;
-	case GRAPH_OP_CONCAT:
-		n->attr.concat.axis = attr_int(a, "axis", 0);
-		break;
-	case GRAPH_OP_BATCHNORM:
-		n->attr.norm.eps = attr_float(a, "eps", 1e-5f);
-		break;
 	default:
 		break;
 	}
+}
+
+/* The node's op and attributes from the case description; -1 for an unknown op name. */
+static int
+set_node(struct graph_node *n, const char *op, json_t *a)
+{
+	if (op_parse(op, &n->op) != 0)
+		return -1;
+	set_shape_attrs(n, a);
+	set_math_attrs(n, a);
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_onnx_node.sh: the ONNX package's node tests for inferd's op set (skip without onnx), then run the C test.
+# test_onnx_node.sh: the ONNX package's node tests for inferd's op set (skip without onnx), each served through the engine (model_load + model_exec_run).
 py=${PYTHON3:-/usr/bin/python3}
 dir="${top_builddir:-.}/tests/onnx_node_cases"
 script="${top_srcdir:-.}/tests/helpers/make_onnx_node_cases.py"
@@ -14,4 +14,4 @@ if [ ! -f "$dir/manifest.json" ] || [ "$script" -nt "$dir/manifest.json" ]; then
 		exit 1
 	fi
 fi
-exec "${top_builddir:-.}/tests/unit/test_onnx_import" "$dir"
+exec "${top_builddir:-.}/tests/helpers/onnx_node_engine" "$dir"
