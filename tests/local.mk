@@ -94,15 +94,17 @@ EXTRA_DIST += tests/helpers/http_client.py
 
 # libFuzzer build of the same target, only on request (needs clang with libFuzzer):
 #   make fuzz-kserve && tests/fuzz/fuzz_kserve_libfuzzer -max_total_time=60 $(srcdir)/tests/data/kserve-corpus
-# It compiles the codec from source, so it links without the rest of the daemon.
+# It compiles the codec from source; the model's shape functions come from the core library.
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/error.c
+KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/kserve_tensor.c
 fuzz-kserve: tests/fuzz/fuzz_kserve_libfuzzer
-tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/helpers/kserve_fixture.h config.h
+tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/helpers/kserve_fixture.h config.h \
+		daemon/libinferd_core.a
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) $(JANSSON_CFLAGS) \
-		-I$(top_srcdir)/daemon -I$(top_srcdir)/tests/helpers -o $@ $(KSERVE_FUZZ_SRC) $(JANSSON_LIBS) -lm
+		-I$(top_srcdir)/daemon -I$(top_srcdir)/include -I$(top_srcdir)/tests/helpers -o $@ $(KSERVE_FUZZ_SRC) \
+		$(INFERD_CORE_LIBS) -lpthread
 CLEANFILES += tests/fuzz/fuzz_kserve_libfuzzer
 .PHONY: fuzz-kserve
 
