@@ -22,9 +22,18 @@ daemon_libinferd_core_a_SOURCES = \
 	include/inferd.h include/inferd_wire.h
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
 
+# The CPU kernel library (one graph node at a time); OpenMP for its own loops.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/cpu_kernels.h daemon/cpu_kernels_impl.h daemon/cpu_conv_geom.h \
+	daemon/cpu_node.c daemon/cpu_common.c daemon/cpu_broadcast.c \
+	daemon/cpu_gemm.c daemon/cpu_conv.c daemon/cpu_conv_transpose.c daemon/cpu_pool.c \
+	daemon/cpu_elementwise.c daemon/cpu_cast.c daemon/cpu_norm.c \
+	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
+daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
+
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm
+	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm $(OPENMP_CFLAGS)
 
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.

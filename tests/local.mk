@@ -104,3 +104,17 @@ EXTRA_DIST += tests/test_ipc_lib.sh
 # inferd-bench and bench-http-baseline against a private CPU daemon, both protocols.
 TESTS += tests/test_bench.sh
 dist_check_SCRIPTS += tests/test_bench.sh
+
+# --- CPU kernels (cpu-kernels) ---
+# Every kernel against naive double-precision references; then random one-node models against onnxruntime.
+CPU_KERNEL_TESTS = tests/test_cpu_kernels tests/test_cpu_kernels_ort
+check_PROGRAMS += $(CPU_KERNEL_TESTS)
+TESTS += tests/test_cpu_kernels tests/test_cpu_kernels_ort.sh
+CPU_NODE_FIXTURE = tests/cpu_node_fixture.c tests/cpu_node_fixture.h
+tests_test_cpu_kernels_SOURCES = tests/test_cpu_kernels.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_test_cpu_kernels_LDADD = $(TEST_LDADD)
+tests_test_cpu_kernels_ort_SOURCES = tests/test_cpu_kernels_ort.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_test_cpu_kernels_ort_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/test_cpu_kernels_ort.sh
+EXTRA_DIST += tests/cpu_kernels_ref.py
