@@ -6,7 +6,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
-	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
+	daemon/device_cpu.c \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h \
 	daemon/repository.c daemon/repository.h \
