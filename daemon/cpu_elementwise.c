@@ -13,7 +13,8 @@ act_one(float x, enum graph_unary fn, float a, float b)
 	switch (fn) {
 	case GRAPH_UNARY_NONE: return x;
 	case GRAPH_UNARY_RELU: return x > 0.0f ? x : 0.0f;
-	case GRAPH_UNARY_GELU: return 0.5f * x * erfcf(-x * (float)M_SQRT1_2);	/* erfc: no cancellation for x << 0 */
+	/* erfc, not 1 + erf: for x << 0 the sum cancels and loses every digit. */
+	case GRAPH_UNARY_GELU: return 0.5f * x * erfcf(-x * (float)M_SQRT1_2);
 	case GRAPH_UNARY_GELU_TANH:
 		return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 	case GRAPH_UNARY_SIGMOID:

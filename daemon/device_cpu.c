@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_kernels.h"
+#include "device_cpu_kernels.h"
 #include "device_impl.h"
 #include "error.h"
 
@@ -171,19 +171,22 @@ cpu_plan_free(device_plan_t *p)
 	p->handle = NULL;
 }
 
-/* Size the one workspace every node shares (the kernels check their shapes as they run). */
-static void
-cpu_plan_workspace(const graph_t *g, const struct graph_shape *shapes,
-    size_t *workspace)
+/* Let every node check its shapes and size the one workspace they share. */
+static int
+cpu_plan_prepare(const graph_t *g, const struct graph_shape *shapes,
+    size_t *workspace, char **cause)
 {
 	size_t i, need;
 
 	*workspace = 0;
 	for (i = 0; i < g->nnodes; i++) {
-		need = cpu_node_workspace(g, &g->nodes[i], shapes);
+		const struct graph_node *n = &g->nodes[i];
+		if (cpu_node_prepare(g, n, shapes, &need, cause) != 0)
+			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
 		if (need > *workspace)
 			*workspace = need;
 	}
+	return 0;
 }
 
 /* Copy the shapes and addresses, allocate the workspace. */
@@ -195,7 +198,8 @@ cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	struct cpu_plan *c;
 	size_t ws;
 
-	cpu_plan_workspace(g, shapes, &ws);
+	if (cpu_plan_prepare(g, shapes, &ws, cause) != 0)
+		return -1;
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
 	p->handle = c;

@@ -6,8 +6,10 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
-	daemon/device_cpu.c \
+	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
+	daemon/protobuf_wire.c daemon/protobuf_wire.h \
+	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h \
 	daemon/repository.c daemon/repository.h \
 	daemon/metrics.c daemon/metrics.h \
@@ -30,6 +32,12 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/cpu_elementwise.c daemon/cpu_cast.c daemon/cpu_norm.c \
 	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
+
+# ONNX import: op mapping, constant folding and per-shape specialization of the graph.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
+	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
+	daemon/onnx_import.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \

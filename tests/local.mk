@@ -105,6 +105,44 @@ EXTRA_DIST += tests/test_ipc_lib.sh
 TESTS += tests/test_bench.sh
 dist_check_SCRIPTS += tests/test_bench.sh
 
+# --- ONNX decoder (onnx-decode) ---
+# Models from tests/make_onnx_cases.py checked against the onnx package's reading of them, every truncation,
+# peak RSS of a ~200 MB model; the decoder's fuzz target run over its seed corpus.
+check_PROGRAMS += tests/test_onnx_decode tests/fuzz_onnx
+TESTS += tests/test_onnx_decode.sh tests/fuzz_onnx
+dist_check_SCRIPTS += tests/test_onnx_decode.sh
+EXTRA_DIST += tests/make_onnx_cases.py
+tests_test_onnx_decode_SOURCES = tests/test_onnx_decode.c $(TEST_COMMON)
+tests_test_onnx_decode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_test_onnx_decode_LDADD = $(TEST_LDADD)
+tests_fuzz_onnx_SOURCES = tests/fuzz_onnx.c
+tests_fuzz_onnx_LDADD = $(TEST_LDADD)
+
+# libFuzzer build (needs clang with libFuzzer):
+#   make fuzz-onnx && tests/fuzz_onnx_libfuzzer -max_total_time=60 $(srcdir)/tests/data/onnx-corpus
+ONNX_FUZZ_SRC = $(srcdir)/tests/fuzz_onnx.c $(srcdir)/daemon/onnx_decode.c $(srcdir)/daemon/onnx_decode_tensor.c \
+	$(srcdir)/daemon/protobuf_wire.c $(srcdir)/daemon/error.c
+fuzz-onnx: tests/fuzz_onnx_libfuzzer
+tests/fuzz_onnx_libfuzzer: $(ONNX_FUZZ_SRC) $(srcdir)/daemon/onnx_decode.h $(srcdir)/daemon/onnx_decode_impl.h \
+		$(srcdir)/daemon/protobuf_wire.h config.h
+	@$(MKDIR_P) tests
+	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) -o $@ $(ONNX_FUZZ_SRC)
+CLEANFILES += tests/fuzz_onnx_libfuzzer
+.PHONY: fuzz-onnx
+
+# --- ONNX import (graph-import) ---
+# Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
+# on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
+check_PROGRAMS += tests/test_graph_shape tests/test_onnx_import
+TESTS += tests/test_graph_shape tests/test_onnx_import.sh
+tests_test_graph_shape_SOURCES = tests/test_graph_shape.c $(TEST_COMMON)
+tests_test_graph_shape_LDADD = $(TEST_LDADD)
+tests_test_onnx_import_SOURCES = tests/test_onnx_import.c $(TEST_COMMON)
+tests_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_test_onnx_import_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/test_onnx_import.sh
+EXTRA_DIST += tests/make_onnx_import_cases.py
+
 # --- CPU kernels (cpu-kernels) ---
 # Every kernel against naive double-precision references; then random one-node models against onnxruntime.
 CPU_KERNEL_TESTS = tests/test_cpu_kernels tests/test_cpu_kernels_ort
