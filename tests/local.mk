@@ -156,3 +156,9 @@ tests_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_test_cpu_kernels_ort_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/test_cpu_kernels_ort.sh
 EXTRA_DIST += tests/cpu_kernels_ref.py
+
+# --- CUDA backend vs CPU backend, every op (skips without a GPU) ---
+check_PROGRAMS += tests/test_backend_ops
+TESTS += tests/test_backend_ops
+tests_test_backend_ops_SOURCES = tests/test_backend_ops.c $(TEST_COMMON)
+tests_test_backend_ops_LDADD = $(TEST_LDADD)
