@@ -131,6 +131,25 @@ cuda_check_dtypes(const graph_t *g, const struct graph_node *n, char **why)
 	return 1;
 }
 
+/* A conv or pool window the kernels take: 1 to 3 spatial dims, positive kernel/stride/dilation, pads >= 0. */
+static int
+cuda_check_window(const struct graph_node *n, char **why)
+{
+	const struct graph_window_attr *w = n->op == GRAPH_OP_POOL ? &n->attr.pool.w : &n->attr.conv;
+
+	if (n->op == GRAPH_OP_POOL && n->attr.pool.global)
+		return 1;
+	if (w->nspatial < 1 || w->nspatial > 3)
+		return error_set(why, "%s: %d spatial dims (1 to 3 are supported)", graph_op_name(n->op), w->nspatial), 0;
+	for (int i = 0; i < w->nspatial; i++)
+		if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1 || w->pad_begin[i] < 0 ||
+		    w->pad_end[i] < 0)
+			return error_set(why, "%s: kernel, stride, dilation or pads out of range", graph_op_name(n->op)), 0;
+	if (n->op != GRAPH_OP_POOL && w->group < 1)
+		return error_set(why, "%s: group %lld", graph_op_name(n->op), (long long)w->group), 0;
+	return 1;
+}
+
 /* 1 when the CUDA backend runs node n; else 0 and *why says what it lacks. */
 int
 cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why)
@@ -147,6 +166,9 @@ cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why)
 		return 0;
 	}
 	if (!cuda_check_arity(g, n, o, why))
+		return 0;
+	if ((n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE || n->op == GRAPH_OP_POOL) &&
+	    !cuda_check_window(n, why))
 		return 0;
 	if (o->fp32)
 		return device_node_fp32(g, n, o->min_in, o->max_in, n->noutputs, why);
