@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "device_cuda_dnn.h"
 #include "device_cuda_impl.h"
 #include "device_impl.h"
 #include "error.h"
@@ -27,6 +28,7 @@ struct cuda_ctx {
 struct cuda_stream {
 	cudaStream_t stream;
 	cublasHandle_t blas;		/* compute streams only */
+	void *dnn;			/* compute streams: cuDNN handle (NULL without cuDNN) */
 	void *workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
 };
 
@@ -214,6 +216,13 @@ cuda_stream_create(device_stream_t *s, char **cause)
 		free(cs);
 		return -1;
 	}
+	if (s->kind == DEVICE_STREAM_COMPUTE && cuda_dnn_handle_create(cs->stream, &cs->dnn, cause) != 0) {
+		(void)cublasDestroy(cs->blas);
+		(void)cudaFree(cs->workspace);
+		(void)cudaStreamDestroy(cs->stream);
+		free(cs);
+		return -1;
+	}
 	s->handle = cs;
 	return 0;
 }
@@ -229,6 +238,7 @@ cuda_stream_destroy(device_stream_t *s)
 	(void)cudaStreamSynchronize(cs->stream);
 	if (cs->blas != NULL)
 		(void)cublasDestroy(cs->blas);
+	cuda_dnn_handle_destroy(cs->dnn);
 	if (cs->workspace != NULL)
 		(void)cudaFree(cs->workspace);
 	(void)cudaStreamDestroy(cs->stream);
@@ -405,6 +415,8 @@ cuda_plan_free(device_plan_t *p)
 	if (cuda_use(p->dev, NULL) != 0)
 		(void)cudaGetLastError();
 	for (size_t i = 0; i < c->nsteps; i++) {
+		if (c->steps[i].fini != NULL)
+			c->steps[i].fini(&c->steps[i]);
 		free(c->steps[i].p);
 		if (c->steps[i].ws != NULL)
 			(void)cudaFree(c->steps[i].ws);
@@ -430,6 +442,8 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 	if (fn(cc, n, st, cause) != 0)
 		return -1;
 	if (st->run == NULL) {
+		if (st->fini != NULL)
+			st->fini(st);
 		free(st->p);
 		if (st->ws != NULL)
 			(void)cudaFree(st->ws);
@@ -445,7 +459,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
     void *const *addrs, char **cause)
 {
 	const graph_t *g = p->g;
-	struct cuda_compile cc = { g, shapes, addrs };
+	struct cuda_compile cc = { g, shapes, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal };
 	struct cuda_plan *c;
 	size_t i;
 
@@ -473,7 +487,7 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 {
 	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
 	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
-	struct cuda_exec ex = { cs->stream, cs->blas };
+	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
 	size_t i;
 
 	if (cuda_use(s->dev, cause) != 0)

@@ -1,8 +1,11 @@
-/* device_cuda_conv.cu: Conv and ConvTranspose as implicit GEMM: im2col/col2im kernels around cuBLAS strided-batched SGEMM, with a fused bias + residual + activation epilogue. */
+/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine, else im2col/col2im around cuBLAS SGEMM; a fused bias + residual + activation epilogue. */
 #include "config.h"
 
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "device_cuda_dnn.h"
 #include "device_cuda_impl.h"
 #include "error.h"
 
@@ -19,6 +22,7 @@ struct conv_params {
 	int64_t chunk;			/* images per column buffer */
 	int direct;			/* 1x1, stride 1, no pad: the input is its own column matrix */
 	int transpose;
+	struct cuda_dnn_conv *dnn;	/* the cuDNN plan, or NULL for im2col */
 	int act;
 	float act_alpha, act_beta;
 };
@@ -120,12 +124,39 @@ conv_tr_gemm(const struct conv_params *p, const struct cuda_exec *ex, int64_t i0
 	return 0;
 }
 
+/* Queue the bias + residual + activation epilogue when there is one. */
+static int
+conv_epilogue(const struct conv_params *p, const struct cuda_exec *ex, char **cause)
+{
+	cudaError_t err;
+
+	if (p->b == NULL && p->z == NULL && p->act == GRAPH_UNARY_NONE)
+		return 0;
+	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->n, p->m, p->out_sz, p->act, p->act_alpha,
+	    p->act_beta);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "ew_channel_kernel<<<>>>");
+	return 0;
+}
+
+/* Queue the cuDNN convolution, then the epilogue. */
+static int
+conv_dnn_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct conv_params *p = (const struct conv_params *)st->p;
+
+	if (ex->dnn == NULL)
+		return error_set(cause, "the stream has no cuDNN handle");
+	if (cuda_dnn_conv_run(p->dnn, ex->dnn, cause) != 0)
+		return -1;
+	return conv_epilogue(p, ex, cause);
+}
+
 /* Queue the conv chunk by chunk, then the epilogue over the whole output. */
 static int
 conv_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 {
 	const struct conv_params *p = (const struct conv_params *)st->p;
-	cudaError_t err;
 
 	for (int64_t i0 = 0; i0 < p->n; i0 += p->chunk) {
 		int64_t nimg = p->n - i0 < p->chunk ? p->n - i0 : p->chunk;
@@ -147,13 +178,7 @@ conv_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		if (conv_fwd_gemm(p, ex, p->direct ? p->x + i0 * p->c * p->in_sz : p->col, i0, nimg, cause) != 0)
 			return -1;
 	}
-	if (p->b == NULL && p->z == NULL && p->act == GRAPH_UNARY_NONE)
-		return 0;
-	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->n, p->m, p->out_sz, p->act, p->act_alpha,
-	    p->act_beta);
-	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "ew_channel_kernel<<<>>>");
-	return 0;
+	return conv_epilogue(p, ex, cause);
 }
 
 /* Geometry from the attributes and shapes; W is [M, C/g, k...] (conv) or [C, M/g, k...] (transpose). */
@@ -221,6 +246,55 @@ conv_sizes(struct conv_params *p, char **cause)
 	return 0;
 }
 
+/* Release the cuDNN plan. */
+static void
+conv_fini(struct cuda_step *st)
+{
+	struct conv_params *p = (struct conv_params *)st->p;
+
+	if (p != NULL) {
+		cuda_dnn_conv_free(p->dnn);
+		p->dnn = NULL;
+	}
+}
+
+/*
+ * Try cuDNN for this shape: 1 when its plan, workspace and addresses are set,
+ * 0 when cuDNN cannot (or INFERD_CUDA_CONV=im2col asks for the fallback), -1 on error.
+ */
+static int
+conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, struct conv_params *p,
+    char **cause)
+{
+	const struct graph_window_attr *a = &n->attr.conv;
+	const char *force = getenv("INFERD_CUDA_CONV");
+	struct cuda_dnn_conv_desc d;
+	size_t ws = 0;
+	int rc;
+
+	if (force != NULL && strcmp(force, "im2col") == 0)
+		return 0;
+	memset(&d, 0, sizeof d);
+	d.transpose = p->transpose;
+	d.nspatial = a->nspatial;
+	memcpy(d.x, cuda_in_shape(cc, n, 0)->dims, sizeof d.x);
+	memcpy(d.w, cuda_in_shape(cc, n, 1)->dims, sizeof d.w);
+	memcpy(d.y, cuda_out_shape(cc, n, 0)->dims, sizeof d.y);
+	for (int i = 0; i < a->nspatial; i++) {
+		d.stride[i] = a->stride[i];
+		d.dilation[i] = a->dilation[i];
+		d.pad_begin[i] = a->pad_begin[i];
+		d.pad_end[i] = a->pad_end[i];
+	}
+	if ((rc = cuda_dnn_conv_build(cc->ordinal, &d, &p->dnn, &ws, cause)) != 1)
+		return rc;
+	st->fini = conv_fini;
+	if (cuda_step_ws(st, ws, cause) != 0 || cuda_dnn_conv_bind(p->dnn, p->x, p->w, p->y, st->ws, cause) != 0)
+		return -1;
+	st->run = conv_dnn_run;
+	return 1;
+}
+
 /* Shared compile of Conv and ConvTranspose. */
 static int
 conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, int transpose,
@@ -250,6 +324,14 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 		return 0;
 	if (p->c * p->k_sz == 0 || p->in_sz == 0)
 		return error_set(cause, "empty input channels or window with a non-empty output");
+	switch (conv_try_dnn(cc, n, st, p, cause)) {
+	case 1:
+		return 0;
+	case -1:
+		return -1;
+	default:
+		break;
+	}
 	if (!p->direct && cuda_step_ws(st, (size_t)p->chunk * (transpose ? p->m * p->k_sz * p->in_sz :
 	    p->c * p->k_sz * p->out_sz) * sizeof(float), cause) != 0)
 		return -1;

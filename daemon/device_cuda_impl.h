@@ -29,10 +29,11 @@
 #define CUDA_THREADS 256
 #define CUDA_MAX_BLOCKS 4096
 
-/* What a run function may use: the compute stream and its cuBLAS handle. */
+/* What a run function may use: the compute stream, its cuBLAS handle and cuDNN handle (NULL without cuDNN). */
 struct cuda_exec {
 	cudaStream_t stream;
 	cublasHandle_t blas;
+	void *dnn;
 };
 
 struct cuda_step;
@@ -45,13 +46,15 @@ struct cuda_step {
 	void *p;			/* host parameters (malloc'ed) */
 	void *ws;			/* device workspace (cudaMalloc'ed at compile) */
 	size_t ws_bytes;
+	void (*fini)(struct cuda_step *st);	/* releases what p holds beyond itself (NULL: nothing) */
 };
 
-/* What a compiler sees: the graph, every tensor's concrete shape and device address. */
+/* What a compiler sees: the graph, every tensor's concrete shape and device address, the GPU's ordinal. */
 struct cuda_compile {
 	const graph_t *g;
 	const struct graph_shape *shapes;
 	void *const *addrs;
+	int ordinal;
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,

@@ -17,8 +17,10 @@
  * (the independently tested kernel library) and on the GPU; FP32 outputs must
  * agree within a normwise relative error (||gpu - cpu||_2 / ||cpu||_2) of
  * TOL_F32, every other dtype exactly.  The CUDA kernels are fp32 strict
- * (cuBLAS without TF32, convolution as im2col + SGEMM), so no op needs a looser
- * bound.  Per op, the log gives the cases run, the largest error and the mean
+ * (cuBLAS without TF32; cuDNN convolution engines are kept only when their
+ * numerical notes promise no TF32, down-conversion, FFT or Winograd, else
+ * im2col + SGEMM), so no op needs a looser bound.  The convolutions run a
+ * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.  Per op, the log gives the cases run, the largest error and the mean
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
  */
@@ -439,8 +441,10 @@ static void
 case_conv(int transpose)
 {
 	struct tc c;
+	const char *forced = getenv("INFERD_CUDA_CONV");
+	int im2col = forced != NULL && strcmp(forced, "im2col") == 0;
 	struct graph_node *n = tc_init(&c, transpose ? GRAPH_OP_CONV_TRANSPOSE : GRAPH_OP_CONV,
-	    transpose ? "ConvTranspose" : "Conv");
+	    transpose ? (im2col ? "ConvTranspose (im2col)" : "ConvTranspose") : (im2col ? "Conv (im2col)" : "Conv"));
 	int ns = (int)rnd(1, 3) == 3 ? (int)rnd(1, 3) : 2, g;
 	int64_t x[5], w[5], m, out[5], cnt;
 
@@ -965,6 +969,12 @@ main(void)
 		case_cast();
 		case_where();
 		case_copy();
+	}
+	/* The convolutions again on the im2col + cuBLAS path that builds without cuDNN use. */
+	setenv("INFERD_CUDA_CONV", "im2col", 1);
+	for (int i = 0; i < CASES_PER_OP; i++) {
+		case_conv(0);
+		case_conv(1);
 	}
 	print_stats();
 	device_stream_destroy(cpu_s);
