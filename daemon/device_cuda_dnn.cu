@@ -19,11 +19,6 @@
 /* Unique ids of the three tensors in the variant pack. */
 enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y' };
 
-struct cuda_dnn_conv {
-	cudnnBackendDescriptor_t plan, pack;
-	int64_t ws;
-};
-
 /* "what: cuDNN's message" in *cause. */
 static int
 dnn_fail(char **cause, cudnnStatus_t st, const char *what)
@@ -81,6 +76,13 @@ dnn_conv_desc(cudnnBackendDescriptor_t *c, int n, const int64_t *stride, const i
 struct dnn_parts {
 	cudnnBackendDescriptor_t x, w, y, conv, op, graph, heur, devprop;
 	cudnnBackendDescriptor_t cfg[DNN_MAX_CFGS];
+};
+
+/* A plan keeps the descriptors it was built from alive as long as itself. */
+struct cuda_dnn_conv {
+	cudnnBackendDescriptor_t plan, pack;
+	int64_t ws;
+	struct dnn_parts parts;
 };
 
 /* Destroy every descriptor a build created. */
@@ -251,24 +253,24 @@ int
 cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
     size_t *ws_bytes, char **cause)
 {
-	struct dnn_parts p;
 	struct cuda_dnn_conv *c;
+	struct dnn_parts *p;
 	int64_t count = 0;
 	int found = 0;
 
 	*out = NULL;
-	memset(&p, 0, sizeof p);
 	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
+	p = &c->parts;
 	/* Any failure below means this cuDNN cannot take the shape: the caller falls back to im2col. */
-	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, &p) == CUDNN_STATUS_SUCCESS) {
-		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(&p, count, c);
-		if (!found && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(&p, count, c);
+	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, p) == CUDNN_STATUS_SUCCESS) {
+		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
+			found = dnn_pick_plan(p, count, c);
+		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
+			found = dnn_pick_plan(p, count, c);
 	}
-	dnn_parts_free(&p);
 	if (!found) {
+		dnn_parts_free(p);
 		free(c);
 		return 0;
 	}
@@ -313,6 +315,7 @@ cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 		(void)cudnnBackendDestroyDescriptor(c->pack);
 	if (c->plan != NULL)
 		(void)cudnnBackendDestroyDescriptor(c->plan);
+	dnn_parts_free(&c->parts);
 	free(c);
 }
 
