@@ -20,7 +20,9 @@
  * (cuBLAS without TF32; cuDNN convolution engines are kept only when their
  * numerical notes promise no TF32, down-conversion, FFT or Winograd, else
  * im2col + SGEMM), so no op needs a looser bound.  The convolutions run a
- * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.  Per op, the log gives the cases run, the largest error and the mean
+ * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.
+ * The GPU outputs compared come from a CUDA-graph replay of the plan (outputs
+ * poisoned first), which also proves every step capturable.  Per op, the log gives the cases run, the largest error and the mean
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
  */
@@ -199,6 +201,42 @@ tc_fill(struct tc *c)
 	}
 }
 
+/*
+ * On a backend with device graphs, poison the outputs, capture one plan run
+ * into a graph and replay it, so the outputs compared come from the replay
+ * (a step that allocates or synchronises cannot be captured and fails here).
+ */
+static int
+tc_replay(struct tc *c, device_t *dev, device_stream_t *s, device_plan_t *plan, void *const *addrs,
+    char **cause)
+{
+	device_graph_t *graph = NULL;
+	int rc;
+
+	if (!device_has_graphs(dev))
+		return 0;
+	for (int k = 0; k < c->g.noutputs; k++) {
+		size_t b = tc_bytes(c, c->gout[k]);
+		void *poison = malloc(b + 1);
+		memset(poison, 0xff, b + 1);
+		rc = device_copy_h2d(s, addrs[c->gout[k]], poison, b, cause);
+		if (rc == 0)
+			rc = device_stream_sync(s, cause);
+		free(poison);
+		if (rc != 0)
+			return -1;
+	}
+	if (device_graph_capture_begin(s, cause) != 0)
+		return -1;
+	rc = device_plan_run(plan, s, cause);
+	if (device_graph_capture_end(s, &graph, rc == 0 ? cause : NULL) != 0)
+		return -1;
+	if (rc == 0)
+		rc = device_graph_launch(graph, s, cause);
+	device_graph_destroy(graph);
+	return rc;
+}
+
 /* Run the case on one backend: upload, compile, run (timed), download outputs into res[]. */
 static int
 tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *us, char **cause)
@@ -228,6 +266,8 @@ tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *u
 	    device_event_elapsed_us(e0, e1, us, cause) != 0)
 		goto out;
 	*us /= TIMED_RUNS;
+	if (tc_replay(c, dev, s, plan, addrs, cause) != 0)
+		goto out;
 	for (int k = 0; k < c->g.noutputs; k++) {
 		int i = c->gout[k];
 		res[k] = malloc(tc_bytes(c, i) + 8);
