@@ -265,3 +265,10 @@ tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST
 tests_helpers_onnx_node_engine_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_helpers_onnx_node_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_helpers_onnx_node_engine_LDADD = $(TEST_LDADD)
+
+# --- CUDA backend vs CPU backend, every op (skips without a GPU) ---
+check_PROGRAMS += tests/unit/test_backend_ops
+TESTS += tests/unit/test_backend_ops
+tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMON)
+tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)
