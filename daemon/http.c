@@ -390,6 +390,7 @@ http_request_free(struct http_request *req)
 {
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
+	kserve_infer_release(&req->ki, req->srv->shm);
 	free(req->body);
 	free(req->id);
 	free(req->error);
@@ -601,7 +602,7 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 	b->noutputs = req->m->noutputs;
 	b->shape = ki->shape;
 	for (i = 0; i < b->ninputs; i++) {
-		b->inputs[i] = slot + ki->input_offset[i];
+		b->inputs[i] = ki->input_at[i] != NULL ? ki->input_at[i] : slot + ki->input_offset[i];
 		b->input_bytes[i] = ki->input_len[i];
 	}
 	for (i = 0; i < b->noutputs; i++) {
@@ -609,7 +610,8 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 		b->output_bytes[i] = ki->output_len[i];
 	}
 	for (i = 0; i < ki->nwanted; i++)
-		b->outputs[ki->wanted[i]] = slot + ki->output_offset[ki->wanted[i]];
+		b->outputs[ki->wanted[i]] = ki->output_at[ki->wanted[i]] != NULL ?
+		    ki->output_at[ki->wanted[i]] : slot + ki->output_offset[ki->wanted[i]];
 }
 
 /* Hand the staged request to the batcher and suspend the connection until done. */
@@ -689,14 +691,17 @@ http_unstage(struct http_request *req, json_t *root)
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
+	kserve_infer_release(&req->ki, req->srv->shm);
 }
 
 /*
- * Decode the parsed header and the tensor data (JSON, or the binary
- * section bin of the body) straight into a pinned slot, then submit it.
+ * Decode the parsed header and the tensor data (JSON text at src's spans,
+ * the binary section bin of the body, or shared-memory regions) straight
+ * into a pinned slot or the regions, then submit it.
  */
 static enum MHD_Result
-http_stage(struct http_request *req, json_t *root, const struct kserve_binary *bin)
+http_stage(struct http_request *req, json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin)
 {
 	http_server_t *srv = req->srv;
 	const model_t *m = req->m;
@@ -709,7 +714,7 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
 		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
 	}
-	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
+	if (kserve_decode_request(root, src, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
 	    &cause) != 0) {
 		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
@@ -746,6 +751,8 @@ http_infer(struct http_request *req)
 	http_server_t *srv = req->srv;
 	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
 	enum MHD_Result ret = MHD_NO;
+	struct tensor_text_span spans[KSERVE_MAX_SPANS];
+	struct kserve_source src = { req->body, spans, 0, srv->shm_enabled ? srv->shm : NULL };
 	struct kserve_binary bin;
 	char *cause = NULL;
 	size_t json_len;
@@ -758,7 +765,7 @@ http_infer(struct http_request *req)
 		return ret;
 	if (http_header_length(req, &json_len, &binary, &cause) != 0)
 		return http_invalid(req, name, cause);
-	if ((root = kserve_parse(req->body, json_len, &cause)) == NULL)
+	if ((root = kserve_parse_fast(req->body, json_len, spans, &src.nspans, &cause)) == NULL)
 		return http_invalid(req, name, cause);
 	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
 		json_decref(root);
@@ -774,7 +781,7 @@ http_infer(struct http_request *req)
 		bin.data = (const unsigned char *)req->body + json_len;
 		bin.len = req->len - json_len;
 	}
-	return http_stage(req, root, binary ? &bin : NULL);
+	return http_stage(req, root, &src, binary ? &bin : NULL);
 }
 
 /* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */

@@ -150,6 +150,12 @@ tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COM
 tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_shm_registry_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_shm_registry_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/unit/test_kserve_source
+TESTS += tests/unit/test_kserve_source
+tests_unit_test_kserve_source_SOURCES = tests/unit/test_kserve_source.c $(TEST_COMMON)
+tests_unit_test_kserve_source_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_kserve_source_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_kserve_source_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += $(TRITON_TESTS)
 EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh
 

@@ -9,7 +9,7 @@
 	exit 77
 }
 start_daemon
-"$PY" "$client" tritonclient --port "$port" --ref "$ref" || fail "tritonclient"
+"$PY" "$client" tritonclient --port "$port" --ref "$ref" --shm-infer || fail "tritonclient"
 
 # perf_analyzer: PyPI's wheels need glibc 2.38; where it runs, a short bounded run must have no errors.
 if command -v perf_analyzer >/dev/null 2>&1; then

@@ -295,10 +295,10 @@ test_encode_roundtrip(void)
 	}
 	out[3] = NAN;
 	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
-	    strstr(cause, "element 3 is NaN") != NULL, "NaN output: %s", cause);
+	    strstr(cause, "element 3: FP32 NaN") != NULL, "NaN output: %s", cause);
 	out[3] = -INFINITY;
 	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
-	    strstr(cause, "element 3 is infinite") != NULL, "Inf output: %s", cause);
+	    strstr(cause, "element 3: FP32 -Infinity") != NULL, "Inf output: %s", cause);
 	free(cause);
 }
 
