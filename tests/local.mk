@@ -157,7 +157,7 @@ tests_unit_test_kserve_source_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_kserve_source_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_kserve_source_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += $(TRITON_TESTS)
-EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh
+EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh tests/helpers/cuda_shm_client.py
 
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.
