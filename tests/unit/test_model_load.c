@@ -398,6 +398,8 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *nms = write_onnx_dir(root, "nms", "NonMaxSuppression", "nms0", 1, 2, dims, 0, NULL);
 	char *cut = write_onnx_dir(root, "cut", "Relu", "act", 1, 2, dims, 40, NULL);
 	char *key = write_onnx_dir(root, "key", "Relu", "act", 1, 2, dims, 0, "{\"max_batch\": 4}");
+	char *io = write_onnx_dir(root, "io", "Relu", "act", 1, 2, dims, 0,
+	    "{\"inputs\": [{\"name\": \"x0\", \"datatype\": \"INT64\", \"dims\": [4]}]}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
 	model_t *m = NULL;
@@ -409,6 +411,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	model_free(m);
 	expect_onnx_refused("unsupported op", nms, (const char *const[]){ "model.onnx", "nms0", "NonMaxSuppression", NULL });
 	expect_onnx_refused("truncated file", cut, (const char *const[]){ "cut/model.onnx", NULL });
+	expect_onnx_refused("declared input", io, (const char *const[]){ "io/model.json", "datatype INT64, the graph's is FP32", NULL });
 	expect_onnx_refused("unknown key", key, (const char *const[]){ "key/model.json: unknown key \"max_batch\"", NULL });
 	if (asprintf(&cmd, "cp -r '%s' '%s/tiny'", mlp_dir, root) == -1 || system(cmd) != 0)
 		CHECK(0, "copying the layer model failed");
@@ -425,6 +428,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	free(nms);
 	free(cut);
 	free(key);
+	free(io);
 }
 
 int
