@@ -109,10 +109,10 @@ test_good_model(const char *dir)
 	test_fill_random(x, ROWS * IN, &rng, -2, 2);
 	for (r = 0; r < ROWS * OUT; r++)
 		y[r] = NAN;
-	CHECK(device_copy_h2d(s, ex->input, x, sizeof x, &cause) == 0, "%s", cause);
-	CHECK(device_copy_h2d(s, ex->output, y, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(device_copy_h2d(s, model_exec_input(ex, 0), x, sizeof x, &cause) == 0, "%s", cause);
+	CHECK(device_copy_h2d(s, model_exec_output(ex, 0), y, sizeof y, &cause) == 0, "%s", cause);
 	CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
-	CHECK(device_copy_d2h(s, y, ex->output, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(device_copy_d2h(s, y, model_exec_output(ex, 0), sizeof y, &cause) == 0, "%s", cause);
 	CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 	for (r = 0; r < ROWS; r++)
 		reference(x + r * IN, ref + r * OUT);
@@ -123,7 +123,7 @@ test_good_model(const char *dir)
 		float yg[ROWS * OUT];
 		CHECK(model_exec_capture(ex, s, 8, &cause) == 0 && ex->ngraphs == 8, "capture: %s", cause);
 		CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
-		CHECK(device_copy_d2h(s, yg, ex->output, sizeof yg, &cause) == 0, "%s", cause);
+		CHECK(device_copy_d2h(s, yg, model_exec_output(ex, 0), sizeof yg, &cause) == 0, "%s", cause);
 		CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 		err = test_rel_error(yg, ref, ROWS * OUT);
 		CHECK(err <= 1e-5, "graph replay: relative error %g", err);
