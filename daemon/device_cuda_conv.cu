@@ -276,6 +276,7 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 		return 0;
 	memset(&d, 0, sizeof d);
 	d.transpose = p->transpose;
+	d.tf32 = cc->precision != GRAPH_PRECISION_FP32;
 	d.nspatial = a->nspatial;
 	memcpy(d.x, cuda_in_shape(cc, n, 0)->dims, sizeof d.x);
 	memcpy(d.w, cuda_in_shape(cc, n, 1)->dims, sizeof d.w);
