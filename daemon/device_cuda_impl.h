@@ -190,9 +190,10 @@ int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n,
 
 /*
  * Shared epilogue (device_cuda_elementwise.cu): y = act(y + b) with b
- * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements.
+ * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements;
+ * f16: y and b are FP16 (the arithmetic is FP32).
  */
-cudaError_t cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct cuda_map *m,
+cudaError_t cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
     int act, float act_alpha, float act_beta);
 /* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL. */
 cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,

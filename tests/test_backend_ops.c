@@ -25,9 +25,28 @@
  * poisoned first), which also proves every step capturable.  Per op, the log gives the cases run, the largest error and the mean
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
+ *
+ * Precision (graph_t.precision): the whole suite runs once per precision,
+ * the GPU plan compiled at that precision, the CPU always FP32.  Bounds
+ * (normwise, FP32 outputs; other dtypes exact at every precision):
+ *   fp32  every op 1e-5;
+ *   tf32  GEMM, MatMul, Conv, ConvTranspose 3e-3 (TF32 keeps 10 mantissa bits:
+ *         2^-11 relative per product), every other op still 1e-5 (only cuBLAS
+ *         and cuDNN change);
+ *   fp16  GEMM, MatMul, Conv, ConvTranspose, Softmax, LayerNorm, BatchNorm,
+ *         Pool, Reduce, Resize 1e-2; element-wise and data-movement ops 2e-3
+ *         (FP16 storage rounds each stored value by up to 2^-11 relative).
+ * At fp16 the FP32 inputs are first rounded to FP16-representable values for
+ * both backends, so what differs is the GPU's FP16 arithmetic and storage,
+ * not the input's rounding (which the plan's input cast would otherwise add,
+ * and which would break the exact checks of Cast to integers or Equal).
+ * BACKEND_OPS_PRECISION=fp32|tf32|fp16 runs one precision only.
  */
 
 #define TOL_F32 1e-5
+#define TOL_TF32_GEMM 3e-3
+#define TOL_F16_GEMM 1e-2
+#define TOL_F16_EW 2e-3
 #define MAX_T 12
 #define CASES_PER_OP 12
 #define TIMED_RUNS 3
@@ -75,7 +94,40 @@ struct op_stats {
 
 static device_t *cpu, *gpu;
 static device_stream_t *cpu_s, *gpu_s;
-static struct op_stats stats[GRAPH_OP_COUNT];
+static int precision;		/* the GPU plan's graph_t.precision for the cases now running */
+static struct op_stats all_stats[GRAPH_PRECISION_COUNT][GRAPH_OP_COUNT];
+
+/* The normwise bound for an FP32 output of op at the current precision. */
+static double
+tol_for(enum graph_op op)
+{
+	int gemm = op == GRAPH_OP_GEMM || op == GRAPH_OP_MATMUL || op == GRAPH_OP_CONV ||
+	    op == GRAPH_OP_CONV_TRANSPOSE;
+	int reducing = gemm || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM || op == GRAPH_OP_BATCHNORM ||
+	    op == GRAPH_OP_POOL || op == GRAPH_OP_REDUCE || op == GRAPH_OP_RESIZE;
+
+	if (precision == GRAPH_PRECISION_TF32)
+		return gemm ? TOL_TF32_GEMM : TOL_F32;
+	if (precision == GRAPH_PRECISION_FP16)
+		return reducing ? TOL_F16_GEMM : TOL_F16_EW;
+	return TOL_F32;
+}
+
+/* x rounded to the nearest FP16 value (ties to even), as a float; beyond FP16's range, infinity. */
+static float
+round_f16(float x)
+{
+	double a = fabs((double)x), q;
+	int e;
+
+	if (isnan(x) || a == 0.0)
+		return x;
+	if (a >= 65520.0)
+		return copysignf(INFINITY, x);
+	frexp(a, &e);		/* a = m 2^e, m in [0.5, 1) */
+	q = e - 1 < -14 ? ldexp(1.0, -24) : ldexp(1.0, e - 1 - 10);
+	return (float)(nearbyint((double)x / q) * q);
+}
 
 /* Start a case of op. */
 static struct graph_node *
@@ -196,8 +248,11 @@ tc_fill(struct tc *c)
 		if (!(c->t[i].flags & GRAPH_TENSOR_INPUT))
 			continue;
 		c->host[i] = malloc(tc_bytes(c, (int)i) + 8);
-		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++)
+		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++) {
 			tc_fill_one(c, (int)i, k);
+			if (precision == GRAPH_PRECISION_FP16 && c->t[i].dtype == GRAPH_DT_F32)
+				((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+		}
 	}
 }
 
@@ -253,6 +308,8 @@ tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *u
 		if (c->host[i] != NULL && device_copy_h2d(s, addrs[i], c->host[i], b, cause) != 0)
 			goto out;
 	}
+	/* The CPU reference always computes in FP32; the GPU at the precision under test. */
+	c->g.precision = device_is_gpu(dev) ? precision : GRAPH_PRECISION_FP32;
 	if (device_plan_compile(dev, &c->g, c->shapes, addrs, &plan, cause) != 0 ||
 	    device_plan_run(plan, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 		goto out;
@@ -311,17 +368,18 @@ tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
 {
 	int i = c->gout[k];
 	size_t n = (size_t)graph_shape_elems(&c->shapes[i]);
-	struct op_stats *st = &stats[c->n.op];
+	struct op_stats *st = &all_stats[precision][c->n.op];
 
 	if (c->t[i].dtype == GRAPH_DT_F32) {
-		double err = norm_err((const float *)gpu_y, (const float *)cpu_y, n);
+		double err = norm_err((const float *)gpu_y, (const float *)cpu_y, n), tol = tol_for(c->n.op);
 		if (err > st->max_err)
 			st->max_err = err;
-		CHECK(err <= TOL_F32, "%s: output %d: normwise relative error %g > %g", c->label, k, err, TOL_F32);
+		CHECK(err <= tol, "%s at %s: output %d: normwise relative error %g > %g", c->label,
+		    graph_precision_name(precision), k, err, tol);
 		return;
 	}
-	CHECK(memcmp(cpu_y, gpu_y, tc_bytes(c, i)) == 0, "%s: output %d (%s) differs", c->label, k,
-	    graph_dtype_name(c->t[i].dtype));
+	CHECK(memcmp(cpu_y, gpu_y, tc_bytes(c, i)) == 0, "%s at %s: output %d (%s) differs", c->label,
+	    graph_precision_name(precision), k, graph_dtype_name(c->t[i].dtype));
 }
 
 /* Run a built case on both backends and compare; free it. */
@@ -332,7 +390,7 @@ tc_run(struct tc *c)
 	void *ry_cpu[MAX_T] = { 0 }, *ry_gpu[MAX_T] = { 0 };
 	double cu = 0, gu = 0;
 	char *cause = NULL, *why = NULL;
-	struct op_stats *st = &stats[c->n.op];
+	struct op_stats *st = &all_stats[precision][c->n.op];
 
 	for (int k = 0; k < c->g.ninputs; k++) {
 		const struct graph_tensor *t = &c->t[c->gin[k]];
@@ -944,17 +1002,20 @@ case_copy(void)
 	tc_run(&c);
 }
 
-/* Print one line per op: cases, largest error, mean microseconds of a plan run per backend. */
+/* Print one line per op at the current precision: cases, largest error, its bound, mean microseconds of a plan run per backend. */
 static void
 print_stats(void)
 {
-	printf("%-20s %6s %7s %12s %12s %12s\n", "op", "cases", "skipped", "max err", "cpu us", "gpu us");
+	printf("precision %s (GPU) vs FP32 (CPU):\n", graph_precision_name(precision));
+	printf("%-20s %6s %7s %12s %10s %12s %12s\n", "op", "cases", "skipped", "max err", "bound", "cpu us",
+	    "gpu us");
 	for (int op = 0; op < GRAPH_OP_COUNT; op++) {
-		const struct op_stats *s = &stats[op];
+		const struct op_stats *s = &all_stats[precision][op];
 		if (s->cases == 0 && s->skipped == 0)
 			continue;
-		printf("%-20s %6d %7d %12.3g %12.1f %12.1f\n", graph_op_name((enum graph_op)op), s->cases, s->skipped,
-		    s->max_err, s->cases ? s->cpu_us / s->cases : 0.0, s->cases ? s->gpu_us / s->cases : 0.0);
+		printf("%-20s %6d %7d %12.3g %10.0e %12.1f %12.1f\n", graph_op_name((enum graph_op)op), s->cases,
+		    s->skipped, s->max_err, tol_for((enum graph_op)op), s->cases ? s->cpu_us / s->cases : 0.0,
+		    s->cases ? s->gpu_us / s->cases : 0.0);
 	}
 }
 
@@ -984,16 +1045,11 @@ open_backends(void)
 	printf("cpu: %s\ngpu: %s\n", device_name(cpu), device_name(gpu));
 }
 
-int
-main(void)
+/* Every op's cases at the current precision, the convolutions again on the im2col path; then the table. */
+static void
+run_precision(void)
 {
-	const char *seed = getenv("BACKEND_OPS_SEED");
-
-	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
-		rng = strtoull(seed, NULL, 0);
-	printf("seed 0x%llx, %d cases per op, tolerance %g (FP32, normwise), exact otherwise\n",
-	    (unsigned long long)rng, CASES_PER_OP, TOL_F32);
-	open_backends();
+	unsetenv("INFERD_CUDA_CONV");
 	for (int i = 0; i < CASES_PER_OP; i++) {
 		case_gemm();
 		case_matmul();
@@ -1025,7 +1081,31 @@ main(void)
 		case_conv(0);
 		case_conv(1);
 	}
+	unsetenv("INFERD_CUDA_CONV");
 	print_stats();
+}
+
+int
+main(void)
+{
+	const char *seed = getenv("BACKEND_OPS_SEED"), *only = getenv("BACKEND_OPS_PRECISION");
+	int one = -1;
+
+	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
+		rng = strtoull(seed, NULL, 0);
+	if (only != NULL && *only != '\0' && graph_precision_parse(only, &one) != 0) {
+		fprintf(stderr, "FAIL: BACKEND_OPS_PRECISION=%s: not fp32, tf32 or fp16\n", only);
+		return 1;
+	}
+	printf("seed 0x%llx, %d cases per op and precision; bounds (normwise, FP32 outputs): fp32 %g; "
+	    "tf32 %g GEMM/MatMul/Conv, %g others; fp16 %g GEMM/Conv/reductions/norms, %g element-wise and "
+	    "data movement; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32, TOL_TF32_GEMM,
+	    TOL_F32, TOL_F16_GEMM, TOL_F16_EW);
+	open_backends();
+	for (precision = 0; precision < GRAPH_PRECISION_COUNT; precision++)
+		if (one < 0 || one == precision)
+			run_precision();
+	precision = 0;
 	device_stream_destroy(cpu_s);
 	device_stream_destroy(gpu_s);
 	device_close(cpu);
