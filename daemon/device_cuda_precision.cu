@@ -131,6 +131,7 @@ prec_native(const struct graph_node *n)
 	switch (n->op) {
 	case GRAPH_OP_GEMM: case GRAPH_OP_MATMUL:
 	case GRAPH_OP_UNARY: case GRAPH_OP_BINARY: case GRAPH_OP_PRELU: case GRAPH_OP_WHERE: case GRAPH_OP_CAST:
+	case GRAPH_OP_SOFTMAX: case GRAPH_OP_LAYERNORM:
 	case GRAPH_OP_TRANSPOSE: case GRAPH_OP_RESHAPE: case GRAPH_OP_CONCAT: case GRAPH_OP_SPLIT:
 	case GRAPH_OP_SLICE: case GRAPH_OP_GATHER: case GRAPH_OP_EXPAND: case GRAPH_OP_PAD: case GRAPH_OP_COPY:
 		return 1;
