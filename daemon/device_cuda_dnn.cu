@@ -26,12 +26,12 @@ dnn_fail(char **cause, cudnnStatus_t st, const char *what)
 	return error_set(cause, "%s: %s", what, cudnnGetErrorString(st));
 }
 
-/* A finalized tensor descriptor of nd dims (dense row-major strides). */
+/* A finalized tensor descriptor of nd dims (dense row-major strides), FP32 or (d->f16) FP16 at d's alignment. */
 static cudnnStatus_t
-dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id)
+dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, const struct cuda_dnn_conv_desc *d)
 {
-	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
-	int64_t st[5], align = 4, acc = 1;
+	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	int64_t st[5], align = d->f16 ? d->align : 4, acc = 1;
 	cudnnStatus_t s;
 
 	for (int d = nd - 1; d >= 0; d--) {
@@ -133,8 +133,8 @@ dnn_graph(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
 	float alpha = 1.0f, beta = 0.0f;
 	cudnnStatus_t s;
 
-	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W)) ||
-	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
+	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X, d)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W, d)) ||
+	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y, d)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
 		return s;
 	if (!d->transpose) {
 		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op)) ||

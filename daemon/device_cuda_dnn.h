@@ -28,6 +28,8 @@ struct cuda_dnn_conv_desc {
 	int64_t x[5], w[5], y[5];	/* [N, C, spatial...], the filter, [N, M, spatial...] */
 	int64_t stride[3], dilation[3], pad_begin[3], pad_end[3];
 	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
+	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
+	int64_t align;			/* f16: byte alignment every bound address keeps (2 to 16) */
 };
 
 int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,

@@ -377,31 +377,36 @@ cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const
 	return cudaGetLastError();
 }
 
-/* y = act(y + b[channel] + z) over [n, c, inner]. */
+/* y = act(y + b[channel] + z) over [n, c, inner], elements of T (float or __half), math in float. */
+template <typename T>
 static __global__ void
-ew_channel_kernel(float *y, const float *b, const float *z, int64_t total, int64_t c, int64_t inner, int act,
+ew_channel_kernel(T *y, const T *b, const T *z, int64_t total, int64_t c, int64_t inner, int act,
     float aa, float ab)
 {
 	CUDA_FOR(i, total) {
-		float v = y[i];
+		float v = (float)y[i];
 		if (b != NULL)
-			v += b[(i / inner) % c];
+			v += (float)b[(i / inner) % c];
 		if (z != NULL)
-			v += z[i];
-		y[i] = device_unary_apply(act, v, aa, ab);
+			v += (float)z[i];
+		y[i] = (T)device_unary_apply(act, v, aa, ab);
 	}
 }
 
-/* Queue the per-channel bias, residual and activation epilogue of a convolution. */
+/* Queue the per-channel bias, residual and activation epilogue of a convolution (f16: FP16 storage). */
 cudaError_t
-cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
     int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta)
 {
 	int64_t total = n * c * inner;
 
 	if (total == 0)
 		return cudaSuccess;
-	ew_channel_kernel<<<cuda_grid(total), CUDA_THREADS, 0, stream>>>(y, b, z, total, c, inner, act,
-	    act_alpha, act_beta);
+	if (f16)
+		ew_channel_kernel<__half><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((__half *)y, (const __half *)b,
+		    (const __half *)z, total, c, inner, act, act_alpha, act_beta);
+	else
+		ew_channel_kernel<float><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((float *)y, (const float *)b,
+		    (const float *)z, total, c, inner, act, act_alpha, act_beta);
 	return cudaGetLastError();
 }

@@ -69,6 +69,8 @@ struct cuda_compile {
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
     struct cuda_step *st, char **cause);
+/* What a compiler returns (instead of 0 or -1) when it has no kernel for the node's FP16 storage: the plan runs it in FP32. */
+#define CUDA_COMPILE_FALLBACK 1
 
 /*
  * An index map over an output of nd dims: st[k][d] is operand k's element
@@ -195,8 +197,8 @@ int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n,
  */
 cudaError_t cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
     int act, float act_alpha, float act_beta);
-/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL. */
-cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL; f16: all FP16. */
+cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
     int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta);
 
 #endif

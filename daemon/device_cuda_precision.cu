@@ -129,7 +129,7 @@ static int
 prec_native(const struct graph_node *n)
 {
 	switch (n->op) {
-	case GRAPH_OP_GEMM: case GRAPH_OP_MATMUL:
+	case GRAPH_OP_GEMM: case GRAPH_OP_MATMUL: case GRAPH_OP_CONV: case GRAPH_OP_CONV_TRANSPOSE:
 	case GRAPH_OP_UNARY: case GRAPH_OP_BINARY: case GRAPH_OP_PRELU: case GRAPH_OP_WHERE: case GRAPH_OP_CAST:
 	case GRAPH_OP_SOFTMAX: case GRAPH_OP_LAYERNORM:
 	case GRAPH_OP_TRANSPOSE: case GRAPH_OP_RESHAPE: case GRAPH_OP_CONCAT: case GRAPH_OP_SPLIT:
@@ -379,13 +379,39 @@ prec_wrap_compile(const struct cuda_compile *cc, const struct graph_node *n, cud
 	return rc;
 }
 
-/* Compile n: as it is at fp32/tf32 or when it runs on F16 itself, else wrapped in FP32. */
+/* Forget what a compiler that answered CUDA_COMPILE_FALLBACK set up (keeping the node). */
+static void
+prec_step_reset(struct cuda_step *st)
+{
+	const struct graph_node *n = st->n;
+
+	if (st->fini != NULL)
+		st->fini(st);
+	free(st->p);
+	if (st->ws != NULL)
+		(void)cudaFree(st->ws);
+	memset(st, 0, sizeof *st);
+	st->n = n;
+}
+
+/*
+ * Compile n: as it is at fp32/tf32 or when it runs on F16 itself, else (or
+ * when its compiler answers CUDA_COMPILE_FALLBACK) wrapped in FP32.
+ */
 int
 cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_node *n, cuda_compile_fn fn,
     struct cuda_step *st, char **cause)
 {
-	if (cc->precision != GRAPH_PRECISION_FP16 || prec_native(n))
+	int rc;
+
+	if (cc->precision != GRAPH_PRECISION_FP16)
 		return fn(cc, n, st, cause);
+	if (prec_native(n)) {
+		if ((rc = fn(cc, n, st, cause)) != CUDA_COMPILE_FALLBACK)
+			return rc;
+		prec_step_reset(st);
+		return prec_wrap_compile(cc, n, fn, st, cause);
+	}
 	for (int k = 0; k < n->ninputs + n->noutputs; k++)
 		if (prec_is_lowered(cc, k < n->ninputs ? n->inputs[k] : n->outputs[k - n->ninputs]))
 			return prec_wrap_compile(cc, n, fn, st, cause);
