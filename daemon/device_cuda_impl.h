@@ -139,13 +139,16 @@ cuda_compile_fn cuda_op_compiler(enum graph_op op);
 /*
  * Precision (device_cuda_precision.cu).  A plan's mixed-precision state: the
  * stored dtype and address of every tensor, the device buffers it owns (FP16
- * copies of weights, FP16 homes of graph inputs/outputs).
+ * homes of graph inputs/outputs) and the FP16 weight copies it shares.
  */
+struct prec_shared;
 struct cuda_prec {
 	enum graph_dtype *dtypes;
 	void **addrs;
 	void **owned;
 	size_t nowned;
+	struct prec_shared **weights;	/* FP16 weight copies this plan holds (shared between plans, counted) */
+	size_t nweights;
 };
 /* Fill cc's dtypes/addrs for g at its precision, allocating FP16 buffers at fp16; pre-steps cast inputs. */
 int cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *addrs,

@@ -1,6 +1,7 @@
 /* device_cuda_precision.cu: a plan's precision: FP16 storage of the FP32 tensors, the casts at the graph's edges, and FP32 islands for ops without FP16 kernels. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@
 /*
  * At fp16 every FP32 tensor of the graph is stored as F16: intermediates at
  * their planned address (the planner sized it for FP32, so F16 fits), weights
- * in FP16 copies made here once, graph inputs and outputs in FP16 buffers of
+ * in FP16 copies made here once (shared between the plans compiled over the
+ * same uploaded weights), graph inputs and outputs in FP16 buffers of
  * their own, filled from (written to) the caller's FP32 tensors by cast steps
  * at the start (end) of the plan.  Ops whose compilers take F16 run on it
  * directly; any other op runs in FP32 between casts, in scratch memory its
@@ -105,23 +107,92 @@ prec_alloc(struct cuda_prec *pr, size_t bytes, char **cause)
 	return d;
 }
 
-/* The FP16 copy of an uploaded FP32 weight, converted on the device once. */
-static void *
-prec_weight(struct cuda_prec *pr, const void *f32, int64_t n, char **cause)
+/*
+ * FP16 copies of weights, shared by every plan that converts the same FP32
+ * device buffer (a model compiles one plan per batch size or shape, all over
+ * the same uploaded weights), counted, freed with the last plan using them.
+ * The FP32 buffer outlives every plan compiled over it, so its address names
+ * its contents while an entry exists.
+ */
+struct prec_shared {
+	int ordinal;
+	const void *src;
+	int64_t n;
+	void *half;
+	int refs;
+	struct prec_shared *next;
+};
+
+static pthread_mutex_t prec_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct prec_shared *prec_cache;
+
+/* A new entry: n FP32 elements at f32 converted on the device (synchronously, at compile). */
+static struct prec_shared *
+prec_shared_new(int ordinal, const void *f32, int64_t n, char **cause)
 {
-	void *h = prec_alloc(pr, (size_t)n * 2, cause);
+	struct prec_shared *e = (struct prec_shared *)calloc(1, sizeof *e);
 	cudaError_t err;
 
-	if (h == NULL)
+	if (e == NULL) {
+		error_set(cause, "out of memory");
 		return NULL;
-	err = cuda_launch_cast_f(0, f32, GRAPH_DT_F32, h, GRAPH_DT_F16, n);
+	}
+	err = cudaMalloc(&e->half, (size_t)(n > 0 ? n : 1) * 2);
+	if (err == cudaSuccess)
+		err = cuda_launch_cast_f(0, f32, GRAPH_DT_F32, e->half, GRAPH_DT_F16, n);
 	if (err == cudaSuccess)
 		err = cudaStreamSynchronize(0);
 	if (err != cudaSuccess) {
-		cuda_fail(cause, err, "converting a weight to FP16");
+		if (e->half != NULL)
+			(void)cudaFree(e->half);
+		free(e);
+		cuda_fail(cause, err, "converting a weight to FP16 (%lld elements)", (long long)n);
 		return NULL;
 	}
-	return h;
+	e->ordinal = ordinal;
+	e->src = f32;
+	e->n = n;
+	return e;
+}
+
+/* The FP16 copy of an uploaded FP32 weight (shared, counted; the plan releases it in cuda_prec_free). */
+static void *
+prec_weight(struct cuda_prec *pr, int ordinal, const void *f32, int64_t n, char **cause)
+{
+	struct prec_shared *e;
+
+	pthread_mutex_lock(&prec_lock);
+	for (e = prec_cache; e != NULL; e = e->next)
+		if (e->ordinal == ordinal && e->src == f32 && e->n == n)
+			break;
+	if (e == NULL && (e = prec_shared_new(ordinal, f32, n, cause)) != NULL) {
+		e->next = prec_cache;
+		prec_cache = e;
+	}
+	if (e != NULL) {
+		e->refs++;
+		pr->weights[pr->nweights++] = e;
+	}
+	pthread_mutex_unlock(&prec_lock);
+	return e != NULL ? e->half : NULL;
+}
+
+/* Drop one reference to a shared weight; the last frees it. */
+static void
+prec_weight_release(struct prec_shared *e)
+{
+	struct prec_shared **pp;
+
+	pthread_mutex_lock(&prec_lock);
+	if (--e->refs == 0) {
+		for (pp = &prec_cache; *pp != NULL && *pp != e; pp = &(*pp)->next)
+			;
+		if (*pp == e)
+			*pp = e->next;
+		(void)cudaFree(e->half);
+		free(e);
+	}
+	pthread_mutex_unlock(&prec_lock);
 }
 
 /* 1 when op n runs on F16 tensors itself (its compiler reads the stored dtypes). */
@@ -165,7 +236,7 @@ prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void 
 	if (gt->flags & GRAPH_TENSOR_CONST) {
 		if (!prec_native_weight(cc->g, t))
 			return 0;	/* read in FP32 by the ops that run in FP32 */
-		pr->addrs[t] = prec_weight(pr, addrs[t], n, cause);
+		pr->addrs[t] = prec_weight(pr, cc->ordinal, addrs[t], n, cause);
 		return pr->addrs[t] == NULL ? -1 : 0;
 	}
 	if (!(gt->flags & (GRAPH_TENSOR_INPUT | GRAPH_TENSOR_OUTPUT)))
@@ -190,7 +261,8 @@ cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *ad
 	pr->dtypes = (enum graph_dtype *)malloc((g->ntensors + 1) * sizeof *pr->dtypes);
 	pr->addrs = (void **)malloc((g->ntensors + 1) * sizeof *pr->addrs);
 	pr->owned = (void **)calloc(g->ntensors + 1, sizeof *pr->owned);
-	if (pr->dtypes == NULL || pr->addrs == NULL || pr->owned == NULL)
+	pr->weights = (struct prec_shared **)calloc(g->ntensors + 1, sizeof *pr->weights);
+	if (pr->dtypes == NULL || pr->addrs == NULL || pr->owned == NULL || pr->weights == NULL)
 		return error_set(cause, "out of memory");
 	for (size_t t = 0; t < g->ntensors; t++) {
 		pr->dtypes[t] = g->tensors[t].dtype;
@@ -234,8 +306,11 @@ cuda_prec_free(struct cuda_prec *pr)
 {
 	for (size_t i = 0; i < pr->nowned; i++)
 		(void)cudaFree(pr->owned[i]);
+	for (size_t i = 0; i < pr->nweights; i++)
+		prec_weight_release(pr->weights[i]);
 	(void)cudaGetLastError();
 	free(pr->owned);
+	free(pr->weights);
 	free(pr->dtypes);
 	free(pr->addrs);
 	memset(pr, 0, sizeof *pr);
