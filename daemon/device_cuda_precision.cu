@@ -254,6 +254,7 @@ cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *ad
     struct cuda_step *steps, size_t *nsteps, char **cause)
 {
 	const graph_t *g = cc->g;
+	cudaError_t err;
 
 	memset(pr, 0, sizeof *pr);
 	if (cc->precision < GRAPH_PRECISION_FP32 || cc->precision >= GRAPH_PRECISION_COUNT)
@@ -272,6 +273,9 @@ cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *ad
 	cc->addrs = pr->addrs;
 	if (cc->precision != GRAPH_PRECISION_FP16)
 		return 0;
+	/* The weights may have been uploaded by async copies on any stream; they must have landed before conversion. */
+	if ((err = cudaDeviceSynchronize()) != cudaSuccess)
+		return cuda_fail(cause, err, "cudaDeviceSynchronize (before converting weights to FP16)");
 	for (size_t t = 0; t < g->ntensors; t++)
 		if (g->tensors[t].dtype == GRAPH_DT_F32 && prec_tensor(pr, cc, t, addrs, steps, nsteps, cause) != 0)
 			return error_prefix(cause, "tensor '%s'", g->tensors[t].name ? g->tensors[t].name : "?");

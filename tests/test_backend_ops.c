@@ -382,6 +382,27 @@ tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
 	    graph_precision_name(precision), k, graph_dtype_name(c->t[i].dtype));
 }
 
+/* A constant FP32 tensor (a weight) with random values as f (FP16-representable at fp16, like the inputs). */
+static int
+tc_const_f32(struct tc *c, int ndims, const int64_t *dims, enum fill f)
+{
+	int i = tc_tensor(c, GRAPH_DT_F32, GRAPH_TENSOR_CONST, ndims, dims);
+	int64_t n = 1;
+
+	for (int d = 0; d < ndims; d++)
+		n *= dims[d];
+	c->host[i] = malloc((size_t)n * 4 + 8);
+	c->fill[i] = f;
+	for (int64_t k = 0; k < n; k++) {
+		tc_fill_one(c, i, (size_t)k);
+		if (precision == GRAPH_PRECISION_FP16)
+			((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+	}
+	c->t[i].data = c->host[i];
+	c->t[i].nbytes = (size_t)n * 4;
+	return i;
+}
+
 /* Run a built case on both backends and compare; free it. */
 static void
 tc_run(struct tc *c)
@@ -404,13 +425,16 @@ tc_run(struct tc *c)
 		st->skipped++;
 		goto out;
 	}
-	if (!device_supports_node(cpu, &c->g, &c->n, &why)) {
-		if (getenv("BACKEND_OPS_VERBOSE") != NULL)
-			printf("skipped %s: the CPU backend refuses it: %s\n", c->label, why);
-		st->skipped++;
-		goto out;
+	for (size_t j = 0; j < c->g.nnodes; j++) {
+		if (!device_supports_node(cpu, &c->g, &c->g.nodes[j], &why)) {
+			if (getenv("BACKEND_OPS_VERBOSE") != NULL)
+				printf("skipped %s: the CPU backend refuses it: %s\n", c->label, why);
+			st->skipped++;
+			goto out;
+		}
+		CHECK(device_supports_node(gpu, &c->g, &c->g.nodes[j], &why), "%s: the GPU refuses it: %s", c->label,
+		    why);
 	}
-	CHECK(device_supports_node(gpu, &c->g, &c->n, &why), "%s: the GPU refuses it: %s", c->label, why);
 	tc_fill(c);
 	if (tc_run_on(c, cpu, cpu_s, ry_cpu, &cu, &cause) != 0) {
 		CHECK(0, "%s: CPU: %s", c->label, cause);
@@ -1002,6 +1026,54 @@ case_copy(void)
 	tc_run(&c);
 }
 
+/*
+ * A three-node graph with weights as constants and tensors between nodes:
+ * Gemm(x, W, C) -> BatchNorm(scale, bias, mean, var) -> Softmax -> y.  At fp16
+ * it takes the paths one-node cases cannot: weights converted to FP16 at
+ * compile (Gemm), weights read in FP32 by an op run between casts
+ * (BatchNorm), and FP16 intermediates in the planned memory.  Counted under Gemm.
+ */
+static void
+case_chain(void)
+{
+	struct tc c;
+	struct graph_node nodes[3];
+	int64_t b = rnd(1, 9), k = rnd(1, 40), nn = rnd(2, 40), xd[2] = { b, k }, wd[2] = { k, nn };
+	int x, w, cb, h1, h2, y, bn[4], in0[3], in1[5], in2[1], out0[1], out1[1], out2[1];
+
+	tc_init(&c, GRAPH_OP_GEMM, "Chain Gemm>BatchNorm>Softmax");
+	memset(nodes, 0, sizeof nodes);
+	x = tc_tensor(&c, GRAPH_DT_F32, GRAPH_TENSOR_INPUT, 2, xd);
+	c.fill[x] = FILL_F32;
+	c.gin[c.g.ninputs++] = x;
+	w = tc_const_f32(&c, 2, wd, FILL_F32);
+	cb = tc_const_f32(&c, 1, &nn, FILL_F32);
+	for (int j = 0; j < 4; j++)
+		bn[j] = tc_const_f32(&c, 1, &nn, j == 3 ? FILL_POS : FILL_F32);
+	h1 = tc_tensor(&c, GRAPH_DT_F32, 0, -1, NULL);
+	h2 = tc_tensor(&c, GRAPH_DT_F32, 0, -1, NULL);
+	y = tc_tensor(&c, GRAPH_DT_F32, GRAPH_TENSOR_OUTPUT, -1, NULL);
+	c.gout[c.g.noutputs++] = y;
+	in0[0] = x, in0[1] = w, in0[2] = cb, out0[0] = h1;
+	nodes[0] = (struct graph_node){ .name = (char *)"gemm", .op = GRAPH_OP_GEMM, .ninputs = 3, .noutputs = 1,
+	    .inputs = in0, .outputs = out0 };
+	nodes[0].attr.gemm.alpha = nodes[0].attr.gemm.beta = 1.0f;
+	rnd_act(&nodes[0]);
+	in1[0] = h1, out1[0] = h2;
+	for (int j = 0; j < 4; j++)
+		in1[1 + j] = bn[j];
+	nodes[1] = (struct graph_node){ .name = (char *)"bn", .op = GRAPH_OP_BATCHNORM, .ninputs = 5, .noutputs = 1,
+	    .inputs = in1, .outputs = out1 };
+	nodes[1].attr.norm.eps = 1e-5f;
+	in2[0] = h2, out2[0] = y;
+	nodes[2] = (struct graph_node){ .name = (char *)"softmax", .op = GRAPH_OP_SOFTMAX, .ninputs = 1,
+	    .noutputs = 1, .inputs = in2, .outputs = out2 };
+	nodes[2].attr.softmax.axis = -1;
+	c.g.nodes = nodes;
+	c.g.nnodes = 3;
+	tc_run(&c);
+}
+
 /* Print one line per op at the current precision: cases, largest error, its bound, mean microseconds of a plan run per backend. */
 static void
 print_stats(void)
@@ -1074,6 +1146,7 @@ run_precision(void)
 		case_cast();
 		case_where();
 		case_copy();
+		case_chain();
 	}
 	/* The convolutions again on the im2col + cuBLAS path that builds without cuDNN use. */
 	setenv("INFERD_CUDA_CONV", "im2col", 1);
