@@ -224,6 +224,21 @@ prec_native_weight(const graph_t *g, size_t t)
 	return 0;
 }
 
+/* Whether tensor t is a graph input (role GRAPH_TENSOR_INPUT) or output, by its flags or the graph's lists. */
+static int
+prec_role(const graph_t *g, size_t t, unsigned role)
+{
+	int count = role == GRAPH_TENSOR_INPUT ? g->ninputs : g->noutputs;
+	const int *list = role == GRAPH_TENSOR_INPUT ? g->inputs : g->outputs;
+
+	if (g->tensors[t].flags & role)
+		return 1;
+	for (int k = 0; k < count; k++)
+		if (list[k] == (int)t)
+			return 1;
+	return 0;
+}
+
 /* Store tensor t as F16: its FP16 home, and the input cast when the graph fills it. */
 static int
 prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void *const *addrs,
@@ -231,6 +246,7 @@ prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void 
 {
 	const struct graph_tensor *gt = &cc->g->tensors[t];
 	int64_t n = graph_shape_elems(&cc->shapes[t]);
+	int in = prec_role(cc->g, t, GRAPH_TENSOR_INPUT), out = prec_role(cc->g, t, GRAPH_TENSOR_OUTPUT);
 
 	pr->dtypes[t] = GRAPH_DT_F16;
 	if (gt->flags & GRAPH_TENSOR_CONST) {
@@ -239,11 +255,11 @@ prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void 
 		pr->addrs[t] = prec_weight(pr, cc->ordinal, addrs[t], n, cause);
 		return pr->addrs[t] == NULL ? -1 : 0;
 	}
-	if (!(gt->flags & (GRAPH_TENSOR_INPUT | GRAPH_TENSOR_OUTPUT)))
+	if (!in && !out)
 		return 0;
 	if ((pr->addrs[t] = prec_alloc(pr, (size_t)n * 2, cause)) == NULL)
 		return -1;
-	if (gt->flags & GRAPH_TENSOR_INPUT)
+	if (in)
 		return prec_add_cast(steps, nsteps, addrs[t], GRAPH_DT_F32, pr->addrs[t], GRAPH_DT_F16, n, cause);
 	return 0;
 }

@@ -40,6 +40,8 @@
  * both backends, so what differs is the GPU's FP16 arithmetic and storage,
  * not the input's rounding (which the plan's input cast would otherwise add,
  * and which would break the exact checks of Cast to integers or Equal).
+ * A Gemm>BatchNorm>Softmax chain with constant weights (counted under Gemm)
+ * covers FP16 weight copies and FP16 intermediates, which one-node cases lack.
  * BACKEND_OPS_PRECISION=fp32|tf32|fp16 runs one precision only.
  */
 
