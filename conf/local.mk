@@ -12,7 +12,7 @@ systemdsystemunit_DATA = conf/inferd.service
 sysusersdir = $(prefix)/lib/sysusers.d
 sysusers_DATA = conf/sysusers.d/inferd.conf
 
-conf/inferd.service: $(srcdir)/conf/inferd.service.in Makefile
+conf/inferd.service: $(srcdir)/conf/inferd.service.in Makefile inferd_paths.h
 	@$(MKDIR_P) conf
 	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/conf/inferd.service.in > $@.tmp && mv $@.tmp $@
@@ -25,7 +25,7 @@ CLEANFILES += conf/inferd.service conf/sysusers.d/inferd.conf
 # Scale-out (docs/DEPLOY.md): the one-daemon-per-GPU unit template is installed beside
 # inferd.service; the nginx, KServe, container, Prometheus and Grafana files are examples.
 systemdsystemunit_DATA += conf/deploy/inferd@.service
-conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile
+conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile inferd_paths.h
 	@$(MKDIR_P) conf/deploy
 	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/conf/deploy/inferd@.service.in > $@.tmp && mv $@.tmp $@

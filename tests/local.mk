@@ -168,3 +168,8 @@ DEPLOY_TESTS = tests/integration/test_deploy_nginx.sh tests/integration/test_dep
 TESTS += $(DEPLOY_TESTS)
 dist_check_SCRIPTS += $(DEPLOY_TESTS)
 EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
+
+# --- install and first use (usability) ---
+# configure --prefix + make install, the example built with pkg-config against the installed files.
+TESTS += tests/integration/test_install_prefix.sh
+dist_check_SCRIPTS += tests/integration/test_install_prefix.sh
