@@ -23,6 +23,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h \
+	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
 	daemon/http.c daemon/http.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \

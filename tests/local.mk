@@ -92,7 +92,8 @@ EXTRA_DIST += tests/helpers/http_client.py
 # It compiles the codec from source, so it links without the rest of the daemon.
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/error.c
+KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/kserve_params.c \
+	$(srcdir)/daemon/error.c
 fuzz-kserve: tests/fuzz/fuzz_kserve_libfuzzer
 tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/helpers/kserve_fixture.h config.h
 	@$(MKDIR_P) tests/fuzz
@@ -171,5 +172,7 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 
 # --- install and first use (usability) ---
 # configure --prefix + make install, the example built with pkg-config against the installed files.
-TESTS += tests/integration/test_install_prefix.sh
-dist_check_SCRIPTS += tests/integration/test_install_prefix.sh
+# Triton's /config and /stats, and unimplemented request parameters refused by name.
+TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh
+dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh
+EXTRA_DIST += tests/helpers/http_triton.py
