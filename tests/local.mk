@@ -173,6 +173,12 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # --- install and first use (usability) ---
 # configure --prefix + make install, the example built with pkg-config against the installed files.
 # Triton's /config and /stats, and unimplemented request parameters refused by name.
-TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh
-dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh
+# libinferd's wait/last-error/message promises (client_usability.c) against a daemon.
+TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh
+dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh
+check_PROGRAMS += tests/helpers/client_usability
+tests_helpers_client_usability_SOURCES = tests/helpers/client_usability.c
+tests_helpers_client_usability_LDADD = client/lib/libinferd.la
 EXTRA_DIST += tests/helpers/http_triton.py

@@ -81,13 +81,26 @@ inferd__ring_doorbell(inferd_conn_t *c)
 	(void)!write(c->submit_fd, &one, sizeof one);
 }
 
-/* 1 when tensor t lies inside this connection's data area with at least need bytes. */
+/* Say what is wrong with tensor t (what: "input" or "output") for rows rows of row_bytes. */
 static int
-inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need)
+inferd__tensor_check(const inferd_conn_t *c, const struct inferd_tensor *t, const char *what,
+    int rows, size_t row_bytes)
 {
-	return t != NULL && t->offset >= c->layout.data_offset && t->offset <= c->region_bytes &&
-	    t->bytes <= c->region_bytes - t->offset && t->bytes >= need &&
-	    t->data == c->base + t->offset;
+	uint64_t need = (uint64_t)rows * row_bytes;
+
+	if (t == NULL)
+		return inferd__fail(INFERD_EINVAL, "no %s tensor (it is NULL)", what);
+	if (t->offset < c->layout.data_offset || t->offset > c->region_bytes ||
+	    t->bytes > c->region_bytes - t->offset || t->data != c->base + t->offset)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor does not lie in this connection's "
+		    "shared region: allocate it with inferd_tensor_alloc on the same connection", what);
+	if (t->bytes < need && rows == 1)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor (%zu bytes) is smaller than one row "
+		    "of %zu bytes", what, t->bytes, row_bytes);
+	if (t->bytes < need)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor (%zu bytes) is smaller than %d rows "
+		    "of %zu bytes (%llu bytes)", what, t->bytes, rows, row_bytes, (unsigned long long)need);
+	return 0;
 }
 
 /* Check a request before it goes on the wire. */
@@ -95,19 +108,17 @@ static int
 inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 {
 	const struct inferd_model *m = r->model;
+	int rc;
 
 	if (m == NULL || m->id >= c->nmodels || c->models[m->id] != m)
-		return inferd__fail(INFERD_EINVAL, "the model does not belong to this connection");
+		return inferd__fail(INFERD_EINVAL, "the model was not looked up on this connection "
+		    "(use inferd_model_get on it)");
 	if (r->rows < 1 || r->rows > m->max_batch_size)
-		return inferd__fail(INFERD_EINVAL, "rows %d outside 1..%d for %s", r->rows,
-		    m->max_batch_size, m->name);
-	if (!inferd__tensor_ok(c, r->input, (uint64_t)r->rows * m->input_row_bytes))
-		return inferd__fail(INFERD_EINVAL, "the input tensor is not a block of this region of %llu bytes",
-		    (unsigned long long)r->rows * m->input_row_bytes);
-	if (!inferd__tensor_ok(c, r->output, (uint64_t)r->rows * m->output_row_bytes))
-		return inferd__fail(INFERD_EINVAL, "the output tensor is not a block of this region of %llu bytes",
-		    (unsigned long long)r->rows * m->output_row_bytes);
-	return 0;
+		return inferd__fail(INFERD_EINVAL, "rows is %d; model %s takes 1 to %d rows "
+		    "(its max_batch_size)", r->rows, m->name, m->max_batch_size);
+	if ((rc = inferd__tensor_check(c, r->input, "input", r->rows, m->input_row_bytes)) != 0)
+		return rc;
+	return inferd__tensor_check(c, r->output, "output", r->rows, m->output_row_bytes);
 }
 
 /* Publish one submission; sync marks a request of inferd_infer. */
@@ -154,6 +165,7 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 	struct inferd_request req = INFERD_REQUEST_INIT;
 	int idx, rc;
 
+	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
 	if ((rc = inferd__struct_copy(&req, sizeof req, INFERD__REQUEST_SIZE_0_1, r, r->size,
@@ -260,6 +272,7 @@ inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int t
 	int64_t deadline = timeout_ms < 0 ? -1 : inferd__now_ms() + timeout_ms;
 	int r, left;
 
+	inferd__clear_error();
 	if (c == NULL || out == NULL || max == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_wait: bad argument");
 	for (;;) {
@@ -269,6 +282,10 @@ inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int t
 			return (int)inferd__unstash(c, out, max);
 		if (c->closed)
 			return inferd__closed(c);
+		/* Nothing submitted: no completion can come, so waiting would never end. */
+		if (c->inflight == 0 && timeout_ms != 0)
+			return inferd__fail(INFERD_ENOPENDING, "inferd_wait: no request is outstanding "
+			    "(every one submitted has been reaped)");
 		left = deadline < 0 ? -1 : (int)(deadline - inferd__now_ms());
 		if (deadline >= 0 && left <= 0)
 			return 0;
@@ -314,6 +331,7 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 	};
 	int idx, rc;
 
+	inferd__clear_error();
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
 	if ((rc = inferd__request_ok(c, &r)) != 0)
