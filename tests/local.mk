@@ -175,9 +175,9 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Triton's /config and /stats, and unimplemented request parameters refused by name.
 # libinferd's wait/last-error/message promises (client_usability.c) against a daemon.
 TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
-	tests/integration/test_client_usability.sh
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
 dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
-	tests/integration/test_client_usability.sh
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
 check_PROGRAMS += tests/helpers/client_usability
 tests_helpers_client_usability_SOURCES = tests/helpers/client_usability.c
 tests_helpers_client_usability_LDADD = client/lib/libinferd.la

@@ -152,7 +152,30 @@ http_labels(json_t *j, struct ctl_model *m)
 	return 0;
 }
 
-/* GET /v2/models/NAME, and max_batch_size from its config when offered. */
+/* max_batch_size and the output's labels from GET /v2/models/NAME/config (Triton's shape). */
+static int
+http_model_config(const struct ctl_http *h, const char *name, struct ctl_model *m)
+{
+	json_t *j, *v;
+	char path[512];
+	int r = 0;
+
+	snprintf(path, sizeof path, "/v2/models/%s/config", name);
+	if ((j = http_json(h, "GET", path, NULL)) == NULL)
+		return -1;
+	v = json_object_get(j, "max_batch_size");
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 1 << 30)
+		m->max_batch_size = (int)json_integer_value(v);
+	v = json_array_get(json_object_get(j, "output"), 0);
+	if (m->nlabels == 0 && json_is_object(v) && http_labels(v, m) != 0) {
+		fprintf(stderr, "inferctl: %s: out of memory for the labels\n", path);
+		r = -1;
+	}
+	json_decref(j);
+	return r;
+}
+
+/* GET /v2/models/NAME, then max_batch_size and labels from its configuration. */
 int
 ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model *m)
 {
@@ -174,10 +197,12 @@ ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model *m)
 		ctl_model_free(m);
 		return -1;
 	}
-	/* KServe metadata has no batch limit: 0 here, and the daemon checks. */
-	m->max_batch_size = json_is_integer(json_object_get(j, "max_batch_size")) ?
-	    (int)json_integer_value(json_object_get(j, "max_batch_size")) : 0;
 	json_decref(j);
+	/* KServe metadata has no batch limit and no labels: Triton's configuration has them. */
+	if (http_model_config(h, name, m) != 0) {
+		ctl_model_free(m);
+		return -1;
+	}
 	return 0;
 }
 
