@@ -11,6 +11,8 @@ client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.
 client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # current:revision:age, libtool's rules: bump current on any interface change.
 client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
+# Relinked when the prefix changes (make install prefix=DIR): libtool records libdir in it.
+EXTRA_client_lib_libinferd_la_DEPENDENCIES = inferd_paths.h
 
 include_HEADERS = include/inferd.h include/inferd_outcome.h
 noinst_HEADERS += include/inferd_wire.h
