@@ -15,6 +15,9 @@ die() { echo "FAIL: $*"; tail -n 30 "$tmp/inferd.log"; exit 1; }
 
 "$ctl" --version >"$tmp/v" 2>&1 || fail "--version: status $?"
 grep -q "^inferctl (inferd) [0-9]" "$tmp/v" && grep -q "^libinferd [0-9]" "$tmp/v" || fail "--version printed: $(cat "$tmp/v")"
+for tool in "$top_builddir/client/bench/inferd-bench" "$top_builddir/inferd"; do
+	"$tool" --version >"$tmp/v" 2>&1 && grep -q "^inferd" "$tmp/v" || fail "$tool --version: $(cat "$tmp/v")"
+done
 "$ctl" --socket >"$tmp/o" 2>&1 && fail "--socket without a value succeeded"
 grep -q -- "--socket needs a value" "$tmp/o" || fail "--socket without a value: $(cat "$tmp/o")"
 
