@@ -102,6 +102,39 @@ tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $
 CLEANFILES += tests/fuzz/fuzz_kserve_libfuzzer
 .PHONY: fuzz-kserve
 
+# --- tensor data codec (tensor-text) ---
+# The codec against strtof and independent references; its fuzz target run over its corpus.
+TENSOR_TEXT_TESTS = tests/unit/test_tensor_text tests/fuzz/fuzz_tensor_text
+check_PROGRAMS += $(TENSOR_TEXT_TESTS)
+TESTS += $(TENSOR_TEXT_TESTS)
+tests_unit_test_tensor_text_SOURCES = tests/unit/test_tensor_text.c $(TEST_COMMON)
+tests_unit_test_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_tensor_text_LDADD = $(TEST_LDADD)
+tests_fuzz_fuzz_tensor_text_SOURCES = tests/fuzz/fuzz_tensor_text.c
+tests_fuzz_fuzz_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_fuzz_fuzz_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_tensor_text_LDADD = $(TEST_LDADD)
+
+# libFuzzer build (clang with libFuzzer):
+#   make fuzz-tensor-text && tests/fuzz/fuzz_tensor_text_libfuzzer -max_total_time=60 $(srcdir)/tests/data/tensor-text-corpus
+TENSOR_TEXT_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_tensor_text.c $(srcdir)/daemon/error.c
+fuzz-tensor-text: tests/fuzz/fuzz_tensor_text_libfuzzer
+tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/tensor_text.cc \
+		$(srcdir)/daemon/tensor_text.h config.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(DAEMON_CPPFLAGS) $(JANSSON_CFLAGS) \
+		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
+		$(srcdir)/tests/fuzz/fuzz_tensor_text.c
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(DAEMON_CPPFLAGS) -c -o tests/fuzz/fuzz_tensor_text_libfuzzer-error.o \
+		$(srcdir)/daemon/error.c
+	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -std=c++17 -fno-exceptions $(DAEMON_CPPFLAGS) \
+		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(srcdir)/daemon/tensor_text.cc
+	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
+		tests/fuzz/fuzz_tensor_text_libfuzzer-error.o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(JANSSON_LIBS)
+CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_libfuzzer-*.o
+.PHONY: fuzz-tensor-text
+
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.
 check_PROGRAMS += tests/helpers/ipc_client tests/helpers/ipc_hostile
