@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "graph.h"
 #include "kserve.h"
 #include "kserve_config.h"
 
@@ -28,7 +29,7 @@ kserve_config_dump(json_t *v, size_t *len, char **cause)
 	return s;
 }
 
-/* A tensor's entry: name, "TYPE_" + datatype, dims without the batch; labels when given. */
+/* A tensor's entry: name, "TYPE_" + datatype, dims without the batch (-1 variable); labels when given. */
 static json_t *
 kserve_config_tensor(const struct model_io *io, char *const *labels, size_t nlabels)
 {
@@ -39,7 +40,7 @@ kserve_config_tensor(const struct model_io *io, char *const *labels, size_t nlab
 	for (i = 0; dims != NULL && i < (size_t)io->ndims; i++)
 		if (json_array_append_new(dims, json_integer(io->dims[i])) != 0)
 			dims = (json_decref(dims), NULL);
-	snprintf(type, sizeof type, "TYPE_%s", io->datatype);
+	snprintf(type, sizeof type, "TYPE_%s", graph_dtype_name(io->dtype));
 	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "data_type", type, "dims", dims);
 	if (t == NULL || nlabels == 0)
 		return t;
@@ -68,14 +69,31 @@ kserve_config_batching(const struct model_batching *b)
 	    "default_timeout_microseconds", (json_int_t)b->default_timeout_us);
 }
 
+/* Every input (outputs 0) or output (1; the labels go on the first) of m as an array of entries. */
+static json_t *
+kserve_config_tensors(const model_t *m, int outputs)
+{
+	const struct model_io *io = outputs ? m->outputs : m->inputs;
+	int i, n = outputs ? m->noutputs : m->ninputs;
+	json_t *a = json_array(), *t;
+
+	for (i = 0; a != NULL && i < n; i++) {
+		t = kserve_config_tensor(&io[i], outputs && i == 0 ? m->labels : NULL,
+		    outputs && i == 0 ? m->nlabels : 0);
+		if (t == NULL || json_array_append_new(a, t) != 0)
+			a = (json_decref(a), NULL);
+	}
+	return a;
+}
+
 /* The model's configuration. */
 char *
 kserve_encode_model_config(const model_t *m, size_t *len, char **cause)
 {
-	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:[o], s:[o], s:o}",
-	    "name", m->name, "platform", KSERVE_PLATFORM, "max_batch_size", m->max_batch_size,
-	    "input", kserve_config_tensor(&m->input, NULL, 0),
-	    "output", kserve_config_tensor(&m->output, m->labels, m->nlabels),
+	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o}",
+	    "name", m->name, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
+	    "max_batch_size", m->max_batch_size,
+	    "input", kserve_config_tensors(m, 0), "output", kserve_config_tensors(m, 1),
 	    "dynamic_batching", kserve_config_batching(&m->batching)), len, cause);
 }
 

@@ -8,7 +8,12 @@
 #include "error.h"
 #include "kserve_params.h"
 
-/* The parameters implemented at each level, as a message lists them. */
+/*
+ * The parameters implemented at each level, as a message lists them: every one kserve.c reads.
+ * Triton's shared_memory_region, shared_memory_offset and shared_memory_byte_size are refused
+ * until the HTTP path reads them; serving them is adding the three names to input_known and
+ * output_known (kserve_param_note's shared-memory hint then no longer applies).
+ */
 static const char *const request_known[] = { "timeout_us", "timeout", "binary_data_output", NULL };
 static const char *const input_known[] = { "binary_data_size", NULL };
 static const char *const output_known[] = { "binary_data", NULL };
