@@ -19,6 +19,7 @@
 #include "http_encoding.h"
 #include "http_shm.h"
 #include "kserve.h"
+#include "kserve_config.h"
 #include "log.h"
 #include "pinned_pool.h"
 #include "shm_registry.h"
@@ -67,6 +68,8 @@ enum http_route {
 	ROUTE_INDEX,		/* GET /v2/models, POST /v2/repository/index */
 	ROUTE_MODEL,		/* GET /v2/models/{m}[/versions/1] */
 	ROUTE_MODEL_READY,	/* GET /v2/models/{m}[/versions/1]/ready */
+	ROUTE_MODEL_CONFIG,	/* GET /v2/models/{m}[/versions/1]/config (Triton) */
+	ROUTE_MODEL_STATS,	/* GET /v2/models/{m}[/versions/1]/stats (Triton) */
 	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */
@@ -335,6 +338,10 @@ http_route_model(struct http_request *req, const char *rest)
 		return req->route = ROUTE_MODEL, HTTP_ALLOW_GET;
 	if (strcmp(tail, "/ready") == 0)
 		return req->route = ROUTE_MODEL_READY, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/config") == 0)
+		return req->route = ROUTE_MODEL_CONFIG, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/stats") == 0)
+		return req->route = ROUTE_MODEL_STATS, HTTP_ALLOW_GET;
 	if (strcmp(tail, "/infer") == 0)
 		return req->route = ROUTE_INFER, HTTP_ALLOW_POST;
 	return NULL;
@@ -784,7 +791,7 @@ http_infer(struct http_request *req)
 	return http_stage(req, root, &src, binary ? &bin : NULL);
 }
 
-/* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
+/* GET /v2/models/{m}, .../ready, .../config and .../stats; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
 static enum MHD_Result
 http_model_get(struct http_request *req)
 {
@@ -801,7 +808,13 @@ http_model_get(struct http_request *req)
 	}
 	if ((m = http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret)) == NULL)
 		return ret;
-	body = kserve_encode_model_metadata(m, &len, &cause);
+	if (req->route == ROUTE_MODEL_CONFIG)
+		body = kserve_encode_model_config(m, &len, &cause);
+	else if (req->route == ROUTE_MODEL_STATS)
+		body = kserve_encode_model_stats(m, metrics_find(req->srv->ctx.metrics, m->name),
+		    &len, &cause);
+	else
+		body = kserve_encode_model_metadata(m, &len, &cause);
 	return http_json(req, body, len, cause);
 }
 
@@ -898,6 +911,8 @@ http_dispatch(struct http_request *req)
 		return http_json(req, body, len, cause);
 	case ROUTE_MODEL:
 	case ROUTE_MODEL_READY:
+	case ROUTE_MODEL_CONFIG:
+	case ROUTE_MODEL_STATS:
 		return http_model_get(req);
 	case ROUTE_METRICS:
 		return http_metrics(req);

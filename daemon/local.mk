@@ -24,6 +24,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
+	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
 	daemon/http.c daemon/http.h \
 	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
 	daemon/http_encoding.c daemon/http_encoding.h \

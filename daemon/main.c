@@ -1,6 +1,8 @@
 /* main.c: inferd's command line, start-up in dependency order, signals and orderly shutdown. */
 #include "config.h"
+#include "inferd_paths.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -64,6 +66,21 @@ usage(FILE *f)
 	    "(dashes and underscores are interchangeable in names):\n",
 	    INFERD_SYSCONFDIR "/inferd.conf");
 	config_print_options(f);
+	fputs("\n"
+	    "inferd runs in the foreground and logs to stderr; stop it with Ctrl-C or SIGTERM.\n"
+	    "HTTP endpoints (KServe v2, as Triton speaks it):\n"
+	    "  GET  /v2/health/live, /v2/health/ready     liveness, readiness\n"
+	    "  GET  /v2                                   server metadata\n"
+	    "  GET  /v2/models, POST /v2/repository/index the models and their state\n"
+	    "  GET  /v2/models/{m}[/ready|/config|/stats] metadata, readiness, configuration,\n"
+	    "                                             statistics of model m\n"
+	    "  POST /v2/models/{m}/infer, POST /infer     inference (JSON or binary tensors)\n"
+	    "  GET  /metrics                              Prometheus metrics\n"
+	    "\n"
+	    "Example (the demo model, from a source tree; then, in a second terminal):\n"
+	    "  ./inferd --model_repository=conf/models --shm_socket=/tmp/inferd.sock\n"
+	    "  curl -s -d @docs/examples/fashion-request.json \\\n"
+	    "      http://127.0.0.1:8000/v2/models/fashion-mlp/infer\n", f);
 }
 
 /* Print the version and the optional features built in. */
@@ -422,6 +439,20 @@ daemon_stop(struct daemon *d, int started)
 	config_free(&d->config);
 }
 
+/* What the daemon needs on disk before it starts: a readable model repository directory. */
+static int
+check_model_repository(const struct daemon_config *c)
+{
+	DIR *d = opendir(c->model_repository);
+
+	if (d == NULL) {
+		LOG_ERROR("model_repository %s: %s", c->model_repository, strerror(errno));
+		return -1;
+	}
+	closedir(d);
+	return 0;
+}
+
 /* Handle the configuration-only modes; returns an exit code, or -1 to go on. */
 static int
 config_only(const struct options *o, const struct daemon_config *c, const char *path)
@@ -431,11 +462,23 @@ config_only(const struct options *o, const struct daemon_config *c, const char *
 		return 0;
 	}
 	if (o->check_config) {
+		if (check_model_repository(c) != 0)
+			return 1;
 		printf("configuration OK (%s%s)\n", path ? path : "no config file",
 		    path ? " and flags" : ", flags only");
 		return 0;
 	}
 	return -1;
+}
+
+/* Log a message of several lines (every bad line of a config file) a line each. */
+static void
+log_error_lines(char *msg)
+{
+	char *save = NULL, *line;
+
+	for (line = strtok_r(msg, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		LOG_ERROR("%s", line);
 }
 
 int
@@ -474,7 +517,7 @@ main(int argc, char **argv)
 	LOG_INFO("stopped");
 	return r == 0 ? 0 : 1;
 out:
-	LOG_ERROR("%s", cause);
+	log_error_lines(cause);
 	free(cause);
 	return 1;
 }

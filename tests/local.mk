@@ -97,7 +97,8 @@ EXTRA_DIST += tests/helpers/http_client.py
 # It compiles the codec from source; the model's shape functions come from the core library.
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/kserve_tensor.c
+KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/kserve_tensor.c \
+	$(srcdir)/daemon/kserve_params.c
 fuzz-kserve: tests/fuzz/fuzz_kserve_libfuzzer
 tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/helpers/kserve_fixture.h config.h \
 		daemon/libinferd_core.a
@@ -303,3 +304,16 @@ TESTS += tests/unit/test_backend_ops
 tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMON)
 tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)
+
+# --- install and first use (usability) ---
+# configure --prefix + make install, the example built with pkg-config against the installed files.
+# Triton's /config and /stats, and unimplemented request parameters refused by name.
+# libinferd's wait/last-error/message promises (client_usability.c) against a daemon.
+TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
+dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
+check_PROGRAMS += tests/helpers/client_usability
+tests_helpers_client_usability_SOURCES = tests/helpers/client_usability.c
+tests_helpers_client_usability_LDADD = client/lib/libinferd.la
+EXTRA_DIST += tests/helpers/http_triton.py

@@ -27,6 +27,7 @@ inferd_tensor_alloc(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t)
 	uint64_t need;
 	size_t i;
 
+	inferd__clear_error();
 	if (c == NULL || t == NULL || bytes == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_tensor_alloc: bad argument");
 	if (bytes > c->region_bytes)
