@@ -42,7 +42,7 @@ start_daemon
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \
     LD_PRELOAD="${preload# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
     INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" \
-    INFERD_TEST_MODEL_DIR="$top_srcdir/conf/models/fashion-mlp" \
+    INFERD_TEST_MODEL_DIR="$top_srcdir/conf/models/fashion-mlp" INFERD_TEST_DAEMON="$top_builddir/inferd" \
     INFERD_ABI_PROBE="$top_builddir/tests/helpers/inferd_abi" \
     INFERD_TEST_IPC_CLIENT="$top_builddir/tests/helpers/ipc_client" \
     "$PY" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/client/python/tests") || fail "pytest client/python/tests"

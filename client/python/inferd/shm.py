@@ -10,7 +10,9 @@ An array that is not in the region is copied into a region block first.
 Threads: libinferd's connection is used by one thread at a time.  This
 class serializes every call on it with a lock, and one completion thread
 per client reaps finished requests and resolves their futures, so a Client
-may be shared by any number of threads and asyncio tasks.
+may be shared by any number of threads and asyncio tasks.  A thread waiting
+in infer() reaps for itself (and for everyone) while no other does: the
+common case, one caller at a time, then needs no hand-over between threads.
 
 Lifetime: a region array keeps its block (and the region) alive; a block is
 returned when the last array using it is collected.  close() ends the
@@ -23,12 +25,13 @@ import asyncio
 import collections
 import concurrent.futures
 import ctypes
+import math
 import os
 import select
 import socket
 import threading
 import weakref
-from typing import Any, Deque, Dict, List, Optional, Union
+from typing import Any, Deque, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -102,7 +105,7 @@ class _Region:
     def array(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """An uninitialized array of shape and dtype in a new block (lock held)."""
         dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         t = self.alloc(count * dtype.itemsize)
         buf = (ctypes.c_char * t.bytes).from_address(t.data)
         weakref.finalize(buf, self.free_later, t)
@@ -191,6 +194,10 @@ class Client:
         self._dead: Optional[InferdError] = None  # set when the daemon went away
         self._wake_r, self._wake_w = os.pipe()
         self._doorbell = socket.socket(fileno=os.dup(lib.inferd_fd(conn)))
+        self._cv = threading.Condition(self._r.lock)  # the completion thread waits for work on it
+        self._leader = False       # a thread in infer() is reaping; the completion thread rests
+        self._leader_poll = select.poll()
+        self._leader_poll.register(self._doorbell.fileno(), select.POLLIN)
         self._thread = threading.Thread(target=self._complete_loop, name="inferd-completions", daemon=True)
         self._thread.start()
 
@@ -212,11 +219,14 @@ class Client:
             if self._closing:
                 return
             self._closing = True
+            self._cv.notify_all()
         os.write(self._wake_w, b"x")
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
             if self._thread.is_alive():
-                self._abandon = True
+                with self._r.lock:
+                    self._abandon = True
+                    self._cv.notify_all()
                 os.write(self._wake_w, b"x")
                 self._thread.join()
         with self._r.lock:
@@ -316,7 +326,10 @@ class Client:
         unless out gives arrays to write them into.  timeout_us: the daemon's
         deadline for this request (0: the model's default).
         """
-        return self.submit(model, inputs, out=out, timeout_us=timeout_us).result()
+        fut, leading = self._submit(model, inputs, out, timeout_us, lead=True)
+        if leading:
+            self._lead(fut)
+        return fut.result()
 
     async def infer_async(self, model: str, inputs: Inputs, *, out: Optional[Result] = None,
                           timeout_us: int = 0) -> Result:
@@ -331,6 +344,11 @@ class Client:
         and go out as earlier ones complete.  Arrays given must not be
         changed until the future is done.
         """
+        return self._submit(model, inputs, out, timeout_us, lead=False)[0]
+
+    def _submit(self, model: str, inputs: Inputs, out: Optional[Result], timeout_us: int,
+                lead: bool) -> "Tuple[concurrent.futures.Future, bool]":
+        """submit(); with lead, the caller becomes the reaper if none is (then True)."""
         fut: concurrent.futures.Future = concurrent.futures.Future()
         fut.set_running_or_notify_cancel()
         with self._r.lock:
@@ -345,7 +363,26 @@ class Client:
             self._next_id += 1
             if self._backlog or not self._push(p):
                 self._backlog.append(p)
-        return fut
+            leading = lead and not self._leader
+            if leading:
+                self._leader = True
+            elif not self._leader:
+                self._cv.notify()
+        return fut, leading
+
+    def _lead(self, fut: concurrent.futures.Future) -> None:
+        """Reap on this thread until fut is done, then hand reaping back to the completion thread."""
+        try:
+            while not fut.done():
+                events = dict(self._leader_poll.poll(100))
+                hung_up = self._drain_doorbell(events)
+                self._reap()
+                if hung_up:
+                    self._hang_up()
+        finally:
+            with self._r.lock:
+                self._leader = False
+                self._cv.notify_all()
 
     def _prepare(self, m: _Model, arrays: Dict[str, np.ndarray], rows: int,
                  out: Optional[Result], fut: concurrent.futures.Future) -> _Pending:
@@ -417,26 +454,42 @@ class Client:
                 p.future.set_exception(type(err)(str(err), code=err.code, status=err.status))
         self._pending.clear()
         self._backlog.clear()
+        self._cv.notify_all()
+
+    def _hang_up(self) -> None:
+        """The daemon went away: fail everything, refuse what comes."""
+        with self._r.lock:
+            if self._dead is None:
+                self._dead = Closed("the daemon closed the connection")
+            self._fail_all(self._dead)
+            self._cv.notify_all()
+
+    def _rest(self) -> bool:
+        """Wait until there is reaping to do (lock held); False when the thread should end."""
+        while True:
+            if self._dead is not None or (self._closing and (self._abandon or not self._pending)):
+                return False
+            if self._pending and not self._leader:
+                return True
+            self._cv.wait()
 
     def _complete_loop(self) -> None:
-        """The completion thread: sleep on the doorbell, reap, resolve futures."""
+        """The completion thread: while requests are out and no infer() reaps, sleep on the doorbell and reap."""
         poller = select.poll()
         poller.register(self._doorbell.fileno(), select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         try:
             while True:
-                with self._r.lock:
-                    if self._closing and (self._abandon or not self._pending):
+                with self._cv:
+                    if not self._rest():
                         return
-                events = dict(poller.poll())
+                events = dict(poller.poll(100))
                 if self._wake_r in events:
                     os.read(self._wake_r, 64)
                 hung_up = self._drain_doorbell(events)
                 self._reap()
                 if hung_up:
-                    with self._r.lock:
-                        self._dead = Closed("the daemon closed the connection")
-                        self._fail_all(self._dead)
+                    self._hang_up()
                     return
         except BaseException as e:  # never leave futures waiting on a dead thread
             with self._r.lock:

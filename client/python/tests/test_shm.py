@@ -177,3 +177,66 @@ def test_close(socket_path, rng):
     with pytest.raises(inferd.Closed):
         c.models()
     c.close()  # twice is fine
+
+
+def test_sync_and_async_callers_mixed(client, rng, reference):
+    # Threads in infer() take turns reaping for everyone while another thread keeps futures in flight.
+    xs = [rng.random((1 + i % 3, 784), dtype=np.float32) for i in range(6)]
+    refs = [reference(x) for x in xs]
+    bad = []
+
+    def sync(i):
+        for _ in range(100):
+            if not close_to(client.infer(MODEL, xs[i]), refs[i]):
+                bad.append(("sync", i))
+
+    def asynchronous():
+        for _ in range(5):
+            fs = [(i, client.submit(MODEL, xs[i])) for i in range(6) for _ in range(40)]
+            bad.extend(("async", i) for i, f in fs if not close_to(f.result(timeout=60), refs[i]))
+    threads = [threading.Thread(target=sync, args=(i,)) for i in range(4)] + [threading.Thread(target=asynchronous)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads) and bad == []
+
+
+def test_daemon_going_away_fails_requests(tmp_path, rng):
+    # A daemon of our own, killed with requests in flight: every caller gets Closed, none hangs.
+    import os
+    import signal
+    import subprocess
+    import time
+    binary, models = os.environ.get("INFERD_TEST_DAEMON"), os.environ.get("INFERD_TEST_MODEL_DIR")
+    if not binary:
+        pytest.skip("INFERD_TEST_DAEMON is not set")
+    sock = str(tmp_path / "s.sock")
+    p = subprocess.Popen([binary, "--device=cpu", "--model_repository=" + os.path.dirname(models),
+                          "--http_enable=no", "--shm_socket=" + sock], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.1)
+        c = inferd.connect(sock)
+        x = c.array(rng.random((64, 784), dtype=np.float32))
+        futures = [c.submit(MODEL, x) for _ in range(400)]
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        outcomes = set()
+        for f in futures:
+            try:
+                f.result(timeout=30)
+                outcomes.add("ok")
+            except inferd.Closed:
+                outcomes.add("closed")
+        assert "closed" in outcomes
+        with pytest.raises(inferd.Closed, match="daemon closed the connection"):
+            c.infer(MODEL, x)
+        assert c.closed
+        c.close()
+    finally:
+        p.kill()
+        p.wait()
