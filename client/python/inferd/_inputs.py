@@ -52,9 +52,9 @@ def check_shapes(meta: ModelMetadata, named: Dict[str, Any]) -> Tuple[Dict[str, 
             except (TypeError, ValueError) as e:
                 raise InvalidRequest("input %r: cannot convert to %s: %s" % (spec.name, spec.datatype, e)) from None
         want = spec.dims
-        if a.ndim != len(want) + 1 or tuple(a.shape[1:]) != want:
+        if a.ndim != len(want) + 1 or any(w not in (-1, g) for w, g in zip(want, a.shape[1:])):
             raise InvalidRequest("input %r: shape %s, the model expects [N, %s]" % (
-                spec.name, list(a.shape), ", ".join(str(d) for d in want)))
+                spec.name, list(a.shape), ", ".join(str(d) if d >= 0 else "?" for d in want)))
         if rows not in (-1, a.shape[0]):
             raise InvalidRequest("input %r has %d rows, the other inputs %d" % (spec.name, a.shape[0], rows))
         rows = a.shape[0]

@@ -18,7 +18,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from typing import Dict, List, Optional, Tuple, Type
+from typing import Dict, List, NamedTuple, Optional, Tuple, Type
 
 # The libinferd releases this layout was written for: major must match, and
 # the minor must be at least this (newer minors only add at the ends of the
@@ -152,16 +152,31 @@ DEFAULT_SOCKET = "/run/inferd/inferd.sock"
 
 # --- views of the structs the rest of the package uses -----------------------
 
-def model_input_specs(m: Model) -> List[Tuple[str, str, Tuple[int, ...], int]]:
-    """The model's inputs as (name, datatype, dims without batch, row bytes)."""
+class Desc(NamedTuple):
+    """One input or output of a model, as the rest of the package sees it.
+
+    dims exclude the batch dimension; -1 is a variable dim (at most
+    max_dims[d]).  follows[d] is (input index, input dim) when an output's
+    variable dim d equals that input's, else None.
+    """
+
+    name: str
+    datatype: str
+    dims: Tuple[int, ...]
+    max_dims: Tuple[int, ...]
+    follows: Tuple[Optional[Tuple[int, int]], ...]
+
+
+def model_inputs(m: Model) -> List[Desc]:
+    """The model's inputs (this release: one, of fixed dims)."""
     dims = tuple(int(m.input_dims[i]) for i in range(m.input_ndims))
-    return [(m.input_name.decode(), m.datatype.decode(), dims, int(m.input_row_bytes))]
+    return [Desc(m.input_name.decode(), m.datatype.decode(), dims, dims, (None,) * len(dims))]
 
 
-def model_output_specs(m: Model) -> List[Tuple[str, str, Tuple[int, ...], int]]:
-    """The model's outputs as (name, datatype, dims without batch, row bytes)."""
+def model_outputs(m: Model) -> List[Desc]:
+    """The model's outputs (this release: one, of fixed dims)."""
     dims = tuple(int(m.output_dims[i]) for i in range(m.output_ndims))
-    return [(m.output_name.decode(), m.datatype.decode(), dims, int(m.output_row_bytes))]
+    return [Desc(m.output_name.decode(), m.datatype.decode(), dims, dims, (None,) * len(dims))]
 
 
 def model_labels(m: Model) -> List[str]:
@@ -169,17 +184,20 @@ def model_labels(m: Model) -> List[str]:
     return [m.labels[i].decode() for i in range(m.nlabels)]
 
 
-def fill_request(req: Request, model: "ctypes._Pointer[Model]", rows: int,
-                 inputs: List[Tensor], outputs: List[Tensor], timeout_us: int,
-                 user_data: int) -> None:
-    """Fill req for one request of rows rows (one tensor each way in this release)."""
+# A request's tensor: (name, block, non-batch dims).
+Io = Tuple[str, Tensor, Tuple[int, ...]]
+
+
+def fill_request(req: Request, model: "ctypes._Pointer[Model]", rows: int, inputs: List[Io],
+                 outputs: List[Io], timeout_us: int, user_data: int) -> None:
+    """Fill req for rows rows (this release: one input and one output tensor)."""
     if len(inputs) != 1 or len(outputs) != 1:
         raise ValueError("this libinferd release carries one input and one output tensor")
     req.size = ctypes.sizeof(Request)
     req.model = model
     req.rows = rows
-    req.input = ctypes.pointer(inputs[0])
-    req.output = ctypes.pointer(outputs[0])
+    req.input = ctypes.pointer(inputs[0][1])
+    req.output = ctypes.pointer(outputs[0][1])
     req.timeout_us = timeout_us
     req.user_data = user_data
 

@@ -130,8 +130,9 @@ class _Model:
     def __init__(self, ptr: "ctypes._Pointer[_lib.Model]") -> None:
         m = ptr.contents
         self.ptr = ptr
-        ins = [TensorSpec(n, dt, (-1,) + dims) for n, dt, dims, _ in _lib.model_input_specs(m)]
-        outs = [TensorSpec(n, dt, (-1,) + dims) for n, dt, dims, _ in _lib.model_output_specs(m)]
+        self.ins, self.outs = _lib.model_inputs(m), _lib.model_outputs(m)
+        ins = [TensorSpec(d.name, d.datatype, (-1,) + d.dims) for d in self.ins]
+        outs = [TensorSpec(d.name, d.datatype, (-1,) + d.dims) for d in self.outs]
         self.meta = ModelMetadata(name=m.name.decode(), inputs=ins, outputs=outs,
                                   max_batch_size=int(m.max_batch_size), labels=_lib.model_labels(m))
 
@@ -148,7 +149,7 @@ class _Pending:
         self.outputs = outputs     # region arrays the daemon writes
         self.copy_to = copy_to     # caller's out= arrays outside the region
         self.request: Optional[_lib.Request] = None
-        self.tensors: List[_lib.Tensor] = []
+        self.tensors: List[_lib.Io] = []
 
     def result(self) -> Result:
         """The outputs, as one array for a one-output model or a dict by name."""
@@ -359,6 +360,7 @@ class Client:
             p.request = _lib.Request()
             _lib.fill_request(p.request, m.ptr, rows, p.tensors[:len(arrays)], p.tensors[len(arrays):],
                               timeout_us, self._next_id)
+            p.tensors = []
             self._pending[self._next_id] = p
             self._next_id += 1
             if self._backlog or not self._push(p):
@@ -387,7 +389,7 @@ class Client:
     def _prepare(self, m: _Model, arrays: Dict[str, np.ndarray], rows: int,
                  out: Optional[Result], fut: concurrent.futures.Future) -> _Pending:
         """The request's tensors: inputs in place or copied in, outputs in the region (lock held)."""
-        keep, tensors = [], []
+        keep, ios = [], []
         for spec in m.meta.inputs:
             a = arrays[spec.name]
             t = self._r.tensor_of(a) if a.dtype == spec.dtype else None
@@ -399,12 +401,12 @@ class Client:
                     raise InvalidRequest("input %r: %s" % (spec.name, e)) from None
                 a, t = dst, self._r.tensor_of(dst)
             keep.append(a)
-            tensors.append(t)
+            ios.append((spec.name, t, tuple(a.shape[1:])))
         outputs, copy_to = {}, {}
         given = self._outs_by_name(m.meta, out)
-        for spec in m.meta.outputs:
-            shape = (rows,) + spec.dims
+        for spec, desc in zip(m.meta.outputs, m.outs):
             dst = given.get(spec.name)
+            shape = (rows,) + self._output_dims(m, desc, arrays, dst)
             t = None
             if dst is not None:
                 if tuple(dst.shape) != shape or dst.dtype != spec.dtype:
@@ -417,10 +419,28 @@ class Client:
                 dst = self._r.array(shape, spec.dtype)
                 t = self._r.tensor_of(dst)
             outputs[spec.name] = dst
-            tensors.append(t)
+            ios.append((spec.name, t, shape[1:]))
         p = _Pending(fut, keep, outputs, copy_to)
-        p.tensors = tensors
+        p.tensors = ios
         return p
+
+    @staticmethod
+    def _output_dims(m: _Model, desc: "_lib.Desc", arrays: Dict[str, np.ndarray],
+                     given: Optional[np.ndarray]) -> tuple:
+        """An output's non-batch dims: the model's, the input dims its variable ones follow, or out='s."""
+        dims = []
+        for d, size in enumerate(desc.dims):
+            if size >= 0:
+                dims.append(size)
+            elif desc.follows[d] is not None:
+                i, k = desc.follows[d]
+                dims.append(arrays[m.ins[i].name].shape[1 + k])
+            elif given is not None and given.ndim == len(desc.dims) + 1:
+                dims.append(given.shape[1 + d])
+            else:
+                raise InvalidRequest("output %r: dim %d is variable and follows no input: pass out=" % (
+                    desc.name, d + 1))
+        return tuple(dims)
 
     @staticmethod
     def _outs_by_name(meta: ModelMetadata, out: Optional[Result]) -> Dict[str, np.ndarray]:
