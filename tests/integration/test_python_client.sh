@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_python_client.sh: the Python client (client/python) against a private daemon: installed
 # with pip into a scratch directory, then its pytest suite (shared memory, HTTP, the ABI probe,
-# Fashion-MNIST against the C client) run on that installed copy and this build's libinferd.
+# Fashion-MNIST against the C client, a two-input model) run on that installed copy and this
+# build's libinferd.
 #
 # To run the suite by hand against a daemon of your own:
 #   INFERD_LIB=_b/client/lib/.libs/libinferd.so.0 INFERD_TEST_SOCKET=/tmp/inferd.sock \
@@ -38,7 +39,15 @@ else
 	site="$tmp/src"
 fi
 
-start_daemon
+# The demo model, and (when the onnx package is there) the two-input model of make_multi_onnx.py.
+mkdir "$tmp/models" && ln -s "$top_srcdir/conf/models/fashion-mlp" "$tmp/models/fashion-mlp" || fail "repository"
+"$PY" "$top_srcdir/tests/helpers/make_multi_onnx.py" "$tmp/models" >"$tmp/multi.log" 2>&1
+case $? in
+0) ;;
+77) echo "note: $(cat "$tmp/multi.log"): the multi-input tests skip" ;;
+*) cat "$tmp/multi.log"; fail "make_multi_onnx.py" ;;
+esac
+start_daemon --model_repository="$tmp/models"
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \
     LD_PRELOAD="${preload# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
     INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" \

@@ -36,11 +36,14 @@ def name_inputs(meta: ModelMetadata, inputs: Inputs) -> Dict[str, Any]:
     return {n: inputs[n] for n in names}
 
 
-def check_shapes(meta: ModelMetadata, named: Dict[str, Any]) -> Tuple[Dict[str, np.ndarray], int]:
-    """Arrays of the right shape for every input and their common row count.
+def check_shapes(meta: ModelMetadata, named: Dict[str, Any],
+                 dims: bool = True) -> Tuple[Dict[str, np.ndarray], int]:
+    """Arrays of the right rank for every input and their common row count.
 
-    Values that are not ndarrays are converted to the input's dtype.  The
-    message of an InvalidRequest names the input and the shape expected.
+    Values that are not ndarrays are converted to the input's dtype.  With
+    dims, every fixed dim is checked too (the shared-memory client leaves that
+    to libinferd, which names the dim and the model's size).  The message of
+    an InvalidRequest names the input and the shape expected.
     """
     arrays: Dict[str, np.ndarray] = {}
     rows = -1
@@ -52,7 +55,7 @@ def check_shapes(meta: ModelMetadata, named: Dict[str, Any]) -> Tuple[Dict[str, 
             except (TypeError, ValueError) as e:
                 raise InvalidRequest("input %r: cannot convert to %s: %s" % (spec.name, spec.datatype, e)) from None
         want = spec.dims
-        if a.ndim != len(want) + 1 or any(w not in (-1, g) for w, g in zip(want, a.shape[1:])):
+        if a.ndim != len(want) + 1 or (dims and any(w not in (-1, g) for w, g in zip(want, a.shape[1:]))):
             raise InvalidRequest("input %r: shape %s, the model expects [N, %s]" % (
                 spec.name, list(a.shape), ", ".join(str(d) if d >= 0 else "?" for d in want)))
         if rows not in (-1, a.shape[0]):

@@ -43,6 +43,21 @@ class Options(ctypes.Structure):
     ]
 
 
+class TensorInfo(ctypes.Structure):
+    """struct inferd_tensor_info: one input or output of a model."""
+
+    _fields_ = [
+        ("name", ctypes.c_char * 128),
+        ("datatype", ctypes.c_char_p),
+        ("elem_bytes", c_size_t),
+        ("ndims", ctypes.c_int),
+        ("dims", ctypes.c_int64 * 8),
+        ("max_dims", ctypes.c_int64 * 8),
+        ("follows_input", ctypes.c_int * 8),
+        ("follows_dim", ctypes.c_int * 8),
+    ]
+
+
 class Model(ctypes.Structure):
     """struct inferd_model: a model's metadata, owned by the connection."""
 
@@ -61,6 +76,10 @@ class Model(ctypes.Structure):
         ("output_row_bytes", c_size_t),
         ("nlabels", c_size_t),
         ("labels", ctypes.POINTER(ctypes.c_char_p)),
+        ("ninputs", ctypes.c_int),
+        ("noutputs", ctypes.c_int),
+        ("inputs", ctypes.POINTER(TensorInfo)),
+        ("outputs", ctypes.POINTER(TensorInfo)),
     ]
 
 
@@ -71,6 +90,18 @@ class Tensor(ctypes.Structure):
         ("data", ctypes.c_void_p),
         ("offset", ctypes.c_uint64),
         ("bytes", c_size_t),
+        ("reserved", ctypes.c_uint64 * 2),
+    ]
+
+
+class IoStruct(ctypes.Structure):
+    """struct inferd_io: one tensor of a request's list form, named as the model names it."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("tensor", ctypes.POINTER(Tensor)),
+        ("ndims", ctypes.c_int),
+        ("dims", ctypes.c_int64 * 8),
         ("reserved", ctypes.c_uint64 * 2),
     ]
 
@@ -86,6 +117,10 @@ class Request(ctypes.Structure):
         ("output", ctypes.POINTER(Tensor)),
         ("timeout_us", ctypes.c_uint64),
         ("user_data", ctypes.c_uint64),
+        ("ninputs", ctypes.c_int),
+        ("noutputs", ctypes.c_int),
+        ("inputs", ctypes.POINTER(IoStruct)),
+        ("outputs", ctypes.POINTER(IoStruct)),
     ]
 
 
@@ -102,7 +137,9 @@ class Completion(ctypes.Structure):
 # The structs the ABI test compares with the C compiler's view, by C name.
 ABI_STRUCTS: Dict[str, Type[ctypes.Structure]] = {
     "inferd_options": Options,
+    "inferd_tensor_info": TensorInfo,
     "inferd_model": Model,
+    "inferd_io": IoStruct,
     "inferd_tensor": Tensor,
     "inferd_request": Request,
     "inferd_completion": Completion,
@@ -167,16 +204,27 @@ class Desc(NamedTuple):
     follows: Tuple[Optional[Tuple[int, int]], ...]
 
 
+def _descs(infos: "ctypes._Pointer[TensorInfo]", n: int) -> List[Desc]:
+    """Descriptions of n tensor infos."""
+    out = []
+    for i in range(n):
+        t = infos[i]
+        nd = t.ndims
+        follows = tuple((int(t.follows_input[d]), int(t.follows_dim[d])) if t.follows_input[d] >= 0 else None
+                        for d in range(nd))
+        out.append(Desc(t.name.decode(), t.datatype.decode(), tuple(int(t.dims[d]) for d in range(nd)),
+                        tuple(int(t.max_dims[d]) for d in range(nd)), follows))
+    return out
+
+
 def model_inputs(m: Model) -> List[Desc]:
-    """The model's inputs (this release: one, of fixed dims)."""
-    dims = tuple(int(m.input_dims[i]) for i in range(m.input_ndims))
-    return [Desc(m.input_name.decode(), m.datatype.decode(), dims, dims, (None,) * len(dims))]
+    """The model's inputs, in its order."""
+    return _descs(m.inputs, m.ninputs)
 
 
 def model_outputs(m: Model) -> List[Desc]:
-    """The model's outputs (this release: one, of fixed dims)."""
-    dims = tuple(int(m.output_dims[i]) for i in range(m.output_ndims))
-    return [Desc(m.output_name.decode(), m.datatype.decode(), dims, dims, (None,) * len(dims))]
+    """The model's outputs, in its order."""
+    return _descs(m.outputs, m.noutputs)
 
 
 def model_labels(m: Model) -> List[str]:
@@ -188,18 +236,28 @@ def model_labels(m: Model) -> List[str]:
 Io = Tuple[str, Tensor, Tuple[int, ...]]
 
 
+def _io_array(ios: List[Io]) -> "ctypes.Array[IoStruct]":
+    """The list form's tensors: name, block and dims of each."""
+    arr = (IoStruct * len(ios))()
+    for i, (name, tensor, dims) in enumerate(ios):
+        arr[i].name = name.encode()
+        arr[i].tensor = ctypes.pointer(tensor)
+        arr[i].ndims = len(dims)
+        for d, size in enumerate(dims):
+            arr[i].dims[d] = size
+    return arr
+
+
 def fill_request(req: Request, model: "ctypes._Pointer[Model]", rows: int, inputs: List[Io],
                  outputs: List[Io], timeout_us: int, user_data: int) -> None:
-    """Fill req for rows rows (this release: one input and one output tensor)."""
-    if len(inputs) != 1 or len(outputs) != 1:
-        raise ValueError("this libinferd release carries one input and one output tensor")
+    """Fill req in the tensor-list form: every input and the outputs wanted, by name, with their dims."""
     req.size = ctypes.sizeof(Request)
     req.model = model
     req.rows = rows
-    req.input = ctypes.pointer(inputs[0][1])
-    req.output = ctypes.pointer(outputs[0][1])
     req.timeout_us = timeout_us
     req.user_data = user_data
+    req.ninputs, req.inputs = len(inputs), _io_array(inputs)
+    req.noutputs, req.outputs = len(outputs), _io_array(outputs)
 
 
 # --- loading the library -----------------------------------------------------
@@ -253,6 +311,9 @@ def _prototype(lib: ctypes.CDLL) -> None:
 
 def _check_version(lib: ctypes.CDLL, path: str) -> None:
     """Refuse a libinferd whose struct layout this module does not know."""
+    if not hasattr(lib, "inferd_run"):
+        raise LibraryNotFound("%s is a libinferd without the tensor-list form of requests: "
+                              "install a newer one" % path)
     text = lib.inferd_version().decode()
     try:
         major, minor = (int(x) for x in text.split(".")[:2])

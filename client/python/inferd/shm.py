@@ -295,6 +295,10 @@ class Client:
             self._check_open()
             meta = self._model(model).meta
             specs = [meta.input(name)] if name is not None else meta.inputs
+            for s in specs:
+                if -1 in s.dims:
+                    raise InvalidRequest("input %r of %r has variable dims %s: make it with empty_like() or "
+                                         "array()" % (s.name, model, list(s.shape)))
             out = {s.name: self._r.array((batch,) + s.dims, s.dtype) for s in specs}
         return next(iter(out.values())) if len(out) == 1 else out
 
@@ -355,7 +359,7 @@ class Client:
         with self._r.lock:
             self._check_open()
             m = self._model(model)
-            arrays, rows = check_shapes(m.meta, name_inputs(m.meta, inputs))
+            arrays, rows = check_shapes(m.meta, name_inputs(m.meta, inputs), dims=False)
             p = self._prepare(m, arrays, rows, out, fut)
             p.request = _lib.Request()
             _lib.fill_request(p.request, m.ptr, rows, p.tensors[:len(arrays)], p.tensors[len(arrays):],

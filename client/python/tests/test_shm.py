@@ -134,10 +134,12 @@ def test_errors_carry_the_message(client, socket_path, rng):
     assert e.value.code == -9
     with pytest.raises(inferd.ModelNotFound):
         client.metadata("no-such-model")
-    with pytest.raises(inferd.InvalidRequest, match=r"shape \[1, 783\], the model expects \[N, 784\]"):
+    with pytest.raises(inferd.InvalidRequest, match=r"input 'input' dim 1 is 783, the model's is 784"):
         client.infer(MODEL, np.zeros((1, 783), np.float32))
     with pytest.raises(inferd.InvalidRequest, match="257 rows, it takes 1 .. 256"):
         client.infer(MODEL, np.zeros((257, 784), np.float32))
+    with pytest.raises(inferd.InvalidRequest, match=r"shape \[784\], the model expects \[N, 784\]"):
+        client.infer(MODEL, np.zeros(784, np.float32))
     with pytest.raises(inferd.InvalidRequest, match="input 'input'"):
         client.infer(MODEL, np.zeros((1, 784), np.complex64))
     with pytest.raises(inferd.ConnectFailed, match="nothing.sock"):
