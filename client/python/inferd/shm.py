@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _lib
 from ._inputs import Inputs, check_shapes, name_inputs
-from .errors import Closed, InferdError, InvalidRequest, NoSpace, from_code
+from .errors import Closed, InferdError, InvalidRequest, from_code
 from .metadata import ModelMetadata, TensorSpec
 
 Result = Union[np.ndarray, Dict[str, np.ndarray]]
