@@ -265,6 +265,19 @@ tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST
 tests_helpers_onnx_node_engine_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_helpers_onnx_node_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_helpers_onnx_node_engine_LDADD = $(TEST_LDADD)
+# The fashion-cnn demo (ONNX) through the engine: logits against PyTorch's, and the test-set accuracy (>= 0.91).
+FASHION_CNN_CPPFLAGS = $(TEST_CPPFLAGS) -DFASHION_MODEL='"fashion-cnn"' -DFASHION_REF='"tests/data/fashion-cnn-ref.json"' \
+	-DFASHION_MIN_ACCURACY=0.91
+check_PROGRAMS += tests/unit/test_fashion_cnn tests/unit/test_fashion_cnn_accuracy
+TESTS += tests/unit/test_fashion_cnn tests/unit/test_fashion_cnn_accuracy
+tests_unit_test_fashion_cnn_SOURCES = $(TEST_FASHION)
+tests_unit_test_fashion_cnn_CPPFLAGS = $(FASHION_CNN_CPPFLAGS)
+tests_unit_test_fashion_cnn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_fashion_cnn_LDADD = $(TEST_LDADD)
+tests_unit_test_fashion_cnn_accuracy_SOURCES = $(TEST_FASHION)
+tests_unit_test_fashion_cnn_accuracy_CPPFLAGS = $(FASHION_CNN_CPPFLAGS) -DFASHION_ACCURACY
+tests_unit_test_fashion_cnn_accuracy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_fashion_cnn_accuracy_LDADD = $(TEST_LDADD)
 
 # --- CUDA backend vs CPU backend, every op (skips without a GPU) ---
 check_PROGRAMS += tests/unit/test_backend_ops
