@@ -156,6 +156,10 @@ class Client:
         """Uninitialized input arrays for batch rows of model (one, or a dict by input name)."""
         meta = self._metadata(model)
         specs = [meta.input(name)] if name is not None else meta.inputs
+        for s in specs:
+            if -1 in s.dims:
+                raise InvalidRequest("input %r of %r has variable dims %s: make it with empty_like() or "
+                                     "array()" % (s.name, model, list(s.shape)))
         out = {s.name: np.empty((batch,) + s.dims, s.dtype) for s in specs}
         return next(iter(out.values())) if len(out) == 1 else out
 

@@ -234,7 +234,7 @@ class Client:
             self._fail_all(Closed("the client was closed before the daemon answered"))
             self._r.released = True
             self._r.drain()
-        self._doorbell.close()
+            self._doorbell.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
 
@@ -380,6 +380,9 @@ class Client:
         """Reap on this thread until fut is done, then hand reaping back to the completion thread."""
         try:
             while not fut.done():
+                with self._r.lock:
+                    if self._r.released:  # close() failed fut, and the doorbell is gone
+                        break
                 events = dict(self._leader_poll.poll(100))
                 hung_up = self._drain_doorbell(events)
                 self._reap()
@@ -540,6 +543,8 @@ class Client:
         comps = self._comps
         done = []
         with r.lock:
+            if r.gone:  # close() gave up on the requests in flight and ended the connection
+                return
             while True:
                 n = lib.inferd_wait(r.conn, comps, 64, 0)
                 if n < 0:

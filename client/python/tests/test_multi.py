@@ -93,3 +93,7 @@ def test_refusals_name_the_problem(multi, http_client):
     assert e.value.status == 400
     with pytest.raises(inferd.InvalidRequest, match="variable dims"):
         multi.empty(MULTI, 1)
+    with pytest.raises(inferd.InvalidRequest, match="variable dims"):
+        http_client.empty(MULTI, 1)
+    rx = multi.empty(MULTI, 2, name="x")
+    assert rx.shape == (2, 4) and rx.dtype == np.float32
