@@ -104,15 +104,30 @@ class _Region:
 
     def array(self, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """An uninitialized array of shape and dtype in a new block (lock held)."""
+        return self.block(shape, dtype)[0]
+
+    def block(self, shape: tuple, dtype: np.dtype) -> Tuple[np.ndarray, _lib.Tensor]:
+        """array(), and the tensor describing it (lock held)."""
         dtype = np.dtype(dtype)
         count = math.prod(shape)
-        t = self.alloc(count * dtype.itemsize)
+        nbytes = count * dtype.itemsize
+        t = self.alloc(nbytes)
         buf = (ctypes.c_char * t.bytes).from_address(t.data)
+        buf._inferd_block = (t, nbytes)  # lets tensor_of() know a whole block without asking numpy
         weakref.finalize(buf, self.free_later, t)
-        return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+        a = np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+        t = _lib.Tensor(data=t.data, offset=t.offset, bytes=nbytes)
+        return a, t
 
     def tensor_of(self, a: np.ndarray) -> Optional[_lib.Tensor]:
         """The tensor describing a if it is a contiguous array inside this region, else None."""
+        b = a.base  # a region array's base is the flat array over the block, whose base is the block
+        whole = getattr(b.base if type(b) is np.ndarray else b, "_inferd_block", None)
+        if whole is not None and a.nbytes == whole[1] and a.flags.c_contiguous:
+            # All of a block, contiguous: it starts where the block does.
+            if whole[0].data - whole[0].offset != self.base:
+                return None  # another client's block
+            return _lib.Tensor(data=whole[0].data, offset=whole[0].offset, bytes=whole[1])
         if not self.base or not a.flags.c_contiguous:
             return None
         addr = a.__array_interface__["data"][0]
@@ -401,12 +416,12 @@ class Client:
             a = arrays[spec.name]
             t = self._r.tensor_of(a) if a.dtype == spec.dtype else None
             if t is None:
-                dst = self._r.array(a.shape, spec.dtype)
+                dst, t = self._r.block(a.shape, spec.dtype)
                 try:
                     np.copyto(dst, a, casting="same_kind")
                 except TypeError as e:
                     raise InvalidRequest("input %r: %s" % (spec.name, e)) from None
-                a, t = dst, self._r.tensor_of(dst)
+                a = dst
             keep.append(a)
             ios.append((spec.name, t, tuple(a.shape[1:])))
         outputs, copy_to = {}, {}
@@ -423,8 +438,7 @@ class Client:
                 if t is None:
                     copy_to[spec.name] = dst
             if t is None:
-                dst = self._r.array(shape, spec.dtype)
-                t = self._r.tensor_of(dst)
+                dst, t = self._r.block(shape, spec.dtype)
             outputs[spec.name] = dst
             ios.append((spec.name, t, shape[1:]))
         p = _Pending(fut, keep, outputs, copy_to)
