@@ -141,6 +141,24 @@ tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/
 CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_libfuzzer-*.o
 .PHONY: fuzz-tensor-text
 
+# --- Triton shared memory and HTTP encodings (triton-shm) ---
+# The region registry as a unit; tritonclient (PyPI) and the HTTP extras against a real daemon.
+check_PROGRAMS += tests/unit/test_shm_registry
+TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh
+TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
+tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COMMON)
+tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_shm_registry_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_shm_registry_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/unit/test_kserve_source
+TESTS += tests/unit/test_kserve_source
+tests_unit_test_kserve_source_SOURCES = tests/unit/test_kserve_source.c $(TEST_COMMON)
+tests_unit_test_kserve_source_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_kserve_source_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_kserve_source_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += $(TRITON_TESTS)
+EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh tests/helpers/cuda_shm_client.py
+
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.
 check_PROGRAMS += tests/helpers/ipc_client tests/helpers/ipc_hostile
