@@ -173,12 +173,14 @@ class Client:
 
     # --- inference ---
 
-    def infer(self, model: str, inputs: Inputs, *, binary: Optional[bool] = None,
-              timeout_us: int = 0, **_: Any) -> Result:
+    def infer(self, model: str, inputs: Inputs, *, out: Optional[Result] = None,
+              binary: Optional[bool] = None, timeout_us: int = 0) -> Result:
         """Run inputs (one array, or a dict of named arrays) through model; the outputs.
 
-        binary overrides the client's choice of binary tensors for this
-        request.  Errors raise InferdError subclasses with the server's message.
+        out gives arrays to copy the outputs into (one, or a dict by name), as
+        the shared-memory client's out= does.  binary overrides the client's
+        choice of binary tensors for this request.  Errors raise InferdError
+        subclasses with the server's message.
         """
         meta = self._metadata(model)
         named = name_inputs(meta, inputs)
@@ -188,10 +190,10 @@ class Client:
         status, r, data = self._exchange("POST", path, body, headers)
         if status != 200:
             raise from_http(status, _error_text(data, status))
-        return _decode(r, data)
+        return _copy_out(_decode(r, data), out)
 
-    def submit(self, model: str, inputs: Inputs, *, binary: Optional[bool] = None,
-               timeout_us: int = 0) -> "concurrent.futures.Future[Result]":
+    def submit(self, model: str, inputs: Inputs, *, out: Optional[Result] = None,
+               binary: Optional[bool] = None, timeout_us: int = 0) -> "concurrent.futures.Future[Result]":
         """infer() on one of max_workers threads; a Future of its result."""
         with self._lock:
             if self._closed:
@@ -199,12 +201,34 @@ class Client:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(self._max_workers, "inferd-http")
             pool = self._pool
-        return pool.submit(self.infer, model, inputs, binary=binary, timeout_us=timeout_us)
+        return pool.submit(self.infer, model, inputs, out=out, binary=binary, timeout_us=timeout_us)
 
-    async def infer_async(self, model: str, inputs: Inputs, *, binary: Optional[bool] = None,
-                          timeout_us: int = 0) -> Result:
+    async def infer_async(self, model: str, inputs: Inputs, *, out: Optional[Result] = None,
+                          binary: Optional[bool] = None, timeout_us: int = 0) -> Result:
         """infer() for asyncio (on the submit() threads)."""
-        return await asyncio.wrap_future(self.submit(model, inputs, binary=binary, timeout_us=timeout_us))
+        return await asyncio.wrap_future(self.submit(model, inputs, out=out, binary=binary,
+                                                     timeout_us=timeout_us))
+
+
+def _copy_out(outs: Dict[str, np.ndarray], out: Optional[Result]) -> Result:
+    """The outputs (one array, or a dict by name), written into out's arrays when given."""
+    if out is not None:
+        if isinstance(out, np.ndarray):
+            if len(outs) != 1:
+                raise InvalidRequest("out: the model has %d outputs (%s): pass a dict" % (
+                    len(outs), ", ".join(outs)))
+            out = {next(iter(outs)): out}
+        unknown = [n for n in out if n not in outs]
+        if unknown:
+            raise InvalidRequest("out: no output %s in the answer" % ", ".join(unknown))
+        for name, dst in out.items():
+            src = outs[name]
+            if dst.shape != src.shape or dst.dtype != src.dtype:
+                raise InvalidRequest("out %r: shape %s %s, the answer is %s %s" % (
+                    name, list(dst.shape), dst.dtype, list(src.shape), src.dtype))
+            np.copyto(dst, src)
+            outs[name] = dst
+    return next(iter(outs.values())) if len(outs) == 1 else outs
 
 
 def _error_text(data: bytes, status: int) -> str:
@@ -249,8 +273,8 @@ def _encode(meta: ModelMetadata, named: Dict[str, Any], binary: bool,
     return b"".join([header] + raw), headers
 
 
-def _decode(r: http.client.HTTPResponse, data: bytes) -> Result:
-    """The outputs of an answer: JSON "data", or slices of the binary section."""
+def _decode(r: http.client.HTTPResponse, data: bytes) -> Dict[str, np.ndarray]:
+    """The outputs of an answer by name: JSON "data", or slices of the binary section."""
     hlen = r.getheader(HEADER_LENGTH)
     try:
         n = int(hlen) if hlen is not None else len(data)
@@ -272,4 +296,4 @@ def _decode(r: http.client.HTTPResponse, data: bytes) -> Result:
             outs[t["name"]] = a
     except (ValueError, KeyError, TypeError) as e:
         raise ProtocolError("unexpected inference answer: %s" % e) from None
-    return next(iter(outs.values())) if len(outs) == 1 else outs
+    return outs

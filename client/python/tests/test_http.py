@@ -50,6 +50,12 @@ def test_same_surface(http_client, rng, reference):
     e = http_client.empty_like(a)
     e[:] = a
     assert np.array_equal(http_client.infer(MODEL, a), http_client.infer(MODEL, e))
+    dst = np.zeros((2, 10), np.float32)
+    assert http_client.infer(MODEL, x, out=dst) is dst and close_to(dst, reference(x))
+    with pytest.raises(inferd.InvalidRequest, match="out"):
+        http_client.infer(MODEL, x, out=np.zeros((3, 10), np.float32))
+    named = {"logits": np.zeros((2, 10), np.float32)}
+    assert http_client.infer(MODEL, x, out=named) is named["logits"]
     futures = [http_client.submit(MODEL, x) for _ in range(40)]
     assert all(close_to(f.result(timeout=60), reference(x)) for f in futures)
 
