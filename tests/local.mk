@@ -317,3 +317,18 @@ check_PROGRAMS += tests/helpers/client_usability
 tests_helpers_client_usability_SOURCES = tests/helpers/client_usability.c
 tests_helpers_client_usability_LDADD = client/lib/libinferd.la
 EXTRA_DIST += tests/helpers/http_triton.py
+
+# --- Python client (python-client) ---
+# client/python installed with pip and its pytest suite run against a private daemon; the ABI probe
+# prints libinferd's struct layout for the suite to compare with its ctypes mirror.
+check_PROGRAMS += tests/helpers/inferd_abi
+tests_helpers_inferd_abi_SOURCES = tests/helpers/inferd_abi.c
+TESTS += tests/integration/test_python_client.sh
+dist_check_SCRIPTS += tests/integration/test_python_client.sh
+EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python/inferd/__init__.py \
+	client/python/inferd/_lib.py client/python/inferd/_inputs.py client/python/inferd/errors.py \
+	client/python/inferd/http.py client/python/inferd/metadata.py client/python/inferd/shm.py \
+	client/python/inferd/py.typed client/python/tests/conftest.py client/python/tests/test_abi.py \
+	client/python/tests/test_fashion.py client/python/tests/test_http.py client/python/tests/test_multi.py \
+	client/python/tests/test_shm.py \
+	client/bench/python_client_bench.py
