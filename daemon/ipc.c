@@ -211,13 +211,37 @@ ipc_event(ipc_server_t *s, const struct epoll_event *ev)
 	}
 }
 
-/* Let requests in flight finish (bounded), then release every client. */
+/* Complete with SHUTDOWN every submission still in c's ring (bounded by deadline). */
+static void
+ipc_finish_ring(ipc_server_t *s, struct ipc_client *c, uint64_t deadline)
+{
+	char *cause = NULL;
+	long left;
+
+	if (!c->ready || c->dead)
+		return;
+	left = ipc_ring_finish(s, c, deadline, &cause);
+	if (left < 0) {
+		ipc_kill(c, LOG_LEVEL_ERROR, "%s", cause);
+		free(cause);
+	} else if (left > 0)
+		LOG_WARN("ipc: %s: %ld submissions left unanswered at shutdown: the client "
+		    "stopped reading its completions or hung up", c->label, left);
+}
+
+/*
+ * At stop: every submission already in a ring is completed (SHUTDOWN,
+ * since new work is refused), requests in flight finish (both bounded),
+ * then every client is released and its socket closed.
+ */
 static void
 ipc_release_all(ipc_server_t *s)
 {
 	uint64_t deadline = clock_now_us() + IPC_DRAIN_US;
 	struct ipc_client *c;
 
+	for (c = s->clients; c != NULL; c = c->next)
+		ipc_finish_ring(s, c, deadline);
 	for (c = s->clients; c != NULL; c = c->next)
 		ipc_ring_wait_idle(c, deadline);
 	for (c = s->clients; c != NULL; c = c->next)

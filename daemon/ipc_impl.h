@@ -121,6 +121,7 @@ int ipc_ring_init(struct ipc_client *c, char **cause);
 void ipc_ring_free(struct ipc_client *c);
 int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
 void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
+long ipc_ring_finish(ipc_server_t *s, struct ipc_client *c, uint64_t deadline_us, char **cause);
 
 /* ipc_client.c: a client's life-cycle. */
 /* Allocate a client for an accepted socket fd with its peer's credentials; NULL on failure. */
