@@ -47,7 +47,7 @@ ipc_admit(ipc_server_t *s, int fd)
 		close(fd);
 		return;
 	}
-	if (!ipc_auth_allows(&s->auth, cred.uid, cred.gid)) {
+	if (!ipc_auth_allows(&s->auth, fd, cred.uid, cred.gid)) {
 		snprintf(why, sizeof why, "user %u (group %u) is not allowed to connect "
 		    "(see allow_users and allow_groups)", (unsigned)cred.uid, (unsigned)cred.gid);
 		ipc_refuse(s, fd, &cred, INFERD_WIRE_ERR_DENIED, why);
@@ -297,7 +297,7 @@ ipc_check_stale(const struct sockaddr_un *sun, char **cause)
 	return 0;
 }
 
-/* Bind and listen on the socket path, mode 0660. */
+/* Bind and listen on the socket path, with the mode and group ipc_access_apply decides. */
 static int
 ipc_listen(ipc_server_t *s, char **cause)
 {
@@ -315,9 +315,11 @@ ipc_listen(ipc_server_t *s, char **cause)
 	if (bind(s->listen_fd, (struct sockaddr *)&sun, sizeof sun) != 0)
 		return error_set(cause, "bind: %s", strerror(errno));
 	s->bound = 1;
-	/* Connecting needs write permission: owner and group only. */
-	if (chmod(s->path, 0660) != 0 || lstat(s->path, &st) != 0)
-		return error_set(cause, "chmod 0660: %s", strerror(errno));
+	/* Connecting needs write permission: the mode follows the allow lists. */
+	if (ipc_access_apply(s->path, s->ctx.config, &s->auth, cause) != 0)
+		return -1;
+	if (lstat(s->path, &st) != 0)
+		return error_set(cause, "%s", strerror(errno));
 	s->bound_ino = st.st_ino;
 	if (listen(s->listen_fd, 128) != 0)
 		return error_set(cause, "listen: %s", strerror(errno));

@@ -25,7 +25,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/kserve.c daemon/kserve.h \
 	daemon/http.c daemon/http.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 # Load-time graph rewrites (fusions) and the liveness-based memory plan.
