@@ -81,7 +81,7 @@ static const struct config_key config_keys[] = {
 	  1, 65536, NULL,
 	  "HTTP connections open at once, all clients together, 1 to 65536.\n"
 	  "More are refused at accept (the client sees the connection closed)." },
-	{ "HTTP", "http_max_connections_per_client", CONFIG_INT, "64",
+	{ "HTTP", "http_max_connections_per_client", CONFIG_INT, "256",
 	  KEY(http_max_connections_per_client), 1, 65536, NULL,
 	  "HTTP connections open at once from one client address, 1 to 65536.\n"
 	  "Behind a proxy every request comes from the proxy's address: raise it." },

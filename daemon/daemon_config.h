@@ -19,7 +19,7 @@ struct daemon_config {
 	int http_threads;		/* http_threads = 4 */
 	size_t max_body_bytes;		/* max_body_bytes = 16777216 */
 	int http_max_connections;	/* http_max_connections = 1000 */
-	int http_max_connections_per_client;	/* http_max_connections_per_client = 64 */
+	int http_max_connections_per_client;	/* http_max_connections_per_client = 256 */
 	int http_header_timeout;	/* http_header_timeout = 30 (seconds) */
 	size_t http_min_body_rate;	/* http_min_body_rate = 16K (bytes/s, 0: off) */
 	size_t http_body_budget_bytes;	/* http_body_budget_bytes = 256M */

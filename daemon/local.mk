@@ -23,7 +23,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h \
-	daemon/http.c daemon/http.h \
+	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
