@@ -109,10 +109,10 @@ tests_helpers_ipc_client_LDADD = client/lib/libinferd.la -lm
 tests_helpers_ipc_hostile_SOURCES = tests/helpers/ipc_hostile.c include/inferd_wire.h
 tests_helpers_ipc_hostile_LDADD = -lpthread
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
-	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh
+	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
-EXTRA_DIST += tests/helpers/test_ipc_lib.sh
+EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py
 
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
