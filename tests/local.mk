@@ -98,7 +98,7 @@ IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_loa
 	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
-EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py
+EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
