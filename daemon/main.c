@@ -13,6 +13,7 @@
 #include "daemon_config.h"
 #include "device.h"
 #include "error.h"
+#include "fault.h"
 #include "http.h"
 #include "ipc.h"
 #include "log.h"
@@ -416,6 +417,7 @@ daemon_stop(struct daemon *d, int started)
 		device_close(d->dev);
 	if (d->port_file_written && unlink(d->port_file) != 0)
 		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
+	fault_report();
 	config_free(&d->config);
 }
 
