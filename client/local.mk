@@ -67,3 +67,11 @@ client_bench_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gpu.sh \
 	client/bench/make_models.py client/bench/torch_peer.py client/bench/torch_http_server.py \
 	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua
+
+# Not installed: the tensor data codec's decode/encode MB/s beside jansson and strtof, one run
+# (client/bench/bench_tensor_text docs/examples/fashion-request.json [reps]).
+noinst_PROGRAMS += client/bench/bench_tensor_text
+client_bench_bench_tensor_text_SOURCES = client/bench/bench_tensor_text.c
+client_bench_bench_tensor_text_CPPFLAGS = $(DAEMON_CPPFLAGS)
+client_bench_bench_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+client_bench_bench_tensor_text_LDADD = $(INFERD_CORE_LIBS)

@@ -27,6 +27,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
+	daemon/tensor_text.cc daemon/tensor_text.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 # Load-time graph rewrites (fusions) and the liveness-based memory plan.
@@ -35,10 +36,14 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse_query.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
 	daemon/graph_plan.c daemon/graph_plan.h
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
+# The tensor data codec is the one C++ unit here: no exceptions or RTTI, so it links with -lstdc++ alone.
+TENSOR_TEXT_CXXFLAGS = -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-exceptions -fno-rtti \
+	-pthread $(SANITIZER_FLAGS)
+daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDA_LIBS) -lm
+	$(SYSTEMD_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm
 
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.

@@ -87,6 +87,39 @@ tests_fuzz_fuzz_kserve_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/integration/test_http.sh
 EXTRA_DIST += tests/helpers/http_client.py
 
+# --- tensor data codec (tensor-text) ---
+# The codec against strtof and independent references; its fuzz target run over its corpus.
+TENSOR_TEXT_TESTS = tests/unit/test_tensor_text tests/fuzz/fuzz_tensor_text
+check_PROGRAMS += $(TENSOR_TEXT_TESTS)
+TESTS += $(TENSOR_TEXT_TESTS)
+tests_unit_test_tensor_text_SOURCES = tests/unit/test_tensor_text.c $(TEST_COMMON)
+tests_unit_test_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_tensor_text_LDADD = $(TEST_LDADD)
+tests_fuzz_fuzz_tensor_text_SOURCES = tests/fuzz/fuzz_tensor_text.c
+tests_fuzz_fuzz_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_fuzz_fuzz_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_tensor_text_LDADD = $(TEST_LDADD)
+
+# libFuzzer build (clang with libFuzzer; make fuzz runs it too, see "fuzzing" below):
+#   make fuzz-tensor-text && tests/fuzz/fuzz_tensor_text_libfuzzer -max_total_time=60 $(srcdir)/tests/data/tensor-text-corpus
+TENSOR_TEXT_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_tensor_text.c $(srcdir)/daemon/error.c
+fuzz-tensor-text: tests/fuzz/fuzz_tensor_text_libfuzzer
+tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/tensor_text.cc \
+		$(srcdir)/daemon/tensor_text.h config.h
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_LIBFUZZER $(DAEMON_CPPFLAGS) $(JANSSON_CFLAGS) \
+		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
+		$(srcdir)/tests/fuzz/fuzz_tensor_text.c
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CPPFLAGS) -c -o tests/fuzz/fuzz_tensor_text_libfuzzer-error.o \
+		$(srcdir)/daemon/error.c
+	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -std=c++17 -fno-exceptions $(DAEMON_CPPFLAGS) \
+		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(srcdir)/daemon/tensor_text.cc
+	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
+		tests/fuzz/fuzz_tensor_text_libfuzzer-error.o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(JANSSON_LIBS)
+CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_libfuzzer-*.o
+.PHONY: fuzz-tensor-text
+
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.
 check_PROGRAMS += tests/helpers/ipc_client tests/helpers/ipc_hostile
@@ -154,33 +187,39 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring http
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring http tensor_text
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS = -std=gnu11 -g -O1 $(FUZZ_SAN)
+FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
 FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(abs_top_srcdir)/daemon \
 	-I$(abs_top_srcdir)/tests/helpers -DINFERD_SYSCONFDIR='"$(sysconfdir)/inferd"' -DINFERD_DATADIR='"$(pkgdatadir)"' \
 	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
 FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(MHD_LIBS) $(JANSSON_LIBS) \
-	$(BLAS_LIBS) $(SYSTEMD_LIBS) $(CUDA_LIBS) -lm -lpthread
+	$(BLAS_LIBS) $(SYSTEMD_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm -lpthread
 # Per-target libFuzzer options: the HTTP server's threads allocate between inputs, so leaks are
 # left to the sanitizer build's tests there.
 FUZZ_OPTS_http = -detect_leaks=0
 FUZZ_CORE_SRC = $(filter %.c,$(daemon_libinferd_core_a_SOURCES))
+FUZZ_CORE_CXX = $(filter %.cc,$(daemon_libinferd_core_a_SOURCES))
 FUZZ_CORE_DEPS = $(addprefix $(srcdir)/,$(filter %.h,$(daemon_libinferd_core_a_SOURCES))) config.h
 
-tests/fuzz/libfuzzcore.a: $(addprefix $(srcdir)/,$(FUZZ_CORE_SRC)) $(FUZZ_CORE_DEPS) $(daemon_libinferd_core_a_LIBADD)
+tests/fuzz/libfuzzcore.a: $(addprefix $(srcdir)/,$(FUZZ_CORE_SRC) $(FUZZ_CORE_CXX)) $(FUZZ_CORE_DEPS) \
+		$(daemon_libinferd_core_a_LIBADD)
 	@rm -rf tests/fuzz/core && $(MKDIR_P) tests/fuzz/core
-	$(AM_V_CC)cd tests/fuzz/core && $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) \
+	$(AM_V_CC)cd tests/fuzz/core && $(FUZZ_CC) -std=gnu11 $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) \
 		-c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_SRC))
+	$(AM_V_CXX)cd tests/fuzz/core && $(FUZZ_CC)++ -std=c++17 -fno-exceptions -fno-rtti $(FUZZ_CFLAGS) \
+		-fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) -c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_CXX))
 	$(AM_V_AR)rm -f $@ && $(AR) rcs $@ tests/fuzz/core/*.o $(daemon_libinferd_core_a_LIBADD)
 tests/fuzz/fuzz_%_libfuzzer: $(srcdir)/tests/fuzz/fuzz_%.c tests/fuzz/libfuzzcore.a
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_CPPFLAGS) -o $@ $< $(FUZZ_LIBS)
 
 fuzz: $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer)
 	@failed=; for t in $(FUZZ_TARGETS); do \
-		corpus=$(srcdir)/tests/data/$$t-corpus; scratch=tests/fuzz/$$t-scratch; \
+		corpus=$(srcdir)/tests/data/$$t-corpus; \
+		[ -d $$corpus ] || corpus=$(srcdir)/tests/data/$$(echo $$t | tr _ -)-corpus; \
+		scratch=tests/fuzz/$$t-scratch; \
 		rm -rf $$scratch && $(MKDIR_P) $$scratch || exit 1; \
 		eval opts=\"\$$FUZZ_OPTS_$$t\"; \
 		echo "fuzz: $$t for $(FUZZ_SECONDS) s from $$corpus"; \
