@@ -30,10 +30,12 @@
  * jansson's line and column), a missing or mistyped field, wrong shape,
  * datatype or element count.  404: unknown path, model or version.  405
  * with Allow: a known path with the wrong method.  413: a body over
- * max_body_bytes, from Content-Length before any byte is read, or counted
- * as chunks arrive.  503: queue full, all staging slots in use, a request
+ * max_body_bytes or over the largest request its model can need, from
+ * Content-Length before any byte is read, or the moment a chunked body
+ * passes it (then nothing more is read).  503: queue full, all staging
+ * slots in use, the body budget (http_body_budget_bytes) in use, a request
  * timeout (Triton's "Request timeout expired" is UNAVAILABLE), shutting
- * down.  500: a device failure.  A model that failed to load answers 503
+ * down.  Slow connections are closed by http_guard.c.  500: a device failure.  A model that failed to load answers 503
  * with its load error for metadata and inference, and 400 for .../ready
  * (Triton's "Model version not ready").  POST /infer is the short form:
  * the body of /v2/models/{m}/infer plus "model": "{m}".  Either takes the
@@ -115,18 +117,15 @@ enum http_state {
 
 /*
  * What is known about a request (struct http_request's flags).  The first
- * five are set by libmicrohttpd's thread before submission; COMPLETED and
+ * three are set by libmicrohttpd's thread before submission; COMPLETED and
  * ACTIVE change only under srv->lock.
  */
 enum {
 	HTTP_F_NAME_TOO_LONG = 1u << 0,	/* the URL's model name does not fit */
 	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL names a version other than 1 */
-	HTTP_F_TOO_LARGE = 1u << 2,	/* the body exceeds max_body_bytes */
-	HTTP_F_NO_MEMORY = 1u << 3,	/* the body could not be buffered */
 	HTTP_F_BINARY_OUTPUT = 1u << 4,	/* answer with the output as binary data */
 	HTTP_F_COMPLETED = 1u << 5,	/* libmicrohttpd is done with the connection */
 	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active */
-	HTTP_F_OVER_BUDGET = 1u << 7,	/* http_body_budget_bytes is used up */
 };
 
 struct http_request {
@@ -137,6 +136,7 @@ struct http_request {
 	char model[MODEL_NAME_MAX];	/* from the URL */
 	char *body;
 	size_t len, cap, announced;	/* announced: Content-Length, 0 if none */
+	size_t discarded;		/* body bytes of a route that takes none */
 	size_t limit;			/* the largest body taken for this request */
 	size_t charged;			/* bytes of the body budget held */
 	struct http_guard_conn *gc;	/* the connection's timing */
@@ -449,26 +449,23 @@ http_limit_name(const struct http_request *req, char *buf, size_t size)
 
 /* Check Content-Length against the limits and hold its bytes of the budget; answers when refused. */
 static enum MHD_Result
-http_begin_body(struct http_request *req, int *answered)
+http_begin_body(struct http_request *req)
 {
 	http_server_t *srv = req->srv;
 	struct http_lengths l = { 0, 0, NULL };
 	unsigned long long announced;
 	char *end, what[96];
 
-	*answered = 1;
 	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, http_length_header, &l);
 	if (l.differ)	/* RFC 9112, 6.3: an unrecoverable framing error */
 		return http_error(req, MHD_HTTP_BAD_REQUEST, "conflicting Content-Length headers");
 	req->limit = http_body_limit(req);
-	*answered = 0;
 	if (l.count == 0)
 		return MHD_YES;
 	errno = 0;
 	announced = strtoull(l.first, &end, 10);
 	if (errno != 0 || end == l.first)
 		return MHD_YES;		/* libmicrohttpd refuses a malformed one itself */
-	*answered = 1;
 	if (announced > req->limit)
 		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body of %llu bytes "
 		    "exceeds %s", announced, http_limit_name(req, what, sizeof what));
@@ -479,7 +476,6 @@ http_begin_body(struct http_request *req, int *answered)
 		req->charged = (size_t)announced;
 	}
 	req->announced = (size_t)announced;
-	*answered = 0;
 	return MHD_YES;
 }
 
@@ -489,8 +485,6 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
     const char *method, void **con_cls)
 {
 	struct http_request *req;
-	enum MHD_Result ret;
-	int answered;
 
 	if ((req = calloc(1, sizeof *req)) == NULL)
 		return MHD_NO;
@@ -506,8 +500,7 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 	if (!http_method_allowed(req->allow, method))
 		return http_error_allow(req, MHD_HTTP_METHOD_NOT_ALLOWED, req->allow,
 		    "method %s is not allowed on %s (allowed: %s)", method, url, req->allow);
-	ret = http_begin_body(req, &answered);
-	return ret;
+	return http_begin_body(req);
 }
 
 /* Make room for n more body bytes: 0, -1 when memory is short, -2 over the body budget. */
@@ -589,16 +582,20 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 
 	*size = 0;
 	http_guard_body_bytes(req->gc, n);
-	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT)
-		return MHD_YES;		/* other routes take no body */
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT) {
+		/* Other routes take no body: it is counted, not kept, and bounded all the same. */
+		if (n > max - req->discarded)
+			return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
+			    http_limit_name(req, what, sizeof what));
+		req->discarded += n;
+		return MHD_YES;
+	}
 	if (n > max - req->len) {
-		req->flags |= HTTP_F_TOO_LARGE;
 		http_drop_body(req);
 		return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
 		    http_limit_name(req, what, sizeof what));
 	}
 	if ((r = http_body_reserve(req, n, max)) != 0) {
-		req->flags |= r == -2 ? HTTP_F_OVER_BUDGET : HTTP_F_NO_MEMORY;
 		http_drop_body(req);
 		if (r == -2)
 			return http_refuse_now(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: the "
