@@ -187,7 +187,7 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring http tensor_text
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
@@ -237,4 +237,5 @@ clean-local: clean-fuzz
 clean-fuzz:
 	-rm -rf tests/fuzz/core $(FUZZ_TARGETS:%=tests/fuzz/%-scratch)
 .PHONY: clean-fuzz
-EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_http.c
+EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_ipc_control.c \
+	tests/fuzz/fuzz_http.c
