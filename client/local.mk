@@ -6,11 +6,11 @@
 # --- lib: libinferd; only the symbols marked INFERD_EXPORT in inferd.h are visible. ---
 lib_LTLIBRARIES += client/lib/libinferd.la
 client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
-	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/libinferd_impl.h \
+	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/libinferd_impl.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 1:0:1 -no-undefined
 
 include_HEADERS = include/inferd.h include/inferd_outcome.h
 noinst_HEADERS += include/inferd_wire.h
@@ -24,7 +24,7 @@ TOOLS_HTTP = client/tools/http_client.c client/tools/http_client.h \
 	client/tools/tool_error.c client/tools/tool_error.h
 bin_PROGRAMS += client/tools/inferctl
 client_tools_inferctl_SOURCES = client/tools/inferctl.c client/tools/inferctl_http.c \
-	client/tools/inferctl_model.c \
+	client/tools/inferctl_model.c client/tools/inferctl_tensors.c \
 	client/tools/inferctl.h $(TOOLS_HTTP)
 client_tools_inferctl_CPPFLAGS = $(TOOLS_CPPFLAGS)
 client_tools_inferctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
@@ -67,6 +67,7 @@ client_bench_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
 EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gpu.sh \
 	client/bench/make_models.py client/bench/torch_peer.py client/bench/torch_http_server.py \
 	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua
+EXTRA_DIST += client/bench/onnx_peer.py
 
 # Not installed: the tensor data codec's decode/encode MB/s beside jansson and strtof, one run
 # (client/bench/bench_tensor_text docs/examples/fashion-request.json [reps]).

@@ -38,7 +38,12 @@ EXTRA_DIST += conf/deploy/inferd@.service.in conf/deploy/inferd-upstream.conf \
 fashionmlpdir = $(pkgdatadir)/models/fashion-mlp
 dist_fashionmlp_DATA = conf/models/fashion-mlp/model.json conf/models/fashion-mlp/model.safetensors
 
+# The demo CNN (ONNX), served beside fashion-mlp.
+fashioncnndir = $(pkgdatadir)/models/fashion-cnn
+dist_fashioncnn_DATA = conf/models/fashion-cnn/model.json conf/models/fashion-cnn/model.onnx
+
 EXTRA_DIST += conf/inferd.service.in conf/inferd.sysusers conf/models/train_fashion_mlp.py
+EXTRA_DIST += conf/models/train_fashion_cnn.py
 
 # Debian packaging (dpkg-buildpackage -us -uc -b in the unpacked dist tarball).
 EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debian/source/format \

@@ -39,6 +39,7 @@ struct batch_slot {
 	device_event_t *ev_begin, *ev_compute0, *ev_compute1;
 	struct batch_request **reqs;
 	int nreqs, rows;
+	struct model_shape shape;		/* the dims every request of the batch shares */
 	uint64_t seq;
 	uint64_t launch_us;			/* host time spent queueing the batch's work */
 	uint64_t first_wait_us;			/* how long its first request waited in the queue */
@@ -89,6 +90,13 @@ const char *
 batch_status_str(enum batch_status s)
 {
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
+}
+
+/* The most rows a batch of m holds: max_batch_size, or 1 for a model without a batch dimension. */
+static int
+model_rows_max(const model_t *m)
+{
+	return m->max_batch_size > 0 ? m->max_batch_size : 1;
 }
 
 /* Count a finished request in the metrics. */
@@ -252,7 +260,7 @@ static int
 batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 {
 	const struct model_batching *cfg = &q->model->batching;
-	int max = q->model->max_batch_size, best = 0, i;
+	int max = model_rows_max(q->model), best = 0, i;
 
 	if (q->queued_rows >= (size_t)max)
 		return max;
@@ -267,7 +275,23 @@ batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 	return 0;
 }
 
-/* Fill slot with requests taken round-robin over clients, at most limit rows. */
+/* Whether a and b give every input of m the same non-batch dims. */
+static int
+shape_agrees(const model_t *m, const struct model_shape *a, const struct model_shape *b)
+{
+	int i;
+
+	for (i = 0; i < m->ninputs; i++)
+		if (memcmp(a->dims[i], b->dims[i], (size_t)m->inputs[i].ndims * sizeof a->dims[i][0]) != 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * Fill slot with requests taken round-robin over clients, at most limit rows,
+ * all with the dims of the first one taken; a client whose next request does
+ * not fit or has other dims waits for a later batch.
+ */
 static void
 form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 {
@@ -281,7 +305,8 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 	while (s->rows < limit && q->nactive > 0 && misses < q->nactive) {
 		f = ring_pop(q);
 		r = f->head;
-		if (s->rows + r->rows > limit) {
+		if (s->rows + r->rows > limit ||
+		    (s->nreqs > 0 && !shape_agrees(q->model, &s->shape, &r->shape))) {
 			ring_push(q, f);
 			misses++;
 			continue;
@@ -296,8 +321,10 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 		r->slot = s->nreqs;
 		r->offset_rows = s->rows;
 		r->start_us = now;
-		if (s->nreqs == 0)
+		if (s->nreqs == 0) {
 			s->first_wait_us = now - r->submit_us;
+			s->shape = r->shape;
+		}
 		s->reqs[s->nreqs++] = r;
 		s->rows += r->rows;
 		q->queued--;
@@ -305,22 +332,30 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 		if (q->mm != NULL)
 			METRICS_ADD(q->mm->queue_us, now - r->submit_us);
 	}
+	s->shape.rows = s->rows;
 }
 
-/* Queue one request's input copy on its client's stream, then mark it with ev_in. */
+/* Queue one request's input copies on its client's stream, then mark it with ev_in. */
 static int
 launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
 	device_stream_t *cs = r->client->stream;
-	size_t bytes = model_input_bytes(q->model, r->rows);
-	float *dst = s->exec->input + (size_t)r->offset_rows * q->model->input.row_elems;
+	size_t bytes = 0;
+	char *dst;
+	int k;
 
 	/* The batch's start is only read by the debug timeline: spare the call otherwise. */
 	if (i == 0 && log_threshold >= LOG_LEVEL_DEBUG && device_event_record(s->ev_begin, cs, cause) != 0)
 		return -1;
-	if (device_copy_h2d(cs, dst, r->input, bytes, cause) != 0 ||
-	    device_event_record(s->ev_in[i], cs, cause) != 0 ||
+	for (k = 0; k < r->ninputs; k++) {
+		dst = (char *)model_exec_input(s->exec, k) +
+		    (size_t)r->offset_rows * model_input_row_bytes(q->model, k, &s->shape);
+		if (device_copy_h2d(cs, dst, r->inputs[k], r->input_bytes[k], cause) != 0)
+			return -1;
+		bytes += r->input_bytes[k];
+	}
+	if (device_event_record(s->ev_in[i], cs, cause) != 0 ||
 	    device_stream_wait_event(q->compute, s->ev_in[i], cause) != 0)
 		return -1;
 	if (q->batcher->metrics != NULL)
@@ -328,18 +363,28 @@ launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 	return 0;
 }
 
-/* Queue one request's output copy on its client's stream after the compute. */
+/* Queue one request's wanted output copies on its client's stream after the compute. */
 static int
 launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
 	device_stream_t *cs = r->client->stream;
-	size_t bytes = model_output_bytes(q->model, r->rows);
-	const float *src = s->exec->output + (size_t)r->offset_rows * q->model->output.row_elems;
+	size_t bytes = 0;
+	const char *src;
+	int k;
 
-	if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0 ||
-	    device_copy_d2h(cs, r->output, src, bytes, cause) != 0 ||
-	    device_event_record(s->ev_out[i], cs, cause) != 0)
+	if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0)
+		return -1;
+	for (k = 0; k < r->noutputs; k++) {
+		if (r->outputs[k] == NULL)
+			continue;
+		src = (const char *)model_exec_output(s->exec, k) +
+		    (size_t)r->offset_rows * model_output_row_bytes(q->model, k, &s->shape);
+		if (device_copy_d2h(cs, r->outputs[k], src, r->output_bytes[k], cause) != 0)
+			return -1;
+		bytes += r->output_bytes[k];
+	}
+	if (device_event_record(s->ev_out[i], cs, cause) != 0)
 		return -1;
 	if (q->batcher->metrics != NULL)
 		METRICS_ADD(q->batcher->metrics->bytes_d2h, bytes);
@@ -356,7 +401,7 @@ launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 		if (launch_copy_in(q, s, i, cause) != 0)
 			return -1;
 	if (device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
-	    model_exec_run(s->exec, s->rows, q->compute, cause) != 0 ||
+	    model_exec_run(s->exec, &s->shape, q->compute, cause) != 0 ||
 	    device_event_record(s->ev_compute1, q->compute, cause) != 0)
 		return -1;
 	for (i = 0; i < s->nreqs; i++)
@@ -441,7 +486,7 @@ sched_main(void *arg)
 		q->free_slots = s->next;
 		form_batch(q, s, limit, now);
 		if (s->nreqs == 0)	/* no request fits the preferred size: take what fits the maximum */
-			form_batch(q, s, q->model->max_batch_size, now);
+			form_batch(q, s, model_rows_max(q->model), now);
 		pthread_mutex_unlock(&q->lock);
 		dispatch(q, s);
 		pthread_mutex_lock(&q->lock);
@@ -551,7 +596,7 @@ static int
 slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 {
 	device_t *dev = q->batcher->dev;
-	int n = q->model->max_batch_size, i;
+	int n = model_rows_max(q->model), i;
 
 	s->reqs = calloc((size_t)n, sizeof *s->reqs);
 	s->ev_in = calloc((size_t)n, sizeof *s->ev_in);
@@ -576,7 +621,7 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 {
 	int i;
 
-	for (i = 0; s->ev_in != NULL && i < q->model->max_batch_size; i++) {
+	for (i = 0; s->ev_in != NULL && i < model_rows_max(q->model); i++) {
 		device_event_destroy(s->ev_in[i]);
 		device_event_destroy(s->ev_out[i]);
 	}
@@ -821,19 +866,99 @@ batcher_client_close(batcher_t *b, batch_client_t *c)
 	free(c);
 }
 
+/* Turn the single-tensor form into the tensor lists (the model has one fixed-dims input, one output). */
+static enum batch_status
+submit_single(const model_t *m, struct batch_request *req, char **cause)
+{
+	int d;
+
+	if (req->output == NULL) {
+		error_set(cause, "request lacks its output buffer");
+		return BATCH_INVALID;
+	}
+	if (m->ninputs != 1 || m->noutputs != 1) {
+		error_set(cause, "model '%s' has %d inputs and %d outputs: name every tensor", m->name, m->ninputs, m->noutputs);
+		return BATCH_INVALID;
+	}
+	for (d = 0; d < m->inputs[0].ndims; d++) {
+		if (m->inputs[0].dims[d] < 0) {
+			error_set(cause, "input '%s' has variable dims: give them", m->inputs[0].name);
+			return BATCH_INVALID;
+		}
+		req->shape.dims[0][d] = m->inputs[0].dims[d];
+	}
+	req->ninputs = req->noutputs = 1;
+	req->inputs[0] = req->input;
+	req->outputs[0] = req->output;
+	req->input_bytes[0] = (size_t)req->rows * model_input_row_bytes(m, 0, &req->shape);
+	req->output_bytes[0] = (size_t)req->rows * model_output_row_bytes(m, 0, &req->shape);
+	return BATCH_OK;
+}
+
+/* Whether len is exactly rows rows of row bytes (overflow-safe); *want gets the product. */
+static int
+submit_length_ok(int rows, size_t row, size_t len, size_t *want)
+{
+	return !__builtin_mul_overflow((size_t)rows, row, want) && *want == len;
+}
+
+/* Check every tensor of the list form against the model. */
+static enum batch_status
+submit_check_tensors(const model_t *m, struct batch_request *req, char **cause)
+{
+	size_t want = 0;
+	int i, nwanted = 0;
+
+	if (req->ninputs != m->ninputs || req->noutputs != m->noutputs) {
+		error_set(cause, "model '%s': request has %d inputs and %d outputs, the model %d and %d",
+		    m->name, req->ninputs, req->noutputs, m->ninputs, m->noutputs);
+		return BATCH_INVALID;
+	}
+	for (i = 0; i < m->ninputs; i++) {
+		if (model_check_dims(m, i, m->inputs[i].ndims, req->shape.dims[i], cause) != 0)
+			return BATCH_INVALID;
+		if (req->inputs[i] == NULL ||
+		    !submit_length_ok(req->rows, model_input_row_bytes(m, i, &req->shape), req->input_bytes[i], &want)) {
+			error_set(cause, "input '%s': %zu bytes given, %d rows need %zu", m->inputs[i].name,
+			    req->input_bytes[i], req->rows, want);
+			return BATCH_INVALID;
+		}
+	}
+	for (i = 0; i < m->noutputs; i++) {
+		if (req->outputs[i] == NULL)
+			continue;
+		nwanted++;
+		if (!submit_length_ok(req->rows, model_output_row_bytes(m, i, &req->shape), req->output_bytes[i], &want)) {
+			error_set(cause, "output '%s': %zu bytes given, %d rows need %zu", m->outputs[i].name,
+			    req->output_bytes[i], req->rows, want);
+			return BATCH_INVALID;
+		}
+	}
+	if (nwanted == 0) {
+		error_set(cause, "model '%s': request wants no output", m->name);
+		return BATCH_INVALID;
+	}
+	return BATCH_OK;
+}
+
 /* Check what can be checked before queueing. */
 static enum batch_status
 submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 {
-	if (req->client == NULL || req->done == NULL || req->input == NULL || req->output == NULL) {
+	enum batch_status st;
+
+	if (req->client == NULL || req->done == NULL) {
 		error_set(cause, "request lacks client, buffers or completion");
 		return BATCH_INVALID;
 	}
-	if (req->rows < 1 || req->rows > q->model->max_batch_size) {
-		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, q->model->max_batch_size);
+	if (req->rows < 1 || req->rows > model_rows_max(q->model)) {
+		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, model_rows_max(q->model));
 		return BATCH_INVALID;
 	}
-	return BATCH_OK;
+	if (req->input != NULL && (st = submit_single(q->model, req, cause)) != BATCH_OK)
+		return st;
+	req->shape.rows = req->rows;
+	return submit_check_tensors(q->model, req, cause);
 }
 
 /* Append req to its client's fifo and wake the scheduler (q->lock held). */

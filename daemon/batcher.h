@@ -36,16 +36,35 @@ struct batch_request;
 typedef void (*batch_done_fn)(struct batch_request *req, enum batch_status status,
     const char *error);
 
-/* One request: rows rows of the model's input, in host memory the submitter owns. */
+/*
+ * One request: rows rows of each of the model's inputs, and room for rows
+ * rows of its outputs, in registered or pinned host memory the submitter
+ * owns.  Two forms:
+ *  - single tensor (input non-NULL): input and output, for a model of one
+ *    input with fixed dims and one output;
+ *  - tensor lists (input NULL): ninputs == the model's inputs, inputs[i]
+ *    holding input_bytes[i] == rows x the row bytes of input i for the
+ *    non-batch dims shape.dims[i]; noutputs == the model's outputs, outputs[o]
+ *    NULL when that output is not wanted, else output_bytes[o] long.
+ * batcher_submit checks every count, dim (model_check_dims) and length, and
+ * fills the tensor lists from the single-tensor form, so the batcher works on
+ * lists only.  Requests in one batch agree on every input's dims.
+ */
 struct batch_request {
 	/* Filled by the submitter. */
 	batch_client_t *client;
 	int rows;			/* 1 .. model max_batch_size */
-	const void *input;		/* rows * input row bytes, registered or pinned host memory */
-	void *output;			/* rows * output row bytes, likewise */
+	const void *input;		/* single-tensor form; NULL for the lists */
+	void *output;
 	uint64_t timeout_us;		/* 0: the model's default; longer is clamped to it */
 	batch_done_fn done;
 	void *user;
+	int ninputs, noutputs;
+	const void *inputs[MODEL_MAX_IO];
+	size_t input_bytes[MODEL_MAX_IO];
+	void *outputs[MODEL_MAX_IO];
+	size_t output_bytes[MODEL_MAX_IO];
+	struct model_shape shape;	/* dims of every input; rows is set by batcher_submit */
 	/* Private to the batcher. */
 	struct batch_request *next;
 	uint64_t submit_us, deadline_us, start_us;

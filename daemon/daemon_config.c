@@ -125,6 +125,10 @@ static const struct config_key config_keys[] = {
 	  "On CUDA, batches of up to this many rows replay a CUDA graph captured\n"
 	  "at start-up (one launch instead of one per kernel), 0 to 65536.\n"
 	  "0 turns graphs off; each captured size costs a little device memory." },
+	{ "MODELS AND DEVICE", "cpu_threads", CONFIG_INT, "0", KEY(cpu_threads), 0, 1024, NULL,
+	  "Threads the CPU backend computes a batch with (OpenMP loops and sgemm), 0 to 1024.\n"
+	  "0 takes every online core.  Every model computing at the same moment uses\n"
+	  "this many, so a machine shared with other work may want fewer." },
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"

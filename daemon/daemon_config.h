@@ -28,6 +28,7 @@ struct daemon_config {
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
+	int cpu_threads;		/* cpu_threads = 0 (every online core) */
 	char *log_level;		/* log_level = info */
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
 	int max_clients;		/* max_clients = 64 */

@@ -360,34 +360,27 @@ device_check_int(int64_t v, const char *what, char **cause)
 	return 0;
 }
 
-/* GEMM, SOFTMAX, LAYERNORM within what both backends' kernels handle. */
+/* GEMM, SOFTMAX, LAYERNORM within what both backends' kernels handle (any softmax axis, scale/bias of 1 or a row). */
 int
 device_node_check_shapes(const graph_t *g, const struct graph_node *n,
     const struct graph_shape *shapes, char **cause)
 {
 	const struct graph_shape *x = &shapes[n->inputs[0]];
-	int64_t rows, cols;
+	int64_t rows, cols, e;
 	int axis, i;
 
 	if (n->op == GRAPH_OP_GEMM)
 		return device_check_int(x->dims[0], "A dimension", cause) != 0 ||
 		    device_check_int(x->dims[1], "A dimension", cause) != 0 ||
 		    device_check_int(shapes[n->outputs[0]].dims[1], "output width", cause) != 0 ? -1 : 0;
-	if (n->op != GRAPH_OP_SOFTMAX && n->op != GRAPH_OP_LAYERNORM)
+	if (n->op != GRAPH_OP_LAYERNORM)
 		return 0;
-	if (n->op == GRAPH_OP_SOFTMAX) {
-		axis = (int)(n->attr.softmax.axis < 0 ? n->attr.softmax.axis + x->ndims : n->attr.softmax.axis);
-		if (axis != x->ndims - 1)
-			return error_set(cause, "softmax over axis %d of rank %d: only the last axis", axis, x->ndims);
-	} else
-		axis = (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
+	axis = (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
 	device_rows_cols(x, axis, &rows, &cols);
-	if (device_check_int(rows, "rows", cause) != 0 || device_check_int(cols, "row width", cause) != 0)
-		return -1;
-	for (i = 1; n->op == GRAPH_OP_LAYERNORM && i < n->ninputs; i++)
-		if (n->inputs[i] >= 0 && graph_shape_elems(&shapes[n->inputs[i]]) != cols)
-			return error_set(cause, "%s has %lld elements, not the %lld of a normalised row (no broadcasting)",
-			    i == 1 ? "scale" : "bias", (long long)graph_shape_elems(&shapes[n->inputs[i]]), (long long)cols);
+	for (i = 1; i < n->ninputs; i++)
+		if (n->inputs[i] >= 0 && (e = graph_shape_elems(&shapes[n->inputs[i]])) != cols && e != 1)
+			return error_set(cause, "%s has %lld elements, not 1 or the %lld of a normalised row",
+			    i == 1 ? "scale" : "bias", (long long)e, (long long)cols);
 	return 0;
 }
 

@@ -1,20 +1,20 @@
-/* device_cuda.cu: the CUDA backend: memory, streams with cuBLAS, events, device graphs, plans over cuBLAS and device_cuda_kernels.cu. */
+/* device_cuda.cu: the CUDA backend: memory, streams with cuBLAS, events, device graphs, and plans whose steps the per-op compilers (device_cuda_impl.h) resolve. */
 #include "config.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "device_cuda_kernels.h"
+#include "device_cuda_dnn.h"
+#include "device_cuda_impl.h"
 #include "device_impl.h"
 #include "error.h"
 
-/* Element-wise grids stop growing at this many blocks per SM (grid-stride loops do the rest). */
-#define CUDA_EW_BLOCKS_PER_SM 32
 /* cuBLAS workspace per compute stream, set explicitly so graph capture never allocates (cuBLAS recommends 4 MiB; Hopper up to 32 MiB). */
 #define CUDA_BLAS_WORKSPACE (32 * 1024 * 1024)
 
@@ -28,28 +28,11 @@ struct cuda_ctx {
 struct cuda_stream {
 	cudaStream_t stream;
 	cublasHandle_t blas;		/* compute streams only */
+	void *dnn;			/* compute streams: cuDNN handle (NULL without cuDNN) */
 	void *workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
 };
 
-/* One queued piece of a plan, with everything resolved at compile. */
-struct cuda_step {
-	enum graph_op op;
-	const float *x, *w, *c;		/* GEMM: A, B, C; others: x, and w/c as scale/bias */
-	float *y;
-	int m, n, k, lda, ldb;		/* GEMM, row-major sizes */
-	int trans_a, trans_b;
-	float alpha, beta;
-	int64_t c_rs, c_cs;		/* C's strides (0: broadcast) */
-	int fn;				/* GEMM's fused act, UNARY's function */
-	float fn_alpha, fn_beta;
-	size_t elems;			/* UNARY, COPY; GEMM: M N */
-	int rows, cols;			/* SOFTMAX, LAYERNORM */
-	float eps;
-	int as_log;
-	unsigned int blocks;		/* element-wise grids */
-};
-
-/* A plan behind p->handle. */
+/* A plan behind p->handle: one step per node with work to do. */
 struct cuda_plan {
 	size_t nsteps;
 	struct cuda_step *steps;
@@ -57,29 +40,6 @@ struct cuda_plan {
 
 /* The device this thread last made current through cuda_use, -1 for none. */
 static thread_local int cuda_current = -1;
-
-/* Store "what: CUDA's message" in *cause and clear the thread's last error. */
-static int __attribute__((format(printf, 3, 4)))
-cuda_fail(char **cause, cudaError_t err, const char *fmt, ...)
-{
-	char what[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
-	/* Otherwise the next launch check would report this error again. */
-	(void)cudaGetLastError();
-	return error_set(cause, "%s: %s", what, cudaGetErrorString(err));
-}
-
-/* Store "what: cuBLAS's message" in *cause. */
-static int
-cuda_blas_fail(char **cause, cublasStatus_t st, const char *what)
-{
-	(void)cudaGetLastError();
-	return error_set(cause, "%s: %s", what, cublasGetStatusString(st));
-}
 
 /* Make ordinal the calling thread's current device, once per thread. */
 static int
@@ -115,29 +75,6 @@ static cudaEvent_t
 cuda_event(const device_event_t *e)
 {
 	return (cudaEvent_t)e->handle;
-}
-
-/* Blocks for a grid-stride loop over n elements on dev. */
-static unsigned int
-cuda_ew_blocks(const device_t *dev, size_t n)
-{
-	const struct cuda_ctx *c = (const struct cuda_ctx *)dev->ctx;
-	size_t want, cap;
-
-	want = (n + CUDA_EW_THREADS - 1) / CUDA_EW_THREADS;
-	cap = (size_t)c->sm_count * CUDA_EW_BLOCKS_PER_SM;
-	if (cap == 0)
-		cap = 1024;
-	return (unsigned int)(want < cap ? want : cap);
-}
-
-/* Report a failed kernel launch (err: what the launcher returned). */
-static int
-cuda_check_launch(const char *kernel, cudaError_t err, char **cause)
-{
-	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "%s<<<>>>", kernel);
-	return 0;
 }
 
 /* Release the backend state. */
@@ -279,6 +216,13 @@ cuda_stream_create(device_stream_t *s, char **cause)
 		free(cs);
 		return -1;
 	}
+	if (s->kind == DEVICE_STREAM_COMPUTE && cuda_dnn_handle_create(cs->stream, &cs->dnn, cause) != 0) {
+		(void)cublasDestroy(cs->blas);
+		(void)cudaFree(cs->workspace);
+		(void)cudaStreamDestroy(cs->stream);
+		free(cs);
+		return -1;
+	}
 	s->handle = cs;
 	return 0;
 }
@@ -294,6 +238,7 @@ cuda_stream_destroy(device_stream_t *s)
 	(void)cudaStreamSynchronize(cs->stream);
 	if (cs->blas != NULL)
 		(void)cublasDestroy(cs->blas);
+	cuda_dnn_handle_destroy(cs->dnn);
 	if (cs->workspace != NULL)
 		(void)cudaFree(cs->workspace);
 	(void)cudaStreamDestroy(cs->stream);
@@ -456,100 +401,10 @@ static int
 cuda_supports_node(const device_t *dev, const graph_t *g,
     const struct graph_node *n, char **why)
 {
-	switch (n->op) {
-	case GRAPH_OP_GEMM:
-		if (!device_unary_known(n->act)) {
-			error_set(why, "unknown fused activation %d", (int)n->act);
-			return 0;
-		}
-		return device_node_fp32(g, n, 2, 3, 1, why);
-	case GRAPH_OP_UNARY:
-		if (!device_unary_known(n->attr.unary.fn)) {
-			error_set(why, "unknown unary function %d", (int)n->attr.unary.fn);
-			return 0;
-		}
-		return device_node_fp32(g, n, 1, 1, 1, why);
-	case GRAPH_OP_SOFTMAX:
-	case GRAPH_OP_COPY:
-		return device_node_fp32(g, n, 1, 1, 1, why);
-	case GRAPH_OP_LAYERNORM:
-		return device_node_fp32(g, n, 1, 3, 1, why);
-	default:
-		error_set(why, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
-		return 0;
-	}
+	return cuda_node_supported(g, n, why);
 }
 
-/* Node n's input i as a float pointer; NULL when omitted. */
-static const float *
-cuda_node_in(const struct graph_node *n, void *const *addrs, int i)
-{
-	return i < n->ninputs && n->inputs[i] >= 0 ? (const float *)addrs[n->inputs[i]] : NULL;
-}
-
-/* Resolve a GEMM: sizes, leading dimensions, C's broadcast strides. */
-static void
-cuda_step_gemm(struct cuda_step *st, const struct graph_node *n,
-    const struct graph_shape *shapes)
-{
-	const struct graph_shape *a = &shapes[n->inputs[0]], *b = &shapes[n->inputs[1]];
-
-	st->trans_a = n->attr.gemm.trans_a;
-	st->trans_b = n->attr.gemm.trans_b;
-	st->alpha = n->attr.gemm.alpha;
-	st->beta = n->attr.gemm.beta;
-	st->m = (int)shapes[n->outputs[0]].dims[0];
-	st->n = (int)shapes[n->outputs[0]].dims[1];
-	st->k = (int)a->dims[st->trans_a ? 0 : 1];
-	st->lda = (int)a->dims[1];
-	st->ldb = (int)b->dims[1];
-	st->fn = n->act;
-	st->fn_alpha = n->act_alpha;
-	st->fn_beta = n->act_beta;
-	st->elems = (size_t)st->m * (size_t)st->n;
-	if (st->c != NULL)
-		device_gemm_c_strides(&shapes[n->inputs[2]], &st->c_rs, &st->c_cs);
-}
-
-/* Resolve node n into a step for these shapes and addresses. */
-static void
-cuda_step_fill(const device_t *dev, struct cuda_step *st,
-    const struct graph_node *n, const struct graph_shape *shapes,
-    void *const *addrs)
-{
-	const struct graph_shape *x = &shapes[n->inputs[0]];
-	int64_t rows, cols;
-	int axis;
-
-	st->op = n->op;
-	st->x = cuda_node_in(n, addrs, 0);
-	st->w = cuda_node_in(n, addrs, 1);
-	st->c = cuda_node_in(n, addrs, 2);
-	st->y = (float *)addrs[n->outputs[0]];
-	st->elems = (size_t)graph_shape_elems(x);
-	if (n->op == GRAPH_OP_GEMM)
-		cuda_step_gemm(st, n, shapes);
-	else if (n->op == GRAPH_OP_UNARY) {
-		st->fn = n->attr.unary.fn;
-		st->fn_alpha = n->attr.unary.alpha;
-		st->fn_beta = n->attr.unary.beta;
-	} else if (n->op == GRAPH_OP_SOFTMAX || n->op == GRAPH_OP_LAYERNORM) {
-		axis = n->op == GRAPH_OP_SOFTMAX ? x->ndims - 1 :
-		    (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
-		device_rows_cols(x, axis, &rows, &cols);
-		st->rows = (int)rows;
-		st->cols = (int)cols;
-		if (n->op == GRAPH_OP_LAYERNORM)
-			st->eps = n->attr.norm.eps;
-		else
-			st->as_log = n->attr.softmax.log;
-		if (cols == 0)
-			st->elems = 0;
-	}
-	st->blocks = cuda_ew_blocks(dev, st->elems);
-}
-
-/* Free a plan's steps. */
+/* Free a plan's steps, their parameters and workspaces. */
 static void
 cuda_plan_free(device_plan_t *p)
 {
@@ -557,101 +412,73 @@ cuda_plan_free(device_plan_t *p)
 
 	if (c == NULL)
 		return;
+	if (cuda_use(p->dev, NULL) != 0)
+		(void)cudaGetLastError();
+	for (size_t i = 0; i < c->nsteps; i++) {
+		if (c->steps[i].fini != NULL)
+			c->steps[i].fini(&c->steps[i]);
+		free(c->steps[i].p);
+		if (c->steps[i].ws != NULL)
+			(void)cudaFree(c->steps[i].ws);
+	}
+	(void)cudaGetLastError();
 	free(c->steps);
 	free(c);
 	p->handle = NULL;
 }
 
-/* Resolve every node with work to do into a step; the steps need no workspace beyond cuBLAS's. */
+/* Compile node n into the next step; a step with nothing to do is dropped. */
+static int
+cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct graph_node *n, char **cause)
+{
+	struct cuda_step *st = &c->steps[c->nsteps];
+	cuda_compile_fn fn = cuda_op_compiler(n->op);
+
+	st->n = n;
+	if (fn == NULL)
+		return error_set(cause, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
+	/* The step is counted before compiling so that plan_free releases what a failed compile allocated. */
+	c->nsteps++;
+	if (fn(cc, n, st, cause) != 0)
+		return -1;
+	if (st->run == NULL) {
+		if (st->fini != NULL)
+			st->fini(st);
+		free(st->p);
+		if (st->ws != NULL)
+			(void)cudaFree(st->ws);
+		memset(st, 0, sizeof *st);
+		c->nsteps--;
+	}
+	return 0;
+}
+
+/* Resolve every node into a step, allocating every workspace now (runs never allocate). */
 static int
 cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
     void *const *addrs, char **cause)
 {
 	const graph_t *g = p->g;
+	struct cuda_compile cc = { g, shapes, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal };
 	struct cuda_plan *c;
 	size_t i;
 
-	for (i = 0; i < g->nnodes; i++)
-		if (device_node_check_shapes(g, &g->nodes[i], shapes, cause) != 0)
-			return error_prefix(cause, "node '%s' (%s)", g->nodes[i].name ? g->nodes[i].name : "?",
-			    graph_op_name(g->nodes[i].op));
+	if (cuda_use(p->dev, cause) != 0)
+		return -1;
 	c = (struct cuda_plan *)calloc(1, sizeof *c);
 	if (c == NULL || (c->steps = (struct cuda_step *)calloc(g->nnodes + 1, sizeof *c->steps)) == NULL) {
 		free(c);
 		return error_set(cause, "out of memory");
 	}
-	for (i = 0; i < g->nnodes; i++) {
-		struct cuda_step *st = &c->steps[c->nsteps];
-		cuda_step_fill(p->dev, st, &g->nodes[i], shapes, addrs);
-		/* Empty tensors launch nothing (a grid of zero blocks is an error). */
-		if (st->elems > 0 && !(st->op == GRAPH_OP_COPY && st->x == st->y))
-			c->nsteps++;
-	}
 	p->handle = c;
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (cuda_plan_add(c, &cc, n, cause) != 0) {
+			cuda_plan_free(p);
+			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
+		}
+	}
 	return 0;
-}
-
-/*
- * y = act(alpha op(A) op(B) + beta C): one SGEMM, then one fused pass for C and the
- * activation.  Column-major view: y^T[N,M] = op(B)^T op(A)^T, where each
- * row-major matrix reads as its transpose with its row length as leading dimension.
- */
-static int
-cuda_run_gemm(const struct cuda_stream *cs, const struct cuda_step *st,
-    char **cause)
-{
-	const float zero = 0.0f;
-	cublasStatus_t bs;
-	cudaError_t err;
-
-	if (st->k == 0) {
-		err = cudaMemsetAsync(st->y, 0, st->elems * sizeof(float), cs->stream);
-		if (err != cudaSuccess)
-			return cuda_fail(cause, err, "cudaMemsetAsync");
-	} else {
-		bs = cublasSgemm(cs->blas, st->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-		    st->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, st->n, st->m, st->k,
-		    &st->alpha, st->w, st->ldb, st->x, st->lda, &zero, st->y, st->n);
-		if (bs != CUBLAS_STATUS_SUCCESS)
-			return cuda_blas_fail(cause, bs, "cublasSgemm");
-	}
-	if (st->c == NULL && st->fn == GRAPH_UNARY_NONE)
-		return 0;
-	err = cuda_launch_gemm_epilogue(cs->stream, st->blocks, st->y, st->c, st->beta,
-	    st->c_rs, st->c_cs, st->elems, (size_t)st->n, st->fn, st->fn_alpha, st->fn_beta);
-	return cuda_check_launch("cuda_epilogue_kernel", err, cause);
-}
-
-/* Queue one step. */
-static int
-cuda_run_step(const struct cuda_stream *cs, const struct cuda_step *st,
-    char **cause)
-{
-	cudaError_t err;
-
-	switch (st->op) {
-	case GRAPH_OP_GEMM:
-		return cuda_run_gemm(cs, st, cause);
-	case GRAPH_OP_UNARY:
-		err = cuda_launch_unary(cs->stream, st->blocks, st->x, st->y, st->elems,
-		    st->fn, st->fn_alpha, st->fn_beta);
-		return cuda_check_launch("cuda_unary_kernel", err, cause);
-	case GRAPH_OP_SOFTMAX:
-		err = cuda_launch_softmax(cs->stream, st->x, st->y, st->rows, st->cols, st->as_log);
-		return cuda_check_launch("cuda_softmax_kernel", err, cause);
-	case GRAPH_OP_LAYERNORM:
-		err = cuda_launch_layernorm(cs->stream, st->x, st->y, st->w, st->c,
-		    st->rows, st->cols, st->eps);
-		return cuda_check_launch("cuda_layernorm_kernel", err, cause);
-	case GRAPH_OP_COPY:
-		err = cudaMemcpyAsync(st->y, st->x, st->elems * sizeof(float),
-		    cudaMemcpyDeviceToDevice, cs->stream);
-		if (err != cudaSuccess)
-			return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", st->elems * sizeof(float));
-		return 0;
-	default:
-		return error_set(cause, "op %s not implemented by the CUDA backend", graph_op_name(st->op));
-	}
 }
 
 /* Queue every step on the stream. */
@@ -660,13 +487,16 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 {
 	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
 	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
+	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
 	size_t i;
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	for (i = 0; i < c->nsteps; i++)
-		if (cuda_run_step(cs, &c->steps[i], cause) != 0)
-			return error_prefix(cause, "%s step %zu", graph_op_name(c->steps[i].op), i);
+	for (i = 0; i < c->nsteps; i++) {
+		const struct graph_node *n = c->steps[i].n;
+		if (c->steps[i].run(&c->steps[i], &ex, cause) != 0)
+			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
+	}
 	return 0;
 }
 

@@ -1,4 +1,4 @@
-/* device_cuda_kernels.h: the CUDA backend's kernels, each behind a launcher that queues it on a stream (nvcc only). */
+/* device_cuda_kernels.h: GEMM's epilogue kernel behind a launcher that queues it on a stream (nvcc only). */
 #ifndef INFERD_DEVICE_CUDA_KERNELS_H
 #define INFERD_DEVICE_CUDA_KERNELS_H
 
@@ -20,14 +20,5 @@
 cudaError_t cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks,
     float *y, const float *c, float beta, int64_t rs, int64_t cs, size_t n,
     size_t cols, int act, float alpha_act, float beta_act);
-/* y[i] = fn(x[i]) (device_unary.h) over n elements. */
-cudaError_t cuda_launch_unary(cudaStream_t stream, unsigned int blocks,
-    const float *x, float *y, size_t n, int fn, float alpha, float beta);
-/* Softmax (as_log: log-softmax) of each row of x[rows, cols] into y. */
-cudaError_t cuda_launch_softmax(cudaStream_t stream, const float *x, float *y,
-    int rows, int cols, int as_log);
-/* Layer norm of each row of x[rows, cols] into y, biased variance; gamma/beta may be NULL. */
-cudaError_t cuda_launch_layernorm(cudaStream_t stream, const float *x, float *y,
-    const float *gamma, const float *beta, int rows, int cols, float eps);
 
 #endif

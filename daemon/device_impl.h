@@ -105,9 +105,8 @@ int device_unary_known(enum graph_unary fn);
 void device_gemm_c_strides(const struct graph_shape *c, int64_t *row_stride,
     int64_t *col_stride);
 /*
- * Refuse shapes the GEMM, softmax and layernorm kernels of both backends
- * cannot take: sizes past int, softmax over any axis but the last, a
- * layernorm scale or bias that broadcasts instead of covering a whole row.
+ * Refuse shapes the CPU plan's GEMM and layernorm cannot take: GEMM sizes
+ * past int, a layernorm scale or bias that is neither one value nor a whole row.
  */
 int device_node_check_shapes(const graph_t *g, const struct graph_node *n,
     const struct graph_shape *shapes, char **cause);

@@ -98,6 +98,10 @@ enum graph_op {
 	GRAPH_OP_CAST,		/* to: a graph_dtype */
 	GRAPH_OP_WHERE,		/* inputs cond (BOOL), X, Y, broadcast */
 	GRAPH_OP_COPY,		/* identity that must produce a distinct tensor (e.g. input == output) */
+	/* Shape arithmetic: graph_specialize (graph_fold.h) folds these away for concrete input shapes. */
+	GRAPH_OP_SHAPE,		/* input X; output I64 [end - start]: X's dims; shape attr */
+	GRAPH_OP_CONSTANT_OF_SHAPE,	/* input shape (I64); output of that shape filled with fill.value */
+	GRAPH_OP_RANGE,		/* inputs start, limit, delta (scalars) */
 	GRAPH_OP_COUNT
 };
 
@@ -164,6 +168,14 @@ struct graph_reduce_attr {
 	int keepdims;
 };
 
+/* How RESHAPE's output shape is found (Flatten, Squeeze and Unsqueeze are reshapes too). */
+enum graph_reshape_kind {
+	GRAPH_RESHAPE_SHAPE = 0,	/* inputs data, shape (I64, 0 copies a dim unless allowzero, -1 infers) */
+	GRAPH_RESHAPE_FLATTEN,		/* 2-D: dims before axis, dims from axis */
+	GRAPH_RESHAPE_SQUEEZE,		/* remove axes (all size-1 dims when naxes is 0) */
+	GRAPH_RESHAPE_UNSQUEEZE,	/* insert size-1 dims at axes (of the output) */
+};
+
 enum graph_pad_mode { GRAPH_PAD_CONSTANT = 0, GRAPH_PAD_REFLECT, GRAPH_PAD_EDGE };
 enum graph_resize_mode { GRAPH_RESIZE_NEAREST = 0, GRAPH_RESIZE_LINEAR };
 
@@ -204,6 +216,10 @@ struct graph_node {
 		struct { enum graph_pad_mode mode; int npads; int64_t pads[2 * GRAPH_MAX_DIMS];
 		    float value; } pad;
 		struct { enum graph_dtype to; } cast;
+		struct { enum graph_reshape_kind kind; int allowzero; int64_t axis; int naxes;
+		    int64_t axes[GRAPH_MAX_DIMS]; } reshape;
+		struct { int64_t start, end; } shape;	/* SHAPE: ONNX start/end, end = INT64_MAX: all */
+		struct { double value; } fill;		/* CONSTANT_OF_SHAPE, in the output's dtype */
 	} attr;
 };
 

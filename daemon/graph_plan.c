@@ -77,6 +77,11 @@ plan_liveness(struct plan_state *st, char **cause)
 			if (plan_is_arena(g, t = node->outputs[i]) && st->start[t] == PLAN_UNSEEN)
 				st->start[t] = st->end[t] = (int64_t)k;
 	}
+	/* Inputs stay intact for the whole run, so a plan or captured graph can be run again on the same
+	 * input (graph timing at start-up, warm-up, a re-run after a failed copy-out) without re-copying it. */
+	for (i = 0; i < g->ninputs; i++)
+		if (plan_is_arena(g, g->inputs[i]))
+			st->end[g->inputs[i]] = (int64_t)g->nnodes;
 	for (i = 0; i < g->noutputs; i++) {
 		if (!plan_is_arena(g, t = g->outputs[i]))
 			continue;

@@ -146,6 +146,7 @@ struct http_request {
 	const model_t *m;
 	void *slot;
 	char *id;
+	struct kserve_infer ki;		/* the decoded request: where its tensors lie in the slot */
 	struct batch_request breq;
 	/* Under srv->lock. */
 	int refs;
@@ -658,7 +659,6 @@ static enum MHD_Result
 http_answer_infer(struct http_request *req)
 {
 	const model_t *m = req->m;
-	const float *out = req->breq.output;
 	char *body, *cause = NULL;
 	size_t len = 0, hlen = 0;
 	enum MHD_Result ret;
@@ -669,9 +669,7 @@ http_answer_infer(struct http_request *req)
 		return http_error(req, http_status_of(req->status), "model '%s': %s", m->name,
 		    req->error ? req->error : batch_status_str(req->status));
 	}
-	body = kserve_encode_infer(m, req->id, req->breq.rows,
-	    (req->flags & HTTP_F_BINARY_OUTPUT) != 0, out, &len,
-	    &hlen, &cause);
+	body = kserve_encode_infer(m, req->id, &req->ki, req->slot, &len, &hlen, &cause);
 	pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
 	if (body != NULL)
@@ -705,6 +703,30 @@ http_done(struct batch_request *breq, enum batch_status status, const char *erro
 		http_request_free(req);
 }
 
+/* Point the batch request at the staged inputs and the wanted outputs' room in the slot. */
+static void
+http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
+{
+	struct batch_request *b = &req->breq;
+	char *slot = req->slot;
+	int i;
+
+	b->input = NULL;
+	b->ninputs = req->m->ninputs;
+	b->noutputs = req->m->noutputs;
+	b->shape = ki->shape;
+	for (i = 0; i < b->ninputs; i++) {
+		b->inputs[i] = slot + ki->input_offset[i];
+		b->input_bytes[i] = ki->input_len[i];
+	}
+	for (i = 0; i < b->noutputs; i++) {
+		b->outputs[i] = NULL;
+		b->output_bytes[i] = ki->output_len[i];
+	}
+	for (i = 0; i < ki->nwanted; i++)
+		b->outputs[ki->wanted[i]] = slot + ki->output_offset[ki->wanted[i]];
+}
+
 /* Hand the staged request to the batcher and suspend the connection until done. */
 static enum MHD_Result
 http_submit(struct http_request *req, const struct kserve_infer *ki)
@@ -716,8 +738,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 
 	req->breq.client = srv->client;
 	req->breq.rows = ki->rows;
-	req->breq.input = req->slot;
-	req->breq.output = (char *)req->slot + pinned_pool_output_offset(req->m);
+	http_tensor_lists(req, ki);
 	req->breq.timeout_us = ki->timeout_us;
 	req->breq.done = http_done;
 	req->breq.user = req;
@@ -794,7 +815,7 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 {
 	http_server_t *srv = req->srv;
 	const model_t *m = req->m;
-	struct kserve_infer ki;
+	struct kserve_infer *ki = &req->ki;
 	char *cause = NULL;
 
 	if ((req->slot = pinned_pool_get(srv->pool)) == NULL) {
@@ -803,21 +824,22 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
 		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
 	}
-	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_output_offset(m), &ki,
+	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
 	    &cause) != 0) {
 		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
 	}
-	if (ki.id != NULL && (req->id = strdup(ki.id)) == NULL) {
+	if (ki->id != NULL && (req->id = strdup(ki->id)) == NULL) {
 		http_unstage(req, root);
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
-	if (ki.binary_output)
+	ki->id = NULL;		/* borrowed from the tree freed below; req->id has it */
+	if (ki->binary_output)
 		req->flags |= HTTP_F_BINARY_OUTPUT;
 	json_decref(root);
 	http_drop_body(req);
-	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki.input_bytes);
-	return http_submit(req, &ki);
+	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki->input_bytes);
+	return http_submit(req, ki);
 }
 
 /* The JSON header's length: the whole body, or Inference-Header-Content-Length's bytes of it. */

@@ -261,46 +261,128 @@ ipc_conn_copy_name(char *dst, const char *src)
 	snprintf(dst, INFERD_WIRE_NAME_MAX, "%s", src);
 }
 
-/* Fill the fixed part of MODEL_INFO for model id. */
+/* Describe one model tensor for the wire. */
+static void
+ipc_conn_fill_tensor(const struct model_io *io, struct inferd_wire_tensor_info *t)
+{
+	int d;
+
+	memset(t, 0, sizeof *t);
+	memset(t->follows, 0xff, sizeof t->follows);	/* -1 */
+	ipc_conn_copy_name(t->name, io->name);
+	t->datatype = ipc_wire_datatype(io->dtype);
+	t->ndims = (uint32_t)io->ndims;
+	for (d = 0; d < io->ndims && d < INFERD_WIRE_MAX_DIMS; d++) {
+		t->dims[d] = io->dims[d];
+		t->max_dims[d] = io->max_dims[d];
+	}
+}
+
+/* Output o's dim d at shape s, or -1 when it cannot be found. */
+static int64_t
+ipc_conn_out_dim(const model_t *m, int o, int d, const struct model_shape *s)
+{
+	int64_t dims[MODEL_MAX_DIMS];
+
+	return model_output_dims(m, o, s, dims, NULL) == 0 ? dims[d] : -1;
+}
+
+/*
+ * Which input dim output o's variable dim d equals: varied alone from its
+ * maximum to 1, it must carry the output dim along (and no other does).
+ */
+static int32_t
+ipc_conn_follows(const model_t *m, int o, int d)
+{
+	struct model_shape s;
+	int i, k, found = -2, matches = 0;
+
+	model_shape_max(m, 1, &s);
+	for (i = 0; i < m->ninputs; i++) {
+		for (k = 0; k < m->inputs[i].ndims; k++) {
+			if (m->inputs[i].dims[k] >= 0 || m->inputs[i].max_dims[k] < 2)
+				continue;
+			if (ipc_conn_out_dim(m, o, d, &s) != s.dims[i][k])
+				continue;
+			s.dims[i][k] = 1;
+			if (ipc_conn_out_dim(m, o, d, &s) == 1)
+				found = i * 256 + k, matches++;
+			s.dims[i][k] = m->inputs[i].max_dims[k];
+		}
+	}
+	return matches == 1 ? found : -2;
+}
+
+/* Bytes of one row of io when its dims are fixed, else 0. */
+static uint64_t
+ipc_conn_row_bytes(const struct model_io *io)
+{
+	uint64_t n = graph_dtype_size(io->dtype);
+	int d;
+
+	for (d = 0; d < io->ndims; d++) {
+		if (io->dims[d] < 0)
+			return 0;
+		n *= (uint64_t)io->dims[d];
+	}
+	return n;
+}
+
+/* Fill the fixed part of MODEL_INFO for model id (input 0 and output 0 in the old fields). */
 static void
 ipc_conn_fill_info(const model_t *m, uint32_t id, struct inferd_wire_model_info *info)
 {
+	const struct model_io *in = &m->inputs[0], *out = &m->outputs[0];
 	int i;
 
 	memset(info, 0, sizeof *info);
 	info->id = id;
 	info->max_batch_size = (uint32_t)m->max_batch_size;
-	info->datatype = INFERD_WIRE_FP32;
+	info->datatype = ipc_wire_datatype(in->dtype);
 	ipc_conn_copy_name(info->name, m->name);
-	ipc_conn_copy_name(info->input_name, m->input.name);
-	ipc_conn_copy_name(info->output_name, m->output.name);
-	info->input_ndims = (uint32_t)m->input.ndims;
-	info->output_ndims = (uint32_t)m->output.ndims;
-	for (i = 0; i < m->input.ndims && i < INFERD_WIRE_MAX_DIMS; i++)
-		info->input_dims[i] = m->input.dims[i];
-	for (i = 0; i < m->output.ndims && i < INFERD_WIRE_MAX_DIMS; i++)
-		info->output_dims[i] = m->output.dims[i];
-	info->input_row_bytes = model_input_bytes(m, 1);
-	info->output_row_bytes = model_output_bytes(m, 1);
+	ipc_conn_copy_name(info->input_name, in->name);
+	ipc_conn_copy_name(info->output_name, out->name);
+	info->input_ndims = (uint32_t)in->ndims;
+	info->output_ndims = (uint32_t)out->ndims;
+	for (i = 0; i < in->ndims && i < INFERD_WIRE_MAX_DIMS; i++)
+		info->input_dims[i] = in->dims[i];
+	for (i = 0; i < out->ndims && i < INFERD_WIRE_MAX_DIMS; i++)
+		info->output_dims[i] = out->dims[i];
+	info->input_row_bytes = ipc_conn_row_bytes(in);
+	info->output_row_bytes = ipc_conn_row_bytes(out);
+	info->ninputs = (uint32_t)m->ninputs;
+	info->noutputs = (uint32_t)m->noutputs;
 }
 
-/* Send MODEL_INFO for model id, with its labels when they fit. */
+/* Send MODEL_INFO for model id: every tensor, then its labels when they fit. */
 static int
 ipc_conn_send_info(struct ipc_client *c, const model_t *m, uint32_t id)
 {
 	struct inferd_wire_model_info *info;
-	size_t i, len = sizeof *info;
-	int r;
+	struct inferd_wire_tensor_info *t;
+	size_t i, fixed, len;
+	int r, d;
 
+	fixed = sizeof *info + (size_t)(m->ninputs + m->noutputs) * sizeof *t;
+	len = fixed;
 	for (i = 0; i < m->nlabels; i++)
 		len += strlen(m->labels[i]) + 1;
 	if (len > INFERD_WIRE_MAX_SERVER_PAYLOAD)
-		len = sizeof *info;
+		len = fixed;
 	if ((info = malloc(len)) == NULL)
 		return ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_INTERNAL, "out of memory");
 	ipc_conn_fill_info(m, id, info);
-	if (len > sizeof *info) {
-		char *p = (char *)(info + 1);
+	t = (struct inferd_wire_tensor_info *)(info + 1);
+	for (i = 0; i < (size_t)m->ninputs; i++)
+		ipc_conn_fill_tensor(&m->inputs[i], t++);
+	for (i = 0; i < (size_t)m->noutputs; i++, t++) {
+		ipc_conn_fill_tensor(&m->outputs[i], t);
+		for (d = 0; d < m->outputs[i].ndims && d < INFERD_WIRE_MAX_DIMS; d++)
+			if (m->outputs[i].dims[d] < 0)
+				t->follows[d] = ipc_conn_follows(m, (int)i, d);
+	}
+	if (len > fixed) {
+		char *p = (char *)t;
 
 		info->nlabels = (uint32_t)m->nlabels;
 		for (i = 0; i < m->nlabels; i++)

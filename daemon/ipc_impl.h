@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "graph.h"
 #include "inferd_wire.h"
 #include "ipc.h"
 #include "log.h"
@@ -37,6 +38,24 @@ struct ipc_client;
 struct ipc_tag {
 	enum ipc_tag_kind kind;
 	struct ipc_client *client;
+};
+
+/* The wire's datatype for a graph dtype: the two tables list the same types in the same order. */
+static inline uint32_t
+ipc_wire_datatype(enum graph_dtype dt)
+{
+	_Static_assert(GRAPH_DT_F32 == 0 && GRAPH_DT_F16 == 1 && GRAPH_DT_I64 == 2 && GRAPH_DT_I32 == 3 &&
+	    GRAPH_DT_I8 == 4 && GRAPH_DT_U8 == 5 && GRAPH_DT_BOOL == 6 && INFERD_WIRE_FP32 == 1 &&
+	    INFERD_WIRE_FP16 == 2 && INFERD_WIRE_INT64 == 3 && INFERD_WIRE_INT32 == 4 &&
+	    INFERD_WIRE_INT8 == 5 && INFERD_WIRE_UINT8 == 6 && INFERD_WIRE_BOOL == 7, "dtype tables");
+	return (uint32_t)dt + 1;
+}
+
+/* A list-form submission copied out of shared memory: the entry and its tensors. */
+struct ipc_submission {
+	struct inferd_wire_sqe e;
+	struct inferd_wire_tensor t[2 * INFERD_WIRE_MAX_TENSORS];
+	uint32_t detail;		/* a check that failed while copying out, else NONE */
 };
 
 /* One accepted submission; req comes first so done can find the slot. */

@@ -143,7 +143,27 @@ ipc_ring_in_data(const struct ipc_client *c, uint64_t off, uint64_t len)
 	    len <= c->region_bytes - off;
 }
 
-/* Validate a copied submission; the model is stored in *mp once its id is known. */
+/*
+ * The single form's byte counts for rows rows, for a model of one input
+ * with fixed dims and one output; 0 for any other model or on overflow.
+ */
+static int
+ipc_ring_single_rows(const model_t *m, uint32_t rows, uint64_t *in, uint64_t *out)
+{
+	struct model_shape shape;
+	int d;
+
+	if (m->ninputs != 1 || m->noutputs != 1)
+		return 0;
+	memset(&shape, 0, sizeof shape);
+	for (d = 0; d < m->inputs[0].ndims; d++)
+		if ((shape.dims[0][d] = m->inputs[0].dims[d]) < 0)
+			return 0;
+	return !__builtin_mul_overflow((uint64_t)model_input_row_bytes(m, 0, &shape), rows, in) &&
+	    !__builtin_mul_overflow((uint64_t)model_output_row_bytes(m, 0, &shape), rows, out);
+}
+
+/* Validate a copied single-form submission; the model is stored in *mp once its id is known. */
 static uint32_t
 ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
     const struct inferd_wire_sqe *e, const model_t **mp)
@@ -159,11 +179,9 @@ ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
 		return INFERD_WIRE_DETAIL_FLAGS;
 	if (e->datatype != INFERD_WIRE_FP32)
 		return INFERD_WIRE_DETAIL_DATATYPE;
-	if (e->rows < 1 || e->rows > (uint32_t)m->max_batch_size)
+	if (e->rows < 1 || e->rows > (uint32_t)(m->max_batch_size > 0 ? m->max_batch_size : 1))
 		return INFERD_WIRE_DETAIL_ROWS;
-	if (__builtin_mul_overflow((uint64_t)model_input_bytes(m, 1), e->rows, &in) ||
-	    __builtin_mul_overflow((uint64_t)model_output_bytes(m, 1), e->rows, &out) ||
-	    e->input_bytes != in || e->output_bytes != out)
+	if (!ipc_ring_single_rows(m, e->rows, &in, &out) || e->input_bytes != in || e->output_bytes != out)
 		return INFERD_WIRE_DETAIL_LENGTH;
 	if (!ipc_ring_in_data(c, e->input_offset, e->input_bytes) ||
 	    !ipc_ring_in_data(c, e->output_offset, e->output_bytes))
@@ -174,11 +192,139 @@ ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
 	return INFERD_WIRE_DETAIL_NONE;
 }
 
+/* Check one list tensor's place: inside the data area, aligned, exactly want bytes. */
+static uint32_t
+ipc_ring_check_place(const struct ipc_client *c, const struct inferd_wire_tensor *t, int rows,
+    size_t row)
+{
+	uint64_t want;
+
+	if (__builtin_mul_overflow((uint64_t)row, (uint64_t)rows, &want) || t->bytes != want)
+		return INFERD_WIRE_DETAIL_LENGTH;
+	if (!ipc_ring_in_data(c, t->offset, t->bytes))
+		return INFERD_WIRE_DETAIL_RANGE;
+	if (t->offset % INFERD_WIRE_TENSOR_ALIGN != 0)
+		return INFERD_WIRE_DETAIL_ALIGN;
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
+/* The list's inputs: each model input once, its datatype, its dims as the model takes them. */
+static uint32_t
+ipc_ring_list_inputs(const model_t *m, const struct ipc_submission *sub, struct batch_request *r)
+{
+	const struct inferd_wire_tensor *t;
+	int seen[MODEL_MAX_IO] = { 0 };
+	uint32_t k, d;
+
+	for (k = 0; k < sub->e.ninputs; k++) {
+		t = &sub->t[k];
+		if (t->index >= (uint32_t)m->ninputs || seen[t->index] || t->reserved != 0)
+			return INFERD_WIRE_DETAIL_TENSORS;
+		seen[t->index] = 1;
+		if (t->datatype != ipc_wire_datatype(m->inputs[t->index].dtype))
+			return INFERD_WIRE_DETAIL_DATATYPE;
+		if (t->ndims != (uint32_t)m->inputs[t->index].ndims ||
+		    model_check_dims(m, (int)t->index, (int)t->ndims, t->dims, NULL) != 0)
+			return INFERD_WIRE_DETAIL_DIMS;
+		for (d = 0; d < t->ndims; d++)
+			r->shape.dims[t->index][d] = t->dims[d];
+	}
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
+/* The list's outputs: each at most once, with its datatype and the dims the inputs make. */
+static uint32_t
+ipc_ring_list_outputs(const model_t *m, const struct ipc_submission *sub, const struct model_shape *shape)
+{
+	const struct inferd_wire_tensor *t;
+	int64_t dims[MODEL_MAX_DIMS];
+	int seen[MODEL_MAX_IO] = { 0 };
+	uint32_t k;
+
+	for (k = sub->e.ninputs; k < sub->e.ninputs + sub->e.noutputs; k++) {
+		t = &sub->t[k];
+		if (t->index >= (uint32_t)m->noutputs || seen[t->index] || t->reserved != 0)
+			return INFERD_WIRE_DETAIL_TENSORS;
+		seen[t->index] = 1;
+		if (t->datatype != ipc_wire_datatype(m->outputs[t->index].dtype))
+			return INFERD_WIRE_DETAIL_DATATYPE;
+		if (t->ndims != (uint32_t)m->outputs[t->index].ndims ||
+		    model_output_dims(m, (int)t->index, shape, dims, NULL) != 0 ||
+		    memcmp(dims, t->dims, t->ndims * sizeof dims[0]) != 0)
+			return INFERD_WIRE_DETAIL_DIMS;
+	}
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
+/* Validate a list-form submission against m and fill r's tensor lists from it. */
+static uint32_t
+ipc_ring_validate_list(const struct ipc_client *c, const model_t *m,
+    const struct ipc_submission *sub, struct batch_request *r)
+{
+	const struct inferd_wire_tensor *t;
+	uint32_t detail, k;
+	size_t row;
+
+	if (sub->e.datatype != 0)
+		return INFERD_WIRE_DETAIL_DATATYPE;
+	if (sub->e.ninputs != (uint32_t)m->ninputs || sub->e.noutputs < 1 ||
+	    sub->e.noutputs > (uint32_t)m->noutputs)
+		return INFERD_WIRE_DETAIL_TENSORS;
+	r->shape.rows = (int)sub->e.rows;
+	if ((detail = ipc_ring_list_inputs(m, sub, r)) != INFERD_WIRE_DETAIL_NONE ||
+	    (detail = ipc_ring_list_outputs(m, sub, &r->shape)) != INFERD_WIRE_DETAIL_NONE)
+		return detail;
+	r->shape.rows = (int)sub->e.rows;
+	r->ninputs = m->ninputs;
+	r->noutputs = m->noutputs;
+	for (k = 0; k < sub->e.ninputs + sub->e.noutputs; k++) {
+		t = &sub->t[k];
+		row = k < sub->e.ninputs ? model_input_row_bytes(m, (int)t->index, &r->shape) :
+		    model_output_row_bytes(m, (int)t->index, &r->shape);
+		if ((detail = ipc_ring_check_place(c, t, (int)sub->e.rows, row)) != INFERD_WIRE_DETAIL_NONE)
+			return detail;
+		if (k < sub->e.ninputs) {
+			r->inputs[t->index] = c->base + t->offset;
+			r->input_bytes[t->index] = t->bytes;
+		} else {
+			r->outputs[t->index] = c->base + t->offset;
+			r->output_bytes[t->index] = t->bytes;
+		}
+	}
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
+/* Validate a copied submission of either form and fill r; the model is stored in *mp once its id is known. */
+static uint32_t
+ipc_ring_check(ipc_server_t *s, const struct ipc_client *c, const struct ipc_submission *sub,
+    struct batch_request *r, const model_t **mp)
+{
+	const struct inferd_wire_sqe *e = &sub->e;
+	uint32_t detail;
+
+	if (e->model_id >= s->ctx.repo->count)
+		return INFERD_WIRE_DETAIL_MODEL;
+	*mp = s->ctx.repo->models[e->model_id];
+	if (e->flags == INFERD_WIRE_SQE_LIST) {
+		if (sub->detail != INFERD_WIRE_DETAIL_NONE)
+			return sub->detail;
+		if (e->rows < 1 || e->rows > (uint32_t)((*mp)->max_batch_size > 0 ? (*mp)->max_batch_size : 1))
+			return INFERD_WIRE_DETAIL_ROWS;
+		return ipc_ring_validate_list(c, *mp, sub, r);
+	}
+	if ((detail = ipc_ring_validate(s, c, e, mp)) != INFERD_WIRE_DETAIL_NONE)
+		return detail;
+	r->input = c->base + e->input_offset;
+	r->output = c->base + e->output_offset;
+	return INFERD_WIRE_DETAIL_NONE;
+}
+
 /* Validate one copied submission and queue it, or complete it with the reason. */
 static void
 ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
-    const struct inferd_wire_sqe *e)
+    const struct ipc_submission *sub)
 {
+	const struct inferd_wire_sqe *e = &sub->e;
 	struct ipc_slot *sl = &c->slots[slot];
 	const model_t *m = NULL;
 	enum batch_status st;
@@ -186,7 +332,8 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	uint32_t detail;
 
 	sl->user_data = e->user_data;
-	detail = ipc_ring_validate(s, c, e, &m);
+	memset(&sl->req, 0, sizeof sl->req);
+	detail = ipc_ring_check(s, c, sub, &sl->req, &m);
 	if (detail != INFERD_WIRE_DETAIL_NONE) {
 		LOG_DEBUG("ipc: %s request %llu refused (check %u)", c->label,
 		    (unsigned long long)e->user_data, detail);
@@ -195,11 +342,8 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 		ipc_ring_complete(c, slot, INFERD_WIRE_INVALID, detail);
 		return;
 	}
-	memset(&sl->req, 0, sizeof sl->req);
 	sl->req.client = c->bc;
 	sl->req.rows = (int)e->rows;
-	sl->req.input = c->base + e->input_offset;
-	sl->req.output = c->base + e->output_offset;
 	sl->req.timeout_us = e->timeout_us;
 	sl->req.done = ipc_ring_done;
 	sl->req.user = sl;
@@ -216,6 +360,52 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 }
 
 /*
+ * Copy a list-form submission's tensors out of shared memory, each field
+ * read once, after checking the count is bounded and the list lies in the
+ * data area (sub->detail says which check failed).
+ */
+static void
+ipc_ring_copy_list(const struct ipc_client *c, struct ipc_submission *sub)
+{
+	const struct inferd_wire_tensor *src;
+	uint32_t n = sub->e.ninputs + sub->e.noutputs, k, d;
+	struct inferd_wire_tensor *t;
+
+	sub->detail = INFERD_WIRE_DETAIL_NONE;
+	if (sub->e.flags != INFERD_WIRE_SQE_LIST)
+		return;
+	if (sub->e.ninputs > INFERD_WIRE_MAX_TENSORS || sub->e.noutputs > INFERD_WIRE_MAX_TENSORS ||
+	    sub->e.list_reserved[0] != 0 || sub->e.list_reserved[1] != 0) {
+		sub->detail = INFERD_WIRE_DETAIL_TENSORS;
+		return;
+	}
+	if (!ipc_ring_in_data(c, sub->e.list_offset, (uint64_t)n * sizeof *src)) {
+		sub->detail = INFERD_WIRE_DETAIL_RANGE;
+		return;
+	}
+	if (sub->e.list_offset % 8 != 0) {
+		sub->detail = INFERD_WIRE_DETAIL_ALIGN;
+		return;
+	}
+	src = (const struct inferd_wire_tensor *)(c->base + sub->e.list_offset);
+	for (k = 0; k < n; k++) {
+		t = &sub->t[k];
+		t->index = __atomic_load_n(&src[k].index, __ATOMIC_RELAXED);
+		t->datatype = __atomic_load_n(&src[k].datatype, __ATOMIC_RELAXED);
+		t->ndims = __atomic_load_n(&src[k].ndims, __ATOMIC_RELAXED);
+		t->reserved = __atomic_load_n(&src[k].reserved, __ATOMIC_RELAXED);
+		for (d = 0; d < INFERD_WIRE_MAX_DIMS; d++)
+			t->dims[d] = __atomic_load_n(&src[k].dims[d], __ATOMIC_RELAXED);
+		t->offset = __atomic_load_n(&src[k].offset, __ATOMIC_RELAXED);
+		t->bytes = __atomic_load_n(&src[k].bytes, __ATOMIC_RELAXED);
+		if (t->ndims > INFERD_WIRE_MAX_DIMS) {
+			sub->detail = INFERD_WIRE_DETAIL_TENSORS;
+			return;
+		}
+	}
+}
+
+/*
  * Take every submission the completion ring has room for.  The tail is
  * read once; a tail more than the ring ahead of our head is an error (the
  * caller drops the client), so the loop is bounded by sq_entries.
@@ -223,7 +413,7 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 int
 ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
 {
-	struct inferd_wire_sqe e;
+	struct ipc_submission sub;
 	uint32_t tail, avail, i;
 	int slot;
 
@@ -238,10 +428,12 @@ ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
 			break;
 		if (slot < 0)
 			return -1;
-		ipc_ring_copy(&c->sq[c->sq_head & (c->sq_entries - 1)], &e);
+		ipc_ring_copy(&c->sq[c->sq_head & (c->sq_entries - 1)], &sub.e);
+		/* Before the entry is released: the client may reuse its list after that. */
+		ipc_ring_copy_list(c, &sub);
 		c->sq_head++;
 		__atomic_store_n(&c->hdr->sq_head, c->sq_head, __ATOMIC_RELEASE);
-		ipc_ring_submit(s, c, slot, &e);
+		ipc_ring_submit(s, c, slot, &sub);
 	}
 	return 0;
 }

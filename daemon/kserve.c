@@ -13,16 +13,20 @@
 
 #include "error.h"
 #include "kserve.h"
+#include "kserve_tensor.h"
 
 /* Dump flags: compact, and enough digits that every float32 reads back exactly. */
 #define KSERVE_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(9))
 
-/* Where decoded floats go and how many have been written. */
+/* Where decoded elements go and how many have been written. */
 struct kserve_sink {
 	const char *input;	/* the input's name, for messages */
-	float *dst;
+	unsigned char *dst;
+	enum graph_dtype dtype;
+	size_t esize;
 	size_t count, want;
 	int max_depth;		/* the shape's rank: deeper nesting is refused */
+	int64_t shape[MODEL_MAX_DIMS + 1];	/* [rows, dims...] */
 };
 
 /* Parse a request body; jansson's position and text on error. */
@@ -32,6 +36,10 @@ kserve_parse(const char *body, size_t len, char **cause)
 	json_error_t jerr;
 	json_t *root;
 
+	if (len == 0) {
+		error_set(cause, "malformed JSON at line 1, column 0: empty request body");
+		return NULL;
+	}
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL)
 		error_set(cause, "malformed JSON at line %d, column %d: %s",
@@ -129,90 +137,142 @@ kserve_decode_parameters(const json_t *root, struct kserve_infer *out,
 	return kserve_opt_bool(params, "binary_data_output", "", &out->binary_output, cause);
 }
 
-/* Check the requested outputs: known names; binary_data overrides binary_data_output. */
+/* The JSON header's length from Inference-Header-Content-Length's value. */
+int
+kserve_header_length(const char *value, size_t body_len, size_t *json_len,
+    char **cause)
+{
+	unsigned long long v;
+	size_t n = strlen(value);
+
+	if (n == 0 || n > 20 || strspn(value, "0123456789") != n)
+		return error_set(cause, KSERVE_HEADER_LENGTH " must be a byte count, not '%.40s'",
+		    value);
+	errno = 0;
+	v = strtoull(value, NULL, 10);
+	if (errno != 0 || v > body_len)
+		return error_set(cause, KSERVE_HEADER_LENGTH " %s exceeds the body's %zu bytes",
+		    value, body_len);
+	if (v == 0)
+		return error_set(cause, KSERVE_HEADER_LENGTH " is 0: the body must start with a "
+		    "JSON inference header");
+	*json_len = (size_t)v;
+	return 0;
+}
+
+/* "name" of a model's tensors for messages: "'a'" or "s 'a', 'b'" (after "input"/"output"). */
+static void
+kserve_names(const struct model_io *io, int n, char *dst, size_t len)
+{
+	size_t used;
+	int i;
+
+	used = (size_t)snprintf(dst, len, "%s", n == 1 ? "" : "s");
+	for (i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(dst + used, len - used, "%s'%s'", i == 0 ? " " : ", ", io[i].name);
+}
+
+/* One entry of "outputs": a known name, given once; binary_data overrides binary_data_output. */
+static int
+kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
+    struct kserve_infer *out, char **cause)
+{
+	const json_t *params;
+	const char *name;
+	char names[512];
+	int k, binary = out->binary_output;
+
+	if (!json_is_object(o))
+		return error_set(cause, "outputs[%zu] must be an object", i);
+	if (kserve_req_string(o, "name", "outputs[]: ", &name, cause) != 0)
+		return -1;
+	if ((k = model_output_index(m, name)) < 0) {
+		kserve_names(m->outputs, m->noutputs, names, sizeof names);
+		return error_set(cause, "unknown output '%s' (model '%s' has output%s)", name, m->name, names);
+	}
+	if (seen[k])
+		return error_set(cause, "output '%s' is requested twice", name);
+	seen[k] = 1;
+	params = json_object_get(o, "parameters");
+	if (params != NULL && !json_is_object(params))
+		return error_set(cause, "outputs[%zu]: field 'parameters' must be an object", i);
+	if (params != NULL && kserve_opt_bool(params, "binary_data", "outputs[]: ", &binary, cause) != 0)
+		return -1;
+	out->binary[k] = binary;
+	out->wanted[out->nwanted++] = k;
+	return 0;
+}
+
+/* The requested outputs (all, in the model's order, when "outputs" is absent). */
 static int
 kserve_decode_outputs(const json_t *root, const model_t *m, struct kserve_infer *out,
     char **cause)
 {
-	const json_t *outputs = json_object_get(root, "outputs"), *o, *params;
-	const char *name;
+	const json_t *outputs = json_object_get(root, "outputs"), *o;
+	int seen[MODEL_MAX_IO] = { 0 }, k;
 	size_t i;
 
-	if (outputs == NULL)
+	if (outputs == NULL) {
+		for (k = 0; k < m->noutputs; k++) {
+			out->wanted[out->nwanted++] = k;
+			out->binary[k] = out->binary_output;
+		}
 		return 0;
+	}
 	if (!json_is_array(outputs))
 		return error_set(cause, "field 'outputs' must be an array");
-	json_array_foreach(outputs, i, o) {
-		if (!json_is_object(o))
-			return error_set(cause, "outputs[%zu] must be an object", i);
-		if (kserve_req_string(o, "name", "outputs[]: ", &name, cause) != 0)
+	if (json_array_size(outputs) > (size_t)m->noutputs)
+		return error_set(cause, "model '%s' has %d output%s, the request asks for %zu",
+		    m->name, m->noutputs, m->noutputs == 1 ? "" : "s", json_array_size(outputs));
+	json_array_foreach(outputs, i, o)
+		if (kserve_decode_output(o, i, m, seen, out, cause) != 0)
 			return -1;
-		if (strcmp(name, m->output.name) != 0)
-			return error_set(cause, "unknown output '%s' (model '%s' has output '%s')",
-			    name, m->name, m->output.name);
-		params = json_object_get(o, "parameters");
-		if (params != NULL && !json_is_object(params))
-			return error_set(cause, "outputs[%zu]: field 'parameters' must be an object", i);
-		if (params != NULL && kserve_opt_bool(params, "binary_data", "outputs[]: ",
-		    &out->binary_output, cause) != 0)
-			return -1;
-	}
+	if (out->nwanted == 0)
+		return error_set(cause, "field 'outputs' names no output");
 	return 0;
 }
 
-/* Check "shape" against the model: [rows, dims...] with rows in 1..max_batch_size. */
+/*
+ * Check input i's "shape": [rows, dims...], rows in 1..max_batch_size (just
+ * [dims...] and one row for a model without a batch dimension), dims as
+ * the model allows.
+ */
 static int
-kserve_decode_shape(const json_t *input, const model_t *m, int *rows,
-    char **cause)
+kserve_decode_shape(const json_t *input, const model_t *m, int i, int *rows,
+    int64_t *dims, char **cause)
 {
-	const struct model_io *io = &m->input;
+	const struct model_io *io = &m->inputs[i];
 	const json_t *shape = json_object_get(input, "shape"), *d;
+	size_t k, batch = m->max_batch_size > 0;
 	json_int_t v;
-	size_t i;
 
 	if (shape == NULL)
 		return error_set(cause, "input '%s': missing field 'shape'", io->name);
 	if (!json_is_array(shape))
 		return error_set(cause, "input '%s': field 'shape' must be an array", io->name);
-	if (json_array_size(shape) != (size_t)io->ndims + 1)
+	if (json_array_size(shape) != (size_t)io->ndims + batch)
 		return error_set(cause, "input '%s': shape has %zu dimensions, the model "
-		    "expects %d (batch first)", io->name, json_array_size(shape), io->ndims + 1);
-	json_array_foreach(shape, i, d) {
+		    "expects %zu%s", io->name, json_array_size(shape), (size_t)io->ndims + batch,
+		    batch ? " (batch first)" : " (it has no batch dimension)");
+	*rows = 1;
+	json_array_foreach(shape, k, d) {
 		if (!json_is_integer(d))
 			return error_set(cause, "input '%s': shape[%zu] must be an integer",
-			    io->name, i);
+			    io->name, k);
 		v = json_integer_value(d);
-		if (i == 0 && (v < 1 || v > m->max_batch_size))
+		if (k < batch && (v < 1 || v > m->max_batch_size))
 			return error_set(cause, "input '%s': batch size %" JSON_INTEGER_FORMAT
 			    " is out of range (1 to %d)", io->name, v, m->max_batch_size);
-		if (i > 0 && v != io->dims[i - 1])
+		if (k < batch) {
+			*rows = (int)v;
+			continue;
+		}
+		if (io->dims[k - batch] >= 0 && v != io->dims[k - batch])
 			return error_set(cause, "input '%s': shape[%zu] is %" JSON_INTEGER_FORMAT
-			    ", the model expects %" PRId64, io->name, i, v, io->dims[i - 1]);
+			    ", the model expects %" PRId64, io->name, k, v, io->dims[k - batch]);
+		dims[k - batch] = (int64_t)v;
 	}
-	*rows = (int)json_integer_value(json_array_get(shape, 0));
-	return 0;
-}
-
-/* Convert a JSON number to float32, refusing values outside its range. */
-static int
-kserve_to_float(const json_t *v, float *out)
-{
-	double d;
-
-	if (json_is_integer(v))
-		d = (double)json_integer_value(v);
-	else if (json_is_real(v))
-		d = json_real_value(v);
-	else
-		return -1;
-	if (fabs(d) > FLT_MAX) {
-		/* Within half an ulp of FLT_MAX still rounds to it (as "3.40282347e+38" does). */
-		if (!(fabs(d) < (double)FLT_MAX * (1.0 + 0x1p-24)))
-			return -2;
-		d = copysign((double)FLT_MAX, d);
-	}
-	*out = (float)d;
-	return 0;
+	return model_check_dims(m, i, io->ndims, dims, cause);
 }
 
 /* Flatten "data" (nested no deeper than the shape) into the sink, row-major. */
@@ -220,9 +280,9 @@ static int
 kserve_decode_data(const json_t *v, int depth, struct kserve_sink *s,
     char **cause)
 {
+	enum kserve_put_status rc;
 	const json_t *e;
 	size_t i;
-	int rc;
 
 	if (depth > s->max_depth)
 		return error_set(cause, "input '%s': data is nested deeper than its shape (%d)",
@@ -236,14 +296,45 @@ kserve_decode_data(const json_t *v, int depth, struct kserve_sink *s,
 		if (s->count == s->want)
 			return error_set(cause, "input '%s': data has more than the %zu "
 			    "elements its shape needs", s->input, s->want);
-		rc = kserve_to_float(e, &s->dst[s->count]);
-		if (rc == -1)
-			return error_set(cause, "input '%s': data element %zu is not a number",
-			    s->input, s->count);
-		if (rc == -2)
+		rc = kserve_tensor_put(s->dtype, e, s->dst + s->count * s->esize);
+		if (rc == KSERVE_PUT_KIND)
+			return error_set(cause, "input '%s': data element %zu is not %s",
+			    s->input, s->count, kserve_tensor_kind(s->dtype));
+		if (rc == KSERVE_PUT_RANGE)
 			return error_set(cause, "input '%s': data element %zu is out of the "
-			    "FP32 range", s->input, s->count);
+			    "%s range", s->input, s->count, graph_dtype_name(s->dtype));
 		s->count++;
+	}
+	return 0;
+}
+
+/*
+ * "data" must follow the shape: nested k deep, the arrays above depth k
+ * hold shape[d] arrays each, and those at depth k hold the product of the
+ * remaining dims in values (k = 1 is the flat form, k = rank fully nested).
+ */
+static int
+kserve_check_nesting(const json_t *v, int depth, const struct kserve_sink *s, char **cause)
+{
+	int arrays = json_array_size(v) > 0 && json_is_array(json_array_get(v, 0)), d;
+	const json_t *e;
+	size_t i, want = 1;
+
+	if (arrays && json_array_size(v) != (size_t)s->shape[depth])
+		return error_set(cause, "input '%s': data nested at depth %d has %zu elements, "
+		    "shape[%d] is %" PRId64, s->input, depth + 1, json_array_size(v), depth,
+		    s->shape[depth]);
+	for (d = depth; !arrays && d < s->max_depth; d++)
+		want *= (size_t)s->shape[d];
+	if (!arrays && json_array_size(v) != want)
+		return error_set(cause, "input '%s': data nested at depth %d has %zu values, "
+		    "its shape needs %zu there", s->input, depth + 1, json_array_size(v), want);
+	json_array_foreach(v, i, e) {
+		if (json_is_array(e) != arrays)
+			return error_set(cause, "input '%s': data at depth %d mixes arrays and values",
+			    s->input, depth + 1);
+		if (arrays && kserve_check_nesting(e, depth + 1, s, cause) != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -269,140 +360,198 @@ kserve_input_parameters(const json_t *input, const char *name, json_int_t *size,
 	return 0;
 }
 
-/* Find the one input and check its name and datatype. */
-static const json_t *
-kserve_find_input(const json_t *root, const model_t *m, char **cause)
-{
-	const json_t *inputs = json_object_get(root, "inputs"), *input;
-	const char *name, *dtype;
-
-	if (inputs == NULL)
-		return error_set(cause, "missing field 'inputs'"), NULL;
-	if (!json_is_array(inputs))
-		return error_set(cause, "field 'inputs' must be an array"), NULL;
-	if (json_array_size(inputs) != 1)
-		return error_set(cause, "model '%s' takes 1 input, the request has %zu",
-		    m->name, json_array_size(inputs)), NULL;
-	input = json_array_get(inputs, 0);
-	if (!json_is_object(input))
-		return error_set(cause, "inputs[0] must be an object"), NULL;
-	if (kserve_req_string(input, "name", "inputs[0]: ", &name, cause) != 0)
-		return NULL;
-	if (strcmp(name, m->input.name) != 0)
-		return error_set(cause, "unknown input '%s' (model '%s' has input '%s')",
-		    name, m->name, m->input.name), NULL;
-	if (kserve_req_string(input, "datatype", "inputs[0]: ", &dtype, cause) != 0)
-		return NULL;
-	if (strcmp(dtype, m->input.datatype) != 0)
-		return error_set(cause, "input '%s': datatype '%s' does not match the model's '%s'",
-		    name, dtype, m->input.datatype), NULL;
-	return input;
-}
-
-/* The JSON header's length from Inference-Header-Content-Length's value. */
-int
-kserve_header_length(const char *value, size_t body_len, size_t *json_len,
+/* Check inputs[j]: an object naming a model input not seen before, with its datatype; its index. */
+static int
+kserve_match_input(const json_t *input, size_t j, const model_t *m, const json_t **by_index,
     char **cause)
 {
-	unsigned long long v;
-	size_t n = strlen(value);
+	const char *name, *dtype;
+	char where[32], names[512];
+	int i;
 
-	if (n == 0 || n > 20 || strspn(value, "0123456789") != n)
-		return error_set(cause, KSERVE_HEADER_LENGTH " must be a byte count, not '%.40s'",
-		    value);
-	errno = 0;
-	v = strtoull(value, NULL, 10);
-	if (errno != 0 || v > body_len)
-		return error_set(cause, KSERVE_HEADER_LENGTH " %s exceeds the body's %zu bytes",
-		    value, body_len);
-	if (v == 0)
-		return error_set(cause, KSERVE_HEADER_LENGTH " is 0: the body must start with a "
-		    "JSON inference header");
-	*json_len = (size_t)v;
+	if (!json_is_object(input))
+		return error_set(cause, "inputs[%zu] must be an object", j);
+	snprintf(where, sizeof where, "inputs[%zu]: ", j);
+	if (kserve_req_string(input, "name", where, &name, cause) != 0)
+		return -1;
+	if ((i = model_input_index(m, name)) < 0) {
+		kserve_names(m->inputs, m->ninputs, names, sizeof names);
+		return error_set(cause, "unknown input '%s' (model '%s' has input%s)", name, m->name, names);
+	}
+	if (by_index[i] != NULL)
+		return error_set(cause, "input '%s' is given twice", name);
+	if (kserve_req_string(input, "datatype", where, &dtype, cause) != 0)
+		return -1;
+	if (strcmp(dtype, graph_dtype_name(m->inputs[i].dtype)) != 0)
+		return error_set(cause, "input '%s': datatype '%s' does not match the model's '%s'",
+		    name, dtype, graph_dtype_name(m->inputs[i].dtype));
+	by_index[i] = input;
+	return i;
+}
+
+/* Match the request's inputs to the model's: by_index[i] is input i's object, order[j] the index of inputs[j]. */
+static int
+kserve_find_inputs(const json_t *root, const model_t *m, const json_t **by_index,
+    int *order, size_t *n, char **cause)
+{
+	const json_t *inputs = json_object_get(root, "inputs"), *input;
+	size_t j;
+	int i;
+
+	if (inputs == NULL)
+		return error_set(cause, "missing field 'inputs'");
+	if (!json_is_array(inputs))
+		return error_set(cause, "field 'inputs' must be an array");
+	if (json_array_size(inputs) > (size_t)m->ninputs)
+		return error_set(cause, "model '%s' takes %d input%s, the request has %zu",
+		    m->name, m->ninputs, m->ninputs == 1 ? "" : "s", json_array_size(inputs));
+	json_array_foreach(inputs, j, input) {
+		if ((i = kserve_match_input(input, j, m, by_index, cause)) < 0)
+			return -1;
+		order[j] = i;
+	}
+	*n = json_array_size(inputs);
+	for (i = 0; i < m->ninputs; i++)
+		if (by_index[i] == NULL)
+			return error_set(cause, "missing input '%s' (model '%s' takes %d input%s, "
+			    "the request has %zu)", m->inputs[i].name, m->name, m->ninputs,
+			    m->ninputs == 1 ? "" : "s", *n);
 	return 0;
 }
 
-/* Copy n little-endian float32s from src to dst in host order. */
-static void
-kserve_copy_le32(void *dst, const unsigned char *src, size_t n)
+/* Every input's shape, agreeing on rows, into out->rows and out->shape. */
+static int
+kserve_decode_shapes(const json_t **by_index, const model_t *m, struct kserve_infer *out,
+    char **cause)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	unsigned char *d = dst;
-	size_t i;
+	int i, rows = 0;
 
-	for (i = 0; i < n; i++, d += 4, src += 4) {
-		d[0] = src[3], d[1] = src[2], d[2] = src[1], d[3] = src[0];
+	for (i = 0; i < m->ninputs; i++) {
+		if (kserve_decode_shape(by_index[i], m, i, &rows, out->shape.dims[i], cause) != 0)
+			return -1;
+		if (i > 0 && rows != out->rows)
+			return error_set(cause, "input '%s': batch size %d disagrees with input '%s' (%d)",
+			    m->inputs[i].name, rows, m->inputs[0].name, out->rows);
+		out->rows = rows;
 	}
-#else
-	memcpy(dst, src, n * 4);
-#endif
+	out->shape.rows = out->rows;
+	return 0;
+}
+
+/* Place one tensor of rows x row bytes at *off in a buffer of cap bytes; -1 when it does not fit. */
+static int
+kserve_place(size_t *off, int rows, size_t row, size_t cap, size_t *at, size_t *len)
+{
+	size_t end;
+
+	if (__builtin_mul_overflow((size_t)rows, row, len) || __builtin_add_overflow(*off, *len, &end) ||
+	    end > cap)
+		return -1;
+	*at = *off;
+	*off = end + (KSERVE_TENSOR_ALIGN - end % KSERVE_TENSOR_ALIGN) % KSERVE_TENSOR_ALIGN;
+	return 0;
+}
+
+/* Lay every input, then every output, out in the caller's buffer. */
+static int
+kserve_layout(const model_t *m, size_t buf_bytes, struct kserve_infer *out, char **cause)
+{
+	size_t off = 0, row;
+	int i;
+
+	for (i = 0; i < m->ninputs; i++) {
+		row = model_input_row_bytes(m, i, &out->shape);
+		if (kserve_place(&off, out->rows, row, buf_bytes, &out->input_offset[i], &out->input_len[i]) != 0)
+			return error_set(cause, "input '%s': %zu bytes do not fit the %zu-byte staging slot",
+			    m->inputs[i].name, (size_t)out->rows * row, buf_bytes);
+		out->input_bytes += out->input_len[i];
+	}
+	for (i = 0; i < m->noutputs; i++) {
+		row = model_output_row_bytes(m, i, &out->shape);
+		if (kserve_place(&off, out->rows, row, buf_bytes, &out->output_offset[i], &out->output_len[i]) != 0)
+			return error_set(cause, "output '%s': %zu bytes do not fit the %zu-byte staging slot",
+			    m->outputs[i].name, (size_t)out->rows * row, buf_bytes);
+	}
+	out->staged_bytes = off;
+	return 0;
 }
 
 /* Take an input's binary_data_size bytes from the binary section at *offset into buf. */
 static int
 kserve_decode_binary(const struct kserve_binary *bin, size_t *offset, json_int_t size,
-    const char *name, void *buf, size_t bytes, char **cause)
+    const struct model_io *io, void *buf, size_t bytes, char **cause)
 {
+	size_t esize = graph_dtype_size(io->dtype);
+
 	if (bin == NULL)
 		return error_set(cause, "input '%s': binary_data_size without the binary tensor "
-		    "extension's " KSERVE_HEADER_LENGTH " header", name);
+		    "extension's " KSERVE_HEADER_LENGTH " header", io->name);
 	if ((uint64_t)size != bytes)
 		return error_set(cause, "input '%s': binary_data_size is %" JSON_INTEGER_FORMAT
-		    ", its shape needs %zu bytes (FP32)", name, size, bytes);
+		    ", its shape needs %zu bytes (%s)", io->name, size, bytes, graph_dtype_name(io->dtype));
 	if (bin->len - *offset < bytes)
 		return error_set(cause, "input '%s': binary data is missing: %zu bytes announced, "
-		    "%zu left after the JSON header", name, bytes, bin->len - *offset);
-	kserve_copy_le32(buf, bin->data + *offset, bytes / sizeof(float));
+		    "%zu left after the JSON header", io->name, bytes, bin->len - *offset);
+	kserve_tensor_copy_le(buf, bin->data + *offset, bytes / esize, esize);
 	*offset += bytes;
 	return 0;
 }
 
-/* Decode the input's "data" array into buf. */
+/* Decode input i's "data" array into buf (bytes long). */
 static int
-kserve_decode_json_data(const json_t *input, const model_t *m, void *buf, size_t bytes,
-    char **cause)
+kserve_decode_json_data(const json_t *input, const model_t *m, int i,
+    const struct kserve_infer *ki, void *buf, size_t bytes, char **cause)
 {
-	struct kserve_sink sink = { m->input.name, buf, 0, bytes / sizeof(float), m->input.ndims + 1 };
+	const struct model_io *io = &m->inputs[i];
+	int batch = m->max_batch_size > 0;
+	struct kserve_sink sink = { io->name, buf, io->dtype, graph_dtype_size(io->dtype), 0, 0,
+	    io->ndims + batch, { ki->rows } };
 	const json_t *data = json_object_get(input, "data");
 
+	sink.want = bytes / sink.esize;
+	memcpy(&sink.shape[batch], ki->shape.dims[i], (size_t)io->ndims * sizeof sink.shape[0]);
 	if (data == NULL)
-		return error_set(cause, "input '%s': missing field 'data'", m->input.name);
+		return error_set(cause, "input '%s': missing field 'data'", io->name);
 	if (!json_is_array(data))
-		return error_set(cause, "input '%s': field 'data' must be an array", m->input.name);
+		return error_set(cause, "input '%s': field 'data' must be an array", io->name);
 	if (kserve_decode_data(data, 1, &sink, cause) != 0)
 		return -1;
 	if (sink.count != sink.want)
 		return error_set(cause, "input '%s': data has %zu elements, its shape needs %zu",
-		    m->input.name, sink.count, sink.want);
-	return 0;
+		    io->name, sink.count, sink.want);
+	return kserve_check_nesting(data, 0, &sink, cause);
 }
 
-/* Write the input's tensor into buf: from "data", or binary_data_size bytes of bin at *offset. */
+/* Write input i's tensor into buf: from "data", or binary_data_size bytes of bin at *offset. */
 static int
 kserve_decode_tensor(const json_t *input, const struct kserve_binary *bin,
-    size_t *offset, const model_t *m, void *buf, size_t bytes, char **cause)
+    size_t *offset, const model_t *m, int i, const struct kserve_infer *ki,
+    unsigned char *buf, char **cause)
 {
-	const char *name = m->input.name;
+	const char *name = m->inputs[i].name;
 	json_int_t size;
 
 	if (kserve_input_parameters(input, name, &size, cause) != 0)
 		return -1;
 	if (size < 0)
-		return kserve_decode_json_data(input, m, buf, bytes, cause);
+		return kserve_decode_json_data(input, m, i, ki, buf + ki->input_offset[i],
+		    ki->input_len[i], cause);
 	if (json_object_get(input, "data") != NULL)
 		return error_set(cause, "input '%s': give 'data' or parameters.binary_data_size, "
 		    "not both", name);
-	return kserve_decode_binary(bin, offset, size, name, buf, bytes, cause);
+	return kserve_decode_binary(bin, offset, size, &m->inputs[i], buf + ki->input_offset[i],
+	    ki->input_len[i], cause);
 }
 
-/* Check the request and write its input tensor into buf. */
+/* Check the request and write its input tensors into buf. */
 int
 kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
     const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
     char **cause)
 {
-	const json_t *input;
-	size_t bytes, offset = 0;
+	const json_t *by_index[MODEL_MAX_IO] = { 0 };
+	int order[MODEL_MAX_IO];
+	size_t offset = 0, n = 0, j;
 
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(root))
@@ -411,21 +560,21 @@ kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 	    kserve_decode_parameters(root, out, cause) != 0 ||
 	    kserve_decode_outputs(root, m, out, cause) != 0)
 		return -1;
-	if ((input = kserve_find_input(root, m, cause)) == NULL ||
-	    kserve_decode_shape(input, m, &out->rows, cause) != 0)
+	if (kserve_find_inputs(root, m, by_index, order, &n, cause) != 0 ||
+	    kserve_decode_shapes(by_index, m, out, cause) != 0 ||
+	    kserve_layout(m, buf_bytes, out, cause) != 0)
 		return -1;
-	/* model_input_bytes by hand: this file links without the model loader (see the fuzz target). */
-	bytes = (size_t)out->rows * m->input.row_elems * sizeof(float);
-	if (bytes > buf_bytes)
-		return error_set(cause, "input '%s': %zu bytes do not fit the %zu-byte staging slot",
-		    m->input.name, bytes, buf_bytes);
-	if (kserve_decode_tensor(input, bin, &offset, m, buf, bytes, cause) != 0)
-		return -1;
+	/* In the request's order: binary sections follow it. */
+	for (j = 0; j < n; j++)
+		if (kserve_decode_tensor(by_index[order[j]], bin, &offset, m, order[j], out, buf, cause) != 0)
+			return -1;
 	if (bin != NULL && offset != bin->len)
 		return error_set(cause, "%zu bytes of binary data are left over after the inputs took "
 		    "%zu (check binary_data_size and " KSERVE_HEADER_LENGTH ")", bin->len - offset,
 		    offset);
-	out->input_bytes = bytes;
+	out->binary_output = 0;
+	for (j = 0; j < (size_t)out->nwanted; j++)
+		out->binary_output |= out->binary[out->wanted[j]];
 	return 0;
 }
 
@@ -446,19 +595,19 @@ kserve_dump(json_t *v, size_t *len, char **cause)
 	return s;
 }
 
-/* A shape array: -1 (any batch) or rows, then the tensor's dims. */
+/* A shape array: batch (-1: any; left out when the model has no batch dimension) then dims (-1: variable). */
 static json_t *
-kserve_shape(const struct model_io *io, json_int_t batch)
+kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
 {
 	json_t *shape = json_array();
 	int i;
 
-	if (shape == NULL || json_array_append_new(shape, json_integer(batch)) != 0) {
+	if (shape == NULL || (m->max_batch_size > 0 && json_array_append_new(shape, json_integer(batch)) != 0)) {
 		json_decref(shape);
 		return NULL;
 	}
-	for (i = 0; i < io->ndims; i++) {
-		if (json_array_append_new(shape, json_integer(io->dims[i])) != 0) {
+	for (i = 0; i < ndims; i++) {
+		if (json_array_append_new(shape, json_integer(dims[i])) != 0) {
 			json_decref(shape);
 			return NULL;
 		}
@@ -466,23 +615,26 @@ kserve_shape(const struct model_io *io, json_int_t batch)
 	return shape;
 }
 
-/* The output data array; NULL with *cause for a value JSON cannot carry. */
+/* Output io's n elements at v as a data array; NULL with *cause for a value JSON cannot carry. */
 static json_t *
-kserve_float_array(const model_t *m, const float *v, size_t n, char **cause)
+kserve_data_array(const struct model_io *io, const unsigned char *v, size_t n, char **cause)
 {
-	json_t *a = json_array();
-	size_t i;
+	size_t i, esize = graph_dtype_size(io->dtype);
+	json_t *a = json_array(), *e;
+	int nonfinite;
 
 	if (a == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	for (i = 0; i < n; i++) {
-		if (!isfinite(v[i])) {
+		if ((e = kserve_tensor_get(io->dtype, v + i * esize, &nonfinite)) == NULL) {
 			json_decref(a);
-			return error_set(cause, "output '%s': element %zu is %s, which JSON cannot "
-			    "carry (check the input values)", m->output.name, i,
-			    isnan(v[i]) ? "NaN" : "infinite"), NULL;
+			if (nonfinite)
+				return error_set(cause, "output '%s': element %zu is %s, which JSON cannot "
+				    "carry (check the input values)", io->name, i,
+				    nonfinite == 1 ? "NaN" : "infinite"), NULL;
+			return error_set(cause, "out of memory"), NULL;
 		}
-		if (json_array_append_new(a, json_real(v[i])) != 0) {
+		if (json_array_append_new(a, e) != 0) {
 			json_decref(a);
 			return error_set(cause, "out of memory"), NULL;
 		}
@@ -490,66 +642,94 @@ kserve_float_array(const model_t *m, const float *v, size_t n, char **cause)
 	return a;
 }
 
-/* The output tensor: its values as "data", or (binary) their byte count as a parameter. */
+/* Output o: its values as "data", or (binary) their byte count as a parameter. */
 static json_t *
-kserve_output_tensor(const model_t *m, int rows, int binary, const float *output,
-    char **cause)
+kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
+    const unsigned char *buf, char **cause)
 {
-	size_t n = (size_t)rows * m->output.row_elems;
+	const struct model_io *io = &m->outputs[o];
+	size_t n = ki->output_len[o] / graph_dtype_size(io->dtype);
+	int64_t dims[MODEL_MAX_DIMS];
 	json_t *data, *t;
 
-	if (binary)
-		t = json_pack("{s:s, s:s, s:o, s:{s:I}}", "name", m->output.name,
-		    "datatype", m->output.datatype, "shape", kserve_shape(&m->output, rows),
-		    "parameters", "binary_data_size", (json_int_t)(n * sizeof(float)));
-	else if ((data = kserve_float_array(m, output, n, cause)) == NULL)
+	if (model_output_dims(m, o, &ki->shape, dims, cause) != 0)
+		return NULL;
+	if (ki->binary[o])
+		t = json_pack("{s:s, s:s, s:o, s:{s:I}}", "name", io->name,
+		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
+		    "parameters", "binary_data_size", (json_int_t)ki->output_len[o]);
+	else if ((data = kserve_data_array(io, buf + ki->output_offset[o], n, cause)) == NULL)
 		return NULL;
 	else
-		t = json_pack("{s:s, s:s, s:o, s:o}", "name", m->output.name,
-		    "datatype", m->output.datatype, "shape", kserve_shape(&m->output, rows),
+		t = json_pack("{s:s, s:s, s:o, s:o}", "name", io->name,
+		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
 		    "data", data);
 	if (t == NULL)
 		error_set(cause, "out of memory");
 	return t;
 }
 
-/* Append n floats to the JSON header at s (header_len bytes) as little-endian bytes. */
+/* Append the binary outputs, in the answer's order, to the JSON header at s (header_len bytes). */
 static char *
-kserve_append_le32(char *s, size_t header_len, const float *v, size_t n)
+kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
+    char *s, size_t header_len, size_t *len)
 {
-	char *p = realloc(s, header_len + n * sizeof(float));
+	size_t total = header_len, esize;
+	char *p;
+	int k, o;
 
-	if (p == NULL) {
+	for (k = 0; k < ki->nwanted; k++)
+		if (ki->binary[ki->wanted[k]])
+			total += ki->output_len[ki->wanted[k]];
+	if ((p = realloc(s, total + 1)) == NULL) {
 		free(s);
 		return NULL;
 	}
-	/* The same byte swap reads and writes: it is its own inverse. */
-	kserve_copy_le32(p + header_len, (const unsigned char *)v, n);
+	*len = header_len;
+	for (k = 0; k < ki->nwanted; k++) {
+		o = ki->wanted[k];
+		if (!ki->binary[o])
+			continue;
+		esize = graph_dtype_size(m->outputs[o].dtype);
+		/* The same byte swap reads and writes: it is its own inverse. */
+		kserve_tensor_copy_le(p + *len, buf + ki->output_offset[o], ki->output_len[o] / esize, esize);
+		*len += ki->output_len[o];
+	}
 	return p;
 }
 
 /* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
 char *
-kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
-    const float *output, size_t *len, size_t *header_len, char **cause)
+kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
+    const void *buf, size_t *len, size_t *header_len, char **cause)
 {
-	size_t n = (size_t)rows * m->output.row_elems;
-	json_t *tensor, *resp;
+	json_t *outputs = json_array(), *tensor, *resp;
 	char *s;
+	int k;
 
-	if ((tensor = kserve_output_tensor(m, rows, binary, output, cause)) == NULL)
-		return NULL;
-	resp = json_pack("{s:s, s:s, s:[o]}", "model_name", m->name,
-	    "model_version", KSERVE_MODEL_VERSION, "outputs", tensor);
+	if (outputs == NULL)
+		return error_set(cause, "out of memory"), NULL;
+	for (k = 0; k < ki->nwanted; k++) {
+		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, buf, cause)) == NULL) {
+			json_decref(outputs);
+			return NULL;
+		}
+		if (json_array_append_new(outputs, tensor) != 0) {
+			json_decref(outputs);
+			return error_set(cause, "out of memory"), NULL;
+		}
+	}
+	resp = json_pack("{s:s, s:s, s:o}", "model_name", m->name,
+	    "model_version", KSERVE_MODEL_VERSION, "outputs", outputs);
 	if (resp != NULL && id != NULL && json_object_set_new(resp, "id", json_string(id)) != 0) {
 		json_decref(resp);
 		resp = NULL;
 	}
 	if ((s = kserve_dump(resp, header_len, cause)) == NULL)
 		return NULL;
-	if (binary && (s = kserve_append_le32(s, *header_len, output, n)) == NULL)
+	*len = *header_len;
+	if (ki->binary_output && (s = kserve_append_binary(m, ki, buf, s, *header_len, len)) == NULL)
 		return error_set(cause, "out of memory"), NULL;
-	*len = *header_len + (binary ? n * sizeof(float) : 0);
 	return s;
 }
 
@@ -561,22 +741,29 @@ kserve_encode_server_metadata(size_t *len, char **cause)
 	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len, cause);
 }
 
-/* One tensor's metadata: name, datatype, shape with -1 for the batch. */
+/* Tensors' metadata: name, datatype, shape with -1 for the batch and variable dims. */
 static json_t *
-kserve_tensor_metadata(const struct model_io *io)
+kserve_tensors_metadata(const model_t *m, const struct model_io *io, int n)
 {
-	return json_pack("{s:s, s:s, s:o}", "name", io->name, "datatype", io->datatype,
-	    "shape", kserve_shape(io, -1));
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a != NULL && i < n; i++)
+		if (json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", io[i].name,
+		    "datatype", graph_dtype_name(io[i].dtype),
+		    "shape", kserve_shape(m, -1, io[i].ndims, io[i].dims))) != 0)
+			a = (json_decref(a), NULL);
+	return a;
 }
 
 /* Model metadata. */
 char *
 kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:[o], s:[o]}", "name", m->name,
-	    "versions", KSERVE_MODEL_VERSION, "platform", KSERVE_PLATFORM,
-	    "inputs", kserve_tensor_metadata(&m->input),
-	    "outputs", kserve_tensor_metadata(&m->output)), len, cause);
+	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", m->name,
+	    "versions", KSERVE_MODEL_VERSION, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
+	    "inputs", kserve_tensors_metadata(m, m->inputs, m->ninputs),
+	    "outputs", kserve_tensors_metadata(m, m->outputs, m->noutputs)), len, cause);
 }
 
 /* Copy s with every byte outside printable ASCII replaced, so JSON accepts it. */

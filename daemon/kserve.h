@@ -15,7 +15,7 @@
 
 /* The model version every model reports: the repository holds one per model. */
 #define KSERVE_MODEL_VERSION "1"
-/* The platform name in model metadata. */
+/* The platform name in model metadata when the model gives none. */
 #define KSERVE_PLATFORM "inferd_mlp"
 /*
  * The binary tensor data extension: a body whose request (or response)
@@ -35,13 +35,27 @@ struct kserve_binary {
 	size_t len;
 };
 
-/* What an inference request asked for besides its tensor data. */
+/* Tensors in a staging buffer start at multiples of this. */
+#define KSERVE_TENSOR_ALIGN 64
+
+/*
+ * What an inference request asked for, and where its tensors lie in the
+ * caller's staging buffer: every input in the model's order from offset 0,
+ * then room for every output, each at a multiple of KSERVE_TENSOR_ALIGN.
+ */
 struct kserve_infer {
-	int rows;		/* the input's first (batch) dimension */
+	int rows;		/* the inputs' first (batch) dimension */
 	uint64_t timeout_us;	/* parameters.timeout_us (or Triton's "timeout"); 0 when absent */
 	const char *id;		/* "id", borrowed from the parsed tree; NULL when absent */
+	struct model_shape shape;	/* rows and every input's non-batch dims */
+	size_t input_offset[MODEL_MAX_IO], input_len[MODEL_MAX_IO];
+	size_t output_offset[MODEL_MAX_IO], output_len[MODEL_MAX_IO];
 	size_t input_bytes;	/* bytes written to the caller's buffer */
-	int binary_output;	/* the output goes back as binary data (outputs[].parameters.binary_data,
+	size_t staged_bytes;	/* the buffer's bytes in use, outputs included */
+	int nwanted;		/* outputs to return, as model output indices in the answer's order */
+	int wanted[MODEL_MAX_IO];	/* every output in the model's order when "outputs" is absent */
+	int binary[MODEL_MAX_IO];	/* per model output: goes back as binary data */
+	int binary_output;	/* some wanted output goes back as binary data (outputs[].parameters.binary_data,
 				 * else parameters.binary_data_output) */
 };
 
@@ -63,32 +77,38 @@ int kserve_header_length(const char *value, size_t body_len, size_t *json_len,
     char **cause);
 
 /*
- * Check an inference request against model m and write its input tensor,
- * as float32 rows, straight into buf (buf_bytes long).  Flat and nested
- * "data" arrays are accepted; so is, when bin is non-NULL (the request
- * had Inference-Header-Content-Length), an input with
+ * Check an inference request against model m and write its input tensors
+ * straight into buf (buf_bytes long), laid out as struct kserve_infer says.
+ * Inputs come in any order, each named once, with the model's datatype
+ * and a shape [rows, dims...] (dims checked with model_check_dims; every
+ * input agrees on rows).  Flat "data" arrays and arrays nested exactly as
+ * the shape are accepted (FP16 as numbers, BOOL as true/false, INT64
+ * exactly); so is, when bin is non-NULL (the request had
+ * Inference-Header-Content-Length), an input with
  * parameters.binary_data_size and no "data", whose bytes are taken from
- * bin in input order.  Every byte of bin must be taken.  On error -1 is
- * returned and *cause names the field and the problem; buf may have been
- * partly written.
+ * bin in the request's input order.  Every byte of bin must be taken.
+ * "outputs" selects outputs (each named once).  On error -1 is returned and
+ * *cause names the field and the problem; buf may have been partly written.
  */
 int kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
     const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
     char **cause);
 
 /*
- * Encode the answer to an inference request: rows rows of m's output in
- * output; id is echoed when non-NULL.  As JSON, floats are printed with 9
- * significant digits, so every float32 reads back exactly; *header_len is
- * *len.  With binary set, the output's JSON carries
+ * Encode the answer to an inference request decoded into ki: its wanted
+ * outputs, from buf at ki's offsets, each with its datatype and shape
+ * [rows, dims...]; id is echoed when non-NULL.  As JSON, floats are printed
+ * with 9 significant digits, so every float32 reads back exactly;
+ * *header_len is *len.  An output marked binary carries
  * parameters.binary_data_size instead of "data", and its raw little-endian
- * bytes follow the JSON header, which is *header_len bytes long (the
- * response's Inference-Header-Content-Length).  Returns a malloc'ed
- * buffer of *len bytes, NUL-terminated when JSON, or NULL with *cause (as
- * JSON a NaN or infinity, which JSON cannot carry; no memory).
+ * bytes follow the JSON header, in the answer's output order; the header is
+ * *header_len bytes long (the response's Inference-Header-Content-Length).
+ * Returns a malloc'ed buffer of *len bytes, NUL-terminated when JSON, or
+ * NULL with *cause (as JSON a NaN or infinity, which JSON cannot carry; no
+ * memory).
  */
-char *kserve_encode_infer(const model_t *m, const char *id, int rows, int binary,
-    const float *output, size_t *len, size_t *header_len, char **cause);
+char *kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
+    const void *buf, size_t *len, size_t *header_len, char **cause);
 
 /*
  * The other bodies.  Each returns a malloc'ed NUL-terminated buffer of *len

@@ -16,14 +16,15 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
-	daemon/model.c daemon/model_exec.c daemon/model.h \
+	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
+	daemon/model_onnx.c daemon/model_shape.c \
 	daemon/repository.c daemon/repository.h \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/batcher.c daemon/batcher.h \
 	daemon/daemon_config.c daemon/daemon_config.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
-	daemon/kserve.c daemon/kserve.h \
+	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
 	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
@@ -41,29 +42,68 @@ TENSOR_TEXT_CXXFLAGS = -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter -
 	-pthread $(SANITIZER_FLAGS)
 daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 
+# The CPU kernel library (one graph node at a time); OpenMP for its own loops.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/cpu_kernels.h daemon/cpu_kernels_impl.h daemon/cpu_conv_geom.h \
+	daemon/cpu_node.c daemon/cpu_common.c daemon/cpu_broadcast.c \
+	daemon/cpu_gemm.c daemon/cpu_conv.c daemon/cpu_conv_transpose.c daemon/cpu_pool.c \
+	daemon/cpu_elementwise.c daemon/cpu_cast.c daemon/cpu_norm.c \
+	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
+daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
+
+# ONNX import: op mapping, constant folding and per-shape specialization of the graph.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
+	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
+	daemon/onnx_import.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
+
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm
+	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm $(OPENMP_CFLAGS)
 
+# The CUDA backend's files: device_cuda.cu (streams, plans) and one file per concern of the per-op compilers.
+CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
+	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
+	device_cuda_spatial
+CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
+	$(srcdir)/daemon/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_cuda_kernels.h \
+	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
 if HAVE_CUDA
-# nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit.
-daemon_libinferd_core_a_LIBADD = daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
+# nvcc compiles the CUDA backend; automake has no CUDA language, so the rules are explicit.
+daemon_libinferd_core_a_LIBADD = $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
 daemon_libinferd_core_a_DEPENDENCIES = $(daemon_libinferd_core_a_LIBADD)
-NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -fPIC,-Wall \
-	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include
-daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(srcdir)/daemon/device_impl.h \
-		$(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h $(srcdir)/daemon/error.h \
-		$(srcdir)/daemon/device_cuda_kernels.h config.h
-	@$(MKDIR_P) daemon
-	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda.cu
-daemon/device_cuda_kernels.$(OBJEXT): $(srcdir)/daemon/device_cuda_kernels.cu \
-		$(srcdir)/daemon/device_cuda_kernels.h $(srcdir)/daemon/device_unary.h \
-		$(srcdir)/daemon/graph.h config.h
-	@$(MKDIR_P) daemon
-	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $(srcdir)/daemon/device_cuda_kernels.cu
-CLEANFILES += daemon/device_cuda.$(OBJEXT) daemon/device_cuda_kernels.$(OBJEXT)
+# Deprecated declarations are errors (cuDNN marks them only under CUDNN_WARN_DEPRECATED): cuDNN 9
+# deprecates its legacy API piece by piece, and the backend must not depend on any of it.
+NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -DCUDNN_WARN_DEPRECATED -Werror=deprecated-declarations \
+	-Xcompiler -fPIC,-Wall \
+	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include $(CUDNN_CFLAGS)
+NVCC_COMPILE = $(MKDIR_P) daemon && $(NVCC) $(NVCC_FLAGS) -c -o $@
+daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda.cu
+daemon/device_cuda_kernels.$(OBJEXT): $(srcdir)/daemon/device_cuda_kernels.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_kernels.cu
+daemon/device_cuda_common.$(OBJEXT): $(srcdir)/daemon/device_cuda_common.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_common.cu
+daemon/device_cuda_support.$(OBJEXT): $(srcdir)/daemon/device_cuda_support.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_support.cu
+daemon/device_cuda_gemm.$(OBJEXT): $(srcdir)/daemon/device_cuda_gemm.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_gemm.cu
+daemon/device_cuda_conv.$(OBJEXT): $(srcdir)/daemon/device_cuda_conv.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_conv.cu
+daemon/device_cuda_dnn.$(OBJEXT): $(srcdir)/daemon/device_cuda_dnn.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_dnn.cu
+daemon/device_cuda_elementwise.$(OBJEXT): $(srcdir)/daemon/device_cuda_elementwise.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_elementwise.cu
+daemon/device_cuda_reduce.$(OBJEXT): $(srcdir)/daemon/device_cuda_reduce.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_reduce.cu
+daemon/device_cuda_tensor.$(OBJEXT): $(srcdir)/daemon/device_cuda_tensor.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_tensor.cu
+daemon/device_cuda_spatial.$(OBJEXT): $(srcdir)/daemon/device_cuda_spatial.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_spatial.cu
+CLEANFILES += $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
 endif
-EXTRA_DIST += daemon/device_cuda.cu daemon/device_cuda_kernels.cu daemon/device_cuda_kernels.h
+EXTRA_DIST += $(CUDA_UNITS:%=daemon/%.cu) daemon/device_cuda_kernels.h daemon/device_cuda_impl.h \
+	daemon/device_cuda_dnn.h
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "batcher.h"
+#include "cpu_kernels.h"
 #include "daemon_config.h"
 #include "device.h"
 #include "error.h"
@@ -361,6 +362,11 @@ daemon_start(struct daemon *d, char **cause)
 	if (device_open(d->config.device, &d->dev, cause) != 0)
 		return -1;
 	LOG_INFO("device: %s", device_name(d->dev));
+	if (!device_is_gpu(d->dev)) {
+		long cores = sysconf(_SC_NPROCESSORS_ONLN);
+		cpu_kernels_set_threads(d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1);
+		LOG_INFO("cpu threads: %d", cpu_kernels_threads());
+	}
 	if (repository_load(d->dev, d->config.model_repository, &d->repo, cause) != 0)
 		return -1;
 	if (daemon_init_metrics(d, cause) != 0)

@@ -1,555 +1,438 @@
-/* model.c: parsing model.json, building the layer graph checked against the weights, uploading them. */
+/* model.c: loading a model directory (either format), describing its inputs and outputs, planning and binding. */
 #include "config.h"
 
-#include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
+#include "graph_fold.h"
 #include "model.h"
+#include "model_impl.h"
+#include "onnx_decode.h"
 #include "safetensors.h"
 
-/* Largest max_batch_size accepted; keeps every buffer size far from overflow. */
-#define MODEL_MAX_BATCH 65536
-/* Largest row width accepted for inputs, outputs and layers. */
-#define MODEL_MAX_WIDTH (1 << 24)
-
-/* The layer kinds of model.json. */
-enum model_op {
-	MODEL_OP_LINEAR,
-	MODEL_OP_ACTIVATION,
-	MODEL_OP_SOFTMAX,
-	MODEL_OP_LAYERNORM,
-	MODEL_OP_IDENTITY,
-};
-
-static const struct {
-	const char *name;
-	enum model_op op;
-	enum graph_unary act;
-} model_ops[] = {
-	{ "linear", MODEL_OP_LINEAR, GRAPH_UNARY_NONE },
-	{ "relu", MODEL_OP_ACTIVATION, GRAPH_UNARY_RELU },
-	{ "gelu", MODEL_OP_ACTIVATION, GRAPH_UNARY_GELU },
-	{ "sigmoid", MODEL_OP_ACTIVATION, GRAPH_UNARY_SIGMOID },
-	{ "tanh", MODEL_OP_ACTIVATION, GRAPH_UNARY_TANH },
-	{ "softmax", MODEL_OP_SOFTMAX, GRAPH_UNARY_NONE },
-	{ "layernorm", MODEL_OP_LAYERNORM, GRAPH_UNARY_NONE },
-	{ "identity", MODEL_OP_IDENTITY, GRAPH_UNARY_NONE },
-};
-
-/* The graph being built from the layer list: where each layer reads from. */
-struct model_builder {
-	model_t *m;
-	st_file_t *st;
-	int cur;			/* tensor the next layer reads */
-	int width;			/* its values per row */
-	int last_gemm;			/* node index of a GEMM that wrote cur, -1 otherwise */
-};
-
-/* Get an integer member in [lo, hi], or def when absent (def < 0: required). */
-static int
-model_json_int(json_t *obj, const char *key, long long lo, long long hi,
-    long long def, long long *out, char **cause)
+/* Rows a run may have. */
+int
+model_max_rows(const model_t *m)
 {
-	json_t *v = json_object_get(obj, key);
-
-	if (v == NULL) {
-		if (def < 0)
-			return error_set(cause, "missing \"%s\"", key);
-		*out = def;
-		return 0;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return error_set(cause, "\"%s\" must be an integer in [%lld, %lld]", key, lo, hi);
-	*out = json_integer_value(v);
-	return 0;
+	return m->max_batch_size > 0 ? m->max_batch_size : 1;
 }
 
-/* Copy a string member into buf; required unless def is non-NULL. */
-static int
-model_json_str(json_t *obj, const char *key, const char *def, char *buf,
-    size_t len, char **cause)
+/* Copy data to new device memory, synchronously. */
+int
+model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause)
 {
-	json_t *v = json_object_get(obj, key);
-	const char *s;
-
-	if (v == NULL && def != NULL)
-		s = def;
-	else if (!json_is_string(v))
-		return error_set(cause, "\"%s\" must be a string", key);
-	else
-		s = json_string_value(v);
-	if (strlen(s) == 0 || strlen(s) >= len)
-		return error_set(cause, "\"%s\" must be 1 to %zu characters", key, len - 1);
-	memcpy(buf, s, strlen(s) + 1);
-	return 0;
-}
-
-/* Parse the one entry of "inputs" or "outputs". */
-static int
-model_parse_io(json_t *root, const char *key, struct model_io *io, char **cause)
-{
-	json_t *arr = json_object_get(root, key), *obj, *dims, *d;
-	size_t i;
-
-	if (!json_is_array(arr) || json_array_size(arr) != 1)
-		return error_set(cause, "\"%s\" must be an array of exactly one tensor", key);
-	obj = json_array_get(arr, 0);
-	if (!json_is_object(obj))
-		return error_set(cause, "\"%s\"[0] must be an object", key);
-	if (model_json_str(obj, "name", NULL, io->name, sizeof io->name, cause) != 0 ||
-	    model_json_str(obj, "datatype", NULL, io->datatype, sizeof io->datatype, cause) != 0)
-		return error_prefix(cause, "%s[0]", key);
-	if (strcmp(io->datatype, "FP32") != 0)
-		return error_set(cause, "%s[0] '%s': datatype %s not supported (only FP32)", key, io->name, io->datatype);
-	dims = json_object_get(obj, "dims");
-	if (!json_is_array(dims) || json_array_size(dims) == 0 || json_array_size(dims) > MODEL_MAX_DIMS)
-		return error_set(cause, "%s[0] '%s': \"dims\" must be an array of 1 to %d integers", key, io->name, MODEL_MAX_DIMS);
-	io->ndims = (int)json_array_size(dims);
-	io->row_elems = 1;
-	json_array_foreach(dims, i, d) {
-		if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > MODEL_MAX_WIDTH ||
-		    io->row_elems * (size_t)json_integer_value(d) > MODEL_MAX_WIDTH)
-			return error_set(cause, "%s[0] '%s': dims must be positive and their product at most %d", key, io->name, MODEL_MAX_WIDTH);
-		io->dims[i] = json_integer_value(d);
-		io->row_elems *= (size_t)io->dims[i];
-	}
-	return 0;
-}
-
-/* Parse "dynamic_batching" (all members optional). */
-static int
-model_parse_batching(json_t *root, model_t *m, char **cause)
-{
-	json_t *db = json_object_get(root, "dynamic_batching"), *pref, *v;
-	struct model_batching *b = &m->batching;
-	long long n;
-	size_t i;
-
-	if (db == NULL)
-		db = json_object();
-	else if (!json_is_object(db))
-		return error_set(cause, "\"dynamic_batching\" must be an object");
-	else
-		json_incref(db);
-	if (model_json_int(db, "max_queue_delay_us", 0, 10000000, 100, &n, cause) != 0)
-		goto fail;
-	b->max_queue_delay_us = (uint64_t)n;
-	if (model_json_int(db, "max_queue_size", 1, 1 << 20, 1024, &n, cause) != 0)
-		goto fail;
-	b->max_queue_size = (size_t)n;
-	if (model_json_int(db, "default_timeout_us", 1, 3600LL * 1000000, 30000000, &n, cause) != 0)
-		goto fail;
-	b->default_timeout_us = (uint64_t)n;
-	pref = json_object_get(db, "preferred_batch_sizes");
-	if (pref != NULL && (!json_is_array(pref) || json_array_size(pref) > MODEL_MAX_PREFERRED)) {
-		error_set(cause, "\"preferred_batch_sizes\" must be an array of at most %d sizes", MODEL_MAX_PREFERRED);
-		goto fail;
-	}
-	json_array_foreach(pref, i, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > m->max_batch_size) {
-			error_set(cause, "preferred_batch_sizes[%zu] must be in [1, max_batch_size]", i);
-			goto fail;
-		}
-		b->preferred[b->npreferred++] = (int)json_integer_value(v);
-	}
-	json_decref(db);
-	return 0;
-fail:
-	json_decref(db);
-	return error_prefix(cause, "dynamic_batching");
-}
-
-/* Look up an op by name. */
-static int
-model_find_op(const char *name, enum model_op *op, enum graph_unary *act)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof model_ops / sizeof model_ops[0]; i++) {
-		if (strcmp(model_ops[i].name, name) == 0) {
-			*op = model_ops[i].op;
-			*act = model_ops[i].act;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* Append an FP32 tensor of shape [d0] or [d0, d1] (d1 < 0: rank 1); its index, or -1 when out of memory. */
-static int
-model_add_tensor(graph_t *g, const char *name, unsigned flags, int64_t d0,
-    int64_t d1)
-{
-	struct graph_tensor *t = &g->tensors[g->ntensors];
-
-	if ((t->name = strdup(name)) == NULL)
-		return -1;
-	t->dtype = GRAPH_DT_F32;
-	t->flags = flags;
-	t->ndims = d1 < 0 ? 1 : 2;
-	t->dims[0] = d0;
-	t->dims[1] = d1;
-	return (int)g->ntensors++;
-}
-
-/* Append a node reading ins[0..nin) and writing a new [batch, width] tensor named after it; becomes b->cur. */
-static int
-model_add_node(struct model_builder *b, const char *name, enum graph_op op,
-    const int *ins, int nin, int width, char **cause)
-{
-	graph_t *g = b->m->graph;
-	struct graph_node *n = &g->nodes[g->nnodes];
-	int out;
-
-	g->nnodes++;	/* first, so graph_free releases whatever is allocated below */
-	if ((out = model_add_tensor(g, name, 0, GRAPH_DIM_BATCH, width)) < 0 ||
-	    (n->name = strdup(name)) == NULL || (n->inputs = malloc((size_t)nin * sizeof *n->inputs)) == NULL ||
-	    (n->outputs = malloc(sizeof *n->outputs)) == NULL)
-		return error_set(cause, "out of memory");
-	n->op = op;
-	n->ninputs = nin;
-	n->noutputs = 1;
-	memcpy(n->inputs, ins, (size_t)nin * sizeof *ins);
-	n->outputs[0] = out;
-	b->cur = out;
-	b->width = width;
-	b->last_gemm = op == GRAPH_OP_GEMM ? (int)g->nnodes - 1 : -1;
-	return 0;
-}
-
-/* Describe a safetensors shape as "5,7" into buf. */
-static void
-model_shape_text(const struct st_tensor *t, char *buf, size_t len)
-{
-	int i;
-
-	buf[0] = '\0';
-	for (i = 0; i < t->ndim; i++)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", i ? "," : "", (long long)t->shape[i]);
-}
-
-/* Find tensor key's name in obj, check it is F32 of shape [d0] or [d0,d1], add it as a constant (*idx, -1 when optional and absent). */
-static int
-model_const_tensor(struct model_builder *b, json_t *obj, const char *key,
-    int required, int64_t d0, int64_t d1, int *idx, char **cause)
-{
-	json_t *v = json_object_get(obj, key);
-	const struct st_tensor *t;
-	struct graph_tensor *gt;
-	const char *name;
-	int ndim = d1 > 0 ? 2 : 1;
-	char have[96];
-
-	*idx = -1;
-	if (v == NULL && !required)
-		return 0;
-	if (!json_is_string(v))
-		return error_set(cause, "\"%s\" must name a tensor", key);
-	name = json_string_value(v);
-	t = st_find(b->st, name);
-	if (t == NULL)
-		return error_set(cause, "missing tensor '%s' in the weights file", name);
-	if (strcmp(t->dtype, "F32") != 0)
-		return error_set(cause, "tensor '%s': dtype %s not supported (only F32)", name, t->dtype);
-	if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
-		model_shape_text(t, have, sizeof have);
-		if (ndim == 2)
-			return error_set(cause, "tensor '%s' has shape [%s], expected [%lld,%lld]", name, have, (long long)d0, (long long)d1);
-		return error_set(cause, "tensor '%s' has shape [%s], expected [%lld]", name, have, (long long)d0);
-	}
-	if ((*idx = model_add_tensor(b->m->graph, name, GRAPH_TENSOR_CONST, d0, ndim == 2 ? d1 : -1)) < 0)
-		return error_set(cause, "out of memory");
-	gt = &b->m->graph->tensors[*idx];
-	gt->data = st_data(b->st, t);
-	gt->nbytes = t->end - t->begin;
-	return 0;
-}
-
-/* linear: GEMM with B = weight [out,in] transposed and C = bias [out]. */
-static int
-model_layer_linear(struct model_builder *b, json_t *obj, const char *name,
-    char **cause)
-{
-	const struct st_tensor *t;
-	long long out;
-	int ins[3] = { b->cur, -1, -1 };
-	struct graph_node *n;
-
-	if (!json_is_string(json_object_get(obj, "weight")))
-		return error_set(cause, "linear needs \"weight\"");
-	t = st_find(b->st, json_string_value(json_object_get(obj, "weight")));
-	out = (t != NULL && t->ndim == 2) ? t->shape[0] : 0;
-	if (out < 1 || out > MODEL_MAX_WIDTH)
-		out = 1;	/* the shape check below names the real problem */
-	if (model_const_tensor(b, obj, "weight", 1, out, b->width, &ins[1], cause) != 0 ||
-	    model_const_tensor(b, obj, "bias", 0, out, 0, &ins[2], cause) != 0 ||
-	    model_add_node(b, name, GRAPH_OP_GEMM, ins, ins[2] < 0 ? 2 : 3, (int)out, cause) != 0)
-		return -1;
-	n = &b->m->graph->nodes[b->last_gemm];
-	n->attr.gemm = (struct graph_gemm_attr){ .trans_a = 0, .trans_b = 1, .alpha = 1.0f, .beta = 1.0f };
-	return 0;
-}
-
-/* layernorm over each row, with optional gamma and beta. */
-static int
-model_layer_layernorm(struct model_builder *b, json_t *obj, const char *name,
-    char **cause)
-{
-	json_t *eps = json_object_get(obj, "eps");
-	float e = eps == NULL ? 1e-5f : (float)json_number_value(eps);
-	int ins[3] = { b->cur, -1, -1 };
-	graph_t *g = b->m->graph;
-
-	if ((eps != NULL && !json_is_number(eps)) || !(e > 0.0f))
-		return error_set(cause, "\"eps\" must be a positive number");
-	if (model_const_tensor(b, obj, "gamma", 0, b->width, 0, &ins[1], cause) != 0 ||
-	    model_const_tensor(b, obj, "beta", 0, b->width, 0, &ins[2], cause) != 0 ||
-	    model_add_node(b, name, GRAPH_OP_LAYERNORM, ins, 3, b->width, cause) != 0)
-		return -1;
-	g->nodes[g->nnodes - 1].attr.norm.axis = -1;
-	g->nodes[g->nnodes - 1].attr.norm.eps = e;
-	return 0;
-}
-
-/* An activation: fused into the GEMM that wrote cur when there is one (one kernel instead of two). */
-static int
-model_layer_activation(struct model_builder *b, const char *name,
-    enum graph_unary act, char **cause)
-{
-	graph_t *g = b->m->graph;
-	int in = b->cur;
-
-	if (b->last_gemm >= 0 && g->nodes[b->last_gemm].act == GRAPH_UNARY_NONE) {
-		g->nodes[b->last_gemm].act = act;
-		b->last_gemm = -1;
-		return 0;
-	}
-	if (model_add_node(b, name, GRAPH_OP_UNARY, &in, 1, b->width, cause) != 0)
-		return -1;
-	g->nodes[g->nnodes - 1].attr.unary.fn = act;
-	return 0;
-}
-
-/* Parse one layer and append its nodes, checked against the running width. */
-static int
-model_parse_layer(struct model_builder *b, json_t *obj, size_t idx, char **cause)
-{
-	char name[MODEL_NAME_MAX];
-	enum graph_unary act;
-	enum model_op op;
-	const char *opname;
-	int in = b->cur, rc = 0;
-
-	if (!json_is_object(obj))
-		return error_set(cause, "layer %zu: not an object", idx);
-	snprintf(name, sizeof name, "%zu", idx);
-	if (json_is_string(json_object_get(obj, "name")))
-		snprintf(name, sizeof name, "%s", json_string_value(json_object_get(obj, "name")));
-	opname = json_string_value(json_object_get(obj, "op"));
-	if (opname == NULL)
-		return error_set(cause, "layer %zu '%s': missing \"op\"", idx, name);
-	if (model_find_op(opname, &op, &act) != 0)
-		return error_set(cause, "layer %zu '%s': unknown op '%s'", idx, name, opname);
-	switch (op) {
-	case MODEL_OP_LINEAR:
-		rc = model_layer_linear(b, obj, name, cause);
-		break;
-	case MODEL_OP_LAYERNORM:
-		rc = model_layer_layernorm(b, obj, name, cause);
-		break;
-	case MODEL_OP_ACTIVATION:
-		rc = model_layer_activation(b, name, act, cause);
-		break;
-	case MODEL_OP_SOFTMAX:
-		rc = model_add_node(b, name, GRAPH_OP_SOFTMAX, &in, 1, b->width, cause);
-		if (rc == 0)
-			b->m->graph->nodes[b->m->graph->nnodes - 1].attr.softmax.axis = -1;
-		break;
-	case MODEL_OP_IDENTITY:
-		break;	/* the next layer reads the same tensor */
-	}
-	if (rc != 0)
-		return error_prefix(cause, "layer %zu '%s'", idx, name);
-	return 0;
-}
-
-/* Name the last tensor the output; a COPY makes it distinct when no layer wrote one. */
-static int
-model_graph_finish(struct model_builder *b, char **cause)
-{
-	graph_t *g = b->m->graph;
-	int in = b->cur;
-
-	if ((size_t)b->width != b->m->output.row_elems)
-		return error_set(cause, "layers produce %d values per row but output '%s' has %zu",
-		    b->width, b->m->output.name, b->m->output.row_elems);
-	if (b->cur == g->inputs[0] &&
-	    model_add_node(b, b->m->output.name, GRAPH_OP_COPY, &in, 1, b->width, cause) != 0)
-		return -1;
-	free(g->tensors[b->cur].name);
-	if ((g->tensors[b->cur].name = strdup(b->m->output.name)) == NULL ||
-	    (g->outputs = malloc(sizeof *g->outputs)) == NULL)
-		return error_set(cause, "out of memory");
-	g->tensors[b->cur].flags |= GRAPH_TENSOR_OUTPUT;
-	g->outputs[0] = b->cur;
-	g->noutputs = 1;
-	return 0;
-}
-
-/* An empty graph with room for nlayers layers and the graph input. */
-static int
-model_graph_new(model_t *m, size_t nlayers, char **cause)
-{
-	graph_t *g = calloc(1, sizeof *g);
-
-	m->graph = g;
-	if (g == NULL || (g->tensors = calloc(3 * nlayers + 2, sizeof *g->tensors)) == NULL ||
-	    (g->nodes = calloc(nlayers + 1, sizeof *g->nodes)) == NULL ||
-	    (g->inputs = malloc(sizeof *g->inputs)) == NULL ||
-	    model_add_tensor(g, m->input.name, GRAPH_TENSOR_INPUT, GRAPH_DIM_BATCH, (int64_t)m->input.row_elems) != 0)
-		return error_set(cause, "out of memory");
-	g->inputs[0] = 0;
-	g->ninputs = 1;
-	return 0;
-}
-
-/* Copy every constant's bytes to the device, synchronously, at load. */
-static int
-model_upload_consts(model_t *m, char **cause)
-{
-	const graph_t *g = m->graph;
 	device_stream_t *s;
-	size_t i;
-	int rc = 0;
+	int rc;
 
-	if ((m->consts = calloc(g->ntensors, sizeof *m->consts)) == NULL)
-		return error_set(cause, "out of memory");
-	if (device_stream_create(m->dev, DEVICE_STREAM_COPY, &s, cause) != 0)
+	*out = NULL;
+	if (device_alloc(dev, size, out, cause) != 0)
 		return -1;
-	for (i = 0; rc == 0 && i < g->ntensors; i++) {
-		const struct graph_tensor *t = &g->tensors[i];
-		if (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes == 0)
-			continue;
-		rc = device_alloc(m->dev, t->nbytes, &m->consts[i], cause);
-		if (rc == 0)
-			rc = device_copy_h2d(s, m->consts[i], t->data, t->nbytes, cause);
-	}
+	if (device_stream_create(dev, DEVICE_STREAM_COPY, &s, cause) != 0)
+		return -1;
+	rc = device_copy_h2d(s, *out, data, size, cause);
 	if (rc == 0)
 		rc = device_stream_sync(s, cause);
 	device_stream_destroy(s);
 	return rc;
 }
 
-/* Parse "layers" into the model's graph, checking each against the weights and the running width. */
+/* Refuse the model when the device cannot run one of the nodes left at run time (g: a specialization), naming it. */
 static int
-model_parse_layers(model_t *m, json_t *root, const char *weights_path, char **cause)
+model_check_nodes(const model_t *m, const graph_t *g, char **cause)
 {
-	json_t *layers = json_object_get(root, "layers"), *obj;
-	struct model_builder b = { .m = m, .cur = 0, .width = (int)m->input.row_elems, .last_gemm = -1 };
+	char *why = NULL;
 	size_t i;
 
-	if (!json_is_array(layers) || json_array_size(layers) == 0)
-		return error_set(cause, "\"layers\" must be a non-empty array");
-	if (st_open(weights_path, &m->weights, cause) != 0)
-		return -1;
-	b.st = m->weights;
-	m->nlayers = json_array_size(layers);
-	if (model_graph_new(m, json_array_size(layers), cause) != 0)
-		return -1;
-	json_array_foreach(layers, i, obj) {
-		if (model_parse_layer(&b, obj, i, cause) != 0)
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *n = &g->nodes[i];
+		if (!device_supports_node(m->dev, g, n, &why)) {
+			error_set(cause, "node '%s' (%s): the %s device cannot run it: %s", n->name ? n->name : "?",
+			    graph_op_name(n->op), device_name(m->dev), why ? why : "unsupported");
+			free(why);
 			return -1;
-	}
-	if (model_graph_finish(&b, cause) != 0)
-		return -1;
-	return model_upload_consts(m, cause);
-}
-
-/* Parse optional "labels": an array of strings. */
-static int
-model_parse_labels(model_t *m, json_t *root, char **cause)
-{
-	json_t *labels = json_object_get(root, "labels"), *v;
-	size_t i;
-
-	if (labels == NULL)
-		return 0;
-	if (!json_is_array(labels))
-		return error_set(cause, "\"labels\" must be an array of strings");
-	m->labels = calloc(json_array_size(labels) + 1, sizeof *m->labels);
-	if (m->labels == NULL)
-		return error_set(cause, "out of memory");
-	json_array_foreach(labels, i, v) {
-		if (!json_is_string(v))
-			return error_set(cause, "labels[%zu] must be a string", i);
-		if ((m->labels[i] = strdup(json_string_value(v))) == NULL)
-			return error_set(cause, "out of memory");
-		m->nlabels++;
+		}
 	}
 	return 0;
 }
 
-/* Parse the description in root; errors are prefixed by the caller. */
+/* Bind every constant: its own bytes on the CPU, a device copy on a GPU. */
 static int
-model_parse(model_t *m, json_t *root, char **cause)
+model_bind_consts(model_t *m, char **cause)
 {
-	char weights[256], *path;
-	long long n;
-	int rc;
+	const graph_t *g = m->graph;
+	size_t i;
 
-	if (!json_is_object(root))
-		return error_set(cause, "not a JSON object");
-	if (model_json_str(root, "name", NULL, m->name, sizeof m->name, cause) != 0 ||
-	    model_json_int(root, "max_batch_size", 1, MODEL_MAX_BATCH, -1, &n, cause) != 0)
-		return -1;
-	m->max_batch_size = (int)n;
-	if (model_parse_io(root, "inputs", &m->input, cause) != 0 ||
-	    model_parse_io(root, "outputs", &m->output, cause) != 0 ||
-	    model_parse_batching(root, m, cause) != 0 ||
-	    model_parse_labels(m, root, cause) != 0 ||
-	    model_json_str(root, "weights", "model.safetensors", weights, sizeof weights, cause) != 0)
-		return -1;
-	if (strchr(weights, '/') != NULL)
-		return error_set(cause, "\"weights\" must be a file name inside the model directory");
-	if (asprintf(&path, "%s/%s", m->dir, weights) == -1)
+	if ((m->consts = calloc(g->ntensors, sizeof *m->consts)) == NULL)
 		return error_set(cause, "out of memory");
-	rc = model_parse_layers(m, root, path, cause);
-	free(path);
+	m->consts_owned = device_is_gpu(m->dev);
+	for (i = 0; i < g->ntensors; i++) {
+		const struct graph_tensor *t = &g->tensors[i];
+		if (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes == 0)
+			continue;
+		if (!m->consts_owned)
+			m->consts[i] = (void *)t->data;
+		else if (model_upload(m->dev, t->data, t->nbytes, &m->consts[i], cause) != 0)
+			return error_prefix(cause, "constant '%s'", t->name);
+	}
+	return 0;
+}
+
+/* Name, dtype and dims (batch stripped) of graph input k; variable dims bounded from cfg. */
+static int
+model_describe_input(model_t *m, json_t *cfg, int k, char **cause)
+{
+	const struct graph_tensor *t = &m->graph->tensors[m->graph->inputs[k]];
+	struct model_io *io = &m->inputs[k];
+	int skip = m->max_batch_size > 0, d;
+	int64_t v, bound;
+
+	io->tensor = m->graph->inputs[k];
+	io->dtype = t->dtype;
+	io->ndims = t->ndims - skip;
+	if (t->ndims < 0 || io->ndims > MODEL_MAX_DIMS)
+		return error_set(cause, "input '%s' has no declared shape or too many dims", t->name);
+	if (skip && t->dims[0] != GRAPH_DIM_BATCH)
+		return error_set(cause, "input '%s' has no batch dimension while another input has one", t->name);
+	for (d = 0; d < io->ndims; d++) {
+		v = t->dims[d + skip];
+		if (v == GRAPH_DIM_BATCH)
+			return error_set(cause, "input '%s': the batch dimension must be the first", t->name);
+		if (model_config_max_dim(cfg, t->name, d, GRAPH_DIM_IS_VAR(v) ? -1 : v, &bound, cause) != 0)
+			return -1;
+		io->dims[d] = GRAPH_DIM_IS_VAR(v) ? -1 : v;
+		io->var[d] = GRAPH_DIM_IS_VAR(v) ? (int8_t)GRAPH_DIM_VAR_INDEX(v) : -1;
+		io->max_dims[d] = io->dims[d];
+		if (io->var[d] >= 0) {
+			int vi = io->var[d];
+			if (bound == 0)
+				bound = MODEL_DEFAULT_MAX_DIM;
+			if (m->var_max[vi] == 0 || bound < m->var_max[vi])
+				m->var_max[vi] = bound;
+		}
+	}
+	return 0;
+}
+
+/* Whether any graph input has the batch dimension first. */
+static int
+model_graph_has_batch(const graph_t *g)
+{
+	int k;
+
+	for (k = 0; k < g->ninputs; k++) {
+		const struct graph_tensor *t = &g->tensors[g->inputs[k]];
+		if (t->ndims > 0 && t->dims[0] == GRAPH_DIM_BATCH)
+			return 1;
+	}
+	return 0;
+}
+
+/* Describe every input; variable dims take the smallest bound any input gives them. */
+static int
+model_describe_inputs(model_t *m, json_t *cfg, char **cause)
+{
+	int k, d;
+
+	if (m->graph->ninputs < 1 || m->graph->ninputs > MODEL_MAX_IO || m->graph->noutputs < 1 ||
+	    m->graph->noutputs > MODEL_MAX_IO)
+		return error_set(cause, "%d inputs and %d outputs: 1 to %d of each are supported",
+		    m->graph->ninputs, m->graph->noutputs, MODEL_MAX_IO);
+	m->nvars = m->graph->nvars;
+	if (m->nvars > MODEL_MAX_IO * MODEL_MAX_DIMS)
+		return error_set(cause, "%d variable dims (at most %d)", m->nvars, MODEL_MAX_IO * MODEL_MAX_DIMS);
+	m->ninputs = m->graph->ninputs;
+	for (k = 0; k < m->ninputs; k++)
+		if (model_describe_input(m, cfg, k, cause) != 0)
+			return -1;
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++)
+			if (m->inputs[k].var[d] >= 0)
+				m->inputs[k].max_dims[d] = m->var_max[m->inputs[k].var[d]];
+	return 0;
+}
+
+/* A probe shape: rows and variable dims at their maximum (less[k] subtracted, at least 1). */
+static void
+model_probe_shape(const model_t *m, int rows, int less, struct model_shape *s)
+{
+	int k, d;
+
+	memset(s, 0, sizeof *s);
+	s->rows = rows;
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++) {
+			int v = m->inputs[k].var[d];
+			int64_t x = m->inputs[k].max_dims[d] - (v >= 0 && less ? 1 + v : 0);
+			s->dims[k][d] = x < 1 ? 1 : x;
+		}
+}
+
+/* The value variable dim v takes in shape s. */
+static int64_t
+model_var_value(const model_t *m, const struct model_shape *s, int v)
+{
+	int k, d;
+
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++)
+			if (m->inputs[k].var[d] == v)
+				return s->dims[k][d];
+	return -1;
+}
+
+/* Output o's dims from the largest shape a and a smaller probe b: fixed, following a variable dim, or computed. */
+static int
+model_describe_output(model_t *m, int o, const struct graph_spec *a, const struct graph_spec *b,
+    const struct model_shape *sa, const struct model_shape *sb, char **cause)
+{
+	struct model_io *io = &m->outputs[o];
+	const char *name = a->graph.tensors[io->tensor].name;
+	const struct graph_shape *ya = &a->shapes[io->tensor], *yb = &b->shapes[io->tensor];
+	int skip = m->max_batch_size > 0, d, v;
+
+	io->dtype = a->graph.tensors[io->tensor].dtype;
+	io->ndims = ya->ndims - skip;
+	if (io->ndims < 0 || io->ndims > MODEL_MAX_DIMS)
+		return error_set(cause, "output '%s' has rank %d", name, ya->ndims);
+	if (skip && (ya->dims[0] != sa->rows || yb->dims[0] != sb->rows))
+		return error_set(cause, "output '%s' does not have the batch dimension first", name);
+	for (d = 0; d < io->ndims; d++) {
+		int64_t x = ya->dims[d + skip], y = yb->dims[d + skip];
+		io->max_dims[d] = x;
+		io->dims[d] = x == y ? x : -1;
+		io->var[d] = x == y ? -1 : -2;
+		for (v = 0; v < m->nvars && io->var[d] == -2; v++)
+			if (x == model_var_value(m, sa, v) && y == model_var_value(m, sb, v))
+				io->var[d] = (int8_t)v;
+	}
+	return 0;
+}
+
+/*
+ * Outputs the specialization folds to constants (values that depend only on
+ * the shapes) get a slot past the planned arena; each run copies the
+ * plan's values there.
+ */
+static int
+model_const_outputs(model_t *m, const struct graph_spec *a, char **cause)
+{
+	int o;
+
+	m->arena_bytes = m->mem.arena_bytes;
+	for (o = 0; o < m->noutputs; o++) {
+		const struct graph_tensor *t = &a->graph.tensors[m->outputs[o].tensor];
+		m->const_out[o] = SIZE_MAX;
+		if (m->mem.offsets[m->outputs[o].tensor] != GRAPH_PLAN_NONE)
+			continue;
+		if (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes > ((size_t)1 << 30))
+			return error_set(cause, "output '%s' has no memory in the plan", t->name);
+		m->const_out[o] = m->arena_bytes;
+		m->const_out_bytes[o] = (t->nbytes + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
+		m->arena_bytes += m->const_out_bytes[o];
+		m->nconst_out++;
+	}
+	return 0;
+}
+
+/* Specialize at the largest shape and a smaller probe; describe the outputs and plan the arena. */
+static int
+model_describe_outputs(model_t *m, char **cause)
+{
+	struct graph_shape in[MODEL_MAX_IO];
+	struct graph_spec *a = NULL, *b = NULL;
+	struct model_shape sa, sb;
+	int o, rows = model_max_rows(m), rc = -1;
+
+	model_probe_shape(m, rows, 0, &sa);
+	model_probe_shape(m, rows > 1 ? rows - 1 : 1, 1, &sb);
+	model_graph_input_shapes(m, &sa, in);
+	if (graph_specialize(m->graph, in, &a, cause) != 0) {
+		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum)", rows);
+		goto out;
+	}
+	if (model_check_nodes(m, &a->graph, cause) != 0)
+		goto out;
+	model_graph_input_shapes(m, &sb, in);
+	if (graph_specialize(m->graph, in, &b, cause) != 0) {
+		error_prefix(cause, "at a smaller probe shape (%d rows, variable dims 1 to 3 below their maximum)", sb.rows);
+		goto out;
+	}
+	m->noutputs = m->graph->noutputs;
+	for (o = 0; o < m->noutputs; o++) {
+		m->outputs[o].tensor = m->graph->outputs[o];
+		if (model_describe_output(m, o, a, b, &sa, &sb, cause) != 0)
+			goto out;
+	}
+	rc = graph_plan_memory(&a->graph, a->shapes, MODEL_ALIGN, &m->mem, cause);
+	if (rc == 0)
+		rc = model_const_outputs(m, a, cause);
+out:
+	graph_spec_free(a);
+	graph_spec_free(b);
 	return rc;
 }
 
-/* Load dir/model.json and its weights onto dev. */
+/* Set the public names (renamed by cfg) and the legacy fields of one tensor. */
+static int
+model_io_name(struct model_io *io, const graph_t *g, json_t *cfg, char **cause)
+{
+	const char *name = model_config_rename(cfg, g->tensors[io->tensor].name);
+	int d;
+
+	if (name == NULL || strlen(name) == 0 || strlen(name) >= sizeof io->name)
+		return error_set(cause, "tensor name '%s' is empty or longer than %zu", name ? name : "", sizeof io->name - 1);
+	memcpy(io->name, name, strlen(name) + 1);
+	snprintf(io->datatype, sizeof io->datatype, "%s", graph_dtype_name(io->dtype));
+	io->row_elems = 1;
+	for (d = 0; d < io->ndims; d++)
+		io->row_elems *= (size_t)io->max_dims[d];
+	return 0;
+}
+
+/* Name every input and output; names must be distinct on each side. */
+static int
+model_io_names(model_t *m, json_t *cfg, char **cause)
+{
+	int i, j;
+
+	for (i = 0; i < m->ninputs; i++)
+		if (model_io_name(&m->inputs[i], m->graph, cfg, cause) != 0)
+			return -1;
+	for (i = 0; i < m->noutputs; i++)
+		if (model_io_name(&m->outputs[i], m->graph, cfg, cause) != 0)
+			return -1;
+	for (i = 0; i < m->ninputs; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(m->inputs[i].name, m->inputs[j].name) == 0)
+				return error_set(cause, "two inputs are named '%s'", m->inputs[i].name);
+	for (i = 0; i < m->noutputs; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(m->outputs[i].name, m->outputs[j].name) == 0)
+				return error_set(cause, "two outputs are named '%s'", m->outputs[i].name);
+	m->input = m->inputs[0];
+	m->output = m->outputs[0];
+	return 0;
+}
+
+/* Check, describe, plan and bind the graph a loader built. */
+int
+model_finish(model_t *m, json_t *cfg, char **cause)
+{
+	if (m->plan_cache == 0)
+		m->plan_cache = MODEL_DEFAULT_PLAN_CACHE;
+	if (model_describe_inputs(m, cfg, cause) != 0 || model_describe_outputs(m, cause) != 0 ||
+	    model_io_names(m, cfg, cause) != 0)
+		return -1;
+	if (m->nvars > 0 && device_is_gpu(m->dev))
+		return error_set(cause, "variable dims are served on the CPU backend only (their plans are compiled on first use)");
+	return model_bind_consts(m, cause);
+}
+
+/* Load dir/model.json (NULL when absent and optional), reporting line and column. */
+static int
+model_read_json(const char *dir, int required, json_t **out, char **cause)
+{
+	json_error_t jerr;
+	struct stat st;
+	char *path;
+
+	*out = NULL;
+	if (asprintf(&path, "%s/model.json", dir) == -1)
+		return error_set(cause, "out of memory");
+	if (!required && stat(path, &st) != 0) {
+		free(path);
+		return 0;
+	}
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (*out == NULL)
+		error_set(cause, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
+	else if (!json_is_object(*out)) {
+		error_set(cause, "%s: not a JSON object", path);
+		json_decref(*out);
+		*out = NULL;
+	}
+	free(path);
+	return *out == NULL ? -1 : 0;
+}
+
+/* The directory's last component, as the model's name. */
+static int
+model_dir_name(model_t *m, const char *dir, char **cause)
+{
+	const char *end = dir + strlen(dir), *start;
+
+	while (end > dir && end[-1] == '/')
+		end--;
+	for (start = end; start > dir && start[-1] != '/'; start--)
+		;
+	if (end == start || (size_t)(end - start) >= sizeof m->name)
+		return error_set(cause, "%s: the directory name is empty or too long for a model name", dir);
+	memcpy(m->name, start, (size_t)(end - start));
+	m->name[end - start] = '\0';
+	return 0;
+}
+
+/* Load dir/model.onnx with the optional model.json. */
+static int
+model_load_onnx(model_t *m, const char *path, char **cause)
+{
+	json_t *cfg = NULL;
+	int rc;
+
+	m->platform = "onnx";
+	if (model_dir_name(m, m->dir, cause) != 0 || model_read_json(m->dir, 0, &cfg, cause) != 0)
+		return -1;
+	rc = model_onnx_load(m, path, cause);
+	if (rc == 0 && (rc = model_config_onnx(m, cfg, model_graph_has_batch(m->graph), cause)) != 0)
+		error_prefix(cause, "%s/model.json", m->dir);
+	else if (rc == 0 && (rc = model_finish(m, cfg, cause)) != 0)
+		error_prefix(cause, "%s", path);
+	json_decref(cfg);
+	return rc;
+}
+
+/* Load the layer format from dir/model.json. */
+static int
+model_load_mlp(model_t *m, char **cause)
+{
+	json_t *root;
+	char *path;
+	int rc;
+
+	if (model_read_json(m->dir, 1, &root, cause) != 0)
+		return -1;
+	if ((rc = model_mlp_load(m, root, cause)) != 0 && asprintf(&path, "%s/model.json", m->dir) != -1) {
+		error_prefix(cause, "%s", path);
+		free(path);
+	}
+	json_decref(root);
+	return rc;
+}
+
+/* Load dir's model onto dev: model.onnx when present, else the layer format. */
 int
 model_load(device_t *dev, const char *dir, model_t **out, char **cause)
 {
-	json_error_t jerr;
-	json_t *root;
+	struct stat st;
 	model_t *m;
-	char *path;
-	int rc = -1;
+	char *onnx;
+	int rc;
 
 	m = calloc(1, sizeof *m);
-	if (m == NULL || (m->dir = strdup(dir)) == NULL) {
+	if (m == NULL || (m->dir = strdup(dir)) == NULL || asprintf(&onnx, "%s/model.onnx", dir) == -1) {
+		if (m != NULL)
+			free(m->dir);
 		free(m);
 		return error_set(cause, "out of memory");
 	}
 	m->dev = dev;
-	if (asprintf(&path, "%s/model.json", dir) == -1) {
-		model_free(m);
-		return error_set(cause, "out of memory");
-	}
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL)
-		error_set(cause, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
-	else if ((rc = model_parse(m, root, cause)) != 0)
-		error_prefix(cause, "%s", path);
-	json_decref(root);
-	free(path);
+	m->platform = "inferd_mlp";
+	rc = stat(onnx, &st) == 0 ? model_load_onnx(m, onnx, cause) : model_load_mlp(m, cause);
+	free(onnx);
 	if (rc != 0) {
 		model_free(m);
 		return -1;
@@ -566,10 +449,13 @@ model_free(model_t *m)
 
 	if (m == NULL)
 		return;
-	for (i = 0; m->graph != NULL && m->consts != NULL && i < m->graph->ntensors; i++)
+	for (i = 0; m->consts_owned && m->graph != NULL && m->consts != NULL && i < m->graph->ntensors; i++)
 		device_free(m->dev, m->consts[i]);
 	free(m->consts);
+	graph_plan_free(&m->mem);
 	graph_free(m->graph);
+	if (m->onnx != NULL)
+		onnx_model_free(m->onnx);
 	if (m->weights != NULL)
 		st_close(m->weights);
 	for (i = 0; i < m->nlabels; i++)
@@ -577,18 +463,4 @@ model_free(model_t *m)
 	free(m->labels);
 	free(m->dir);
 	free(m);
-}
-
-/* Input bytes for rows rows. */
-size_t
-model_input_bytes(const model_t *m, int rows)
-{
-	return (size_t)rows * m->input.row_elems * sizeof(float);
-}
-
-/* Output bytes for rows rows. */
-size_t
-model_output_bytes(const model_t *m, int rows)
-{
-	return (size_t)rows * m->output.row_elems * sizeof(float);
 }

@@ -7,18 +7,46 @@
 
 #include "device.h"
 #include "graph.h"
+#include "graph_plan.h"
 
+/*
+ * Contract.  A model directory holds either model.json + weights in the
+ * layer format (platform "inferd_mlp") or model.onnx with an optional
+ * model.json of serving settings (platform "onnx"); docs/MODELS.md has both.
+ * model_load turns either into one graph (graph.h), checks every node against
+ * the device, plans one arena at the largest shape (max_batch_size rows, every
+ * variable dim at its maximum) and binds the constants (uploaded once on a
+ * GPU; in place on the CPU).  A model has up to MODEL_MAX_IO named inputs and
+ * outputs of any graph dtype; their dims exclude the batch dimension (when
+ * max_batch_size is 0 the model has none and dims are the whole shape, one
+ * request per run).  A dim of -1 is variable, bounded by max_dims.
+ *
+ * A batch context (model_exec_t) owns one arena and the plans that run in
+ * it; the batch's inputs are written at model_exec_input and its outputs read
+ * at model_exec_output, rows packed.  Without variable dims a plan per batch
+ * size is compiled at create; with them a plan per exact shape is compiled on
+ * first use and kept in a bounded LRU.  No device memory is allocated after
+ * model_exec_create (device_allocation_count stays flat).
+ */
+
+#define MODEL_MAX_IO 16			/* tensors per side */
 #define MODEL_MAX_DIMS 8
 #define MODEL_MAX_PREFERRED 16
 #define MODEL_NAME_MAX 128
 
-/* One input or output tensor; dims exclude the leading batch dimension. */
+/* One input or output; dims exclude the batch dimension. */
 struct model_io {
 	char name[MODEL_NAME_MAX];
-	char datatype[16];		/* KServe name: only "FP32" is supported */
+	enum graph_dtype dtype;
 	int ndims;
-	int64_t dims[MODEL_MAX_DIMS];
-	size_t row_elems;		/* product of dims */
+	int64_t dims[MODEL_MAX_DIMS];		/* -1: variable (reported as -1 in metadata) */
+	int64_t max_dims[MODEL_MAX_DIMS];	/* the largest value each dim may take (== dims[i] when fixed) */
+	/* For the single-tensor request path until it moves to inputs[]/outputs[]: */
+	char datatype[16];			/* graph_dtype_name(dtype) */
+	size_t row_elems;			/* product of max_dims */
+	/* Private to the engine: */
+	int tensor;				/* graph tensor index */
+	int8_t var[MODEL_MAX_DIMS];		/* per dim: the graph's variable index, -1 fixed, -2 computed */
 };
 
 /* Dynamic batching settings from model.json. */
@@ -30,66 +58,111 @@ struct model_batching {
 	uint64_t default_timeout_us;
 };
 
+struct onnx_model;
+struct st_file;
+
 typedef struct model {
 	char name[MODEL_NAME_MAX];
 	char *dir;
 	device_t *dev;
-	int max_batch_size;
-	struct model_io input, output;
+	int max_batch_size;		/* 0: no batch dimension (one request per run) */
 	struct model_batching batching;
-	/*
-	 * The layers as a graph: one input [batch, input.row_elems], one output
-	 * [batch, output.row_elems]; constants view the weights file, which
-	 * stays mapped, and are uploaded to consts[i] (NULL for non-constants).
-	 */
-	size_t nlayers;			/* layers listed in model.json */
-	graph_t *graph;
-	void **consts;
-	struct st_file *weights;
 	size_t nlabels;
 	char **labels;			/* class names, optional */
+	const char *platform;		/* "inferd_mlp" or "onnx" */
+	int ninputs, noutputs;
+	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];
+	/* The single-tensor request path's view: copies of inputs[0] and outputs[0]. */
+	struct model_io input, output;
+
+	/* Private to the engine below. */
+	size_t nlayers;			/* inferd_mlp: layers listed in model.json */
+	graph_t *graph;			/* folded and fused; constants bound through consts */
+	void **consts;			/* per tensor: the constant's device address (NULL otherwise) */
+	int consts_owned;		/* consts[] were device_alloc'ed (GPU) rather than bound in place */
+	struct st_file *weights;	/* inferd_mlp: the mapped weights the constants view */
+	struct onnx_model *onnx;	/* onnx: the decoded file the constants view */
+	struct graph_memory_plan mem;	/* the arena at the largest shape */
+	size_t arena_bytes;		/* mem's arena, then a slot per output the graph computes at load */
+	size_t const_out[MODEL_MAX_IO];	/* per output: its slot's offset past mem's arena, SIZE_MAX when computed */
+	size_t const_out_bytes[MODEL_MAX_IO];	/* that slot's size */
+	int nconst_out;			/* outputs that specialization folds to constants (e.g. a Shape) */
+	int nvars;			/* variable dims of the graph (0: plans per batch size at create) */
+	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
+	int plan_cache;			/* variable dims: plans kept per context */
 } model_t;
+
+/* The concrete shape of one batch: rows and every input's non-batch dims. */
+struct model_shape {
+	int rows;
+	int64_t dims[MODEL_MAX_IO][MODEL_MAX_DIMS];	/* dims[i][d] for input i (ndims from model->inputs[i]) */
+};
+
+struct model_plan_entry;
 
 /* Buffers and compiled plans for one batch in flight: every model_exec_run uses only these. */
 typedef struct model_exec {
 	const model_t *model;
-	float *input;			/* device [max_batch, input.row_elems] */
-	float *output;			/* where the result lands (may be input when every layer works in place) */
-	int nbufs;
-	void **bufs;			/* intermediate tensors, shared where their lifetimes do not overlap */
+	void *arena;			/* device: every computed tensor, inputs and outputs included */
+	float *input, *output;		/* single-tensor path: model_exec_input(x, 0), model_exec_output(x, 0) */
 	void **addrs;			/* per graph tensor: its device memory */
-	device_plan_t **plans;		/* plans[r - 1] runs r rows, all compiled at create */
+	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
+	struct model_plan_entry *plans;
+	uint64_t clock;			/* LRU time */
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */
 } model_exec_t;
 
 /*
- * Load dir/model.json and the weights it names onto dev.  Refused, with a
- * message naming the file, the layer and the problem: missing tensor, wrong
- * tensor shape, unknown op, unsupported dtype, a malformed safetensors file.
+ * Load the model in dir onto dev: model.onnx when present, else model.json in
+ * the layer format.  Refused with a message naming the file and the problem
+ * (node name and op for an ONNX node the device cannot run, layer and tensor
+ * for the layer format, key for model.json).
  */
 int model_load(device_t *dev, const char *dir, model_t **out, char **cause);
 /* Free the model's weights and description (NULL is ignored). */
 void model_free(model_t *m);
-/* Input or output bytes for rows rows. */
+
+/* Check a request's non-batch dims of input i (fixed dims equal, variable dims in [1, max]); -1 naming input and dim. */
+int model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause);
+/* Bytes of input i / output o for one row of the shape s (product of the non-batch dims * dtype size). */
+size_t model_input_row_bytes(const model_t *m, int i, const struct model_shape *s);
+size_t model_output_row_bytes(const model_t *m, int o, const struct model_shape *s);
+/* Non-batch dims of output o for input shape s (outputs[o].ndims of them). */
+int model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause);
+/* Index of the input/output named name, or -1. */
+int model_input_index(const model_t *m, const char *name);
+int model_output_index(const model_t *m, const char *name);
+/* Fill s for rows rows with every dim at its maximum (the fixed shape of a model without variable dims). */
+void model_shape_max(const model_t *m, int rows, struct model_shape *s);
+
+/* Single-tensor request path: input 0 / output 0 bytes for rows rows at the maximum dims. */
 size_t model_input_bytes(const model_t *m, int rows);
 size_t model_output_bytes(const model_t *m, int rows);
 
-/* Allocate a context's device buffers for max_batch_size rows and compile a plan for every batch size. */
+/* Allocate a context's arena for the largest batch and compile its plans (all of them without variable dims). */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
+/* Device addresses where the batch's input i / output o starts: row r at r * row_bytes.  Fixed for the context. */
+void *model_exec_input(model_exec_t *x, int i);
+void *model_exec_output(model_exec_t *x, int o);
+/*
+ * Queue the model for shape s on compute stream st (a captured graph when
+ * there is one of that size, else the plan; a shape with variable dims not
+ * seen before is compiled first and cached, never allocating device memory).
+ */
+int model_exec_run(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause);
+/* model_exec_run at the maximum dims for rows rows (the single-tensor path). */
+int model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **cause);
 /*
  * Capture a graph of the whole model for every batch size up to max_rows
  * (capped at max_batch_size) on compute stream s, then time them and let each
  * size replay the fastest graph of at least as many rows: cuBLAS's heuristics
  * pick slow kernels for some small batch sizes, and every op is row-wise, so
  * computing a few stale extra rows is harmless.  A no-op on backends without
- * graphs or when max_rows is 0.
+ * graphs, for models with variable dims, or when max_rows is 0.
  */
 int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause);
-/* Queue the whole model for rows rows on stream s: x->input to x->output
- * (one graph launch when a graph of that size was captured). */
-int model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause);
 
 #endif

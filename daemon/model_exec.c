@@ -1,215 +1,181 @@
-/* model_exec.c: one batch context: its buffers planned over the model's graph, a plan per batch size, graphs. */
+/* model_exec.c: one batch context: an arena laid out by the model's memory plan, its plans, graphs. */
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
+#include "graph_fold.h"
 #include "model.h"
+#include "model_impl.h"
 
-/*
- * Buffers: tensors that an in-place op (unary, softmax, layernorm) rewrites
- * share their input's buffer when nothing else reads that input; the group
- * holding the graph input uses x->input, the one holding the output
- * x->output, and the others share as few buffers as their lifetimes allow.
- */
-struct model_buffers {
-	int *group;		/* per tensor: the tensor whose buffer it uses */
-	int *readers;		/* per tensor: nodes reading it */
-	int *first, *last;	/* per group root: first node writing it, last node reading it */
-	size_t *bytes;		/* per group root: bytes at max_batch_size rows */
-	int *buf;		/* per group root: index into x->bufs, -1 for none */
+/* One compiled shape: its specialization (which owns the folded constants) and the plan over the arena. */
+struct model_plan_entry {
+	int valid;
+	struct model_shape shape;	/* the key: zero beyond each input's ndims */
+	struct graph_spec *spec;
+	device_plan_t *plan;
+	void **spec_consts;		/* GPU: device copies of the constants the specialization folded */
+	uint64_t used;			/* LRU time */
 };
 
-/* Whether op may write its output over its first input. */
-static int
-model_op_in_place(enum graph_op op)
-{
-	return op == GRAPH_OP_UNARY || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM;
-}
-
-/* Group tensors whose buffers are shared and note each group's size and lifetime. */
+/* Free one entry's plan, specialization and constants. */
 static void
-model_buffers_group(const graph_t *g, const struct graph_shape *shapes,
-    struct model_buffers *mb)
+model_entry_clear(const model_t *m, struct model_plan_entry *e)
 {
 	size_t i;
-	int k, t, in;
 
-	for (i = 0; i < g->ntensors; i++) {
-		mb->group[i] = (int)i;
-		mb->first[i] = mb->last[i] = -1;
-	}
-	for (i = 0; i < g->nnodes; i++)
-		for (k = 0; k < g->nodes[i].ninputs; k++)
-			if (g->nodes[i].inputs[k] >= 0)
-				mb->readers[g->nodes[i].inputs[k]]++;
-	for (i = 0; i < g->nnodes; i++) {
-		const struct graph_node *n = &g->nodes[i];
-		in = n->inputs[0];
-		if (model_op_in_place(n->op) && mb->readers[in] == 1 &&
-		    !(g->tensors[in].flags & (GRAPH_TENSOR_CONST | GRAPH_TENSOR_OUTPUT)))
-			mb->group[n->outputs[0]] = mb->group[in];
-		t = mb->group[n->outputs[0]];
-		if (mb->first[t] < 0)
-			mb->first[t] = (int)i;
-		for (k = 0; k < n->ninputs; k++)
-			if (n->inputs[k] >= 0)
-				mb->last[mb->group[n->inputs[k]]] = (int)i;
-	}
-	for (i = 0; i < g->ntensors; i++) {
-		size_t b = (size_t)graph_shape_elems(&shapes[i]) * graph_dtype_size(g->tensors[i].dtype);
-		if (b > mb->bytes[mb->group[i]])
-			mb->bytes[mb->group[i]] = b;
-	}
+	device_plan_free(e->plan);
+	for (i = 0; e->spec_consts != NULL && i < m->graph->ntensors; i++)
+		device_free(m->dev, e->spec_consts[i]);
+	free(e->spec_consts);
+	graph_spec_free(e->spec);
+	memset(e, 0, sizeof *e);
 }
 
-/* Give every intermediate group a buffer whose previous group's last read comes before it is written. */
-static void
-model_buffers_assign(model_exec_t *x, struct model_buffers *mb, int in_group,
-    int out_group, size_t *sizes, int *busy_until)
-{
-	const graph_t *g = x->model->graph;
-	size_t i;
-	int b;
-
-	for (i = 0; i < g->nnodes; i++) {
-		int t = mb->group[g->nodes[i].outputs[0]];
-		if (t == in_group || t == out_group || mb->buf[t] >= 0 || mb->first[t] != (int)i)
-			continue;
-		for (b = 0; b < x->nbufs && busy_until[b] >= (int)i; b++)
-			;
-		if (b == x->nbufs)
-			sizes[x->nbufs++] = 0;
-		mb->buf[t] = b;
-		busy_until[b] = mb->last[t] < 0 ? (int)i : mb->last[t];
-		if (mb->bytes[t] > sizes[b])
-			sizes[b] = mb->bytes[t];
-	}
-}
-
-/* Allocate the buffers the grouping asks for and point every tensor at its memory. */
+/* Addresses of the constants s folded beyond the model's own: in place on the CPU, uploaded on a GPU. */
 static int
-model_buffers_alloc(model_exec_t *x, struct model_buffers *mb, char **cause)
+model_entry_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, char **cause)
 {
 	const model_t *m = x->model;
-	const graph_t *g = m->graph;
-	int in_group = mb->group[g->inputs[0]], out_group = mb->group[g->outputs[0]];
-	size_t i, *sizes = calloc(g->nnodes + 1, sizeof *sizes);
-	int *busy = calloc(g->nnodes + 1, sizeof *busy);
-	int b, rc = -1;
+	const graph_t *g = &e->spec->graph;
+	size_t i;
 
-	x->bufs = calloc(g->nnodes + 1, sizeof *x->bufs);
-	if (sizes == NULL || busy == NULL || x->bufs == NULL) {
-		error_set(cause, "out of memory");
-		goto out;
-	}
-	model_buffers_assign(x, mb, in_group, out_group, sizes, busy);
-	if (device_alloc(m->dev, mb->bytes[in_group], (void **)&x->input, cause) != 0)
-		goto out;
-	if (out_group == in_group)
-		x->output = x->input;	/* only in-place layers: the result stays in the input */
-	else if (device_alloc(m->dev, mb->bytes[out_group], (void **)&x->output, cause) != 0)
-		goto out;
-	for (b = 0; b < x->nbufs; b++)
-		if (device_alloc(m->dev, sizes[b], &x->bufs[b], cause) != 0)
-			goto out;
 	for (i = 0; i < g->ntensors; i++) {
-		int t = mb->group[i];
-		x->addrs[i] = g->tensors[i].flags & GRAPH_TENSOR_CONST ? m->consts[i] :
-		    t == in_group ? (void *)x->input : t == out_group ? (void *)x->output :
-		    mb->buf[t] >= 0 ? x->bufs[mb->buf[t]] : NULL;
+		const struct graph_tensor *t = &g->tensors[i];
+		if (!(t->flags & GRAPH_TENSOR_CONST) || (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST))
+			continue;
+		if (!device_is_gpu(m->dev)) {
+			addrs[i] = (void *)t->data;
+			continue;
+		}
+		if (e->spec_consts == NULL && (e->spec_consts = calloc(g->ntensors, sizeof *e->spec_consts)) == NULL)
+			return error_set(cause, "out of memory");
+		if (t->nbytes > 0 && model_upload(m->dev, t->data, t->nbytes, &e->spec_consts[i], cause) != 0)
+			return -1;
+		addrs[i] = e->spec_consts[i];
 	}
-	rc = 0;
-out:
-	free(sizes);
-	free(busy);
-	return rc;
+	return 0;
 }
 
-/* The shapes of every tensor for a batch of rows rows. */
+/* Every constant output of the specialization fits the slot planned at the largest shape. */
 static int
-model_exec_shapes(const model_t *m, int rows, struct graph_shape *shapes,
-    char **cause)
+model_entry_const_outputs_fit(const model_t *m, const struct graph_spec *sp, char **cause)
 {
-	struct graph_shape in = { .ndims = 2, .dims = { rows, (int64_t)m->input.row_elems } };
+	int o;
 
-	return graph_infer_shapes(m->graph, &in, shapes, cause);
+	for (o = 0; m->nconst_out > 0 && o < m->noutputs; o++) {
+		const struct graph_tensor *t = &sp->graph.tensors[m->outputs[o].tensor];
+		if (m->const_out[o] != SIZE_MAX && (!(t->flags & GRAPH_TENSOR_CONST) || t->nbytes > m->const_out_bytes[o]))
+			return error_set(cause, "output '%s' outgrows the slot planned at the largest shape", t->name);
+	}
+	return 0;
 }
 
-/* Plan the buffers from the shapes at max_batch_size and allocate them. */
+/* Specialize the model for shape s and compile a plan over the context's arena into e. */
 static int
-model_exec_buffers(model_exec_t *x, struct graph_shape *shapes, char **cause)
+model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, char **cause)
 {
-	const graph_t *g = x->model->graph;
-	size_t n = g->ntensors;
-	struct model_buffers mb;
+	const model_t *m = x->model;
+	struct graph_shape in[MODEL_MAX_IO];
+	void **addrs;
 	int rc = -1;
 
-	mb.group = calloc(n, sizeof *mb.group);
-	mb.readers = calloc(n, sizeof *mb.readers);
-	mb.first = calloc(n, sizeof *mb.first);
-	mb.last = calloc(n, sizeof *mb.last);
-	mb.bytes = calloc(n, sizeof *mb.bytes);
-	mb.buf = malloc(n * sizeof *mb.buf);
-	x->addrs = calloc(n, sizeof *x->addrs);
-	if (mb.group == NULL || mb.readers == NULL || mb.first == NULL || mb.last == NULL ||
-	    mb.bytes == NULL || mb.buf == NULL || x->addrs == NULL)
-		error_set(cause, "out of memory");
-	else if (model_exec_shapes(x->model, x->model->max_batch_size, shapes, cause) == 0) {
-		for (size_t i = 0; i < n; i++)
-			mb.buf[i] = -1;
-		model_buffers_group(g, shapes, &mb);
-		rc = model_buffers_alloc(x, &mb, cause);
+	memset(e, 0, sizeof *e);
+	e->shape = *s;
+	model_graph_input_shapes(m, s, in);
+	if ((addrs = malloc(m->graph->ntensors * sizeof *addrs)) == NULL)
+		return error_set(cause, "out of memory");
+	memcpy(addrs, x->addrs, m->graph->ntensors * sizeof *addrs);
+	if (graph_specialize(m->graph, in, &e->spec, cause) == 0 &&
+	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
+	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
+	    model_entry_consts(x, e, addrs, cause) == 0 &&
+	    device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause) == 0) {
+		e->valid = 1;
+		rc = 0;
 	}
-	free(mb.group);
-	free(mb.readers);
-	free(mb.first);
-	free(mb.last);
-	free(mb.bytes);
-	free(mb.buf);
+	free(addrs);
+	if (rc != 0)
+		model_entry_clear(m, e);
 	return rc;
 }
 
-/* Compile one plan per batch size 1..max_batch_size over the same buffers. */
+/* The output tensor t is, or -1. */
 static int
-model_exec_plans(model_exec_t *x, struct graph_shape *shapes, char **cause)
+model_output_of(const model_t *m, size_t t)
+{
+	int o;
+
+	for (o = 0; o < m->noutputs; o++)
+		if ((size_t)m->outputs[o].tensor == t)
+			return o;
+	return -1;
+}
+
+/* Point every tensor at its memory: planned tensors into the arena, constants where they were bound. */
+static void
+model_exec_bind(model_exec_t *x)
 {
 	const model_t *m = x->model;
+	size_t i;
+
+	for (i = 0; i < m->graph->ntensors; i++) {
+		int o = model_output_of(m, i);
+		if (o >= 0 && m->const_out[o] != SIZE_MAX)
+			x->addrs[i] = (char *)x->arena + m->const_out[o];
+		else if (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST)
+			x->addrs[i] = m->consts[i];
+		else if (m->mem.offsets[i] != GRAPH_PLAN_NONE)
+			x->addrs[i] = (char *)x->arena + m->mem.offsets[i];
+		else
+			x->addrs[i] = x->arena;	/* read and written by no node: an address only to satisfy the checks */
+	}
+	x->input = model_exec_input(x, 0);
+	x->output = model_exec_output(x, 0);
+}
+
+/* Compile a plan per batch size 1..max rows (models without variable dims). */
+static int
+model_exec_fixed_plans(model_exec_t *x, char **cause)
+{
+	const model_t *m = x->model;
+	struct model_shape s;
 	int r;
 
-	x->plans = calloc((size_t)m->max_batch_size, sizeof *x->plans);
-	if (x->plans == NULL)
-		return error_set(cause, "out of memory");
-	for (r = 1; r <= m->max_batch_size; r++) {
-		if (model_exec_shapes(m, r, shapes, cause) != 0 ||
-		    device_plan_compile(m->dev, m->graph, shapes, x->addrs, &x->plans[r - 1], cause) != 0)
+	for (r = 1; r <= x->nplans; r++) {
+		model_shape_max(m, r, &s);
+		if (model_entry_compile(x, &s, &x->plans[r - 1], cause) != 0)
 			return error_prefix(cause, "%d rows", r);
 	}
 	return 0;
 }
 
-/* Allocate a context's buffers for the model's largest batch and compile its plans. */
+/* Allocate a context's arena for the model's largest batch and compile its plans. */
 int
 model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 {
-	struct graph_shape *shapes;
 	model_exec_t *x;
 	int rc;
 
 	x = calloc(1, sizeof *x);
-	shapes = calloc(m->graph->ntensors, sizeof *shapes);
-	if (x == NULL || shapes == NULL) {
-		free(x);
-		free(shapes);
+	if (x == NULL)
 		return error_set(cause, "out of memory");
-	}
 	x->model = m;
-	rc = model_exec_buffers(x, shapes, cause);
+	x->nplans = m->nvars > 0 ? m->plan_cache : model_max_rows(m);
+	x->addrs = calloc(m->graph->ntensors, sizeof *x->addrs);
+	x->plans = calloc((size_t)x->nplans, sizeof *x->plans);
+	if (x->addrs == NULL || x->plans == NULL)
+		rc = error_set(cause, "out of memory");
+	else
+		rc = device_alloc(m->dev, m->arena_bytes > 0 ? m->arena_bytes : 64, &x->arena, cause);
 	if (rc != 0)
-		error_prefix(cause, "model '%s': allocating batch buffers", m->name);
-	else if ((rc = model_exec_plans(x, shapes, cause)) != 0)
-		error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
-	free(shapes);
+		error_prefix(cause, "model '%s': allocating the batch arena", m->name);
+	else {
+		model_exec_bind(x);
+		if (m->nvars == 0 && (rc = model_exec_fixed_plans(x, cause)) != 0)
+			error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
+	}
 	if (rc != 0) {
 		model_exec_free(x);
 		return -1;
@@ -222,52 +188,125 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 void
 model_exec_free(model_exec_t *x)
 {
-	device_t *dev;
 	int i;
 
 	if (x == NULL)
 		return;
-	dev = x->model->dev;
 	for (i = 0; i < x->ngraphs; i++)
 		device_graph_destroy(x->graphs[i]);
 	free(x->graphs);
 	free(x->graph_rows);
-	for (i = 0; x->plans != NULL && i < x->model->max_batch_size; i++)
-		device_plan_free(x->plans[i]);
+	for (i = 0; x->plans != NULL && i < x->nplans; i++)
+		model_entry_clear(x->model, &x->plans[i]);
 	free(x->plans);
-	if (x->output != x->input)
-		device_free(dev, x->output);
-	device_free(dev, x->input);
-	for (i = 0; i < x->nbufs; i++)
-		device_free(dev, x->bufs[i]);
-	free(x->bufs);
+	if (x->arena != NULL)
+		device_free(x->model->dev, x->arena);
 	free(x->addrs);
 	free(x);
 }
 
-/* Queue the plan for rows rows on s: x->input to x->output. */
-static int
-model_exec_queue(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+/* Where input i starts in the arena. */
+void *
+model_exec_input(model_exec_t *x, int i)
 {
-	if (device_plan_run(x->plans[rows - 1], s, cause) != 0)
-		return error_prefix(cause, "model '%s'", x->model->name);
+	if (i < 0 || i >= x->model->ninputs)
+		return NULL;
+	return x->addrs[x->model->inputs[i].tensor];
+}
+
+/* Where output o starts in the arena. */
+void *
+model_exec_output(model_exec_t *x, int o)
+{
+	if (o < 0 || o >= x->model->noutputs)
+		return NULL;
+	return x->addrs[x->model->outputs[o].tensor];
+}
+
+/* The cached entry for shape s, compiling it into the least recently used slot when missing. */
+static int
+model_exec_lookup(model_exec_t *x, const struct model_shape *s, struct model_plan_entry **out, char **cause)
+{
+	struct model_plan_entry *victim = &x->plans[0];
+	int i;
+
+	for (i = 0; i < x->nplans; i++) {
+		struct model_plan_entry *e = &x->plans[i];
+		if (e->valid && e->shape.rows == s->rows && memcmp(e->shape.dims, s->dims, sizeof s->dims) == 0) {
+			*out = e;
+			return 0;
+		}
+		if (!e->valid || (victim->valid && e->used < victim->used))
+			victim = e;
+	}
+	if (victim->valid)
+		model_entry_clear(x->model, victim);
+	if (model_entry_compile(x, s, victim, cause) != 0)
+		return -1;
+	*out = victim;
 	return 0;
+}
+
+/* Copy the values of outputs that are constants for this shape into their slots. */
+static int
+model_exec_const_outputs(model_exec_t *x, const struct model_plan_entry *e, device_stream_t *st, char **cause)
+{
+	const model_t *m = x->model;
+	int o;
+
+	for (o = 0; m->nconst_out > 0 && o < m->noutputs; o++) {
+		const struct graph_tensor *t = &e->spec->graph.tensors[m->outputs[o].tensor];
+		if (m->const_out[o] == SIZE_MAX || t->nbytes == 0)
+			continue;
+		if (device_copy_h2d(st, (char *)x->arena + m->const_out[o], t->data, t->nbytes, cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Queue the plan for shape s (already checked and normalised) on st. */
+static int
+model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause)
+{
+	struct model_plan_entry *e;
+
+	if (x->model->nvars == 0)
+		e = &x->plans[s->rows - 1];
+	else if (model_exec_lookup(x, s, &e, cause) != 0)
+		return -1;
+	e->used = ++x->clock;
+	if (device_plan_run(e->plan, st, cause) != 0)
+		return -1;
+	return model_exec_const_outputs(x, e, st, cause);
 }
 
 /* Run the model: a captured graph when there is one for this size, else its plan. */
 int
-model_exec_run(model_exec_t *x, int rows, device_stream_t *s, char **cause)
+model_exec_run(model_exec_t *x, const struct model_shape *shape, device_stream_t *st, char **cause)
 {
 	const model_t *m = x->model;
+	struct model_shape s;
 
-	if (rows < 1 || rows > m->max_batch_size)
-		return error_set(cause, "model '%s': batch of %d rows (max %d)", m->name, rows, m->max_batch_size);
-	if (rows <= x->ngraphs && x->graph_rows != NULL) {
-		if (device_graph_launch(x->graphs[x->graph_rows[rows - 1] - 1], s, cause) != 0)
-			return error_prefix(cause, "model '%s': %d rows", m->name, rows);
+	if (model_shape_normalise(m, shape, &s, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
+	if (s.rows <= x->ngraphs && x->graph_rows != NULL) {
+		if (device_graph_launch(x->graphs[x->graph_rows[s.rows - 1] - 1], st, cause) != 0)
+			return error_prefix(cause, "model '%s': %d rows", m->name, s.rows);
 		return 0;
 	}
-	return model_exec_queue(x, rows, s, cause);
+	if (model_exec_queue(x, &s, st, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
+	return 0;
+}
+
+/* model_exec_run with every dim at its maximum. */
+int
+model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **cause)
+{
+	struct model_shape s;
+
+	model_shape_max(x->model, rows, &s);
+	return model_exec_run(x, &s, st, cause);
 }
 
 /* Launches of each graph timed when choosing; the median is kept. */
@@ -296,13 +335,13 @@ model_time_graph(device_graph_t *g, device_stream_t *s, device_event_t *a,
 	return 0;
 }
 
-/* Let each size r run the fastest captured graph of r or more rows. */
+/* Let each size r run the fastest captured graph of r or more rows (layer models only: their ops are row-wise). */
 static int
 model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
 {
 	device_event_t *a = NULL, *b = NULL;
 	double *us, best;
-	int r, rc = -1, n = x->ngraphs;
+	int r, rc = -1, n = x->ngraphs, rowwise = strcmp(x->model->platform, "inferd_mlp") == 0;
 
 	us = calloc((size_t)n, sizeof *us);
 	x->graph_rows = calloc((size_t)n, sizeof *x->graph_rows);
@@ -319,7 +358,7 @@ model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
 	x->graph_rows[n - 1] = n;
 	best = us[n - 1];
 	for (r = n - 1; r >= 1; r--) {
-		if (us[r - 1] <= best) {
+		if (!rowwise || us[r - 1] <= best) {
 			best = us[r - 1];
 			x->graph_rows[r - 1] = r;
 		} else
@@ -338,13 +377,14 @@ int
 model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause)
 {
 	const model_t *m = x->model;
+	struct model_shape sh;
 	device_graph_t *g;
 	int rows, rc;
 
-	if (!device_has_graphs(m->dev) || max_rows <= 0)
+	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nvars > 0 || m->nconst_out > 0)
 		return 0;
-	if (max_rows > m->max_batch_size)
-		max_rows = m->max_batch_size;
+	if (max_rows > model_max_rows(m))
+		max_rows = model_max_rows(m);
 	x->graphs = calloc((size_t)max_rows, sizeof *x->graphs);
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");
@@ -352,7 +392,8 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		if (device_graph_capture_begin(s, cause) != 0)
 			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
 		g = NULL;
-		rc = model_exec_queue(x, rows, s, cause);
+		model_shape_max(m, rows, &sh);
+		rc = model_exec_queue(x, &sh, s, cause);
 		/* End the capture even after a failure, so the stream is usable again. */
 		if (device_graph_capture_end(s, &g, rc == 0 ? cause : NULL) != 0) {
 			g = NULL;

@@ -28,11 +28,46 @@ pinned_round_up(size_t n, size_t align)
 	return (n + align - 1) & ~(align - 1);
 }
 
-/* Where model m's output starts inside a slot. */
+/* The shape of m's largest request: max_batch_size rows (1 without a batch dimension), every dim at its maximum. */
+static void
+pinned_max_shape(const model_t *m, struct model_shape *s)
+{
+	int i, d;
+
+	memset(s, 0, sizeof *s);
+	s->rows = m->max_batch_size > 0 ? m->max_batch_size : 1;
+	for (i = 0; i < m->ninputs; i++)
+		for (d = 0; d < m->inputs[i].ndims; d++)
+			s->dims[i][d] = m->inputs[i].max_dims[d];
+}
+
+/* Bytes of n tensors of rows rows each, every one rounded up to PINNED_POOL_OUTPUT_ALIGN; 0 on overflow. */
+static size_t
+pinned_tensors_bytes(const model_t *m, int n, int output, const struct model_shape *s)
+{
+	size_t total = 0, one, row;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		row = output ? model_output_row_bytes(m, i, s) : model_input_row_bytes(m, i, s);
+		if (__builtin_mul_overflow(row, (size_t)s->rows, &one))
+			return 0;
+		if (one != 0 && (one = pinned_round_up(one, PINNED_POOL_OUTPUT_ALIGN)) == 0)
+			return 0;
+		if (__builtin_add_overflow(total, one, &total))
+			return 0;
+	}
+	return total;
+}
+
+/* Where model m's outputs start inside a slot: its largest inputs, each rounded up. */
 size_t
 pinned_pool_output_offset(const model_t *m)
 {
-	return pinned_round_up(model_input_bytes(m, m->max_batch_size), PINNED_POOL_OUTPUT_ALIGN);
+	struct model_shape s;
+
+	pinned_max_shape(m, &s);
+	return pinned_tensors_bytes(m, m->ninputs, 0, &s);
 }
 
 /* Bytes one slot needs to stage any request of r. */
@@ -40,11 +75,13 @@ size_t
 pinned_pool_slot_bytes_for(const repository_t *r)
 {
 	size_t i, need, best = PINNED_POOL_ALIGN;
+	struct model_shape s;
 	const model_t *m;
 
 	for (i = 0; i < r->count; i++) {
 		m = r->models[i];
-		need = pinned_pool_output_offset(m) + model_output_bytes(m, m->max_batch_size);
+		pinned_max_shape(m, &s);
+		need = pinned_tensors_bytes(m, m->ninputs, 0, &s) + pinned_tensors_bytes(m, m->noutputs, 1, &s);
 		need = pinned_round_up(need, PINNED_POOL_ALIGN);
 		if (need > best)
 			best = need;

@@ -16,12 +16,14 @@
 typedef struct pinned_pool pinned_pool_t;
 
 /*
- * Bytes one slot needs to stage any request of r: the largest input
- * (rounded up to PINNED_POOL_OUTPUT_ALIGN) plus output at max_batch_size
- * over its models, rounded up to PINNED_POOL_ALIGN; at least one page.
+ * Bytes one slot needs to stage any request of r: every input and every
+ * output of a model at max_batch_size rows and its maximum dims, each
+ * rounded up to PINNED_POOL_OUTPUT_ALIGN, the largest over its models,
+ * rounded up to PINNED_POOL_ALIGN; at least one page.  (The KServe codec
+ * lays a request out more tightly, so any request fits.)
  */
 size_t pinned_pool_slot_bytes_for(const repository_t *r);
-/* Where model m's output starts inside a slot: its largest input, rounded up. */
+/* Where model m's outputs start inside a slot: its largest inputs, each rounded up. */
 size_t pinned_pool_output_offset(const model_t *m);
 
 /*

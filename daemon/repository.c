@@ -71,7 +71,9 @@ repository_load_one(repository_t *r, device_t *dev, const char *name)
 		LOG_ERROR("model '%s' not loaded: %s", name, cause);
 		repository_add_failure(r, name, cause);
 	} else {
-		LOG_INFO("model '%s' loaded from %s (%zu layers, max batch %d)", m->name, path, m->nlayers, m->max_batch_size);
+		LOG_INFO("model '%s' loaded from %s (%s, %zu nodes, %d inputs, %d outputs, max batch %d, arena %zu bytes)",
+		    m->name, path, m->platform, m->graph->nnodes, m->ninputs, m->noutputs, m->max_batch_size,
+		    m->mem.arena_bytes);
 	}
 	free(cause);
 	free(path);

@@ -22,7 +22,8 @@ typedef struct repository {
 } repository_t;
 
 /*
- * Load every subdirectory of dir holding a model.json.  A model that fails
+ * Load every subdirectory of dir as a model (model.onnx, or model.json in the
+ * layer format; see model_load).  A model that fails
  * is logged and recorded in failures; the others still load.  Returns -1
  * only when dir itself cannot be read.
  */

@@ -122,18 +122,37 @@ struct inferd_options {
 };
 #define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 
-/* A model's metadata, owned by the connection and valid until inferd_close; grows at its end. */
+/* One input or output of a model. */
+struct inferd_tensor_info {
+	char name[128];
+	const char *datatype;		/* "FP32", "FP16", "INT64", "INT32", "INT8", "UINT8", "BOOL" (one byte, 0 or 1) */
+	size_t elem_bytes;
+	int ndims;			/* dims exclude the batch dimension */
+	int64_t dims[8];		/* -1: variable, given per request */
+	int64_t max_dims[8];		/* the largest each dim may be */
+	/* Outputs: variable dim d equals dim follows_dim[d] of input follows_input[d]; -1 otherwise. */
+	int follows_input[8], follows_dim[8];
+};
+
+/*
+ * A model's metadata, owned by the connection and valid until inferd_close;
+ * grows at its end.  The input_* and output_* fields describe input 0 and
+ * output 0 (row bytes 0 when a dim is variable); inputs and outputs list
+ * every tensor.
+ */
 struct inferd_model {
 	uint32_t id;
 	char name[128];
 	int max_batch_size;
 	char input_name[128], output_name[128];
-	const char *datatype;		/* "FP32" */
+	const char *datatype;		/* input 0's */
 	int input_ndims, output_ndims;	/* dims exclude the batch dimension */
 	int64_t input_dims[8], output_dims[8];
 	size_t input_row_bytes, output_row_bytes;
 	size_t nlabels;			/* class names, 0 when the model has none */
 	const char *const *labels;
+	int ninputs, noutputs;		/* added after the first release */
+	const struct inferd_tensor_info *inputs, *outputs;
 };
 
 /* A block of the region: data points into shared memory. */
@@ -144,7 +163,29 @@ struct inferd_tensor {
 	uint64_t reserved[2];		/* zero; room for later fields */
 };
 
-/* One asynchronous request. */
+/*
+ * One tensor of a request's list form, named as the model names it.  dims
+ * are the non-batch dims; ndims 0 takes the model's when they are all
+ * fixed.  An output's dims are those the inputs make (give them when the
+ * model's output has variable dims).  The tensor holds at least rows times
+ * the row bytes of those dims.
+ */
+struct inferd_io {
+	const char *name;
+	const struct inferd_tensor *tensor;
+	int ndims;
+	int64_t dims[8];
+	uint64_t reserved[2];		/* zero; room for later fields */
+};
+
+/*
+ * One asynchronous request, in one of two forms:
+ *  - single tensor: input and output, for a model of one input with fixed
+ *    dims and one output;
+ *  - tensor list (input and output NULL): ninputs inputs naming
+ *    every input of the model once, and noutputs (>= 1) outputs naming the
+ *    outputs wanted, each once; the others are not computed into memory.
+ */
 struct inferd_request {
 	size_t size;			/* sizeof(struct inferd_request) */
 	const struct inferd_model *model;
@@ -153,6 +194,8 @@ struct inferd_request {
 	const struct inferd_tensor *output;	/* at least rows x output_row_bytes */
 	uint64_t timeout_us;		/* 0: the model's default */
 	uint64_t user_data;		/* returned in the completion */
+	int ninputs, noutputs;		/* the list form (added after the first release) */
+	const struct inferd_io *inputs, *outputs;
 };
 #define INFERD_REQUEST_INIT { .size = sizeof(struct inferd_request) }
 
@@ -204,6 +247,12 @@ INFERD_EXPORT int inferd_infer(inferd_conn_t *conn, const struct inferd_model *m
     int rows, const struct inferd_tensor *input, const struct inferd_tensor *output,
     uint64_t timeout_us);
 
+/*
+ * Run one request of either form and wait (its user_data is ignored).
+ * Like inferd_infer, completions of asynchronous requests that arrive
+ * meanwhile are kept for inferd_wait().
+ */
+INFERD_EXPORT int inferd_run(inferd_conn_t *conn, const struct inferd_request *req);
 /*
  * Queue a request without waiting.  INFERD_EAGAIN when the rings are full
  * (at most cq_entries requests may be outstanding): reap with inferd_wait().

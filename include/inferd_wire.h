@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change to this file. */
-#define INFERD_PROTOCOL_VERSION 1
+#define INFERD_PROTOCOL_VERSION 2
 /* "INFD" as a little-endian u32: first field of both hellos. */
 #define INFERD_WIRE_MAGIC 0x44464e49u
 
@@ -126,14 +126,16 @@ struct inferd_wire_model_query {
 #define INFERD_WIRE_NAME_MAX 128
 
 /*
- * A model's metadata.  Followed by nlabels NUL-terminated class names,
- * exactly filling the rest of the payload (labels are left out when they
- * would not fit in INFERD_WIRE_MAX_SERVER_PAYLOAD).
+ * A model's metadata.  Followed by ninputs + noutputs struct
+ * inferd_wire_tensor_info (inputs first), then nlabels NUL-terminated class
+ * names, exactly filling the rest of the payload (labels are left out when
+ * they would not fit in INFERD_WIRE_MAX_SERVER_PAYLOAD).  The input_* and
+ * output_* fields describe input 0 and output 0 (datatype their datatype).
  */
 struct inferd_wire_model_info {
 	uint32_t id;			/* what submissions carry */
 	uint32_t max_batch_size;
-	uint32_t datatype;		/* enum inferd_wire_datatype, of both tensors */
+	uint32_t datatype;		/* enum inferd_wire_datatype of input 0 */
 	uint32_t nlabels;
 	char name[INFERD_WIRE_NAME_MAX];
 	char input_name[INFERD_WIRE_NAME_MAX];
@@ -141,11 +143,37 @@ struct inferd_wire_model_info {
 	uint32_t input_ndims, output_ndims;
 	int64_t input_dims[INFERD_WIRE_MAX_DIMS];	/* without the batch dimension */
 	int64_t output_dims[INFERD_WIRE_MAX_DIMS];
-	uint64_t input_row_bytes, output_row_bytes;
+	uint64_t input_row_bytes, output_row_bytes;	/* 0 when a dim is variable */
+	uint32_t ninputs, noutputs;	/* 1 .. INFERD_WIRE_MAX_TENSORS each */
 };
 
+/* Tensors per side of a model and of a submission. */
+#define INFERD_WIRE_MAX_TENSORS 16
+
+/* One input or output of a model. */
+struct inferd_wire_tensor_info {
+	char name[INFERD_WIRE_NAME_MAX];	/* NUL-terminated */
+	uint32_t datatype;		/* enum inferd_wire_datatype */
+	uint32_t ndims;			/* without the batch dimension */
+	int64_t dims[INFERD_WIRE_MAX_DIMS];	/* -1: variable */
+	int64_t max_dims[INFERD_WIRE_MAX_DIMS];	/* the largest each dim may be */
+	/*
+	 * Outputs: where each variable dim comes from, input * 256 + its dim
+	 * (the output's dim equals that input dim), or -2 when it follows from
+	 * the inputs some other way; -1 for fixed dims and for inputs.
+	 */
+	int32_t follows[INFERD_WIRE_MAX_DIMS];
+};
+
+/* Element types: the KServe names FP32, FP16, INT64, INT32, INT8, UINT8, BOOL (one byte, 0 or 1). */
 enum inferd_wire_datatype {
 	INFERD_WIRE_FP32 = 1,
+	INFERD_WIRE_FP16 = 2,
+	INFERD_WIRE_INT64 = 3,
+	INFERD_WIRE_INT32 = 4,
+	INFERD_WIRE_INT8 = 5,
+	INFERD_WIRE_UINT8 = 6,
+	INFERD_WIRE_BOOL = 7,
 };
 
 /*
@@ -190,19 +218,54 @@ struct inferd_wire_header {
 };
 
 /*
- * A submission.  Offsets are from the start of the region; input and
- * output must lie inside the data area, be 4-byte aligned, and be exactly
- * rows times the model's row bytes long.
+ * A submission, in one of two forms.  Offsets are from the start of the
+ * region, and every tensor must lie inside the data area and be 4-byte
+ * aligned.
+ *  - single (flags 0): one FP32 input and one output, each exactly rows
+ *    times the model's row bytes, for a model of one input with fixed dims
+ *    and one output;
+ *  - list (flags INFERD_WIRE_SQE_LIST, datatype 0): ninputs + noutputs
+ *    struct inferd_wire_tensor at list_offset (8-byte aligned, inside the
+ *    data area), inputs first: every input of the model once, and the
+ *    outputs wanted (at least one), each at most once.  The daemon copies
+ *    the list out of shared memory when it takes the submission, so the
+ *    list may be reused as soon as sq_head has passed the entry.
  */
+#define INFERD_WIRE_SQE_LIST 1u
+
 struct inferd_wire_sqe {
 	uint64_t user_data;		/* echoed in the completion */
 	uint32_t model_id;
-	uint32_t datatype;		/* INFERD_WIRE_FP32 */
+	uint32_t datatype;		/* single: INFERD_WIRE_FP32; list: 0 */
 	uint32_t rows;			/* 1 .. max_batch_size */
-	uint32_t flags;			/* 0 */
-	uint64_t input_offset, input_bytes;
-	uint64_t output_offset, output_bytes;
+	uint32_t flags;			/* 0 or INFERD_WIRE_SQE_LIST */
+	union {
+		struct {		/* single form */
+			uint64_t input_offset, input_bytes;
+			uint64_t output_offset, output_bytes;
+		};
+		struct {		/* list form */
+			uint64_t list_offset;
+			uint32_t ninputs, noutputs;
+			uint64_t list_reserved[2];	/* 0 */
+		};
+	};
 	uint64_t timeout_us;		/* 0: the model's default */
+};
+
+/*
+ * One tensor of a list-form submission.  ndims and dims are the non-batch
+ * dims: an input's are checked against the model's (fixed dims equal,
+ * variable ones in 1 .. their maximum); an output's must be the dims the
+ * inputs make.  bytes is exactly rows times the row bytes of those dims.
+ */
+struct inferd_wire_tensor {
+	uint32_t index;			/* the model's input (or output) index */
+	uint32_t datatype;		/* the model's, enum inferd_wire_datatype */
+	uint32_t ndims;			/* the model's */
+	uint32_t reserved;		/* 0 */
+	int64_t dims[INFERD_WIRE_MAX_DIMS];
+	uint64_t offset, bytes;
 };
 
 /* What became of a submission: the CODE column of inferd_outcome.h. */
@@ -222,6 +285,8 @@ enum inferd_wire_detail {
 	INFERD_WIRE_DETAIL_RANGE = 5,	/* a tensor outside the data area, or overflowing */
 	INFERD_WIRE_DETAIL_ALIGN = 6,	/* an offset not 4-byte aligned */
 	INFERD_WIRE_DETAIL_FLAGS = 7,	/* unknown flags */
+	INFERD_WIRE_DETAIL_TENSORS = 8,	/* list form: a count, index or reserved field wrong, a tensor twice */
+	INFERD_WIRE_DETAIL_DIMS = 9,	/* list form: an input's dims outside what the model takes */
 };
 
 struct inferd_wire_cqe {
@@ -279,7 +344,10 @@ _Static_assert(offsetof(struct inferd_wire_header, cq_head) == 192, "wire: cq_he
 _Static_assert(offsetof(struct inferd_wire_header, cq_tail) == 256, "wire: cq_tail");
 _Static_assert(sizeof(struct inferd_wire_sqe) == 64, "wire: submission entry");
 _Static_assert(sizeof(struct inferd_wire_cqe) == 16, "wire: completion entry");
-_Static_assert(sizeof(struct inferd_wire_model_info) == 552, "wire: model info");
+_Static_assert(sizeof(struct inferd_wire_model_info) == 560, "wire: model info");
+_Static_assert(sizeof(struct inferd_wire_tensor_info) == 296, "wire: tensor info");
+_Static_assert(sizeof(struct inferd_wire_tensor) == 96, "wire: submission tensor");
+_Static_assert(offsetof(struct inferd_wire_sqe, list_offset) == 24, "wire: list offset");
 #endif
 
 #ifdef __cplusplus

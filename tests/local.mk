@@ -32,7 +32,7 @@ tests_unit_test_ops_LDADD = $(TEST_LDADD)
 tests_unit_test_ops_cuda_SOURCES = $(tests_unit_test_ops_SOURCES)
 tests_unit_test_ops_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
 tests_unit_test_ops_cuda_LDADD = $(TEST_LDADD)
-tests_unit_test_model_load_SOURCES = tests/unit/test_model_load.c $(TEST_COMMON)
+tests_unit_test_model_load_SOURCES = tests/unit/test_model_load.c tests/helpers/onnx_build.c tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_model_load_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_model_load_LDADD = $(TEST_LDADD)
 tests_unit_test_model_load_cuda_SOURCES = $(tests_unit_test_model_load_SOURCES)
@@ -54,7 +54,7 @@ tests_unit_test_fashion_accuracy_cuda_SOURCES = $(TEST_FASHION)
 tests_unit_test_fashion_accuracy_cuda_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_fashion_accuracy_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS) -DFASHION_ACCURACY
 tests_unit_test_fashion_accuracy_cuda_LDADD = $(TEST_LDADD)
-tests_unit_test_batcher_SOURCES = tests/unit/test_batcher.c $(TEST_COMMON)
+tests_unit_test_batcher_SOURCES = tests/unit/test_batcher.c tests/helpers/onnx_build.c tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_batcher_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_batcher_LDADD = $(TEST_LDADD)
 tests_unit_test_batcher_cuda_SOURCES = $(tests_unit_test_batcher_SOURCES)
@@ -70,13 +70,18 @@ EXTRA_DIST += tests/helpers/lifecycle_driver.py
 # --- HTTP tests (http) ---
 # The KServe codec and the staging pool as units; the codec's fuzz target run over its corpus
 # (every file, every truncation, fixed mutations); a real daemon driven over HTTP.
-HTTP_C_TESTS = tests/unit/test_kserve tests/unit/test_pinned_pool tests/fuzz/fuzz_kserve
+HTTP_C_TESTS = tests/unit/test_kserve tests/unit/test_pinned_pool tests/fuzz/fuzz_kserve \
+	tests/unit/test_kserve_multi
 check_PROGRAMS += $(HTTP_C_TESTS)
 TESTS += $(HTTP_C_TESTS) tests/integration/test_http.sh
 tests_unit_test_kserve_SOURCES = tests/unit/test_kserve.c tests/helpers/kserve_fixture.h $(TEST_COMMON)
 tests_unit_test_kserve_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_kserve_LDADD = $(TEST_LDADD)
+tests_unit_test_kserve_multi_SOURCES = tests/unit/test_kserve_multi.c $(TEST_COMMON)
+tests_unit_test_kserve_multi_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_kserve_multi_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_kserve_multi_LDADD = $(TEST_LDADD)
 tests_unit_test_pinned_pool_SOURCES = tests/unit/test_pinned_pool.c $(TEST_COMMON)
 tests_unit_test_pinned_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_pinned_pool_LDADD = $(TEST_LDADD)
@@ -133,6 +138,12 @@ IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_loa
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
+
+# --- several named tensors per model (multitensor) ---
+# An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
+TESTS += tests/integration/test_multi_tensor.sh
+dist_check_SCRIPTS += tests/integration/test_multi_tensor.sh
+EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py
 
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
@@ -239,3 +250,61 @@ clean-fuzz:
 .PHONY: clean-fuzz
 EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_ipc_control.c \
 	tests/fuzz/fuzz_http.c
+
+# --- ONNX import (graph-import) ---
+# Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
+# on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
+check_PROGRAMS += tests/unit/test_graph_shape tests/unit/test_onnx_import
+TESTS += tests/unit/test_graph_shape tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
+tests_unit_test_graph_shape_SOURCES = tests/unit/test_graph_shape.c $(TEST_COMMON)
+tests_unit_test_graph_shape_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_graph_shape_LDADD = $(TEST_LDADD)
+tests_unit_test_onnx_import_SOURCES = tests/unit/test_onnx_import.c $(TEST_COMMON)
+tests_unit_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_onnx_import_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
+EXTRA_DIST += tests/helpers/make_onnx_import_cases.py tests/helpers/make_onnx_node_cases.py
+
+# --- CPU kernels (cpu-kernels) ---
+# Every kernel against naive double-precision references; then random one-node models against onnxruntime.
+CPU_KERNEL_TESTS = tests/unit/test_cpu_kernels tests/unit/test_cpu_kernels_ort
+check_PROGRAMS += $(CPU_KERNEL_TESTS)
+TESTS += tests/unit/test_cpu_kernels tests/unit/test_cpu_kernels_ort.sh
+CPU_NODE_FIXTURE = tests/helpers/cpu_node_fixture.c tests/helpers/cpu_node_fixture.h
+tests_unit_test_cpu_kernels_SOURCES = tests/unit/test_cpu_kernels.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_unit_test_cpu_kernels_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cpu_kernels_LDADD = $(TEST_LDADD)
+tests_unit_test_cpu_kernels_ort_SOURCES = tests/unit/test_cpu_kernels_ort.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
+tests_unit_test_cpu_kernels_ort_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_cpu_kernels_ort_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += tests/unit/test_cpu_kernels_ort.sh
+EXTRA_DIST += tests/helpers/cpu_kernels_ref.py
+
+# --- ONNX model references (onnx-refs) ---
+# tests/helpers/onnx_reference.py exports models with random weights and writes onnxruntime/PyTorch references.
+EXTRA_DIST += tests/helpers/onnx_reference.py
+
+# --- ONNX models through the engine (engine) ---
+# Exported models served by model_load + model_exec_run on the CPU backend, against onnxruntime.
+check_PROGRAMS += tests/helpers/onnx_engine_run
+tests_helpers_onnx_engine_run_SOURCES = tests/helpers/onnx_engine_run.c $(TEST_COMMON)
+tests_helpers_onnx_engine_run_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_onnx_engine_run_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_onnx_engine_run_LDADD = $(TEST_LDADD)
+TESTS += tests/integration/test_onnx_models.sh
+dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
+# The ONNX package's node tests, each loaded and run by the engine (test_onnx_node.sh).
+check_PROGRAMS += tests/helpers/onnx_node_engine
+tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST_COMMON)
+tests_helpers_onnx_node_engine_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_onnx_node_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_helpers_onnx_node_engine_LDADD = $(TEST_LDADD)
+
+# --- CUDA backend vs CPU backend, every op (skips without a GPU) ---
+check_PROGRAMS += tests/unit/test_backend_ops
+TESTS += tests/unit/test_backend_ops
+tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMON)
+tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)

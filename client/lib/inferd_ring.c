@@ -67,6 +67,10 @@ inferd__detail_text(uint32_t detail)
 		return "(tensor offset not 4-byte aligned)";
 	case INFERD_WIRE_DETAIL_FLAGS:
 		return "(unknown flags)";
+	case INFERD_WIRE_DETAIL_TENSORS:
+		return "(tensor list: a count, index or reserved field wrong, or a tensor twice)";
+	case INFERD_WIRE_DETAIL_DIMS:
+		return "(tensor dims outside what the model takes)";
 	default:
 		return "";
 	}
@@ -82,7 +86,7 @@ inferd__ring_doorbell(inferd_conn_t *c)
 }
 
 /* 1 when tensor t lies inside this connection's data area with at least need bytes. */
-static int
+int
 inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need)
 {
 	return t != NULL && t->offset >= c->layout.data_offset && t->offset <= c->region_bytes &&
@@ -98,9 +102,18 @@ inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 
 	if (m == NULL || m->id >= c->nmodels || c->models[m->id] != m)
 		return inferd__fail(INFERD_EINVAL, "the model does not belong to this connection");
-	if (r->rows < 1 || r->rows > m->max_batch_size)
+	/* A model without a batch dimension (max_batch_size 0) takes one row. */
+	if (r->rows < 1 || r->rows > (m->max_batch_size > 0 ? m->max_batch_size : 1))
 		return inferd__fail(INFERD_EINVAL, "rows %d outside 1..%d for %s", r->rows,
-		    m->max_batch_size, m->name);
+		    m->max_batch_size > 0 ? m->max_batch_size : 1, m->name);
+	if (r->input == NULL && r->output == NULL && (r->ninputs != 0 || r->noutputs != 0))
+		return 0;	/* the list form: inferd__list_build checks it */
+	if (r->ninputs != 0 || r->noutputs != 0)
+		return inferd__fail(INFERD_EINVAL, "give input/output or inputs/outputs, not both");
+	if (m->ninputs != 1 || m->noutputs != 1 || m->input_row_bytes == 0)
+		return inferd__fail(INFERD_EINVAL, "model %s has %d inputs and %d outputs%s: name them "
+		    "with inputs/outputs", m->name, m->ninputs, m->noutputs,
+		    m->input_row_bytes == 0 ? " of variable dims" : "");
 	if (!inferd__tensor_ok(c, r->input, (uint64_t)r->rows * m->input_row_bytes))
 		return inferd__fail(INFERD_EINVAL, "the input tensor is not a block of this region of %llu bytes",
 		    (unsigned long long)r->rows * m->input_row_bytes);
@@ -115,8 +128,10 @@ static int
 inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 {
 	struct inferd_wire_sqe *e;
+	struct inferd__list list;
+	uint64_t list_offset = 0;
 	uint32_t head;
-	int idx;
+	int idx, rc;
 
 	if (c->closed)
 		return inferd__closed(c);
@@ -125,11 +140,28 @@ inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 	head = __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE);
 	if (c->sq_tail - head >= c->sq_entries)
 		return inferd__fail(INFERD_EAGAIN, "the submission ring is full");
+	if (r->input == NULL) {
+		if ((rc = inferd__list_build(c, r, &list)) != 0 ||
+		    (rc = inferd__list_place(c, c->sq_tail & (c->sq_entries - 1), &list, &list_offset)) != 0)
+			return rc;
+	}
 	idx = c->free_record;
 	c->free_record = c->records[idx].next_free;
 	c->records[idx] = (struct inferd_record){ r->user_data, 1, sync, 0, 0, 0, -1 };
 	e = &c->sq[c->sq_tail & (c->sq_entries - 1)];
-	*e = (struct inferd_wire_sqe){
+	if (r->input == NULL)
+		*e = (struct inferd_wire_sqe){
+			.user_data = (uint64_t)idx,
+			.model_id = r->model->id,
+			.rows = (uint32_t)r->rows,
+			.flags = INFERD_WIRE_SQE_LIST,
+			.list_offset = list_offset,
+			.ninputs = list.ninputs,
+			.noutputs = list.noutputs,
+			.timeout_us = r->timeout_us,
+		};
+	else
+		*e = (struct inferd_wire_sqe){
 		.user_data = (uint64_t)idx,
 		.model_id = r->model->id,
 		.datatype = INFERD_WIRE_FP32,
@@ -156,7 +188,7 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
-	if ((rc = inferd__struct_copy(&req, sizeof req, INFERD__REQUEST_SIZE_0_1, r, r->size,
+	if ((rc = inferd__struct_copy(&req, INFERD__REQUEST_SIZE_0_2, INFERD__REQUEST_SIZE_0_1, r, r->size,
 	    "INFERD_REQUEST")) != 0 || (rc = inferd__request_ok(c, &req)) != 0)
 		return rc;
 	r = &req;
@@ -302,6 +334,25 @@ inferd__wait_record(inferd_conn_t *c, int idx)
 	return r;
 }
 
+/* Publish a checked request as a sync one and wait for it. */
+static int
+inferd__run_sync(inferd_conn_t *c, const struct inferd_request *r)
+{
+	int idx, rc;
+
+	/* Rings full of asynchronous requests: make room by stashing their completions. */
+	while ((idx = inferd__push(c, r, 1)) == INFERD_EAGAIN) {
+		if (c->inflight == 0)
+			return inferd__fail(INFERD_EAGAIN, "%u completions are waiting for inferd_wait",
+			    c->nstash);
+		if ((rc = inferd__reap(c)) < 0 || (rc == 0 && (rc = inferd__sleep(c, -1)) < 0))
+			return rc;
+	}
+	if (idx < 0)
+		return idx;
+	return inferd__wait_record(c, idx);
+}
+
 /* Run one request and wait for it. */
 int
 inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
@@ -312,21 +363,26 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 		.size = sizeof r, .model = m, .rows = rows, .input = input, .output = output,
 		.timeout_us = timeout_us,
 	};
-	int idx, rc;
+	int rc;
 
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
 	if ((rc = inferd__request_ok(c, &r)) != 0)
 		return rc;
-	/* Rings full of asynchronous requests: make room by stashing their completions. */
-	while ((idx = inferd__push(c, &r, 1)) == INFERD_EAGAIN) {
-		if (c->inflight == 0)
-			return inferd__fail(INFERD_EAGAIN, "%u completions are waiting for inferd_wait",
-			    c->nstash);
-		if ((rc = inferd__reap(c)) < 0 || (rc == 0 && (rc = inferd__sleep(c, -1)) < 0))
-			return rc;
-	}
-	if (idx < 0)
-		return idx;
-	return inferd__wait_record(c, idx);
+	return inferd__run_sync(c, &r);
+}
+
+/* Run one request of either form and wait for it. */
+int
+inferd_run(inferd_conn_t *c, const struct inferd_request *r)
+{
+	struct inferd_request req = INFERD_REQUEST_INIT;
+	int rc;
+
+	if (c == NULL || r == NULL)
+		return inferd__fail(INFERD_EINVAL, "inferd_run: bad argument");
+	if ((rc = inferd__struct_copy(&req, INFERD__REQUEST_SIZE_0_2, INFERD__REQUEST_SIZE_0_1, r, r->size,
+	    "INFERD_REQUEST")) != 0 || (rc = inferd__request_ok(c, &req)) != 0)
+		return rc;
+	return inferd__run_sync(c, &req);
 }

@@ -10,6 +10,7 @@
 #ifndef LIBINFERD_IMPL_H
 #define LIBINFERD_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +60,13 @@ struct inferd_conn {
 
 	struct inferd_extent *extents;	/* free list, sorted by offset */
 	size_t nextents, extents_cap;
+	struct inferd_tensor lists;	/* list-form tensor lists, one per submission entry; on first use */
+};
+
+/* A list-form request as the wire carries it: inputs, then outputs. */
+struct inferd__list {
+	uint32_t ninputs, noutputs;
+	struct inferd_wire_tensor t[2 * INFERD_WIRE_MAX_TENSORS];
 };
 
 /* inferd_error.c: record a failure's message for inferd_last_error(); returns code. */
@@ -70,7 +78,8 @@ int inferd__status_code(int32_t status);
 
 /* The sizes of the caller-filled structs in this release (freeze each when a field is added). */
 #define INFERD__OPTIONS_SIZE_0_1 sizeof(struct inferd_options)
-#define INFERD__REQUEST_SIZE_0_1 sizeof(struct inferd_request)
+#define INFERD__REQUEST_SIZE_0_1 offsetof(struct inferd_request, ninputs)
+#define INFERD__REQUEST_SIZE_0_2 sizeof(struct inferd_request)
 
 /*
  * Copy a caller's struct of caller_size bytes into *dst (known bytes, zeroed
@@ -92,6 +101,13 @@ inferd__now_ms(void)
 
 /* inferd_alloc.c: the free list of the data area. */
 int inferd__alloc_init(inferd_conn_t *c);
+
+/* inferd_tensors.c: a model tensor from MODEL_INFO (-1 when malformed); the list form. */
+int inferd__tensor_info(const struct inferd_wire_tensor_info *w, struct inferd_tensor_info *t);
+int inferd__list_build(const inferd_conn_t *c, const struct inferd_request *r, struct inferd__list *l);
+int inferd__list_place(inferd_conn_t *c, uint32_t slot, const struct inferd__list *l, uint64_t *offset);
+/* inferd_ring.c: 1 when tensor t lies inside this connection's data area with at least need bytes. */
+int inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need);
 
 /* inferd_ring.c: the rings and request records. */
 int inferd__ring_init(inferd_conn_t *c);

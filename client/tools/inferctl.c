@@ -15,7 +15,9 @@ struct ctl_args {
 	struct ctl_http where;
 	const char *command;
 	const char *name;
-	const char *input;
+	const char *input;		/* a plain --input FILE */
+	struct ctl_input named[16];	/* --input NAME=FILE */
+	int nnamed;
 };
 
 /* Print the usage text. */
@@ -29,6 +31,8 @@ usage(FILE *f)
 	    "  models                      list the models served\n"
 	    "  model NAME                  show a model's inputs, outputs and labels\n"
 	    "  infer NAME --input FILE     run FILE (.npy float32, or raw float32) through NAME\n"
+	    "  infer NAME --input IN=FILE  (repeated) one .npy file [rows, dims...] per named input;\n"
+	    "                              prints every output (shared memory only)\n"
 	    "\n"
 	    "  --socket=PATH   the daemon's shared-memory socket (default %s)\n"
 	    "  --http[=H:P]    use HTTP instead (default 127.0.0.1:8000)\n",
@@ -67,6 +71,34 @@ parse_hostport(const char *s, struct ctl_http *w)
 	return 0;
 }
 
+/* Record one --input: NAME=FILE (named; repeatable) or FILE (one input, the old form). */
+static int
+add_input(struct ctl_args *a, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *name;
+
+	if (eq == NULL) {
+		if (a->input != NULL || a->nnamed > 0) {
+			fprintf(stderr, "inferctl: several inputs need NAME=FILE each\n");
+			return -1;
+		}
+		a->input = v;
+		return 0;
+	}
+	if (a->input != NULL || a->nnamed == 16 || eq == v) {
+		fprintf(stderr, "inferctl: --input %s: at most 16 NAME=FILE inputs, not mixed with a plain FILE\n", v);
+		return -1;
+	}
+	if ((name = strndup(v, (size_t)(eq - v))) == NULL) {
+		fprintf(stderr, "inferctl: out of memory\n");
+		return -1;
+	}
+	a->named[a->nnamed].name = name;
+	a->named[a->nnamed++].path = eq + 1;
+	return 0;
+}
+
 /* Parse argv; -1 on a usage error (already reported). */
 static int
 parse_args(int argc, char **argv, struct ctl_args *a)
@@ -86,10 +118,10 @@ parse_args(int argc, char **argv, struct ctl_args *a)
 				fprintf(stderr, "inferctl: bad --http address '%s'\n", s + 7);
 				return -1;
 			}
-		} else if (strcmp(s, "--input") == 0 && i + 1 < argc)
-			a->input = argv[++i];
-		else if (strncmp(s, "--input=", 8) == 0)
-			a->input = s + 8;
+		} else if ((strcmp(s, "--input") == 0 && i + 1 < argc) || strncmp(s, "--input=", 8) == 0) {
+			if (add_input(a, s[7] == '=' ? s + 8 : argv[++i]) != 0)
+				return -1;
+		}
 		else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			usage(stdout);
 			exit(0);
@@ -395,9 +427,15 @@ run_shm(const struct ctl_args *a, const float *in, size_t count)
 		}
 	} else if (shm_get_model(c, a->name, &im, &m) == 0) {
 		if (strcmp(a->command, "model") == 0) {
-			ctl_print_model(&m);
+			ctl_print_model_tensors(im);
 			r = 0;
-		} else if ((rows = input_rows(&m, count)) > 0)
+		} else if (a->nnamed > 0)
+			r = ctl_shm_infer_named(c, im, a->named, a->nnamed);
+		else if (im->ninputs != 1 || im->noutputs != 1 || im->input_row_bytes == 0 ||
+		    strcmp(im->datatype, "FP32") != 0)
+			fprintf(stderr, "inferctl: model %s has %d inputs and %d outputs: give each as "
+			    "--input NAME=FILE.npy\n", im->name, im->ninputs, im->noutputs);
+		else if ((rows = input_rows(&m, count)) > 0)
 			r = shm_infer(c, im, &m, in, rows);
 		ctl_model_free(&m);
 	}
@@ -447,8 +485,12 @@ check_command(const struct ctl_args *a)
 		fprintf(stderr, "inferctl: %s %s\n", a->command, needs_name ? "needs a model name" : "takes no argument");
 		return -1;
 	}
-	if ((strcmp(a->command, "infer") == 0) != (a->input != NULL)) {
+	if ((strcmp(a->command, "infer") == 0) != (a->input != NULL || a->nnamed > 0)) {
 		fprintf(stderr, "inferctl: --input FILE goes with infer, and only with it\n");
+		return -1;
+	}
+	if (a->nnamed > 0 && a->http) {
+		fprintf(stderr, "inferctl: --input NAME=FILE goes over the shm socket; --http takes one --input FILE\n");
 		return -1;
 	}
 	return 0;
@@ -468,5 +510,7 @@ main(int argc, char **argv)
 		return 1;
 	r = a.http ? run_http(&a, in, count) : run_shm(&a, in, count);
 	free(in);
+	for (int i = 0; i < a.nnamed; i++)
+		free((char *)a.named[i].name);
 	return r == 0 ? 0 : 1;
 }

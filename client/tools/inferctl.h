@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inferd.h"
+
 /* A model as inferctl needs it, whichever way it was fetched. */
 struct ctl_model {
 	char name[128];
@@ -22,6 +24,16 @@ struct ctl_http {
 	char host[256];
 	char port[16];
 };
+
+/* One --input NAME=FILE. */
+struct ctl_input {
+	const char *name;
+	const char *path;
+};
+
+/* inferctl_tensors.c: run named .npy inputs over shm and print every output; print every tensor. */
+int ctl_shm_infer_named(inferd_conn_t *c, const struct inferd_model *m, const struct ctl_input *args, int n);
+void ctl_print_model_tensors(const struct inferd_model *m);
 
 /* inferctl_model.c: print a model's metadata. */
 void ctl_print_model(const struct ctl_model *m);

@@ -94,11 +94,11 @@ fuzz_encode(const model_t *m, const struct kserve_infer *ki, const float *buf)
 	/* The decoded inputs stand in for outputs: finite floats must always encode as JSON. */
 	for (i = 0; i < n; i++)
 		finite &= isfinite(buf[i]) != 0;
-	s = kserve_encode_infer(m, ki->id, ki->rows, 0, buf, &len, &hlen, &cause);
+	s = kserve_fixture_encode(m, ki->id, ki->rows, 0, buf, &len, &hlen, &cause);
 	if ((s == NULL) == finite || (s != NULL && (strlen(s) != len || hlen != len)))
 		abort();
 	free(s);
-	s = kserve_encode_infer(m, ki->id, ki->rows, 1, buf, &len, &hlen, &cause);
+	s = kserve_fixture_encode(m, ki->id, ki->rows, 1, buf, &len, &hlen, &cause);
 	if (s == NULL || len != hlen + n * sizeof(float) || !fuzz_same_le32(s + hlen, buf, n) ||
 	    (header = json_loadb(s, hlen, 0, NULL)) == NULL)
 		abort();
@@ -112,7 +112,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const model_t *m = fuzz_model();
-	float buf[ROWS_MAX * IN_ELEMS];
+	float buf[FIXTURE_BUF_FLOATS];
 	struct kserve_binary bin, *binp = NULL;
 	struct kserve_infer ki;
 	char *cause = NULL, value[64];

@@ -545,6 +545,111 @@ attack_descriptor(struct raw *r, const char *what, struct inferd_wire_sqe e, uin
 		printf("ok %s: invalid (detail %u)\n", what, detail);
 }
 
+/* Where the list-form attacks keep their tensor list: a page into the data area. */
+#define LIST_AT(r) ((r)->l.data_offset + 131072)
+
+/* A good list-form submission of the probe model: its one input and one output, the list written. */
+static struct inferd_wire_sqe
+raw_good_list(struct raw *r, uint64_t user_data, struct inferd_wire_tensor *t)
+{
+	struct inferd_wire_sqe e = {
+		.user_data = user_data, .model_id = r->model_id, .rows = 1,
+		.flags = INFERD_WIRE_SQE_LIST, .list_offset = LIST_AT(r), .ninputs = 1, .noutputs = 1,
+	};
+
+	memset(t, 0, 2 * sizeof *t);
+	t[0] = (struct inferd_wire_tensor){ .index = 0, .datatype = INFERD_WIRE_FP32, .ndims = 1,
+	    .dims = { (int64_t)(r->in_row / 4) }, .offset = r->l.data_offset, .bytes = r->in_row };
+	t[1] = (struct inferd_wire_tensor){ .index = 0, .datatype = INFERD_WIRE_FP32, .ndims = 1,
+	    .dims = { (int64_t)(r->out_row / 4) }, .offset = r->l.data_offset + 65536, .bytes = r->out_row };
+	return e;
+}
+
+/* Submit e with the list t written into the region first. */
+static void
+attack_list(struct raw *r, const char *what, struct inferd_wire_sqe e, const struct inferd_wire_tensor *t,
+    uint32_t detail)
+{
+	memcpy(r->base + LIST_AT(r), t, 2 * sizeof *t);
+	attack_descriptor(r, what, e, detail);
+}
+
+/* The probe through a good tensor list answers exactly as the single form does. */
+static void
+raw_probe_list(struct raw *r)
+{
+	struct inferd_wire_tensor t[2];
+	struct inferd_wire_sqe e = raw_good_list(r, 39, t);
+	struct inferd_wire_cqe c;
+
+	raw_fill_input(r);
+	memset(r->base + t[1].offset, 0xff, r->out_row);
+	memcpy(r->base + LIST_AT(r), t, sizeof t);
+	raw_submit(r, &e);
+	if (raw_complete(r, &c, 10000) != 0 || c.user_data != 39 || c.status != INFERD_WIRE_OK)
+		FAIL("list probe: request failed (status %d, detail %u)", c.status, c.detail);
+	else if (!have_ref || memcmp(ref_out, r->base + t[1].offset, r->out_row) != 0)
+		FAIL("list probe: output differs from the single form's");
+	else
+		printf("ok list probe: the same output as the single form\n");
+}
+
+/*
+ * Tensor lists that lie: counts, indices, datatypes, dims, lengths and
+ * places; the probe model has one FP32 input of fixed dims and one output.
+ */
+static void
+attacks_on_lists(void)
+{
+	struct inferd_wire_tensor t[2];
+	struct inferd_wire_sqe e;
+	struct raw r;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	e = raw_good_list(&r, 20, t), e.ninputs = 1000;
+	attack_list(&r, "list: a count past the maximum", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 21, t), e.ninputs = 2;
+	attack_list(&r, "list: more inputs than the model", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 22, t), e.noutputs = 0;
+	attack_list(&r, "list: no output wanted", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 23, t), e.list_offset = r.bytes - 8;
+	attack_list(&r, "list: running past the region", e, t, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good_list(&r, 24, t), e.list_offset = 64;
+	attack_list(&r, "list: over the ring header", e, t, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good_list(&r, 25, t), e.list_offset += 4;
+	attack_list(&r, "list: misaligned", e, t, INFERD_WIRE_DETAIL_ALIGN);
+	e = raw_good_list(&r, 26, t), t[0].index = 1;
+	attack_list(&r, "list: input index past the model's", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 27, t), t[1].index = 5;
+	attack_list(&r, "list: output index past the model's", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 28, t), t[0].datatype = INFERD_WIRE_INT64;
+	attack_list(&r, "list: wrong input datatype", e, t, INFERD_WIRE_DETAIL_DATATYPE);
+	e = raw_good_list(&r, 29, t), t[0].dims[0]++;
+	attack_list(&r, "list: input dims not the model's", e, t, INFERD_WIRE_DETAIL_DIMS);
+	e = raw_good_list(&r, 30, t), t[0].ndims = 9;
+	attack_list(&r, "list: more dims than the wire has", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 31, t), t[1].dims[0] = 3;
+	attack_list(&r, "list: output dims not what the inputs make", e, t, INFERD_WIRE_DETAIL_DIMS);
+	e = raw_good_list(&r, 32, t), t[0].bytes += 4;
+	attack_list(&r, "list: input length not rows x row bytes", e, t, INFERD_WIRE_DETAIL_LENGTH);
+	e = raw_good_list(&r, 33, t), t[1].offset = r.bytes - 4;
+	attack_list(&r, "list: output past the region", e, t, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good_list(&r, 34, t), t[0].offset = UINT64_MAX - 3;
+	attack_list(&r, "list: input offset wrapping", e, t, INFERD_WIRE_DETAIL_RANGE);
+	e = raw_good_list(&r, 35, t), t[0].offset += 2;
+	attack_list(&r, "list: misaligned input", e, t, INFERD_WIRE_DETAIL_ALIGN);
+	e = raw_good_list(&r, 36, t), t[0].reserved = 1;
+	attack_list(&r, "list: reserved field set", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	e = raw_good_list(&r, 37, t), e.datatype = INFERD_WIRE_FP32;
+	attack_list(&r, "list: a datatype in the entry", e, t, INFERD_WIRE_DETAIL_DATATYPE);
+	e = raw_good_list(&r, 38, t), e.list_reserved[1] = 7;
+	attack_list(&r, "list: entry's reserved field set", e, t, INFERD_WIRE_DETAIL_TENSORS);
+	raw_probe(&r, "bad tensor lists (same connection)");
+	raw_probe_list(&r);
+	raw_close(&r);
+}
+
 /* Descriptors pointing anywhere but the data area, and every other lie. */
 static void
 attacks_on_descriptors(void)
@@ -576,10 +681,11 @@ attacks_on_descriptors(void)
 	attack_descriptor(&r, "rows disagreeing with the lengths", e, INFERD_WIRE_DETAIL_LENGTH);
 	e = raw_good(&r, 11), e.input_bytes = UINT64_MAX;
 	attack_descriptor(&r, "huge input length", e, INFERD_WIRE_DETAIL_LENGTH);
-	e = raw_good(&r, 12), e.flags = 1;
+	e = raw_good(&r, 12), e.flags = 2;
 	attack_descriptor(&r, "unknown flags", e, INFERD_WIRE_DETAIL_FLAGS);
 	raw_probe(&r, "bad descriptors (same connection)");
 	raw_close(&r);
+	attacks_on_lists();
 	check_alive("bad descriptors");
 }
 

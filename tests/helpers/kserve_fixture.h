@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kserve.h"
 #include "model.h"
 
 #define ROWS_MAX 4
@@ -29,6 +30,32 @@ kserve_fixture_model(model_t *m)
 	m->output.ndims = 1;
 	m->output.dims[0] = 2;
 	m->output.row_elems = OUT_ELEMS;
+	m->input.dtype = m->output.dtype = GRAPH_DT_F32;
+	memcpy(m->input.max_dims, m->input.dims, sizeof m->input.dims);
+	memcpy(m->output.max_dims, m->output.dims, sizeof m->output.dims);
+	memset(m->input.var, -1, sizeof m->input.var);
+	memset(m->output.var, -1, sizeof m->output.var);
+	m->ninputs = m->noutputs = 1;
+	m->inputs[0] = m->input;
+	m->outputs[0] = m->output;
+}
+
+/* Staging buffer floats for any request of the fixture: inputs, then outputs, each aligned. */
+#define FIXTURE_BUF_FLOATS (ROWS_MAX * IN_ELEMS + KSERVE_TENSOR_ALIGN / 4 + ROWS_MAX * OUT_ELEMS)
+
+/* Encode rows rows of the fixture's one output at out, as JSON or binary, through kserve_encode_infer. */
+static inline char *
+kserve_fixture_encode(const model_t *m, const char *id, int rows, int binary, const float *out,
+    size_t *len, size_t *header_len, char **cause)
+{
+	struct kserve_infer ki;
+
+	memset(&ki, 0, sizeof ki);
+	ki.rows = ki.shape.rows = rows;
+	ki.output_len[0] = (size_t)rows * m->outputs[0].row_elems * sizeof(float);
+	ki.nwanted = 1;
+	ki.binary[0] = ki.binary_output = binary;
+	return kserve_encode_infer(m, id, &ki, out, len, header_len, cause);
 }
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "batcher.h"
 #include "log.h"
+#include "onnx_build.h"
 #include "repository.h"
 #include "test_util.h"
 
@@ -412,6 +413,200 @@ test_queue_full_and_cancel(void)
 	env_close(&e);
 }
 
+/* The tensor-list form: the same answer as the single form; wrong dims, lengths and counts refused by name. */
+static void
+test_tensor_lists(void)
+{
+	struct env e;
+	struct result *a, *b;
+	batch_client_t *c;
+	char *cause = NULL;
+	int i;
+
+	env_open(&e, 8, 0, "", 100, 10000000);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	a = result_new(c, 3);
+	b = result_new(c, 3);
+	memcpy(b->in, a->in, 3 * IN * sizeof(float));
+	b->req.input = NULL;
+	b->req.ninputs = b->req.noutputs = 1;
+	b->req.inputs[0] = b->in;
+	b->req.input_bytes[0] = 3 * IN * sizeof(float);
+	b->req.outputs[0] = b->out;
+	b->req.output_bytes[0] = 3 * OUT * sizeof(float);
+	b->req.shape.dims[0][0] = IN;
+	submit_ok(&e, a);
+	submit_ok(&e, b);
+	CHECK(wait_done(a) == 0 && wait_done(b) == 0 && a->status == BATCH_OK && b->status == BATCH_OK,
+	    "list form: %s %s", a->error, b->error);
+	CHECK(memcmp(a->out, b->out, 3 * OUT * sizeof(float)) == 0, "list form answers differ from the single form");
+	b->req.shape.dims[0][0] = IN + 1;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID &&
+	    strstr(cause, "input 'x' dim 1 is 17") != NULL, "dims out of range: %s", cause);
+	b->req.shape.dims[0][0] = IN;
+	b->req.input_bytes[0]--;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "input 'x'") != NULL,
+	    "short input accepted: %s", cause);
+	b->req.input_bytes[0]++;
+	b->req.ninputs = 2;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "2 inputs") != NULL,
+	    "two inputs accepted for one: %s", cause);
+	b->req.ninputs = 1;
+	b->req.outputs[0] = NULL;
+	CHECK(batcher_submit(e.b, e.m, &b->req, &cause) == BATCH_INVALID && strstr(cause, "no output") != NULL,
+	    "a request wanting nothing accepted: %s", cause);
+	for (i = 0; i < 3 * OUT; i++)
+		CHECK(isfinite(b->out[i]), "output %d not written", i);
+	result_free(a);
+	result_free(b);
+	free(cause);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* A request to the two-input model: x0 + x1, both [rows, seq]. */
+struct sum_req {
+	struct result r;		/* done and status; r.req is the request */
+	int rows, seq;
+	float *a, *b, *y;		/* pinned */
+};
+
+/* A repository of one ONNX model y = x0 + x1, inputs [N, S] sharing S (at most 6), batching delay delay_us. */
+static repository_t *
+make_sum_repo(char **dirp, int delay_us)
+{
+	static const int64_t dims[] = { -1, -2 };
+	char *root = test_mkdtemp(), *dir, json[512], *cause = NULL;
+	repository_t *r;
+	size_t len;
+	uint8_t *buf = onnx_build_unary("Add", "sum", 2, 2, dims, &len);
+
+	if (asprintf(&dir, "%s/sum", root) == -1 || mkdir(dir, 0700) != 0)
+		abort();
+	snprintf(json, sizeof json, "{\"platform\": \"onnx\", \"max_batch_size\": 8, \"max_dims\": {\"x0\": [6]},"
+	    " \"dynamic_batching\": {\"max_queue_delay_us\": %d}}", delay_us);
+	test_write_file(dir, "model.onnx", (const char *)buf, len);
+	test_write_file(dir, "model.json", json, strlen(json));
+	free(buf);
+	free(dir);
+	if (repository_load(dev, root, &r, &cause) != 0 || r->count != 1) {
+		fprintf(stderr, "FAIL: sum repository: %s\n", cause ? cause : "model not loaded");
+		exit(1);
+	}
+	*dirp = root;
+	return r;
+}
+
+/* A request of rows x seq random values per input, in the tensor-list form. */
+static struct sum_req *
+sum_req_new(batch_client_t *c, int rows, int seq)
+{
+	struct sum_req *q = calloc(1, sizeof *q);
+	size_t n = (size_t)rows * (size_t)seq, bytes = n * sizeof(float);
+	char *cause = NULL;
+
+	if (q == NULL || device_host_alloc(dev, bytes, (void **)&q->a, &cause) != 0 ||
+	    device_host_alloc(dev, bytes, (void **)&q->b, &cause) != 0 ||
+	    device_host_alloc(dev, bytes, (void **)&q->y, &cause) != 0) {
+		fprintf(stderr, "FAIL: host alloc: %s\n", cause);
+		exit(1);
+	}
+	test_fill_random(q->a, n, &rng, -1, 1);
+	test_fill_random(q->b, n, &rng, -1, 1);
+	q->rows = rows, q->seq = seq;
+	q->r.req = (struct batch_request){ .client = c, .rows = rows, .done = on_done, .user = &q->r,
+	    .ninputs = 2, .noutputs = 1, .inputs = { q->a, q->b }, .input_bytes = { bytes, bytes },
+	    .outputs = { q->y }, .output_bytes = { bytes } };
+	q->r.req.shape.dims[0][0] = q->r.req.shape.dims[1][0] = seq;
+	return q;
+}
+
+/* Wait for q, check y = a + b exactly (one float add, against double rounded once), free it. */
+static void
+sum_req_check(struct sum_req *q, const char *what)
+{
+	size_t i, n = (size_t)q->rows * (size_t)q->seq;
+
+	CHECK(wait_done(&q->r) == 0 && q->r.status == BATCH_OK, "%s: %s", what, q->r.error);
+	for (i = 0; i < n; i++)
+		CHECK(q->y[i] == (float)((double)q->a[i] + (double)q->b[i]), "%s: y[%zu] = %g, want %g", what, i,
+		    q->y[i], (double)q->a[i] + (double)q->b[i]);
+	device_host_free(dev, q->a);
+	device_host_free(dev, q->b);
+	device_host_free(dev, q->y);
+	free(q);
+}
+
+/*
+ * Two sequence lengths: two clients' requests of 3 and 5 form two batches
+ * (one per shape); one client alternating them gets one batch each, in
+ * order; every answer is its own; dims past the maximum, and lengths
+ * that disagree with the dims, are refused by name.
+ */
+static void
+test_two_shapes(void)
+{
+	struct sum_req *q[6];
+	batch_client_t *c1, *c2;
+	struct metrics metrics;
+	const char *names[] = { "sum" };
+	repository_t *repo;
+	batcher_t *b;
+	char *dir, *cause = NULL, what[64];
+	int i;
+
+	if (device_is_gpu(dev)) {
+		/* Variable dims are served on the CPU backend only (test_model_load checks the refusal). */
+		printf("two shapes: skipped on %s (variable dims are CPU-only)\n", device_name(dev));
+		return;
+	}
+	repo = make_sum_repo(&dir, 300000);
+	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, repo, &metrics, 2, 0, &b, &cause) == 0,
+	    "batcher: %s", cause);
+	CHECK(batcher_client_create(b, "a", &c1, &cause) == 0 && batcher_client_create(b, "b", &c2, &cause) == 0,
+	    "%s", cause);
+	for (i = 0; i < 6; i++) {
+		q[i] = sum_req_new(i % 2 ? c2 : c1, 1 + i / 2, i % 2 ? 5 : 3);
+		CHECK(batcher_submit(b, repo->models[0], &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
+	}
+	for (i = 0; i < 6; i++) {
+		snprintf(what, sizeof what, "two clients, request %d", i);
+		sum_req_check(q[i], what);
+	}
+	CHECK(metrics.models[0].execution_count == 2, "two shapes from two clients: %llu batches, want 2",
+	    (unsigned long long)metrics.models[0].execution_count);
+	for (i = 0; i < 4; i++) {
+		q[i] = sum_req_new(c1, 2, i % 2 ? 6 : 1);
+		CHECK(batcher_submit(b, repo->models[0], &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(what, sizeof what, "one client alternating, request %d", i);
+		CHECK(i == 0 || q[i]->r.order > q[i - 1]->r.order || !q[i]->r.done, "order");
+		sum_req_check(q[i], what);
+	}
+	CHECK(metrics.models[0].execution_count == 6, "one client alternating: %llu batches in all, want 6",
+	    (unsigned long long)metrics.models[0].execution_count);
+	q[0] = sum_req_new(c1, 1, 6);
+	q[0]->r.req.shape.dims[1][0] = 7;
+	CHECK(batcher_submit(b, repo->models[0], &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
+	    strstr(cause, "input 'x1' dim 1 is 7, the model's maximum is 6") != NULL, "dims past the maximum: %s", cause);
+	q[0]->r.req.shape.dims[1][0] = 5;
+	CHECK(batcher_submit(b, repo->models[0], &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
+	    strstr(cause, "input 'x1': 24 bytes given, 1 rows need 20") != NULL, "length disagreeing with dims: %s", cause);
+	device_host_free(dev, q[0]->a);
+	device_host_free(dev, q[0]->b);
+	device_host_free(dev, q[0]->y);
+	free(q[0]);
+	free(cause);
+	batcher_client_close(b, c1);
+	batcher_client_close(b, c2);
+	batcher_free(b);
+	repository_free(repo);
+	metrics_free(&metrics);
+	test_rmtree(dir);
+	free(dir);
+}
+
 /* A client with 1,000 queued requests delays another's single request by at most one batch. */
 static void
 test_fairness(void)
@@ -490,6 +685,8 @@ main(void)
 	test_queue_full_and_cancel();
 	test_fairness();
 	test_shutdown_drains();
+	test_tensor_lists();
+	test_two_shapes();
 	device_close(dev);
 	return test_finish("test_batcher");
 }

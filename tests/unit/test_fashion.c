@@ -42,7 +42,7 @@ infer(model_exec_t *ex, const float *in, float *out, int rows)
 	for (i = 0; i < n; i++)
 		out[i] = NAN;
 	if (device_copy_h2d(stream, ex->input, in, model_input_bytes(m, rows), &cause) != 0 ||
-	    model_exec_run(ex, rows, stream, &cause) != 0 ||
+	    model_exec_run_rows(ex, rows, stream, &cause) != 0 ||
 	    device_copy_d2h(stream, out, ex->output, model_output_bytes(m, rows), &cause) != 0 ||
 	    device_stream_sync(stream, &cause) != 0) {
 		fprintf(stderr, "FAIL: inference: %s\n", cause);

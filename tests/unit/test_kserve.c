@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 static model_t model;
-static float buf[ROWS_MAX * IN_ELEMS];
+static float buf[FIXTURE_BUF_FLOATS];
 
 /* The hand-described model of tests/helpers/kserve_fixture.h. */
 static void
@@ -263,7 +263,7 @@ test_encode_roundtrip(void)
 				out[i] = (float)(int32_t)bits;
 		}
 		out[0] = FLT_MAX, out[1] = -0.0f, out[2] = FLT_MIN / 3, out[3] = 0.1f;
-		s = kserve_encode_infer(&model, round % 2 ? "abc\"\n" : NULL, ROWS_MAX, 0, out, &len,
+		s = kserve_fixture_encode(&model, round % 2 ? "abc\"\n" : NULL, ROWS_MAX, 0, out, &len,
 		    &hlen, &cause);
 		CHECK(s != NULL && len == strlen(s) && hlen == len, "encode: %s", cause);
 		if (s == NULL)
@@ -294,10 +294,10 @@ test_encode_roundtrip(void)
 		free(s);
 	}
 	out[3] = NAN;
-	CHECK(kserve_encode_infer(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
+	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
 	    strstr(cause, "element 3 is NaN") != NULL, "NaN output: %s", cause);
 	out[3] = -INFINITY;
-	CHECK(kserve_encode_infer(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
+	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
 	    strstr(cause, "element 3 is infinite") != NULL, "Inf output: %s", cause);
 	free(cause);
 }
@@ -511,8 +511,8 @@ test_binary_encode(void)
 	json_error_t jerr;
 	float back[ROWS_MAX * OUT_ELEMS];
 
-	js = kserve_encode_infer(&model, "id-1", 3, 0, out, &jlen, &jhlen, &cause);
-	bs = kserve_encode_infer(&model, "id-1", 3, 1, out, &blen, &bhlen, &cause);
+	js = kserve_fixture_encode(&model, "id-1", 3, 0, out, &jlen, &jhlen, &cause);
+	bs = kserve_fixture_encode(&model, "id-1", 3, 1, out, &blen, &bhlen, &cause);
 	CHECK(js != NULL && bs != NULL, "encode: %s", cause);
 	if (js == NULL || bs == NULL)
 		return;
@@ -540,7 +540,7 @@ test_binary_encode(void)
 	free(bs);
 	/* Binary carries what JSON cannot. */
 	out[1] = NAN;
-	bs = kserve_encode_infer(&model, NULL, 1, 1, out, &blen, &bhlen, &cause);
+	bs = kserve_fixture_encode(&model, NULL, 1, 1, out, &blen, &bhlen, &cause);
 	CHECK(bs != NULL && blen == bhlen + 8, "NaN as binary: %s", cause);
 	free(bs);
 	free(cause);

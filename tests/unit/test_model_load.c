@@ -2,11 +2,14 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model.h"
+#include "onnx_build.h"
 #include "repository.h"
 #include "test_util.h"
 
@@ -108,7 +111,7 @@ test_good_model(const char *dir)
 		y[r] = NAN;
 	CHECK(device_copy_h2d(s, ex->input, x, sizeof x, &cause) == 0, "%s", cause);
 	CHECK(device_copy_h2d(s, ex->output, y, sizeof y, &cause) == 0, "%s", cause);
-	CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
+	CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
 	CHECK(device_copy_d2h(s, y, ex->output, sizeof y, &cause) == 0, "%s", cause);
 	CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 	for (r = 0; r < ROWS; r++)
@@ -119,14 +122,14 @@ test_good_model(const char *dir)
 		/* A replayed graph computes what the layer-by-layer run did (it may run a padded batch size). */
 		float yg[ROWS * OUT];
 		CHECK(model_exec_capture(ex, s, 8, &cause) == 0 && ex->ngraphs == 8, "capture: %s", cause);
-		CHECK(model_exec_run(ex, ROWS, s, &cause) == 0, "%s", cause);
+		CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
 		CHECK(device_copy_d2h(s, yg, ex->output, sizeof yg, &cause) == 0, "%s", cause);
 		CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 		err = test_rel_error(yg, ref, ROWS * OUT);
 		CHECK(err <= 1e-5, "graph replay: relative error %g", err);
 		printf("graph replay of %d rows (run as %d): relative error %g\n", ROWS, ex->graph_rows[ROWS - 1], err);
 	}
-	CHECK(model_exec_run(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
+	CHECK(model_exec_run_rows(ex, 9, s, &cause) != 0 && strstr(cause, "9 rows") != NULL, "oversized batch accepted");
 	device_stream_destroy(s);
 	model_exec_free(ex);
 	model_free(m);
@@ -265,10 +268,169 @@ test_repository(const char *good_dir)
 	free(cause);
 }
 
+/* Write a one-node ONNX model (and model.json when json is not NULL) into a new directory root/name. */
+static char *
+write_onnx_dir(const char *root, const char *name, const char *op, const char *node, int nin,
+    int ndims, const int64_t *dims, size_t truncate, const char *json)
+{
+	char *dir;
+	size_t len;
+	uint8_t *buf = onnx_build_unary(op, node, nin, ndims, dims, &len);
+
+	if (asprintf(&dir, "%s/%s", root, name) == -1 || mkdir(dir, 0700) != 0) {
+		CHECK(0, "cannot make %s/%s", root, name);
+		exit(1);
+	}
+	test_write_file(dir, "model.onnx", (const char *)buf, truncate ? truncate : len);
+	if (json != NULL)
+		test_write_file(dir, "model.json", json, strlen(json));
+	free(buf);
+	return dir;
+}
+
+/* Load dir and expect a refusal whose message has every one of want. */
+static void
+expect_onnx_refused(const char *what, const char *dir, const char *const *want)
+{
+	char *cause = NULL;
+	model_t *m = NULL;
+
+	CHECK(model_load(dev, dir, &m, &cause) != 0, "%s: accepted", what);
+	if (cause != NULL)
+		printf("refused as expected (%s): %s\n", what, cause);
+	for (; cause != NULL && *want != NULL; want++)
+		CHECK(strstr(cause, *want) != NULL, "%s: message lacks '%s': %s", what, *want, cause);
+	model_free(m);
+	free(cause);
+}
+
+/* Fill n floats of input i at shape s, copy them in, keep them in host[i]. */
+static void
+fill_input(model_exec_t *ex, device_stream_t *s, int i, float *host, size_t n)
+{
+	char *cause = NULL;
+
+	test_fill_random(host, n, &rng, -2, 2);
+	CHECK(device_copy_h2d(s, model_exec_input(ex, i), host, n * sizeof *host, &cause) == 0, "%s", cause);
+}
+
+/* Run x0 + x1 at rows x seq and compare with the sum in double precision. */
+static void
+run_add(model_exec_t *ex, device_stream_t *s, int rows, int seq)
+{
+	struct model_shape sh = { .rows = rows, .dims = { { seq }, { seq } } };
+	float a[4 * 6], b[4 * 6], y[4 * 6];
+	size_t n = (size_t)rows * seq, i;
+	char *cause = NULL;
+	int64_t od[MODEL_MAX_DIMS];
+
+	CHECK(model_input_row_bytes(ex->model, 0, &sh) == (size_t)seq * 4, "input row bytes");
+	CHECK(model_output_row_bytes(ex->model, 0, &sh) == (size_t)seq * 4, "output row bytes");
+	CHECK(model_output_dims(ex->model, 0, &sh, od, &cause) == 0 && od[0] == seq, "output dims: %s", cause);
+	fill_input(ex, s, 0, a, n);
+	fill_input(ex, s, 1, b, n);
+	CHECK(model_exec_run(ex, &sh, s, &cause) == 0, "%d x %d: %s", rows, seq, cause);
+	CHECK(device_copy_d2h(s, y, model_exec_output(ex, 0), n * sizeof *y, &cause) == 0 &&
+	    device_stream_sync(s, &cause) == 0, "%s", cause);
+	for (i = 0; i < n; i++)
+		CHECK(y[i] == (float)((double)a[i] + (double)b[i]), "%d x %d: y[%zu] = %g, want %g", rows, seq, i, y[i], a[i] + b[i]);
+}
+
+/* Two inputs sharing the variable dim S: metadata, dims checks, runs at three shapes through a 1-plan cache. */
+static void
+test_onnx_variable(const char *root)
+{
+	static const int64_t dims[] = { -1, -2 };
+	char *dir = write_onnx_dir(root, "add", "Add", "sum", 2, 2, dims, 0,
+	    "{\"platform\": \"onnx\", \"max_batch_size\": 4, \"max_dims\": {\"x0\": [6]}, \"plan_cache\": 1,"
+	    " \"rename\": {\"y\": \"total\"}}");
+	struct model_shape bad = { .rows = 2, .dims = { { 3 }, { 4 } } };
+	device_stream_t *s = NULL;
+	model_exec_t *ex = NULL;
+	model_t *m = NULL;
+	char *cause = NULL;
+	uint64_t allocs;
+	int64_t seq = 7;
+
+	if (device_is_gpu(dev)) {
+		expect_onnx_refused("variable dims on a GPU", dir, (const char *const[]){ "CPU backend only", NULL });
+		free(dir);
+		return;
+	}
+	CHECK(model_load(dev, dir, &m, &cause) == 0, "%s", cause);
+	if (m == NULL)
+		return;
+	CHECK(strcmp(m->name, "add") == 0 && strcmp(m->platform, "onnx") == 0 && m->max_batch_size == 4 &&
+	    m->ninputs == 2 && m->noutputs == 1, "ONNX model description wrong");
+	CHECK(m->inputs[1].ndims == 1 && m->inputs[1].dims[0] == -1 && m->inputs[1].max_dims[0] == 6 &&
+	    m->inputs[0].dtype == GRAPH_DT_F32, "input x1: variable dim bounded by x0's max_dims");
+	CHECK(strcmp(m->outputs[0].name, "total") == 0 && model_output_index(m, "total") == 0 &&
+	    model_input_index(m, "x1") == 1 && model_input_index(m, "y") == -1, "names");
+	CHECK(m->outputs[0].ndims == 1 && m->outputs[0].dims[0] == -1 && m->outputs[0].max_dims[0] == 6, "output dims");
+	CHECK(model_check_dims(m, 0, 1, &seq, &cause) != 0 && strstr(cause, "input 'x0' dim 1 is 7, the model's maximum is 6"),
+	    "dim past its maximum: %s", cause);
+	free(cause);
+	cause = NULL;
+	CHECK(model_exec_create(m, &ex, &cause) == 0 && device_stream_create(dev, DEVICE_STREAM_COMPUTE, &s, &cause) == 0,
+	    "%s", cause);
+	allocs = device_allocation_count(dev);
+	if (ex != NULL && s != NULL) {
+		run_add(ex, s, 3, 5);
+		run_add(ex, s, 4, 6);
+		run_add(ex, s, 1, 1);
+		run_add(ex, s, 3, 5);	/* evicted by the 1-plan cache: compiled again */
+		CHECK(model_exec_run(ex, &bad, s, &cause) != 0 && strstr(cause, "another input"), "unequal S accepted");
+		CHECK(device_allocation_count(dev) == allocs, "device memory allocated after start-up");
+	}
+	device_stream_destroy(s);
+	model_exec_free(ex);
+	model_free(m);
+	free(cause);
+	free(dir);
+}
+
+/* A fixed ONNX model without model.json: name from the directory, default batch; refusals name node, op, file, key. */
+static void
+test_onnx_models(const char *root, const char *mlp_dir)
+{
+	static const int64_t dims[] = { -1, 4 };
+	char *good = write_onnx_dir(root, "relu", "Relu", "act", 1, 2, dims, 0, NULL);
+	char *nms = write_onnx_dir(root, "nms", "NonMaxSuppression", "nms0", 1, 2, dims, 0, NULL);
+	char *cut = write_onnx_dir(root, "cut", "Relu", "act", 1, 2, dims, 40, NULL);
+	char *key = write_onnx_dir(root, "key", "Relu", "act", 1, 2, dims, 0, "{\"max_batch\": 4}");
+	char *cause = NULL, *cmd;
+	repository_t *r = NULL;
+	model_t *m = NULL;
+
+	CHECK(model_load(dev, good, &m, &cause) == 0, "%s", cause);
+	if (m != NULL)
+		CHECK(strcmp(m->name, "relu") == 0 && m->max_batch_size == 64 && m->inputs[0].ndims == 1 &&
+		    m->inputs[0].dims[0] == 4 && m->outputs[0].dims[0] == 4 && m->input.row_elems == 4, "relu description");
+	model_free(m);
+	expect_onnx_refused("unsupported op", nms, (const char *const[]){ "model.onnx", "nms0", "NonMaxSuppression", NULL });
+	expect_onnx_refused("truncated file", cut, (const char *const[]){ "cut/model.onnx", NULL });
+	expect_onnx_refused("unknown key", key, (const char *const[]){ "key/model.json: unknown key \"max_batch\"", NULL });
+	if (asprintf(&cmd, "cp -r '%s' '%s/tiny'", mlp_dir, root) == -1 || system(cmd) != 0)
+		CHECK(0, "copying the layer model failed");
+	free(cmd);
+	CHECK(repository_load(dev, root, &r, &cause) == 0, "%s", cause);
+	if (r != NULL) {
+		CHECK(repository_find(r, "relu") != NULL && repository_find(r, "tiny") != NULL, "good models missing");
+		CHECK(repository_find_failure(r, "nms") != NULL && repository_find_failure(r, "cut") != NULL &&
+		    strstr(repository_find_failure(r, "nms")->error, "nms0") != NULL, "failures not recorded");
+		repository_free(r);
+	}
+	free(cause);
+	free(good);
+	free(nms);
+	free(cut);
+	free(key);
+}
+
 int
 main(void)
 {
-	char *dir;
+	char *dir, *onnx_root;
 
 	dev = test_open_device();
 	test_fill_random(w1, HID * IN, &rng, -1, 1);
@@ -283,6 +445,11 @@ main(void)
 	test_good_model(dir);
 	test_refusals();
 	test_repository(dir);
+	onnx_root = test_mkdtemp();
+	test_onnx_variable(onnx_root);
+	test_onnx_models(onnx_root, dir);
+	test_rmtree(onnx_root);
+	free(onnx_root);
 	test_rmtree(dir);
 	free(dir);
 	device_close(dev);

@@ -24,8 +24,12 @@ make_model(model_t *m, const char *name, size_t in, size_t out, int batch)
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
 	m->max_batch_size = batch;
-	m->input.row_elems = in;
-	m->output.row_elems = out;
+	m->ninputs = m->noutputs = 1;
+	m->inputs[0].dtype = m->outputs[0].dtype = GRAPH_DT_F32;
+	m->inputs[0].ndims = m->outputs[0].ndims = 1;
+	m->inputs[0].dims[0] = m->inputs[0].max_dims[0] = (int64_t)in;
+	m->outputs[0].dims[0] = m->outputs[0].max_dims[0] = (int64_t)out;
+	memset(m->outputs[0].var, -1, sizeof m->outputs[0].var);
 }
 
 /* Slot size: the largest model's input (aligned) plus output, rounded to pages. */

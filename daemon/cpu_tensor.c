@@ -1,0 +1,353 @@
+/* cpu_tensor.c: data movement for any dtype: reshape/copy, transpose, concat, split, slice, gather, expand. */
+#include "config.h"
+
+#include <string.h>
+
+#include "cpu_kernels_impl.h"
+
+/* A strided source read into a dense destination: nd dims, source strides in elements. */
+struct strided {
+	int nd;
+	int64_t dims[GRAPH_MAX_DIMS], st[GRAPH_MAX_DIMS];
+	size_t es;
+};
+
+/* Drop size-1 dims and merge dims that are contiguous in the source. */
+static void
+strided_coalesce(struct strided *s)
+{
+	int nd = 0;
+
+	for (int i = 0; i < s->nd; i++) {
+		if (s->dims[i] == 1)
+			continue;
+		if (nd > 0 && s->st[nd - 1] == s->st[i] * s->dims[i]) {
+			s->dims[nd - 1] *= s->dims[i];
+			s->st[nd - 1] = s->st[i];
+			continue;
+		}
+		s->dims[nd] = s->dims[i];
+		s->st[nd] = s->st[i];
+		nd++;
+	}
+	if (nd == 0) {
+		s->dims[0] = 1;
+		s->st[0] = 1;
+		nd = 1;
+	}
+	s->nd = nd;
+}
+
+/* Copy one destination row (the last dim) whose source starts at src. */
+static void
+strided_row(const struct strided *s, const char *src, char *dst)
+{
+	int64_t n = s->dims[s->nd - 1], st = s->st[s->nd - 1];
+
+	if (st == 1) {
+		memcpy(dst, src, (size_t)n * s->es);
+		return;
+	}
+	switch (s->es) {
+	case 4:
+		for (int64_t i = 0; i < n; i++)
+			memcpy(dst + i * 4, src + i * st * 4, 4);
+		break;
+	case 8:
+		for (int64_t i = 0; i < n; i++)
+			memcpy(dst + i * 8, src + i * st * 8, 8);
+		break;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			memcpy(dst + (size_t)i * s->es, src + (size_t)(i * st) * s->es, s->es);
+	}
+}
+
+/* dst (dense) = src read through s, rows over threads when large. */
+static void
+strided_copy(struct strided *s, const char *src, char *dst)
+{
+	int64_t rows = 1, n;
+
+	strided_coalesce(s);
+	n = s->dims[s->nd - 1];
+	for (int i = 0; i < s->nd - 1; i++)
+		rows *= s->dims[i];
+	if (rows * n == 0)
+		return;
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * n))
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t off = 0, rem = r;
+
+		for (int i = s->nd - 2; i >= 0; i--) {
+			off += rem % s->dims[i] * s->st[i];
+			rem /= s->dims[i];
+		}
+		strided_row(s, src + (size_t)off * s->es, dst + (size_t)(r * n) * s->es);
+	}
+}
+
+/* Dense element strides of a shape. */
+static void
+dense_strides(const struct graph_shape *s, int64_t *st)
+{
+	int64_t acc = 1;
+
+	for (int i = s->ndims - 1; i >= 0; i--) {
+		st[i] = acc;
+		acc *= s->dims[i];
+	}
+}
+
+/* RESHAPE and COPY: the same bytes under another shape (nothing when in place). */
+int
+cpu_copy_run(const struct cpu_node_ctx *c, char **cause)
+{
+	int64_t n = cpu_elems(cpu_in_shape(c, 0));
+
+	if (cpu_elems(cpu_out_shape(c, 0)) != n)
+		return cpu_fail(cause, "output has %lld elements, input %lld",
+		    (long long)cpu_elems(cpu_out_shape(c, 0)), (long long)n);
+	if (cpu_out(c, 0) != cpu_in(c, 0))
+		memcpy(cpu_out(c, 0), cpu_in(c, 0), (size_t)n * cpu_dtype_size(cpu_in_dtype(c, 0)));
+	return 0;
+}
+
+/* TRANSPOSE: out dim i is input dim perm[i]. */
+int
+cpu_transpose_run(const struct cpu_node_ctx *c, char **cause)
+{
+	const struct graph_shape *xs = cpu_in_shape(c, 0), *ys = cpu_out_shape(c, 0);
+	int nperm = c->n->attr.transpose.nperm, seen[GRAPH_MAX_DIMS] = { 0 };
+	struct strided s = { .nd = xs->ndims, .es = cpu_dtype_size(cpu_in_dtype(c, 0)) };
+	int64_t ist[GRAPH_MAX_DIMS];
+
+	if (ys->ndims != xs->ndims || (nperm != 0 && nperm != xs->ndims))
+		return cpu_fail(cause, "perm of %d axes for rank %d (output rank %d)", nperm, xs->ndims,
+		    ys->ndims);
+	dense_strides(xs, ist);
+	for (int i = 0; i < xs->ndims; i++) {
+		/* No perm: reverse the axes, as ONNX does. */
+		int64_t p = nperm ? c->n->attr.transpose.perm[i] : xs->ndims - 1 - i;
+
+		if (p < 0 || p >= xs->ndims || seen[p]++ || ys->dims[i] != xs->dims[p])
+			return cpu_fail(cause, "perm is not a permutation matching the output shape");
+		s.dims[i] = xs->dims[p];
+		s.st[i] = ist[p];
+	}
+	strided_copy(&s, cpu_in(c, 0), cpu_out(c, 0));
+	return 0;
+}
+
+/* Check that shape a equals b except at axis; -1 otherwise. */
+static int
+same_but_axis(const struct graph_shape *a, const struct graph_shape *b, int axis)
+{
+	if (a->ndims != b->ndims)
+		return -1;
+	for (int i = 0; i < a->ndims; i++)
+		if (i != axis && a->dims[i] != b->dims[i])
+			return -1;
+	return 0;
+}
+
+/* Outer count and inner bytes around axis of shape s. */
+static void
+around_axis(const struct graph_shape *s, int axis, size_t es, int64_t *outer, size_t *inner)
+{
+	*outer = 1;
+	*inner = es;
+	for (int i = 0; i < axis; i++)
+		*outer *= s->dims[i];
+	for (int i = axis + 1; i < s->ndims; i++)
+		*inner *= (size_t)s->dims[i];
+}
+
+/* Concat or split: copy between one whole tensor and its parts along axis. */
+static int
+concat_or_split(const struct cpu_node_ctx *c, int split, char **cause)
+{
+	const struct graph_shape *whole = split ? cpu_in_shape(c, 0) : cpu_out_shape(c, 0);
+	int nparts = split ? c->n->noutputs : c->n->ninputs;
+	int axis = cpu_axis(split ? c->n->attr.split.axis : c->n->attr.concat.axis, whole->ndims);
+	size_t es = cpu_dtype_size(split ? cpu_in_dtype(c, 0) : cpu_out_dtype(c, 0)), inner, wrow, off = 0;
+	int64_t outer, total = 0;
+
+	if (axis < 0)
+		return cpu_fail(cause, "axis outside rank %d", whole->ndims);
+	around_axis(whole, axis, es, &outer, &inner);
+	wrow = inner * (size_t)whole->dims[axis];
+	for (int k = 0; k < nparts; k++) {
+		const struct graph_shape *ps = split ? cpu_out_shape(c, k) : cpu_in_shape(c, k);
+
+		if (same_but_axis(ps, whole, axis) != 0)
+			return cpu_fail(cause, "part %d does not match the whole tensor off the axis", k);
+		total += ps->dims[axis];
+	}
+	if (total != whole->dims[axis])
+		return cpu_fail(cause, "parts add up to %lld along the axis, not %lld", (long long)total,
+		    (long long)whole->dims[axis]);
+	for (int k = 0; k < nparts; k++) {
+		size_t prow = inner * (size_t)(split ? cpu_out_shape(c, k) : cpu_in_shape(c, k))->dims[axis];
+		char *w = split ? (char *)cpu_in(c, 0) : cpu_out(c, 0);
+		char *p = split ? cpu_out(c, k) : (char *)cpu_in(c, k);
+
+		for (int64_t o = 0; o < outer && prow > 0; o++) {
+			if (split)
+				memcpy(p + (size_t)o * prow, w + (size_t)o * wrow + off, prow);
+			else
+				memcpy(w + (size_t)o * wrow + off, p + (size_t)o * prow, prow);
+		}
+		off += prow;
+	}
+	return 0;
+}
+
+/* CONCAT along axis. */
+int
+cpu_concat_run(const struct cpu_node_ctx *c, char **cause)
+{
+	return concat_or_split(c, 0, cause);
+}
+
+/* SPLIT along axis into the outputs' sizes. */
+int
+cpu_split_run(const struct cpu_node_ctx *c, char **cause)
+{
+	return concat_or_split(c, 1, cause);
+}
+
+/* First index and count of a slice of dim n (ONNX clamping rules). */
+static int64_t
+slice_start(int64_t start, int64_t end, int64_t step, int64_t n, int64_t *count)
+{
+	if (start < 0)
+		start += n;
+	if (end < 0)
+		end += n;
+	if (step > 0) {
+		start = start < 0 ? 0 : start > n ? n : start;
+		end = end < 0 ? 0 : end > n ? n : end;
+		*count = end > start ? (end - start + step - 1) / step : 0;
+	} else {
+		start = start < 0 ? 0 : start > n - 1 ? n - 1 : start;
+		end = end < -1 ? -1 : end > n - 1 ? n - 1 : end;
+		*count = start > end ? (start - end - step - 1) / -step : 0;
+	}
+	return start;
+}
+
+/* SLICE: starts, ends, axes, steps per sliced axis. */
+int
+cpu_slice_run(const struct cpu_node_ctx *c, char **cause)
+{
+	const struct graph_shape *xs = cpu_in_shape(c, 0), *ys = cpu_out_shape(c, 0);
+	struct strided s = { .nd = xs->ndims, .es = cpu_dtype_size(cpu_in_dtype(c, 0)) };
+	int64_t ist[GRAPH_MAX_DIMS], base = 0;
+
+	if (ys->ndims != xs->ndims)
+		return cpu_fail(cause, "output rank %d differs from input rank %d", ys->ndims, xs->ndims);
+	dense_strides(xs, ist);
+	for (int i = 0; i < xs->ndims; i++) {
+		s.dims[i] = xs->dims[i];
+		s.st[i] = ist[i];
+	}
+	for (int k = 0; k < c->n->attr.slice.naxes; k++) {
+		int ax = cpu_axis(c->n->attr.slice.axes[k], xs->ndims);
+		int64_t step = c->n->attr.slice.steps[k], start, count;
+
+		if (ax < 0 || step == 0)
+			return cpu_fail(cause, "slice axis %lld or step %lld invalid",
+			    (long long)c->n->attr.slice.axes[k], (long long)step);
+		start = slice_start(c->n->attr.slice.starts[k], c->n->attr.slice.ends[k], step,
+		    xs->dims[ax], &count);
+		s.dims[ax] = count;
+		s.st[ax] = ist[ax] * step;
+		if (count > 0)
+			base += start * ist[ax];
+	}
+	for (int i = 0; i < xs->ndims; i++)
+		if (s.dims[i] != ys->dims[i])
+			return cpu_fail(cause, "output dim %d is %lld, the slice gives %lld", i,
+			    (long long)ys->dims[i], (long long)s.dims[i]);
+	if (cpu_elems(ys) > 0)
+		strided_copy(&s, (const char *)cpu_in(c, 0) + (size_t)base * s.es, cpu_out(c, 0));
+	return 0;
+}
+
+/* Index j of an I64 or I32 indices tensor. */
+static inline int64_t
+gather_index(const void *p, int is64, int64_t j)
+{
+	return is64 ? ((const int64_t *)p)[j] : ((const int32_t *)p)[j];
+}
+
+/* GATHER: out = data[..., indices, ...] along axis; negative indices count from the end. */
+int
+cpu_gather_run(const struct cpu_node_ctx *c, char **cause)
+{
+	const struct graph_shape *ds = cpu_in_shape(c, 0), *is = cpu_in_shape(c, 1);
+	int axis = cpu_axis(c->n->attr.gather.axis, ds->ndims), is64 = cpu_in_dtype(c, 1) == GRAPH_DT_I64;
+	size_t es = cpu_dtype_size(cpu_in_dtype(c, 0)), inner;
+	int64_t outer, nidx = cpu_elems(is), dim;
+	const char *src = cpu_in(c, 0);
+	char *dst = cpu_out(c, 0);
+
+	if (axis < 0)
+		return cpu_fail(cause, "axis %lld outside rank %d", (long long)c->n->attr.gather.axis, ds->ndims);
+	around_axis(ds, axis, es, &outer, &inner);
+	dim = ds->dims[axis];
+	if (cpu_elems(cpu_out_shape(c, 0)) * (int64_t)es != outer * nidx * (int64_t)inner)
+		return cpu_fail(cause, "output size does not match data and indices");
+	for (int64_t j = 0; j < nidx; j++) {
+		int64_t v = gather_index(cpu_in(c, 1), is64, j);
+
+		if (v < -dim || v >= dim)
+			return cpu_fail(cause, "index %lld at position %lld is out of range for dim %lld",
+			    (long long)v, (long long)j, (long long)dim);
+	}
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(outer * nidx * (int64_t)inner / 4))
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < nidx; j++) {
+			int64_t v = gather_index(cpu_in(c, 1), is64, j);
+
+			if (v < 0)
+				v += dim;
+			memcpy(dst + (size_t)(o * nidx + j) * inner, src + (size_t)(o * dim + v) * inner, inner);
+		}
+	return 0;
+}
+
+struct expand_arg {
+	size_t es;
+	char *y;
+	const char *x;
+};
+
+/* One expand span. */
+static void
+expand_span(void *arg, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
+{
+	struct expand_arg *p = arg;
+
+	if (st[0] == 1) {
+		memcpy(p->y + (size_t)yo * p->es, p->x + (size_t)xo[0] * p->es, (size_t)n * p->es);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		memcpy(p->y + (size_t)(yo + i) * p->es, p->x + (size_t)xo[0] * p->es, p->es);
+}
+
+/* EXPAND: broadcast the input to the output's shape. */
+int
+cpu_expand_run(const struct cpu_node_ctx *c, char **cause)
+{
+	const struct graph_shape *xs = cpu_in_shape(c, 0);
+	struct expand_arg p = { cpu_dtype_size(cpu_in_dtype(c, 0)), cpu_out(c, 0), cpu_in(c, 0) };
+	struct cpu_bcast b;
+
+	if (cpu_bcast_init(&b, cpu_out_shape(c, 0), &xs, 1, cause) != 0)
+		return -1;
+	cpu_bcast_run(&b, expand_span, &p);
+	return 0;
+}

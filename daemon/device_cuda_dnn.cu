@@ -1,0 +1,394 @@
+/* device_cuda_dnn.cu: cuDNN graph-API convolution plans (strict fp32 engines only), or answers "unavailable" without cuDNN. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_cuda_dnn.h"
+#include "error.h"
+
+#ifdef HAVE_CUDNN
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+/* Engines tried from the heuristics' list, and the largest workspace one may ask for. */
+#define DNN_MAX_CFGS 32
+#define DNN_WS_CAP ((int64_t)256 << 20)
+
+/* Unique ids of the three tensors in the variant pack. */
+enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y' };
+
+/* "what: cuDNN's message" in *cause. */
+static int
+dnn_fail(char **cause, cudnnStatus_t st, const char *what)
+{
+	return error_set(cause, "%s: %s", what, cudnnGetErrorString(st));
+}
+
+/* A finalized tensor descriptor of nd dims (dense row-major strides). */
+static cudnnStatus_t
+dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id)
+{
+	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+	int64_t st[5], align = 4, acc = 1;
+	cudnnStatus_t s;
+
+	for (int d = nd - 1; d >= 0; d--) {
+		st[d] = acc;
+		acc *= dims[d];
+	}
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, t)) != CUDNN_STATUS_SUCCESS)
+		return s;
+	if ((s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt)) ||
+	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims)) ||
+	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, st)) ||
+	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id)) ||
+	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)))
+		return s;
+	return cudnnBackendFinalize(*t);
+}
+
+/* The convolution descriptor: fp32 compute, cross-correlation, the window of n spatial dims. */
+static cudnnStatus_t
+dnn_conv_desc(cudnnBackendDescriptor_t *c, int n, const int64_t *stride, const int64_t *dil, const int64_t *pre,
+    const int64_t *post)
+{
+	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+	cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+	int64_t nn = n;
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, c)) != CUDNN_STATUS_SUCCESS)
+		return s;
+	if ((s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nn)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, n, dil)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, n, stride)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, n, pre)) ||
+	    (s = cudnnBackendSetAttribute(*c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, n, post)))
+		return s;
+	return cudnnBackendFinalize(*c);
+}
+
+/* Descriptors a build creates, destroyed together. */
+struct dnn_parts {
+	cudnnBackendDescriptor_t x, w, y, conv, op, graph, heur, devprop;
+	cudnnBackendDescriptor_t cfg[DNN_MAX_CFGS];
+};
+
+/* A plan keeps the descriptors it was built from alive as long as itself. */
+struct cuda_dnn_conv {
+	cudnnBackendDescriptor_t plan, pack;
+	int64_t ws;
+	struct dnn_parts parts;
+};
+
+/* Destroy every descriptor a build created. */
+static void
+dnn_parts_free(struct dnn_parts *p)
+{
+	cudnnBackendDescriptor_t all[] = { p->x, p->w, p->y, p->conv, p->op, p->graph, p->heur, p->devprop };
+
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (all[i] != NULL)
+			(void)cudnnBackendDestroyDescriptor(all[i]);
+	for (int i = 0; i < DNN_MAX_CFGS; i++)
+		if (p->cfg[i] != NULL)
+			(void)cudnnBackendDestroyDescriptor(p->cfg[i]);
+}
+
+/* Shapes with a 1-D window lifted to 2-D (cuDNN takes 4-D and 5-D tensors). */
+static int
+dnn_lift(const struct cuda_dnn_conv_desc *d, int64_t *x, int64_t *w, int64_t *y, int64_t *st, int64_t *dil,
+    int64_t *pre, int64_t *post)
+{
+	int lift = d->nspatial == 1, n = lift ? 2 : d->nspatial;
+
+	for (int i = 0; i < 2; i++) {
+		x[i] = d->x[i];
+		w[i] = d->w[i];
+		y[i] = d->y[i];
+	}
+	for (int i = 0; i < n; i++) {
+		int s = i - lift;
+		x[2 + i] = s < 0 ? 1 : d->x[2 + s];
+		w[2 + i] = s < 0 ? 1 : d->w[2 + s];
+		y[2 + i] = s < 0 ? 1 : d->y[2 + s];
+		st[i] = s < 0 ? 1 : d->stride[s];
+		dil[i] = s < 0 ? 1 : d->dilation[s];
+		pre[i] = s < 0 ? 0 : d->pad_begin[s];
+		post[i] = s < 0 ? 0 : d->pad_end[s];
+	}
+	return n;
+}
+
+/* The operation (forward, or backward data for a transpose) and its one-op graph. */
+static cudnnStatus_t
+dnn_graph(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
+{
+	int64_t x[5], w[5], y[5], st[3], dil[3], pre[3], post[3];
+	int n = dnn_lift(d, x, w, y, st, dil, pre, post);
+	float alpha = 1.0f, beta = 0.0f;
+	cudnnStatus_t s;
+
+	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W)) ||
+	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
+		return s;
+	if (!d->transpose) {
+		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->y)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
+			return s;
+	} else {
+		/* ConvTranspose(x) = the data gradient of a convolution whose output has x's shape. */
+		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &p->op)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->y)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
+		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
+			return s;
+	}
+	if ((s = cudnnBackendFinalize(p->op)) ||
+	    (s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph)) ||
+	    (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->op)))
+		return s;
+	return cudnnBackendFinalize(p->graph);
+}
+
+/* The device's properties (plans are built from them, not from a handle). */
+static cudnnStatus_t
+dnn_devprop(int ordinal, struct dnn_parts *p)
+{
+	int32_t id = ordinal;
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &p->devprop)) ||
+	    (s = cudnnBackendSetAttribute(p->devprop, CUDNN_ATTR_DEVICEPROP_DEVICE_ID, CUDNN_TYPE_INT32, 1, &id)))
+		return s;
+	return cudnnBackendFinalize(p->devprop);
+}
+
+/* Heuristics' engine configs, best first (mode A, then the fallback list); *count of them. */
+static cudnnStatus_t
+dnn_heuristics(struct dnn_parts *p, cudnnBackendHeurMode_t mode, int64_t *count)
+{
+	cudnnStatus_t s;
+
+	if (p->heur != NULL) {
+		(void)cudnnBackendDestroyDescriptor(p->heur);
+		p->heur = NULL;
+	}
+	for (int i = 0; i < DNN_MAX_CFGS; i++)
+		if (p->cfg[i] == NULL && (s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &p->cfg[i])))
+			return s;
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &p->heur)) ||
+	    (s = cudnnBackendSetAttribute(p->heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->graph)) ||
+	    (s = cudnnBackendSetAttribute(p->heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode)) ||
+	    (s = cudnnBackendSetAttribute(p->heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->devprop)) ||
+	    (s = cudnnBackendFinalize(p->heur)))
+		return s;
+	return cudnnBackendGetAttribute(p->heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+	    DNN_MAX_CFGS, count, p->cfg);
+}
+
+/* 1 when the config's engine computes in strict fp32 (no TF32, down-conversion, FFT or Winograd). */
+static int
+dnn_cfg_strict(cudnnBackendDescriptor_t cfg)
+{
+	cudnnBackendDescriptor_t eng = NULL;
+	cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+	int64_t n = 0, got = 0;
+	int ok = 0;
+
+	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return 0;
+	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+	    &eng) == CUDNN_STATUS_SUCCESS && got == 1 &&
+	    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+	    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS) {
+		ok = 1;
+		for (int64_t i = 0; i < n; i++)
+			if (notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && notes[i] != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP)
+				ok = 0;
+	}
+	(void)cudnnBackendDestroyDescriptor(eng);
+	return ok;
+}
+
+/* An execution plan from the first strict engine config that finalizes within the workspace cap. */
+static int
+dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c)
+{
+	int64_t got = 0;
+
+	for (int64_t i = 0; i < count && i < DNN_MAX_CFGS; i++) {
+		if (!dnn_cfg_strict(p->cfg[i]))
+			continue;
+		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan) != CUDNN_STATUS_SUCCESS)
+			return 0;
+		if (cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->cfg[i]) == CUDNN_STATUS_SUCCESS &&
+		    cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
+		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->devprop) == CUDNN_STATUS_SUCCESS &&
+		    cudnnBackendFinalize(c->plan) == CUDNN_STATUS_SUCCESS &&
+		    cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+		    &c->ws) == CUDNN_STATUS_SUCCESS && c->ws >= 0 && c->ws <= DNN_WS_CAP)
+			return 1;
+		(void)cudnnBackendDestroyDescriptor(c->plan);
+		c->plan = NULL;
+	}
+	return 0;
+}
+
+/* Build a strict-fp32 plan for the convolution; 0 (no error) when cuDNN cannot. */
+int
+cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
+    size_t *ws_bytes, char **cause)
+{
+	struct cuda_dnn_conv *c;
+	struct dnn_parts *p;
+	int64_t count = 0;
+	int found = 0;
+
+	*out = NULL;
+	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
+		return error_set(cause, "out of memory");
+	p = &c->parts;
+	/* Any failure below means this cuDNN cannot take the shape: the caller falls back to im2col. */
+	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, p) == CUDNN_STATUS_SUCCESS) {
+		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
+			found = dnn_pick_plan(p, count, c);
+		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
+			found = dnn_pick_plan(p, count, c);
+	}
+	if (!found) {
+		dnn_parts_free(p);
+		free(c);
+		return 0;
+	}
+	*ws_bytes = (size_t)c->ws;
+	*out = c;
+	return 1;
+}
+
+/* Fix the tensors' and workspace's addresses in a variant pack. */
+int
+cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const float *x, const float *w, float *y, void *ws, char **cause)
+{
+	void *ptrs[3] = { (void *)x, (void *)w, (void *)y };
+	int64_t ids[3] = { DNN_ID_X, DNN_ID_W, DNN_ID_Y };
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &c->pack)) ||
+	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) ||
+	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids)) ||
+	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws)) ||
+	    (s = cudnnBackendFinalize(c->pack)))
+		return dnn_fail(cause, s, "cuDNN variant pack");
+	return 0;
+}
+
+/* Queue the convolution on the handle's stream. */
+int
+cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
+{
+	cudnnStatus_t s = cudnnBackendExecute((cudnnHandle_t)handle, c->plan, c->pack);
+
+	return s == CUDNN_STATUS_SUCCESS ? 0 : dnn_fail(cause, s, "cudnnBackendExecute(convolution)");
+}
+
+/* Destroy the plan and variant pack. */
+void
+cuda_dnn_conv_free(struct cuda_dnn_conv *c)
+{
+	if (c == NULL)
+		return;
+	if (c->pack != NULL)
+		(void)cudnnBackendDestroyDescriptor(c->pack);
+	if (c->plan != NULL)
+		(void)cudnnBackendDestroyDescriptor(c->plan);
+	dnn_parts_free(&c->parts);
+	free(c);
+}
+
+/* A cuDNN handle that queues on stream. */
+int
+cuda_dnn_handle_create(void *stream, void **out, char **cause)
+{
+	cudnnHandle_t h;
+	cudnnStatus_t s;
+
+	*out = NULL;
+	if ((s = cudnnCreate(&h)) != CUDNN_STATUS_SUCCESS)
+		return dnn_fail(cause, s, "cudnnCreate");
+	if ((s = cudnnSetStream(h, (cudaStream_t)stream)) != CUDNN_STATUS_SUCCESS) {
+		(void)cudnnDestroy(h);
+		return dnn_fail(cause, s, "cudnnSetStream");
+	}
+	*out = (void *)h;
+	return 0;
+}
+
+/* Destroy a handle (NULL is ignored). */
+void
+cuda_dnn_handle_destroy(void *handle)
+{
+	if (handle != NULL)
+		(void)cudnnDestroy((cudnnHandle_t)handle);
+}
+
+#else /* !HAVE_CUDNN */
+
+/* Without cuDNN no plan is ever built: convolutions use im2col. */
+int
+cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
+    size_t *ws_bytes, char **cause)
+{
+	*out = NULL;
+	*ws_bytes = 0;
+	return 0;
+}
+
+/* Never called without a plan. */
+int
+cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const float *x, const float *w, float *y, void *ws, char **cause)
+{
+	return error_set(cause, "built without cuDNN");
+}
+
+/* Never called without a plan. */
+int
+cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
+{
+	return error_set(cause, "built without cuDNN");
+}
+
+/* Nothing to free. */
+void
+cuda_dnn_conv_free(struct cuda_dnn_conv *c)
+{
+}
+
+/* No handle without cuDNN. */
+int
+cuda_dnn_handle_create(void *stream, void **out, char **cause)
+{
+	*out = NULL;
+	return 0;
+}
+
+/* Nothing to destroy. */
+void
+cuda_dnn_handle_destroy(void *handle)
+{
+}
+
+#endif

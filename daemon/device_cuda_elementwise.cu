@@ -1,0 +1,389 @@
+/* device_cuda_elementwise.cu: element-wise CUDA steps: unary, broadcast binary with a fused activation, PRelu, Where, Cast, bias/activation epilogues. */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#include <cuda_fp16.h>
+
+#include "device_cuda_impl.h"
+#include "device_unary.h"
+#include "error.h"
+
+/* Parameters of a broadcast element-wise step (operands 0, 1, 2 of the map are inputs 0, 1, 2). */
+struct ew_params {
+	struct cuda_map map;
+	const void *a, *b, *c;
+	void *y;
+	int64_t n;
+	int fn, act;
+	float alpha, beta, act_alpha, act_beta;
+	enum graph_dtype in_dt, out_dt;
+};
+
+/* One float binary function (NaN-propagating max/min as the CPU kernels). */
+static __device__ __forceinline__ float
+ew_binary_f(int fn, float a, float b)
+{
+	switch (fn) {
+	case GRAPH_BINARY_ADD: return a + b;
+	case GRAPH_BINARY_SUB: return a - b;
+	case GRAPH_BINARY_MUL: return a * b;
+	case GRAPH_BINARY_DIV: return a / b;
+	case GRAPH_BINARY_POW: return powf(a, b);
+	case GRAPH_BINARY_MAX: return a > b || isnan(a) ? a : b;
+	case GRAPH_BINARY_MIN: return a < b || isnan(a) ? a : b;
+	default: return 0.0f;
+	}
+}
+
+/* One integer binary function; division by zero gives 0, as the CPU kernels. */
+static __device__ __forceinline__ int64_t
+ew_binary_i(int fn, int64_t a, int64_t b)
+{
+	switch (fn) {
+	case GRAPH_BINARY_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+	case GRAPH_BINARY_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+	case GRAPH_BINARY_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+	case GRAPH_BINARY_DIV: return b == 0 || (b == -1 && a == INT64_MIN) ? 0 : a / b;
+	case GRAPH_BINARY_MAX: return a > b ? a : b;
+	case GRAPH_BINARY_MIN: return a < b ? a : b;
+	default: return 0;
+	}
+}
+
+/* y = act(a op b) in float, a and b broadcast (fn < 0: PRelu, b the slope). */
+static __global__ void
+ew_binary_f32_kernel(struct ew_params p)
+{
+	const float *a = (const float *)p.a, *b = (const float *)p.b;
+	float *y = (float *)p.y;
+
+	CUDA_FOR(i, p.n) {
+		int64_t off[2];
+		cuda_map_offsets(p.map, i, 2, off);
+		float x = a[off[0]], s = b[off[1]];
+		float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : ew_binary_f(p.fn, x, s);
+		y[i] = device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
+	}
+}
+
+/* y = a op b on integers of type T (Equal writes a BOOL). */
+template <typename T>
+static __global__ void
+ew_binary_int_kernel(struct ew_params p)
+{
+	const T *a = (const T *)p.a, *b = (const T *)p.b;
+
+	CUDA_FOR(i, p.n) {
+		int64_t off[2];
+		cuda_map_offsets(p.map, i, 2, off);
+		if (p.fn == GRAPH_BINARY_EQUAL)
+			((uint8_t *)p.y)[i] = a[off[0]] == b[off[1]];
+		else
+			((T *)p.y)[i] = (T)ew_binary_i(p.fn, (int64_t)a[off[0]], (int64_t)b[off[1]]);
+	}
+}
+
+/* Equal on floats. */
+static __global__ void
+ew_equal_f32_kernel(struct ew_params p)
+{
+	const float *a = (const float *)p.a, *b = (const float *)p.b;
+
+	CUDA_FOR(i, p.n) {
+		int64_t off[2];
+		cuda_map_offsets(p.map, i, 2, off);
+		((uint8_t *)p.y)[i] = a[off[0]] == b[off[1]];
+	}
+}
+
+/* Where(cond, x, y) over elements of type T. */
+template <typename T>
+static __global__ void
+ew_where_kernel(struct ew_params p)
+{
+	const uint8_t *c = (const uint8_t *)p.a;
+	const T *x = (const T *)p.b, *z = (const T *)p.c;
+
+	CUDA_FOR(i, p.n) {
+		int64_t off[3];
+		cuda_map_offsets(p.map, i, 3, off);
+		((T *)p.y)[i] = c[off[0]] ? x[off[1]] : z[off[2]];
+	}
+}
+
+/* y = fn(x) in float. */
+static __global__ void
+ew_unary_kernel(struct ew_params p)
+{
+	const float *x = (const float *)p.a;
+	float *y = (float *)p.y;
+
+	CUDA_FOR(i, p.n)
+		y[i] = device_unary_apply(p.fn, x[i], p.alpha, p.beta);
+}
+
+/* Float to int64: truncation, saturated, NaN to 0 (the CPU kernels' rule). */
+static __device__ __forceinline__ int64_t
+ew_f2i(float f)
+{
+	if (isnan(f))
+		return 0;
+	if (f >= 9.2233720368547758e18f)
+		return INT64_MAX;
+	if (f <= -9.2233720368547758e18f)
+		return INT64_MIN;
+	return (int64_t)f;
+}
+
+/* Element i of dtype dt as a float. */
+static __device__ __forceinline__ float
+ew_load_f(enum graph_dtype dt, const void *p, int64_t i)
+{
+	return dt == GRAPH_DT_F32 ? ((const float *)p)[i] : __half2float(((const __half *)p)[i]);
+}
+
+/* Element i of an integer dtype dt as int64. */
+static __device__ __forceinline__ int64_t
+ew_load_i(enum graph_dtype dt, const void *p, int64_t i)
+{
+	switch (dt) {
+	case GRAPH_DT_I64: return ((const int64_t *)p)[i];
+	case GRAPH_DT_I32: return ((const int32_t *)p)[i];
+	case GRAPH_DT_I8: return ((const int8_t *)p)[i];
+	default: return ((const uint8_t *)p)[i];
+	}
+}
+
+/* Store int64 v into element i of integer dtype dt (wrapping, BOOL as v != 0). */
+static __device__ __forceinline__ void
+ew_store_i(enum graph_dtype dt, void *p, int64_t i, int64_t v)
+{
+	switch (dt) {
+	case GRAPH_DT_I64: ((int64_t *)p)[i] = v; break;
+	case GRAPH_DT_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+	case GRAPH_DT_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+	case GRAPH_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+	default: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+	}
+}
+
+/* Cast: floats go through float, integers through int64, F16 rounded to nearest even. */
+static __global__ void
+ew_cast_kernel(struct ew_params p)
+{
+	int fin = p.in_dt == GRAPH_DT_F32 || p.in_dt == GRAPH_DT_F16;
+	int fout = p.out_dt == GRAPH_DT_F32 || p.out_dt == GRAPH_DT_F16;
+
+	CUDA_FOR(i, p.n) {
+		if (fin) {
+			float v = ew_load_f(p.in_dt, p.a, i);
+			if (p.out_dt == GRAPH_DT_F32)
+				((float *)p.y)[i] = v;
+			else if (p.out_dt == GRAPH_DT_F16)
+				((__half *)p.y)[i] = __float2half_rn(v);
+			else if (p.out_dt == GRAPH_DT_BOOL)
+				((uint8_t *)p.y)[i] = v != 0.0f;
+			else
+				ew_store_i(p.out_dt, p.y, i, ew_f2i(v));
+		} else {
+			int64_t v = ew_load_i(p.in_dt, p.a, i);
+			if (fout && p.out_dt == GRAPH_DT_F32)
+				((float *)p.y)[i] = (float)v;
+			else if (fout)
+				((__half *)p.y)[i] = __float2half_rn((float)v);
+			else
+				ew_store_i(p.out_dt, p.y, i, v);
+		}
+	}
+}
+
+/* Queue a step's kernel over its elements. */
+static int
+ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct ew_params *p = (const struct ew_params *)st->p;
+	unsigned int g = cuda_grid(p->n);
+	const char *name = "ew_binary_f32_kernel";
+
+	switch (st->n->op) {
+	case GRAPH_OP_UNARY:
+		name = "ew_unary_kernel";
+		ew_unary_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		break;
+	case GRAPH_OP_CAST:
+		name = "ew_cast_kernel";
+		ew_cast_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		break;
+	case GRAPH_OP_WHERE:
+		name = "ew_where_kernel";
+		switch (graph_dtype_size(p->out_dt)) {
+		case 8: ew_where_kernel<uint64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
+		case 4: ew_where_kernel<uint32_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
+		case 2: ew_where_kernel<uint16_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
+		default: ew_where_kernel<uint8_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
+		}
+		break;
+	default:	/* BINARY, PRELU */
+		if (p->in_dt == GRAPH_DT_F32 && p->fn == GRAPH_BINARY_EQUAL) {
+			name = "ew_equal_f32_kernel";
+			ew_equal_f32_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		} else if (p->in_dt == GRAPH_DT_F32) {
+			ew_binary_f32_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		} else if (p->in_dt == GRAPH_DT_I64) {
+			name = "ew_binary_int_kernel<int64_t>";
+			ew_binary_int_kernel<int64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		} else {
+			name = "ew_binary_int_kernel<int32_t>";
+			ew_binary_int_kernel<int32_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		}
+	}
+	return cuda_launched(name, cause);
+}
+
+/* Common part of every element-wise compile: output, element count, broadcast of nin inputs. */
+static struct ew_params *
+ew_params_init(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, int nin,
+    char **cause)
+{
+	const struct graph_shape *ys = cuda_out_shape(cc, n, 0);
+	struct ew_params *p = (struct ew_params *)cuda_step_params(st, sizeof *p, cause);
+
+	if (p == NULL)
+		return NULL;
+	p->y = cuda_out(cc, n, 0);
+	p->n = graph_shape_elems(ys);
+	p->a = cuda_in(cc, n, 0);
+	p->b = nin > 1 ? cuda_in(cc, n, 1) : NULL;
+	p->c = nin > 2 ? cuda_in(cc, n, 2) : NULL;
+	p->in_dt = cuda_in_dtype(cc, n, nin > 1 && n->op == GRAPH_OP_WHERE ? 1 : 0);
+	p->out_dt = cuda_out_dtype(cc, n, 0);
+	p->map.nd = ys->ndims;
+	for (int k = 0; k < nin; k++) {
+		const struct graph_shape *s = cuda_in_shape(cc, n, k);
+		if (s->ndims > ys->ndims) {
+			error_set(cause, "input %d has rank %d, above the output's %d", k, s->ndims, ys->ndims);
+			return NULL;
+		}
+		for (int d = 0; d < s->ndims; d++)
+			if (s->dims[d] != 1 && s->dims[d] != ys->dims[ys->ndims - s->ndims + d]) {
+				error_set(cause, "input %d does not broadcast to the output", k);
+				return NULL;
+			}
+		cuda_map_bcast(&p->map, k, ys, s);
+	}
+	if (p->n > 0)
+		st->run = ew_run;
+	return p;
+}
+
+/* UNARY: y = fn(x). */
+int
+cuda_compile_unary(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	struct ew_params *p = ew_params_init(cc, n, st, 1, cause);
+
+	if (p == NULL)
+		return -1;
+	if (graph_shape_elems(cuda_in_shape(cc, n, 0)) != p->n)
+		return error_set(cause, "input and output sizes differ");
+	p->fn = n->attr.unary.fn;
+	p->alpha = n->attr.unary.alpha;
+	p->beta = n->attr.unary.beta;
+	return 0;
+}
+
+/* BINARY and PRELU: y = act(a op b), broadcast; PRelu is fn -1. */
+int
+cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	struct ew_params *p = ew_params_init(cc, n, st, 2, cause);
+
+	if (p == NULL)
+		return -1;
+	p->fn = n->op == GRAPH_OP_PRELU ? -1 : (int)n->attr.binary.fn;
+	p->act = n->op == GRAPH_OP_PRELU ? GRAPH_UNARY_NONE : n->act;
+	p->act_alpha = n->act_alpha;
+	p->act_beta = n->act_beta;
+	return 0;
+}
+
+/* WHERE: y = cond ? x : z, broadcast. */
+int
+cuda_compile_where(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	return ew_params_init(cc, n, st, 3, cause) == NULL ? -1 : 0;
+}
+
+/* CAST between any two graph dtypes. */
+int
+cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	struct ew_params *p = ew_params_init(cc, n, st, 1, cause);
+
+	if (p == NULL)
+		return -1;
+	if (graph_shape_elems(cuda_in_shape(cc, n, 0)) != p->n)
+		return error_set(cause, "input and output sizes differ");
+	return 0;
+}
+
+/* y = act(y + b), b broadcast by map operand 0. */
+static __global__ void
+ew_bias_act_kernel(float *y, const float *b, struct cuda_map m, int64_t n, int act, float aa, float ab)
+{
+	CUDA_FOR(i, n) {
+		int64_t off[1] = { 0 };
+		float v = y[i];
+		if (b != NULL) {
+			cuda_map_offsets(m, i, 1, off);
+			v += b[off[0]];
+		}
+		y[i] = device_unary_apply(act, v, aa, ab);
+	}
+}
+
+/* Queue y = act(y + b) over the map's elements. */
+cudaError_t
+cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct cuda_map *m,
+    int act, float act_alpha, float act_beta)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < m->nd; d++)
+		n *= m->dims[d];
+	if (n == 0)
+		return cudaSuccess;
+	ew_bias_act_kernel<<<cuda_grid(n), CUDA_THREADS, 0, stream>>>(y, b, *m, n, act, act_alpha, act_beta);
+	return cudaGetLastError();
+}
+
+/* y = act(y + b[channel] + z) over [n, c, inner]. */
+static __global__ void
+ew_channel_kernel(float *y, const float *b, const float *z, int64_t total, int64_t c, int64_t inner, int act,
+    float aa, float ab)
+{
+	CUDA_FOR(i, total) {
+		float v = y[i];
+		if (b != NULL)
+			v += b[(i / inner) % c];
+		if (z != NULL)
+			v += z[i];
+		y[i] = device_unary_apply(act, v, aa, ab);
+	}
+}
+
+/* Queue the per-channel bias, residual and activation epilogue of a convolution. */
+cudaError_t
+cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+    int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta)
+{
+	int64_t total = n * c * inner;
+
+	if (total == 0)
+		return cudaSuccess;
+	ew_channel_kernel<<<cuda_grid(total), CUDA_THREADS, 0, stream>>>(y, b, z, total, c, inner, act,
+	    act_alpha, act_beta);
+	return cudaGetLastError();
+}

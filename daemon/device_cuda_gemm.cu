@@ -1,0 +1,274 @@
+/* device_cuda_gemm.cu: GEMM and batched, broadcast MatMul through cuBLAS (strict fp32), with fused bias and activation epilogues. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "device_cuda_impl.h"
+#include "device_cuda_kernels.h"
+#include "error.h"
+
+/* Parameters of one GEMM or MatMul step. */
+struct gemm_params {
+	const float *a, *b, *c;
+	float *y;
+	int m, n, k, lda, ldb;
+	int trans_a, trans_b;
+	float alpha, beta;
+	int64_t c_rs, c_cs;		/* GEMM: C's strides (0: broadcast) */
+	int64_t batch;			/* MATMUL */
+	long long sa, sb;		/* MATMUL strided batch: element strides of A and B (0: broadcast) */
+	int pointers;			/* MATMUL: batch through the pointer arrays in the workspace */
+	struct cuda_map bias;		/* MATMUL: bias broadcast to the output */
+	int act;
+	float act_alpha, act_beta;
+};
+
+/* Refuse a size cuBLAS's int arguments cannot hold. */
+static int
+gemm_int(int64_t v, const char *what, char **cause)
+{
+	if (v < 0 || v > INT_MAX)
+		return error_set(cause, "%s %lld is beyond cuBLAS's int limit", what, (long long)v);
+	return 0;
+}
+
+/* C's strides along rows and columns of [M,N] (0 where it broadcasts). */
+static void
+gemm_c_strides(const struct graph_shape *c, int64_t *rs, int64_t *cs)
+{
+	*rs = *cs = 0;
+	if (c->ndims == 2) {
+		*rs = c->dims[0] == 1 ? 0 : c->dims[1];
+		*cs = c->dims[1] == 1 ? 0 : 1;
+	} else if (c->ndims == 1)
+		*cs = c->dims[0] == 1 ? 0 : 1;
+}
+
+/*
+ * y = act(alpha op(A) op(B) + beta C): one SGEMM, then one fused pass for C and the
+ * activation.  Column-major view: y^T[N,M] = op(B)^T op(A)^T.
+ */
+static int
+gemm_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct gemm_params *p = (const struct gemm_params *)st->p;
+	const float zero = 0.0f;
+	size_t elems = (size_t)p->m * (size_t)p->n;
+	cublasStatus_t bs;
+	cudaError_t err;
+
+	if (p->k == 0) {
+		err = cudaMemsetAsync(p->y, 0, elems * sizeof(float), ex->stream);
+		if (err != cudaSuccess)
+			return cuda_fail(cause, err, "cudaMemsetAsync");
+	} else {
+		bs = cublasSgemm(ex->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+		    p->n, p->m, p->k, &p->alpha, p->b, p->ldb, p->a, p->lda, &zero, p->y, p->n);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasSgemm");
+	}
+	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
+		return 0;
+	err = cuda_launch_gemm_epilogue(ex->stream, cuda_grid((int64_t)elems), p->y, p->c, p->beta, p->c_rs, p->c_cs,
+	    elems, (size_t)p->n, p->act, p->act_alpha, p->act_beta);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cuda_epilogue_kernel<<<>>>");
+	return 0;
+}
+
+/* GEMM: 2-D A and B, C broadcast to [M,N]. */
+int
+cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_shape *as = cuda_in_shape(cc, n, 0), *bs = cuda_in_shape(cc, n, 1);
+	const struct graph_shape *ys = cuda_out_shape(cc, n, 0), *cs = cuda_in_shape(cc, n, 2);
+	struct gemm_params *p;
+
+	if (as->ndims != 2 || bs->ndims != 2 || ys->ndims != 2)
+		return error_set(cause, "A, B and the output must be 2-D");
+	if (gemm_int(as->dims[0], "A dimension", cause) || gemm_int(as->dims[1], "A dimension", cause) ||
+	    gemm_int(bs->dims[1], "B dimension", cause) || gemm_int(ys->dims[1], "output width", cause))
+		return -1;
+	if ((p = (struct gemm_params *)cuda_step_params(st, sizeof *p, cause)) == NULL)
+		return -1;
+	p->trans_a = n->attr.gemm.trans_a;
+	p->trans_b = n->attr.gemm.trans_b;
+	p->alpha = n->attr.gemm.alpha;
+	p->beta = n->attr.gemm.beta;
+	p->m = (int)ys->dims[0];
+	p->n = (int)ys->dims[1];
+	p->k = (int)as->dims[p->trans_a ? 0 : 1];
+	p->lda = (int)as->dims[1];
+	p->ldb = (int)bs->dims[1];
+	p->a = (const float *)cuda_in(cc, n, 0);
+	p->b = (const float *)cuda_in(cc, n, 1);
+	p->y = (float *)cuda_out(cc, n, 0);
+	if (cs != NULL && p->beta != 0.0f) {
+		p->c = (const float *)cuda_in(cc, n, 2);
+		gemm_c_strides(cs, &p->c_rs, &p->c_cs);
+	}
+	p->act = n->act;
+	p->act_alpha = n->act_alpha;
+	p->act_beta = n->act_beta;
+	if (p->m > 0 && p->n > 0)
+		st->run = gemm_run;
+	return 0;
+}
+
+/* Batched MatMul: one strided-batched SGEMM (or pointer-array batched when broadcasts are irregular), then bias/act. */
+static int
+matmul_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct gemm_params *p = (const struct gemm_params *)st->p;
+	const float one = 1.0f, zero = 0.0f;
+	cublasStatus_t bs;
+	cudaError_t err;
+
+	if (p->k == 0) {
+		err = cudaMemsetAsync(p->y, 0, (size_t)p->batch * p->m * p->n * sizeof(float), ex->stream);
+		if (err != cudaSuccess)
+			return cuda_fail(cause, err, "cudaMemsetAsync");
+	} else if (p->pointers) {
+		const float **ptr = (const float **)st->ws;
+		bs = cublasSgemmBatched(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one,
+		    ptr + p->batch, p->n, ptr, p->k, &zero, (float **)(ptr + 2 * p->batch), p->n, (int)p->batch);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasSgemmBatched");
+	} else {
+		bs = cublasSgemmStridedBatched(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one,
+		    p->b, p->n, p->sb, p->a, p->k, p->sa, &zero, p->y, p->n, (long long)p->m * p->n, (int)p->batch);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasSgemmStridedBatched");
+	}
+	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
+		return 0;
+	err = cuda_launch_bias_act(ex->stream, p->y, p->c, &p->bias, p->act, p->act_alpha, p->act_beta);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "ew_bias_act_kernel<<<>>>");
+	return 0;
+}
+
+/* Batch stride of an operand whose batch dims (right-aligned in nb out dims) are all 1 (0) or all full (mat). */
+static int
+matmul_stride(const struct graph_shape *s, int mat_nd, const int64_t *ob, int nb, long long mat, long long *stride)
+{
+	int sb = s->ndims - mat_nd, ones = 1, full = sb == nb;
+
+	for (int d = 0; d < sb; d++) {
+		if (s->dims[d] != 1)
+			ones = 0;
+		if (full && s->dims[d] != ob[d])
+			full = 0;
+	}
+	*stride = ones ? 0 : mat;
+	return ones || full;
+}
+
+/* Pointer arrays (A's, B's, Y's per batch) uploaded into the workspace, for irregular broadcasts. */
+static int
+matmul_pointers(struct cuda_step *st, struct gemm_params *p, const struct graph_shape *as,
+    const struct graph_shape *bs, const int64_t *ob, int nb, int a_nd, int b_nd, char **cause)
+{
+	const float **h;
+	int64_t ai, bi, rem;
+	int rc;
+
+	h = (const float **)malloc((size_t)p->batch * 3 * sizeof *h);
+	if (h == NULL)
+		return error_set(cause, "out of memory");
+	for (int64_t t = 0; t < p->batch; t++) {
+		ai = bi = 0;
+		rem = t;
+		int64_t amul = 1, bmul = 1;
+		for (int d = nb - 1; d >= 0; d--) {
+			int64_t c = rem % ob[d];
+			int da = d - (nb - (as->ndims - a_nd)), db = d - (nb - (bs->ndims - b_nd));
+			rem /= ob[d];
+			if (da >= 0) {
+				ai += (as->dims[da] == 1 ? 0 : c) * amul;
+				amul *= as->dims[da];
+			}
+			if (db >= 0) {
+				bi += (bs->dims[db] == 1 ? 0 : c) * bmul;
+				bmul *= bs->dims[db];
+			}
+		}
+		h[t] = p->a + ai * p->m * p->k;
+		h[p->batch + t] = p->b + bi * p->k * p->n;
+		h[2 * p->batch + t] = p->y + t * p->m * p->n;
+	}
+	rc = cuda_step_ws(st, (size_t)p->batch * 3 * sizeof *h, cause) == 0 &&
+	    cuda_upload(st->ws, h, (size_t)p->batch * 3 * sizeof *h, cause) == 0 ? 0 : -1;
+	free(h);
+	p->pointers = 1;
+	return rc;
+}
+
+/* Sizes of a numpy matmul: M, K, N and the output's batch dims. */
+static int
+matmul_sizes(const struct graph_shape *as, const struct graph_shape *bs, const struct graph_shape *ys,
+    struct gemm_params *p, int *nb, char **cause)
+{
+	int a_nd = as->ndims == 1 ? 1 : 2, b_nd = bs->ndims == 1 ? 1 : 2;
+	int64_t m = as->ndims == 1 ? 1 : as->dims[as->ndims - 2], k = as->dims[as->ndims - 1];
+	int64_t kb = bs->ndims == 1 ? bs->dims[0] : bs->dims[bs->ndims - 2], nn = bs->ndims == 1 ? 1 : bs->dims[bs->ndims - 1];
+
+	if (as->ndims < 1 || bs->ndims < 1 || k != kb)
+		return error_set(cause, "inner dimensions differ (%lld and %lld)", (long long)k, (long long)kb);
+	*nb = ys->ndims - (a_nd == 2) - (b_nd == 2);
+	if (*nb < 0)
+		return error_set(cause, "output rank %d is too small", ys->ndims);
+	p->batch = 1;
+	for (int d = 0; d < *nb; d++)
+		p->batch *= ys->dims[d];
+	if (gemm_int(m, "M", cause) || gemm_int(k, "K", cause) || gemm_int(nn, "N", cause) ||
+	    gemm_int(p->batch, "batch", cause))
+		return -1;
+	p->m = (int)m;
+	p->k = (int)k;
+	p->n = (int)nn;
+	return 0;
+}
+
+/* MATMUL: numpy semantics (1-D operands promoted), batch broadcast, optional bias and activation. */
+int
+cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_shape *as = cuda_in_shape(cc, n, 0), *bs = cuda_in_shape(cc, n, 1);
+	const struct graph_shape *ys = cuda_out_shape(cc, n, 0), *cs = cuda_in_shape(cc, n, 2);
+	struct gemm_params *p;
+	int nb = 0;
+
+	if ((p = (struct gemm_params *)cuda_step_params(st, sizeof *p, cause)) == NULL)
+		return -1;
+	if (matmul_sizes(as, bs, ys, p, &nb, cause) != 0)
+		return -1;
+	if (graph_shape_elems(ys) != p->batch * p->m * p->n)
+		return error_set(cause, "output has %lld elements, not %lld", (long long)graph_shape_elems(ys),
+		    (long long)(p->batch * p->m * p->n));
+	p->a = (const float *)cuda_in(cc, n, 0);
+	p->b = (const float *)cuda_in(cc, n, 1);
+	p->y = (float *)cuda_out(cc, n, 0);
+	p->act = n->act;
+	p->act_alpha = n->act_alpha;
+	p->act_beta = n->act_beta;
+	if (cs != NULL) {
+		p->c = (const float *)cuda_in(cc, n, 2);
+		if (cs->ndims > ys->ndims)
+			return error_set(cause, "bias rank %d above the output's %d", cs->ndims, ys->ndims);
+		for (int d = 0; d < cs->ndims; d++)
+			if (cs->dims[d] != 1 && cs->dims[d] != ys->dims[ys->ndims - cs->ndims + d])
+				return error_set(cause, "bias does not broadcast to the output");
+		cuda_map_bcast(&p->bias, 0, ys, cs);
+	} else
+		cuda_map_bcast(&p->bias, 0, ys, ys);
+	if (p->batch * p->m * p->n == 0)
+		return 0;
+	st->run = matmul_run;
+	int a_nd = as->ndims == 1 ? 1 : 2, b_nd = bs->ndims == 1 ? 1 : 2;
+	if (matmul_stride(as, a_nd, ys->dims, nb, (long long)p->m * p->k, &p->sa) &&
+	    matmul_stride(bs, b_nd, ys->dims, nb, (long long)p->k * p->n, &p->sb))
+		return 0;
+	return matmul_pointers(st, p, as, bs, ys->dims, nb, a_nd, b_nd, cause);
+}

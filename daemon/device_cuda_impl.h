@@ -1,0 +1,165 @@
+/* device_cuda_impl.h: what the CUDA backend's files share: plan steps, per-op compilers, error helpers, broadcast index maps (nvcc only). */
+#ifndef INFERD_DEVICE_CUDA_IMPL_H
+#define INFERD_DEVICE_CUDA_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "graph.h"
+
+/*
+ * Contract.  device_cuda.cu compiles a graph by calling, per node, the
+ * compiler of its op (cuda_compile_*, one file per concern: gemm, conv,
+ * elementwise, reduce, tensor, spatial).  A compiler resolves everything for
+ * the concrete shapes and addresses into a step: a run function, host
+ * parameters (p, malloc'ed) and device workspace (ws, cudaMalloc'ed here and
+ * only here), both freed with the plan.  A step whose node has nothing to do
+ * (empty tensors) keeps run == NULL and is skipped.  A run function only
+ * queues work on ex->stream (kernels, cuBLAS, async device-to-device copies):
+ * it never allocates, synchronises or reads device memory on the host, so a
+ * plan's run can be captured into a CUDA graph.  Everything is fp32 strict
+ * (cuBLAS without TF32); an fp16 path would add a dtype to the params, not a
+ * new step shape.  Every CUDA/cuBLAS call is checked; failures name the call.
+ */
+
+/* Element-wise grids: threads per block, and a cap on blocks (grid-stride loops do the rest). */
+#define CUDA_THREADS 256
+#define CUDA_MAX_BLOCKS 4096
+
+/* What a run function may use: the compute stream, its cuBLAS handle and cuDNN handle (NULL without cuDNN). */
+struct cuda_exec {
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	void *dnn;
+};
+
+struct cuda_step;
+typedef int (*cuda_run_fn)(const struct cuda_step *st, const struct cuda_exec *ex, char **cause);
+
+/* One node, compiled. */
+struct cuda_step {
+	const struct graph_node *n;
+	cuda_run_fn run;		/* NULL: nothing to do */
+	void *p;			/* host parameters (malloc'ed) */
+	void *ws;			/* device workspace (cudaMalloc'ed at compile) */
+	size_t ws_bytes;
+	void (*fini)(struct cuda_step *st);	/* releases what p holds beyond itself (NULL: nothing) */
+};
+
+/* What a compiler sees: the graph, every tensor's concrete shape and device address, the GPU's ordinal. */
+struct cuda_compile {
+	const graph_t *g;
+	const struct graph_shape *shapes;
+	void *const *addrs;
+	int ordinal;
+};
+
+typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
+    struct cuda_step *st, char **cause);
+
+/*
+ * An index map over an output of nd dims: st[k][d] is operand k's element
+ * stride along output dim d (0 where it broadcasts).  Passed to kernels by value.
+ */
+#define CUDA_MAP_OPS 3
+struct cuda_map {
+	int nd;
+	int64_t dims[GRAPH_MAX_DIMS];
+	int64_t st[CUDA_MAP_OPS][GRAPH_MAX_DIMS];
+};
+
+/* Offsets of output element i in each of nops operands. */
+static __device__ __forceinline__ void
+cuda_map_offsets(const struct cuda_map &m, int64_t i, int nops, int64_t *off)
+{
+	for (int k = 0; k < nops; k++)
+		off[k] = 0;
+	for (int d = m.nd - 1; d >= 0; d--) {
+		int64_t c = i % m.dims[d];
+		i /= m.dims[d];
+		for (int k = 0; k < nops; k++)
+			off[k] += c * m.st[k][d];
+	}
+}
+
+/* Grid-stride loop over [0, n). */
+#define CUDA_FOR(i, n) \
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n); \
+	    i += (int64_t)gridDim.x * blockDim.x)
+
+/* Errors: "what: CUDA's (cuBLAS's) message" in *cause, -1. */
+int cuda_fail(char **cause, cudaError_t err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int cuda_blas_fail(char **cause, cublasStatus_t st, const char *what);
+/* -1 naming kernel when its launch failed (cudaGetLastError), else 0. */
+int cuda_launched(const char *kernel, char **cause);
+/* Blocks for a grid-stride loop over n elements (at least 1). */
+unsigned int cuda_grid(int64_t n);
+/* Device workspace of bytes for a step (freed with the plan). */
+int cuda_step_ws(struct cuda_step *st, size_t bytes, char **cause);
+/* Host parameters of bytes for a step, zeroed (freed with the plan). */
+void *cuda_step_params(struct cuda_step *st, size_t bytes, char **cause);
+/* Copy host bytes into device memory at compile time (synchronous; never from a run). */
+int cuda_upload(void *dst, const void *src, size_t bytes, char **cause);
+
+/* Numpy broadcast of in (rank <= out's) to out: strides of operand k of m (m->nd, dims set from out). */
+void cuda_map_bcast(struct cuda_map *m, int k, const struct graph_shape *out, const struct graph_shape *in);
+/* Row-major element strides of s into st. */
+void cuda_strides(const struct graph_shape *s, int64_t *st);
+/* Normalise axis against rank (negative counts from the end); -1 when out of range. */
+int cuda_axis(int64_t axis, int rank);
+
+/* Node accessors: input i's shape/address (NULL when omitted), output i's. */
+const struct graph_shape *cuda_in_shape(const struct cuda_compile *cc, const struct graph_node *n, int i);
+void *cuda_in(const struct cuda_compile *cc, const struct graph_node *n, int i);
+const struct graph_shape *cuda_out_shape(const struct cuda_compile *cc, const struct graph_node *n, int i);
+void *cuda_out(const struct cuda_compile *cc, const struct graph_node *n, int i);
+enum graph_dtype cuda_in_dtype(const struct cuda_compile *cc, const struct graph_node *n, int i);
+enum graph_dtype cuda_out_dtype(const struct cuda_compile *cc, const struct graph_node *n, int i);
+
+/* Whether the backend runs node n (op, arity, dtypes), else 0 with *why (device_cuda_support.cu). */
+int cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why);
+/* The compiler of op; NULL when the backend has none. */
+cuda_compile_fn cuda_op_compiler(enum graph_op op);
+
+/* Per-op compilers (device_cuda_<concern>.cu). */
+int cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_conv(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_conv_transpose(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_unary(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_where(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_softmax(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_batchnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_reduce(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_copy(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_transpose(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_expand(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_slice(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_concat(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_split(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_pad(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+
+/*
+ * Shared epilogue (device_cuda_elementwise.cu): y = act(y + b) with b
+ * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements.
+ */
+cudaError_t cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct cuda_map *m,
+    int act, float act_alpha, float act_beta);
+/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL. */
+cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+    int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta);
+
+#endif

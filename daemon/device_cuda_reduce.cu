@@ -1,0 +1,359 @@
+/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis, layer norm, batch norm, ReduceMean/Sum/Max. */
+#include "config.h"
+
+#include <math.h>
+
+#include "device_cuda_impl.h"
+#include "error.h"
+
+/* Threads of the one-block-per-row kernels (a multiple of 32: the reductions rely on full warps). */
+#define RED_THREADS 256
+
+/* Parameters of a reduce-family step. */
+struct red_params {
+	const float *x, *s, *b, *mean, *var;
+	float *y;
+	int64_t outer, len, inner;	/* SOFTMAX, LAYERNORM: [outer, len, inner]; BATCHNORM: [outer, len=C, inner] */
+	int64_t sst, bst;		/* LAYERNORM: scale/bias step along the row (0 or 1) */
+	float eps;
+	int as_log, kind;
+	struct cuda_map keep, red;	/* REDUCE: kept dims and reduced dims, input strides as operand 0 */
+	int64_t nout, nred;
+};
+
+/* Sum over the block of v (every thread gets it); sh holds RED_THREADS / 32 doubles. */
+static __device__ double
+red_block_sum(double v, double *sh)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		sh[threadIdx.x >> 5] = v;
+	__syncthreads();
+	v = 0.0;
+	for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+		v += sh[w];
+	return v;
+}
+
+/* Max over the block (NaN wins). */
+static __device__ float
+red_block_max(float v, float *sh)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		float u = __shfl_xor_sync(0xffffffffu, v, o);
+		v = u > v || isnan(u) ? u : v;
+	}
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		sh[threadIdx.x >> 5] = v;
+	__syncthreads();
+	v = sh[0];
+	for (int w = 1; w < (int)(blockDim.x >> 5); w++)
+		v = sh[w] > v || isnan(sh[w]) ? sh[w] : v;
+	return v;
+}
+
+/* Softmax of rows (inner == 1): one block per row. */
+static __global__ void
+red_softmax_rows(struct red_params p)
+{
+	__shared__ double shd[RED_THREADS / 32];
+	__shared__ float shf[RED_THREADS / 32];
+
+	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
+		const float *x = p.x + r * p.len;
+		float *y = p.y + r * p.len, mx = -INFINITY;
+		double sum = 0.0;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			mx = x[i] > mx || isnan(x[i]) ? x[i] : mx;
+		mx = red_block_max(mx, shf);
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			sum += expf(x[i] - mx);
+		sum = red_block_sum(sum, shd);
+		float ls = (float)log(sum), inv = (float)(1.0 / sum);
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			y[i] = p.as_log ? x[i] - mx - ls : expf(x[i] - mx) * inv;
+	}
+}
+
+/* Softmax along a strided axis (inner > 1): one thread per (outer, inner) column. */
+static __global__ void
+red_softmax_cols(struct red_params p)
+{
+	CUDA_FOR(c, p.outer * p.inner) {
+		const float *x = p.x + (c / p.inner) * p.len * p.inner + c % p.inner;
+		float *y = p.y + (c / p.inner) * p.len * p.inner + c % p.inner, mx = -INFINITY;
+		double sum = 0.0;
+		for (int64_t i = 0; i < p.len; i++)
+			mx = x[i * p.inner] > mx || isnan(x[i * p.inner]) ? x[i * p.inner] : mx;
+		for (int64_t i = 0; i < p.len; i++)
+			sum += expf(x[i * p.inner] - mx);
+		float ls = (float)log(sum), inv = (float)(1.0 / sum);
+		for (int64_t i = 0; i < p.len; i++)
+			y[i * p.inner] = p.as_log ? x[i * p.inner] - mx - ls : expf(x[i * p.inner] - mx) * inv;
+	}
+}
+
+/* Layer norm of rows: mean, then the biased variance around it (two passes, double), then the scaled row. */
+static __global__ void
+red_layernorm_rows(struct red_params p)
+{
+	__shared__ double sh[RED_THREADS / 32];
+
+	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
+		const float *x = p.x + r * p.len;
+		float *y = p.y + r * p.len;
+		double mean = 0.0, var = 0.0;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			mean += x[i];
+		mean = red_block_sum(mean, sh) / (double)p.len;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			var += ((double)x[i] - mean) * ((double)x[i] - mean);
+		var = red_block_sum(var, sh) / (double)p.len;
+		float inv = (float)(1.0 / sqrt(var + (double)p.eps)), m = (float)mean;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x) {
+			float v = (x[i] - m) * inv;
+			if (p.s != NULL)
+				v *= p.s[i * p.sst];
+			if (p.b != NULL)
+				v += p.b[i * p.bst];
+			y[i] = v;
+		}
+	}
+}
+
+/* Batch norm in inference form: y = x a + b per channel, a and b folded in double as the CPU kernels do. */
+static __global__ void
+red_batchnorm(struct red_params p)
+{
+	CUDA_FOR(i, p.outer * p.len * p.inner) {
+		int64_t k = (i / p.inner) % p.len;
+		float a = (float)((double)p.s[k] / sqrt((double)p.var[k] + (double)p.eps));
+		float b = p.b[k] - p.mean[k] * a;
+		p.y[i] = p.x[i] * a + b;
+	}
+}
+
+/* Reduce: one block per output element, the reduced elements strided through the block. */
+static __global__ void
+red_reduce(struct red_params p)
+{
+	__shared__ double shd[RED_THREADS / 32];
+	__shared__ float shf[RED_THREADS / 32];
+
+	for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
+		int64_t base, off;
+		double sum = 0.0;
+		float best = -INFINITY;
+		cuda_map_offsets(p.keep, o, 1, &base);
+		for (int64_t k = threadIdx.x; k < p.nred; k += blockDim.x) {
+			cuda_map_offsets(p.red, k, 1, &off);
+			float v = p.x[base + off];
+			sum += v;
+			best = v > best || isnan(v) ? v : best;
+		}
+		if (p.kind == GRAPH_REDUCE_MAX) {
+			best = red_block_max(best, shf);
+			if (threadIdx.x == 0)
+				p.y[o] = best;
+		} else {
+			sum = red_block_sum(sum, shd);
+			if (threadIdx.x == 0)
+				p.y[o] = (float)(p.kind == GRAPH_REDUCE_MEAN ? sum / (double)p.nred : sum);
+		}
+	}
+}
+
+/* Blocks for the one-block-per-row kernels. */
+static unsigned int
+red_rows_grid(int64_t rows)
+{
+	return (unsigned int)(rows < 1 ? 1 : rows > 65535 ? 65535 : rows);
+}
+
+/* Queue a step's kernel. */
+static int
+red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct red_params *p = (const struct red_params *)st->p;
+
+	switch (st->n->op) {
+	case GRAPH_OP_SOFTMAX:
+		if (p->inner == 1) {
+			red_softmax_rows<<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+			return cuda_launched("red_softmax_rows", cause);
+		}
+		red_softmax_cols<<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
+		return cuda_launched("red_softmax_cols", cause);
+	case GRAPH_OP_LAYERNORM:
+		red_layernorm_rows<<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+		return cuda_launched("red_layernorm_rows", cause);
+	case GRAPH_OP_BATCHNORM:
+		red_batchnorm<<<cuda_grid(p->outer * p->len * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
+		return cuda_launched("red_batchnorm", cause);
+	default:
+		red_reduce<<<red_rows_grid(p->nout), RED_THREADS, 0, ex->stream>>>(*p);
+		return cuda_launched("red_reduce", cause);
+	}
+}
+
+/* Split x at axis into [outer, len, inner] (inner_all: len covers every dim from axis on). */
+static void
+red_split(const struct graph_shape *x, int axis, int inner_all, struct red_params *p)
+{
+	p->outer = p->len = p->inner = 1;
+	for (int d = 0; d < x->ndims; d++) {
+		if (d < axis)
+			p->outer *= x->dims[d];
+		else if (d == axis || inner_all)
+			p->len *= x->dims[d];
+		else
+			p->inner *= x->dims[d];
+	}
+}
+
+/* Common start: params, x, y, and that the output has the input's element count. */
+static struct red_params *
+red_params_init(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, int same,
+    char **cause)
+{
+	struct red_params *p = (struct red_params *)cuda_step_params(st, sizeof *p, cause);
+
+	if (p == NULL)
+		return NULL;
+	if (same && graph_shape_elems(cuda_in_shape(cc, n, 0)) != graph_shape_elems(cuda_out_shape(cc, n, 0))) {
+		error_set(cause, "input and output sizes differ");
+		return NULL;
+	}
+	p->x = (const float *)cuda_in(cc, n, 0);
+	p->y = (float *)cuda_out(cc, n, 0);
+	return p;
+}
+
+/* SOFTMAX / LOGSOFTMAX over one axis (opset 13 semantics). */
+int
+cuda_compile_softmax(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0);
+	struct red_params *p = red_params_init(cc, n, st, 1, cause);
+	int axis = cuda_axis(n->attr.softmax.axis, xs->ndims);
+
+	if (p == NULL)
+		return -1;
+	if (axis < 0)
+		return error_set(cause, "axis %lld outside rank %d", (long long)n->attr.softmax.axis, xs->ndims);
+	red_split(xs, axis, 0, p);
+	p->as_log = n->attr.softmax.log;
+	if (p->outer * p->len * p->inner > 0)
+		st->run = red_run;
+	return 0;
+}
+
+/* Step of a layer-norm scale/bias along the row: 1 when it has len elements, 0 for one. */
+static int
+red_param_step(const struct cuda_compile *cc, const struct graph_node *n, int i, int64_t len, int64_t *step,
+    const float **ptr, char **cause)
+{
+	const struct graph_shape *s = cuda_in_shape(cc, n, i);
+
+	*ptr = NULL;
+	*step = 0;
+	if (s == NULL)
+		return 0;
+	*ptr = (const float *)cuda_in(cc, n, i);
+	if (graph_shape_elems(s) == len)
+		*step = 1;
+	else if (graph_shape_elems(s) != 1)
+		return error_set(cause, "%s has %lld elements, not 1 or the %lld of a normalised row",
+		    i == 1 ? "scale" : "bias", (long long)graph_shape_elems(s), (long long)len);
+	return 0;
+}
+
+/* LAYERNORM over every dim from axis on. */
+int
+cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause)
+{
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0);
+	struct red_params *p = red_params_init(cc, n, st, 1, cause);
+	int axis = cuda_axis(n->attr.norm.axis, xs->ndims);
+
+	if (p == NULL)
+		return -1;
+	if (axis < 0)
+		return error_set(cause, "axis %lld outside rank %d", (long long)n->attr.norm.axis, xs->ndims);
+	red_split(xs, axis, 1, p);
+	p->eps = n->attr.norm.eps;
+	if (red_param_step(cc, n, 1, p->len, &p->sst, &p->s, cause) != 0 ||
+	    red_param_step(cc, n, 2, p->len, &p->bst, &p->b, cause) != 0)
+		return -1;
+	if (p->outer * p->len > 0)
+		st->run = red_run;
+	return 0;
+}
+
+/* BATCHNORM (inference): per channel (dim 1). */
+int
+cuda_compile_batchnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause)
+{
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0);
+	struct red_params *p = red_params_init(cc, n, st, 1, cause);
+
+	if (p == NULL)
+		return -1;
+	if (xs->ndims < 2)
+		return error_set(cause, "input must have rank >= 2");
+	red_split(xs, 1, 0, p);
+	for (int i = 1; i <= 4; i++)
+		if (graph_shape_elems(cuda_in_shape(cc, n, i)) != p->len)
+			return error_set(cause, "input %d has %lld elements, not %lld channels", i,
+			    (long long)graph_shape_elems(cuda_in_shape(cc, n, i)), (long long)p->len);
+	p->s = (const float *)cuda_in(cc, n, 1);
+	p->b = (const float *)cuda_in(cc, n, 2);
+	p->mean = (const float *)cuda_in(cc, n, 3);
+	p->var = (const float *)cuda_in(cc, n, 4);
+	p->eps = n->attr.norm.eps;
+	if (p->outer * p->len * p->inner > 0)
+		st->run = red_run;
+	return 0;
+}
+
+/* REDUCE mean/sum/max over axes (none listed: all). */
+int
+cuda_compile_reduce(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_reduce_attr *a = &n->attr.reduce;
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0);
+	struct red_params *p = red_params_init(cc, n, st, 0, cause);
+	int red[GRAPH_MAX_DIMS];
+	int64_t xst[GRAPH_MAX_DIMS];
+
+	if (p == NULL)
+		return -1;
+	for (int d = 0; d < xs->ndims; d++)
+		red[d] = a->naxes == 0;
+	for (int k = 0; k < a->naxes; k++) {
+		int ax = cuda_axis(a->axes[k], xs->ndims);
+		if (ax < 0)
+			return error_set(cause, "axis %lld outside rank %d", (long long)a->axes[k], xs->ndims);
+		red[ax] = 1;
+	}
+	cuda_strides(xs, xst);
+	p->nout = p->nred = 1;
+	for (int d = 0; d < xs->ndims; d++) {
+		struct cuda_map *m = red[d] ? &p->red : &p->keep;
+		m->dims[m->nd] = xs->dims[d];
+		m->st[0][m->nd++] = xst[d];
+		*(red[d] ? &p->nred : &p->nout) *= xs->dims[d];
+	}
+	if (graph_shape_elems(cuda_out_shape(cc, n, 0)) != p->nout)
+		return error_set(cause, "output has %lld elements, the reduction gives %lld",
+		    (long long)graph_shape_elems(cuda_out_shape(cc, n, 0)), (long long)p->nout);
+	p->kind = a->kind;
+	if (p->nout > 0)
+		st->run = red_run;
+	return 0;
+}

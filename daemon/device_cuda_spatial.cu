@@ -1,0 +1,290 @@
+/* device_cuda_spatial.cu: window and sampling CUDA steps: max/average pools (ceil_mode, count_include_pad, dilations, global) and Resize (nearest, N-linear, ONNX coordinate modes). */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu_kernels.h"
+#include "device_cuda_impl.h"
+#include "error.h"
+
+/* A window over 1 to 3 spatial dims, always described as 3 (missing leading dims of size 1). */
+struct pool_params {
+	const float *x;
+	float *y;
+	int64_t planes;			/* N C */
+	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+	int64_t in_sz, out_sz;
+	int kind, include_pad;
+};
+
+/* Kernel taps [lo, hi) of one dim that land in [0, limit) for a window starting at start. */
+static __device__ __forceinline__ void
+pool_taps(int64_t start, int64_t d, int64_t k, int64_t limit, int64_t *lo, int64_t *hi)
+{
+	*lo = start >= 0 ? 0 : (-start + d - 1) / d;
+	*hi = limit - start <= 0 ? 0 : (limit - start + d - 1) / d;
+	if (*hi > k)
+		*hi = k;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/*
+ * One output per thread: max ignores padding; average divides by the taps
+ * inside the input, or (count_include_pad) inside input plus pads, never the
+ * part of a ceil_mode window past the end pad.
+ */
+static __global__ void
+pool_kernel(struct pool_params p)
+{
+	CUDA_FOR(i, p.planes * p.out_sz) {
+		int64_t r = i % p.out_sz, o[3], lo[3], hi[3], start[3], padded = 1, plo, phi;
+		const float *x = p.x + (i / p.out_sz) * p.in_sz;
+		double sum = 0.0;
+		float best = -INFINITY;
+		o[2] = r % p.out[2];
+		o[1] = r / p.out[2] % p.out[1];
+		o[0] = r / (p.out[2] * p.out[1]);
+		for (int a = 0; a < 3; a++) {
+			start[a] = o[a] * p.s[a] - p.pb[a];
+			pool_taps(start[a], p.d[a], p.k[a], p.in[a], &lo[a], &hi[a]);
+			pool_taps(start[a], p.d[a], p.k[a], p.in[a] + p.pe[a], &plo, &phi);
+			padded *= phi;
+		}
+		for (int64_t a = lo[0]; a < hi[0]; a++)
+			for (int64_t b = lo[1]; b < hi[1]; b++) {
+				const float *row = x + ((start[0] + a * p.d[0]) * p.in[1] + start[1] + b * p.d[1]) * p.in[2] +
+				    start[2];
+				for (int64_t c = lo[2]; c < hi[2]; c++) {
+					float v = row[c * p.d[2]];
+					sum += v;
+					best = v > best || isnan(v) ? v : best;
+				}
+			}
+		int64_t valid = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
+		int64_t cnt = p.include_pad ? padded : valid;
+		p.y[i] = p.kind == GRAPH_POOL_MAX ? best : cnt > 0 ? (float)(sum / (double)cnt) : 0.0f;
+	}
+}
+
+/* Queue the pool. */
+static int
+pool_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct pool_params *p = (const struct pool_params *)st->p;
+
+	pool_kernel<<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
+	return cuda_launched("pool_kernel", cause);
+}
+
+/* POOL: geometry from the attributes (global: the whole plane), sizes from the shapes. */
+int
+cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_pool_attr *a = &n->attr.pool;
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0), *ys = cuda_out_shape(cc, n, 0);
+	struct pool_params *p = (struct pool_params *)cuda_step_params(st, sizeof *p, cause);
+	int ns = xs->ndims - 2, off;
+
+	if (p == NULL)
+		return -1;
+	if (ns < 1 || ns > 3 || ys->ndims != xs->ndims || ys->dims[0] != xs->dims[0] || ys->dims[1] != xs->dims[1])
+		return error_set(cause, "input and output must be [N, C, 1 to 3 spatial dims] alike");
+	if (!a->global && a->w.nspatial != ns)
+		return error_set(cause, "window has %d spatial dims, the input %d", a->w.nspatial, ns);
+	off = 3 - ns;
+	p->in_sz = p->out_sz = 1;
+	for (int i = 0; i < 3; i++) {
+		int s = i - off;
+		p->in[i] = s < 0 ? 1 : xs->dims[2 + s];
+		p->out[i] = s < 0 ? 1 : ys->dims[2 + s];
+		p->k[i] = s < 0 ? 1 : a->global ? p->in[i] : a->w.kernel[s];
+		p->s[i] = s < 0 || a->global ? 1 : a->w.stride[s];
+		p->d[i] = s < 0 || a->global ? 1 : a->w.dilation[s];
+		p->pb[i] = s < 0 || a->global ? 0 : a->w.pad_begin[s];
+		p->pe[i] = s < 0 || a->global ? 0 : a->w.pad_end[s];
+		if (p->k[i] < 1 || p->s[i] < 1 || p->d[i] < 1)
+			return error_set(cause, "kernel, stride and dilation must be >= 1");
+		p->in_sz *= p->in[i];
+		p->out_sz *= p->out[i];
+	}
+	p->planes = xs->dims[0] * xs->dims[1];
+	p->x = (const float *)cuda_in(cc, n, 0);
+	p->y = (float *)cuda_out(cc, n, 0);
+	p->kind = a->kind;
+	p->include_pad = a->count_include_pad;
+	if (p->planes * p->out_sz > 0)
+		st->run = pool_run;
+	return 0;
+}
+
+/* Per output coordinate of one axis: the two source indices and the weight of the second. */
+struct resize_tap {
+	int64_t i0, i1;
+	float w1;
+};
+
+/* Resize: taps per axis in the workspace (computed on the host at compile, as the CPU kernels compute them). */
+struct resize_params {
+	const float *x;
+	float *y;
+	int nd;
+	int64_t out[GRAPH_MAX_DIMS], ist[GRAPH_MAX_DIMS], tap0[GRAPH_MAX_DIMS];
+	int64_t n;
+	const struct resize_tap *taps;
+};
+
+/* Scale of axis i: the attribute's when scales are given, else output / input. */
+static float
+resize_scale(const struct graph_resize_attr *a, int i, int64_t in, int64_t out)
+{
+	if (a->nscales > i && a->nsizes == 0)
+		return a->scales[i];
+	return (float)out / (float)in;
+}
+
+/* Source coordinate of output coordinate x (float arithmetic, as onnxruntime does it). */
+static float
+resize_coord(int mode, float x, float scale, int64_t in, int64_t out)
+{
+	switch (mode) {
+	case CPU_RESIZE_ASYMMETRIC:
+		return x / scale;
+	case CPU_RESIZE_ALIGN_CORNERS:
+		return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
+	case CPU_RESIZE_PYTORCH_HALF_PIXEL:
+		return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
+	case CPU_RESIZE_HALF_PIXEL_SYMMETRIC: {
+		float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
+		return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
+	}
+	default:
+		return (x + 0.5f) / scale - 0.5f;
+	}
+}
+
+/* Nearest source index of coordinate f, clamped into [0, in). */
+static int64_t
+resize_nearest(int mode, float f, int64_t in)
+{
+	float fl = floorf(f), r;
+
+	switch (mode) {
+	case CPU_RESIZE_ROUND_PREFER_CEIL: r = f == fl + 0.5f ? ceilf(f) : roundf(f); break;
+	case CPU_RESIZE_FLOOR: r = fl; break;
+	case CPU_RESIZE_CEIL: r = ceilf(f); break;
+	default: r = f == fl + 0.5f ? fl : roundf(f); break;
+	}
+	if (!(r >= 0.0f))
+		return 0;
+	return r >= (float)(in - 1) ? in - 1 : (int64_t)r;
+}
+
+/* Taps of every output coordinate of one axis. */
+static void
+resize_axis_taps(const struct graph_resize_attr *a, int i, int64_t in, int64_t out, struct resize_tap *t)
+{
+	float scale = resize_scale(a, i, in, out);
+
+	for (int64_t o = 0; o < out; o++) {
+		float f = resize_coord(a->coord, (float)o, scale, in, out);
+		if (a->mode == GRAPH_RESIZE_NEAREST) {
+			t[o].i0 = t[o].i1 = resize_nearest(a->nearest, f, in);
+			t[o].w1 = 0.0f;
+			continue;
+		}
+		f = f < 0.0f ? 0.0f : f > (float)(in - 1) ? (float)(in - 1) : f;
+		t[o].i0 = (int64_t)f;
+		t[o].i1 = t[o].i0 + 1 < in ? t[o].i0 + 1 : in - 1;
+		t[o].w1 = f - (float)t[o].i0;
+	}
+}
+
+/* Output element o: a weighted sum over the 2^k corners of the interpolated axes. */
+static __global__ void
+resize_kernel(struct resize_params p)
+{
+	CUDA_FOR(o, p.n) {
+		const struct resize_tap *t[GRAPH_MAX_DIMS];
+		int lin[GRAPH_MAX_DIMS], nlin = 0;
+		int64_t base = 0, r = o;
+		float acc = 0.0f;
+		for (int i = p.nd - 1; i >= 0; i--) {
+			t[i] = &p.taps[p.tap0[i] + r % p.out[i]];
+			r /= p.out[i];
+			base += t[i]->i0 * p.ist[i];
+			if (t[i]->i1 != t[i]->i0)
+				lin[nlin++] = i;
+		}
+		for (int corner = 0; corner < 1 << nlin; corner++) {
+			int64_t off = base;
+			float w = 1.0f;
+			for (int k = 0; k < nlin; k++) {
+				const struct resize_tap *tp = t[lin[k]];
+				if (corner >> k & 1) {
+					off += (tp->i1 - tp->i0) * p.ist[lin[k]];
+					w *= tp->w1;
+				} else {
+					w *= 1.0f - tp->w1;
+				}
+			}
+			acc += w * p.x[off];
+		}
+		p.y[o] = acc;
+	}
+}
+
+/* Queue the resize. */
+static int
+resize_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
+{
+	const struct resize_params *p = (const struct resize_params *)st->p;
+
+	resize_kernel<<<cuda_grid(p->n), CUDA_THREADS, 0, ex->stream>>>(*p);
+	return cuda_launched("resize_kernel", cause);
+}
+
+/* RESIZE: taps of every axis computed here and uploaded once. */
+int
+cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_resize_attr *a = &n->attr.resize;
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0), *ys = cuda_out_shape(cc, n, 0);
+	struct resize_params *p = (struct resize_params *)cuda_step_params(st, sizeof *p, cause);
+	struct resize_tap *taps;
+	int64_t ntaps = 0;
+	int rc;
+
+	if (p == NULL)
+		return -1;
+	if (xs->ndims != ys->ndims)
+		return error_set(cause, "output rank %d differs from input rank %d", ys->ndims, xs->ndims);
+	if (a->coord == CPU_RESIZE_TF_CROP_AND_RESIZE)
+		return error_set(cause, "coordinate mode tf_crop_and_resize is not supported");
+	for (int i = 0; i < xs->ndims; i++) {
+		if (xs->dims[i] == 0 && ys->dims[i] > 0)
+			return error_set(cause, "cannot resize an empty dim %d", i);
+		p->tap0[i] = ntaps;
+		ntaps += ys->dims[i];
+	}
+	cuda_strides(xs, p->ist);
+	p->nd = xs->ndims;
+	memcpy(p->out, ys->dims, sizeof p->out);
+	p->n = graph_shape_elems(ys);
+	p->x = (const float *)cuda_in(cc, n, 0);
+	p->y = (float *)cuda_out(cc, n, 0);
+	if (p->n == 0)
+		return 0;
+	if ((taps = (struct resize_tap *)calloc((size_t)ntaps, sizeof *taps)) == NULL)
+		return error_set(cause, "out of memory");
+	for (int i = 0; i < xs->ndims; i++)
+		resize_axis_taps(a, i, xs->dims[i], ys->dims[i], taps + p->tap0[i]);
+	rc = cuda_step_ws(st, (size_t)ntaps * sizeof *taps, cause) == 0 &&
+	    cuda_upload(st->ws, taps, (size_t)ntaps * sizeof *taps, cause) == 0 ? 0 : -1;
+	free(taps);
+	p->taps = (const struct resize_tap *)st->ws;
+	if (rc == 0)
+		st->run = resize_run;
+	return rc;
+}

@@ -1,0 +1,228 @@
+/* model_config.c: model.json's serving settings: batching, labels, and the ONNX keys (max_dims, rename, plan_cache). */
+#include "config.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "model.h"
+#include "model_impl.h"
+
+/* Get an integer member in [lo, hi], or def when absent (def < 0: required). */
+int
+model_json_int(json_t *obj, const char *key, long long lo, long long hi,
+    long long def, long long *out, char **cause)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (v == NULL) {
+		if (def < 0)
+			return error_set(cause, "missing \"%s\"", key);
+		*out = def;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return error_set(cause, "\"%s\" must be an integer in [%lld, %lld]", key, lo, hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Copy a string member into buf; required unless def is non-NULL. */
+int
+model_json_str(json_t *obj, const char *key, const char *def, char *buf,
+    size_t len, char **cause)
+{
+	json_t *v = json_object_get(obj, key);
+	const char *s;
+
+	if (v == NULL && def != NULL)
+		s = def;
+	else if (!json_is_string(v))
+		return error_set(cause, "\"%s\" must be a string", key);
+	else
+		s = json_string_value(v);
+	if (strlen(s) == 0 || strlen(s) >= len)
+		return error_set(cause, "\"%s\" must be 1 to %zu characters", key, len - 1);
+	memcpy(buf, s, strlen(s) + 1);
+	return 0;
+}
+
+/* Parse "dynamic_batching" (all members optional). */
+static int
+model_parse_batching(json_t *root, model_t *m, char **cause)
+{
+	json_t *db = json_object_get(root, "dynamic_batching"), *pref, *v;
+	struct model_batching *b = &m->batching;
+	long long n;
+	size_t i;
+
+	if (db == NULL)
+		db = json_object();
+	else if (!json_is_object(db))
+		return error_set(cause, "\"dynamic_batching\" must be an object");
+	else
+		json_incref(db);
+	if (model_json_int(db, "max_queue_delay_us", 0, 10000000, 100, &n, cause) != 0)
+		goto fail;
+	b->max_queue_delay_us = (uint64_t)n;
+	if (model_json_int(db, "max_queue_size", 1, 1 << 20, 1024, &n, cause) != 0)
+		goto fail;
+	b->max_queue_size = (size_t)n;
+	if (model_json_int(db, "default_timeout_us", 1, 3600LL * 1000000, 30000000, &n, cause) != 0)
+		goto fail;
+	b->default_timeout_us = (uint64_t)n;
+	pref = json_object_get(db, "preferred_batch_sizes");
+	if (pref != NULL && (!json_is_array(pref) || json_array_size(pref) > MODEL_MAX_PREFERRED)) {
+		error_set(cause, "\"preferred_batch_sizes\" must be an array of at most %d sizes", MODEL_MAX_PREFERRED);
+		goto fail;
+	}
+	json_array_foreach(pref, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > m->max_batch_size) {
+			error_set(cause, "preferred_batch_sizes[%zu] must be in [1, max_batch_size]", i);
+			goto fail;
+		}
+		b->preferred[b->npreferred++] = (int)json_integer_value(v);
+	}
+	json_decref(db);
+	return 0;
+fail:
+	json_decref(db);
+	return error_prefix(cause, "dynamic_batching");
+}
+
+/* Parse optional "labels": an array of strings. */
+static int
+model_parse_labels(model_t *m, json_t *root, char **cause)
+{
+	json_t *labels = json_object_get(root, "labels"), *v;
+	size_t i;
+
+	if (labels == NULL)
+		return 0;
+	if (!json_is_array(labels))
+		return error_set(cause, "\"labels\" must be an array of strings");
+	m->labels = calloc(json_array_size(labels) + 1, sizeof *m->labels);
+	if (m->labels == NULL)
+		return error_set(cause, "out of memory");
+	json_array_foreach(labels, i, v) {
+		if (!json_is_string(v))
+			return error_set(cause, "labels[%zu] must be a string", i);
+		if ((m->labels[i] = strdup(json_string_value(v))) == NULL)
+			return error_set(cause, "out of memory");
+		m->nlabels++;
+	}
+	return 0;
+}
+
+/* "dynamic_batching" and "labels" into m. */
+int
+model_config_serving(model_t *m, json_t *root, char **cause)
+{
+	if (model_parse_batching(root, m, cause) != 0 || model_parse_labels(m, root, cause) != 0)
+		return -1;
+	return 0;
+}
+
+/* The keys an ONNX model's model.json may have. */
+static const char *const model_onnx_keys[] = {
+	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
+};
+
+/* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
+static int
+model_config_keys(json_t *root, char **cause)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach(root, key, v) {
+		for (i = 0; i < sizeof model_onnx_keys / sizeof model_onnx_keys[0]; i++)
+			if (strcmp(key, model_onnx_keys[i]) == 0)
+				break;
+		if (i == sizeof model_onnx_keys / sizeof model_onnx_keys[0])
+			return error_set(cause, "unknown key \"%s\"", key);
+	}
+	return 0;
+}
+
+/* ONNX model.json (root may be NULL): platform, name, max_batch_size, plan_cache, batching, labels. */
+int
+model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause)
+{
+	json_t *empty = NULL;
+	const char *platform, *name;
+	long long n;
+	int rc = -1;
+
+	if (root == NULL)
+		root = empty = json_object();
+	if (root == NULL)
+		return error_set(cause, "out of memory");
+	platform = json_string_value(json_object_get(root, "platform"));
+	name = json_string_value(json_object_get(root, "name"));
+	if (model_config_keys(root, cause) != 0)
+		goto out;
+	if (json_object_get(root, "platform") != NULL && (platform == NULL || strcmp(platform, "onnx") != 0)) {
+		error_set(cause, "\"platform\" must be \"onnx\" next to model.onnx");
+		goto out;
+	}
+	if (json_object_get(root, "name") != NULL && (name == NULL || strcmp(name, m->name) != 0)) {
+		error_set(cause, "\"name\" must be the directory's name, '%s'", m->name);
+		goto out;
+	}
+	if (model_json_int(root, "max_batch_size", has_batch ? 1 : 0, has_batch ? MODEL_MAX_BATCH : 0,
+	    has_batch ? MODEL_DEFAULT_BATCH : 0, &n, cause) != 0) {
+		error_prefix(cause, has_batch ? "the graph has a batch dimension" : "the graph has no batch dimension");
+		goto out;
+	}
+	m->max_batch_size = (int)n;
+	if (model_json_int(root, "plan_cache", 1, 4096, MODEL_DEFAULT_PLAN_CACHE, &n, cause) != 0)
+		goto out;
+	m->plan_cache = (int)n;
+	rc = model_config_serving(m, root, cause);
+out:
+	json_decref(empty);
+	return rc;
+}
+
+/*
+ * "max_dims": {"input": [d1, d2, ...]}: the input's non-batch dims, each the
+ * fixed value or the maximum of a variable dim.  *out = the entry for dim d
+ * (0 when the input has no entry).
+ */
+int
+model_config_max_dim(json_t *root, const char *input, int d, int64_t fixed, int64_t *out, char **cause)
+{
+	json_t *md = root == NULL ? NULL : json_object_get(root, "max_dims"), *arr, *v;
+
+	*out = 0;
+	if (md == NULL)
+		return 0;
+	if (!json_is_object(md))
+		return error_set(cause, "\"max_dims\" must be an object of arrays");
+	if ((arr = json_object_get(md, input)) == NULL)
+		return 0;
+	if (!json_is_array(arr))
+		return error_set(cause, "max_dims \"%s\" must be an array of the input's dims after the batch", input);
+	v = json_array_get(arr, (size_t)d);
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1LL << 30))
+		return error_set(cause, "max_dims \"%s\"[%d] must be an integer in [1, 2^30]", input, d);
+	if (fixed >= 0 && json_integer_value(v) != fixed)
+		return error_set(cause, "max_dims \"%s\"[%d] is %lld but the dim is fixed at %lld", input, d,
+		    (long long)json_integer_value(v), (long long)fixed);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* The new name "rename" gives a tensor, or its own name. */
+const char *
+model_config_rename(json_t *root, const char *name)
+{
+	json_t *r = root == NULL ? NULL : json_object_get(root, "rename");
+	const char *to = json_string_value(json_object_get(r, name));
+
+	return to != NULL && *to != '\0' ? to : name;
+}

@@ -1,0 +1,59 @@
+/* model_impl.h: what the model loaders (layer format, ONNX), the settings parser and the contexts share. */
+#ifndef INFERD_MODEL_IMPL_H
+#define INFERD_MODEL_IMPL_H
+
+#include <jansson.h>
+
+#include "model.h"
+
+/*
+ * Contract.  A loader builds m->graph (constants viewing a file it keeps
+ * open), then calls model_finish, which checks every node against the device,
+ * describes the inputs and outputs from the graph (settings from model.json
+ * applied: max_batch_size, max_dims, renames), plans the arena at the largest
+ * shape and binds the constants.  model.json settings are read by
+ * model_config_*; every error names the key.
+ */
+
+/* Largest max_batch_size accepted; keeps every buffer size far from overflow. */
+#define MODEL_MAX_BATCH 65536
+/* max_batch_size of an ONNX model with a batch dimension when model.json does not set it. */
+#define MODEL_DEFAULT_BATCH 64
+/* Largest value of a variable dim when model.json's max_dims does not bound it. */
+#define MODEL_DEFAULT_MAX_DIM 512
+/* Plans kept per context for a model with variable dims, unless model.json's plan_cache says otherwise. */
+#define MODEL_DEFAULT_PLAN_CACHE 64
+/* Arena and tensor alignment in bytes. */
+#define MODEL_ALIGN 64
+
+/* Rows a run may have: max_batch_size, or 1 for a model without a batch dimension. */
+int model_max_rows(const model_t *m);
+/* The graph input shapes ([rows, dims...] or dims) of shape s, in g->inputs order. */
+void model_graph_input_shapes(const model_t *m, const struct model_shape *s, struct graph_shape *in);
+/* Check s (rows, every input's dims, shared variable dims equal) and copy it to out zero-padded. */
+int model_shape_normalise(const model_t *m, const struct model_shape *s, struct model_shape *out, char **cause);
+/* device_alloc size bytes on dev and copy data there, synchronously. */
+int model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause);
+/* Check, describe, plan and bind m->graph (see above); cfg is model.json or NULL. */
+int model_finish(model_t *m, json_t *cfg, char **cause);
+
+/* Integer member key in [lo, hi], def when absent (def < 0: required). */
+int model_json_int(json_t *obj, const char *key, long long lo, long long hi, long long def,
+    long long *out, char **cause);
+/* String member key copied into buf; required unless def is non-NULL. */
+int model_json_str(json_t *obj, const char *key, const char *def, char *buf, size_t len, char **cause);
+/* "dynamic_batching" and "labels" into m. */
+int model_config_serving(model_t *m, json_t *root, char **cause);
+/* ONNX model.json: refuse unknown keys and a platform other than "onnx"; read max_batch_size, plan_cache. */
+int model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause);
+/* The maximum of variable dim d of input name from "max_dims" (0 when not given; -1 on a bad entry). */
+int model_config_max_dim(json_t *root, const char *input, int d, int64_t fixed, int64_t *out, char **cause);
+/* The name "rename" gives tensor name, or name itself. */
+const char *model_config_rename(json_t *root, const char *name);
+
+/* Build m->graph from the layer format's model.json (root) and weights. */
+int model_mlp_load(model_t *m, json_t *root, char **cause);
+/* Build m->graph from dir/model.onnx: import, fold, fuse. */
+int model_onnx_load(model_t *m, const char *path, char **cause);
+
+#endif

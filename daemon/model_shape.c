@@ -1,0 +1,199 @@
+/* model_shape.c: a batch's shape against the model: checks, byte counts, output dims, graph input shapes. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "graph_fold.h"
+#include "model.h"
+#include "model_impl.h"
+
+/* Check input i's non-batch dims against the model. */
+int
+model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause)
+{
+	const struct model_io *io;
+	int d;
+
+	if (input < 0 || input >= m->ninputs)
+		return error_set(cause, "input %d does not exist (the model has %d)", input, m->ninputs);
+	io = &m->inputs[input];
+	if (ndims != io->ndims)
+		return error_set(cause, "input '%s' has %d dims after the batch, the model's has %d", io->name, ndims, io->ndims);
+	for (d = 0; d < ndims; d++) {
+		if (io->dims[d] >= 0 && dims[d] != io->dims[d])
+			return error_set(cause, "input '%s' dim %d is %lld, the model's is %lld", io->name,
+			    d + (m->max_batch_size > 0), (long long)dims[d], (long long)io->dims[d]);
+		if (dims[d] < 1 || dims[d] > io->max_dims[d])
+			return error_set(cause, "input '%s' dim %d is %lld, the model's maximum is %lld", io->name,
+			    d + (m->max_batch_size > 0), (long long)dims[d], (long long)io->max_dims[d]);
+	}
+	return 0;
+}
+
+/* Bytes of one row of input i at shape s. */
+size_t
+model_input_row_bytes(const model_t *m, int i, const struct model_shape *s)
+{
+	size_t n = graph_dtype_size(m->inputs[i].dtype);
+	int d;
+
+	for (d = 0; d < m->inputs[i].ndims; d++)
+		n *= (size_t)s->dims[i][d];
+	return n;
+}
+
+/* Bytes of one row of output o at shape s (0 when its dims cannot be found for s). */
+size_t
+model_output_row_bytes(const model_t *m, int o, const struct model_shape *s)
+{
+	int64_t dims[MODEL_MAX_DIMS];
+	size_t n = graph_dtype_size(m->outputs[o].dtype);
+	int d;
+
+	if (model_output_dims(m, o, s, dims, NULL) != 0)
+		return 0;
+	for (d = 0; d < m->outputs[o].ndims; d++)
+		n *= (size_t)dims[d];
+	return n;
+}
+
+/* The value variable dim v takes in s, or -1. */
+static int64_t
+model_shape_var(const model_t *m, const struct model_shape *s, int v)
+{
+	int k, d;
+
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++)
+			if (m->inputs[k].var[d] == v)
+				return s->dims[k][d];
+	return -1;
+}
+
+/* Output o's dims by specializing the graph at s (a dim computed from the inputs in another way). */
+static int
+model_output_dims_slow(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause)
+{
+	struct graph_shape in[MODEL_MAX_IO];
+	struct graph_spec *spec;
+	const struct graph_shape *y;
+	int d, skip = m->max_batch_size > 0;
+
+	model_graph_input_shapes(m, s, in);
+	if (graph_specialize(m->graph, in, &spec, cause) != 0)
+		return -1;
+	y = &spec->shapes[m->outputs[o].tensor];
+	for (d = 0; d < m->outputs[o].ndims && d + skip < y->ndims; d++)
+		dims[d] = y->dims[d + skip];
+	graph_spec_free(spec);
+	return 0;
+}
+
+/* Output o's non-batch dims for input shape s. */
+int
+model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause)
+{
+	const struct model_io *io;
+	int d;
+
+	if (o < 0 || o >= m->noutputs)
+		return error_set(cause, "output %d does not exist (the model has %d)", o, m->noutputs);
+	io = &m->outputs[o];
+	for (d = 0; d < io->ndims; d++) {
+		if (io->var[d] == -2)
+			return model_output_dims_slow(m, o, s, dims, cause);
+		dims[d] = io->var[d] >= 0 ? model_shape_var(m, s, io->var[d]) : io->dims[d];
+	}
+	return 0;
+}
+
+/* Index of the input named name, or -1. */
+int
+model_input_index(const model_t *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < m->ninputs; i++)
+		if (strcmp(m->inputs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Index of the output named name, or -1. */
+int
+model_output_index(const model_t *m, const char *name)
+{
+	int i;
+
+	for (i = 0; i < m->noutputs; i++)
+		if (strcmp(m->outputs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* rows rows with every dim at its maximum. */
+void
+model_shape_max(const model_t *m, int rows, struct model_shape *s)
+{
+	int k;
+
+	memset(s, 0, sizeof *s);
+	s->rows = rows;
+	for (k = 0; k < m->ninputs; k++)
+		memcpy(s->dims[k], m->inputs[k].max_dims, (size_t)m->inputs[k].ndims * sizeof s->dims[k][0]);
+}
+
+/* The graph input shapes of s, in g->inputs order. */
+void
+model_graph_input_shapes(const model_t *m, const struct model_shape *s, struct graph_shape *in)
+{
+	int k, skip = m->max_batch_size > 0;
+
+	for (k = 0; k < m->ninputs; k++) {
+		in[k].ndims = m->inputs[k].ndims + skip;
+		in[k].dims[0] = s->rows;
+		memcpy(&in[k].dims[skip], s->dims[k], (size_t)m->inputs[k].ndims * sizeof in[k].dims[0]);
+	}
+}
+
+/* Check s and copy it zero-padded (so equal shapes compare equal byte for byte). */
+int
+model_shape_normalise(const model_t *m, const struct model_shape *s, struct model_shape *out, char **cause)
+{
+	int k, d;
+
+	if (s->rows < 1 || s->rows > model_max_rows(m))
+		return error_set(cause, "batch of %d rows (max %d)", s->rows, model_max_rows(m));
+	memset(out, 0, sizeof *out);
+	out->rows = s->rows;
+	for (k = 0; k < m->ninputs; k++) {
+		if (model_check_dims(m, k, m->inputs[k].ndims, s->dims[k], cause) != 0)
+			return -1;
+		memcpy(out->dims[k], s->dims[k], (size_t)m->inputs[k].ndims * sizeof s->dims[k][0]);
+	}
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++) {
+			int v = m->inputs[k].var[d];
+			if (v >= 0 && model_shape_var(m, out, v) != out->dims[k][d])
+				return error_set(cause, "input '%s' dim %d is %lld but another input's dim of the same name is %lld",
+				    m->inputs[k].name, d + (m->max_batch_size > 0), (long long)out->dims[k][d],
+				    (long long)model_shape_var(m, out, v));
+		}
+	return 0;
+}
+
+/* Input 0 bytes for rows rows at the maximum dims. */
+size_t
+model_input_bytes(const model_t *m, int rows)
+{
+	return (size_t)rows * m->input.row_elems * graph_dtype_size(m->input.dtype);
+}
+
+/* Output 0 bytes for rows rows at the maximum dims. */
+size_t
+model_output_bytes(const model_t *m, int rows)
+{
+	return (size_t)rows * m->output.row_elems * graph_dtype_size(m->output.dtype);
+}

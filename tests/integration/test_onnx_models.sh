@@ -1,0 +1,44 @@
+#!/bin/sh
+# test_onnx_models.sh: whole models exported from PyTorch with random weights (tests/helpers/onnx_reference.py:
+# LeNet-5, ResNet-18, MobileNetV2, the 2-layer TransformerEncoder with an embedding, a tiny ViT; opsets 13 and 17),
+# served through the engine on the CPU backend (model_load + model_exec_run) at batch sizes 1, 3, 8 and, for the
+# transformer, sequence lengths 7 and 33, and compared with onnxruntime. Skips (77) without torch/onnx/onnxruntime.
+set -u
+py=${PYTHON3:-/usr/bin/python3}
+srcdir=${top_srcdir:-.}
+builddir=${top_builddir:-.}
+dir="$builddir/tests/onnx_models"
+gen="$srcdir/tests/helpers/onnx_reference.py"
+[ -x "$py" ] || { echo "SKIP: no python3"; exit 77; }
+"$py" -c 'import torch, onnx, onnxruntime' 2>/dev/null || { echo "SKIP: $py cannot import torch, onnx and onnxruntime"; exit 77; }
+mkdir -p "$dir" || exit 1
+
+# make NAME OPSET SEQ MODEL_JSON: export once per generator version into $dir/NAME-oOPSET[-sSEQ]/MODEL
+make_case() {
+	name=$1 opset=$2 seq=$3 json=$4
+	out="$dir/$name-o$opset${seq:+-s$seq}"
+	if [ ! -f "$out/$name/manifest.json" ] || [ "$gen" -nt "$out/$name/manifest.json" ]; then
+		rm -rf "$out" && mkdir -p "$out" || exit 1
+		if ! "$py" "$gen" --out "$out" --model "$name" --opset "$opset" --batch 1 3 8 ${seq:+--seq $seq} \
+		    >"$out.log" 2>&1; then
+			tail -n 20 "$out.log"
+			echo "FAIL: exporting $name at opset $opset"
+			exit 1
+		fi
+	fi
+	printf '%s\n' "$json" >"$out/$name/model.json"
+	manifests="$manifests $out/$name/manifest.json"
+}
+
+manifests=
+for opset in 13 17; do
+	make_case lenet5 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
+	make_case resnet18 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
+	make_case mobilenetv2 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
+	make_case vit_tiny $opset "" '{"platform": "onnx", "max_batch_size": 8}'
+	for seq in 7 33; do
+		make_case transformer $opset $seq '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64]}, "plan_cache": 2}'
+	done
+done
+# shellcheck disable=SC2086
+exec "$builddir/tests/helpers/onnx_engine_run" $manifests

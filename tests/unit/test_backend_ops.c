@@ -1,0 +1,1034 @@
+/* test_backend_ops.c: every graph op with random shapes and attributes, run on the CPU backend and on cuda:0, outputs compared. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "device.h"
+#include "graph.h"
+#include "test_util.h"
+
+/*
+ * The ggml test-backend-ops idea: for each op, random shapes and attributes
+ * build a one-node graph; device_plan_compile/run runs it on the CPU backend
+ * (the independently tested kernel library) and on the GPU; FP32 outputs must
+ * agree within a normwise relative error (||gpu - cpu||_2 / ||cpu||_2) of
+ * TOL_F32, every other dtype exactly.  The CUDA kernels are fp32 strict
+ * (cuBLAS without TF32; cuDNN convolution engines are kept only when their
+ * numerical notes promise no TF32, down-conversion, FFT or Winograd, else
+ * im2col + SGEMM), so no op needs a looser bound.  The convolutions run a
+ * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.
+ * The GPU outputs compared come from a CUDA-graph replay of the plan (outputs
+ * poisoned first), which also proves every step capturable.  Per op, the log gives the cases run, the largest error and the mean
+ * time of one plan run on each backend (informational).  Exits 77 without a GPU.
+ * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
+ */
+
+#define TOL_F32 1e-5
+#define MAX_T 12
+#define CASES_PER_OP 12
+#define TIMED_RUNS 3
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+/* Uniform integer in [lo, hi]. */
+static int64_t
+rnd(int64_t lo, int64_t hi)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return lo + (int64_t)(rng % (uint64_t)(hi - lo + 1));
+}
+
+/* Uniform float in [lo, hi). */
+static float
+rndf(float lo, float hi)
+{
+	return lo + (hi - lo) * (float)((double)rnd(0, 1 << 24) / (double)(1 << 24));
+}
+
+/* How a test fills an input tensor. */
+enum fill { FILL_F32 = 0, FILL_POS, FILL_AWAY0, FILL_BOOL, FILL_INDEX, FILL_INT, FILL_WIDE };
+
+/* One case: a graph of one node, its tensors and how inputs are filled. */
+struct tc {
+	const char *label;
+	graph_t g;
+	struct graph_tensor t[MAX_T];
+	struct graph_node n;
+	int in[MAX_T], out[MAX_T], gin[MAX_T], gout[MAX_T];
+	enum fill fill[MAX_T];
+	int64_t fill_arg[MAX_T];
+	void *host[MAX_T];		/* inputs' bytes */
+	struct graph_shape shapes[MAX_T];
+};
+
+/* Per-op results for the log. */
+struct op_stats {
+	int cases, skipped;
+	double max_err, cpu_us, gpu_us;
+};
+
+static device_t *cpu, *gpu;
+static device_stream_t *cpu_s, *gpu_s;
+static struct op_stats stats[GRAPH_OP_COUNT];
+
+/* Start a case of op. */
+static struct graph_node *
+tc_init(struct tc *c, enum graph_op op, const char *label)
+{
+	memset(c, 0, sizeof *c);
+	c->label = label;
+	c->g.tensors = c->t;
+	c->g.nodes = &c->n;
+	c->g.nnodes = 1;
+	c->g.inputs = c->gin;
+	c->g.outputs = c->gout;
+	c->n.op = op;
+	c->n.name = (char *)label;
+	c->n.inputs = c->in;
+	c->n.outputs = c->out;
+	return &c->n;
+}
+
+/* Add a tensor with a declared shape (ndims < 0: inferred). */
+static int
+tc_tensor(struct tc *c, enum graph_dtype dt, unsigned flags, int ndims, const int64_t *dims)
+{
+	int i = (int)c->g.ntensors++;
+
+	c->t[i].name = (char *)(flags & GRAPH_TENSOR_OUTPUT ? "out" : "in");
+	c->t[i].dtype = dt;
+	c->t[i].flags = flags;
+	c->t[i].ndims = ndims;
+	if (ndims > 0)
+		memcpy(c->t[i].dims, dims, (size_t)ndims * sizeof *dims);
+	return i;
+}
+
+/* Add the node's next input, filled as f. */
+static void
+tc_in(struct tc *c, enum graph_dtype dt, int ndims, const int64_t *dims, enum fill f, int64_t arg)
+{
+	int i = tc_tensor(c, dt, GRAPH_TENSOR_INPUT, ndims, dims);
+
+	c->fill[i] = f;
+	c->fill_arg[i] = arg;
+	c->gin[c->g.ninputs++] = i;
+	c->in[c->n.ninputs++] = i;
+}
+
+/* Add a constant input (e.g. Expand's shape) with the given I64 values. */
+static void
+tc_const_i64(struct tc *c, int64_t n, const int64_t *v)
+{
+	int i = tc_tensor(c, GRAPH_DT_I64, GRAPH_TENSOR_CONST, 1, &n);
+
+	c->host[i] = malloc((size_t)n * 8 + 8);
+	memcpy(c->host[i], v, (size_t)n * 8);
+	c->t[i].data = c->host[i];
+	c->t[i].nbytes = (size_t)n * 8;
+	c->in[c->n.ninputs++] = i;
+}
+
+/* Mark an omitted optional input. */
+static void
+tc_omit(struct tc *c)
+{
+	c->in[c->n.ninputs++] = -1;
+}
+
+/* Add an output of dtype dt (shape inferred). */
+static void
+tc_out(struct tc *c, enum graph_dtype dt)
+{
+	int i = tc_tensor(c, dt, GRAPH_TENSOR_OUTPUT, -1, NULL);
+
+	c->gout[c->g.noutputs++] = i;
+	c->out[c->n.noutputs++] = i;
+}
+
+/* Bytes of tensor i. */
+static size_t
+tc_bytes(const struct tc *c, int i)
+{
+	return (size_t)graph_shape_elems(&c->shapes[i]) * graph_dtype_size(c->t[i].dtype);
+}
+
+/* Fill element k of an input as its fill says. */
+static void
+tc_fill_one(struct tc *c, int i, size_t k)
+{
+	double v;
+
+	switch (c->fill[i]) {
+	case FILL_POS: v = rndf(0.1f, 2.0f); break;
+	case FILL_AWAY0: v = rndf(0.5f, 2.0f) * (rnd(0, 1) ? 1 : -1); break;
+	case FILL_BOOL: v = (double)rnd(0, 1); break;
+	case FILL_INDEX: v = (double)rnd(-c->fill_arg[i], c->fill_arg[i] - 1); break;
+	case FILL_INT: v = (double)rnd(-c->fill_arg[i], c->fill_arg[i]); break;
+	case FILL_WIDE: v = rndf(-300.0f, 300.0f); break;
+	default: v = rndf(-1.0f, 1.0f); break;
+	}
+	switch (c->t[i].dtype) {
+	case GRAPH_DT_F32: ((float *)c->host[i])[k] = (float)v; break;
+	case GRAPH_DT_I64: ((int64_t *)c->host[i])[k] = (int64_t)v; break;
+	case GRAPH_DT_I32: ((int32_t *)c->host[i])[k] = (int32_t)v; break;
+	case GRAPH_DT_F16: {
+		/* A half from its bits: sign, exponent 13..17, random mantissa (values around 0.01 to 4). */
+		uint16_t h = (uint16_t)((rnd(0, 1) << 15) | (rnd(8, 16) << 10) | rnd(0, 1023));
+		((uint16_t *)c->host[i])[k] = h;
+		break;
+	}
+	default: ((uint8_t *)c->host[i])[k] = (uint8_t)(int64_t)v; break;
+	}
+}
+
+/* Random bytes for every non-constant input. */
+static void
+tc_fill(struct tc *c)
+{
+	for (size_t i = 0; i < c->g.ntensors; i++) {
+		if (!(c->t[i].flags & GRAPH_TENSOR_INPUT))
+			continue;
+		c->host[i] = malloc(tc_bytes(c, (int)i) + 8);
+		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++)
+			tc_fill_one(c, (int)i, k);
+	}
+}
+
+/*
+ * On a backend with device graphs, poison the outputs, capture one plan run
+ * into a graph and replay it, so the outputs compared come from the replay
+ * (a step that allocates or synchronises cannot be captured and fails here).
+ */
+static int
+tc_replay(struct tc *c, device_t *dev, device_stream_t *s, device_plan_t *plan, void *const *addrs,
+    char **cause)
+{
+	device_graph_t *graph = NULL;
+	int rc;
+
+	if (!device_has_graphs(dev))
+		return 0;
+	for (int k = 0; k < c->g.noutputs; k++) {
+		size_t b = tc_bytes(c, c->gout[k]);
+		void *poison = malloc(b + 1);
+		memset(poison, 0xff, b + 1);
+		rc = device_copy_h2d(s, addrs[c->gout[k]], poison, b, cause);
+		if (rc == 0)
+			rc = device_stream_sync(s, cause);
+		free(poison);
+		if (rc != 0)
+			return -1;
+	}
+	if (device_graph_capture_begin(s, cause) != 0)
+		return -1;
+	rc = device_plan_run(plan, s, cause);
+	if (device_graph_capture_end(s, &graph, rc == 0 ? cause : NULL) != 0)
+		return -1;
+	if (rc == 0)
+		rc = device_graph_launch(graph, s, cause);
+	device_graph_destroy(graph);
+	return rc;
+}
+
+/* Run the case on one backend: upload, compile, run (timed), download outputs into res[]. */
+static int
+tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *us, char **cause)
+{
+	void *addrs[MAX_T] = { 0 };
+	device_plan_t *plan = NULL;
+	device_event_t *e0 = NULL, *e1 = NULL;
+	int rc = -1;
+
+	for (size_t i = 0; i < c->g.ntensors; i++) {
+		size_t b = tc_bytes(c, (int)i);
+		if (device_alloc(dev, b ? b : 1, &addrs[i], cause) != 0)
+			goto out;
+		if (c->host[i] != NULL && device_copy_h2d(s, addrs[i], c->host[i], b, cause) != 0)
+			goto out;
+	}
+	if (device_plan_compile(dev, &c->g, c->shapes, addrs, &plan, cause) != 0 ||
+	    device_plan_run(plan, s, cause) != 0 || device_stream_sync(s, cause) != 0)
+		goto out;
+	if (device_event_create(dev, &e0, cause) != 0 || device_event_create(dev, &e1, cause) != 0 ||
+	    device_event_record(e0, s, cause) != 0)
+		goto out;
+	for (int r = 0; r < TIMED_RUNS; r++)
+		if (device_plan_run(plan, s, cause) != 0)
+			goto out;
+	if (device_event_record(e1, s, cause) != 0 || device_event_sync(e1, cause) != 0 ||
+	    device_event_elapsed_us(e0, e1, us, cause) != 0)
+		goto out;
+	*us /= TIMED_RUNS;
+	if (tc_replay(c, dev, s, plan, addrs, cause) != 0)
+		goto out;
+	for (int k = 0; k < c->g.noutputs; k++) {
+		int i = c->gout[k];
+		res[k] = malloc(tc_bytes(c, i) + 8);
+		if (device_copy_d2h(s, res[k], addrs[i], tc_bytes(c, i), cause) != 0)
+			goto out;
+	}
+	rc = device_stream_sync(s, cause);
+out:
+	if (e0 != NULL)
+		device_event_destroy(e0);
+	if (e1 != NULL)
+		device_event_destroy(e1);
+	device_plan_free(plan);
+	for (size_t i = 0; i < c->g.ntensors; i++)
+		if (addrs[i] != NULL)
+			device_free(dev, addrs[i]);
+	return rc;
+}
+
+/* Normwise relative error of y against ref (absolute when ref is zero). */
+static double
+norm_err(const float *y, const float *ref, size_t n)
+{
+	double num = 0.0, den = 0.0;
+
+	for (size_t i = 0; i < n; i++) {
+		double d = (double)y[i] - (double)ref[i];
+		if (isnan(y[i]) != isnan(ref[i]))
+			return INFINITY;
+		if (isnan(y[i]))
+			continue;
+		num += d * d;
+		den += (double)ref[i] * ref[i];
+	}
+	return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Compare output k of both backends. */
+static void
+tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
+{
+	int i = c->gout[k];
+	size_t n = (size_t)graph_shape_elems(&c->shapes[i]);
+	struct op_stats *st = &stats[c->n.op];
+
+	if (c->t[i].dtype == GRAPH_DT_F32) {
+		double err = norm_err((const float *)gpu_y, (const float *)cpu_y, n);
+		if (err > st->max_err)
+			st->max_err = err;
+		CHECK(err <= TOL_F32, "%s: output %d: normwise relative error %g > %g", c->label, k, err, TOL_F32);
+		return;
+	}
+	CHECK(memcmp(cpu_y, gpu_y, tc_bytes(c, i)) == 0, "%s: output %d (%s) differs", c->label, k,
+	    graph_dtype_name(c->t[i].dtype));
+}
+
+/* Run a built case on both backends and compare; free it. */
+static void
+tc_run(struct tc *c)
+{
+	struct graph_shape ins[MAX_T];
+	void *ry_cpu[MAX_T] = { 0 }, *ry_gpu[MAX_T] = { 0 };
+	double cu = 0, gu = 0;
+	char *cause = NULL, *why = NULL;
+	struct op_stats *st = &stats[c->n.op];
+
+	for (int k = 0; k < c->g.ninputs; k++) {
+		const struct graph_tensor *t = &c->t[c->gin[k]];
+		ins[k].ndims = t->ndims;
+		memcpy(ins[k].dims, t->dims, sizeof ins[k].dims);
+	}
+	if (graph_infer_shapes(&c->g, ins, c->shapes, &cause) != 0) {
+		/* The generator made an impossible case (e.g. a window larger than the input): count it, move on. */
+		if (getenv("BACKEND_OPS_VERBOSE") != NULL)
+			printf("skipped %s: %s\n", c->label, cause);
+		st->skipped++;
+		goto out;
+	}
+	if (!device_supports_node(cpu, &c->g, &c->n, &why)) {
+		if (getenv("BACKEND_OPS_VERBOSE") != NULL)
+			printf("skipped %s: the CPU backend refuses it: %s\n", c->label, why);
+		st->skipped++;
+		goto out;
+	}
+	CHECK(device_supports_node(gpu, &c->g, &c->n, &why), "%s: the GPU refuses it: %s", c->label, why);
+	tc_fill(c);
+	if (tc_run_on(c, cpu, cpu_s, ry_cpu, &cu, &cause) != 0) {
+		CHECK(0, "%s: CPU: %s", c->label, cause);
+		goto out;
+	}
+	if (tc_run_on(c, gpu, gpu_s, ry_gpu, &gu, &cause) != 0) {
+		CHECK(0, "%s: GPU: %s", c->label, cause);
+		goto out;
+	}
+	for (int k = 0; k < c->g.noutputs; k++)
+		tc_compare(c, k, ry_cpu[k], ry_gpu[k]);
+	st->cases++;
+	st->cpu_us += cu;
+	st->gpu_us += gu;
+out:
+	for (int k = 0; k < MAX_T; k++) {
+		free(ry_cpu[k]);
+		free(ry_gpu[k]);
+		free(c->host[k]);
+	}
+	free(cause);
+	free(why);
+}
+
+/* A random fused activation. */
+static void
+rnd_act(struct graph_node *n)
+{
+	static const enum graph_unary acts[] = { GRAPH_UNARY_NONE, GRAPH_UNARY_RELU, GRAPH_UNARY_GELU,
+		GRAPH_UNARY_SIGMOID, GRAPH_UNARY_TANH, GRAPH_UNARY_LEAKY_RELU, GRAPH_UNARY_CLIP };
+
+	n->act = acts[rnd(0, 6)];
+	n->act_alpha = n->act == GRAPH_UNARY_CLIP ? -0.5f : 0.1f;
+	n->act_beta = 0.5f;
+}
+
+/* A random shape of rank nd with dims in [lo, hi]. */
+static void
+rnd_shape(int64_t *d, int nd, int lo, int hi)
+{
+	for (int i = 0; i < nd; i++)
+		d[i] = rnd(lo, hi);
+}
+
+/* GEMM: transposes, alpha/beta, C broadcast, fused act. */
+static void
+case_gemm(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_GEMM, "Gemm");
+	int64_t m = rnd(1, 70), k = rnd(1, 70), nn = rnd(1, 70), a[2], b[2], cd[2];
+	int cs = (int)rnd(0, 4);
+
+	n->attr.gemm.trans_a = (int)rnd(0, 1);
+	n->attr.gemm.trans_b = (int)rnd(0, 1);
+	n->attr.gemm.alpha = rndf(0.5f, 2.0f);
+	n->attr.gemm.beta = rndf(0.5f, 2.0f);
+	rnd_act(n);
+	a[0] = n->attr.gemm.trans_a ? k : m;
+	a[1] = n->attr.gemm.trans_a ? m : k;
+	b[0] = n->attr.gemm.trans_b ? nn : k;
+	b[1] = n->attr.gemm.trans_b ? k : nn;
+	tc_in(&c, GRAPH_DT_F32, 2, a, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 2, b, FILL_F32, 0);
+	cd[0] = cs == 2 ? m : 1;
+	cd[1] = cs == 3 ? 1 : nn;
+	if (cs == 1)
+		tc_in(&c, GRAPH_DT_F32, 1, &nn, FILL_F32, 0);
+	else if (cs >= 2)
+		tc_in(&c, GRAPH_DT_F32, 2, cd, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* MATMUL: batched with broadcast batch dims, 1-D operands, bias and act. */
+static void
+case_matmul(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_MATMUL, "MatMul");
+	int64_t m = rnd(1, 40), k = rnd(1, 40), nn = rnd(1, 40), b1 = rnd(1, 3), b2 = rnd(1, 4);
+	int64_t a[4] = { b1, b2, m, k }, b[4] = { b2, k, nn }, bias = nn;
+	int form = (int)rnd(0, 4);
+
+	rnd_act(n);
+	if (form == 0) {		/* [b1,b2,M,K] x [b2,K,N] */
+		tc_in(&c, GRAPH_DT_F32, 4, a, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 3, b, FILL_F32, 0);
+	} else if (form == 1) {	/* [b1,1,M,K] x [b2,K,N]: irregular broadcast */
+		a[1] = 1;
+		tc_in(&c, GRAPH_DT_F32, 4, a, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 3, b, FILL_F32, 0);
+	} else if (form == 2) {	/* [b2,M,K] x [K,N] */
+		tc_in(&c, GRAPH_DT_F32, 3, a + 1, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 2, b + 1, FILL_F32, 0);
+	} else if (form == 3) {	/* [K] x [b2,K,N] */
+		tc_in(&c, GRAPH_DT_F32, 1, &k, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 3, b, FILL_F32, 0);
+	} else {		/* [b2,M,K] x [K] */
+		tc_in(&c, GRAPH_DT_F32, 3, a + 1, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 1, &k, FILL_F32, 0);
+		bias = 1;
+	}
+	if (rnd(0, 1))
+		tc_in(&c, GRAPH_DT_F32, 1, &bias, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* A random window over ns spatial dims of in[]; returns 0 when the output would be empty. */
+static int
+rnd_window(struct graph_window_attr *w, int ns, const int64_t *in, int transpose)
+{
+	w->nspatial = ns;
+	for (int i = 0; i < ns; i++) {
+		w->kernel[i] = rnd(1, 3);
+		w->stride[i] = rnd(1, 2);
+		w->dilation[i] = rnd(1, 2);
+		w->pad_begin[i] = rnd(0, w->kernel[i] - 1);
+		w->pad_end[i] = rnd(0, w->kernel[i] - 1);
+		w->output_padding[i] = transpose ? rnd(0, w->stride[i] - 1) : 0;
+		if (!transpose && in[i] + w->pad_begin[i] + w->pad_end[i] < w->dilation[i] * (w->kernel[i] - 1) + 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* CONV / CONV_TRANSPOSE: 1-3 spatial dims, groups (depthwise too), strides, pads, dilations, bias, residual. */
+static void
+case_conv(int transpose)
+{
+	struct tc c;
+	const char *forced = getenv("INFERD_CUDA_CONV");
+	int im2col = forced != NULL && strcmp(forced, "im2col") == 0;
+	struct graph_node *n = tc_init(&c, transpose ? GRAPH_OP_CONV_TRANSPOSE : GRAPH_OP_CONV,
+	    transpose ? (im2col ? "ConvTranspose (im2col)" : "ConvTranspose") : (im2col ? "Conv (im2col)" : "Conv"));
+	int ns = (int)rnd(1, 3) == 3 ? (int)rnd(1, 3) : 2, g;
+	int64_t x[5], w[5], m, out[5], cnt;
+
+	if (ns == 3)
+		rnd_shape(x + 2, 3, 1, 6);
+	else
+		rnd_shape(x + 2, ns, 1, 14);
+	x[0] = rnd(1, 3);
+	g = (int)(rnd(0, 3) == 0 ? rnd(2, 4) : 1);
+	x[1] = g * rnd(1, 4);
+	if (!transpose && rnd(0, 4) == 0)
+		g = (int)x[1];		/* depthwise */
+	m = g * rnd(1, 4);
+	if (!rnd_window(&n->attr.conv, ns, x + 2, transpose))
+		return;
+	n->attr.conv.group = g;
+	w[0] = transpose ? x[1] : m;
+	w[1] = transpose ? m / g : x[1] / g;
+	for (int i = 0; i < ns; i++)
+		w[2 + i] = n->attr.conv.kernel[i];
+	if (!transpose)
+		rnd_act(n);
+	tc_in(&c, GRAPH_DT_F32, ns + 2, x, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, ns + 2, w, FILL_F32, 0);
+	if (rnd(0, 1))
+		tc_in(&c, GRAPH_DT_F32, 1, &m, FILL_F32, 0);
+	else
+		tc_omit(&c);
+	if (!transpose && rnd(0, 2) == 0) {	/* residual Z of the output's shape */
+		out[0] = x[0];
+		out[1] = m;
+		cnt = 1;
+		for (int i = 0; i < ns; i++) {
+			const struct graph_window_attr *a = &n->attr.conv;
+			out[2 + i] = (x[2 + i] + a->pad_begin[i] + a->pad_end[i] - a->dilation[i] * (a->kernel[i] - 1) - 1) /
+			    a->stride[i] + 1;
+			cnt *= out[2 + i];
+		}
+		if (cnt > 0)
+			tc_in(&c, GRAPH_DT_F32, ns + 2, out, FILL_F32, 0);
+	}
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* UNARY: every function on a fitting domain. */
+static void
+case_unary(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_UNARY, "Unary");
+	int64_t d[3];
+	enum graph_unary fn = (enum graph_unary)rnd(0, GRAPH_UNARY_COUNT - 1);
+	int pos = fn == GRAPH_UNARY_LOG || fn == GRAPH_UNARY_SQRT || fn == GRAPH_UNARY_RECIPROCAL;
+
+	rnd_shape(d, 3, 1, 30);
+	n->attr.unary.fn = fn;
+	n->attr.unary.alpha = fn == GRAPH_UNARY_CLIP ? -0.3f : 0.2f;
+	n->attr.unary.beta = 0.4f;
+	tc_in(&c, GRAPH_DT_F32, 3, d, pos ? FILL_POS : FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* Broadcast partner of shape d (rank nd): some dims 1, maybe fewer dims. */
+static int
+rnd_bcast(const int64_t *d, int nd, int64_t *o)
+{
+	int k = (int)rnd(0, nd - 1), drop = nd - (int)rnd(1, nd);
+
+	for (int i = drop; i < nd; i++)
+		o[i - drop] = rnd(0, 2) == 0 ? 1 : d[i];
+	(void)k;
+	return nd - drop;
+}
+
+/* BINARY (FP32 with act, integer, Equal) and PRELU, with broadcasting. */
+static void
+case_binary(int prelu)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, prelu ? GRAPH_OP_PRELU : GRAPH_OP_BINARY, prelu ? "PRelu" : "Binary");
+	int64_t a[4], b[4];
+	int nd = (int)rnd(1, 4), nb;
+	enum graph_binary fn = (enum graph_binary)rnd(0, GRAPH_BINARY_COUNT - 1);
+	enum graph_dtype dt = prelu || rnd(0, 2) ? GRAPH_DT_F32 : rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32;
+
+	rnd_shape(a, nd, 1, 12);
+	nb = rnd_bcast(a, nd, b);
+	if (dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW)
+		fn = GRAPH_BINARY_MUL;
+	n->attr.binary.fn = fn;
+	if (dt == GRAPH_DT_F32 && fn != GRAPH_BINARY_EQUAL && !prelu)
+		rnd_act(n);
+	if (rnd(0, 1) && !prelu) {	/* the broadcast operand first */
+		tc_in(&c, dt, nb, b, fn == GRAPH_BINARY_POW ? FILL_POS : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+		tc_in(&c, dt, nd, a, fn == GRAPH_BINARY_DIV ? FILL_AWAY0 : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+	} else {
+		tc_in(&c, dt, nd, a, fn == GRAPH_BINARY_POW ? FILL_POS : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+		tc_in(&c, dt, nb, b, fn == GRAPH_BINARY_DIV ? FILL_AWAY0 : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+	}
+	tc_out(&c, fn == GRAPH_BINARY_EQUAL && !prelu ? GRAPH_DT_BOOL : dt);
+	tc_run(&c);
+}
+
+/* SOFTMAX / LOGSOFTMAX on any axis. */
+static void
+case_softmax(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_SOFTMAX, "Softmax");
+	int nd = (int)rnd(1, 4);
+	int64_t d[4];
+
+	rnd_shape(d, nd, 1, 20);
+	if (rnd(0, 3) == 0)
+		d[nd - 1] = rnd(500, 3000);
+	n->attr.softmax.axis = rnd(-nd, nd - 1);
+	n->attr.softmax.log = (int)rnd(0, 1);
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_WIDE, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* LAYERNORM over trailing axes, scale/bias full, scalar or omitted. */
+static void
+case_layernorm(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_LAYERNORM, "LayerNorm");
+	int nd = (int)rnd(1, 4), ax;
+	int64_t d[4], len = 1, one = 1;
+
+	rnd_shape(d, nd, 1, 24);
+	ax = (int)rnd(0, nd - 1);
+	for (int i = ax; i < nd; i++)
+		len *= d[i];
+	n->attr.norm.axis = ax - (rnd(0, 1) ? nd : 0);
+	n->attr.norm.eps = 1e-5f;
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	for (int k = 0; k < 2; k++)
+		if (rnd(0, 2) > 0)
+			tc_in(&c, GRAPH_DT_F32, 1, rnd(0, 3) ? &len : &one, FILL_F32, 0);
+		else if (k == 0)
+			tc_omit(&c);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* BATCHNORM in inference form. */
+static void
+case_batchnorm(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_BATCHNORM, "BatchNorm");
+	int nd = (int)rnd(2, 4);
+	int64_t d[4];
+
+	rnd_shape(d, nd, 1, 16);
+	n->attr.norm.eps = 1e-5f;
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	for (int k = 0; k < 4; k++)
+		tc_in(&c, GRAPH_DT_F32, 1, &d[1], k == 3 ? FILL_POS : FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* POOL: max/avg, ceil_mode, count_include_pad, dilations (max), global. */
+static void
+case_pool(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_POOL, "Pool");
+	struct graph_pool_attr *a = &n->attr.pool;
+	int ns = (int)rnd(1, 3);
+	int64_t x[5];
+
+	x[0] = rnd(1, 3);
+	x[1] = rnd(1, 6);
+	rnd_shape(x + 2, ns, 2, ns == 3 ? 7 : 15);
+	a->kind = (enum graph_pool_kind)rnd(0, 1);
+	a->global = rnd(0, 5) == 0;
+	a->ceil_mode = (int)rnd(0, 1);
+	a->count_include_pad = (int)rnd(0, 1);
+	if (!a->global && !rnd_window(&a->w, ns, x + 2, 0))
+		return;
+	for (int i = 0; i < ns && a->kind == GRAPH_POOL_AVG; i++)
+		a->w.dilation[i] = 1;
+	tc_in(&c, GRAPH_DT_F32, ns + 2, x, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* REDUCE mean/sum/max over a random axis set (or all), keepdims either way. */
+static void
+case_reduce(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_REDUCE, "Reduce");
+	struct graph_reduce_attr *a = &n->attr.reduce;
+	int nd = (int)rnd(1, 4);
+	int64_t d[4];
+
+	rnd_shape(d, nd, 1, 20);
+	a->kind = (enum graph_reduce_kind)rnd(0, 2);
+	a->keepdims = (int)rnd(0, 1);
+	for (int i = 0; i < nd; i++)
+		if (rnd(0, 1))
+			a->axes[a->naxes++] = i - (rnd(0, 1) ? nd : 0);
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* A data dtype for data-movement ops. */
+static enum graph_dtype
+rnd_data_dt(void)
+{
+	static const enum graph_dtype dts[] = { GRAPH_DT_F32, GRAPH_DT_F32, GRAPH_DT_I64, GRAPH_DT_F16, GRAPH_DT_U8 };
+
+	return dts[rnd(0, 4)];
+}
+
+/* TRANSPOSE: a random permutation of rank 1 to 5. */
+static void
+case_transpose(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_TRANSPOSE, "Transpose");
+	int nd = (int)rnd(1, 5);
+	int64_t d[5];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 9);
+	n->attr.transpose.nperm = nd;
+	for (int i = 0; i < nd; i++)
+		n->attr.transpose.perm[i] = i;
+	for (int i = nd - 1; i > 0; i--) {
+		int j = (int)rnd(0, i);
+		int64_t t = n->attr.transpose.perm[i];
+		n->attr.transpose.perm[i] = n->attr.transpose.perm[j];
+		n->attr.transpose.perm[j] = t;
+	}
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* CONCAT (several inputs) or SPLIT (several outputs) along a random axis. */
+static void
+case_concat_split(int split)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, split ? GRAPH_OP_SPLIT : GRAPH_OP_CONCAT, split ? "Split" : "Concat");
+	int nd = (int)rnd(1, 4), ax, pieces = (int)rnd(1, 4);
+	int64_t d[4], total = 0;
+	enum graph_dtype dt = rnd_data_dt();
+	static int64_t sizes[8];
+
+	rnd_shape(d, nd, 1, 8);
+	ax = (int)rnd(0, nd - 1);
+	for (int k = 0; k < pieces; k++) {
+		sizes[k] = rnd(1, 5);
+		total += sizes[k];
+	}
+	if (split) {
+		n->attr.split.axis = ax;
+		n->attr.split.nsplit = pieces;
+		n->attr.split.split = sizes;
+		d[ax] = total;
+		tc_in(&c, dt, nd, d, FILL_INT, 100);
+		for (int k = 0; k < pieces; k++)
+			tc_out(&c, dt);
+	} else {
+		n->attr.concat.axis = ax - (rnd(0, 1) ? nd : 0);
+		for (int k = 0; k < pieces; k++) {
+			d[ax] = sizes[k];
+			tc_in(&c, dt, nd, d, FILL_INT, 100);
+		}
+		tc_out(&c, dt);
+	}
+	tc_run(&c);
+}
+
+/* SLICE: random starts/ends (past the ends too), negative steps. */
+static void
+case_slice(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_SLICE, "Slice");
+	int nd = (int)rnd(1, 4);
+	int64_t d[4];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 12);
+	for (int i = 0; i < nd; i++) {
+		if (rnd(0, 2) == 0)
+			continue;
+		int k = n->attr.slice.naxes++;
+		n->attr.slice.axes[k] = i - (rnd(0, 1) ? nd : 0);
+		n->attr.slice.steps[k] = rnd(0, 1) ? rnd(1, 3) : -rnd(1, 3);
+		n->attr.slice.starts[k] = rnd(-d[i] - 2, d[i] + 2);
+		n->attr.slice.ends[k] = rnd(-d[i] - 2, d[i] + 2);
+	}
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* GATHER: any axis, INT64/INT32 indices of rank 0 to 2, negative indices. */
+static void
+case_gather(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_GATHER, "Gather");
+	int nd = (int)rnd(1, 3), ni = (int)rnd(0, 2), ax;
+	int64_t d[3], id[2];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 10);
+	rnd_shape(id, ni, 1, 6);
+	ax = (int)rnd(0, nd - 1);
+	n->attr.gather.axis = ax - (rnd(0, 1) ? nd : 0);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_in(&c, rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32, ni, id, FILL_INDEX, d[ax]);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* EXPAND to a broadcast shape given as a constant. */
+static void
+case_expand(void)
+{
+	struct tc c;
+	int nd = (int)rnd(1, 4), nb;
+	int64_t d[4], x[4];
+	enum graph_dtype dt = rnd_data_dt();
+
+	tc_init(&c, GRAPH_OP_EXPAND, "Expand");
+	rnd_shape(d, nd, 1, 8);
+	nb = rnd_bcast(d, nd, x);
+	tc_in(&c, dt, nb, x, FILL_INT, 100);
+	tc_const_i64(&c, nd, d);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* PAD: constant (negative pads crop), reflect, edge. */
+static void
+case_pad(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_PAD, "Pad");
+	int nd = (int)rnd(1, 4);
+	int64_t d[4];
+	enum graph_dtype dt = rnd(0, 2) ? GRAPH_DT_F32 : rnd_data_dt();
+
+	rnd_shape(d, nd, 2, 8);
+	n->attr.pad.mode = (enum graph_pad_mode)rnd(0, 2);
+	n->attr.pad.npads = 2 * nd;
+	n->attr.pad.value = rndf(-2.0f, 2.0f);
+	for (int i = 0; i < 2 * nd; i++)
+		n->attr.pad.pads[i] = n->attr.pad.mode == GRAPH_PAD_CONSTANT ? rnd(-1, 3) : rnd(0, d[i % nd] - 1);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* RESIZE: nearest/linear on the last 2 dims, every coordinate and rounding mode, scales or sizes. */
+static void
+case_resize(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_RESIZE, "Resize");
+	struct graph_resize_attr *a = &n->attr.resize;
+	static const float scales[] = { 0.5f, 0.75f, 1.0f, 1.5f, 2.0f, 3.0f };
+	int64_t d[4];
+
+	rnd_shape(d, 4, 1, 3);
+	rnd_shape(d + 2, 2, 2, 12);
+	a->mode = (enum graph_resize_mode)rnd(0, 1);
+	a->coord = (int)rnd(0, 4);
+	a->nearest = (int)rnd(0, 3);
+	if (rnd(0, 1)) {
+		a->nscales = 4;
+		for (int i = 0; i < 4; i++)
+			a->scales[i] = i < 2 ? 1.0f : scales[rnd(0, 5)];
+	} else {
+		a->nsizes = 4;
+		for (int i = 0; i < 4; i++)
+			a->sizes[i] = i < 2 ? d[i] : rnd(1, 20);
+	}
+	tc_in(&c, GRAPH_DT_F32, 4, d, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* CAST between the graph dtypes (F16 included). */
+static void
+case_cast(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_CAST, "Cast");
+	static const enum graph_dtype dts[] = { GRAPH_DT_F32, GRAPH_DT_F16, GRAPH_DT_I64, GRAPH_DT_I32, GRAPH_DT_I8,
+		GRAPH_DT_U8, GRAPH_DT_BOOL };
+	enum graph_dtype from = dts[rnd(0, 6)], to = dts[rnd(0, 6)];
+	int64_t d[2];
+
+	rnd_shape(d, 2, 1, 40);
+	n->attr.cast.to = to;
+	tc_in(&c, from, 2, d, from == GRAPH_DT_F32 ? FILL_WIDE : FILL_INT, 300);
+	tc_out(&c, to);
+	tc_run(&c);
+}
+
+/* WHERE with a broadcast condition and operands. */
+static void
+case_where(void)
+{
+	struct tc c;
+	int nd = (int)rnd(1, 4), nc, nx;
+	int64_t d[4], cd[4], xd[4];
+	enum graph_dtype dt = rnd_data_dt();
+
+	tc_init(&c, GRAPH_OP_WHERE, "Where");
+	rnd_shape(d, nd, 1, 9);
+	nc = rnd_bcast(d, nd, cd);
+	nx = rnd_bcast(d, nd, xd);
+	tc_in(&c, GRAPH_DT_BOOL, nc, cd, FILL_BOOL, 0);
+	tc_in(&c, dt, nx, xd, FILL_INT, 100);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* COPY and RESHAPE (flatten) of any dtype. */
+static void
+case_copy(void)
+{
+	struct tc c;
+	int reshape = (int)rnd(0, 1);
+	struct graph_node *n = tc_init(&c, reshape ? GRAPH_OP_RESHAPE : GRAPH_OP_COPY, reshape ? "Reshape" : "Copy");
+	int64_t d[3];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, 3, 1, 10);
+	if (reshape) {
+		n->attr.reshape.kind = GRAPH_RESHAPE_FLATTEN;
+		n->attr.reshape.axis = rnd(0, 2);
+	}
+	tc_in(&c, dt, 3, d, FILL_INT, 100);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* Print one line per op: cases, largest error, mean microseconds of a plan run per backend. */
+static void
+print_stats(void)
+{
+	printf("%-20s %6s %7s %12s %12s %12s\n", "op", "cases", "skipped", "max err", "cpu us", "gpu us");
+	for (int op = 0; op < GRAPH_OP_COUNT; op++) {
+		const struct op_stats *s = &stats[op];
+		if (s->cases == 0 && s->skipped == 0)
+			continue;
+		printf("%-20s %6d %7d %12.3g %12.1f %12.1f\n", graph_op_name((enum graph_op)op), s->cases, s->skipped,
+		    s->max_err, s->cases ? s->cpu_us / s->cases : 0.0, s->cases ? s->gpu_us / s->cases : 0.0);
+	}
+}
+
+/*
+ * Open both backends and a compute stream on each; exit 77 without a GPU.
+ * BACKEND_OPS_DEVICE names the second backend (default cuda:0); "cpu" checks
+ * the case generators on a machine without a GPU (the comparison is then trivial).
+ */
+static void
+open_backends(void)
+{
+	const char *second = getenv("BACKEND_OPS_DEVICE");
+	char *cause = NULL;
+
+	if (second == NULL || *second == '\0')
+		second = "cuda:0";
+	if (strncmp(second, "cuda", 4) == 0 && device_cuda_count() == 0) {
+		printf("SKIP: no CUDA device (the CPU/GPU comparison needs a GPU)\n");
+		exit(TEST_SKIP);
+	}
+	if (device_open("cpu", &cpu, &cause) != 0 || device_open(second, &gpu, &cause) != 0 ||
+	    device_stream_create(cpu, DEVICE_STREAM_COMPUTE, &cpu_s, &cause) != 0 ||
+	    device_stream_create(gpu, DEVICE_STREAM_COMPUTE, &gpu_s, &cause) != 0) {
+		fprintf(stderr, "FAIL: opening the backends: %s\n", cause);
+		exit(1);
+	}
+	printf("cpu: %s\ngpu: %s\n", device_name(cpu), device_name(gpu));
+}
+
+int
+main(void)
+{
+	const char *seed = getenv("BACKEND_OPS_SEED");
+
+	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
+		rng = strtoull(seed, NULL, 0);
+	printf("seed 0x%llx, %d cases per op, tolerance %g (FP32, normwise), exact otherwise\n",
+	    (unsigned long long)rng, CASES_PER_OP, TOL_F32);
+	open_backends();
+	for (int i = 0; i < CASES_PER_OP; i++) {
+		case_gemm();
+		case_matmul();
+		case_conv(0);
+		case_conv(1);
+		case_unary();
+		case_binary(0);
+		case_binary(1);
+		case_softmax();
+		case_layernorm();
+		case_batchnorm();
+		case_pool();
+		case_reduce();
+		case_transpose();
+		case_concat_split(0);
+		case_concat_split(1);
+		case_slice();
+		case_gather();
+		case_expand();
+		case_pad();
+		case_resize();
+		case_cast();
+		case_where();
+		case_copy();
+	}
+	/* The convolutions again on the im2col + cuBLAS path that builds without cuDNN use. */
+	setenv("INFERD_CUDA_CONV", "im2col", 1);
+	for (int i = 0; i < CASES_PER_OP; i++) {
+		case_conv(0);
+		case_conv(1);
+	}
+	print_stats();
+	device_stream_destroy(cpu_s);
+	device_stream_destroy(gpu_s);
+	device_close(cpu);
+	device_close(gpu);
+	return test_finish("test_backend_ops");
+}

@@ -1,0 +1,17 @@
+#!/bin/sh
+# test_onnx_node.sh: the ONNX package's node tests for inferd's op set (skip without onnx), each served through the engine (model_load + model_exec_run).
+py=${PYTHON3:-/usr/bin/python3}
+dir="${top_builddir:-.}/tests/onnx_node_cases"
+script="${top_srcdir:-.}/tests/helpers/make_onnx_node_cases.py"
+[ -x "$py" ] || { echo "skip: no $py"; exit 77; }
+mkdir -p "$dir" || exit 1
+if [ ! -f "$dir/manifest.json" ] || [ "$script" -nt "$dir/manifest.json" ]; then
+	"$py" "$script" "$dir" >"$dir/generate.log" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		tail -n 20 "$dir/generate.log"
+		[ $rc -eq 77 ] && exit 77
+		exit 1
+	fi
+fi
+exec "${top_builddir:-.}/tests/helpers/onnx_node_engine" "$dir"
