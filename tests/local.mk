@@ -206,8 +206,8 @@ FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(ab
 	-I$(abs_top_srcdir)/tests/helpers -DINFERD_SYSCONFDIR='"$(sysconfdir)/inferd"' -DINFERD_DATADIR='"$(pkgdatadir)"' \
 	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
-FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(MHD_LIBS) $(JANSSON_LIBS) \
-	$(BLAS_LIBS) $(SYSTEMD_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm -lpthread
+# The core's own libraries, whatever they are, with the instrumented archive in its place.
+FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(filter-out daemon/libinferd_core.a,$(INFERD_CORE_LIBS)) -lpthread
 # Per-target libFuzzer options: the HTTP server's threads allocate between inputs, so leaks are
 # left to the sanitizer build's tests there.
 FUZZ_OPTS_http = -detect_leaks=0
