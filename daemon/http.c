@@ -17,9 +17,12 @@
 #include "error.h"
 #include "http.h"
 #include "http_guard.h"
+#include "http_encoding.h"
+#include "http_shm.h"
 #include "kserve.h"
 #include "log.h"
 #include "pinned_pool.h"
+#include "shm_registry.h"
 
 #ifndef MHD_HTTP_CONTENT_TOO_LARGE
 #define MHD_HTTP_CONTENT_TOO_LARGE 413	/* named so since libmicrohttpd 0.9.74 */
@@ -49,6 +52,7 @@
 #define HTTP_TYPE_METRICS "text/plain; version=0.0.4"
 #define HTTP_ALLOW_GET "GET, HEAD"
 #define HTTP_ALLOW_POST "POST"
+#define HTTP_ALLOW_SHM "GET, HEAD, POST"	/* http_shm.c checks each path's own */
 /* A connection idle this long (never while suspended) is closed. */
 #define HTTP_CONNECTION_TIMEOUT_S 60
 /* http_stop waits this long for answers to requests in flight before cancelling them. */
@@ -76,6 +80,7 @@ enum http_route {
 	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */
+	ROUTE_SHM,		/* /v2/systemsharedmemory/..., /v2/cudasharedmemory/... (http_shm.c) */
 };
 
 struct http_server {
@@ -85,6 +90,8 @@ struct http_server {
 	size_t max_request_bytes;	/* the largest sensible body of any model */
 	pinned_pool_t *pool;
 	batch_client_t *client;
+	shm_registry_t *shm;	/* Triton's shared-memory regions */
+	int shm_enabled;	/* http_shared_memory resolved */
 	int port;
 	int serving;		/* atomic: MHD_start_daemon returned */
 	int stopping;		/* set under lock, read atomically: http_begin_shutdown ran */
@@ -140,6 +147,8 @@ struct http_request {
 	size_t limit;			/* the largest body taken for this request */
 	size_t charged;			/* bytes of the body budget held */
 	struct http_guard_conn *gc;	/* the connection's timing */
+	char *url;			/* ROUTE_SHM: the path, kept for dispatch */
+	int post;			/* the method is POST */
 	enum http_state state;		/* atomic */
 	unsigned flags;			/* HTTP_F_* */
 	/* Inference. */
@@ -190,12 +199,40 @@ http_mhd_log(void *cls, const char *fmt, va_list ap)
 		LOG_ERROR("http: %s", buf);
 }
 
+/*
+ * Compress *body in place with the client's preferred Accept-Encoding;
+ * returns the Content-Encoding to send, NULL when it goes as it is (not
+ * asked for, or compressing failed: the plain body is still a good answer).
+ */
+static const char *
+http_compress(struct http_request *req, char **body, size_t *len)
+{
+	const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	enum http_coding coding = http_coding_accept(accept);
+	char *out, *cause = NULL;
+	size_t out_len;
+
+	if (coding == HTTP_CODING_IDENTITY || *body == NULL || *len == 0)
+		return NULL;
+	if (http_coding_encode(coding, *body, *len, &out, &out_len, &cause) != 0) {
+		LOG_WARN("http: %s", cause);
+		free(cause);
+		return NULL;
+	}
+	free(*body);
+	*body = out;
+	*len = out_len;
+	return http_coding_name(coding);
+}
+
 /* Queue a response that owns body (NULL means out of memory), with one optional header; counts errors. */
 static enum MHD_Result
 http_reply(struct http_request *req, unsigned int status, char *body, size_t len,
     const char *type, const char *header, const char *value)
 {
 	static char oom[] = "{\"error\":\"out of memory\"}";
+	const char *coding = http_compress(req, &body, &len);
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
@@ -213,7 +250,9 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
 		header = NULL;
 	}
 	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
-	    (header != NULL && MHD_add_response_header(r, header, value) != MHD_YES)) {
+	    (header != NULL && MHD_add_response_header(r, header, value) != MHD_YES) ||
+	    (coding != NULL && body != NULL &&
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, coding) != MHD_YES)) {
 		MHD_destroy_response(r);
 		return MHD_NO;
 	}
@@ -344,6 +383,8 @@ http_route(struct http_request *req, const char *url)
 	}
 	if (strncmp(url, "/v2/models/", 11) == 0)
 		return http_route_model(req, url + 11);
+	if (http_shm_path(url))
+		return req->route = ROUTE_SHM, HTTP_ALLOW_SHM;
 	return NULL;
 }
 
@@ -353,6 +394,8 @@ http_method_allowed(const char *allow, const char *method)
 {
 	if (strcmp(allow, HTTP_ALLOW_POST) == 0)
 		return strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	if (strcmp(allow, HTTP_ALLOW_SHM) == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+		return 1;
 	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
@@ -372,9 +415,11 @@ http_request_free(struct http_request *req)
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
 	http_uncharge(req);
+	kserve_infer_release(&req->ki, req->srv->shm);
 	free(req->body);
 	free(req->id);
 	free(req->error);
+	free(req->url);
 	free(req);
 }
 
@@ -410,12 +455,20 @@ http_length_header(void *cls, enum MHD_ValueKind kind, const char *key, const ch
 	return MHD_YES;
 }
 
-/* A model's largest sensible request body (see HTTP_BYTES_PER_NUMBER). */
+/* A model's largest sensible request body (see HTTP_BYTES_PER_NUMBER); SIZE_MAX: no bound (strings). */
 static size_t
 http_model_body_bound(const model_t *m)
 {
-	size_t numbers = model_input_bytes(m, m->max_batch_size) / sizeof(float), bound;
+	size_t rows = m->max_batch_size > 0 ? (size_t)m->max_batch_size : 1, numbers = 0, n, bound;
+	int i;
 
+	for (i = 0; i < m->ninputs; i++) {
+		if (strcmp(m->inputs[i].datatype, "BYTES") == 0)
+			return SIZE_MAX;	/* a string has no length bound here */
+		if (__builtin_mul_overflow(m->inputs[i].row_elems, rows, &n) ||
+		    __builtin_add_overflow(numbers, n, &numbers))
+			return SIZE_MAX;
+	}
 	if (__builtin_mul_overflow(numbers, (size_t)HTTP_BYTES_PER_NUMBER, &bound) ||
 	    __builtin_add_overflow(bound, (size_t)HTTP_BODY_SLACK, &bound))
 		return SIZE_MAX;
@@ -430,6 +483,8 @@ http_body_limit(const struct http_request *req)
 	size_t limit = srv->ctx.config->max_body_bytes, bound = srv->max_request_bytes;
 	const model_t *m;
 
+	if (req->route == ROUTE_SHM)	/* registrations: small JSON, no model's bound */
+		return limit;
 	if (req->route == ROUTE_INFER && !(req->flags & HTTP_F_NAME_TOO_LONG) &&
 	    (m = repository_find(srv->ctx.repo, req->model)) != NULL)
 		bound = http_model_body_bound(m);
@@ -470,7 +525,8 @@ http_begin_body(struct http_request *req)
 	if (announced > req->limit)
 		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body of %llu bytes "
 		    "exceeds %s", announced, http_limit_name(req, what, sizeof what));
-	if ((req->route == ROUTE_INFER || req->route == ROUTE_INFER_SHORT) && announced > 0) {
+	if ((req->route == ROUTE_INFER || req->route == ROUTE_INFER_SHORT || req->route == ROUTE_SHM) &&
+	    announced > 0) {
 		if (http_guard_reserve(srv->guard, (size_t)announced) != 0)
 			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: the memory "
 			    "for request bodies (http_body_budget_bytes) is in use; retry later");
@@ -501,6 +557,9 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 	if (!http_method_allowed(req->allow, method))
 		return http_error_allow(req, MHD_HTTP_METHOD_NOT_ALLOWED, req->allow,
 		    "method %s is not allowed on %s (allowed: %s)", method, url, req->allow);
+	req->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	if (req->route == ROUTE_SHM && (req->url = strdup(url)) == NULL)
+		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	return http_begin_body(req);
 }
 
@@ -583,7 +642,7 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 
 	*size = 0;
 	http_guard_body_bytes(req->gc, n);
-	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT) {
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM) {
 		/* Other routes take no body: it is counted, not kept, and bounded all the same. */
 		if (n > max - req->discarded)
 			return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
@@ -716,7 +775,7 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 	b->noutputs = req->m->noutputs;
 	b->shape = ki->shape;
 	for (i = 0; i < b->ninputs; i++) {
-		b->inputs[i] = slot + ki->input_offset[i];
+		b->inputs[i] = ki->input_at[i] != NULL ? ki->input_at[i] : slot + ki->input_offset[i];
 		b->input_bytes[i] = ki->input_len[i];
 	}
 	for (i = 0; i < b->noutputs; i++) {
@@ -724,7 +783,8 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 		b->output_bytes[i] = ki->output_len[i];
 	}
 	for (i = 0; i < ki->nwanted; i++)
-		b->outputs[ki->wanted[i]] = slot + ki->output_offset[ki->wanted[i]];
+		b->outputs[ki->wanted[i]] = ki->output_at[ki->wanted[i]] != NULL ?
+		    ki->output_at[ki->wanted[i]] : slot + ki->output_offset[ki->wanted[i]];
 }
 
 /* Hand the staged request to the batcher and suspend the connection until done. */
@@ -804,14 +864,17 @@ http_unstage(struct http_request *req, json_t *root)
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
+	kserve_infer_release(&req->ki, req->srv->shm);
 }
 
 /*
- * Decode the parsed header and the tensor data (JSON, or the binary
- * section bin of the body) straight into a pinned slot, then submit it.
+ * Decode the parsed header and the tensor data (JSON text at src's spans,
+ * the binary section bin of the body, or shared-memory regions) straight
+ * into a pinned slot or the regions, then submit it.
  */
 static enum MHD_Result
-http_stage(struct http_request *req, json_t *root, const struct kserve_binary *bin)
+http_stage(struct http_request *req, json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin)
 {
 	http_server_t *srv = req->srv;
 	const model_t *m = req->m;
@@ -824,7 +887,7 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
 		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
 	}
-	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
+	if (kserve_decode_request(root, src, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
 	    &cause) != 0) {
 		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
@@ -861,6 +924,8 @@ http_infer(struct http_request *req)
 	http_server_t *srv = req->srv;
 	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
 	enum MHD_Result ret = MHD_NO;
+	struct tensor_text_span spans[KSERVE_MAX_SPANS];
+	struct kserve_source src = { req->body, spans, 0, srv->shm_enabled ? srv->shm : NULL };
 	struct kserve_binary bin;
 	char *cause = NULL;
 	size_t json_len;
@@ -873,7 +938,7 @@ http_infer(struct http_request *req)
 		return ret;
 	if (http_header_length(req, &json_len, &binary, &cause) != 0)
 		return http_invalid(req, name, cause);
-	if ((root = kserve_parse(req->body, json_len, &cause)) == NULL)
+	if ((root = kserve_parse_fast(req->body, json_len, spans, &src.nspans, &cause)) == NULL)
 		return http_invalid(req, name, cause);
 	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
 		json_decref(root);
@@ -889,7 +954,7 @@ http_infer(struct http_request *req)
 		bin.data = (const unsigned char *)req->body + json_len;
 		bin.len = req->len - json_len;
 	}
-	return http_stage(req, root, binary ? &bin : NULL);
+	return http_stage(req, root, &src, binary ? &bin : NULL);
 }
 
 /* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
@@ -924,6 +989,56 @@ http_metrics(struct http_request *req)
 	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL, NULL);
 }
 
+/* A Content-Encoding body replaced by its inflated bytes (bounded by max_body_bytes); -1 when answered with an error. */
+static int
+http_decode_body(struct http_request *req)
+{
+	static const unsigned int status[] = {
+		[-HTTP_CODING_UNSUPPORTED] = MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+		[-HTTP_CODING_MALFORMED] = MHD_HTTP_BAD_REQUEST,
+		[-HTTP_CODING_TOO_LARGE] = MHD_HTTP_CONTENT_TOO_LARGE,
+		[-HTTP_CODING_NO_MEMORY] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+	};
+	const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_ENCODING);
+	enum http_coding coding;
+	enum http_coding_error e;
+	char *cause = NULL, *out = NULL;
+	size_t out_len = 0;
+
+	if (v == NULL || req->len == 0)
+		return 0;
+	e = http_coding_parse(v, &coding, &cause);
+	if (e == HTTP_CODING_OK && coding == HTTP_CODING_IDENTITY)
+		return 0;
+	if (e == HTTP_CODING_OK)
+		e = http_coding_decode(coding, req->body, req->len,
+		    req->srv->ctx.config->max_body_bytes, &out, &out_len, &cause);
+	if (e != HTTP_CODING_OK) {
+		http_drop_body(req);
+		http_error(req, status[-e], "%s", cause);
+		free(cause);
+		return -1;
+	}
+	free(req->body);
+	req->body = out;
+	req->len = req->cap = out_len;
+	return 0;
+}
+
+/* /v2/systemsharedmemory and /v2/cudasharedmemory: http_shm.c answers. */
+static enum MHD_Result
+http_shm(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	struct http_shm_reply r;
+
+	http_shm_handle(srv->shm, srv->shm_enabled, req->post, req->url, req->body, req->len, &r);
+	http_drop_body(req);
+	return http_reply(req, r.status, r.body, r.len, HTTP_TYPE_JSON,
+	    r.allow != NULL ? MHD_HTTP_HEADER_ALLOW : NULL, r.allow);
+}
+
 /* The whole request is in: answer it, or start its inference. */
 static enum MHD_Result
 http_dispatch(struct http_request *req)
@@ -933,6 +1048,8 @@ http_dispatch(struct http_request *req)
 	char *body, *cause = NULL;
 
 	http_guard_request_whole(req->gc);
+	if (http_decode_body(req) != 0)
+		return MHD_YES;		/* answered */
 	switch (req->route) {
 	case ROUTE_LIVE:
 		body = kserve_encode_flag("live", 1, &len, &cause);
@@ -953,6 +1070,8 @@ http_dispatch(struct http_request *req)
 		return http_model_get(req);
 	case ROUTE_METRICS:
 		return http_metrics(req);
+	case ROUTE_SHM:
+		return http_shm(req);
 	case ROUTE_INFER:
 	case ROUTE_INFER_SHORT:
 		return http_infer(req);
@@ -1084,6 +1203,24 @@ http_max_request_bytes(http_server_t *s)
 	}
 }
 
+/* Make the shared-memory registry (always: a request may name a region only when the endpoints are on). */
+static int
+http_shm_start(http_server_t *s, char **cause)
+{
+	const struct daemon_config *c = s->ctx.config;
+	struct shm_registry_config rc = {
+		.dev = s->ctx.dev,
+		.allow_users = c->allow_users,
+		.allow_groups = c->allow_groups,
+		.max_region_bytes = c->max_region_bytes,
+	};
+
+	s->shm_enabled = http_shm_enabled(c);
+	LOG_INFO("http: Triton shared-memory registration %s (http_shared_memory = %s)",
+	    s->shm_enabled ? "on" : "off", c->http_shared_memory ? c->http_shared_memory : "auto");
+	return shm_registry_create(&rc, &s->shm, cause) != 0 ? error_prefix(cause, "http") : 0;
+}
+
 /* Allocate the server and its pinned slots; the daemon starts later. */
 static int
 http_create(const struct http_context *ctx, http_server_t **out, char **cause)
@@ -1103,12 +1240,19 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		return error_set(cause, "http: pthread init: %s", strerror(rc));
 	}
 	http_max_request_bytes(s);
+	if (http_shm_start(s, cause) != 0) {
+		pthread_cond_destroy(&s->idle);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return -1;
+	}
 	slot = pinned_pool_slot_bytes_for(ctx->repo);
 	if (http_guard_start(ctx->config, &s->guard, cause) != 0 ||
 	    pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
 	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {
 		pinned_pool_free(s->pool);
 		http_guard_stop(s->guard);
+		shm_registry_free(s->shm);
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
@@ -1125,6 +1269,7 @@ http_destroy(http_server_t *s)
 	batcher_client_close(s->ctx.batcher, s->client);
 	pinned_pool_free(s->pool);
 	http_guard_stop(s->guard);
+	shm_registry_free(s->shm);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -1194,6 +1339,7 @@ http_stop(http_server_t *s)
 	MHD_stop_daemon(s->mhd);
 	http_guard_stop(s->guard);
 	pinned_pool_free(s->pool);
+	shm_registry_free(s->shm);	/* every request is answered: no region is in use */
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

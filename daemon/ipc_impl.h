@@ -127,6 +127,7 @@ struct ipc_server {
 /* ipc_auth.c */
 int ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause);
 void ipc_auth_free(struct ipc_auth *a);
+/* 1 when uid/gid may connect; fd is the peer's socket for SO_PEERGROUPS, or -1 (a file's owner: the group database). */
 int ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid);
 
 /* ipc_access.c */
