@@ -49,6 +49,8 @@ static int config_check_device(const char *, char **);
 static int config_check_log_level(const char *, char **);
 static int config_check_socket(const char *, char **);
 static int config_check_id_list(const char *, char **);
+static int config_check_mode(const char *, char **);
+static int config_check_group(const char *, char **);
 static int config_check_on_off_auto(const char *, char **);
 
 #define KEY(f) offsetof(struct daemon_config, f)
@@ -73,6 +75,29 @@ static const struct config_key config_keys[] = {
 	{ "HTTP", "max_body_bytes", CONFIG_SIZE, "16M", KEY(max_body_bytes),
 	  1 * KIB, 1 * GIB, NULL,
 	  "Largest HTTP request body, 1K to 1G; a larger one gets 413 before it is read." },
+	{ "HTTP", "http_max_connections", CONFIG_INT, "1000", KEY(http_max_connections),
+	  1, 65536, NULL,
+	  "HTTP connections open at once, all clients together, 1 to 65536.\n"
+	  "More are refused at accept (the client sees the connection closed)." },
+	{ "HTTP", "http_max_connections_per_client", CONFIG_INT, "256",
+	  KEY(http_max_connections_per_client), 1, 65536, NULL,
+	  "HTTP connections open at once from one client address, 1 to 65536.\n"
+	  "Behind a proxy every request comes from the proxy's address: raise it." },
+	{ "HTTP", "http_header_timeout", CONFIG_INT, "30", KEY(http_header_timeout),
+	  1, 3600, NULL,
+	  "Seconds within which a request's line and headers must arrive, 1 to 3600,\n"
+	  "counted from the connection's start or the previous answer (so it is\n"
+	  "also how long an idle keep-alive connection stays open).  A trickle of\n"
+	  "bytes does not extend it." },
+	{ "HTTP", "http_min_body_rate", CONFIG_SIZE, "16K", KEY(http_min_body_rate),
+	  0, 1 * GIB, NULL,
+	  "Slowest a request body may arrive, in bytes per second averaged over the\n"
+	  "whole body, after a grace of http_header_timeout seconds; 0 turns it off.\n"
+	  "A slower connection is closed." },
+	{ "HTTP", "http_body_budget_bytes", CONFIG_SIZE, "256M",
+	  KEY(http_body_budget_bytes), 1 * MIB, 64 * GIB, NULL,
+	  "Memory for the HTTP request bodies being received, all connections\n"
+	  "together, 1M to 64G.  A request that would need more gets 503 at once." },
 	{ "HTTP", "pinned_pool_bytes", CONFIG_SIZE, "64M", KEY(pinned_pool_bytes),
 	  64 * KIB, 64 * GIB, NULL,
 	  "Pinned host memory for the tensors of HTTP requests in flight, 64K to 64G.\n"
@@ -125,7 +150,20 @@ static const struct config_key config_keys[] = {
 	  "Checked with SO_PEERCRED.  Empty: the daemon's own user and root." },
 	{ "SHARED-MEMORY CLIENTS", "allow_groups", CONFIG_STRING, "", KEY(allow_groups),
 	  0, 0, config_check_id_list,
-	  "Groups whose members may also connect: names or gids, comma-separated." },
+	  "Groups whose members may also connect: names or gids, comma-separated.\n"
+	  "Primary and supplementary groups count (SO_PEERGROUPS, else the user's\n"
+	  "group list).  Root and the daemon's own user may always connect." },
+	{ "SHARED-MEMORY CLIENTS", "shm_socket_mode", CONFIG_STRING, "", KEY(shm_socket_mode),
+	  0, 0, config_check_mode,
+	  "Permission bits of shm_socket, octal (e.g. 0660).  Empty: derived from the\n"
+	  "allow lists: 0600 when both are empty, 0660 when only one group is\n"
+	  "allowed (and the socket gets that group), 0666 otherwise (the allow\n"
+	  "lists, checked on every connection, are then the only gate)." },
+	{ "SHARED-MEMORY CLIENTS", "shm_socket_group", CONFIG_STRING, "",
+	  KEY(shm_socket_group), 0, 0, config_check_group,
+	  "Group owning shm_socket, a name or gid.  Empty: the one allowed group when\n"
+	  "allow_groups names exactly one, else the daemon's group.  The daemon must\n"
+	  "be a member of it (or root)." },
 	{ "LOGGING", "log_level", CONFIG_STRING, "info", KEY(log_level), 0, 0,
 	  config_check_log_level,
 	  "Least severe messages logged: error, warn, info or debug.\n"
@@ -181,6 +219,28 @@ config_check_socket(const char *value, char **cause)
 	if (strlen(value) >= sizeof sun.sun_path)
 		return error_set(cause, "path is longer than %zu bytes", sizeof sun.sun_path - 1);
 	return 0;
+}
+
+/* Check an octal permission mode of at most 0777 (empty: derived). */
+static int
+config_check_mode(const char *value, char **cause)
+{
+	size_t n = strlen(value);
+
+	if (n == 0)
+		return 0;
+	if (n > 4 || strspn(value, "01234567") != n || strtoul(value, NULL, 8) > 0777)
+		return error_set(cause, "'%s' is not an octal mode from 0 to 0777", value);
+	return 0;
+}
+
+/* Check one group name or gid (empty: derived). */
+static int
+config_check_group(const char *value, char **cause)
+{
+	if (strchr(value, ',') != NULL)
+		return error_set(cause, "'%s': one group only", value);
+	return config_check_id_list(value, cause);
 }
 
 /* Check on, off or auto. */

@@ -7,6 +7,7 @@ noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
 	daemon/clock.c daemon/clock.h \
+	daemon/fault.c daemon/fault.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
@@ -25,11 +26,11 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
 	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
-	daemon/http.c daemon/http.h \
+	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
 	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
 	daemon/http_encoding.c daemon/http_encoding.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
 	daemon/tensor_text.cc daemon/tensor_text.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)

@@ -16,6 +16,7 @@
 #include "daemon_config.h"
 #include "device.h"
 #include "error.h"
+#include "fault.h"
 #include "http.h"
 #include "ipc.h"
 #include "log.h"
@@ -331,16 +332,12 @@ daemon_write_port_file(struct daemon *d, int port, char **cause)
 	return 0;
 }
 
-/* Start the HTTP server and publish its port. */
+/* Start the HTTP server (its port is published once everything is up). */
 static int
 daemon_start_http(struct daemon *d, char **cause)
 {
 	d->http_ctx = (struct http_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
-	if (http_start(&d->http_ctx, &d->http, cause) != 0)
-		return -1;
-	if (d->port_file != NULL)
-		return daemon_write_port_file(d, http_port(d->http), cause);
-	return 0;
+	return http_start(&d->http_ctx, &d->http, cause);
 }
 
 /* Start the shared-memory IPC server. */
@@ -402,8 +399,15 @@ daemon_start(struct daemon *d, char **cause)
 	/* Both servers preallocate at start; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
 	daemon_log_summary(d);
-	notify_ready();
+	/*
+	 * Readiness is published (port file, READY=1) only once the log says
+	 * so: whoever waits on either then finds the summary and "ready" there.
+	 */
 	LOG_INFO("ready");
+	if (d->http != NULL && d->port_file != NULL &&
+	    daemon_write_port_file(d, http_port(d->http), cause) != 0)
+		return -1;
+	notify_ready();
 	return 0;
 }
 
@@ -436,6 +440,7 @@ daemon_stop(struct daemon *d, int started)
 		device_close(d->dev);
 	if (d->port_file_written && unlink(d->port_file) != 0)
 		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
+	fault_report();
 	config_free(&d->config);
 }
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # check-all.sh: the whole test suite, as the README and CI run it.
 # Builds out of tree twice from the source checkout: a normal build with `make check`
-# and `make distcheck`, then an ASan+UBSan build with `make check`.
+# and `make distcheck`, then an ASan+UBSan build with fault injection compiled in (armed only by
+# test_faults.sh) and `make check`, then `make fuzz`: every
+# libFuzzer target for FUZZ_SECONDS (default 60) each (INFERD_SKIP_FUZZ=1 leaves it out).
 # A checkout that is configured in-tree (./configure && make, as the README builds) cannot
 # also be configured out of tree, so its sources are copied to BUILD_ROOT/src first and
 # built from there; the in-tree build is left as it is.
@@ -50,5 +52,9 @@ run_pass plain
 if [ "${INFERD_SKIP_DISTCHECK:-0}" != 1 ]; then
 	(cd "$root/plain" && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) || status=1
 fi
-run_pass sanitizers --enable-sanitizers
+run_pass sanitizers --enable-sanitizers --enable-fault-injection
+if [ "${INFERD_SKIP_FUZZ:-0}" != 1 ]; then
+	(cd "$root/plain" && make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}") || status=1
+	echo "== fuzz: logs in $root/plain/tests/fuzz/*.log; crash inputs in $src/tests/data/*-corpus"
+fi
 exit $status
