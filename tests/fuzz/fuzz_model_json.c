@@ -48,6 +48,7 @@ fuzz_init(void)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct model_shape shape;
 	model_t *m = NULL;
 	char *cause = NULL;
 	FILE *f;
@@ -57,8 +58,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((f = fopen(json, "wb")) == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0)
 		abort();
 	if (model_load(dev, dir, &m, &cause) == 0) {
-		if (m == NULL || m->max_batch_size < 1 || model_input_bytes(m, 1) == 0 ||
-		    model_output_bytes(m, 1) == 0)
+		if (m == NULL || m->max_batch_size < 1 || m->ninputs < 1 || m->noutputs < 1)
+			abort();
+		model_shape_max(m, 1, &shape);
+		if (model_input_row_bytes(m, 0, &shape) == 0 || model_output_row_bytes(m, 0, &shape) == 0)
 			abort();
 		model_free(m);
 	} else if (m != NULL || cause == NULL || cause[0] == '\0')
