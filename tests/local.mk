@@ -12,6 +12,8 @@ AM_TESTS_ENVIRONMENT = \
 	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"; export UBSAN_OPTIONS;
 
 TEST_COMMON = tests/helpers/test_util.c tests/helpers/test_util.h
+# The seed-corpus driver the fuzz targets run in make check.
+FUZZ_CORPUS = tests/helpers/fuzz_corpus.c tests/helpers/fuzz_corpus.h
 TEST_LDADD = $(INFERD_CORE_LIBS)
 TEST_FASHION = tests/unit/test_fashion.c tests/helpers/fashion_data.c tests/helpers/fashion_data.h \
 	$(TEST_COMMON)
@@ -85,7 +87,7 @@ tests_unit_test_kserve_multi_LDADD = $(TEST_LDADD)
 tests_unit_test_pinned_pool_SOURCES = tests/unit/test_pinned_pool.c $(TEST_COMMON)
 tests_unit_test_pinned_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_pinned_pool_LDADD = $(TEST_LDADD)
-tests_fuzz_fuzz_kserve_SOURCES = tests/fuzz/fuzz_kserve.c tests/helpers/kserve_fixture.h
+tests_fuzz_fuzz_kserve_SOURCES = tests/fuzz/fuzz_kserve.c tests/helpers/kserve_fixture.h $(FUZZ_CORPUS)
 tests_fuzz_fuzz_kserve_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_kserve_LDADD = $(TEST_LDADD)
@@ -101,7 +103,7 @@ tests_unit_test_tensor_text_SOURCES = tests/unit/test_tensor_text.c $(TEST_COMMO
 tests_unit_test_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_tensor_text_LDADD = $(TEST_LDADD)
-tests_fuzz_fuzz_tensor_text_SOURCES = tests/fuzz/fuzz_tensor_text.c
+tests_fuzz_fuzz_tensor_text_SOURCES = tests/fuzz/fuzz_tensor_text.c $(FUZZ_CORPUS)
 tests_fuzz_fuzz_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_tensor_text_LDADD = $(TEST_LDADD)
@@ -179,7 +181,7 @@ tests_unit_test_onnx_decode_SOURCES = tests/unit/test_onnx_decode.c $(TEST_COMMO
 tests_unit_test_onnx_decode_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_onnx_decode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_onnx_decode_LDADD = $(TEST_LDADD)
-tests_fuzz_fuzz_onnx_SOURCES = tests/fuzz/fuzz_onnx.c
+tests_fuzz_fuzz_onnx_SOURCES = tests/fuzz/fuzz_onnx.c $(FUZZ_CORPUS)
 tests_fuzz_fuzz_onnx_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_onnx_LDADD = $(TEST_LDADD)
 

@@ -13,13 +13,15 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx_decode.h"
+#ifndef FUZZ_LIBFUZZER
+#include "fuzz_corpus.h"
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -161,98 +163,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef FUZZ_LIBFUZZER
-/* Read a whole file; NULL on error. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Run one input on a copy of exactly its size (so ASan sees any overread). */
-static void
-run_exact(const uint8_t *data, size_t len)
-{
-	uint8_t *copy = malloc(len > 0 ? len : 1);
-
-	if (copy == NULL)
-		return;
-	memcpy(copy, data, len);
-	LLVMFuzzerTestOneInput(copy, len);
-	free(copy);
-}
-
-/* Run one input, every prefix of it, and mutations with bytes that matter to protobuf (tags, varint bits). */
-static size_t
-run_variants(const uint8_t *data, size_t len, uint64_t *rng)
-{
-	static const uint8_t bytes[] = { 0x00, 0x01, 0x02, 0x07, 0x08, 0x0a, 0x0d, 0x12, 0x1a, 0x3a, 0x42,
-		0x4a, 0x70, 0x7f, 0x80, 0xff };
-	uint8_t *copy = malloc(len + 1);
-	size_t i, runs = 0, at;
-
-	if (copy == NULL)
-		return 0;
-	for (i = 0; i <= len; i++, runs++)
-		run_exact(data, i);
-	for (i = 0; len > 0 && i < 512; i++, runs++) {
-		memcpy(copy, data, len);
-		*rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
-		at = (size_t)(*rng % len);
-		copy[at] = bytes[(*rng >> 32) % sizeof bytes];
-		run_exact(copy, len);
-	}
-	free(copy);
-	return runs;
-}
+/* Bytes that matter to the format, for the plain driver's mutations. */
+static const uint8_t fuzz_bytes[] = { 0x00, 0x01, 0x02, 0x07, 0x08, 0x0a, 0x0d, 0x12, 0x1a, 0x3a, 0x42,
+	0x4a, 0x70, 0x7f, 0x80, 0xff };
 
 int
 main(int argc, char **argv)
 {
-	const char *top = getenv("top_srcdir");
-	char dir[4096], path[8192];
-	struct dirent *e;
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
-	size_t files = 0, runs = 0, len;
-	uint8_t *data;
-	DIR *d;
+	static const struct fuzz_corpus fc = {
+		.name = "fuzz_onnx", .corpus = "onnx-corpus", .bytes = fuzz_bytes, .nbytes = sizeof fuzz_bytes,
+		.mutations = 512, .one = LLVMFuzzerTestOneInput,
+	};
 
-	if (argc > 1)
-		snprintf(dir, sizeof dir, "%s", argv[1]);
-	else
-		snprintf(dir, sizeof dir, "%s/tests/data/onnx-corpus", top ? top : ".");
-	if ((d = opendir(dir)) == NULL) {
-		perror(dir);
-		return 1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if ((data = read_file(path, &len)) == NULL) {
-			perror(path);
-			closedir(d);
-			return 1;
-		}
-		runs += run_variants(data, len, &rng);
-		files++;
-		free(data);
-	}
-	closedir(d);
-	printf("fuzz_onnx: %zu inputs from %zu corpus files\n", runs, files);
-	return files > 0 ? 0 : 1;
+	return fuzz_corpus_main(&fc, argc, argv);
 }
 #endif

@@ -20,7 +20,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,9 @@
 #include <jansson.h>
 
 #include "tensor_text.h"
+#ifndef FUZZ_LIBFUZZER
+#include "fuzz_corpus.h"
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -171,86 +173,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef FUZZ_LIBFUZZER
-/* Read a whole file; NULL on error. */
-static uint8_t *
-read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
-/* Run one input, every prefix of it, and mutations with bytes that matter to the codec. */
-static size_t
-run_variants(const uint8_t *data, size_t len, uint64_t *rng)
-{
-	static const uint8_t bytes[] = "[]{}\",:-+.eE0919\\u\x00\xff ntfaINl";
-	uint8_t *copy = malloc(len + 1);
-	size_t i, runs = 0, at;
-
-	if (copy == NULL)
-		return 0;
-	for (i = 0; i <= len; i++, runs++) {
-		memcpy(copy, data, i);
-		LLVMFuzzerTestOneInput(copy, i);
-	}
-	for (i = 0; len > 0 && i < 256; i++, runs++) {
-		memcpy(copy, data, len);
-		*rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
-		at = (size_t)(*rng % len);
-		copy[at] = bytes[(*rng >> 32) % (sizeof bytes - 1)];
-		LLVMFuzzerTestOneInput(copy, len);
-	}
-	free(copy);
-	return runs;
-}
+/* Bytes that matter to the format, for the plain driver's mutations. */
+static const uint8_t fuzz_bytes[] = "[]{}\",:-+.eE0919\\u\x00\xff ntfaINl";
 
 int
 main(int argc, char **argv)
 {
-	const char *top = getenv("top_srcdir");
-	char dir[4096], path[8192];
-	struct dirent *e;
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
-	size_t files = 0, runs = 0, len;
-	uint8_t *data;
-	DIR *d;
+	static const struct fuzz_corpus fc = {
+		.name = "fuzz_tensor_text", .corpus = "tensor-text-corpus", .bytes = fuzz_bytes, .nbytes = sizeof fuzz_bytes - 1,
+		.mutations = 256, .one = LLVMFuzzerTestOneInput,
+	};
 
-	if (argc > 1)
-		snprintf(dir, sizeof dir, "%s", argv[1]);
-	else
-		snprintf(dir, sizeof dir, "%s/tests/data/tensor-text-corpus", top ? top : ".");
-	if ((d = opendir(dir)) == NULL) {
-		perror(dir);
-		return 1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if ((data = read_file(path, &len)) == NULL) {
-			perror(path);
-			closedir(d);
-			return 1;
-		}
-		runs += run_variants(data, len, &rng);
-		files++;
-		free(data);
-	}
-	closedir(d);
-	printf("fuzz_tensor_text: %zu inputs from %zu corpus files\n", runs, files);
-	return files > 0 ? 0 : 1;
+	return fuzz_corpus_main(&fc, argc, argv);
 }
 #endif
