@@ -6,11 +6,13 @@
 # --- lib: libinferd; only the symbols marked INFERD_EXPORT in inferd.h are visible. ---
 lib_LTLIBRARIES += client/lib/libinferd.la
 client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
+	client/lib/inferd_wait_engine.c client/lib/inferd_async.c \
 	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/libinferd_impl.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
-client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
+client_lib_libinferd_la_LIBADD = $(PTHREAD_LIBS)
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 1:0:1 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:2 -no-undefined
 
 include_HEADERS = include/inferd.h include/inferd_outcome.h
 noinst_HEADERS += include/inferd_wire.h

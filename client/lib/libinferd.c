@@ -312,8 +312,13 @@ inferd__conn_new(const struct inferd_options *o)
 
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return NULL;
-	c->control_fd = c->submit_fd = c->doorbell_fd = -1;
+	c->control_fd = c->submit_fd = c->doorbell_fd = c->wake_fd = -1;
 	c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : INFERD_DEFAULT_TIMEOUT_MS;
+	if (inferd__sync_init(c) != 0) {
+		inferd__sync_free(c);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -365,6 +370,7 @@ inferd_close(inferd_conn_t *c)
 
 	if (c == NULL)
 		return;
+	inferd__async_stop(c);
 	if (c->control_fd != -1)
 		close(c->control_fd);
 	if (c->submit_fd != -1)
@@ -379,6 +385,7 @@ inferd_close(inferd_conn_t *c)
 	free(c->models);
 	inferd__ring_free(c);
 	free(c->extents);
+	inferd__sync_free(c);
 	free(c);
 }
 
@@ -529,14 +536,12 @@ inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struc
 	return 0;
 }
 
-/* Look a model up by name. */
-int
-inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model **out)
+/* Look a model up by name in the cache, else ask the daemon (control_lock held). */
+static int
+inferd__model_by_name(inferd_conn_t *c, const char *name, const struct inferd_model **out)
 {
 	unsigned i;
 
-	if (c == NULL || name == NULL || *name == '\0' || out == NULL)
-		return inferd__fail(INFERD_EINVAL, "inferd_model_get: bad argument");
 	for (i = 0; i < c->nmodels; i++)
 		if (c->models[i] != NULL && strcmp(c->models[i]->name, name) == 0) {
 			*out = c->models[i];
@@ -545,17 +550,35 @@ inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model *
 	return inferd__model_query(c, name, 0, out);
 }
 
+/* Look a model up by name. */
+int
+inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model **out)
+{
+	int r;
+
+	if (c == NULL || name == NULL || *name == '\0' || out == NULL)
+		return inferd__fail(INFERD_EINVAL, "inferd_model_get: bad argument");
+	pthread_mutex_lock(&c->control_lock);
+	r = inferd__model_by_name(c, name, out);
+	pthread_mutex_unlock(&c->control_lock);
+	return r;
+}
+
 /* Look a model up by id. */
 int
 inferd_model_get_id(inferd_conn_t *c, unsigned id, const struct inferd_model **out)
 {
+	int r = 0;
+
 	if (c == NULL || out == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_model_get_id: bad argument");
 	if (id >= c->nmodels)
 		return inferd__fail(INFERD_ENOMODEL, "no model with id %u (%u served)", id, c->nmodels);
-	if (c->models[id] != NULL) {
+	pthread_mutex_lock(&c->control_lock);
+	if (c->models[id] != NULL)
 		*out = c->models[id];
-		return 0;
-	}
-	return inferd__model_query(c, NULL, id, out);
+	else
+		r = inferd__model_query(c, NULL, id, out);
+	pthread_mutex_unlock(&c->control_lock);
+	return r;
 }
