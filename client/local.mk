@@ -36,6 +36,10 @@ client_tools_inferctl_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 noinst_PROGRAMS += client/examples/example
 client_examples_example_SOURCES = client/examples/example.c
 client_examples_example_LDADD = client/lib/libinferd.la
+noinst_PROGRAMS += client/examples/threads
+client_examples_threads_SOURCES = client/examples/threads.c
+client_examples_threads_CFLAGS = $(AM_CFLAGS) -pthread
+client_examples_threads_LDADD = client/lib/libinferd.la $(PTHREAD_LIBS)
 
 # --- bench: inferd-bench, latency/throughput over shm or HTTP (libinferd + jansson only) ---
 BENCH_CPPFLAGS = $(TOOLS_CPPFLAGS) -I$(top_srcdir)/client/bench
