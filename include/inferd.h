@@ -132,6 +132,18 @@ struct inferd_options {
 	unsigned sq_entries;		/* submission ring, power of two (default 256) */
 	unsigned cq_entries;		/* completion ring, power of two >= sq (default 2 x sq) */
 	int timeout_ms;			/* for control replies (default 10000) */
+	/*
+	 * Added after the first release.  reconnect != 0: when the daemon has
+	 * gone away (restarted), the next submission or model lookup connects
+	 * to the same socket again, trying for up to reconnect_max_ms (default
+	 * 10000), and hands the same region over, so tensors and model
+	 * pointers the application holds stay valid (a model the new daemon
+	 * no longer serves is refused with INFERD_EINVAL).  Requests in flight
+	 * at the disconnect complete with INFERD_ECLOSED either way.  Without
+	 * it every later call returns INFERD_ECLOSED.
+	 */
+	int reconnect;
+	int reconnect_max_ms;
 };
 #define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 

@@ -223,6 +223,8 @@ inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct in
 {
 	int rc;
 
+	if ((rc = inferd__reconnect_if_needed(c)) != 0)
+		return rc;
 	if ((rc = inferd__struct_copy(dst, INFERD__REQUEST_SIZE_0_3, INFERD__REQUEST_SIZE_0_1, r, r->size,
 	    "INFERD_REQUEST")) != 0)
 		return rc;
@@ -357,7 +359,7 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
-	if ((rc = inferd__request_ok(c, &r)) != 0)
+	if ((rc = inferd__reconnect_if_needed(c)) != 0 || (rc = inferd__request_ok(c, &r)) != 0)
 		return rc;
 	return inferd__run_sync(c, &r);
 }

@@ -113,7 +113,7 @@ inferd__reap(inferd_conn_t *c)
 }
 
 /* The daemon is gone (lock held): every request on the wire completes with INFERD_ECLOSED. */
-static void
+void
 inferd__complete_all_closed(inferd_conn_t *c)
 {
 	uint32_t i;

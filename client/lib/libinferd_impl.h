@@ -80,6 +80,12 @@ struct inferd_conn {
 	unsigned cbq_head, ncbq;
 	uint32_t gen;
 
+	int reconnect, reconnect_max_ms;	/* the options' */
+	char *socket_path;		/* to reconnect to; NULL without reconnect */
+	int region_fd;			/* the region's memfd, kept to hand over again; -1 without reconnect */
+	struct inferd_model **retired;	/* models gone after a reconnect, freed at close */
+	size_t nretired;
+
 	int control_fd;
 	int submit_fd;			/* eventfd: we write after publishing submissions */
 	int doorbell_fd;		/* our end of the socketpair the daemon writes to */
@@ -123,7 +129,8 @@ int inferd__closed(inferd_conn_t *c);
 int inferd__status_code(int32_t status);
 
 /* The sizes of the caller-filled structs in this release (freeze each when a field is added). */
-#define INFERD__OPTIONS_SIZE_0_1 sizeof(struct inferd_options)
+#define INFERD__OPTIONS_SIZE_0_1 offsetof(struct inferd_options, reconnect)
+#define INFERD__OPTIONS_SIZE_0_3 sizeof(struct inferd_options)
 #define INFERD__REQUEST_SIZE_0_1 offsetof(struct inferd_request, ninputs)
 #define INFERD__REQUEST_SIZE_0_2 offsetof(struct inferd_request, id)
 #define INFERD__REQUEST_SIZE_0_3 sizeof(struct inferd_request)
@@ -184,6 +191,20 @@ int inferd__await(inferd_conn_t *c, int (*ready)(inferd_conn_t *, void *), void 
 /* inferd_wait_engine.c: make the lock, conds and wake descriptor; release them. */
 int inferd__sync_init(inferd_conn_t *c);
 void inferd__sync_free(inferd_conn_t *c);
+/* libinferd.c: the steps of connecting, shared with inferd_reconnect.c. */
+int inferd__dial(const char *path, int *out);
+int inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h);
+int inferd__attach(inferd_conn_t *c, int memfd);
+int inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct inferd_model **out);
+/*
+ * inferd_reconnect.c: with the reconnect option, when the daemon has gone
+ * away, connect again and hand the same region over (0); otherwise 0 and
+ * nothing done.  Takes control_lock and lock itself.
+ */
+int inferd__reconnect_if_needed(inferd_conn_t *c);
+void inferd__retired_free(inferd_conn_t *c);
+/* inferd_wait_engine.c: the daemon is gone (lock held): complete everything with ECLOSED. */
+void inferd__complete_all_closed(inferd_conn_t *c);
 /* inferd_async.c: stop and join the completion thread (inferd_close). */
 void inferd__async_stop(inferd_conn_t *c);
 

@@ -15,6 +15,11 @@
  *       cancelled (by handle and by user_data) complete with
  *       INFERD_ECANCELLED at once, the other two complete with the right
  *       answer; a cancel after completion changes nothing
+ *   ipc_threads SOCKET reconnect on|off GOFILE
+ *       answer once, print "ready", wait for GOFILE to exist (the test
+ *       restarts the daemon meanwhile), then answer again: with the
+ *       reconnect option the same connection, tensors and model answer
+ *       right (synchronously and by callback); without it, INFERD_ECLOSED
  * Exit 0 on success, 1 on a wrong result, 2 on a usage or setup error.
  */
 #include <math.h>
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "inferd.h"
 
@@ -36,6 +42,7 @@ static const struct inferd_model *model;
 static struct inferd_tensor inputs[NROWS];
 static float ref[NROWS][OUT_FLOATS];
 static int failures;
+static struct inferd_options options = INFERD_OPTIONS_INIT;
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Count a failure and say what it was. */
@@ -89,7 +96,7 @@ setup(const char *sock, const char *name, int want_ref)
 	struct inferd_request r = INFERD_REQUEST_INIT;
 	int k, i, rc;
 
-	if ((rc = inferd_connect(sock, NULL, &conn)) != 0)
+	if ((rc = inferd_connect(sock, &options, &conn)) != 0)
 		die("connect", rc);
 	if ((rc = inferd_model_get(conn, name, &model)) != 0)
 		die("model", rc);
@@ -401,6 +408,87 @@ run_cancel(const char *sock, const char *name)
 	return failures ? 1 : 0;
 }
 
+/* Callback of the reconnect mode: store the status and signal. */
+static pthread_mutex_t rc_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rc_cond = PTHREAD_COND_INITIALIZER;
+static int rc_done, rc_status;
+
+static void
+on_reconnect_done(const struct inferd_completion *c, void *user)
+{
+	(void)user;
+	pthread_mutex_lock(&rc_lock);
+	rc_status = c->status;
+	rc_done = 1;
+	pthread_cond_broadcast(&rc_cond);
+	pthread_mutex_unlock(&rc_lock);
+}
+
+/* One callback request of row 0; its status. */
+static int
+callback_once(struct inferd_tensor *out)
+{
+	struct inferd_request r = INFERD_REQUEST_INIT;
+	int rc;
+
+	r.model = model;
+	r.rows = 1;
+	r.input = &inputs[0];
+	r.output = out;
+	rc_done = 0;
+	if ((rc = inferd_submit_cb(conn, &r, on_reconnect_done, NULL)) != 0)
+		return rc;
+	pthread_mutex_lock(&rc_lock);
+	while (!rc_done)
+		pthread_cond_wait(&rc_cond, &rc_lock);
+	pthread_mutex_unlock(&rc_lock);
+	return rc_status;
+}
+
+/* The reconnect mode: answer, wait for go_file (the daemon restarted meanwhile), answer again. */
+static int
+run_reconnect(const char *sock, int on, const char *go_file)
+{
+	struct inferd_request r = INFERD_REQUEST_INIT;
+	struct inferd_tensor out;
+	int i, rc;
+
+	options.reconnect = on;
+	options.reconnect_max_ms = 20000;
+	setup(sock, "fashion-mlp", 1);
+	if ((rc = inferd_tensor_alloc(conn, OUT_FLOATS * 4, &out)) != 0)
+		die("alloc", rc);
+	if ((rc = callback_once(&out)) != 0)
+		die("callback before the restart", rc);
+	printf("ready\n");
+	for (i = 0; access(go_file, F_OK) != 0; i++) {
+		if (i > 1200)
+			die("no go file in 60 s", 0);
+		usleep(50000);
+	}
+	r.model = model;
+	r.rows = 1;
+	r.input = &inputs[5];
+	r.output = &out;
+	rc = inferd_run(conn, &r);
+	printf("after the restart: %s (%s)\n", inferd_strerror(rc), inferd_last_error());
+	if (!on) {
+		if (rc != INFERD_ECLOSED)
+			bad("%s: without reconnect the call returned %ld, not ECLOSED (%ld)", "reconnect", rc, INFERD_ECLOSED);
+	} else if (rc != 0) {
+		bad("%s: with reconnect the call failed (%ld)%ld", inferd_last_error(), rc, 0);
+	} else {
+		check_output(out.data, 5, "after reconnect");
+		if ((rc = callback_once(&out)) != 0)
+			bad("%s: a callback after the reconnect failed (%ld)%ld", inferd_strerror(rc), rc, 0);
+		else
+			check_output(out.data, 0, "callback after reconnect");
+	}
+	inferd_close(conn);
+	printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
+	return failures ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -409,8 +497,10 @@ main(int argc, char **argv)
 		return run_share(argv[1], atoi(argv[3]), atoi(argv[4]), 3);
 	if (argc == 5 && strcmp(argv[2], "sync") == 0)
 		return run_share(argv[1], atoi(argv[3]), atoi(argv[4]), 1);
+	if (argc == 5 && strcmp(argv[2], "reconnect") == 0)
+		return run_reconnect(argv[1], strcmp(argv[3], "on") == 0, argv[4]);
 	if (argc == 4 && strcmp(argv[2], "cancel") == 0)
 		return run_cancel(argv[1], argv[3]);
-	fprintf(stderr, "usage: ipc_threads SOCKET share|sync NTHREADS NREQ | cancel MODEL\n");
+	fprintf(stderr, "usage: ipc_threads SOCKET share|sync NTHREADS NREQ | cancel MODEL | reconnect on|off GOFILE\n");
 	return 2;
 }

@@ -2,7 +2,8 @@
 # test_ipc_threads.sh: one libinferd connection shared by 4 and 16 threads (synchronous
 # runs, callbacks, handles, and inferd_submit/inferd_wait beside them), every answer
 # equal to the single-thread one; threads' synchronous requests meet in one batch (they
-# are not serialized behind a lock); cancel of queued requests; the threaded example.
+# are not serialized behind a lock); cancel of queued requests; the threaded example;
+# reconnect after a daemon restart (on: the next call succeeds; off: INFERD_ECLOSED).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 threads="$top_builddir/tests/helpers/ipc_threads"
@@ -45,6 +46,28 @@ echo "ok: four synchronous threads shared batches ($((four - one)) rows joined a
 "$top_builddir/client/examples/threads" "$sock" fashion-mlp 4 50 >"$tmp/example.out" || fail "the threaded example: $(cat "$tmp/example.out")"
 cat "$tmp/example.out"
 [ "$(grep -c ', 0 failed$' "$tmp/example.out")" -eq 4 ] || fail "the threaded example's output"
+
+# Reconnect: clients connected, the daemon restarted on the same socket; with the
+# option the next call succeeds on the same connection, without it it says ECLOSED.
+for mode in on off; do
+	rm -f "$tmp/go"
+	"$threads" "$sock" reconnect $mode "$tmp/go" >"$tmp/reconnect-$mode.out" 2>&1 &
+	eval "client_$mode=\$!"
+done
+for mode in on off; do
+	i=0
+	until grep -q '^ready' "$tmp/reconnect-$mode.out"; do
+		i=$((i + 1))
+		[ $i -le 300 ] || fail "reconnect $mode client not ready: $(cat "$tmp/reconnect-$mode.out")"
+		sleep 0.1
+	done
+done
+stop_daemon
+start_daemon --model_repository="$repo"
+touch "$tmp/go"
+wait "$client_on" || fail "reconnect on: $(cat "$tmp/reconnect-on.out")"
+wait "$client_off" || fail "reconnect off: $(cat "$tmp/reconnect-off.out")"
+cat "$tmp/reconnect-on.out" "$tmp/reconnect-off.out"
 
 stop_daemon
 echo "PASS"
