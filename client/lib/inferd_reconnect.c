@@ -165,7 +165,7 @@ inferd__reconnect_if_needed(inferd_conn_t *c)
 		return 0;
 	pthread_mutex_lock(&c->control_lock);
 	pthread_mutex_lock(&c->lock);
-	if (!c->closed && inferd__hung_up(c))
+	if ((!c->closed && inferd__hung_up(c)) || (c->closed && c->inflight > 0))
 		inferd__complete_all_closed(c);
 	if (c->closed) {
 		/* The poller has seen the hang-up too and leaves poll() at once. */

@@ -224,6 +224,9 @@ inferd__await(inferd_conn_t *c, int (*ready)(inferd_conn_t *, void *), void *arg
 			pthread_cond_broadcast(&c->cond);
 		else if (r < 0)
 			return r;
+		/* Closed elsewhere (a failed control call): nothing on the wire will complete now. */
+		if (c->closed && c->inflight > 0)
+			inferd__complete_all_closed(c);
 		if (ready(c, arg))
 			return 1;
 		if (c->closed)
