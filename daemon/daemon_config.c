@@ -52,6 +52,7 @@ static int config_check_device(const char *, char **);
 static int config_check_log_level(const char *, char **);
 static int config_check_socket(const char *, char **);
 static int config_check_id_list(const char *, char **);
+static int config_check_on_off_auto(const char *, char **);
 
 #define KEY(f) offsetof(struct daemon_config, f)
 #define KIB 1024LL
@@ -79,6 +80,12 @@ static const struct config_key config_keys[] = {
 	  64 * KIB, 64 * GIB, NULL,
 	  "Pinned host memory for the tensors of HTTP requests in flight, 64K to 64G.\n"
 	  "Reserved at start-up, so that no request allocates." },
+	{ "HTTP", "http_shared_memory", CONFIG_STRING, "auto", KEY(http_shared_memory), 0, 0,
+	  config_check_on_off_auto,
+	  "Triton's shared-memory registration over HTTP (/v2/systemsharedmemory,\n"
+	  "/v2/cudasharedmemory): on, off, or auto (on while listen_address is a\n"
+	  "loopback address, off otherwise).  When off those paths answer 403.\n"
+	  "Regions must be owned by allow_users / allow_groups and not writable by others." },
 	{ "MODELS AND DEVICE", "model_repository", CONFIG_STRING,
 	  INFERD_DATADIR "/models", KEY(model_repository), 0, 0, config_check_nonempty,
 	  "Directory holding one subdirectory per model (model.json + *.safetensors).\n"
@@ -177,6 +184,15 @@ config_check_socket(const char *value, char **cause)
 	if (strlen(value) >= sizeof sun.sun_path)
 		return error_set(cause, "path is longer than %zu bytes", sizeof sun.sun_path - 1);
 	return 0;
+}
+
+/* Check on, off or auto. */
+static int
+config_check_on_off_auto(const char *value, char **cause)
+{
+	if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0 || strcmp(value, "auto") == 0)
+		return 0;
+	return error_set(cause, "'%s' is not on, off or auto", value);
 }
 
 /* Check a comma-separated list of user or group names or numeric ids. */

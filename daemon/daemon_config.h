@@ -21,6 +21,7 @@ struct daemon_config {
 	char *model_repository;		/* model_repository = DATADIR/models */
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
+	char *http_shared_memory;	/* http_shared_memory = auto | on | off */
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int cpu_threads;		/* cpu_threads = 0 (every online core) */

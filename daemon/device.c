@@ -156,6 +156,27 @@ device_host_unregister(device_t *dev, void *ptr, char **cause)
 	return dev->ops->host_unregister(dev, ptr, cause);
 }
 
+/* Open a CUDA IPC handle; the CPU backend has none. */
+int
+device_ipc_open(device_t *dev, const unsigned char handle[DEVICE_IPC_HANDLE_BYTES],
+    int device_id, size_t size, void **ptr, char **cause)
+{
+	if (dev->ops->ipc_open == NULL)
+		return error_set(cause, "CUDA shared memory needs a GPU backend (this daemon runs on %s)",
+		    dev->name);
+	if (size == 0)
+		return error_set(cause, "device_ipc_open: empty range");
+	return dev->ops->ipc_open(dev, handle, device_id, size, ptr, cause);
+}
+
+/* Close a mapping device_ipc_open made (NULL is ignored). */
+void
+device_ipc_close(device_t *dev, void *ptr)
+{
+	if (ptr != NULL && dev->ops->ipc_close != NULL)
+		dev->ops->ipc_close(dev, ptr);
+}
+
 /* Create a stream of the given kind. */
 int
 device_stream_create(device_t *dev, enum device_stream_kind kind,

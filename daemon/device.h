@@ -64,6 +64,18 @@ void device_host_free(device_t *dev, void *ptr);
 /* Pin existing host memory (a client's shm mapping) so copies DMA from it. */
 int device_host_register(device_t *dev, void *ptr, size_t size, char **cause);
 int device_host_unregister(device_t *dev, void *ptr, char **cause);
+/* Bytes of a CUDA IPC memory handle (cudaIpcMemHandle_t). */
+#define DEVICE_IPC_HANDLE_BYTES 64
+/*
+ * Open another process's device allocation from its CUDA IPC handle on GPU
+ * device_id (which must be the device this one runs on); *ptr is its device
+ * address.  Refused when the allocation is smaller than size, and on the CPU
+ * backend ("CUDA shared memory needs a GPU backend").
+ */
+int device_ipc_open(device_t *dev, const unsigned char handle[DEVICE_IPC_HANDLE_BYTES],
+    int device_id, size_t size, void **ptr, char **cause);
+/* Close what device_ipc_open opened. */
+void device_ipc_close(device_t *dev, void *ptr);
 
 /* Streams and events. */
 int device_stream_create(device_t *dev, enum device_stream_kind kind,

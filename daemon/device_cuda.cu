@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include "device_cuda_dnn.h"
@@ -155,6 +156,70 @@ cuda_host_unregister(device_t *dev, void *ptr, char **cause)
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostUnregister");
 	return 0;
+}
+
+/* cuMemGetAddressRange, found through the runtime so that nothing links libcuda. */
+typedef CUresult (*cuda_range_fn)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+
+/* The bytes of the allocation holding ptr from ptr on; -1 with *cause when they cannot be known. */
+static int
+cuda_bytes_after(void *ptr, size_t *avail, char **cause)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	cuda_range_fn range = NULL;
+	CUdeviceptr base;
+	size_t size;
+	cudaError_t err;
+
+	err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", (void **)&range, 12000,
+	    cudaEnableDefault, &q);
+	if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || range == NULL)
+		return cuda_fail(cause, err != cudaSuccess ? err : cudaErrorSymbolNotFound,
+		    "cudaGetDriverEntryPointByVersion(cuMemGetAddressRange)");
+	if (range(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS)
+		return error_set(cause, "cuMemGetAddressRange failed on the opened handle");
+	*avail = size - ((CUdeviceptr)ptr - base);
+	return 0;
+}
+
+/* Open another process's allocation; its size is checked, not taken on the client's word. */
+static int
+cuda_ipc_open(device_t *dev, const unsigned char *handle, int device_id, size_t size,
+    void **ptr, char **cause)
+{
+	const struct cuda_ctx *c = (const struct cuda_ctx *)dev->ctx;
+	cudaIpcMemHandle_t h;
+	cudaError_t err;
+	size_t avail = 0;
+	void *p = NULL;
+
+	static_assert(sizeof h == DEVICE_IPC_HANDLE_BYTES, "cudaIpcMemHandle_t is 64 bytes");
+	if (device_id != c->ordinal)
+		return error_set(cause, "device_id %d: this daemon runs on cuda:%d only", device_id,
+		    c->ordinal);
+	if (cuda_use(dev, cause) != 0)
+		return -1;
+	memcpy(&h, handle, sizeof h);
+	err = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaIpcOpenMemHandle");
+	if (cuda_bytes_after(p, &avail, cause) != 0 || avail < size) {
+		if (avail < size && avail != 0)
+			error_set(cause, "byte_size %zu exceeds the %zu bytes of the shared allocation",
+			    size, avail);
+		cudaIpcCloseMemHandle(p);
+		return -1;
+	}
+	*ptr = p;
+	return 0;
+}
+
+/* Close an opened IPC handle. */
+static void
+cuda_ipc_close(device_t *dev, void *ptr)
+{
+	if (cuda_use(dev, NULL) == 0 && cudaIpcCloseMemHandle(ptr) != cudaSuccess)
+		(void)cudaGetLastError();
 }
 
 /*
@@ -375,7 +440,8 @@ cuda_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, cuda_stream(s));
+	/* Default: src is host memory, or a CUDA shared-memory region (device memory) of a client. */
+	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMemcpyAsync(h2d, %zu bytes)", n);
 	return 0;
@@ -390,7 +456,8 @@ cuda_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, cuda_stream(s));
+	/* Default: dst is host memory, or a CUDA shared-memory region (device memory) of a client. */
+	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMemcpyAsync(d2h, %zu bytes)", n);
 	return 0;
@@ -572,6 +639,8 @@ static const struct device_ops cuda_ops = {
 	.host_free = cuda_host_free,
 	.host_register = cuda_host_register,
 	.host_unregister = cuda_host_unregister,
+	.ipc_open = cuda_ipc_open,
+	.ipc_close = cuda_ipc_close,
 	.stream_create = cuda_stream_create,
 	.stream_destroy = cuda_stream_destroy,
 	.stream_sync = cuda_stream_sync,

@@ -26,6 +26,10 @@ struct device_ops {
 	void (*host_free)(device_t *dev, void *ptr);
 	int (*host_register)(device_t *dev, void *ptr, size_t size, char **cause);
 	int (*host_unregister)(device_t *dev, void *ptr, char **cause);
+	/* CUDA IPC: NULL on backends without device memory to share. */
+	int (*ipc_open)(device_t *dev, const unsigned char *handle, int device_id,
+	    size_t size, void **ptr, char **cause);
+	void (*ipc_close)(device_t *dev, void *ptr);
 	int (*stream_create)(device_stream_t *s, char **cause);
 	void (*stream_destroy)(device_stream_t *s);
 	int (*stream_sync)(device_stream_t *s, char **cause);

@@ -16,9 +16,12 @@
 
 #include "error.h"
 #include "http.h"
+#include "http_encoding.h"
+#include "http_shm.h"
 #include "kserve.h"
 #include "log.h"
 #include "pinned_pool.h"
+#include "shm_registry.h"
 
 #ifndef MHD_HTTP_CONTENT_TOO_LARGE
 #define MHD_HTTP_CONTENT_TOO_LARGE 413	/* named so since libmicrohttpd 0.9.74 */
@@ -46,6 +49,7 @@
 #define HTTP_TYPE_METRICS "text/plain; version=0.0.4"
 #define HTTP_ALLOW_GET "GET, HEAD"
 #define HTTP_ALLOW_POST "POST"
+#define HTTP_ALLOW_SHM "GET, HEAD, POST"	/* http_shm.c checks each path's own */
 /* A connection idle this long (never while suspended) is closed. */
 #define HTTP_CONNECTION_TIMEOUT_S 60
 /* http_stop waits this long for answers to requests in flight before cancelling them. */
@@ -66,6 +70,7 @@ enum http_route {
 	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */
+	ROUTE_SHM,		/* /v2/systemsharedmemory/..., /v2/cudasharedmemory/... (http_shm.c) */
 };
 
 struct http_server {
@@ -73,6 +78,8 @@ struct http_server {
 	struct MHD_Daemon *mhd;
 	pinned_pool_t *pool;
 	batch_client_t *client;
+	shm_registry_t *shm;	/* Triton's shared-memory regions */
+	int shm_enabled;	/* http_shared_memory resolved */
 	int port;
 	int serving;		/* atomic: MHD_start_daemon returned */
 	int stopping;		/* set under lock, read atomically: http_begin_shutdown ran */
@@ -126,6 +133,8 @@ struct http_request {
 	char model[MODEL_NAME_MAX];	/* from the URL */
 	char *body;
 	size_t len, cap, announced;	/* announced: Content-Length, 0 if none */
+	char *url;			/* ROUTE_SHM: the path, kept for dispatch */
+	int post;			/* the method is POST */
 	enum http_state state;		/* atomic */
 	unsigned flags;			/* HTTP_F_* */
 	/* Inference. */
@@ -176,12 +185,40 @@ http_mhd_log(void *cls, const char *fmt, va_list ap)
 		LOG_ERROR("http: %s", buf);
 }
 
+/*
+ * Compress *body in place with the client's preferred Accept-Encoding;
+ * returns the Content-Encoding to send, NULL when it goes as it is (not
+ * asked for, or compressing failed: the plain body is still a good answer).
+ */
+static const char *
+http_compress(struct http_request *req, char **body, size_t *len)
+{
+	const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	enum http_coding coding = http_coding_accept(accept);
+	char *out, *cause = NULL;
+	size_t out_len;
+
+	if (coding == HTTP_CODING_IDENTITY || *body == NULL || *len == 0)
+		return NULL;
+	if (http_coding_encode(coding, *body, *len, &out, &out_len, &cause) != 0) {
+		LOG_WARN("http: %s", cause);
+		free(cause);
+		return NULL;
+	}
+	free(*body);
+	*body = out;
+	*len = out_len;
+	return http_coding_name(coding);
+}
+
 /* Queue a response that owns body (NULL means out of memory), with one optional header; counts errors. */
 static enum MHD_Result
 http_reply(struct http_request *req, unsigned int status, char *body, size_t len,
     const char *type, const char *header, const char *value)
 {
 	static char oom[] = "{\"error\":\"out of memory\"}";
+	const char *coding = http_compress(req, &body, &len);
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
@@ -199,7 +236,9 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
 		header = NULL;
 	}
 	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES ||
-	    (header != NULL && MHD_add_response_header(r, header, value) != MHD_YES)) {
+	    (header != NULL && MHD_add_response_header(r, header, value) != MHD_YES) ||
+	    (coding != NULL && body != NULL &&
+	    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, coding) != MHD_YES)) {
 		MHD_destroy_response(r);
 		return MHD_NO;
 	}
@@ -329,6 +368,8 @@ http_route(struct http_request *req, const char *url)
 	}
 	if (strncmp(url, "/v2/models/", 11) == 0)
 		return http_route_model(req, url + 11);
+	if (http_shm_path(url))
+		return req->route = ROUTE_SHM, HTTP_ALLOW_SHM;
 	return NULL;
 }
 
@@ -338,6 +379,8 @@ http_method_allowed(const char *allow, const char *method)
 {
 	if (strcmp(allow, HTTP_ALLOW_POST) == 0)
 		return strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	if (strcmp(allow, HTTP_ALLOW_SHM) == 0 && strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+		return 1;
 	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
@@ -347,9 +390,11 @@ http_request_free(struct http_request *req)
 {
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
+	kserve_infer_release(&req->ki, req->srv->shm);
 	free(req->body);
 	free(req->id);
 	free(req->error);
+	free(req->url);
 	free(req);
 }
 
@@ -384,6 +429,9 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 	if (!http_method_allowed(req->allow, method))
 		return http_error_allow(req, MHD_HTTP_METHOD_NOT_ALLOWED, req->allow,
 		    "method %s is not allowed on %s (allowed: %s)", method, url, req->allow);
+	req->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+	if (req->route == ROUTE_SHM && (req->url = strdup(url)) == NULL)
+		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl != NULL) {
 		errno = 0;
@@ -429,7 +477,7 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 	*size = 0;
 	if (req->flags & (HTTP_F_TOO_LARGE | HTTP_F_NO_MEMORY))
 		return MHD_YES;
-	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT)
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM)
 		return MHD_YES;		/* other routes take no body */
 	if (n > max - req->len) {
 		req->flags |= HTTP_F_TOO_LARGE;
@@ -554,7 +602,7 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 	b->noutputs = req->m->noutputs;
 	b->shape = ki->shape;
 	for (i = 0; i < b->ninputs; i++) {
-		b->inputs[i] = slot + ki->input_offset[i];
+		b->inputs[i] = ki->input_at[i] != NULL ? ki->input_at[i] : slot + ki->input_offset[i];
 		b->input_bytes[i] = ki->input_len[i];
 	}
 	for (i = 0; i < b->noutputs; i++) {
@@ -562,7 +610,8 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 		b->output_bytes[i] = ki->output_len[i];
 	}
 	for (i = 0; i < ki->nwanted; i++)
-		b->outputs[ki->wanted[i]] = slot + ki->output_offset[ki->wanted[i]];
+		b->outputs[ki->wanted[i]] = ki->output_at[ki->wanted[i]] != NULL ?
+		    ki->output_at[ki->wanted[i]] : slot + ki->output_offset[ki->wanted[i]];
 }
 
 /* Hand the staged request to the batcher and suspend the connection until done. */
@@ -642,14 +691,17 @@ http_unstage(struct http_request *req, json_t *root)
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
 	req->slot = NULL;
+	kserve_infer_release(&req->ki, req->srv->shm);
 }
 
 /*
- * Decode the parsed header and the tensor data (JSON, or the binary
- * section bin of the body) straight into a pinned slot, then submit it.
+ * Decode the parsed header and the tensor data (JSON text at src's spans,
+ * the binary section bin of the body, or shared-memory regions) straight
+ * into a pinned slot or the regions, then submit it.
  */
 static enum MHD_Result
-http_stage(struct http_request *req, json_t *root, const struct kserve_binary *bin)
+http_stage(struct http_request *req, json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin)
 {
 	http_server_t *srv = req->srv;
 	const model_t *m = req->m;
@@ -662,7 +714,7 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_binary *b
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
 		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
 	}
-	if (kserve_decode_infer(root, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
+	if (kserve_decode_request(root, src, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
 	    &cause) != 0) {
 		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
@@ -699,6 +751,8 @@ http_infer(struct http_request *req)
 	http_server_t *srv = req->srv;
 	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
 	enum MHD_Result ret = MHD_NO;
+	struct tensor_text_span spans[KSERVE_MAX_SPANS];
+	struct kserve_source src = { req->body, spans, 0, srv->shm_enabled ? srv->shm : NULL };
 	struct kserve_binary bin;
 	char *cause = NULL;
 	size_t json_len;
@@ -711,7 +765,7 @@ http_infer(struct http_request *req)
 		return ret;
 	if (http_header_length(req, &json_len, &binary, &cause) != 0)
 		return http_invalid(req, name, cause);
-	if ((root = kserve_parse(req->body, json_len, &cause)) == NULL)
+	if ((root = kserve_parse_fast(req->body, json_len, spans, &src.nspans, &cause)) == NULL)
 		return http_invalid(req, name, cause);
 	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
 		json_decref(root);
@@ -727,7 +781,7 @@ http_infer(struct http_request *req)
 		bin.data = (const unsigned char *)req->body + json_len;
 		bin.len = req->len - json_len;
 	}
-	return http_stage(req, root, binary ? &bin : NULL);
+	return http_stage(req, root, &src, binary ? &bin : NULL);
 }
 
 /* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
@@ -762,6 +816,56 @@ http_metrics(struct http_request *req)
 	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL, NULL);
 }
 
+/* A Content-Encoding body replaced by its inflated bytes (bounded by max_body_bytes); -1 when answered with an error. */
+static int
+http_decode_body(struct http_request *req)
+{
+	static const unsigned int status[] = {
+		[-HTTP_CODING_UNSUPPORTED] = MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+		[-HTTP_CODING_MALFORMED] = MHD_HTTP_BAD_REQUEST,
+		[-HTTP_CODING_TOO_LARGE] = MHD_HTTP_CONTENT_TOO_LARGE,
+		[-HTTP_CODING_NO_MEMORY] = MHD_HTTP_INTERNAL_SERVER_ERROR,
+	};
+	const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_ENCODING);
+	enum http_coding coding;
+	enum http_coding_error e;
+	char *cause = NULL, *out = NULL;
+	size_t out_len = 0;
+
+	if (v == NULL || req->len == 0)
+		return 0;
+	e = http_coding_parse(v, &coding, &cause);
+	if (e == HTTP_CODING_OK && coding == HTTP_CODING_IDENTITY)
+		return 0;
+	if (e == HTTP_CODING_OK)
+		e = http_coding_decode(coding, req->body, req->len,
+		    req->srv->ctx.config->max_body_bytes, &out, &out_len, &cause);
+	if (e != HTTP_CODING_OK) {
+		http_drop_body(req);
+		http_error(req, status[-e], "%s", cause);
+		free(cause);
+		return -1;
+	}
+	free(req->body);
+	req->body = out;
+	req->len = req->cap = out_len;
+	return 0;
+}
+
+/* /v2/systemsharedmemory and /v2/cudasharedmemory: http_shm.c answers. */
+static enum MHD_Result
+http_shm(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	struct http_shm_reply r;
+
+	http_shm_handle(srv->shm, srv->shm_enabled, req->post, req->url, req->body, req->len, &r);
+	http_drop_body(req);
+	return http_reply(req, r.status, r.body, r.len, HTTP_TYPE_JSON,
+	    r.allow != NULL ? MHD_HTTP_HEADER_ALLOW : NULL, r.allow);
+}
+
 /* The whole request is in: answer it, or start its inference. */
 static enum MHD_Result
 http_dispatch(struct http_request *req)
@@ -775,6 +879,8 @@ http_dispatch(struct http_request *req)
 		    "max_body_bytes (%zu)", srv->ctx.config->max_body_bytes);
 	if (req->flags & HTTP_F_NO_MEMORY)
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
+	if (http_decode_body(req) != 0)
+		return MHD_YES;		/* answered */
 	switch (req->route) {
 	case ROUTE_LIVE:
 		body = kserve_encode_flag("live", 1, &len, &cause);
@@ -795,6 +901,8 @@ http_dispatch(struct http_request *req)
 		return http_model_get(req);
 	case ROUTE_METRICS:
 		return http_metrics(req);
+	case ROUTE_SHM:
+		return http_shm(req);
 	case ROUTE_INFER:
 	case ROUTE_INFER_SHORT:
 		return http_infer(req);
@@ -907,6 +1015,24 @@ http_start_daemon(http_server_t *s, char **cause)
 	return 0;
 }
 
+/* Make the shared-memory registry (always: a request may name a region only when the endpoints are on). */
+static int
+http_shm_start(http_server_t *s, char **cause)
+{
+	const struct daemon_config *c = s->ctx.config;
+	struct shm_registry_config rc = {
+		.dev = s->ctx.dev,
+		.allow_users = c->allow_users,
+		.allow_groups = c->allow_groups,
+		.max_region_bytes = c->max_region_bytes,
+	};
+
+	s->shm_enabled = http_shm_enabled(c);
+	LOG_INFO("http: Triton shared-memory registration %s (http_shared_memory = %s)",
+	    s->shm_enabled ? "on" : "off", c->http_shared_memory ? c->http_shared_memory : "auto");
+	return shm_registry_create(&rc, &s->shm, cause) != 0 ? error_prefix(cause, "http") : 0;
+}
+
 /* Allocate the server and its pinned slots; the daemon starts later. */
 static int
 http_create(const struct http_context *ctx, http_server_t **out, char **cause)
@@ -925,10 +1051,17 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		free(s);
 		return error_set(cause, "http: pthread init: %s", strerror(rc));
 	}
+	if (http_shm_start(s, cause) != 0) {
+		pthread_cond_destroy(&s->idle);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return -1;
+	}
 	slot = pinned_pool_slot_bytes_for(ctx->repo);
 	if (pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
 	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {
 		pinned_pool_free(s->pool);
+		shm_registry_free(s->shm);
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
@@ -944,6 +1077,7 @@ http_destroy(http_server_t *s)
 {
 	batcher_client_close(s->ctx.batcher, s->client);
 	pinned_pool_free(s->pool);
+	shm_registry_free(s->shm);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -1012,6 +1146,7 @@ http_stop(http_server_t *s)
 	s->client = NULL;
 	MHD_stop_daemon(s->mhd);
 	pinned_pool_free(s->pool);
+	shm_registry_free(s->shm);	/* every request is answered: no region is in use */
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -47,6 +47,34 @@ kserve_parse(const char *body, size_t len, char **cause)
 	return root;
 }
 
+/* Parse with the data arrays located and masked; a body the locator refuses goes to jansson whole. */
+json_t *
+kserve_parse_fast(const char *body, size_t len, struct tensor_text_span *spans,
+    size_t *nspans, char **cause)
+{
+	json_t *root;
+	char *masked;
+	size_t n = 0, mlen;
+
+	*nspans = 0;
+	if (len == 0 || tensor_text_find_data(body, len, spans, KSERVE_MAX_SPANS, &n, NULL) != 0 ||
+	    n == 0)
+		return kserve_parse(body, len, cause);
+	if ((masked = malloc(TENSOR_TEXT_MASK_BOUND(len, n))) == NULL)
+		return error_set(cause, "out of memory"), NULL;
+	if (tensor_text_mask_data(body, len, spans, n, masked, TENSOR_TEXT_MASK_BOUND(len, n),
+	    &mlen, NULL) != 0) {
+		free(masked);
+		return kserve_parse(body, len, cause);
+	}
+	root = kserve_parse(masked, mlen, NULL);
+	free(masked);
+	if (root == NULL)	/* jansson's line and column must point into the body as sent */
+		return kserve_parse(body, len, cause);
+	*nspans = n;
+	return root;
+}
+
 /* The "model" member of a short-form body. */
 const char *
 kserve_model_name(const json_t *root, char **cause)
@@ -172,11 +200,97 @@ kserve_names(const struct model_io *io, int n, char *dst, size_t len)
 		used += (size_t)snprintf(dst + used, len - used, "%s'%s'", i == 0 ? " " : ", ", io[i].name);
 }
 
+/* A tensor's place in a Triton shared-memory region, from its parameters. */
+struct kserve_shm_ref {
+	const char *region;	/* NULL: not in shared memory */
+	size_t offset, size;
+};
+
+/* A non-negative integer parameter into *out (left alone when absent); -1 with *cause if mistyped. */
+static int
+kserve_size_param(const json_t *params, const char *key, const char *what, const char *name,
+    size_t *out, char **cause)
+{
+	const json_t *v = json_object_get(params, key);
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return error_set(cause, "%s '%s': parameter '%s' must be a non-negative integer (bytes)",
+		    what, name, key);
+	*out = (size_t)json_integer_value(v);
+	return 0;
+}
+
+/* parameters.shared_memory_region, _offset (default 0) and _byte_size (required with a region). */
+static int
+kserve_shm_params(const json_t *params, const char *what, const char *name,
+    struct kserve_shm_ref *ref, char **cause)
+{
+	const json_t *v = params != NULL ? json_object_get(params, "shared_memory_region") : NULL;
+
+	memset(ref, 0, sizeof *ref);
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v))
+		return error_set(cause, "%s '%s': parameter 'shared_memory_region' must be a string",
+		    what, name);
+	if (json_object_get(params, "shared_memory_byte_size") == NULL)
+		return error_set(cause, "%s '%s': shared_memory_region without "
+		    "shared_memory_byte_size", what, name);
+	ref->region = json_string_value(v);
+	if (kserve_size_param(params, "shared_memory_offset", what, name, &ref->offset, cause) != 0 ||
+	    kserve_size_param(params, "shared_memory_byte_size", what, name, &ref->size, cause) != 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Take bytes of region ref for tensor name into *at: the region is
+ * referenced (released by kserve_infer_release), the byte size must be
+ * bytes for an input (exact) and at least bytes for an output, and
+ * [offset, offset + bytes) must lie inside the region.
+ */
+static int
+kserve_shm_take(const struct kserve_source *src, const struct kserve_shm_ref *ref,
+    const char *what, const char *name, size_t bytes, int exact, struct kserve_infer *ki,
+    void **at, char **cause)
+{
+	struct shm_region *reg;
+
+	if (src == NULL || src->shm == NULL)
+		return error_set(cause, "%s '%s': shared memory regions are not available here",
+		    what, name);
+	if (exact ? ref->size != bytes : ref->size < bytes)
+		return error_set(cause, "%s '%s': shared_memory_byte_size is %zu, its shape %s %zu "
+		    "bytes", what, name, ref->size, exact ? "has" : "needs", bytes);
+	if (ki->nregions >= (int)(sizeof ki->regions / sizeof ki->regions[0]))
+		return error_set(cause, "%s '%s': too many shared memory tensors", what, name);
+	if (shm_registry_acquire(src->shm, ref->region, &reg, cause) != SHM_OK)
+		return error_prefix(cause, "%s '%s'", what, name);
+	ki->regions[ki->nregions++] = reg;
+	if (shm_region_span(reg, ref->offset, bytes, at, cause) != SHM_OK)
+		return error_prefix(cause, "%s '%s'", what, name);
+	return 0;
+}
+
+/* Drop the regions a request referenced. */
+void
+kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm)
+{
+	int k;
+
+	for (k = 0; k < ki->nregions; k++)
+		shm_registry_release(shm, ki->regions[k]);
+	ki->nregions = 0;
+}
+
 /* One entry of "outputs": a known name, given once; binary_data overrides binary_data_output. */
 static int
 kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
     struct kserve_infer *out, char **cause)
 {
+	struct kserve_shm_ref ref;
 	const json_t *params;
 	const char *name;
 	char names[512];
@@ -198,6 +312,15 @@ kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
 		return error_set(cause, "outputs[%zu]: field 'parameters' must be an object", i);
 	if (params != NULL && kserve_opt_bool(params, "binary_data", "outputs[]: ", &binary, cause) != 0)
 		return -1;
+	if (kserve_shm_params(params, "output", name, &ref, cause) != 0)
+		return -1;
+	if (ref.region != NULL) {
+		/* Written into the region; the answer only describes it. */
+		out->output_region[k] = ref.region;
+		out->output_region_offset[k] = ref.offset;
+		out->output_region_size[k] = ref.size;
+		binary = 0;
+	}
 	out->binary[k] = binary;
 	out->wanted[out->nwanted++] = k;
 	return 0;
@@ -339,23 +462,29 @@ kserve_check_nesting(const json_t *v, int depth, const struct kserve_sink *s, ch
 	return 0;
 }
 
-/* An input's parameters.binary_data_size into *size, or -1 when it has none. */
+/* An input's parameters: binary_data_size into *size (-1 when it has none), its shared-memory place into ref. */
 static int
 kserve_input_parameters(const json_t *input, const char *name, json_int_t *size,
-    char **cause)
+    struct kserve_shm_ref *ref, char **cause)
 {
 	const json_t *params = json_object_get(input, "parameters"), *v;
 
 	*size = -1;
+	memset(ref, 0, sizeof *ref);
 	if (params == NULL)
 		return 0;
 	if (!json_is_object(params))
 		return error_set(cause, "input '%s': field 'parameters' must be an object", name);
+	if (kserve_shm_params(params, "input", name, ref, cause) != 0)
+		return -1;
 	if ((v = json_object_get(params, "binary_data_size")) == NULL)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return error_set(cause, "input '%s': parameter 'binary_data_size' must be a "
 		    "non-negative integer (bytes)", name);
+	if (ref->region != NULL)
+		return error_set(cause, "input '%s': give shared_memory_region or binary_data_size, "
+		    "not both", name);
 	*size = json_integer_value(v);
 	return 0;
 }
@@ -522,32 +651,114 @@ kserve_decode_json_data(const json_t *input, const model_t *m, int i,
 	return kserve_check_nesting(data, 0, &sink, cause);
 }
 
-/* Write input i's tensor into buf: from "data", or binary_data_size bytes of bin at *offset. */
+/*
+ * Decode input i's data from the request text at span sp.  The codec takes
+ * flat or fully nested arrays of valid numbers; whatever it refuses is
+ * judged again by jansson and the tree decoder, so the answer (a nesting
+ * the tree path also takes, or its message) is the same as without it.
+ */
 static int
-kserve_decode_tensor(const json_t *input, const struct kserve_binary *bin,
-    size_t *offset, const model_t *m, int i, const struct kserve_infer *ki,
-    unsigned char *buf, char **cause)
+kserve_decode_text(const char *text, const struct tensor_text_span *sp, const model_t *m,
+    int i, const struct kserve_infer *ki, void *dst, size_t bytes, char **cause)
+{
+	const struct model_io *io = &m->inputs[i];
+	int64_t shape[MODEL_MAX_DIMS + 1];
+	int nd = 0, rc;
+	json_error_t jerr;
+	json_t *tmp, *data;
+
+	if (m->max_batch_size > 0)
+		shape[nd++] = ki->rows;
+	memcpy(shape + nd, ki->shape.dims[i], (size_t)io->ndims * sizeof shape[0]);
+	nd += io->ndims;
+	if (tensor_text_decode(text + sp->off, sp->len, io->dtype, shape, nd, dst,
+	    bytes / graph_dtype_size(io->dtype), NULL, NULL) == 0)
+		return 0;
+	if ((data = json_loadb(text + sp->off, sp->len, JSON_DECODE_ANY, &jerr)) == NULL)
+		return error_set(cause, "input '%s': malformed JSON in 'data' at byte %d: %s",
+		    io->name, jerr.position, jerr.text);
+	if ((tmp = json_object()) == NULL || json_object_set_new(tmp, "data", data) != 0) {
+		json_decref(tmp);
+		return error_set(cause, "out of memory");
+	}
+	rc = kserve_decode_json_data(tmp, m, i, ki, dst, bytes, cause);
+	json_decref(tmp);
+	return rc;
+}
+
+/*
+ * Write input i (inputs[j] of the request) into buf: from "data" (the
+ * tree, or src's text when masked), binary_data_size bytes of bin at
+ * *offset, or point it into a shared-memory region.
+ */
+static int
+kserve_decode_tensor(const json_t *input, const struct kserve_source *src, size_t j,
+    const struct kserve_binary *bin, size_t *offset, const model_t *m, int i,
+    struct kserve_infer *ki, unsigned char *buf, char **cause)
 {
 	const char *name = m->inputs[i].name;
+	const json_t *data = json_object_get(input, "data");
+	struct kserve_shm_ref ref;
 	json_int_t size;
 
-	if (kserve_input_parameters(input, name, &size, cause) != 0)
+	if (kserve_input_parameters(input, name, &size, &ref, cause) != 0)
 		return -1;
-	if (size < 0)
-		return kserve_decode_json_data(input, m, i, ki, buf + ki->input_offset[i],
-		    ki->input_len[i], cause);
-	if (json_object_get(input, "data") != NULL)
-		return error_set(cause, "input '%s': give 'data' or parameters.binary_data_size, "
-		    "not both", name);
-	return kserve_decode_binary(bin, offset, size, &m->inputs[i], buf + ki->input_offset[i],
+	if ((size >= 0 || ref.region != NULL) && data != NULL)
+		return error_set(cause, "input '%s': give 'data' or parameters.%s, not both", name,
+		    size >= 0 ? "binary_data_size" : "shared_memory_region");
+	if (ref.region != NULL) {
+		ki->input_bytes -= ki->input_len[i];	/* not staged */
+		return kserve_shm_take(src, &ref, "input", name, ki->input_len[i], 1, ki,
+		    &ki->input_at[i], cause);
+	}
+	if (size >= 0)
+		return kserve_decode_binary(bin, offset, size, &m->inputs[i],
+		    buf + ki->input_offset[i], ki->input_len[i], cause);
+	if (json_is_null(data) && src != NULL && src->text != NULL && j < src->nspans &&
+	    src->spans[j].present)
+		return kserve_decode_text(src->text, &src->spans[j], m, i, ki,
+		    buf + ki->input_offset[i], ki->input_len[i], cause);
+	return kserve_decode_json_data(input, m, i, ki, buf + ki->input_offset[i],
 	    ki->input_len[i], cause);
 }
 
-/* Check the request and write its input tensors into buf. */
+/* Point the outputs asked for in shared memory into their regions. */
+static int
+kserve_place_outputs(const struct kserve_source *src, const model_t *m,
+    struct kserve_infer *out, char **cause)
+{
+	struct kserve_shm_ref ref;
+	int k;
+
+	for (k = 0; k < m->noutputs; k++) {
+		if (out->output_region[k] == NULL)
+			continue;
+		ref.region = out->output_region[k];
+		ref.offset = out->output_region_offset[k];
+		ref.size = out->output_region_size[k];
+		if (kserve_shm_take(src, &ref, "output", m->outputs[k].name, out->output_len[k], 0,
+		    out, &out->output_at[k], cause) != 0)
+			return -1;
+		out->output_shm[k] = out->regions[out->nregions - 1];
+		out->output_region[k] = NULL;	/* the tree goes before the answer is written */
+	}
+	return 0;
+}
+
+/* Check the request and write its input tensors into buf (the tree's data only). */
 int
 kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
     const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
     char **cause)
+{
+	return kserve_decode_request(root, NULL, bin, m, buf, buf_bytes, out, cause);
+}
+
+/* Check the request and write its input tensors into buf, or point them into shared memory. */
+int
+kserve_decode_request(const json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin, const model_t *m, void *buf, size_t buf_bytes,
+    struct kserve_infer *out, char **cause)
 {
 	const json_t *by_index[MODEL_MAX_IO] = { 0 };
 	int order[MODEL_MAX_IO];
@@ -562,11 +773,13 @@ kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 		return -1;
 	if (kserve_find_inputs(root, m, by_index, order, &n, cause) != 0 ||
 	    kserve_decode_shapes(by_index, m, out, cause) != 0 ||
-	    kserve_layout(m, buf_bytes, out, cause) != 0)
+	    kserve_layout(m, buf_bytes, out, cause) != 0 ||
+	    kserve_place_outputs(src, m, out, cause) != 0)
 		return -1;
 	/* In the request's order: binary sections follow it. */
 	for (j = 0; j < n; j++)
-		if (kserve_decode_tensor(by_index[order[j]], bin, &offset, m, order[j], out, buf, cause) != 0)
+		if (kserve_decode_tensor(by_index[order[j]], src, j, bin, &offset, m, order[j], out,
+		    buf, cause) != 0)
 			return -1;
 	if (bin != NULL && offset != bin->len)
 		return error_set(cause, "%zu bytes of binary data are left over after the inputs took "
@@ -615,58 +828,93 @@ kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
 	return shape;
 }
 
-/* Output io's n elements at v as a data array; NULL with *cause for a value JSON cannot carry. */
+/*
+ * Output o's description: name, datatype, shape, and "data": null where
+ * its values go (kserve_splice_data prints them there), or parameters
+ * naming its binary bytes or its shared-memory region.
+ */
 static json_t *
-kserve_data_array(const struct model_io *io, const unsigned char *v, size_t n, char **cause)
-{
-	size_t i, esize = graph_dtype_size(io->dtype);
-	json_t *a = json_array(), *e;
-	int nonfinite;
-
-	if (a == NULL)
-		return error_set(cause, "out of memory"), NULL;
-	for (i = 0; i < n; i++) {
-		if ((e = kserve_tensor_get(io->dtype, v + i * esize, &nonfinite)) == NULL) {
-			json_decref(a);
-			if (nonfinite)
-				return error_set(cause, "output '%s': element %zu is %s, which JSON cannot "
-				    "carry (check the input values)", io->name, i,
-				    nonfinite == 1 ? "NaN" : "infinite"), NULL;
-			return error_set(cause, "out of memory"), NULL;
-		}
-		if (json_array_append_new(a, e) != 0) {
-			json_decref(a);
-			return error_set(cause, "out of memory"), NULL;
-		}
-	}
-	return a;
-}
-
-/* Output o: its values as "data", or (binary) their byte count as a parameter. */
-static json_t *
-kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
-    const unsigned char *buf, char **cause)
+kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, char **cause)
 {
 	const struct model_io *io = &m->outputs[o];
-	size_t n = ki->output_len[o] / graph_dtype_size(io->dtype);
 	int64_t dims[MODEL_MAX_DIMS];
-	json_t *data, *t;
+	json_t *t;
 
 	if (model_output_dims(m, o, &ki->shape, dims, cause) != 0)
 		return NULL;
-	if (ki->binary[o])
-		t = json_pack("{s:s, s:s, s:o, s:{s:I}}", "name", io->name,
-		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
-		    "parameters", "binary_data_size", (json_int_t)ki->output_len[o]);
-	else if ((data = kserve_data_array(io, buf + ki->output_offset[o], n, cause)) == NULL)
-		return NULL;
-	else
-		t = json_pack("{s:s, s:s, s:o, s:o}", "name", io->name,
-		    "datatype", graph_dtype_name(io->dtype), "shape", kserve_shape(m, ki->rows, io->ndims, dims),
-		    "data", data);
+	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "datatype", graph_dtype_name(io->dtype),
+	    "shape", kserve_shape(m, ki->rows, io->ndims, dims));
+	if (t != NULL && ki->output_shm[o] != NULL)
+		json_object_set_new(t, "parameters", json_pack("{s:s, s:I, s:I}",
+		    "shared_memory_region", shm_region_name(ki->output_shm[o]),
+		    "shared_memory_offset", (json_int_t)ki->output_region_offset[o],
+		    "shared_memory_byte_size", (json_int_t)ki->output_len[o]));
+	else if (t != NULL && ki->binary[o])
+		json_object_set_new(t, "parameters", json_pack("{s:I}", "binary_data_size",
+		    (json_int_t)ki->output_len[o]));
+	else if (t != NULL)
+		json_object_set_new(t, "data", json_null());
 	if (t == NULL)
 		error_set(cause, "out of memory");
 	return t;
+}
+
+/* 1 when output o goes back as JSON numbers. */
+static int
+kserve_json_output(const struct kserve_infer *ki, int o)
+{
+	return !ki->binary[o] && ki->output_shm[o] == NULL;
+}
+
+/*
+ * Print each JSON output's values where the header has "data":null, in the
+ * answer's order (that text cannot occur elsewhere: inside a JSON string
+ * its quotes are escaped).  Returns the new text (s is freed) or NULL.
+ */
+static char *
+kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
+    char *s, size_t *len, char **cause)
+{
+	static const char mark[] = "\"data\":null";
+	const size_t mlen = sizeof mark - 1, skip = sizeof "\"data\":" - 1;
+	size_t cap = *len + 1, used = 0, from = 0, n, tlen;
+	const char *at;
+	char *out, *grown;
+	int k, o;
+
+	for (k = 0; k < ki->nwanted; k++)
+		if (kserve_json_output(ki, ki->wanted[k]))
+			cap += tensor_text_encode_bound(m->outputs[ki->wanted[k]].dtype,
+			    ki->output_len[ki->wanted[k]]);
+	if ((out = malloc(cap)) == NULL) {
+		free(s);
+		return error_set(cause, "out of memory"), NULL;
+	}
+	for (k = 0; k < ki->nwanted; k++) {
+		o = ki->wanted[k];
+		if (!kserve_json_output(ki, o))
+			continue;
+		at = strstr(s + from, mark);
+		n = (size_t)(at - s) + skip - from;
+		memcpy(out + used, s + from, n);
+		used += n;
+		from += n + (mlen - skip);
+		if (tensor_text_encode(m->outputs[o].dtype, buf + ki->output_offset[o],
+		    ki->output_len[o] / graph_dtype_size(m->outputs[o].dtype), out + used, cap - used,
+		    &tlen, cause) != 0) {
+			free(s);
+			free(out);
+			return error_prefix(cause, "output '%s'", m->outputs[o].name), NULL;
+		}
+		used += tlen;
+	}
+	memcpy(out + used, s + from, *len - from + 1);
+	used += *len - from;
+	free(s);
+	*len = used;
+	if ((grown = realloc(out, used + 1)) != NULL)
+		out = grown;
+	return out;
 }
 
 /* Append the binary outputs, in the answer's order, to the JSON header at s (header_len bytes). */
@@ -710,7 +958,7 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 	if (outputs == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	for (k = 0; k < ki->nwanted; k++) {
-		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, buf, cause)) == NULL) {
+		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, cause)) == NULL) {
 			json_decref(outputs);
 			return NULL;
 		}
@@ -725,7 +973,8 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 		json_decref(resp);
 		resp = NULL;
 	}
-	if ((s = kserve_dump(resp, header_len, cause)) == NULL)
+	if ((s = kserve_dump(resp, header_len, cause)) == NULL ||
+	    (s = kserve_splice_data(m, ki, buf, s, header_len, cause)) == NULL)
 		return NULL;
 	*len = *header_len;
 	if (ki->binary_output && (s = kserve_append_binary(m, ki, buf, s, *header_len, len)) == NULL)
@@ -737,8 +986,9 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 char *
 kserve_encode_server_metadata(size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:s, s:s, s:[s]}", "name", PACKAGE_NAME,
-	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY), len, cause);
+	return kserve_dump(json_pack("{s:s, s:s, s:[s,s,s]}", "name", PACKAGE_NAME,
+	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY, KSERVE_EXT_SYSTEM_SHM,
+	    KSERVE_EXT_CUDA_SHM), len, cause);
 }
 
 /* Tensors' metadata: name, datatype, shape with -1 for the batch and variable dims. */

@@ -12,6 +12,8 @@
 
 #include "model.h"
 #include "repository.h"
+#include "shm_registry.h"
+#include "tensor_text.h"
 
 /* The model version every model reports: the repository holds one per model. */
 #define KSERVE_MODEL_VERSION "1"
@@ -26,6 +28,9 @@
 #define KSERVE_HEADER_LENGTH "Inference-Header-Content-Length"
 /* Its name in the server metadata's extensions. */
 #define KSERVE_EXT_BINARY "binary_tensor_data"
+/* Triton's shared-memory extensions (http_shm.c). */
+#define KSERVE_EXT_SYSTEM_SHM "system_shared_memory"
+#define KSERVE_EXT_CUDA_SHM "cuda_shared_memory"
 /* The Content-Type of a response that carries binary tensor data. */
 #define KSERVE_TYPE_BINARY "application/octet-stream"
 
@@ -57,6 +62,34 @@ struct kserve_infer {
 	int binary[MODEL_MAX_IO];	/* per model output: goes back as binary data */
 	int binary_output;	/* some wanted output goes back as binary data (outputs[].parameters.binary_data,
 				 * else parameters.binary_data_output) */
+	/*
+	 * Tensors in Triton shared-memory regions (parameters.shared_memory_region,
+	 * _offset, _byte_size): input_at[i] / output_at[o] point into the region
+	 * instead of the buffer (NULL: in the buffer).  The regions stay referenced
+	 * until kserve_infer_release.
+	 */
+	void *input_at[MODEL_MAX_IO];
+	void *output_at[MODEL_MAX_IO];
+	const char *output_region[MODEL_MAX_IO];	/* borrowed from the tree: decoding only */
+	struct shm_region *output_shm[MODEL_MAX_IO];	/* the region each output went to, for the answer */
+	size_t output_region_offset[MODEL_MAX_IO], output_region_size[MODEL_MAX_IO];
+	struct shm_region *regions[2 * MODEL_MAX_IO];
+	int nregions;
+};
+
+/* Most inputs whose data text the fast path locates (more go through jansson). */
+#define KSERVE_MAX_SPANS 64
+
+/*
+ * What a request's tensors are taken from besides its JSON tree: the
+ * header's text and where inputs[j].data lies in it (kserve_parse_fast),
+ * and the shared-memory regions it may name.  Every member may be NULL / 0.
+ */
+struct kserve_source {
+	const char *text;
+	const struct tensor_text_span *spans;
+	size_t nspans;
+	shm_registry_t *shm;
 };
 
 /*
@@ -64,6 +97,16 @@ struct kserve_infer {
  * "malformed JSON at line L, column C: ...".
  */
 json_t *kserve_parse(const char *body, size_t len, char **cause);
+
+/*
+ * Parse a request body without a node per number: every inputs[j].data
+ * array is located in the text (spans, KSERVE_MAX_SPANS of them), masked
+ * as null in a copy that jansson parses, and decoded later straight from
+ * the text by kserve_decode_request.  A body the locator refuses is parsed
+ * whole by jansson (*nspans 0), so its errors read as kserve_parse's.
+ */
+json_t *kserve_parse_fast(const char *body, size_t len, struct tensor_text_span *spans,
+    size_t *nspans, char **cause);
 
 /* The "model" member of a short-form body (POST /infer); NULL with *cause. */
 const char *kserve_model_name(const json_t *root, char **cause);
@@ -93,6 +136,20 @@ int kserve_header_length(const char *value, size_t body_len, size_t *json_len,
 int kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
     const model_t *m, void *buf, size_t buf_bytes, struct kserve_infer *out,
     char **cause);
+
+/*
+ * kserve_decode_infer with the tensors' other sources (src may be NULL):
+ * an input whose "data" is masked (null) is decoded from src->text at its
+ * span; an input or output with parameters.shared_memory_region (and
+ * shared_memory_byte_size, shared_memory_offset) lies in that region of
+ * src->shm, checked against the region and the tensor's bytes.  Call
+ * kserve_infer_release afterwards, also when it failed.
+ */
+int kserve_decode_request(const json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin, const model_t *m, void *buf, size_t buf_bytes,
+    struct kserve_infer *out, char **cause);
+/* Drop the region references a decoded request holds (the regions go back to shm). */
+void kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm);
 
 /*
  * Encode the answer to an inference request decoded into ki: its wanted

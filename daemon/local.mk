@@ -25,6 +25,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
 	daemon/http.c daemon/http.h \
+	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
+	daemon/http_encoding.c daemon/http_encoding.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
 	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
 	daemon/tensor_text.cc daemon/tensor_text.h \
@@ -35,7 +37,8 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
 	daemon/graph_fuse_query.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
 	daemon/graph_plan.c daemon/graph_plan.h
-daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS)
+daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
+	$(ZLIB_CFLAGS)
 # The tensor data codec is the one C++ unit here: no exceptions or RTTI, so it links with -lstdc++ alone.
 TENSOR_TEXT_CXXFLAGS = -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-exceptions -fno-rtti \
 	-pthread $(SANITIZER_FLAGS)
@@ -58,7 +61,7 @@ daemon_libinferd_core_a_SOURCES += \
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) -lm $(OPENMP_CFLAGS)
+	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
 
 # The CUDA backend's files: device_cuda.cu (streams, plans) and one file per concern of the per-op compilers.
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \

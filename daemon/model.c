@@ -391,6 +391,8 @@ model_load_onnx(model_t *m, const char *path, char **cause)
 		error_prefix(cause, "%s/model.json", m->dir);
 	else if (rc == 0 && (rc = model_finish(m, cfg, cause)) != 0)
 		error_prefix(cause, "%s", path);
+	else if (rc == 0 && (rc = model_config_check_io(m, cfg, cause)) != 0)
+		error_prefix(cause, "%s/model.json", m->dir);
 	json_decref(cfg);
 	return rc;
 }

@@ -41,8 +41,7 @@ struct model_io {
 	int ndims;
 	int64_t dims[MODEL_MAX_DIMS];		/* -1: variable (reported as -1 in metadata) */
 	int64_t max_dims[MODEL_MAX_DIMS];	/* the largest value each dim may take (== dims[i] when fixed) */
-	/* For the single-tensor request path until it moves to inputs[]/outputs[]: */
-	char datatype[16];			/* graph_dtype_name(dtype) */
+	char datatype[16];			/* graph_dtype_name(dtype), the KServe name */
 	size_t row_elems;			/* product of max_dims */
 	/* Private to the engine: */
 	int tensor;				/* graph tensor index */
@@ -72,7 +71,7 @@ typedef struct model {
 	const char *platform;		/* "inferd_mlp" or "onnx" */
 	int ninputs, noutputs;
 	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];
-	/* The single-tensor request path's view: copies of inputs[0] and outputs[0]. */
+	/* Copies of inputs[0] and outputs[0] (the layer format's single tensors). */
 	struct model_io input, output;
 
 	/* Private to the engine below. */
@@ -104,7 +103,6 @@ struct model_plan_entry;
 typedef struct model_exec {
 	const model_t *model;
 	void *arena;			/* device: every computed tensor, inputs and outputs included */
-	float *input, *output;		/* single-tensor path: model_exec_input(x, 0), model_exec_output(x, 0) */
 	void **addrs;			/* per graph tensor: its device memory */
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
 	struct model_plan_entry *plans;
@@ -136,10 +134,6 @@ int model_input_index(const model_t *m, const char *name);
 int model_output_index(const model_t *m, const char *name);
 /* Fill s for rows rows with every dim at its maximum (the fixed shape of a model without variable dims). */
 void model_shape_max(const model_t *m, int rows, struct model_shape *s);
-
-/* Single-tensor request path: input 0 / output 0 bytes for rows rows at the maximum dims. */
-size_t model_input_bytes(const model_t *m, int rows);
-size_t model_output_bytes(const model_t *m, int rows);
 
 /* Allocate a context's arena for the largest batch and compile its plans (all of them without variable dims). */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);

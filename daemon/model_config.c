@@ -128,6 +128,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 /* The keys an ONNX model's model.json may have. */
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
+	"description", "inputs", "outputs",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -225,4 +226,53 @@ model_config_rename(json_t *root, const char *name)
 	const char *to = json_string_value(json_object_get(r, name));
 
 	return to != NULL && *to != '\0' ? to : name;
+}
+
+/* One declared tensor of "inputs"/"outputs" against the model's io of that name. */
+static int
+model_config_io_one(const model_t *m, json_t *obj, int input, size_t k, char **cause)
+{
+	const char *key = input ? "inputs" : "outputs", *name = json_string_value(json_object_get(obj, "name"));
+	const char *dt = json_string_value(json_object_get(obj, "datatype"));
+	json_t *dims = json_object_get(obj, "dims"), *d;
+	const struct model_io *io;
+	int i = name == NULL ? -1 : input ? model_input_index(m, name) : model_output_index(m, name);
+	size_t j;
+
+	if (i < 0)
+		return error_set(cause, "%s[%zu]: the graph has no %s named '%s'", key, k, input ? "input" : "output",
+		    name ? name : "(no \"name\")");
+	io = input ? &m->inputs[i] : &m->outputs[i];
+	if (dt != NULL && strcmp(dt, io->datatype) != 0)
+		return error_set(cause, "%s[%zu] '%s': datatype %s, the graph's is %s", key, k, name, dt, io->datatype);
+	if (dims == NULL)
+		return 0;
+	if (!json_is_array(dims) || json_array_size(dims) != (size_t)io->ndims)
+		return error_set(cause, "%s[%zu] '%s': \"dims\" must list the graph's %d dims after the batch", key, k, name, io->ndims);
+	json_array_foreach(dims, j, d)
+		if (!json_is_integer(d) || json_integer_value(d) != io->dims[j])
+			return error_set(cause, "%s[%zu] '%s': dims[%zu] is not the graph's %lld", key, k, name, j,
+			    (long long)io->dims[j]);
+	return 0;
+}
+
+/* Declared "inputs"/"outputs" (optional, documentation) must agree with the graph. */
+int
+model_config_check_io(const model_t *m, json_t *root, char **cause)
+{
+	json_t *arr, *obj;
+	size_t k;
+	int input;
+
+	for (input = 1; root != NULL && input >= 0; input--) {
+		arr = json_object_get(root, input ? "inputs" : "outputs");
+		if (arr == NULL)
+			continue;
+		if (!json_is_array(arr))
+			return error_set(cause, "\"%s\" must be an array of tensors", input ? "inputs" : "outputs");
+		json_array_foreach(arr, k, obj)
+			if (model_config_io_one(m, obj, input, k, cause) != 0)
+				return -1;
+	}
+	return 0;
 }

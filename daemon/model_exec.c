@@ -131,8 +131,6 @@ model_exec_bind(model_exec_t *x)
 		else
 			x->addrs[i] = x->arena;	/* read and written by no node: an address only to satisfy the checks */
 	}
-	x->input = model_exec_input(x, 0);
-	x->output = model_exec_output(x, 0);
 }
 
 /* Compile a plan per batch size 1..max rows (models without variable dims). */

@@ -48,6 +48,8 @@ int model_config_serving(model_t *m, json_t *root, char **cause);
 int model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause);
 /* The maximum of variable dim d of input name from "max_dims" (0 when not given; -1 on a bad entry). */
 int model_config_max_dim(json_t *root, const char *input, int d, int64_t fixed, int64_t *out, char **cause);
+/* "inputs"/"outputs" declared in an ONNX model.json (optional) agree with the graph's names, datatypes, dims. */
+int model_config_check_io(const model_t *m, json_t *root, char **cause);
 /* The name "rename" gives tensor name, or name itself. */
 const char *model_config_rename(json_t *root, const char *name);
 

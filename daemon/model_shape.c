@@ -183,17 +183,3 @@ model_shape_normalise(const model_t *m, const struct model_shape *s, struct mode
 		}
 	return 0;
 }
-
-/* Input 0 bytes for rows rows at the maximum dims. */
-size_t
-model_input_bytes(const model_t *m, int rows)
-{
-	return (size_t)rows * m->input.row_elems * graph_dtype_size(m->input.dtype);
-}
-
-/* Output 0 bytes for rows rows at the maximum dims. */
-size_t
-model_output_bytes(const model_t *m, int rows)
-{
-	return (size_t)rows * m->output.row_elems * graph_dtype_size(m->output.dtype);
-}

@@ -753,8 +753,9 @@ inline char *
 put_float(char *p, char *end, float v)
 {
 	if (v == 0.0f) {	/* common in inputs and ReLU outputs */
+		/* "-0" reads as the integer 0 in jansson and Python, losing the sign: "-0.0" keeps it. */
 		if (std::signbit(v))
-			*p++ = '-';
+			return memcpy(p, "-0.0", 4), p + 4;
 		*p++ = '0';
 		return p;
 	}

@@ -141,6 +141,24 @@ tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/
 CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_libfuzzer-*.o
 .PHONY: fuzz-tensor-text
 
+# --- Triton shared memory and HTTP encodings (triton-shm) ---
+# The region registry as a unit; tritonclient (PyPI) and the HTTP extras against a real daemon.
+check_PROGRAMS += tests/unit/test_shm_registry
+TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh
+TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
+tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COMMON)
+tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_shm_registry_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_shm_registry_LDADD = $(TEST_LDADD)
+check_PROGRAMS += tests/unit/test_kserve_source
+TESTS += tests/unit/test_kserve_source
+tests_unit_test_kserve_source_SOURCES = tests/unit/test_kserve_source.c $(TEST_COMMON)
+tests_unit_test_kserve_source_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_kserve_source_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_kserve_source_LDADD = $(TEST_LDADD)
+dist_check_SCRIPTS += $(TRITON_TESTS)
+EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh tests/helpers/cuda_shm_client.py
+
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.
 check_PROGRAMS += tests/helpers/ipc_client tests/helpers/ipc_hostile
@@ -273,6 +291,19 @@ tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST
 tests_helpers_onnx_node_engine_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_helpers_onnx_node_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_helpers_onnx_node_engine_LDADD = $(TEST_LDADD)
+# The fashion-cnn demo (ONNX) through the engine: logits against PyTorch's, and the test-set accuracy (>= 0.91).
+FASHION_CNN_CPPFLAGS = $(TEST_CPPFLAGS) -DFASHION_MODEL='"fashion-cnn"' -DFASHION_REF='"tests/data/fashion-cnn-ref.json"' \
+	-DFASHION_MIN_ACCURACY=0.91
+check_PROGRAMS += tests/unit/test_fashion_cnn tests/unit/test_fashion_cnn_accuracy
+TESTS += tests/unit/test_fashion_cnn tests/unit/test_fashion_cnn_accuracy
+tests_unit_test_fashion_cnn_SOURCES = $(TEST_FASHION)
+tests_unit_test_fashion_cnn_CPPFLAGS = $(FASHION_CNN_CPPFLAGS)
+tests_unit_test_fashion_cnn_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_fashion_cnn_LDADD = $(TEST_LDADD)
+tests_unit_test_fashion_cnn_accuracy_SOURCES = $(TEST_FASHION)
+tests_unit_test_fashion_cnn_accuracy_CPPFLAGS = $(FASHION_CNN_CPPFLAGS) -DFASHION_ACCURACY
+tests_unit_test_fashion_cnn_accuracy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_fashion_cnn_accuracy_LDADD = $(TEST_LDADD)
 
 # --- CUDA backend vs CPU backend, every op (skips without a GPU) ---
 check_PROGRAMS += tests/unit/test_backend_ops

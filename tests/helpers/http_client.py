@@ -214,7 +214,7 @@ def test_health_and_metadata(srv):
     check(status == 200 and doc == {"ready": True}, "ready: %d %r" % (status, doc))
     status, _, doc = srv.json("GET", "/v2")
     check(status == 200 and doc.get("name") == "inferd" and isinstance(doc.get("version"), str)
-          and doc.get("extensions") == ["binary_tensor_data"], "server metadata: %r" % doc)
+          and doc.get("extensions") == ["binary_tensor_data", "system_shared_memory", "cuda_shared_memory"], "server metadata: %r" % doc)
     status, _, doc = srv.json("GET", "/v2/models/fashion-mlp")
     check(status == 200 and doc == {"name": "fashion-mlp", "versions": ["1"], "platform": "inferd_mlp",
                                     "inputs": [{"name": "input", "datatype": "FP32", "shape": [-1, 784]}],

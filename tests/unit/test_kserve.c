@@ -295,10 +295,10 @@ test_encode_roundtrip(void)
 	}
 	out[3] = NAN;
 	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
-	    strstr(cause, "element 3 is NaN") != NULL, "NaN output: %s", cause);
+	    strstr(cause, "element 3: FP32 NaN") != NULL, "NaN output: %s", cause);
 	out[3] = -INFINITY;
 	CHECK(kserve_fixture_encode(&model, NULL, 2, 0, out, &len, &hlen, &cause) == NULL &&
-	    strstr(cause, "element 3 is infinite") != NULL, "Inf output: %s", cause);
+	    strstr(cause, "element 3: FP32 -Infinity") != NULL, "Inf output: %s", cause);
 	free(cause);
 }
 
@@ -337,7 +337,8 @@ test_metadata(void)
 	v = reparse(kserve_encode_server_metadata(&len, NULL), "server metadata");
 	CHECK(strcmp(json_string_value(json_object_get(v, "name")), "inferd") == 0 &&
 	    strcmp(json_string_value(json_object_get(v, "version")), PACKAGE_VERSION) == 0 &&
-	    equal_free(json_object_get(v, "extensions"), json_pack("[s]", "binary_tensor_data")),
+	    equal_free(json_object_get(v, "extensions"), json_pack("[s,s,s]", "binary_tensor_data",
+	    "system_shared_memory", "cuda_shared_memory")),
 	    "server metadata: extensions");
 	json_decref(v);
 	v = reparse(kserve_encode_repository_index(&repo, &len, NULL), "index");

@@ -109,10 +109,10 @@ test_good_model(const char *dir)
 	test_fill_random(x, ROWS * IN, &rng, -2, 2);
 	for (r = 0; r < ROWS * OUT; r++)
 		y[r] = NAN;
-	CHECK(device_copy_h2d(s, ex->input, x, sizeof x, &cause) == 0, "%s", cause);
-	CHECK(device_copy_h2d(s, ex->output, y, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(device_copy_h2d(s, model_exec_input(ex, 0), x, sizeof x, &cause) == 0, "%s", cause);
+	CHECK(device_copy_h2d(s, model_exec_output(ex, 0), y, sizeof y, &cause) == 0, "%s", cause);
 	CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
-	CHECK(device_copy_d2h(s, y, ex->output, sizeof y, &cause) == 0, "%s", cause);
+	CHECK(device_copy_d2h(s, y, model_exec_output(ex, 0), sizeof y, &cause) == 0, "%s", cause);
 	CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 	for (r = 0; r < ROWS; r++)
 		reference(x + r * IN, ref + r * OUT);
@@ -123,7 +123,7 @@ test_good_model(const char *dir)
 		float yg[ROWS * OUT];
 		CHECK(model_exec_capture(ex, s, 8, &cause) == 0 && ex->ngraphs == 8, "capture: %s", cause);
 		CHECK(model_exec_run_rows(ex, ROWS, s, &cause) == 0, "%s", cause);
-		CHECK(device_copy_d2h(s, yg, ex->output, sizeof yg, &cause) == 0, "%s", cause);
+		CHECK(device_copy_d2h(s, yg, model_exec_output(ex, 0), sizeof yg, &cause) == 0, "%s", cause);
 		CHECK(device_stream_sync(s, &cause) == 0, "%s", cause);
 		err = test_rel_error(yg, ref, ROWS * OUT);
 		CHECK(err <= 1e-5, "graph replay: relative error %g", err);
@@ -398,6 +398,8 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *nms = write_onnx_dir(root, "nms", "NonMaxSuppression", "nms0", 1, 2, dims, 0, NULL);
 	char *cut = write_onnx_dir(root, "cut", "Relu", "act", 1, 2, dims, 40, NULL);
 	char *key = write_onnx_dir(root, "key", "Relu", "act", 1, 2, dims, 0, "{\"max_batch\": 4}");
+	char *io = write_onnx_dir(root, "io", "Relu", "act", 1, 2, dims, 0,
+	    "{\"inputs\": [{\"name\": \"x0\", \"datatype\": \"INT64\", \"dims\": [4]}]}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
 	model_t *m = NULL;
@@ -409,6 +411,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	model_free(m);
 	expect_onnx_refused("unsupported op", nms, (const char *const[]){ "model.onnx", "nms0", "NonMaxSuppression", NULL });
 	expect_onnx_refused("truncated file", cut, (const char *const[]){ "cut/model.onnx", NULL });
+	expect_onnx_refused("declared input", io, (const char *const[]){ "io/model.json", "datatype INT64, the graph's is FP32", NULL });
 	expect_onnx_refused("unknown key", key, (const char *const[]){ "key/model.json: unknown key \"max_batch\"", NULL });
 	if (asprintf(&cmd, "cp -r '%s' '%s/tiny'", mlp_dir, root) == -1 || system(cmd) != 0)
 		CHECK(0, "copying the layer model failed");
@@ -425,6 +428,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	free(nms);
 	free(cut);
 	free(key);
+	free(io);
 }
 
 int

@@ -516,7 +516,7 @@ test_encode(void)
 	ENC(GRAPH_DT_I64, i64, 2, "[-9223372036854775808,9223372036854775807]");
 	ENC(GRAPH_DT_U8, u8, 2, "[0,255]");
 	ENC(GRAPH_DT_BOOL, b, 3, "[true,false,true]");
-	ENC(GRAPH_DT_F32, f, 5, "[1e+20,0.1,-0,1e-45,3]");
+	ENC(GRAPH_DT_F32, f, 5, "[1e+20,0.1,-0.0,1e-45,3]");
 	ENC(GRAPH_DT_F16, h, 3, "[1,0.33325195,65504]");
 	ENC(GRAPH_DT_F32, f, 0, "[]");
 #undef ENC
