@@ -291,8 +291,9 @@ INFERD_EXPORT int inferd_run(inferd_conn_t *conn, const struct inferd_request *r
  */
 INFERD_EXPORT int inferd_submit(inferd_conn_t *conn, const struct inferd_request *req);
 /*
- * Reap up to max completions, waiting up to timeout_ms (-1: forever, 0:
- * poll) for the first.  Returns how many were stored in out (0 when none
+ * Reap up to max completions of inferd_submit's requests (never those of
+ * callbacks, handles or synchronous calls), waiting up to timeout_ms (-1:
+ * forever, 0: poll) for the first.  Returns how many were stored in out (0 when none
  * came in time), or a negative code (INFERD_ECLOSED if the daemon went away).
  */
 INFERD_EXPORT int inferd_wait(inferd_conn_t *conn, struct inferd_completion *out,
@@ -353,7 +354,9 @@ INFERD_EXPORT int inferd_cancel(inferd_conn_t *conn, uint64_t user_data);	/* eve
 INFERD_EXPORT int inferd_handle_cancel(inferd_handle_t *h);
 /*
  * A descriptor that polls readable when completions may be ready, for an
- * event loop; then call inferd_wait(conn, ..., 0).
+ * event loop; then call inferd_wait(conn, ..., 0).  Only for a connection
+ * without callbacks (the completion thread drains it) and no other thread
+ * waiting; a reconnect replaces it.
  */
 INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
 
