@@ -12,12 +12,28 @@ client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.
 client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 client_lib_libinferd_la_LIBADD = $(PTHREAD_LIBS)
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:2 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:3 -no-undefined
+# Relinked when the prefix changes (make install prefix=DIR): libtool records libdir in it.
+EXTRA_client_lib_libinferd_la_DEPENDENCIES = inferd_paths.h
 
 include_HEADERS = include/inferd.h include/inferd_outcome.h
 noinst_HEADERS += include/inferd_wire.h
 pkgconfig_DATA = client/lib/inferd.pc
-DISTCLEANFILES += client/lib/inferd.pc
+CLEANFILES += client/lib/inferd.pc
+# Made here rather than by configure so that it follows `make install prefix=DIR`.  Libs carries
+# an rpath unless libdir is one the dynamic loader searches by itself (/lib, /usr/lib and their
+# multiarch and lib64 forms): a program built with `pkg-config --libs inferd` against a prefix
+# such as /usr/local or /opt/inferd then runs with no LD_LIBRARY_PATH and no ldconfig step, as
+# libtool's own rpath already makes inferctl run; a distribution's /usr/lib gets none.
+client/lib/inferd.pc: $(srcdir)/client/lib/inferd.pc.in inferd_paths.h
+	@$(MKDIR_P) client/lib
+	$(AM_V_GEN)case '$(libdir)' in \
+	/lib|/usr/lib|/lib64|/usr/lib64|/lib/*-linux-*|/usr/lib/*-linux-*) rpath= ;; \
+	*) rpath='-Wl,-rpath,$${libdir} ' ;; esac; \
+	sed -e 's|@prefix[@]|$(prefix)|g' -e 's|@exec_prefix[@]|$(exec_prefix)|g' \
+		-e 's|@libdir[@]|$(libdir)|g' -e 's|@includedir[@]|$(includedir)|g' \
+		-e 's|@VERSION[@]|$(VERSION)|g' -e "s|@RPATH[@]|$$rpath|g" \
+		$(srcdir)/client/lib/inferd.pc.in >$@.tmp && mv $@.tmp $@
 EXTRA_DIST += client/lib/inferd.pc.in
 
 # --- tools: inferctl (health, models, metadata, inference over shm or HTTP) ---

@@ -1,8 +1,22 @@
 # conf/local.mk: configuration, systemd unit and the demo model repository.
 
-# The reference configuration; inferd reads it from here by default.
+# The reference configuration; inferd reads it from here by default.  It is installed with
+# the default model_repository this build has (the checked-in file names /usr/local's).
 inferdconfdir = $(sysconfdir)/inferd
-dist_inferdconf_DATA = conf/inferd.conf
+inferdconf_DATA = conf/inferd-installed.conf
+conf/inferd-installed.conf: $(srcdir)/conf/inferd.conf inferd_paths.h
+	@$(MKDIR_P) conf
+	$(AM_V_GEN)sed -e 's|^# model_repository = .*|# model_repository = $(pkgdatadir)/models|' \
+		$(srcdir)/conf/inferd.conf >$@.tmp && mv $@.tmp $@
+CLEANFILES += conf/inferd-installed.conf
+EXTRA_DIST += conf/inferd.conf
+# Installed under its own name.
+install-data-hook: install-inferd-conf
+install-inferd-conf:
+	mv -f '$(DESTDIR)$(inferdconfdir)/inferd-installed.conf' '$(DESTDIR)$(inferdconfdir)/inferd.conf'
+uninstall-local:
+	rm -f '$(DESTDIR)$(inferdconfdir)/inferd.conf'
+.PHONY: install-inferd-conf
 
 # The systemd unit, with the installed paths substituted.  Packagers point
 # systemdsystemunitdir (and sysusersdir) at /lib/systemd/system etc. on the
@@ -12,7 +26,7 @@ systemdsystemunit_DATA = conf/inferd.service
 sysusersdir = $(prefix)/lib/sysusers.d
 sysusers_DATA = conf/sysusers.d/inferd.conf
 
-conf/inferd.service: $(srcdir)/conf/inferd.service.in Makefile
+conf/inferd.service: $(srcdir)/conf/inferd.service.in Makefile inferd_paths.h
 	@$(MKDIR_P) conf
 	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/conf/inferd.service.in > $@.tmp && mv $@.tmp $@
@@ -25,7 +39,7 @@ CLEANFILES += conf/inferd.service conf/sysusers.d/inferd.conf
 # Scale-out (docs/DEPLOY.md): the one-daemon-per-GPU unit template is installed beside
 # inferd.service; the nginx, KServe, container, Prometheus and Grafana files are examples.
 systemdsystemunit_DATA += conf/deploy/inferd@.service
-conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile
+conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile inferd_paths.h
 	@$(MKDIR_P) conf/deploy
 	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/conf/deploy/inferd@.service.in > $@.tmp && mv $@.tmp $@

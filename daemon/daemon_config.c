@@ -1,5 +1,6 @@
 /* daemon_config.c: one table of keys behind the config file, the --key=value flags and the docs. */
 #include "config.h"
+#include "inferd_paths.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -16,10 +17,6 @@
 #include "device_spec.h"
 #include "error.h"
 #include "log.h"
-
-#ifndef INFERD_DATADIR
-#error "INFERD_DATADIR must be defined by the build (see Makefile.am)"
-#endif
 
 enum config_type {
 	CONFIG_STRING,
@@ -52,6 +49,8 @@ static int config_check_device(const char *, char **);
 static int config_check_log_level(const char *, char **);
 static int config_check_socket(const char *, char **);
 static int config_check_id_list(const char *, char **);
+static int config_check_mode(const char *, char **);
+static int config_check_group(const char *, char **);
 static int config_check_on_off_auto(const char *, char **);
 
 #define KEY(f) offsetof(struct daemon_config, f)
@@ -76,6 +75,29 @@ static const struct config_key config_keys[] = {
 	{ "HTTP", "max_body_bytes", CONFIG_SIZE, "16M", KEY(max_body_bytes),
 	  1 * KIB, 1 * GIB, NULL,
 	  "Largest HTTP request body, 1K to 1G; a larger one gets 413 before it is read." },
+	{ "HTTP", "http_max_connections", CONFIG_INT, "1000", KEY(http_max_connections),
+	  1, 65536, NULL,
+	  "HTTP connections open at once, all clients together, 1 to 65536.\n"
+	  "More are refused at accept (the client sees the connection closed)." },
+	{ "HTTP", "http_max_connections_per_client", CONFIG_INT, "256",
+	  KEY(http_max_connections_per_client), 1, 65536, NULL,
+	  "HTTP connections open at once from one client address, 1 to 65536.\n"
+	  "Behind a proxy every request comes from the proxy's address: raise it." },
+	{ "HTTP", "http_header_timeout", CONFIG_INT, "30", KEY(http_header_timeout),
+	  1, 3600, NULL,
+	  "Seconds within which a request's line and headers must arrive, 1 to 3600,\n"
+	  "counted from the connection's start or the previous answer (so it is\n"
+	  "also how long an idle keep-alive connection stays open).  A trickle of\n"
+	  "bytes does not extend it." },
+	{ "HTTP", "http_min_body_rate", CONFIG_SIZE, "16K", KEY(http_min_body_rate),
+	  0, 1 * GIB, NULL,
+	  "Slowest a request body may arrive, in bytes per second averaged over the\n"
+	  "whole body, after a grace of http_header_timeout seconds; 0 turns it off.\n"
+	  "A slower connection is closed." },
+	{ "HTTP", "http_body_budget_bytes", CONFIG_SIZE, "256M",
+	  KEY(http_body_budget_bytes), 1 * MIB, 64 * GIB, NULL,
+	  "Memory for the HTTP request bodies being received, all connections\n"
+	  "together, 1M to 64G.  A request that would need more gets 503 at once." },
 	{ "HTTP", "pinned_pool_bytes", CONFIG_SIZE, "64M", KEY(pinned_pool_bytes),
 	  64 * KIB, 64 * GIB, NULL,
 	  "Pinned host memory for the tensors of HTTP requests in flight, 64K to 64G.\n"
@@ -128,7 +150,20 @@ static const struct config_key config_keys[] = {
 	  "Checked with SO_PEERCRED.  Empty: the daemon's own user and root." },
 	{ "SHARED-MEMORY CLIENTS", "allow_groups", CONFIG_STRING, "", KEY(allow_groups),
 	  0, 0, config_check_id_list,
-	  "Groups whose members may also connect: names or gids, comma-separated." },
+	  "Groups whose members may also connect: names or gids, comma-separated.\n"
+	  "Primary and supplementary groups count (SO_PEERGROUPS, else the user's\n"
+	  "group list).  Root and the daemon's own user may always connect." },
+	{ "SHARED-MEMORY CLIENTS", "shm_socket_mode", CONFIG_STRING, "", KEY(shm_socket_mode),
+	  0, 0, config_check_mode,
+	  "Permission bits of shm_socket, octal (e.g. 0660).  Empty: derived from the\n"
+	  "allow lists: 0600 when both are empty, 0660 when only one group is\n"
+	  "allowed (and the socket gets that group), 0666 otherwise (the allow\n"
+	  "lists, checked on every connection, are then the only gate)." },
+	{ "SHARED-MEMORY CLIENTS", "shm_socket_group", CONFIG_STRING, "",
+	  KEY(shm_socket_group), 0, 0, config_check_group,
+	  "Group owning shm_socket, a name or gid.  Empty: the one allowed group when\n"
+	  "allow_groups names exactly one, else the daemon's group.  The daemon must\n"
+	  "be a member of it (or root)." },
 	{ "LOGGING", "log_level", CONFIG_STRING, "info", KEY(log_level), 0, 0,
 	  config_check_log_level,
 	  "Least severe messages logged: error, warn, info or debug.\n"
@@ -184,6 +219,28 @@ config_check_socket(const char *value, char **cause)
 	if (strlen(value) >= sizeof sun.sun_path)
 		return error_set(cause, "path is longer than %zu bytes", sizeof sun.sun_path - 1);
 	return 0;
+}
+
+/* Check an octal permission mode of at most 0777 (empty: derived). */
+static int
+config_check_mode(const char *value, char **cause)
+{
+	size_t n = strlen(value);
+
+	if (n == 0)
+		return 0;
+	if (n > 4 || strspn(value, "01234567") != n || strtoul(value, NULL, 8) > 0777)
+		return error_set(cause, "'%s' is not an octal mode from 0 to 0777", value);
+	return 0;
+}
+
+/* Check one group name or gid (empty: derived). */
+static int
+config_check_group(const char *value, char **cause)
+{
+	if (strchr(value, ',') != NULL)
+		return error_set(cause, "'%s': one group only", value);
+	return config_check_id_list(value, cause);
 }
 
 /* Check on, off or auto. */
@@ -441,61 +498,102 @@ config_parse_line(struct daemon_config *c, char *line, char **cause)
 	return config_set(c, key, value, cause);
 }
 
-/* Read lines from f, applying each; lineno tells the caller where it stopped. */
+/* Append "path:lineno: [in "text": ]problem" as one more line of *all; -1 when memory runs out. */
 static int
-config_read(struct daemon_config *c, FILE *f, unsigned *lineno, char **text,
-    char **cause)
+config_note_error(char **all, const char *path, unsigned lineno, const char *text,
+    const char *problem)
 {
-	char *line = NULL, *p;
-	size_t cap = 0;
-	ssize_t n;
+	char *line;
+	int r;
 
-	*lineno = 0;
-	errno = 0;
-	while ((n = getline(&line, &cap, f)) != -1) {
-		(*lineno)++;
-		if (strlen(line) != (size_t)n) {
-			*text = line;
-			return error_set(cause, "NUL byte in line");
-		}
-		p = config_trim(line);
-		if (*p == '\0' || *p == '#')
-			continue;
-		*text = strdup(p);
-		if (config_parse_line(c, p, cause) != 0) {
-			free(line);
-			return -1;
-		}
-		free(*text);
-		*text = NULL;
-	}
-	free(line);
-	if (ferror(f))
-		return error_set(cause, "read error: %s", strerror(errno));
+	if (text != NULL)
+		r = asprintf(&line, "%s%s%s:%u: in \"%s\": %s", *all ? *all : "", *all ? "\n" : "",
+		    path, lineno, text, problem);
+	else
+		r = asprintf(&line, "%s%s%s:%u: %s", *all ? *all : "", *all ? "\n" : "",
+		    path, lineno, problem);
+	if (r == -1)
+		return -1;
+	free(*all);
+	*all = line;
 	return 0;
 }
 
-/* Read a config file; on error *cause names the file, line and problem. */
+/* Apply one line (a copy of it is kept for the message); -1 only when memory runs out. */
+static int
+config_read_line(struct daemon_config *c, char *line, const char *path, unsigned lineno,
+    char **all)
+{
+	char *text, *cause = NULL;
+	int r = 0;
+
+	text = strdup(line);
+	if (text == NULL)
+		return -1;
+	if (config_parse_line(c, line, &cause) != 0) {
+		r = config_note_error(all, path, lineno, text, cause);
+		free(cause);
+	}
+	free(text);
+	return r;
+}
+
+/*
+ * Read lines from f, applying each.  A bad line does not stop the reading: every
+ * one is reported, a line each, in *cause.
+ */
+static int
+config_read(struct daemon_config *c, FILE *f, const char *path, char **cause)
+{
+	char *line = NULL, *all = NULL, *p;
+	unsigned lineno = 0;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	errno = 0;
+	while (r == 0 && (n = getline(&line, &cap, f)) != -1) {
+		lineno++;
+		if (strlen(line) != (size_t)n) {
+			r = config_note_error(&all, path, lineno, NULL, "NUL byte in line");
+			continue;
+		}
+		p = config_trim(line);
+		if (*p != '\0' && *p != '#')
+			r = config_read_line(c, p, path, lineno, &all);
+	}
+	free(line);
+	if (r != 0) {
+		free(all);
+		return error_set(cause, "%s: out of memory", path);
+	}
+	if (ferror(f)) {
+		free(all);
+		return error_set(cause, "%s: read error: %s", path, strerror(errno));
+	}
+	if (all == NULL)
+		return 0;
+	if (cause == NULL) {
+		free(all);
+		return -1;
+	}
+	free(*cause);
+	*cause = all;
+	return -1;
+}
+
+/* Read a config file; on error *cause names the file, line and problem of every bad line. */
 int
 config_load_file(struct daemon_config *c, const char *path, char **cause)
 {
-	char *text = NULL;
-	unsigned lineno;
 	FILE *f;
 	int r;
 
 	f = fopen(path, "r");
 	if (f == NULL)
 		return error_set(cause, "%s: %s", path, strerror(errno));
-	r = config_read(c, f, &lineno, &text, cause);
+	r = config_read(c, f, path, cause);
 	fclose(f);
-	if (r != 0 && text != NULL)
-		error_prefix(cause, "%s:%u: in \"%s\"", path, lineno, config_trim(text));
-	else if (r != 0 && lineno > 0)
-		error_prefix(cause, "%s:%u", path, lineno);
-	else if (r != 0)
-		error_prefix(cause, "%s", path);
-	free(text);
 	return r;
 }
 
@@ -556,19 +654,56 @@ config_print_reference(FILE *f)
 	}
 }
 
-/* Print every key as a --key=VALUE option with a one-line summary. */
+/* Length of doc's first sentence: up to its first '.' that ends a line or precedes a blank. */
+static size_t
+config_first_sentence(const char *doc)
+{
+	const char *p;
+
+	for (p = doc; *p != '\0'; p++)
+		if (*p == '.' && (p[1] == '\0' || p[1] == '\n' || p[1] == ' '))
+			return (size_t)(p - doc) + 1;
+	return strlen(doc);
+}
+
+/* Print the first n bytes of text, newlines as spaces, wrapped at 78 columns after indent. */
+static void
+config_print_wrapped(FILE *f, const char *text, size_t n, const char *indent)
+{
+	size_t col = 0, w;
+	const char *p = text, *end = text + n;
+
+	while (p < end) {
+		while (p < end && (*p == ' ' || *p == '\n'))
+			p++;
+		for (w = 0; p + w < end && p[w] != ' ' && p[w] != '\n'; w++)
+			;
+		if (w == 0)
+			break;
+		if (col > 0 && col + 1 + w > 78 - strlen(indent)) {
+			fputc('\n', f);
+			col = 0;
+		}
+		fprintf(f, "%s%.*s", col == 0 ? indent : " ", (int)w, p);
+		col += w + (col > 0);
+		p += w;
+	}
+	fputc('\n', f);
+}
+
+/* Print every key as a --key=VALUE option with its first sentence and default. */
 void
 config_print_options(FILE *f)
 {
 	const struct config_key *k;
-	size_t i, n;
+	size_t i;
 
 	for (i = 0; i < NKEYS; i++) {
 		k = &config_keys[i];
-		n = strcspn(k->doc, "\n");
-		fprintf(f, "  --%s=VALUE\n      %.*s (default: ", k->name, (int)n, k->doc);
+		fprintf(f, "  --%s=VALUE  (default: ", k->name);
 		config_print_default(f, k);
 		fputs(")\n", f);
+		config_print_wrapped(f, k->doc, config_first_sentence(k->doc), "      ");
 	}
 }
 

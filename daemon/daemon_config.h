@@ -18,6 +18,11 @@ struct daemon_config {
 	int http_port;			/* http_port = 8000 (0: any free port, see http_port()) */
 	int http_threads;		/* http_threads = 4 */
 	size_t max_body_bytes;		/* max_body_bytes = 16777216 */
+	int http_max_connections;	/* http_max_connections = 1000 */
+	int http_max_connections_per_client;	/* http_max_connections_per_client = 256 */
+	int http_header_timeout;	/* http_header_timeout = 30 (seconds) */
+	size_t http_min_body_rate;	/* http_min_body_rate = 16K (bytes/s, 0: off) */
+	size_t http_body_budget_bytes;	/* http_body_budget_bytes = 256M */
 	char *model_repository;		/* model_repository = DATADIR/models */
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
@@ -31,6 +36,8 @@ struct daemon_config {
 	size_t max_region_bytes;	/* max_region_bytes = 1073741824 */
 	char *allow_users;		/* allow_users = "" (comma list; empty: own user and root) */
 	char *allow_groups;		/* allow_groups = "" */
+	char *shm_socket_mode;		/* shm_socket_mode = "" (octal; empty: derived) */
+	char *shm_socket_group;		/* shm_socket_group = "" (empty: derived) */
 };
 
 /* Fill every key with its default. */

@@ -9,6 +9,7 @@
 #include "device_impl.h"
 #include "device_spec.h"
 #include "error.h"
+#include "fault.h"
 
 /* Number of CUDA devices usable now; 0 when none or not built. */
 int
@@ -106,6 +107,8 @@ device_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 {
 	if (size == 0)
 		return error_set(cause, "device_alloc: zero bytes");
+	if (FAULT(FAULT_DEVICE_ALLOC))
+		return error_set(cause, "device_alloc of %zu bytes: out of memory (injected)", size);
 	if (dev->ops->alloc(dev, size, ptr, cause) != 0)
 		return -1;
 	device_count_allocation(dev);
@@ -126,6 +129,8 @@ device_host_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 {
 	if (size == 0)
 		return error_set(cause, "device_host_alloc: zero bytes");
+	if (FAULT(FAULT_HOST_ALLOC))
+		return error_set(cause, "device_host_alloc of %zu bytes: out of memory (injected)", size);
 	if (dev->ops->host_alloc(dev, size, ptr, cause) != 0)
 		return -1;
 	device_count_allocation(dev);
@@ -184,6 +189,8 @@ device_stream_create(device_t *dev, enum device_stream_kind kind,
 {
 	device_stream_t *s;
 
+	if (FAULT(FAULT_STREAM_CREATE))
+		return error_set(cause, "creating a stream failed (injected)");
 	s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return error_set(cause, "out of memory");
@@ -220,6 +227,8 @@ device_event_create(device_t *dev, device_event_t **out, char **cause)
 {
 	device_event_t *e;
 
+	if (FAULT(FAULT_EVENT_CREATE))
+		return error_set(cause, "creating an event failed (injected)");
 	e = calloc(1, sizeof *e);
 	if (e == NULL)
 		return error_set(cause, "out of memory");
@@ -285,6 +294,8 @@ device_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
 {
 	if (n == 0)
 		return 0;
+	if (FAULT(FAULT_COPY))
+		return error_set(cause, "host to device copy of %zu bytes failed (injected)", n);
 	return s->dev->ops->copy_h2d(s, dst, src, n, cause);
 }
 
@@ -295,6 +306,8 @@ device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 {
 	if (n == 0)
 		return 0;
+	if (FAULT(FAULT_COPY))
+		return error_set(cause, "device to host copy of %zu bytes failed (injected)", n);
 	return s->dev->ops->copy_d2h(s, dst, src, n, cause);
 }
 
@@ -502,6 +515,8 @@ device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 		return error_set(cause, "plan: stream was not created for compute");
 	if (s->dev != p->dev)
 		return error_set(cause, "plan: stream belongs to another device");
+	if (FAULT(FAULT_LAUNCH))
+		return error_set(cause, "launching the plan's kernels failed (injected)");
 	return p->dev->ops->plan_run(p, s, cause);
 }
 
@@ -555,6 +570,8 @@ device_graph_capture_end(device_stream_t *s, device_graph_t **out, char **cause)
 int
 device_graph_launch(device_graph_t *g, device_stream_t *s, char **cause)
 {
+	if (FAULT(FAULT_LAUNCH))
+		return error_set(cause, "launching a graph failed (injected)");
 	return g->dev->ops->graph_launch(g, s, cause);
 }
 

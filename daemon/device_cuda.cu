@@ -33,10 +33,12 @@ struct cuda_stream {
 	void *workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
 };
 
-/* A plan behind p->handle: one step per node with work to do. */
+/* A plan behind p->handle: one step per node with work to do (plus casts at fp16), and its precision's state. */
 struct cuda_plan {
 	size_t nsteps;
 	struct cuda_step *steps;
+	int precision;
+	struct cuda_prec prec;
 };
 
 /* The device this thread last made current through cuda_use, -1 for none. */
@@ -489,6 +491,7 @@ cuda_plan_free(device_plan_t *p)
 			(void)cudaFree(c->steps[i].ws);
 	}
 	(void)cudaGetLastError();
+	cuda_prec_free(&c->prec);
 	free(c->steps);
 	free(c);
 	p->handle = NULL;
@@ -506,7 +509,7 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 		return error_set(cause, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
 	/* The step is counted before compiling so that plan_free releases what a failed compile allocated. */
 	c->nsteps++;
-	if (fn(cc, n, st, cause) != 0)
+	if (cuda_prec_compile_node(cc, n, fn, st, cause) != 0)
 		return -1;
 	if (st->run == NULL) {
 		if (st->fini != NULL)
@@ -526,18 +529,25 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
     void *const *addrs, char **cause)
 {
 	const graph_t *g = p->g;
-	struct cuda_compile cc = { g, shapes, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal };
+	struct cuda_compile cc = { g, shapes, addrs, NULL, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal,
+	    g->precision };
 	struct cuda_plan *c;
-	size_t i;
+	/* Room for the input casts (one per tensor at most) and the output casts of fp16. */
+	size_t i, cap = g->nnodes + g->ntensors + (size_t)(g->noutputs > 0 ? g->noutputs : 0) + 1;
 
 	if (cuda_use(p->dev, cause) != 0)
 		return -1;
 	c = (struct cuda_plan *)calloc(1, sizeof *c);
-	if (c == NULL || (c->steps = (struct cuda_step *)calloc(g->nnodes + 1, sizeof *c->steps)) == NULL) {
+	if (c == NULL || (c->steps = (struct cuda_step *)calloc(cap, sizeof *c->steps)) == NULL) {
 		free(c);
 		return error_set(cause, "out of memory");
 	}
 	p->handle = c;
+	c->precision = g->precision;
+	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
+		cuda_plan_free(p);
+		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+	}
 	for (i = 0; i < g->nnodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
 		if (cuda_plan_add(c, &cc, n, cause) != 0) {
@@ -545,7 +555,36 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
 		}
 	}
+	if (cuda_prec_finish(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
+		cuda_plan_free(p);
+		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+	}
 	return 0;
+}
+
+/* Run every step; the cuBLAS math mode is the plan's (TF32 tensor ops unless fp32), the handle's restored after. */
+static int
+cuda_plan_steps(const struct cuda_plan *c, const struct cuda_exec *ex, char **cause)
+{
+	cublasMath_t old = CUBLAS_DEFAULT_MATH;
+	cublasStatus_t bs;
+	int rc = 0;
+
+	if (c->precision != GRAPH_PRECISION_FP32) {
+		if ((bs = cublasGetMathMode(ex->blas, &old)) != CUBLAS_STATUS_SUCCESS ||
+		    (bs = cublasSetMathMode(ex->blas, CUBLAS_TF32_TENSOR_OP_MATH)) != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasSetMathMode(TF32)");
+	}
+	for (size_t i = 0; i < c->nsteps && rc == 0; i++) {
+		const struct graph_node *n = c->steps[i].n;
+		if ((rc = c->steps[i].run(&c->steps[i], ex, cause)) != 0)
+			error_prefix(cause, "node '%s' (%s)", n == NULL ? "(precision cast)" : n->name ? n->name : "?",
+			    n == NULL ? "Cast" : graph_op_name(n->op));
+	}
+	if (c->precision != GRAPH_PRECISION_FP32 && (bs = cublasSetMathMode(ex->blas, old)) != CUBLAS_STATUS_SUCCESS &&
+	    rc == 0)
+		return cuda_blas_fail(cause, bs, "cublasSetMathMode(restore)");
+	return rc;
 }
 
 /* Queue every step on the stream. */
@@ -555,16 +594,10 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
 	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
 	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
-	size_t i;
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	for (i = 0; i < c->nsteps; i++) {
-		const struct graph_node *n = c->steps[i].n;
-		if (c->steps[i].run(&c->steps[i], &ex, cause) != 0)
-			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
-	}
-	return 0;
+	return cuda_plan_steps(c, &ex, cause);
 }
 
 /*

@@ -156,16 +156,23 @@ cuda_out(const struct cuda_compile *cc, const struct graph_node *n, int i)
 	return cc->addrs[n->outputs[i]];
 }
 
-/* Input i's dtype (F32 when omitted). */
+/* Tensor t's stored dtype (the graph's own when the plan keeps no table). */
+static enum graph_dtype
+cuda_stored_dtype(const struct cuda_compile *cc, int t)
+{
+	return cc->dtypes != NULL ? cc->dtypes[t] : cc->g->tensors[t].dtype;
+}
+
+/* Input i's stored dtype (F32 when omitted). */
 enum graph_dtype
 cuda_in_dtype(const struct cuda_compile *cc, const struct graph_node *n, int i)
 {
-	return i < n->ninputs && n->inputs[i] >= 0 ? cc->g->tensors[n->inputs[i]].dtype : GRAPH_DT_F32;
+	return i < n->ninputs && n->inputs[i] >= 0 ? cuda_stored_dtype(cc, n->inputs[i]) : GRAPH_DT_F32;
 }
 
-/* Output i's dtype. */
+/* Output i's stored dtype. */
 enum graph_dtype
 cuda_out_dtype(const struct cuda_compile *cc, const struct graph_node *n, int i)
 {
-	return cc->g->tensors[n->outputs[i]].dtype;
+	return cuda_stored_dtype(cc, n->outputs[i]);
 }

@@ -1,4 +1,4 @@
-/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine, else im2col/col2im around cuBLAS SGEMM; a fused bias + residual + activation epilogue. */
+/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine (TF32 or FP16 ones at those precisions), else im2col/col2im around cuBLAS SGEMM; a fused bias + residual + activation epilogue. */
 #include "config.h"
 
 #include <limits.h>
@@ -23,6 +23,7 @@ struct conv_params {
 	int direct;			/* 1x1, stride 1, no pad: the input is its own column matrix */
 	int transpose;
 	struct cuda_dnn_conv *dnn;	/* the cuDNN plan, or NULL for im2col */
+	int f16;			/* x, w, b, z, y stored as F16: cuDNN only (im2col is FP32) */
 	int act;
 	float act_alpha, act_beta;
 };
@@ -132,8 +133,8 @@ conv_epilogue(const struct conv_params *p, const struct cuda_exec *ex, char **ca
 
 	if (p->b == NULL && p->z == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->n, p->m, p->out_sz, p->act, p->act_alpha,
-	    p->act_beta);
+	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->f16, p->n, p->m, p->out_sz, p->act,
+	    p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "ew_channel_kernel<<<>>>");
 	return 0;
@@ -258,6 +259,27 @@ conv_fini(struct cuda_step *st)
 	}
 }
 
+/* The largest power of two up to 16 dividing the bound addresses (FP16 cuDNN descriptors promise it). */
+static int64_t
+conv_align(const struct conv_params *p)
+{
+	uintptr_t u = (uintptr_t)p->x | (uintptr_t)p->w | (uintptr_t)p->y | 16;
+
+	return (int64_t)(u & (~u + 1));
+}
+
+/* 1 when every operand and the output are stored as F16, 0 when all FP32, else -1 with *cause. */
+static int
+conv_f16(const struct cuda_compile *cc, const struct graph_node *n, char **cause)
+{
+	int f16 = cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16;
+
+	for (int i = 0; i < n->ninputs; i++)
+		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != f16)
+			return error_set(cause, "operands mix FP16 and FP32 storage");
+	return f16;
+}
+
 /*
  * Try cuDNN for this shape: 1 when its plan, workspace and addresses are set,
  * 0 when cuDNN cannot (or INFERD_CUDA_CONV=im2col asks for the fallback), -1 on error.
@@ -276,6 +298,9 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 		return 0;
 	memset(&d, 0, sizeof d);
 	d.transpose = p->transpose;
+	d.tf32 = cc->precision != GRAPH_PRECISION_FP32;
+	d.f16 = p->f16;
+	d.align = conv_align(p);
 	d.nspatial = a->nspatial;
 	memcpy(d.x, cuda_in_shape(cc, n, 0)->dims, sizeof d.x);
 	memcpy(d.w, cuda_in_shape(cc, n, 1)->dims, sizeof d.w);
@@ -306,7 +331,7 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	if (p == NULL)
 		return -1;
 	p->transpose = transpose;
-	if (conv_geom(cc, n, p, cause) != 0 || conv_sizes(p, cause) != 0)
+	if (conv_geom(cc, n, p, cause) != 0 || conv_sizes(p, cause) != 0 || (p->f16 = conv_f16(cc, n, cause)) < 0)
 		return -1;
 	if (bs != NULL && graph_shape_elems(bs) != p->m)
 		return error_set(cause, "bias has %lld elements, not %lld", (long long)graph_shape_elems(bs), (long long)p->m);
@@ -332,6 +357,8 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	default:
 		break;
 	}
+	if (p->f16)
+		return CUDA_COMPILE_FALLBACK;	/* no FP16 engine: the plan runs this conv in FP32 */
 	if (!p->direct && cuda_step_ws(st, (size_t)p->chunk * (transpose ? p->m * p->k_sz * p->in_sz :
 	    p->c * p->k_sz * p->out_sz) * sizeof(float), cause) != 0)
 		return -1;

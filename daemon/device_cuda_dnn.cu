@@ -26,12 +26,12 @@ dnn_fail(char **cause, cudnnStatus_t st, const char *what)
 	return error_set(cause, "%s: %s", what, cudnnGetErrorString(st));
 }
 
-/* A finalized tensor descriptor of nd dims (dense row-major strides). */
+/* A finalized tensor descriptor of nd dims (dense row-major strides), FP32 or (d->f16) FP16 at d's alignment. */
 static cudnnStatus_t
-dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id)
+dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, const struct cuda_dnn_conv_desc *d)
 {
-	cudnnDataType_t dt = CUDNN_DATA_FLOAT;
-	int64_t st[5], align = 4, acc = 1;
+	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	int64_t st[5], align = d->f16 ? d->align : 4, acc = 1;
 	cudnnStatus_t s;
 
 	for (int d = nd - 1; d >= 0; d--) {
@@ -133,8 +133,8 @@ dnn_graph(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
 	float alpha = 1.0f, beta = 0.0f;
 	cudnnStatus_t s;
 
-	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W)) ||
-	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
+	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X, d)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W, d)) ||
+	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y, d)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
 		return s;
 	if (!d->transpose) {
 		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op)) ||
@@ -199,9 +199,9 @@ dnn_heuristics(struct dnn_parts *p, cudnnBackendHeurMode_t mode, int64_t *count)
 	    DNN_MAX_CFGS, count, p->cfg);
 }
 
-/* 1 when the config's engine computes in strict fp32 (no TF32, down-conversion, FFT or Winograd). */
+/* 1 when the config's engine computes in strict fp32 (no TF32 unless tf32, no down-conversion, FFT or Winograd). */
 static int
-dnn_cfg_strict(cudnnBackendDescriptor_t cfg)
+dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 {
 	cudnnBackendDescriptor_t eng = NULL;
 	cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
@@ -216,7 +216,8 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg)
 	    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS) {
 		ok = 1;
 		for (int64_t i = 0; i < n; i++)
-			if (notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && notes[i] != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP)
+			if (notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && notes[i] != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP &&
+			    !(tf32 && notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
 				ok = 0;
 	}
 	(void)cudnnBackendDestroyDescriptor(eng);
@@ -225,12 +226,12 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg)
 
 /* An execution plan from the first strict engine config that finalizes within the workspace cap. */
 static int
-dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c)
+dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32)
 {
 	int64_t got = 0;
 
 	for (int64_t i = 0; i < count && i < DNN_MAX_CFGS; i++) {
-		if (!dnn_cfg_strict(p->cfg[i]))
+		if (!dnn_cfg_strict(p->cfg[i], tf32))
 			continue;
 		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan) != CUDNN_STATUS_SUCCESS)
 			return 0;
@@ -265,9 +266,9 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 	/* Any failure below means this cuDNN cannot take the shape: the caller falls back to im2col. */
 	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, p) == CUDNN_STATUS_SUCCESS) {
 		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c);
+			found = dnn_pick_plan(p, count, c, d->tf32);
 		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c);
+			found = dnn_pick_plan(p, count, c, d->tf32);
 	}
 	if (!found) {
 		dnn_parts_free(p);

@@ -10,7 +10,8 @@
  * the transposed convolution as cuDNN's backward-data) for concrete NCHW-style
  * shapes and asks cuDNN's heuristics for an engine, keeping only engines
  * whose numerical notes promise strict fp32 (no tensor-core TF32, no
- * down-conversion, no FFT or Winograd); the plan is built from the device's
+ * down-conversion, no FFT or Winograd; d->tf32 also admits TF32 tensor-core
+ * engines); the plan is built from the device's
  * properties, not a handle, so any handle of the device runs it.  It returns
  * 1 with *ws_bytes (the workspace the caller allocates once), 0 when cuDNN is
  * absent or has no accurate engine for the shape (the caller uses im2col),
@@ -26,6 +27,9 @@ struct cuda_dnn_conv_desc {
 	int nspatial;			/* 1 to 3 */
 	int64_t x[5], w[5], y[5];	/* [N, C, spatial...], the filter, [N, M, spatial...] */
 	int64_t stride[3], dilation[3], pad_begin[3], pad_end[3];
+	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
+	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
+	int64_t align;			/* f16: byte alignment every bound address keeps (2 to 16) */
 };
 
 int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,

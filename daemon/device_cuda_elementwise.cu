@@ -52,19 +52,20 @@ ew_binary_i(int fn, int64_t a, int64_t b)
 	}
 }
 
-/* y = act(a op b) in float, a and b broadcast (fn < 0: PRelu, b the slope). */
+/* y = act(a op b) in float over elements of T (float or __half), a and b broadcast (fn < 0: PRelu, b the slope). */
+template <typename T>
 static __global__ void
-ew_binary_f32_kernel(struct ew_params p)
+ew_binary_f_kernel(struct ew_params p)
 {
-	const float *a = (const float *)p.a, *b = (const float *)p.b;
-	float *y = (float *)p.y;
+	const T *a = (const T *)p.a, *b = (const T *)p.b;
+	T *y = (T *)p.y;
 
 	CUDA_FOR(i, p.n) {
 		int64_t off[2];
 		cuda_map_offsets(p.map, i, 2, off);
-		float x = a[off[0]], s = b[off[1]];
+		float x = (float)a[off[0]], s = (float)b[off[1]];
 		float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : ew_binary_f(p.fn, x, s);
-		y[i] = device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
+		y[i] = (T)device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
 	}
 }
 
@@ -85,16 +86,17 @@ ew_binary_int_kernel(struct ew_params p)
 	}
 }
 
-/* Equal on floats. */
+/* Equal on floats of T (float or __half). */
+template <typename T>
 static __global__ void
-ew_equal_f32_kernel(struct ew_params p)
+ew_equal_f_kernel(struct ew_params p)
 {
-	const float *a = (const float *)p.a, *b = (const float *)p.b;
+	const T *a = (const T *)p.a, *b = (const T *)p.b;
 
 	CUDA_FOR(i, p.n) {
 		int64_t off[2];
 		cuda_map_offsets(p.map, i, 2, off);
-		((uint8_t *)p.y)[i] = a[off[0]] == b[off[1]];
+		((uint8_t *)p.y)[i] = (float)a[off[0]] == (float)b[off[1]];
 	}
 }
 
@@ -113,15 +115,16 @@ ew_where_kernel(struct ew_params p)
 	}
 }
 
-/* y = fn(x) in float. */
+/* y = fn(x) in float over elements of T (float or __half). */
+template <typename T>
 static __global__ void
 ew_unary_kernel(struct ew_params p)
 {
-	const float *x = (const float *)p.a;
-	float *y = (float *)p.y;
+	const T *x = (const T *)p.a;
+	T *y = (T *)p.y;
 
 	CUDA_FOR(i, p.n)
-		y[i] = device_unary_apply(p.fn, x[i], p.alpha, p.beta);
+		y[i] = (T)device_unary_apply(p.fn, (float)x[i], p.alpha, p.beta);
 }
 
 /* Float to int64: truncation, saturated, NaN to 0 (the CPU kernels' rule). */
@@ -205,12 +208,16 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 {
 	const struct ew_params *p = (const struct ew_params *)st->p;
 	unsigned int g = cuda_grid(p->n);
-	const char *name = "ew_binary_f32_kernel";
+	const char *name = "ew_binary_f_kernel";
+	int f16 = p->in_dt == GRAPH_DT_F16;
 
 	switch (st->n->op) {
 	case GRAPH_OP_UNARY:
 		name = "ew_unary_kernel";
-		ew_unary_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		if (f16)
+			ew_unary_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		else
+			ew_unary_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		break;
 	case GRAPH_OP_CAST:
 		name = "ew_cast_kernel";
@@ -226,11 +233,16 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		}
 		break;
 	default:	/* BINARY, PRELU */
-		if (p->in_dt == GRAPH_DT_F32 && p->fn == GRAPH_BINARY_EQUAL) {
-			name = "ew_equal_f32_kernel";
-			ew_equal_f32_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		if ((f16 || p->in_dt == GRAPH_DT_F32) && p->fn == GRAPH_BINARY_EQUAL) {
+			name = "ew_equal_f_kernel";
+			if (f16)
+				ew_equal_f_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else
+				ew_equal_f_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		} else if (f16) {
+			ew_binary_f_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		} else if (p->in_dt == GRAPH_DT_F32) {
-			ew_binary_f32_kernel<<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			ew_binary_f_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		} else if (p->in_dt == GRAPH_DT_I64) {
 			name = "ew_binary_int_kernel<int64_t>";
 			ew_binary_int_kernel<int64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
@@ -329,24 +341,25 @@ cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, str
 	return 0;
 }
 
-/* y = act(y + b), b broadcast by map operand 0. */
+/* y = act(y + b) over elements of T (float or __half), b broadcast by map operand 0. */
+template <typename T>
 static __global__ void
-ew_bias_act_kernel(float *y, const float *b, struct cuda_map m, int64_t n, int act, float aa, float ab)
+ew_bias_act_kernel(T *y, const T *b, struct cuda_map m, int64_t n, int act, float aa, float ab)
 {
 	CUDA_FOR(i, n) {
 		int64_t off[1] = { 0 };
-		float v = y[i];
+		float v = (float)y[i];
 		if (b != NULL) {
 			cuda_map_offsets(m, i, 1, off);
-			v += b[off[0]];
+			v += (float)b[off[0]];
 		}
-		y[i] = device_unary_apply(act, v, aa, ab);
+		y[i] = (T)device_unary_apply(act, v, aa, ab);
 	}
 }
 
-/* Queue y = act(y + b) over the map's elements. */
+/* Queue y = act(y + b) over the map's elements (f16: FP16 storage). */
 cudaError_t
-cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct cuda_map *m,
+cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
     int act, float act_alpha, float act_beta)
 {
 	int64_t n = 1;
@@ -355,35 +368,45 @@ cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct
 		n *= m->dims[d];
 	if (n == 0)
 		return cudaSuccess;
-	ew_bias_act_kernel<<<cuda_grid(n), CUDA_THREADS, 0, stream>>>(y, b, *m, n, act, act_alpha, act_beta);
+	if (f16)
+		ew_bias_act_kernel<__half><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>((__half *)y, (const __half *)b, *m,
+		    n, act, act_alpha, act_beta);
+	else
+		ew_bias_act_kernel<float><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>((float *)y, (const float *)b, *m,
+		    n, act, act_alpha, act_beta);
 	return cudaGetLastError();
 }
 
-/* y = act(y + b[channel] + z) over [n, c, inner]. */
+/* y = act(y + b[channel] + z) over [n, c, inner], elements of T (float or __half), math in float. */
+template <typename T>
 static __global__ void
-ew_channel_kernel(float *y, const float *b, const float *z, int64_t total, int64_t c, int64_t inner, int act,
+ew_channel_kernel(T *y, const T *b, const T *z, int64_t total, int64_t c, int64_t inner, int act,
     float aa, float ab)
 {
 	CUDA_FOR(i, total) {
-		float v = y[i];
+		float v = (float)y[i];
 		if (b != NULL)
-			v += b[(i / inner) % c];
+			v += (float)b[(i / inner) % c];
 		if (z != NULL)
-			v += z[i];
-		y[i] = device_unary_apply(act, v, aa, ab);
+			v += (float)z[i];
+		y[i] = (T)device_unary_apply(act, v, aa, ab);
 	}
 }
 
-/* Queue the per-channel bias, residual and activation epilogue of a convolution. */
+/* Queue the per-channel bias, residual and activation epilogue of a convolution (f16: FP16 storage). */
 cudaError_t
-cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
     int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta)
 {
 	int64_t total = n * c * inner;
 
 	if (total == 0)
 		return cudaSuccess;
-	ew_channel_kernel<<<cuda_grid(total), CUDA_THREADS, 0, stream>>>(y, b, z, total, c, inner, act,
-	    act_alpha, act_beta);
+	if (f16)
+		ew_channel_kernel<__half><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((__half *)y, (const __half *)b,
+		    (const __half *)z, total, c, inner, act, act_alpha, act_beta);
+	else
+		ew_channel_kernel<float><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((float *)y, (const float *)b,
+		    (const float *)z, total, c, inner, act, act_alpha, act_beta);
 	return cudaGetLastError();
 }

@@ -1,4 +1,4 @@
-/* device_cuda_gemm.cu: GEMM and batched, broadcast MatMul through cuBLAS (strict fp32), with fused bias and activation epilogues. */
+/* device_cuda_gemm.cu: GEMM and batched, broadcast MatMul through cuBLAS (strict fp32; TF32 by the plan's math mode; FP16 in, FP32 accumulation), with fused bias and activation epilogues. */
 #include "config.h"
 
 #include <limits.h>
@@ -10,8 +10,9 @@
 
 /* Parameters of one GEMM or MatMul step. */
 struct gemm_params {
-	const float *a, *b, *c;
-	float *y;
+	const void *a, *b, *c;
+	void *y;
+	int f16;			/* operands and output stored as F16 (fp16 plans); accumulation stays FP32 */
 	int m, n, k, lda, ldb;
 	int trans_a, trans_b;
 	float alpha, beta;
@@ -31,6 +32,18 @@ gemm_int(int64_t v, const char *what, char **cause)
 	if (v < 0 || v > INT_MAX)
 		return error_set(cause, "%s %lld is beyond cuBLAS's int limit", what, (long long)v);
 	return 0;
+}
+
+/* 1 when every operand and the output are stored as F16, 0 when all FP32, else -1 with *cause. */
+static int
+gemm_f16(const struct cuda_compile *cc, const struct graph_node *n, char **cause)
+{
+	int f16 = cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16;
+
+	for (int i = 0; i < n->ninputs; i++)
+		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != f16)
+			return error_set(cause, "operands mix FP16 and FP32 storage");
+	return f16;
 }
 
 /* C's strides along rows and columns of [M,N] (0 where it broadcasts). */
@@ -59,19 +72,26 @@ gemm_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	cudaError_t err;
 
 	if (p->k == 0) {
-		err = cudaMemsetAsync(p->y, 0, elems * sizeof(float), ex->stream);
+		err = cudaMemsetAsync(p->y, 0, elems * (p->f16 ? 2 : 4), ex->stream);
 		if (err != cudaSuccess)
 			return cuda_fail(cause, err, "cudaMemsetAsync");
+	} else if (p->f16) {
+		bs = cublasGemmEx(ex->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+		    p->n, p->m, p->k, &p->alpha, p->b, CUDA_R_16F, p->ldb, p->a, CUDA_R_16F, p->lda, &zero, p->y,
+		    CUDA_R_16F, p->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasGemmEx(FP16, FP32 compute)");
 	} else {
 		bs = cublasSgemm(ex->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-		    p->n, p->m, p->k, &p->alpha, p->b, p->ldb, p->a, p->lda, &zero, p->y, p->n);
+		    p->n, p->m, p->k, &p->alpha, (const float *)p->b, p->ldb, (const float *)p->a, p->lda, &zero,
+		    (float *)p->y, p->n);
 		if (bs != CUBLAS_STATUS_SUCCESS)
 			return cuda_blas_fail(cause, bs, "cublasSgemm");
 	}
 	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_gemm_epilogue(ex->stream, cuda_grid((int64_t)elems), p->y, p->c, p->beta, p->c_rs, p->c_cs,
-	    elems, (size_t)p->n, p->act, p->act_alpha, p->act_beta);
+	err = cuda_launch_gemm_epilogue(ex->stream, cuda_grid((int64_t)elems), p->y, p->c, p->f16, p->beta, p->c_rs,
+	    p->c_cs, elems, (size_t)p->n, p->act, p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cuda_epilogue_kernel<<<>>>");
 	return 0;
@@ -101,11 +121,13 @@ cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, str
 	p->k = (int)as->dims[p->trans_a ? 0 : 1];
 	p->lda = (int)as->dims[1];
 	p->ldb = (int)bs->dims[1];
-	p->a = (const float *)cuda_in(cc, n, 0);
-	p->b = (const float *)cuda_in(cc, n, 1);
-	p->y = (float *)cuda_out(cc, n, 0);
+	p->a = cuda_in(cc, n, 0);
+	p->b = cuda_in(cc, n, 1);
+	p->y = cuda_out(cc, n, 0);
+	if ((p->f16 = gemm_f16(cc, n, cause)) < 0)
+		return -1;
 	if (cs != NULL && p->beta != 0.0f) {
-		p->c = (const float *)cuda_in(cc, n, 2);
+		p->c = cuda_in(cc, n, 2);
 		gemm_c_strides(cs, &p->c_rs, &p->c_cs);
 	}
 	p->act = n->act;
@@ -113,6 +135,30 @@ cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, str
 	p->act_beta = n->act_beta;
 	if (p->m > 0 && p->n > 0)
 		st->run = gemm_run;
+	return 0;
+}
+
+/* The FP16 batched GEMM (FP32 compute): strided, or through the pointer arrays in ws. */
+static int
+matmul_run_f16(const struct gemm_params *p, void *ws, const struct cuda_exec *ex, char **cause)
+{
+	const float one = 1.0f, zero = 0.0f;
+	cublasStatus_t bs;
+
+	if (p->pointers) {
+		const void **ptr = (const void **)ws;
+		bs = cublasGemmBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one, ptr + p->batch,
+		    CUDA_R_16F, p->n, ptr, CUDA_R_16F, p->k, &zero, (void **)(ptr + 2 * p->batch), CUDA_R_16F, p->n,
+		    (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cublasGemmBatchedEx(FP16, FP32 compute)");
+		return 0;
+	}
+	bs = cublasGemmStridedBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one, p->b, CUDA_R_16F,
+	    p->n, p->sb, p->a, CUDA_R_16F, p->k, p->sa, &zero, p->y, CUDA_R_16F, p->n, (long long)p->m * p->n,
+	    (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	if (bs != CUBLAS_STATUS_SUCCESS)
+		return cuda_blas_fail(cause, bs, "cublasGemmStridedBatchedEx(FP16, FP32 compute)");
 	return 0;
 }
 
@@ -126,9 +172,12 @@ matmul_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	cudaError_t err;
 
 	if (p->k == 0) {
-		err = cudaMemsetAsync(p->y, 0, (size_t)p->batch * p->m * p->n * sizeof(float), ex->stream);
+		err = cudaMemsetAsync(p->y, 0, (size_t)p->batch * p->m * p->n * (p->f16 ? 2 : 4), ex->stream);
 		if (err != cudaSuccess)
 			return cuda_fail(cause, err, "cudaMemsetAsync");
+	} else if (p->f16) {
+		if (matmul_run_f16(p, st->ws, ex, cause) != 0)
+			return -1;
 	} else if (p->pointers) {
 		const float **ptr = (const float **)st->ws;
 		bs = cublasSgemmBatched(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one,
@@ -137,13 +186,14 @@ matmul_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 			return cuda_blas_fail(cause, bs, "cublasSgemmBatched");
 	} else {
 		bs = cublasSgemmStridedBatched(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one,
-		    p->b, p->n, p->sb, p->a, p->k, p->sa, &zero, p->y, p->n, (long long)p->m * p->n, (int)p->batch);
+		    (const float *)p->b, p->n, p->sb, (const float *)p->a, p->k, p->sa, &zero, (float *)p->y, p->n,
+		    (long long)p->m * p->n, (int)p->batch);
 		if (bs != CUBLAS_STATUS_SUCCESS)
 			return cuda_blas_fail(cause, bs, "cublasSgemmStridedBatched");
 	}
 	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_bias_act(ex->stream, p->y, p->c, &p->bias, p->act, p->act_alpha, p->act_beta);
+	err = cuda_launch_bias_act(ex->stream, p->y, p->c, p->f16, &p->bias, p->act, p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "ew_bias_act_kernel<<<>>>");
 	return 0;
@@ -170,11 +220,12 @@ static int
 matmul_pointers(struct cuda_step *st, struct gemm_params *p, const struct graph_shape *as,
     const struct graph_shape *bs, const int64_t *ob, int nb, int a_nd, int b_nd, char **cause)
 {
-	const float **h;
+	const char **h;
+	size_t es = p->f16 ? 2 : 4;
 	int64_t ai, bi, rem;
 	int rc;
 
-	h = (const float **)malloc((size_t)p->batch * 3 * sizeof *h);
+	h = (const char **)malloc((size_t)p->batch * 3 * sizeof *h);
 	if (h == NULL)
 		return error_set(cause, "out of memory");
 	for (int64_t t = 0; t < p->batch; t++) {
@@ -194,9 +245,9 @@ matmul_pointers(struct cuda_step *st, struct gemm_params *p, const struct graph_
 				bmul *= bs->dims[db];
 			}
 		}
-		h[t] = p->a + ai * p->m * p->k;
-		h[p->batch + t] = p->b + bi * p->k * p->n;
-		h[2 * p->batch + t] = p->y + t * p->m * p->n;
+		h[t] = (const char *)p->a + (size_t)(ai * p->m * p->k) * es;
+		h[p->batch + t] = (const char *)p->b + (size_t)(bi * p->k * p->n) * es;
+		h[2 * p->batch + t] = (const char *)p->y + (size_t)(t * p->m * p->n) * es;
 	}
 	rc = cuda_step_ws(st, (size_t)p->batch * 3 * sizeof *h, cause) == 0 &&
 	    cuda_upload(st->ws, h, (size_t)p->batch * 3 * sizeof *h, cause) == 0 ? 0 : -1;
@@ -247,14 +298,16 @@ cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, s
 	if (graph_shape_elems(ys) != p->batch * p->m * p->n)
 		return error_set(cause, "output has %lld elements, not %lld", (long long)graph_shape_elems(ys),
 		    (long long)(p->batch * p->m * p->n));
-	p->a = (const float *)cuda_in(cc, n, 0);
-	p->b = (const float *)cuda_in(cc, n, 1);
-	p->y = (float *)cuda_out(cc, n, 0);
+	p->a = cuda_in(cc, n, 0);
+	p->b = cuda_in(cc, n, 1);
+	p->y = cuda_out(cc, n, 0);
+	if ((p->f16 = gemm_f16(cc, n, cause)) < 0)
+		return -1;
 	p->act = n->act;
 	p->act_alpha = n->act_alpha;
 	p->act_beta = n->act_beta;
 	if (cs != NULL) {
-		p->c = (const float *)cuda_in(cc, n, 2);
+		p->c = cuda_in(cc, n, 2);
 		if (cs->ndims > ys->ndims)
 			return error_set(cause, "bias rank %d above the output's %d", cs->ndims, ys->ndims);
 		for (int d = 0; d < cs->ndims; d++)

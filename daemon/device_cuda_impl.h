@@ -21,8 +21,10 @@
  * queues work on ex->stream (kernels, cuBLAS, async device-to-device copies):
  * it never allocates, synchronises or reads device memory on the host, so a
  * plan's run can be captured into a CUDA graph.  Everything is fp32 strict
- * (cuBLAS without TF32); an fp16 path would add a dtype to the params, not a
- * new step shape.  Every CUDA/cuBLAS call is checked; failures name the call.
+ * (cuBLAS without TF32) unless the graph asks for tf32 or fp16
+ * (device_cuda_precision.cu): then the steps read their tensors' stored dtype
+ * through cuda_in_dtype/cuda_out_dtype, and a step's node may be NULL for the
+ * casts the plan inserts.  Every CUDA/cuBLAS call is checked; failures name the call.
  */
 
 /* Element-wise grids: threads per block, and a cap on blocks (grid-stride loops do the rest). */
@@ -49,16 +51,26 @@ struct cuda_step {
 	void (*fini)(struct cuda_step *st);	/* releases what p holds beyond itself (NULL: nothing) */
 };
 
-/* What a compiler sees: the graph, every tensor's concrete shape and device address, the GPU's ordinal. */
+/*
+ * What a compiler sees: the graph, every tensor's concrete shape, device
+ * address and stored dtype (dtypes: the graph's own at fp32/tf32; at fp16 the
+ * FP32 tensors are stored as F16, see device_cuda_precision.cu), the GPU's
+ * ordinal and the plan's precision (enum graph_precision).
+ */
 struct cuda_compile {
 	const graph_t *g;
 	const struct graph_shape *shapes;
 	void *const *addrs;
+	const enum graph_dtype *dtypes;
+	void *const *graph_addrs;	/* the caller's addresses (FP32 weights stay there at fp16) */
 	int ordinal;
+	int precision;
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
     struct cuda_step *st, char **cause);
+/* What a compiler returns (instead of 0 or -1) when it has no kernel for the node's FP16 storage: the plan runs it in FP32. */
+#define CUDA_COMPILE_FALLBACK 1
 
 /*
  * An index map over an output of nd dims: st[k][d] is operand k's element
@@ -124,6 +136,35 @@ int cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why
 /* The compiler of op; NULL when the backend has none. */
 cuda_compile_fn cuda_op_compiler(enum graph_op op);
 
+/*
+ * Precision (device_cuda_precision.cu).  A plan's mixed-precision state: the
+ * stored dtype and address of every tensor, the device buffers it owns (FP16
+ * homes of graph inputs/outputs) and the FP16 weight copies it shares.
+ */
+struct prec_shared;
+struct cuda_prec {
+	enum graph_dtype *dtypes;
+	void **addrs;
+	void **owned;
+	size_t nowned;
+	struct prec_shared **weights;	/* FP16 weight copies this plan holds (shared between plans, counted) */
+	size_t nweights;
+};
+/* Fill cc's dtypes/addrs for g at its precision, allocating FP16 buffers at fp16; pre-steps cast inputs. */
+int cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *addrs,
+    struct cuda_step *steps, size_t *nsteps, char **cause);
+/* Append the steps casting the graph's FP16-stored outputs to their FP32 homes. */
+int cuda_prec_finish(const struct cuda_prec *pr, const struct cuda_compile *cc, void *const *addrs,
+    struct cuda_step *steps, size_t *nsteps, char **cause);
+/* Free what prepare allocated. */
+void cuda_prec_free(struct cuda_prec *pr);
+/* Compile n at fp16: natively when its compiler takes F16, else in FP32 between casts (the step's fini frees). */
+int cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_node *n, cuda_compile_fn fn,
+    struct cuda_step *st, char **cause);
+/* Queue an element-wise cast of n elements between F32 and F16 (either way). */
+cudaError_t cuda_launch_cast_f(cudaStream_t stream, const void *x, enum graph_dtype xdt, void *y,
+    enum graph_dtype ydt, int64_t n);
+
 /* Per-op compilers (device_cuda_<concern>.cu). */
 int cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
@@ -154,12 +195,13 @@ int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n,
 
 /*
  * Shared epilogue (device_cuda_elementwise.cu): y = act(y + b) with b
- * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements.
+ * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements;
+ * f16: y and b are FP16 (the arithmetic is FP32).
  */
-cudaError_t cuda_launch_bias_act(cudaStream_t stream, float *y, const float *b, const struct cuda_map *m,
+cudaError_t cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
     int act, float act_alpha, float act_beta);
-/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL. */
-cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, float *y, const float *b, const float *z,
+/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL; f16: all FP16. */
+cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
     int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta);
 
 #endif

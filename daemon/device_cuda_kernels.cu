@@ -3,34 +3,39 @@
 
 #include <math.h>
 
+#include <cuda_fp16.h>
+
 #include "device_cuda_kernels.h"
 #include "device_unary.h"
 
-/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements; c may be NULL. */
+/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements; c may be NULL; T is float or __half (math in float). */
+template <typename T>
 static __global__ void
-cuda_epilogue_kernel(float *y, const float *c, float beta, int64_t rs,
+cuda_epilogue_kernel(T *y, const T *c, float beta, int64_t rs,
     int64_t cs, size_t n, size_t cols, int act, float aa, float ab)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
 	for (; i < n; i += stride) {
-		float v = y[i];
-
+		float v = (float)y[i];
 		if (c != NULL)
-			v += beta * c[(int64_t)(i / cols) * rs + (int64_t)(i % cols) * cs];
-		y[i] = device_unary_apply(act, v, aa, ab);
+			v += beta * (float)c[(int64_t)(i / cols) * rs + (int64_t)(i % cols) * cs];
+		y[i] = (T)device_unary_apply(act, v, aa, ab);
 	}
 }
 
-/* Queue the GEMM epilogue. */
+/* Queue the GEMM epilogue over FP32 or (f16) FP16 elements. */
 cudaError_t
-cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks, float *y,
-    const float *c, float beta, int64_t rs, int64_t cs, size_t n, size_t cols,
+cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks, void *y,
+    const void *c, int f16, float beta, int64_t rs, int64_t cs, size_t n, size_t cols,
     int act, float alpha_act, float beta_act)
 {
-	cuda_epilogue_kernel<<<blocks, CUDA_EW_THREADS, 0, stream>>>(y, c, beta, rs,
-	    cs, n, cols, act, alpha_act, beta_act);
+	if (f16)
+		cuda_epilogue_kernel<__half><<<blocks, CUDA_EW_THREADS, 0, stream>>>((__half *)y, (const __half *)c,
+		    beta, rs, cs, n, cols, act, alpha_act, beta_act);
+	else
+		cuda_epilogue_kernel<float><<<blocks, CUDA_EW_THREADS, 0, stream>>>((float *)y, (const float *)c, beta,
+		    rs, cs, n, cols, act, alpha_act, beta_act);
 	return cudaGetLastError();
 }
-

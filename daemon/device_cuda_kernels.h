@@ -16,9 +16,9 @@
  */
 #define CUDA_EW_THREADS 256
 
-/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements of cols columns; c may be NULL. */
+/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements of cols columns; c may be NULL; f16: y and c are FP16. */
 cudaError_t cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks,
-    float *y, const float *c, float beta, int64_t rs, int64_t cs, size_t n,
+    void *y, const void *c, int f16, float beta, int64_t rs, int64_t cs, size_t n,
     size_t cols, int act, float alpha_act, float beta_act);
 
 #endif

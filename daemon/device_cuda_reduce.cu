@@ -1,7 +1,9 @@
-/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis, layer norm, batch norm, ReduceMean/Sum/Max. */
+/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32 or FP16 storage, FP32 math), batch norm, ReduceMean/Sum/Max. */
 #include "config.h"
 
 #include <math.h>
+
+#include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
 #include "error.h"
@@ -17,6 +19,7 @@ struct red_params {
 	int64_t sst, bst;		/* LAYERNORM: scale/bias step along the row (0 or 1) */
 	float eps;
 	int as_log, kind;
+	int f16;			/* SOFTMAX, LAYERNORM: x, y, scale and bias stored as F16 (math in FP32) */
 	struct cuda_map keep, red;	/* REDUCE: kept dims and reduced dims, input strides as operand 0 */
 	int64_t nout, nred;
 };
@@ -55,7 +58,8 @@ red_block_max(float v, float *sh)
 	return v;
 }
 
-/* Softmax of rows (inner == 1): one block per row. */
+/* Softmax of rows (inner == 1): one block per row; T (float or __half) is the storage, the math FP32. */
+template <typename T>
 static __global__ void
 red_softmax_rows(struct red_params p)
 {
@@ -63,63 +67,72 @@ red_softmax_rows(struct red_params p)
 	__shared__ float shf[RED_THREADS / 32];
 
 	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
-		const float *x = p.x + r * p.len;
-		float *y = p.y + r * p.len, mx = -INFINITY;
+		const T *x = (const T *)(const void *)p.x + r * p.len;
+		T *y = (T *)(void *)p.y + r * p.len;
+		float mx = -INFINITY;
 		double sum = 0.0;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			mx = x[i] > mx || isnan(x[i]) ? x[i] : mx;
+			mx = (float)x[i] > mx || isnan((float)x[i]) ? (float)x[i] : mx;
 		mx = red_block_max(mx, shf);
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			sum += expf(x[i] - mx);
+			sum += expf((float)x[i] - mx);
 		sum = red_block_sum(sum, shd);
 		float ls = (float)log(sum), inv = (float)(1.0 / sum);
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			y[i] = p.as_log ? x[i] - mx - ls : expf(x[i] - mx) * inv;
+			y[i] = (T)(p.as_log ? (float)x[i] - mx - ls : expf((float)x[i] - mx) * inv);
 	}
 }
 
-/* Softmax along a strided axis (inner > 1): one thread per (outer, inner) column. */
+/* Softmax along a strided axis (inner > 1): one thread per (outer, inner) column; storage T, math FP32. */
+template <typename T>
 static __global__ void
 red_softmax_cols(struct red_params p)
 {
 	CUDA_FOR(c, p.outer * p.inner) {
-		const float *x = p.x + (c / p.inner) * p.len * p.inner + c % p.inner;
-		float *y = p.y + (c / p.inner) * p.len * p.inner + c % p.inner, mx = -INFINITY;
+		const T *x = (const T *)(const void *)p.x + (c / p.inner) * p.len * p.inner + c % p.inner;
+		T *y = (T *)(void *)p.y + (c / p.inner) * p.len * p.inner + c % p.inner;
+		float mx = -INFINITY;
 		double sum = 0.0;
+		for (int64_t i = 0; i < p.len; i++) {
+			float v = (float)x[i * p.inner];
+			mx = v > mx || isnan(v) ? v : mx;
+		}
 		for (int64_t i = 0; i < p.len; i++)
-			mx = x[i * p.inner] > mx || isnan(x[i * p.inner]) ? x[i * p.inner] : mx;
-		for (int64_t i = 0; i < p.len; i++)
-			sum += expf(x[i * p.inner] - mx);
+			sum += expf((float)x[i * p.inner] - mx);
 		float ls = (float)log(sum), inv = (float)(1.0 / sum);
-		for (int64_t i = 0; i < p.len; i++)
-			y[i * p.inner] = p.as_log ? x[i * p.inner] - mx - ls : expf(x[i * p.inner] - mx) * inv;
+		for (int64_t i = 0; i < p.len; i++) {
+			float v = (float)x[i * p.inner];
+			y[i * p.inner] = (T)(p.as_log ? v - mx - ls : expf(v - mx) * inv);
+		}
 	}
 }
 
-/* Layer norm of rows: mean, then the biased variance around it (two passes, double), then the scaled row. */
+/* Layer norm of rows: mean, then the biased variance around it (two passes, double), then the scaled row; storage T. */
+template <typename T>
 static __global__ void
 red_layernorm_rows(struct red_params p)
 {
 	__shared__ double sh[RED_THREADS / 32];
+	const T *s = (const T *)(const void *)p.s, *b = (const T *)(const void *)p.b;
 
 	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
-		const float *x = p.x + r * p.len;
-		float *y = p.y + r * p.len;
+		const T *x = (const T *)(const void *)p.x + r * p.len;
+		T *y = (T *)(void *)p.y + r * p.len;
 		double mean = 0.0, var = 0.0;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			mean += x[i];
+			mean += (float)x[i];
 		mean = red_block_sum(mean, sh) / (double)p.len;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			var += ((double)x[i] - mean) * ((double)x[i] - mean);
+			var += ((double)(float)x[i] - mean) * ((double)(float)x[i] - mean);
 		var = red_block_sum(var, sh) / (double)p.len;
 		float inv = (float)(1.0 / sqrt(var + (double)p.eps)), m = (float)mean;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x) {
-			float v = (x[i] - m) * inv;
-			if (p.s != NULL)
-				v *= p.s[i * p.sst];
-			if (p.b != NULL)
-				v += p.b[i * p.bst];
-			y[i] = v;
+			float v = ((float)x[i] - m) * inv;
+			if (s != NULL)
+				v *= (float)s[i * p.sst];
+			if (b != NULL)
+				v += (float)b[i * p.bst];
+			y[i] = (T)v;
 		}
 	}
 }
@@ -182,13 +195,22 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	switch (st->n->op) {
 	case GRAPH_OP_SOFTMAX:
 		if (p->inner == 1) {
-			red_softmax_rows<<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+			if (p->f16)
+				red_softmax_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+			else
+				red_softmax_rows<float><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
 			return cuda_launched("red_softmax_rows", cause);
 		}
-		red_softmax_cols<<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
+		if (p->f16)
+			red_softmax_cols<__half><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
+		else
+			red_softmax_cols<float><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
 		return cuda_launched("red_softmax_cols", cause);
 	case GRAPH_OP_LAYERNORM:
-		red_layernorm_rows<<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+		if (p->f16)
+			red_layernorm_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+		else
+			red_layernorm_rows<float><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
 		return cuda_launched("red_layernorm_rows", cause);
 	case GRAPH_OP_BATCHNORM:
 		red_batchnorm<<<cuda_grid(p->outer * p->len * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
@@ -229,6 +251,16 @@ red_params_init(const struct cuda_compile *cc, const struct graph_node *n, struc
 	}
 	p->x = (const float *)cuda_in(cc, n, 0);
 	p->y = (float *)cuda_out(cc, n, 0);
+	p->f16 = cuda_in_dtype(cc, n, 0) == GRAPH_DT_F16;
+	for (int i = 0; i < n->ninputs; i++)
+		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != p->f16) {
+			error_set(cause, "inputs mix FP16 and FP32 storage");
+			return NULL;
+		}
+	if ((cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16) != p->f16) {
+		error_set(cause, "input and output storage differ");
+		return NULL;
+	}
 	return p;
 }
 

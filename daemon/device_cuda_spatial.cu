@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "cpu_kernels.h"
+#include <cuda_fp16.h>
+
 #include "device_cuda_impl.h"
 #include "error.h"
 
@@ -16,6 +18,7 @@ struct pool_params {
 	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
 	int64_t in_sz, out_sz;
 	int kind, include_pad;
+	int f16;			/* x and y stored as F16 (the sums stay in double) */
 };
 
 /* Kernel taps [lo, hi) of one dim that land in [0, limit) for a window starting at start. */
@@ -35,12 +38,13 @@ pool_taps(int64_t start, int64_t d, int64_t k, int64_t limit, int64_t *lo, int64
  * inside the input, or (count_include_pad) inside input plus pads, never the
  * part of a ceil_mode window past the end pad.
  */
+template <typename T>
 static __global__ void
 pool_kernel(struct pool_params p)
 {
 	CUDA_FOR(i, p.planes * p.out_sz) {
 		int64_t r = i % p.out_sz, o[3], lo[3], hi[3], start[3], padded = 1, plo, phi;
-		const float *x = p.x + (i / p.out_sz) * p.in_sz;
+		const T *x = (const T *)(const void *)p.x + (i / p.out_sz) * p.in_sz;
 		double sum = 0.0;
 		float best = -INFINITY;
 		o[2] = r % p.out[2];
@@ -54,17 +58,17 @@ pool_kernel(struct pool_params p)
 		}
 		for (int64_t a = lo[0]; a < hi[0]; a++)
 			for (int64_t b = lo[1]; b < hi[1]; b++) {
-				const float *row = x + ((start[0] + a * p.d[0]) * p.in[1] + start[1] + b * p.d[1]) * p.in[2] +
+				const T *row = x + ((start[0] + a * p.d[0]) * p.in[1] + start[1] + b * p.d[1]) * p.in[2] +
 				    start[2];
 				for (int64_t c = lo[2]; c < hi[2]; c++) {
-					float v = row[c * p.d[2]];
+					float v = (float)row[c * p.d[2]];
 					sum += v;
 					best = v > best || isnan(v) ? v : best;
 				}
 			}
 		int64_t valid = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
 		int64_t cnt = p.include_pad ? padded : valid;
-		p.y[i] = p.kind == GRAPH_POOL_MAX ? best : cnt > 0 ? (float)(sum / (double)cnt) : 0.0f;
+		((T *)(void *)p.y)[i] = (T)(p.kind == GRAPH_POOL_MAX ? best : cnt > 0 ? (float)(sum / (double)cnt) : 0.0f);
 	}
 }
 
@@ -74,7 +78,10 @@ pool_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 {
 	const struct pool_params *p = (const struct pool_params *)st->p;
 
-	pool_kernel<<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
+	if (p->f16)
+		pool_kernel<__half><<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
+	else
+		pool_kernel<float><<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
 	return cuda_launched("pool_kernel", cause);
 }
 
@@ -112,6 +119,9 @@ cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, str
 	p->planes = xs->dims[0] * xs->dims[1];
 	p->x = (const float *)cuda_in(cc, n, 0);
 	p->y = (float *)cuda_out(cc, n, 0);
+	p->f16 = cuda_in_dtype(cc, n, 0) == GRAPH_DT_F16;
+	if ((cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16) != p->f16)
+		return error_set(cause, "input and output storage differ");
 	p->kind = a->kind;
 	p->include_pad = a->count_include_pad;
 	if (p->planes * p->out_sz > 0)

@@ -84,6 +84,30 @@ graph_dtype_parse(const char *name, enum graph_dtype *out)
 	return -1;
 }
 
+static const char *const graph_precision_names[GRAPH_PRECISION_COUNT] = { "fp32", "tf32", "fp16" };
+
+/* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
+const char *
+graph_precision_name(int precision)
+{
+	if (precision < 0 || precision >= GRAPH_PRECISION_COUNT)
+		return "?";
+	return graph_precision_names[precision];
+}
+
+/* Parse "fp32", "tf32" or "fp16"; -1 when unknown. */
+int
+graph_precision_parse(const char *name, int *out)
+{
+	for (int i = 0; name != NULL && i < GRAPH_PRECISION_COUNT; i++) {
+		if (strcmp(graph_precision_names[i], name) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* The op's name for messages. */
 const char *
 graph_op_name(enum graph_op op)

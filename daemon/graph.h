@@ -223,6 +223,19 @@ struct graph_node {
 	} attr;
 };
 
+/*
+ * How a backend computes a graph's FP32 tensors.  The graph's inputs and
+ * outputs keep their declared dtypes whatever the precision; only the
+ * backend's internal arithmetic and storage change.  A backend without the
+ * faster modes (the CPU one) computes in FP32.
+ */
+enum graph_precision {
+	GRAPH_PRECISION_FP32 = 0,	/* strict FP32 (the default) */
+	GRAPH_PRECISION_TF32,		/* FP32 storage, GEMM/convolution on TF32 tensor cores */
+	GRAPH_PRECISION_FP16,		/* FP16 weights and activations, FP32 accumulation, softmax/norms in FP32 */
+	GRAPH_PRECISION_COUNT
+};
+
 typedef struct graph {
 	size_t ntensors, nnodes;
 	struct graph_tensor *tensors;
@@ -230,6 +243,7 @@ typedef struct graph {
 	int ninputs, noutputs;
 	int *inputs, *outputs;		/* tensor indices, in the model's declared order */
 	int nvars;			/* variable dimensions (GRAPH_DIM_VAR(0 .. nvars - 1)) */
+	int precision;			/* enum graph_precision; 0 (FP32) when calloc'ed */
 } graph_t;
 
 /* A concrete shape. */
@@ -244,6 +258,10 @@ size_t graph_dtype_size(enum graph_dtype dt);
 const char *graph_dtype_name(enum graph_dtype dt);
 /* Parse a KServe name; -1 when unknown. */
 int graph_dtype_parse(const char *name, enum graph_dtype *out);
+/* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
+const char *graph_precision_name(int precision);
+/* Parse a precision name (as in model.json); -1 when unknown. */
+int graph_precision_parse(const char *name, int *out);
 /* The op's ONNX-style name ("Gemm", "Conv", ...), for messages; "?" when out of range. */
 const char *graph_op_name(enum graph_op op);
 /* Element count of a concrete shape (1 for rank 0). */

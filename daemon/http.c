@@ -16,9 +16,11 @@
 
 #include "error.h"
 #include "http.h"
+#include "http_guard.h"
 #include "http_encoding.h"
 #include "http_shm.h"
 #include "kserve.h"
+#include "kserve_config.h"
 #include "log.h"
 #include "pinned_pool.h"
 #include "shm_registry.h"
@@ -32,10 +34,12 @@
  * jansson's line and column), a missing or mistyped field, wrong shape,
  * datatype or element count.  404: unknown path, model or version.  405
  * with Allow: a known path with the wrong method.  413: a body over
- * max_body_bytes, from Content-Length before any byte is read, or counted
- * as chunks arrive.  503: queue full, all staging slots in use, a request
+ * max_body_bytes or over the largest request its model can need, from
+ * Content-Length before any byte is read, or the moment a chunked body
+ * passes it (then nothing more is read).  503: queue full, all staging
+ * slots in use, the body budget (http_body_budget_bytes) in use, a request
  * timeout (Triton's "Request timeout expired" is UNAVAILABLE), shutting
- * down.  500: a device failure.  A model that failed to load answers 503
+ * down.  Slow connections are closed by http_guard.c.  500: a device failure.  A model that failed to load answers 503
  * with its load error for metadata and inference, and 400 for .../ready
  * (Triton's "Model version not ready").  POST /infer is the short form:
  * the body of /v2/models/{m}/infer plus "model": "{m}".  Either takes the
@@ -58,6 +62,13 @@
 #define HTTP_BODY_CHUNK 16384
 /* Most reserved up front on the word of Content-Length; more grows as bytes arrive. */
 #define HTTP_BODY_TRUST (1024 * 1024)
+/*
+ * A model's largest sensible request body: its input at max_batch_size as
+ * JSON numbers of at most HTTP_BYTES_PER_NUMBER bytes each (with their
+ * separators and blanks), plus HTTP_BODY_SLACK for names, id, parameters.
+ */
+#define HTTP_BYTES_PER_NUMBER 64
+#define HTTP_BODY_SLACK (1024 * 1024)
 
 /* What a URL names. */
 enum http_route {
@@ -67,6 +78,8 @@ enum http_route {
 	ROUTE_INDEX,		/* GET /v2/models, POST /v2/repository/index */
 	ROUTE_MODEL,		/* GET /v2/models/{m}[/versions/1] */
 	ROUTE_MODEL_READY,	/* GET /v2/models/{m}[/versions/1]/ready */
+	ROUTE_MODEL_CONFIG,	/* GET /v2/models/{m}[/versions/1]/config (Triton) */
+	ROUTE_MODEL_STATS,	/* GET /v2/models/{m}[/versions/1]/stats (Triton) */
 	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */
@@ -76,6 +89,8 @@ enum http_route {
 struct http_server {
 	struct http_context ctx;
 	struct MHD_Daemon *mhd;
+	http_guard_t *guard;		/* slow connections, the body budget */
+	size_t max_request_bytes;	/* the largest sensible body of any model */
 	pinned_pool_t *pool;
 	batch_client_t *client;
 	shm_registry_t *shm;	/* Triton's shared-memory regions */
@@ -112,14 +127,12 @@ enum http_state {
 
 /*
  * What is known about a request (struct http_request's flags).  The first
- * five are set by libmicrohttpd's thread before submission; COMPLETED and
+ * three are set by libmicrohttpd's thread before submission; COMPLETED and
  * ACTIVE change only under srv->lock.
  */
 enum {
 	HTTP_F_NAME_TOO_LONG = 1u << 0,	/* the URL's model name does not fit */
 	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL names a version other than 1 */
-	HTTP_F_TOO_LARGE = 1u << 2,	/* the body exceeds max_body_bytes */
-	HTTP_F_NO_MEMORY = 1u << 3,	/* the body could not be buffered */
 	HTTP_F_BINARY_OUTPUT = 1u << 4,	/* answer with the output as binary data */
 	HTTP_F_COMPLETED = 1u << 5,	/* libmicrohttpd is done with the connection */
 	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active */
@@ -133,6 +146,10 @@ struct http_request {
 	char model[MODEL_NAME_MAX];	/* from the URL */
 	char *body;
 	size_t len, cap, announced;	/* announced: Content-Length, 0 if none */
+	size_t discarded;		/* body bytes of a route that takes none */
+	size_t limit;			/* the largest body taken for this request */
+	size_t charged;			/* bytes of the body budget held */
+	struct http_guard_conn *gc;	/* the connection's timing */
 	char *url;			/* ROUTE_SHM: the path, kept for dispatch */
 	int post;			/* the method is POST */
 	enum http_state state;		/* atomic */
@@ -245,6 +262,7 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
 	ret = MHD_queue_response(req->conn, status, r);
 	MHD_destroy_response(r);
 	http_state_set(req, HTTP_STATE_ANSWERED);
+	http_guard_request_whole(req->gc);
 	if (status >= 400)
 		METRICS_ADD(req->srv->ctx.metrics->http_errors, 1);
 	return ret;
@@ -335,6 +353,10 @@ http_route_model(struct http_request *req, const char *rest)
 		return req->route = ROUTE_MODEL, HTTP_ALLOW_GET;
 	if (strcmp(tail, "/ready") == 0)
 		return req->route = ROUTE_MODEL_READY, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/config") == 0)
+		return req->route = ROUTE_MODEL_CONFIG, HTTP_ALLOW_GET;
+	if (strcmp(tail, "/stats") == 0)
+		return req->route = ROUTE_MODEL_STATS, HTTP_ALLOW_GET;
 	if (strcmp(tail, "/infer") == 0)
 		return req->route = ROUTE_INFER, HTTP_ALLOW_POST;
 	return NULL;
@@ -384,12 +406,22 @@ http_method_allowed(const char *allow, const char *method)
 	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
+/* Give back the request's share of the body budget. */
+static void
+http_uncharge(struct http_request *req)
+{
+	if (req->charged > 0)
+		http_guard_release(req->srv->guard, req->charged);
+	req->charged = 0;
+}
+
 /* Release what a request holds; called by whichever party lets go last. */
 static void
 http_request_free(struct http_request *req)
 {
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
+	http_uncharge(req);
 	kserve_infer_release(&req->ki, req->srv->shm);
 	free(req->body);
 	free(req->id);
@@ -405,6 +437,110 @@ http_drop_body(struct http_request *req)
 	free(req->body);
 	req->body = NULL;
 	req->len = req->cap = 0;
+	http_uncharge(req);
+}
+
+/* Collects the Content-Length headers: how many, and whether they disagree. */
+struct http_lengths {
+	int count, differ;
+	const char *first;
+};
+
+/* MHD_get_connection_values' iterator for http_lengths. */
+static enum MHD_Result
+http_length_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct http_lengths *l = cls;
+
+	(void)kind;
+	if (key == NULL || value == NULL || strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+		return MHD_YES;
+	if (l->count++ == 0)
+		l->first = value;
+	else if (strcmp(l->first, value) != 0)
+		l->differ = 1;
+	return MHD_YES;
+}
+
+/* A model's largest sensible request body (see HTTP_BYTES_PER_NUMBER); SIZE_MAX: no bound (strings). */
+static size_t
+http_model_body_bound(const model_t *m)
+{
+	size_t rows = m->max_batch_size > 0 ? (size_t)m->max_batch_size : 1, numbers = 0, n, bound;
+	int i;
+
+	for (i = 0; i < m->ninputs; i++) {
+		if (strcmp(m->inputs[i].datatype, "BYTES") == 0)
+			return SIZE_MAX;	/* a string has no length bound here */
+		if (__builtin_mul_overflow(m->inputs[i].row_elems, rows, &n) ||
+		    __builtin_add_overflow(numbers, n, &numbers))
+			return SIZE_MAX;
+	}
+	if (__builtin_mul_overflow(numbers, (size_t)HTTP_BYTES_PER_NUMBER, &bound) ||
+	    __builtin_add_overflow(bound, (size_t)HTTP_BODY_SLACK, &bound))
+		return SIZE_MAX;
+	return bound;
+}
+
+/* The largest body this request may have: max_body_bytes, or less for the model it names. */
+static size_t
+http_body_limit(const struct http_request *req)
+{
+	const http_server_t *srv = req->srv;
+	size_t limit = srv->ctx.config->max_body_bytes, bound = srv->max_request_bytes;
+	const model_t *m;
+
+	if (req->route == ROUTE_SHM)	/* registrations: small JSON, no model's bound */
+		return limit;
+	if (req->route == ROUTE_INFER && !(req->flags & HTTP_F_NAME_TOO_LONG) &&
+	    (m = repository_find(srv->ctx.repo, req->model)) != NULL)
+		bound = http_model_body_bound(m);
+	return bound < limit ? bound : limit;
+}
+
+/* Name the limit a body ran into, for the 413's message. */
+static const char *
+http_limit_name(const struct http_request *req, char *buf, size_t size)
+{
+	if (req->limit == req->srv->ctx.config->max_body_bytes)
+		snprintf(buf, size, "max_body_bytes (%zu)", req->limit);
+	else
+		snprintf(buf, size, "%zu bytes, the largest request %s can take", req->limit,
+		    req->route == ROUTE_INFER ? "this model" : "any model");
+	return buf;
+}
+
+/* Check Content-Length against the limits and hold its bytes of the budget; answers when refused. */
+static enum MHD_Result
+http_begin_body(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	struct http_lengths l = { 0, 0, NULL };
+	unsigned long long announced;
+	char *end, what[96];
+
+	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, http_length_header, &l);
+	if (l.differ)	/* RFC 9112, 6.3: an unrecoverable framing error */
+		return http_error(req, MHD_HTTP_BAD_REQUEST, "conflicting Content-Length headers");
+	req->limit = http_body_limit(req);
+	if (l.count == 0)
+		return MHD_YES;
+	errno = 0;
+	announced = strtoull(l.first, &end, 10);
+	if (errno != 0 || end == l.first)
+		return MHD_YES;		/* libmicrohttpd refuses a malformed one itself */
+	if (announced > req->limit)
+		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body of %llu bytes "
+		    "exceeds %s", announced, http_limit_name(req, what, sizeof what));
+	if ((req->route == ROUTE_INFER || req->route == ROUTE_INFER_SHORT || req->route == ROUTE_SHM) &&
+	    announced > 0) {
+		if (http_guard_reserve(srv->guard, (size_t)announced) != 0)
+			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: the memory "
+			    "for request bodies (http_body_budget_bytes) is in use; retry later");
+		req->charged = (size_t)announced;
+	}
+	req->announced = (size_t)announced;
+	return MHD_YES;
 }
 
 /* First call for a request: route it; refuse a bad path, method or size before any body is read. */
@@ -413,15 +549,14 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
     const char *method, void **con_cls)
 {
 	struct http_request *req;
-	const char *cl;
-	unsigned long long announced;
-	char *end;
 
 	if ((req = calloc(1, sizeof *req)) == NULL)
 		return MHD_NO;
 	req->srv = srv;
 	req->conn = conn;
 	req->refs = 1;
+	req->gc = http_guard_of(conn);
+	http_guard_body_begins(req->gc);
 	*con_cls = req;
 	METRICS_ADD(srv->ctx.metrics->http_requests, 1);
 	if ((req->allow = http_route(req, url)) == NULL)
@@ -432,20 +567,10 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 	req->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (req->route == ROUTE_SHM && (req->url = strdup(url)) == NULL)
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl != NULL) {
-		errno = 0;
-		announced = strtoull(cl, &end, 10);
-		if (errno == 0 && end != cl && announced > srv->ctx.config->max_body_bytes)
-			return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body of %llu bytes "
-			    "exceeds max_body_bytes (%zu)", announced, srv->ctx.config->max_body_bytes);
-		if (errno == 0 && end != cl)
-			req->announced = (size_t)announced;
-	}
-	return MHD_YES;
+	return http_begin_body(req);
 }
 
-/* Make room for n more body bytes; -1 when memory is short. */
+/* Make room for n more body bytes: 0, -1 when memory is short, -2 over the body budget. */
 static int
 http_body_reserve(struct http_request *req, size_t n, size_t max)
 {
@@ -461,6 +586,11 @@ http_body_reserve(struct http_request *req, size_t n, size_t max)
 		cap = cap > limit / 2 ? limit : cap * 2;
 	if (cap > limit)
 		cap = limit;
+	if (cap > req->charged) {
+		if (http_guard_reserve(req->srv->guard, cap - req->charged) != 0)
+			return -2;
+		req->charged = cap;
+	}
 	if ((p = realloc(req->body, cap)) == NULL)
 		return -1;
 	req->body = p;
@@ -468,26 +598,76 @@ http_body_reserve(struct http_request *req, size_t n, size_t max)
 	return 0;
 }
 
-/* Take a piece of the body, bounded by max_body_bytes; over it, the rest is discarded. */
+/*
+ * Refuse a request whose body is still arriving, at once.  libmicrohttpd
+ * (before 1.0) takes no response until the body has ended, so the answer is
+ * written straight to the socket, where nothing else has been written for
+ * this request, and the connection is then closed by returning MHD_NO:
+ * nothing more is read.  A client still sending may see the reset before
+ * the answer; it learns of the refusal either way.
+ */
+__attribute__((format(printf, 3, 4))) static enum MHD_Result
+http_refuse_now(struct http_request *req, unsigned int status, const char *fmt, ...)
+{
+	const union MHD_ConnectionInfo *info =
+	    MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	char msg[256], *body, *head;
+	size_t len = 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	http_state_set(req, HTTP_STATE_ANSWERED);
+	http_guard_request_whole(req->gc);
+	METRICS_ADD(req->srv->ctx.metrics->http_errors, 1);
+	if (info == NULL || (body = kserve_encode_error(msg, &len, NULL)) == NULL)
+		return MHD_NO;
+	n = asprintf(&head, "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: "
+	    HTTP_TYPE_JSON "\r\nContent-Length: %zu\r\n\r\n%.*s", status,
+	    MHD_get_reason_phrase_for(status), len, (int)len, body);
+	free(body);
+	if (n > 0) {
+		/* The send buffer holds nothing of this request: one non-blocking send fits. */
+		(void)send(info->connect_fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		free(head);
+	}
+	return MHD_NO;
+}
+
+/*
+ * Take a piece of the body.  Past the request's limit, or past the body
+ * budget, the request is refused at once and nothing more is read.
+ */
 static enum MHD_Result
 http_receive(struct http_request *req, const char *data, size_t *size)
 {
-	size_t n = *size, max = req->srv->ctx.config->max_body_bytes;
+	size_t n = *size, max = req->limit;
+	char what[96];
+	int r;
 
 	*size = 0;
-	if (req->flags & (HTTP_F_TOO_LARGE | HTTP_F_NO_MEMORY))
-		return MHD_YES;
-	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM)
-		return MHD_YES;		/* other routes take no body */
-	if (n > max - req->len) {
-		req->flags |= HTTP_F_TOO_LARGE;
-		http_drop_body(req);
+	http_guard_body_bytes(req->gc, n);
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM) {
+		/* Other routes take no body: it is counted, not kept, and bounded all the same. */
+		if (n > max - req->discarded)
+			return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
+			    http_limit_name(req, what, sizeof what));
+		req->discarded += n;
 		return MHD_YES;
 	}
-	if (http_body_reserve(req, n, max) != 0) {
-		req->flags |= HTTP_F_NO_MEMORY;
+	if (n > max - req->len) {
 		http_drop_body(req);
-		return MHD_YES;
+		return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
+		    http_limit_name(req, what, sizeof what));
+	}
+	if ((r = http_body_reserve(req, n, max)) != 0) {
+		http_drop_body(req);
+		if (r == -2)
+			return http_refuse_now(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: the "
+			    "memory for request bodies (http_body_budget_bytes) is in use; retry later");
+		return http_refuse_now(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
 	}
 	memcpy(req->body + req->len, data, n);
 	req->len += n;
@@ -784,7 +964,7 @@ http_infer(struct http_request *req)
 	return http_stage(req, root, &src, binary ? &bin : NULL);
 }
 
-/* GET /v2/models/{m} and .../ready; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
+/* GET /v2/models/{m}, .../ready, .../config and .../stats; a model that failed to load is 503 for metadata, 400 for ready (Triton's "not ready"). */
 static enum MHD_Result
 http_model_get(struct http_request *req)
 {
@@ -801,7 +981,13 @@ http_model_get(struct http_request *req)
 	}
 	if ((m = http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret)) == NULL)
 		return ret;
-	body = kserve_encode_model_metadata(m, &len, &cause);
+	if (req->route == ROUTE_MODEL_CONFIG)
+		body = kserve_encode_model_config(m, &len, &cause);
+	else if (req->route == ROUTE_MODEL_STATS)
+		body = kserve_encode_model_stats(m, metrics_find(req->srv->ctx.metrics, m->name),
+		    &len, &cause);
+	else
+		body = kserve_encode_model_metadata(m, &len, &cause);
 	return http_json(req, body, len, cause);
 }
 
@@ -874,11 +1060,7 @@ http_dispatch(struct http_request *req)
 	size_t len = 0;
 	char *body, *cause = NULL;
 
-	if (req->flags & HTTP_F_TOO_LARGE)
-		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds "
-		    "max_body_bytes (%zu)", srv->ctx.config->max_body_bytes);
-	if (req->flags & HTTP_F_NO_MEMORY)
-		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory for the body");
+	http_guard_request_whole(req->gc);
 	if (http_decode_body(req) != 0)
 		return MHD_YES;		/* answered */
 	switch (req->route) {
@@ -898,6 +1080,8 @@ http_dispatch(struct http_request *req)
 		return http_json(req, body, len, cause);
 	case ROUTE_MODEL:
 	case ROUTE_MODEL_READY:
+	case ROUTE_MODEL_CONFIG:
+	case ROUTE_MODEL_STATS:
 		return http_model_get(req);
 	case ROUTE_METRICS:
 		return http_metrics(req);
@@ -944,6 +1128,8 @@ http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	http_server_t *srv = cls;
 	int last;
 
+	(void)toe;
+	http_guard_request_done(http_guard_of(conn));
 	if (req == NULL)
 		return;
 	*con_cls = NULL;
@@ -1004,6 +1190,9 @@ http_start_daemon(http_server_t *s, char **cause)
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)(c->http_threads > 0 ? c->http_threads : 1),
 	    MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, s->guard,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->http_max_connections,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)c->http_max_connections_per_client,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_CONNECTION_TIMEOUT_S,
 	    MHD_OPTION_END);
 	if (s->mhd == NULL)
@@ -1013,6 +1202,20 @@ http_start_daemon(http_server_t *s, char **cause)
 	info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info != NULL ? info->port : c->http_port;
 	return 0;
+}
+
+/* The largest sensible body of any model: the limit for POST /infer, whose model is named in the body. */
+static void
+http_max_request_bytes(http_server_t *s)
+{
+	size_t i, b;
+
+	s->max_request_bytes = HTTP_BODY_SLACK;
+	for (i = 0; i < s->ctx.repo->count; i++) {
+		b = http_model_body_bound(s->ctx.repo->models[i]);
+		if (b > s->max_request_bytes)
+			s->max_request_bytes = b;
+	}
 }
 
 /* Make the shared-memory registry (always: a request may name a region only when the endpoints are on). */
@@ -1051,6 +1254,7 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		free(s);
 		return error_set(cause, "http: pthread init: %s", strerror(rc));
 	}
+	http_max_request_bytes(s);
 	if (http_shm_start(s, cause) != 0) {
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
@@ -1058,9 +1262,11 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		return -1;
 	}
 	slot = pinned_pool_slot_bytes_for(ctx->repo);
-	if (pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
+	if (http_guard_start(ctx->config, &s->guard, cause) != 0 ||
+	    pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
 	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {
 		pinned_pool_free(s->pool);
+		http_guard_stop(s->guard);
 		shm_registry_free(s->shm);
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
@@ -1077,6 +1283,7 @@ http_destroy(http_server_t *s)
 {
 	batcher_client_close(s->ctx.batcher, s->client);
 	pinned_pool_free(s->pool);
+	http_guard_stop(s->guard);
 	shm_registry_free(s->shm);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
@@ -1145,6 +1352,7 @@ http_stop(http_server_t *s)
 	batcher_client_close(s->ctx.batcher, s->client);
 	s->client = NULL;
 	MHD_stop_daemon(s->mhd);
+	http_guard_stop(s->guard);
 	pinned_pool_free(s->pool);
 	shm_registry_free(s->shm);	/* every request is answered: no region is in use */
 	pthread_cond_destroy(&s->idle);

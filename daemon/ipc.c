@@ -47,7 +47,7 @@ ipc_admit(ipc_server_t *s, int fd)
 		close(fd);
 		return;
 	}
-	if (!ipc_auth_allows(&s->auth, cred.uid, cred.gid)) {
+	if (!ipc_auth_allows(&s->auth, fd, cred.uid, cred.gid)) {
 		snprintf(why, sizeof why, "user %u (group %u) is not allowed to connect "
 		    "(see allow_users and allow_groups)", (unsigned)cred.uid, (unsigned)cred.gid);
 		ipc_refuse(s, fd, &cred, INFERD_WIRE_ERR_DENIED, why);
@@ -211,13 +211,37 @@ ipc_event(ipc_server_t *s, const struct epoll_event *ev)
 	}
 }
 
-/* Let requests in flight finish (bounded), then release every client. */
+/* Complete with SHUTDOWN every submission still in c's ring (bounded by deadline). */
+static void
+ipc_finish_ring(ipc_server_t *s, struct ipc_client *c, uint64_t deadline)
+{
+	char *cause = NULL;
+	long left;
+
+	if (!c->ready || c->dead)
+		return;
+	left = ipc_ring_finish(s, c, deadline, &cause);
+	if (left < 0) {
+		ipc_kill(c, LOG_LEVEL_ERROR, "%s", cause);
+		free(cause);
+	} else if (left > 0)
+		LOG_WARN("ipc: %s: %ld submissions left unanswered at shutdown: the client "
+		    "stopped reading its completions or hung up", c->label, left);
+}
+
+/*
+ * At stop: every submission already in a ring is completed (SHUTDOWN,
+ * since new work is refused), requests in flight finish (both bounded),
+ * then every client is released and its socket closed.
+ */
 static void
 ipc_release_all(ipc_server_t *s)
 {
 	uint64_t deadline = clock_now_us() + IPC_DRAIN_US;
 	struct ipc_client *c;
 
+	for (c = s->clients; c != NULL; c = c->next)
+		ipc_finish_ring(s, c, deadline);
 	for (c = s->clients; c != NULL; c = c->next)
 		ipc_ring_wait_idle(c, deadline);
 	for (c = s->clients; c != NULL; c = c->next)
@@ -273,7 +297,7 @@ ipc_check_stale(const struct sockaddr_un *sun, char **cause)
 	return 0;
 }
 
-/* Bind and listen on the socket path, mode 0660. */
+/* Bind and listen on the socket path, with the mode and group ipc_access_apply decides. */
 static int
 ipc_listen(ipc_server_t *s, char **cause)
 {
@@ -291,9 +315,11 @@ ipc_listen(ipc_server_t *s, char **cause)
 	if (bind(s->listen_fd, (struct sockaddr *)&sun, sizeof sun) != 0)
 		return error_set(cause, "bind: %s", strerror(errno));
 	s->bound = 1;
-	/* Connecting needs write permission: owner and group only. */
-	if (chmod(s->path, 0660) != 0 || lstat(s->path, &st) != 0)
-		return error_set(cause, "chmod 0660: %s", strerror(errno));
+	/* Connecting needs write permission: the mode follows the allow lists. */
+	if (ipc_access_apply(s->path, s->ctx.config, &s->auth, cause) != 0)
+		return -1;
+	if (lstat(s->path, &st) != 0)
+		return error_set(cause, "%s", strerror(errno));
 	s->bound_ino = st.st_ino;
 	if (listen(s->listen_fd, 128) != 0)
 		return error_set(cause, "listen: %s", strerror(errno));

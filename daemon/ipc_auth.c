@@ -1,4 +1,10 @@
-/* ipc_auth.c: who may connect to the shm socket (allow_users, allow_groups), resolved once at start. */
+/*
+ * ipc_auth.c: who may connect to the shm socket (allow_users, allow_groups),
+ * resolved once at start.  Root and the daemon's own user are always
+ * allowed: both can read the daemon's memory anyway.  A group matches the
+ * peer's primary group or any supplementary one (SO_PEERGROUPS, else the
+ * peer user's group list from the group database).
+ */
 #include "config.h"
 
 #include <errno.h>
@@ -7,6 +13,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -110,10 +117,12 @@ fail:
 	return -1;
 }
 
-/* Resolve both lists; when both are empty allow the daemon's own user and root. */
+/* Resolve both lists; root and the daemon's own user are added to the users. */
 int
 ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause)
 {
+	uid_t *grown;
+
 	_Static_assert(sizeof(uid_t) == sizeof(unsigned int) && sizeof(gid_t) == sizeof(unsigned int),
 	    "uid_t and gid_t are 32-bit");
 
@@ -124,13 +133,13 @@ ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **
 		ipc_auth_free(a);
 		return -1;
 	}
-	if (a->nuids == 0 && a->ngids == 0) {
-		if ((a->uids = calloc(2, sizeof *a->uids)) == NULL)
-			return error_set(cause, "out of memory");
-		a->uids[0] = geteuid();
-		a->uids[1] = 0;
-		a->nuids = 2;
+	if ((grown = realloc(a->uids, (a->nuids + 2) * sizeof *a->uids)) == NULL) {
+		ipc_auth_free(a);
+		return error_set(cause, "out of memory");
 	}
+	a->uids = grown;
+	a->uids[a->nuids++] = geteuid();
+	a->uids[a->nuids++] = 0;
 	return 0;
 }
 
@@ -143,17 +152,100 @@ ipc_auth_free(struct ipc_auth *a)
 	memset(a, 0, sizeof *a);
 }
 
-/* 1 when the peer's user or primary group is allowed. */
-int
-ipc_auth_allows(const struct ipc_auth *a, uid_t uid, gid_t gid)
+/* 1 when gid is one of the allowed groups. */
+static int
+ipc_auth_group_allowed(const struct ipc_auth *a, gid_t gid)
 {
 	size_t i;
 
-	for (i = 0; i < a->nuids; i++)
-		if (a->uids[i] == uid)
-			return 1;
 	for (i = 0; i < a->ngids; i++)
 		if (a->gids[i] == gid)
 			return 1;
 	return 0;
+}
+
+/* 1 when one of n groups is allowed. */
+static int
+ipc_auth_any_allowed(const struct ipc_auth *a, const gid_t *groups, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ipc_auth_group_allowed(a, groups[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The peer's supplementary groups as the kernel saw them at connect
+ * (SO_PEERGROUPS, Linux 4.13); 1 when one is allowed, 0 when none, -1
+ * when the kernel cannot tell.
+ */
+static int
+ipc_auth_peer_groups(const struct ipc_auth *a, int fd)
+{
+#ifdef SO_PEERGROUPS
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof small;
+	int r;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {
+		if (errno != ERANGE || len == 0 || (groups = malloc(len)) == NULL)
+			return -1;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {
+			free(groups);
+			return -1;
+		}
+	}
+	r = ipc_auth_any_allowed(a, groups, len / sizeof *groups);
+	if (groups != small)
+		free(groups);
+	return r;
+#else
+	(void)a;
+	(void)fd;
+	return -1;
+#endif
+}
+
+/* The group database's list for the peer's user; 1 when one is allowed. */
+static int
+ipc_auth_user_groups(const struct ipc_auth *a, uid_t uid, gid_t gid)
+{
+	struct passwd pw, *res;
+	gid_t small[64], *groups = small;
+	int n = 64, r = 0;
+	char buf[4096];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || res == NULL)
+		return 0;
+	if (getgrouplist(pw.pw_name, gid, groups, &n) == -1) {
+		if (n <= 0 || (groups = calloc((size_t)n, sizeof *groups)) == NULL)
+			return 0;
+		if (getgrouplist(pw.pw_name, gid, groups, &n) == -1)
+			n = 0;
+	}
+	r = ipc_auth_any_allowed(a, groups, (size_t)n);
+	if (groups != small)
+		free(groups);
+	return r;
+}
+
+/* 1 when the peer on fd (credentials cred) is allowed: its user, primary or supplementary group. */
+int
+ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < a->nuids; i++)
+		if (a->uids[i] == uid)
+			return 1;
+	if (a->ngids == 0)
+		return 0;
+	if (ipc_auth_group_allowed(a, gid))
+		return 1;
+	if ((r = ipc_auth_peer_groups(a, fd)) >= 0)
+		return r;
+	return ipc_auth_user_groups(a, uid, gid);
 }

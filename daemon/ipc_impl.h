@@ -17,7 +17,7 @@
 /* ipc_stop waits at most this long for requests in flight to finish. */
 #define IPC_DRAIN_US (30 * 1000000ULL)
 
-/* Who may connect: uids and primary gids resolved at start. */
+/* Who may connect: uids (root and the daemon's own user included) and gids resolved at start. */
 struct ipc_auth {
 	uid_t *uids;
 	size_t nuids;
@@ -128,7 +128,12 @@ struct ipc_server {
 /* ipc_auth.c */
 int ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause);
 void ipc_auth_free(struct ipc_auth *a);
-int ipc_auth_allows(const struct ipc_auth *a, uid_t uid, gid_t gid);
+/* 1 when uid/gid may connect; fd is the peer's socket for SO_PEERGROUPS, or -1 (a file's owner: the group database). */
+int ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid);
+
+/* ipc_access.c */
+int ipc_access_apply(const char *path, const struct daemon_config *cfg,
+    const struct ipc_auth *a, char **cause);
 
 /* ipc_conn.c */
 int ipc_conn_send_error(int fd, enum inferd_wire_error code, const char *fmt, ...)
@@ -143,6 +148,7 @@ int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
 void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
 /* Cancel c's queued request that carried user_data (CANCEL); 1 when it was cancelled. */
 int ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data);
+long ipc_ring_finish(ipc_server_t *s, struct ipc_client *c, uint64_t deadline_us, char **cause);
 
 /* ipc_client.c: a client's life-cycle. */
 /* Allocate a client for an accepted socket fd with its peer's credentials; NULL on failure. */

@@ -2,11 +2,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "ipc_impl.h"
 #include "log.h"
@@ -467,4 +469,38 @@ ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data)
 		if (c->slots[i].model != NULL && c->slots[i].user_data == user_data)
 			return batcher_cancel(s->ctx.batcher, c->slots[i].model, &c->slots[i].req);
 	return 0;
+}
+
+/* 1 when the client hung up its control socket: nobody will read its completions. */
+static int
+ipc_ring_peer_gone(const struct ipc_client *c)
+{
+	struct pollfd p = { c->control_fd, POLLRDHUP, 0 };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/*
+ * At shutdown (s->shutting_down set, so every submission taken now is
+ * completed at once with SHUTDOWN): take everything left in c's ring,
+ * waiting for the client to free completion entries, until the ring is
+ * empty, the client hangs up or deadline_us passes.  Returns the number
+ * of submissions left unanswered, or -1 with *cause when the ring is corrupt.
+ */
+long
+ipc_ring_finish(ipc_server_t *s, struct ipc_client *c, uint64_t deadline_us, char **cause)
+{
+	uint32_t left;
+
+	for (;;) {
+		if (ipc_ring_drain(s, c, cause) != 0)
+			return -1;
+		left = __atomic_load_n(&c->hdr->sq_tail, __ATOMIC_ACQUIRE) - c->sq_head;
+		if (left == 0 || left > c->sq_entries)
+			return left > c->sq_entries ? 0 : (long)left;
+		if (clock_now_us() >= deadline_us || ipc_ring_peer_gone(c))
+			return (long)left;
+		/* The completion ring is full: give the client a moment to read it. */
+		(void)poll(NULL, 0, 1);
+	}
 }

@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "kserve.h"
+#include "kserve_params.h"
 #include "kserve_tensor.h"
 
 /* Dump flags: compact, and enough digits that every float32 reads back exactly. */
@@ -767,7 +768,8 @@ kserve_decode_request(const json_t *root, const struct kserve_source *src,
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(root))
 		return error_set(cause, "request body must be a JSON object");
-	if (kserve_opt_string(root, "id", "", &out->id, cause) != 0 ||
+	if (kserve_check_parameters(root, cause) != 0 ||
+	    kserve_opt_string(root, "id", "", &out->id, cause) != 0 ||
 	    kserve_decode_parameters(root, out, cause) != 0 ||
 	    kserve_decode_outputs(root, m, out, cause) != 0)
 		return -1;

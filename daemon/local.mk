@@ -7,6 +7,7 @@ noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	daemon/error.c daemon/error.h \
 	daemon/clock.c daemon/clock.h \
+	daemon/fault.c daemon/fault.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
@@ -24,11 +25,12 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
-	daemon/http.c daemon/http.h \
+	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
+	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
 	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
 	daemon/http_encoding.c daemon/http_encoding.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c \
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
 	daemon/tensor_text.cc daemon/tensor_text.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
@@ -66,7 +68,7 @@ INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LI
 # The CUDA backend's files: device_cuda.cu (streams, plans) and one file per concern of the per-op compilers.
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
-	device_cuda_spatial
+	device_cuda_spatial device_cuda_precision
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
 	$(srcdir)/daemon/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_cuda_kernels.h \
 	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
@@ -102,6 +104,8 @@ daemon/device_cuda_tensor.$(OBJEXT): $(srcdir)/daemon/device_cuda_tensor.cu $(CU
 	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_tensor.cu
 daemon/device_cuda_spatial.$(OBJEXT): $(srcdir)/daemon/device_cuda_spatial.cu $(CUDA_DEP_FILES)
 	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_spatial.cu
+daemon/device_cuda_precision.$(OBJEXT): $(srcdir)/daemon/device_cuda_precision.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_precision.cu
 CLEANFILES += $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
 endif
 EXTRA_DIST += $(CUDA_UNITS:%=daemon/%.cu) daemon/device_cuda_kernels.h daemon/device_cuda_impl.h \

@@ -1,6 +1,8 @@
 /* main.c: inferd's command line, start-up in dependency order, signals and orderly shutdown. */
 #include "config.h"
+#include "inferd_paths.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include "daemon_config.h"
 #include "device.h"
 #include "error.h"
+#include "fault.h"
 #include "http.h"
 #include "ipc.h"
 #include "log.h"
@@ -64,6 +67,21 @@ usage(FILE *f)
 	    "(dashes and underscores are interchangeable in names):\n",
 	    INFERD_SYSCONFDIR "/inferd.conf");
 	config_print_options(f);
+	fputs("\n"
+	    "inferd runs in the foreground and logs to stderr; stop it with Ctrl-C or SIGTERM.\n"
+	    "HTTP endpoints (KServe v2, as Triton speaks it):\n"
+	    "  GET  /v2/health/live, /v2/health/ready     liveness, readiness\n"
+	    "  GET  /v2                                   server metadata\n"
+	    "  GET  /v2/models, POST /v2/repository/index the models and their state\n"
+	    "  GET  /v2/models/{m}[/ready|/config|/stats] metadata, readiness, configuration,\n"
+	    "                                             statistics of model m\n"
+	    "  POST /v2/models/{m}/infer, POST /infer     inference (JSON or binary tensors)\n"
+	    "  GET  /metrics                              Prometheus metrics\n"
+	    "\n"
+	    "Example (the demo model, from a source tree; then, in a second terminal):\n"
+	    "  ./inferd --model_repository=conf/models --shm_socket=/tmp/inferd.sock\n"
+	    "  curl -s -d @docs/examples/fashion-request.json \\\n"
+	    "      http://127.0.0.1:8000/v2/models/fashion-mlp/infer\n", f);
 }
 
 /* Print the version and the optional features built in. */
@@ -314,16 +332,12 @@ daemon_write_port_file(struct daemon *d, int port, char **cause)
 	return 0;
 }
 
-/* Start the HTTP server and publish its port. */
+/* Start the HTTP server (its port is published once everything is up). */
 static int
 daemon_start_http(struct daemon *d, char **cause)
 {
 	d->http_ctx = (struct http_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
-	if (http_start(&d->http_ctx, &d->http, cause) != 0)
-		return -1;
-	if (d->port_file != NULL)
-		return daemon_write_port_file(d, http_port(d->http), cause);
-	return 0;
+	return http_start(&d->http_ctx, &d->http, cause);
 }
 
 /* Start the shared-memory IPC server. */
@@ -385,8 +399,15 @@ daemon_start(struct daemon *d, char **cause)
 	/* Both servers preallocate at start; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
 	daemon_log_summary(d);
-	notify_ready();
+	/*
+	 * Readiness is published (port file, READY=1) only once the log says
+	 * so: whoever waits on either then finds the summary and "ready" there.
+	 */
 	LOG_INFO("ready");
+	if (d->http != NULL && d->port_file != NULL &&
+	    daemon_write_port_file(d, http_port(d->http), cause) != 0)
+		return -1;
+	notify_ready();
 	return 0;
 }
 
@@ -419,7 +440,22 @@ daemon_stop(struct daemon *d, int started)
 		device_close(d->dev);
 	if (d->port_file_written && unlink(d->port_file) != 0)
 		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
+	fault_report();
 	config_free(&d->config);
+}
+
+/* What the daemon needs on disk before it starts: a readable model repository directory. */
+static int
+check_model_repository(const struct daemon_config *c)
+{
+	DIR *d = opendir(c->model_repository);
+
+	if (d == NULL) {
+		LOG_ERROR("model_repository %s: %s", c->model_repository, strerror(errno));
+		return -1;
+	}
+	closedir(d);
+	return 0;
 }
 
 /* Handle the configuration-only modes; returns an exit code, or -1 to go on. */
@@ -431,11 +467,23 @@ config_only(const struct options *o, const struct daemon_config *c, const char *
 		return 0;
 	}
 	if (o->check_config) {
+		if (check_model_repository(c) != 0)
+			return 1;
 		printf("configuration OK (%s%s)\n", path ? path : "no config file",
 		    path ? " and flags" : ", flags only");
 		return 0;
 	}
 	return -1;
+}
+
+/* Log a message of several lines (every bad line of a config file) a line each. */
+static void
+log_error_lines(char *msg)
+{
+	char *save = NULL, *line;
+
+	for (line = strtok_r(msg, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		LOG_ERROR("%s", line);
 }
 
 int
@@ -474,7 +522,7 @@ main(int argc, char **argv)
 	LOG_INFO("stopped");
 	return r == 0 ? 0 : 1;
 out:
-	LOG_ERROR("%s", cause);
+	log_error_lines(cause);
 	free(cause);
 	return 1;
 }

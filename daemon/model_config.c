@@ -128,7 +128,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 /* The keys an ONNX model's model.json may have. */
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
-	"description", "inputs", "outputs",
+	"description", "inputs", "outputs", "precision",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -149,7 +149,20 @@ model_config_keys(json_t *root, char **cause)
 	return 0;
 }
 
-/* ONNX model.json (root may be NULL): platform, name, max_batch_size, plan_cache, batching, labels. */
+/* "precision": "fp32" (default, strict), "tf32" or "fp16": how a GPU backend computes the graph. */
+static int
+model_config_precision(model_t *m, json_t *root, char **cause)
+{
+	json_t *v = json_object_get(root, "precision");
+
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v) || graph_precision_parse(json_string_value(v), &m->graph->precision) != 0)
+		return error_set(cause, "\"precision\" must be \"fp32\", \"tf32\" or \"fp16\"");
+	return 0;
+}
+
+/* ONNX model.json (root may be NULL): platform, name, max_batch_size, plan_cache, precision, batching, labels. */
 int
 model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause)
 {
@@ -183,6 +196,8 @@ model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause)
 	if (model_json_int(root, "plan_cache", 1, 4096, MODEL_DEFAULT_PLAN_CACHE, &n, cause) != 0)
 		goto out;
 	m->plan_cache = (int)n;
+	if (model_config_precision(m, root, cause) != 0)
+		goto out;
 	rc = model_config_serving(m, root, cause);
 out:
 	json_decref(empty);

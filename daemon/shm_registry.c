@@ -194,7 +194,7 @@ shm_check_object(shm_registry_t *r, int fd, const char *key, size_t offset,
 		error_set(cause, "'%s' is not a shared memory object", key);
 		return SHM_E_INVALID;
 	}
-	if (!ipc_auth_allows(&r->auth, st.st_uid, st.st_gid)) {
+	if (!ipc_auth_allows(&r->auth, -1, st.st_uid, st.st_gid)) {
 		error_set(cause, "'%s' is owned by uid %u, which allow_users / allow_groups do not "
 		    "allow", key, (unsigned)st.st_uid);
 		return SHM_E_DENIED;

@@ -22,8 +22,12 @@
  *
  * Conventions (libuv's): every function that can fail returns 0 or a
  * negative INFERD_E* code; inferd_strerror() names a code and
- * inferd_last_error() gives the detailed message of the last failure on
- * the calling thread (for example the daemon's reason for a refusal).
+ * inferd_last_error() gives the detailed message of the failure (for
+ * example the daemon's reason for a refusal).  That message belongs to the
+ * calling thread and lives until its next call of a libinferd function that
+ * returns a code: each such call clears it on entry, so after a success it
+ * is "" and a message is never left over from an earlier failure.  Read it
+ * (or copy it) before the next call.
  *
  * Threads: a connection may be shared by any number of threads: every
  * function may be called on it from several threads at once (except
@@ -80,6 +84,8 @@ extern "C" {
  * Error codes: all negative.  The library's own failures are listed here;
  * the ways a request can end (INFERD_EBUSY .. INFERD_EINTERNAL, and
  * INFERD_OK) come from inferd_outcome.h's table.  Values never change.
+ * The outcomes take -12 downwards, so local codes added after -11 take -101
+ * downwards.
  */
 #define INFERD_LOCAL_ERROR_MAP(X)						\
 	X(EINVAL, -1, "invalid argument")	/* a bad argument */		\
@@ -92,7 +98,8 @@ extern "C" {
 	X(ECLOSED, -8, "connection closed by the daemon")			\
 	X(ENOMODEL, -9, "no such model")					\
 	X(ENOSPACE, -10, "no space left in the shared region")			\
-	X(EAGAIN, -11, "try again")	/* rings full, or no reply in time */
+	X(EAGAIN, -11, "try again")	/* rings full, or no reply in time */ \
+	X(ENOPENDING, -101, "no request outstanding")	/* inferd_wait with nothing to wait for */
 
 #define INFERD__LOCAL_ENUM(name, value, text) INFERD_##name = (value),
 #define INFERD__OUTCOME_ENUM(name, code, err, http, label, text, ctext) \
@@ -295,6 +302,9 @@ INFERD_EXPORT int inferd_submit(inferd_conn_t *conn, const struct inferd_request
  * callbacks, handles or synchronous calls), waiting up to timeout_ms (-1:
  * forever, 0: poll) for the first.  Returns how many were stored in out (0 when none
  * came in time), or a negative code (INFERD_ECLOSED if the daemon went away).
+ * With no request outstanding (inferd_outstanding() is 0) nothing can come:
+ * a wait (timeout_ms -1 or > 0) returns INFERD_ENOPENDING at once instead of
+ * blocking; a poll (timeout_ms 0) returns 0 as always.
  */
 INFERD_EXPORT int inferd_wait(inferd_conn_t *conn, struct inferd_completion *out,
     unsigned max, int timeout_ms);
@@ -362,9 +372,13 @@ INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
 
 /* The text of an error code (static). */
 INFERD_EXPORT const char *inferd_strerror(int code);
-/* The detailed message of the last failure on this thread ("" if none). */
+/*
+ * The detailed message of this thread's failure since its last call of a
+ * function that returns a code ("" after a success; see Conventions above).
+ * The pointer stays valid for the thread's life; the text changes with calls.
+ */
 INFERD_EXPORT const char *inferd_last_error(void);
-/* The library version as "MAJOR.MINOR". */
+/* The library's version as "MAJOR.MINOR" (INFERD_VERSION_MAJOR, _MINOR it was built with). */
 INFERD_EXPORT const char *inferd_version(void);
 
 #ifdef __cplusplus

@@ -92,22 +92,6 @@ tests_fuzz_fuzz_kserve_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/integration/test_http.sh
 EXTRA_DIST += tests/helpers/http_client.py
 
-# libFuzzer build of the same target, only on request (needs clang with libFuzzer):
-#   make fuzz-kserve && tests/fuzz/fuzz_kserve_libfuzzer -max_total_time=60 $(srcdir)/tests/data/kserve-corpus
-# It compiles the codec from source; the model's shape functions come from the core library.
-FUZZ_CC = clang
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-KSERVE_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_kserve.c $(srcdir)/daemon/kserve.c $(srcdir)/daemon/kserve_tensor.c
-fuzz-kserve: tests/fuzz/fuzz_kserve_libfuzzer
-tests/fuzz/fuzz_kserve_libfuzzer: $(KSERVE_FUZZ_SRC) $(srcdir)/daemon/kserve.h $(srcdir)/tests/helpers/kserve_fixture.h config.h \
-		daemon/libinferd_core.a
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(AM_CPPFLAGS) $(JANSSON_CFLAGS) \
-		-I$(top_srcdir)/daemon -I$(top_srcdir)/include -I$(top_srcdir)/tests/helpers -o $@ $(KSERVE_FUZZ_SRC) \
-		$(INFERD_CORE_LIBS) -lpthread
-CLEANFILES += tests/fuzz/fuzz_kserve_libfuzzer
-.PHONY: fuzz-kserve
-
 # --- tensor data codec (tensor-text) ---
 # The codec against strtof and independent references; its fuzz target run over its corpus.
 TENSOR_TEXT_TESTS = tests/unit/test_tensor_text tests/fuzz/fuzz_tensor_text
@@ -122,21 +106,21 @@ tests_fuzz_fuzz_tensor_text_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_tensor_text_LDADD = $(TEST_LDADD)
 
-# libFuzzer build (clang with libFuzzer):
+# libFuzzer build (clang with libFuzzer; make fuzz runs it too, see "fuzzing" below):
 #   make fuzz-tensor-text && tests/fuzz/fuzz_tensor_text_libfuzzer -max_total_time=60 $(srcdir)/tests/data/tensor-text-corpus
 TENSOR_TEXT_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_tensor_text.c $(srcdir)/daemon/error.c
 fuzz-tensor-text: tests/fuzz/fuzz_tensor_text_libfuzzer
 tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/tensor_text.cc \
 		$(srcdir)/daemon/tensor_text.h config.h
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(DAEMON_CPPFLAGS) $(JANSSON_CFLAGS) \
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_LIBFUZZER $(DAEMON_CPPFLAGS) $(JANSSON_CFLAGS) \
 		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
 		$(srcdir)/tests/fuzz/fuzz_tensor_text.c
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(DAEMON_CPPFLAGS) -c -o tests/fuzz/fuzz_tensor_text_libfuzzer-error.o \
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CPPFLAGS) -c -o tests/fuzz/fuzz_tensor_text_libfuzzer-error.o \
 		$(srcdir)/daemon/error.c
-	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -std=c++17 -fno-exceptions $(DAEMON_CPPFLAGS) \
+	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -std=c++17 -fno-exceptions $(DAEMON_CPPFLAGS) \
 		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(srcdir)/daemon/tensor_text.cc
-	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
+	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
 		tests/fuzz/fuzz_tensor_text_libfuzzer-error.o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(JANSSON_LIBS)
 CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_libfuzzer-*.o
 .PHONY: fuzz-tensor-text
@@ -167,10 +151,11 @@ tests_helpers_ipc_client_LDADD = client/lib/libinferd.la -lm
 tests_helpers_ipc_hostile_SOURCES = tests/helpers/ipc_hostile.c include/inferd_wire.h
 tests_helpers_ipc_hostile_LDADD = -lpthread
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
-	tests/integration/test_ipc_hostile.sh
+	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh \
+	tests/integration/test_faults.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
-EXTRA_DIST += tests/helpers/test_ipc_lib.sh
+EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
 # --- one libinferd connection shared by threads; cancel; the threaded example (libv1) ---
 check_PROGRAMS += tests/helpers/ipc_threads
@@ -206,18 +191,6 @@ tests_fuzz_fuzz_onnx_SOURCES = tests/fuzz/fuzz_onnx.c
 tests_fuzz_fuzz_onnx_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_onnx_LDADD = $(TEST_LDADD)
 
-# libFuzzer build (needs clang with libFuzzer):
-#   make fuzz-onnx && tests/fuzz/fuzz_onnx_libfuzzer -max_total_time=60 $(srcdir)/tests/data/onnx-corpus
-ONNX_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_onnx.c $(srcdir)/daemon/onnx_decode.c $(srcdir)/daemon/onnx_decode_tensor.c \
-	$(srcdir)/daemon/protobuf_wire.c $(srcdir)/daemon/error.c
-fuzz-onnx: tests/fuzz/fuzz_onnx_libfuzzer
-tests/fuzz/fuzz_onnx_libfuzzer: $(ONNX_FUZZ_SRC) $(srcdir)/daemon/onnx_decode.h $(srcdir)/daemon/onnx_decode_impl.h \
-		$(srcdir)/daemon/protobuf_wire.h config.h
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_LIBFUZZER $(DAEMON_CPPFLAGS) -o $@ $(ONNX_FUZZ_SRC)
-CLEANFILES += tests/fuzz/fuzz_onnx_libfuzzer
-.PHONY: fuzz-onnx
-
 # --- graph passes (graph-passes) ---
 # Fusions checked against a double-precision reference evaluator; the memory plan's invariants.
 GRAPH_PASS_TESTS = tests/unit/test_graph_fuse tests/unit/test_graph_plan
@@ -240,6 +213,69 @@ DEPLOY_TESTS = tests/integration/test_deploy_nginx.sh tests/integration/test_dep
 TESTS += $(DEPLOY_TESTS)
 dist_check_SCRIPTS += $(DEPLOY_TESTS)
 EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
+
+# --- fuzzing (reliability) ---
+# make fuzz: every libFuzzer target below for FUZZ_SECONDS (default 60) each, under ASan+UBSan (needs
+# clang and libclang-rt-14-dev).  Target NAME is tests/fuzz/fuzz_NAME.c, seeded from the committed
+# tests/data/NAME-corpus; inputs it finds go to a scratch directory, but a crash's input is written
+# into the corpus directory (crash-*, leak-*, timeout-*), which makes it a regression case once
+# committed.  A crash fails.  To add a target: a word in FUZZ_TARGETS, the .c file and its corpus.
+# One target by hand: make tests/fuzz/fuzz_http_libfuzzer && tests/fuzz/fuzz_http_libfuzzer CORPUS_DIR
+# Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
+FUZZ_CC = clang
+FUZZ_SECONDS = 60
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
+# Absolute paths: the core is compiled from inside tests/fuzz/core.
+FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(abs_top_srcdir)/daemon \
+	-I$(abs_top_srcdir)/tests/helpers -DINFERD_SYSCONFDIR='"$(sysconfdir)/inferd"' -DINFERD_DATADIR='"$(pkgdatadir)"' \
+	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
+	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
+# The core's own libraries, whatever they are, with the instrumented archive in its place.
+FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(filter-out daemon/libinferd_core.a,$(INFERD_CORE_LIBS)) -lpthread
+# Per-target libFuzzer options: the HTTP server's threads allocate between inputs, so leaks are
+# left to the sanitizer build's tests there.
+FUZZ_OPTS_http = -detect_leaks=0
+FUZZ_CORE_SRC = $(filter %.c,$(daemon_libinferd_core_a_SOURCES))
+FUZZ_CORE_CXX = $(filter %.cc,$(daemon_libinferd_core_a_SOURCES))
+FUZZ_CORE_DEPS = $(addprefix $(srcdir)/,$(filter %.h,$(daemon_libinferd_core_a_SOURCES))) config.h
+
+tests/fuzz/libfuzzcore.a: $(addprefix $(srcdir)/,$(FUZZ_CORE_SRC) $(FUZZ_CORE_CXX)) $(FUZZ_CORE_DEPS) \
+		$(daemon_libinferd_core_a_LIBADD)
+	@rm -rf tests/fuzz/core && $(MKDIR_P) tests/fuzz/core
+	$(AM_V_CC)cd tests/fuzz/core && $(FUZZ_CC) -std=gnu11 $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) \
+		-c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_SRC))
+	$(AM_V_CXX)cd tests/fuzz/core && $(FUZZ_CC)++ -std=c++17 -fno-exceptions -fno-rtti $(FUZZ_CFLAGS) \
+		-fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) -c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_CXX))
+	$(AM_V_AR)rm -f $@ && $(AR) rcs $@ tests/fuzz/core/*.o $(daemon_libinferd_core_a_LIBADD)
+tests/fuzz/fuzz_%_libfuzzer: $(srcdir)/tests/fuzz/fuzz_%.c tests/fuzz/libfuzzcore.a
+	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_CPPFLAGS) -o $@ $< $(FUZZ_LIBS)
+
+fuzz: $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer)
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		corpus=$(srcdir)/tests/data/$$t-corpus; \
+		[ -d $$corpus ] || corpus=$(srcdir)/tests/data/$$(echo $$t | tr _ -)-corpus; \
+		scratch=tests/fuzz/$$t-scratch; \
+		rm -rf $$scratch && $(MKDIR_P) $$scratch || exit 1; \
+		eval opts=\"\$$FUZZ_OPTS_$$t\"; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s from $$corpus"; \
+		ASAN_OPTIONS=protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		tests/fuzz/fuzz_$${t}_libfuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
+			-print_final_stats=1 -artifact_prefix=$$corpus/ $$opts $$scratch $$corpus \
+			>tests/fuzz/$$t.log 2>&1 || { failed="$$failed $$t"; tail -n 60 tests/fuzz/$$t.log; }; \
+		grep -h '^stat::number_of_executed_units\|^Done' tests/fuzz/$$t.log | tr '\n' ' '; echo; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs kept in tests/data/*-corpus)"; exit 1; fi
+.PHONY: fuzz
+export FUZZ_OPTS_http
+CLEANFILES += tests/fuzz/libfuzzcore.a $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer) $(FUZZ_TARGETS:%=tests/fuzz/%.log)
+clean-local: clean-fuzz
+clean-fuzz:
+	-rm -rf tests/fuzz/core $(FUZZ_TARGETS:%=tests/fuzz/%-scratch)
+.PHONY: clean-fuzz
+EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_ipc_control.c \
+	tests/fuzz/fuzz_http.c
 
 # --- ONNX import (graph-import) ---
 # Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
@@ -311,3 +347,31 @@ TESTS += tests/unit/test_backend_ops
 tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMON)
 tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)
+
+# --- install and first use (usability) ---
+# configure --prefix + make install, the example built with pkg-config against the installed files.
+# Triton's /config and /stats, and unimplemented request parameters refused by name.
+# libinferd's wait/last-error/message promises (client_usability.c) against a daemon.
+TESTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
+dist_check_SCRIPTS += tests/integration/test_install_prefix.sh tests/integration/test_http_triton.sh \
+	tests/integration/test_client_usability.sh tests/integration/test_inferctl.sh
+check_PROGRAMS += tests/helpers/client_usability
+tests_helpers_client_usability_SOURCES = tests/helpers/client_usability.c
+tests_helpers_client_usability_LDADD = client/lib/libinferd.la
+EXTRA_DIST += tests/helpers/http_triton.py
+
+# --- Python client (python-client) ---
+# client/python installed with pip and its pytest suite run against a private daemon; the ABI probe
+# prints libinferd's struct layout for the suite to compare with its ctypes mirror.
+check_PROGRAMS += tests/helpers/inferd_abi
+tests_helpers_inferd_abi_SOURCES = tests/helpers/inferd_abi.c
+TESTS += tests/integration/test_python_client.sh
+dist_check_SCRIPTS += tests/integration/test_python_client.sh
+EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python/inferd/__init__.py \
+	client/python/inferd/_lib.py client/python/inferd/_inputs.py client/python/inferd/errors.py \
+	client/python/inferd/http.py client/python/inferd/metadata.py client/python/inferd/shm.py \
+	client/python/inferd/py.typed client/python/tests/conftest.py client/python/tests/test_abi.py \
+	client/python/tests/test_fashion.py client/python/tests/test_http.py client/python/tests/test_multi.py \
+	client/python/tests/test_shm.py \
+	client/bench/python_client_bench.py

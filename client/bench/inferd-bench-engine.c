@@ -63,6 +63,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "engine", required_argument, NULL, O_ENGINE },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -80,6 +81,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_ENGINE: s->engine_dir = optarg; break;
 		case O_DEVICE: s->engine_device = optarg; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("inferd-bench-engine (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "inferd.h"
 #include "tool_error.h"
 
 /* Print usage. */
@@ -82,6 +83,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "binary", no_argument, NULL, O_BINARY },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *protocol = NULL;
@@ -106,6 +108,8 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_JSON: s->json = 1; break;
 		case O_BINARY: s->binary = 1; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("inferd-bench (%s) %s\nlibinferd %s\n", PACKAGE_NAME, PACKAGE_VERSION,
+		    inferd_version()); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}

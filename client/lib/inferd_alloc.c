@@ -26,6 +26,7 @@ inferd_tensor_alloc(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t)
 {
 	int r;
 
+	inferd__clear_error();
 	if (c == NULL || t == NULL || bytes == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_tensor_alloc: bad argument");
 	pthread_mutex_lock(&c->alloc_lock);

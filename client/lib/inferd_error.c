@@ -20,6 +20,13 @@ inferd__fail(int code, const char *fmt, ...)
 	return code;
 }
 
+/* Forget the last failure's message: every public function that returns a code starts here. */
+void
+inferd__clear_error(void)
+{
+	inferd_error_text[0] = '\0';
+}
+
 /* The daemon is gone: remember it and say so. */
 int
 inferd__closed(inferd_conn_t *c)

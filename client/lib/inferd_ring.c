@@ -40,15 +40,12 @@ inferd__ring_free(inferd_conn_t *c)
 unsigned
 inferd_outstanding(inferd_conn_t *c)
 {
-	unsigned n = 0, i;
+	unsigned n;
 
 	if (c == NULL)
 		return 0;
 	pthread_mutex_lock(&c->lock);
-	for (i = 0; i < c->cq_entries; i++)
-		if (c->records[i].used && c->records[i].kind == INFERD__STASH)
-			n++;
-	n += c->nstash;
+	n = c->nstash_wire + c->nstash;
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
@@ -106,33 +103,57 @@ inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_
 	    t->data == c->base + t->offset;
 }
 
+/* Say what is wrong with tensor t (what: "input" or "output") for rows rows of row_bytes. */
+static int
+inferd__tensor_check(const inferd_conn_t *c, const struct inferd_tensor *t, const char *what,
+    int rows, size_t row_bytes)
+{
+	uint64_t need = (uint64_t)rows * row_bytes;
+
+	if (t == NULL)
+		return inferd__fail(INFERD_EINVAL, "no %s tensor (it is NULL)", what);
+	if (t->offset < c->layout.data_offset || t->offset > c->region_bytes ||
+	    t->bytes > c->region_bytes - t->offset || t->data != c->base + t->offset)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor does not lie in this connection's "
+		    "shared region: allocate it with inferd_tensor_alloc on the same connection", what);
+	if (t->bytes < need && rows == 1)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor (%zu bytes) is smaller than one row "
+		    "of %zu bytes", what, t->bytes, row_bytes);
+	if (t->bytes < need)
+		return inferd__fail(INFERD_EINVAL, "the %s tensor (%zu bytes) is smaller than %d rows "
+		    "of %zu bytes (%llu bytes)", what, t->bytes, rows, row_bytes, (unsigned long long)need);
+	return 0;
+}
+
 /* Check a request before it goes on the wire. */
 static int
 inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 {
 	const struct inferd_model *m = r->model;
+	int rc;
 
 	if (m == NULL || m->id >= c->nmodels || c->models[m->id] != m)
-		return inferd__fail(INFERD_EINVAL, "the model does not belong to this connection");
+		return inferd__fail(INFERD_EINVAL, "the model was not looked up on this connection "
+		    "(use inferd_model_get on it)");
 	/* A model without a batch dimension (max_batch_size 0) takes one row. */
 	if (r->rows < 1 || r->rows > (m->max_batch_size > 0 ? m->max_batch_size : 1))
-		return inferd__fail(INFERD_EINVAL, "rows %d outside 1..%d for %s", r->rows,
-		    m->max_batch_size > 0 ? m->max_batch_size : 1, m->name);
+		return inferd__fail(INFERD_EINVAL, m->max_batch_size > 0 ? "rows is %d; model %s takes "
+		    "1 to %d rows (its max_batch_size)" : "rows is %d; model %s has no batch dimension "
+		    "(max_batch_size 0), so it takes exactly %d row", r->rows, m->name,
+		    m->max_batch_size > 0 ? m->max_batch_size : 1);
 	if (r->input == NULL && r->output == NULL && (r->ninputs != 0 || r->noutputs != 0))
 		return 0;	/* the list form: inferd__list_build checks it */
 	if (r->ninputs != 0 || r->noutputs != 0)
-		return inferd__fail(INFERD_EINVAL, "give input/output or inputs/outputs, not both");
+		return inferd__fail(INFERD_EINVAL, "the request gives both input/output and "
+		    "inputs/outputs: give one form");
 	if (m->ninputs != 1 || m->noutputs != 1 || m->input_row_bytes == 0)
-		return inferd__fail(INFERD_EINVAL, "model %s has %d inputs and %d outputs%s: name them "
-		    "with inputs/outputs", m->name, m->ninputs, m->noutputs,
+		return inferd__fail(INFERD_EINVAL, "model %s has %d input%s and %d output%s%s: name them "
+		    "with inputs/outputs (struct inferd_io lists)", m->name, m->ninputs,
+		    m->ninputs == 1 ? "" : "s", m->noutputs, m->noutputs == 1 ? "" : "s",
 		    m->input_row_bytes == 0 ? " of variable dims" : "");
-	if (!inferd__tensor_ok(c, r->input, (uint64_t)r->rows * m->input_row_bytes))
-		return inferd__fail(INFERD_EINVAL, "the input tensor is not a block of this region of %llu bytes",
-		    (unsigned long long)r->rows * m->input_row_bytes);
-	if (!inferd__tensor_ok(c, r->output, (uint64_t)r->rows * m->output_row_bytes))
-		return inferd__fail(INFERD_EINVAL, "the output tensor is not a block of this region of %llu bytes",
-		    (unsigned long long)r->rows * m->output_row_bytes);
-	return 0;
+	if ((rc = inferd__tensor_check(c, r->input, "input", r->rows, m->input_row_bytes)) != 0)
+		return rc;
+	return inferd__tensor_check(c, r->output, "output", r->rows, m->output_row_bytes);
 }
 
 /* The wire user_data of record idx. */
@@ -210,6 +231,8 @@ inferd__push(inferd_conn_t *c, const struct inferd_request *r, enum inferd__kind
 	c->records[idx] = (struct inferd_record){ .user_data = r->user_data, .id = r->id,
 	    .gen = ++c->gen, .used = 1, .kind = kind, .next_free = -1 };
 	inferd__fill_sqe(c, r, idx, &list, list_offset);
+	if (kind == INFERD__STASH)
+		c->nstash_wire++;
 	c->sq_tail++;
 	__atomic_store_n(&c->hdr->sq_tail, c->sq_tail, __ATOMIC_RELEASE);
 	c->inflight++;
@@ -238,6 +261,7 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 	struct inferd_request req = INFERD_REQUEST_INIT;
 	int idx, rc;
 
+	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
 	if ((rc = inferd__request_copy(c, r, &req)) != 0)
@@ -262,27 +286,40 @@ inferd__unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
 	return n;
 }
 
-/* inferd_wait is done waiting: something is stashed. */
+/* inferd_wait is done waiting: something is stashed, or nothing of inferd_submit is on the wire. */
 static int
 inferd__stash_ready(inferd_conn_t *c, void *arg)
 {
 	(void)arg;
-	return c->nstash > 0;
+	return c->nstash > 0 || c->nstash_wire == 0;
 }
 
-/* Reap up to max completions, waiting up to timeout_ms for the first. */
+/*
+ * Reap up to max completions of inferd_submit's requests, waiting up to
+ * timeout_ms for the first.  With none of them on the wire a wait would
+ * never end: INFERD_ENOPENDING at once (other threads' callback, handle and
+ * synchronous requests do not count).
+ */
 int
 inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : inferd__now_ms() + timeout_ms;
 	int r;
 
+	inferd__clear_error();
 	if (c == NULL || out == NULL || max == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_wait: bad argument");
 	pthread_mutex_lock(&c->lock);
 	r = inferd__await(c, inferd__stash_ready, NULL, deadline);
 	if (c->nstash > 0)
 		r = (int)inferd__unstash(c, out, max);
+	else if (c->closed)
+		r = inferd__closed(c);
+	else if (r >= 0 && c->nstash_wire == 0 && timeout_ms != 0)
+		r = inferd__fail(INFERD_ENOPENDING, "inferd_wait: no request is outstanding "
+		    "(every one submitted with inferd_submit has been reaped)");
+	else if (r > 0)
+		r = 0;
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -357,6 +394,7 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 	};
 	int rc;
 
+	inferd__clear_error();
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
 	if ((rc = inferd__reconnect_if_needed(c)) != 0 || (rc = inferd__request_ok(c, &r)) != 0)
@@ -371,6 +409,7 @@ inferd_run(inferd_conn_t *c, const struct inferd_request *r)
 	struct inferd_request req = INFERD_REQUEST_INIT;
 	int rc;
 
+	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_run: bad argument");
 	if ((rc = inferd__request_copy(c, r, &req)) != 0)

@@ -71,6 +71,7 @@ inferd__route(inferd_conn_t *c, int idx, int status, uint32_t detail)
 		rec->handle->record = -1;
 		break;
 	case INFERD__STASH:
+		c->nstash_wire--;
 		c->stash[(c->stash_head + c->nstash++) % c->cq_entries] = done;
 		break;
 	case INFERD__DISCARD:

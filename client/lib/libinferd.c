@@ -24,7 +24,9 @@
 const char *
 inferd_version(void)
 {
-	return "0.1";
+#define INFERD__STR(x) #x
+#define INFERD__VERSION(a, b) INFERD__STR(a) "." INFERD__STR(b)
+	return INFERD__VERSION(INFERD_VERSION_MAJOR, INFERD_VERSION_MINOR);
 }
 
 /* Milliseconds left until deadline (monotonic ms); -1 stays -1 (forever). */
@@ -335,6 +337,7 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
 	inferd_conn_t *c;
 	int memfd = -1, r;
 
+	inferd__clear_error();
 	if (out == NULL)
 		return inferd__fail(INFERD_EINVAL, "out is NULL");
 	*out = NULL;
@@ -580,6 +583,7 @@ inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model *
 {
 	int r;
 
+	inferd__clear_error();
 	if (c == NULL || name == NULL || *name == '\0' || out == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_model_get: bad argument");
 	if ((r = inferd__reconnect_if_needed(c)) != 0)
@@ -596,6 +600,7 @@ inferd_model_get_id(inferd_conn_t *c, unsigned id, const struct inferd_model **o
 {
 	int r = 0;
 
+	inferd__clear_error();
 	if (c == NULL || out == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_model_get_id: bad argument");
 	if ((r = inferd__reconnect_if_needed(c)) != 0)

@@ -101,6 +101,7 @@ struct inferd_conn {
 	struct inferd_wire_cqe *cq;
 	uint32_t sq_tail, cq_head;	/* our copies */
 	unsigned inflight;		/* on the wire, not yet reaped */
+	unsigned nstash_wire;		/* of those, inferd_submit's (bound for the stash) */
 
 	struct inferd_record *records;	/* cq_entries */
 	int free_record;
@@ -123,6 +124,8 @@ struct inferd__list {
 
 /* inferd_error.c: record a failure's message for inferd_last_error(); returns code. */
 int inferd__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* inferd_error.c: empty inferd_last_error()'s message (on entry to each public function returning a code). */
+void inferd__clear_error(void);
 /* inferd_error.c: the daemon is gone: mark c closed, return INFERD_ECLOSED. */
 int inferd__closed(inferd_conn_t *c);
 /* inferd_error.c: the library code of a wire status. */

@@ -1,5 +1,6 @@
 /* inferctl.c: inferd's command-line client: health, models, model metadata, inference from a file. */
 #define _GNU_SOURCE
+#include "config.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,12 @@ usage(FILE *f)
 	    "  infer NAME --input IN=FILE  (repeated) one .npy file [rows, dims...] per named input;\n"
 	    "                              prints every output (shared memory only)\n"
 	    "\n"
-	    "  --socket=PATH   the daemon's shared-memory socket (default %s)\n"
-	    "  --http[=H:P]    use HTTP instead (default 127.0.0.1:8000)\n",
+	    "  --socket PATH   the daemon's shared-memory socket (default %s)\n"
+	    "  --http[=H:P]    use HTTP instead (default 127.0.0.1:8000; also --http H:P)\n"
+	    "  --version       print inferctl's and libinferd's versions\n"
+	    "\n"
+	    "Every option takes its value as --key=value or --key value.\n"
+	    "example: inferctl --socket /tmp/inferd.sock infer fashion-mlp --input docs/examples/image.npy\n",
 	    INFERD_DEFAULT_SOCKET);
 }
 
@@ -69,6 +74,56 @@ parse_hostport(const char *s, struct ctl_http *w)
 	if (colon != NULL)
 		snprintf(w->port, sizeof w->port, "%s", colon + 1);
 	return 0;
+}
+
+/*
+ * If argv[*i] is option name, as --name=VALUE or --name VALUE: *value and 1 (*i moves past a
+ * separate value); 0 if it is another option; -1 (reported) when the value is missing.
+ */
+static int
+option_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	const char *s = argv[*i];
+	size_t n = strlen(name);
+
+	if (strncmp(s, name, n) != 0 || (s[n] != '\0' && s[n] != '='))
+		return 0;
+	if (s[n] == '=')
+		*value = s + n + 1;
+	else if (*i + 1 < argc && argv[*i + 1][0] != '-')
+		*value = argv[++*i];
+	else {
+		fprintf(stderr, "inferctl: %s needs a value (%s=VALUE or %s VALUE)\n", name, name, name);
+		return -1;
+	}
+	return 1;
+}
+
+/* --http, --http=H:P or --http H:P (a separate value only when it has a colon, so not a command). */
+static int
+option_http(int argc, char **argv, int *i, struct ctl_args *a)
+{
+	const char *s = argv[*i], *addr = NULL;
+
+	if (strcmp(s, "--http") != 0 && strncmp(s, "--http=", 7) != 0)
+		return 0;
+	if (s[6] == '=')
+		addr = s + 7;
+	else if (*i + 1 < argc && strchr(argv[*i + 1], ':') != NULL && argv[*i + 1][0] != '-')
+		addr = argv[++*i];
+	a->http = 1;
+	if (parse_hostport(addr, &a->where) != 0) {
+		fprintf(stderr, "inferctl: bad --http address '%s'\n", addr);
+		return -1;
+	}
+	return 1;
+}
+
+/* Print inferctl's version (the package's) and the libinferd it runs with. */
+static void
+version(void)
+{
+	printf("inferctl (%s) %s\nlibinferd %s\n", PACKAGE_NAME, PACKAGE_VERSION, inferd_version());
 }
 
 /* Record one --input: NAME=FILE (named; repeatable) or FILE (one input, the old form). */
@@ -108,22 +163,21 @@ parse_args(int argc, char **argv, struct ctl_args *a)
 	a->socket = INFERD_DEFAULT_SOCKET;
 	parse_hostport(NULL, &a->where);
 	for (i = 1; i < argc; i++) {
-		const char *s = argv[i];
+		const char *s = argv[i], *input;
+		int r;
 
-		if (strncmp(s, "--socket=", 9) == 0)
-			a->socket = s + 9;
-		else if (strcmp(s, "--http") == 0 || strncmp(s, "--http=", 7) == 0) {
-			a->http = 1;
-			if (parse_hostport(s[6] == '=' ? s + 7 : NULL, &a->where) != 0) {
-				fprintf(stderr, "inferctl: bad --http address '%s'\n", s + 7);
+		if ((r = option_value(argc, argv, &i, "--socket", &a->socket)) != 0 ||
+		    (r = option_http(argc, argv, &i, a)) != 0) {
+			if (r < 0)
 				return -1;
-			}
-		} else if ((strcmp(s, "--input") == 0 && i + 1 < argc) || strncmp(s, "--input=", 8) == 0) {
-			if (add_input(a, s[7] == '=' ? s + 8 : argv[++i]) != 0)
+		} else if ((r = option_value(argc, argv, &i, "--input", &input)) != 0) {
+			if (r < 0 || add_input(a, input) != 0)
 				return -1;
-		}
-		else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+		} else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
 			usage(stdout);
+			exit(0);
+		} else if (strcmp(s, "--version") == 0) {
+			version();
 			exit(0);
 		} else if (s[0] == '-') {
 			fprintf(stderr, "inferctl: unknown option '%s'\n", s);
@@ -455,12 +509,11 @@ run_http(const struct ctl_args *a, const float *in, size_t count)
 		return ctl_http_health(&a->where);
 	if (strcmp(a->command, "models") == 0)
 		return ctl_http_models(&a->where);
+	if (strcmp(a->command, "model") == 0)
+		return ctl_http_print_model(&a->where, a->name);
 	if (ctl_http_model(&a->where, a->name, &m) != 0)
 		return -1;
-	if (strcmp(a->command, "model") == 0) {
-		ctl_print_model(&m);
-		r = 0;
-	} else if ((rows = input_rows(&m, count)) > 0) {
+	if ((rows = input_rows(&m, count)) > 0) {
 		if ((out = calloc((size_t)rows * m.out_elems, sizeof *out)) == NULL)
 			fprintf(stderr, "inferctl: out of memory\n");
 		else if ((r = ctl_http_infer(&a->where, &m, rows, in, out)) == 0)

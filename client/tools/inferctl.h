@@ -35,8 +35,6 @@ struct ctl_input {
 int ctl_shm_infer_named(inferd_conn_t *c, const struct inferd_model *m, const struct ctl_input *args, int n);
 void ctl_print_model_tensors(const struct inferd_model *m);
 
-/* inferctl_model.c: print a model's metadata. */
-void ctl_print_model(const struct ctl_model *m);
 /* Print each output row and its argmax (with the class name when known). */
 void ctl_print_output(const struct ctl_model *m, int rows, const float *out);
 /* Free the labels. */
@@ -46,6 +44,8 @@ void ctl_model_free(struct ctl_model *m);
 int ctl_http_health(const struct ctl_http *h);
 int ctl_http_models(const struct ctl_http *h);
 int ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model *m);
+/* `model NAME`: every input and output from the model's configuration, as shm prints them. */
+int ctl_http_print_model(const struct ctl_http *h, const char *name);
 int ctl_http_infer(const struct ctl_http *h, const struct ctl_model *m, int rows,
     const float *in, float *out);
 

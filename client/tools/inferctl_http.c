@@ -152,7 +152,99 @@ http_labels(json_t *j, struct ctl_model *m)
 	return 0;
 }
 
-/* GET /v2/models/NAME, and max_batch_size from its config when offered. */
+/* max_batch_size and the output's labels from GET /v2/models/NAME/config (Triton's shape). */
+static int
+http_model_config(const struct ctl_http *h, const char *name, struct ctl_model *m)
+{
+	json_t *j, *v;
+	char path[512];
+	int r = 0;
+
+	snprintf(path, sizeof path, "/v2/models/%s/config", name);
+	if ((j = http_json(h, "GET", path, NULL)) == NULL)
+		return -1;
+	v = json_object_get(j, "max_batch_size");
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 1 << 30)
+		m->max_batch_size = (int)json_integer_value(v);
+	v = json_array_get(json_object_get(j, "output"), 0);
+	if (m->nlabels == 0 && json_is_object(v) && http_labels(v, m) != 0) {
+		fprintf(stderr, "inferctl: %s: out of memory for the labels\n", path);
+		r = -1;
+	}
+	json_decref(j);
+	return r;
+}
+
+/* Print one tensor of a configuration as "side: NAME DTYPE [-1, dims]"; -1 when malformed. */
+static int
+http_print_config_tensor(const char *side, json_t *t, int batch)
+{
+	const char *name = json_string_value(json_object_get(t, "name"));
+	const char *type = json_string_value(json_object_get(t, "data_type"));
+	json_t *dims = json_object_get(t, "dims"), *d;
+	size_t i;
+
+	if (name == NULL || type == NULL || !json_is_array(dims))
+		return -1;
+	printf("%s: %s %s [%s", side, name, strncmp(type, "TYPE_", 5) == 0 ? type + 5 : type,
+	    batch ? "-1" : "");
+	json_array_foreach(dims, i, d)
+		printf("%s%lld", batch || i > 0 ? ", " : "", (long long)json_integer_value(d));
+	printf("]\n");
+	return 0;
+}
+
+/* Print every tensor of the configuration's side ("input" or "output"); -1 when malformed. */
+static int
+http_print_config_side(json_t *j, const char *side, int batch)
+{
+	json_t *a = json_object_get(j, side), *t;
+	size_t i;
+
+	if (!json_is_array(a))
+		return -1;
+	json_array_foreach(a, i, t)
+		if (http_print_config_tensor(side, t, batch) != 0)
+			return -1;
+	return 0;
+}
+
+/* `model NAME` over HTTP: GET /v2/models/NAME/config, printed as over shared memory. */
+int
+ctl_http_print_model(const struct ctl_http *h, const char *name)
+{
+	struct ctl_model m = { 0 };
+	char path[512];
+	json_t *j, *v;
+	int batch, r = -1;
+	size_t i;
+
+	snprintf(path, sizeof path, "/v2/models/%s/config", name);
+	if ((j = http_json(h, "GET", path, NULL)) == NULL)
+		return -1;
+	v = json_object_get(j, "max_batch_size");
+	batch = json_is_integer(v) && json_integer_value(v) > 0;
+	printf("name: %s\n", name);
+	if (batch)
+		printf("max_batch_size: %lld\n", (long long)json_integer_value(v));
+	if (http_print_config_side(j, "input", batch) != 0 || http_print_config_side(j, "output", batch) != 0)
+		fprintf(stderr, "inferctl: %s: unexpected model configuration\n", path);
+	else if (http_labels(json_array_get(json_object_get(j, "output"), 0), &m) != 0)
+		fprintf(stderr, "inferctl: %s: out of memory for the labels\n", path);
+	else
+		r = 0;
+	if (r == 0 && m.nlabels > 0) {
+		printf("labels:");
+		for (i = 0; i < m.nlabels; i++)
+			printf(" %zu=\"%s\"", i, m.labels[i]);
+		printf("\n");
+	}
+	ctl_model_free(&m);
+	json_decref(j);
+	return r;
+}
+
+/* GET /v2/models/NAME, then max_batch_size and labels from its configuration. */
 int
 ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model *m)
 {
@@ -174,10 +266,12 @@ ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model *m)
 		ctl_model_free(m);
 		return -1;
 	}
-	/* KServe metadata has no batch limit: 0 here, and the daemon checks. */
-	m->max_batch_size = json_is_integer(json_object_get(j, "max_batch_size")) ?
-	    (int)json_integer_value(json_object_get(j, "max_batch_size")) : 0;
 	json_decref(j);
+	/* KServe metadata has no batch limit and no labels: Triton's configuration has them. */
+	if (http_model_config(h, name, m) != 0) {
+		ctl_model_free(m);
+		return -1;
+	}
 	return 0;
 }
 

@@ -7,7 +7,7 @@
  * of the input is the body (JSON header, then tensor bytes).  Any other
  * input is a JSON body.
  *
- * Built with -DFUZZ_LIBFUZZER (make fuzz-kserve) it is a libFuzzer target.
+ * Built with -DFUZZ_LIBFUZZER (make fuzz, tests/local.mk) it is a libFuzzer target.
  * Otherwise main() runs it over a corpus directory (default
  * $top_srcdir/tests/data/kserve-corpus): every file, every truncation of
  * it and a fixed set of byte mutations, so make check exercises it under

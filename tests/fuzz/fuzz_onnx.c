@@ -5,7 +5,7 @@
  * accepted one is walked completely: every string read, every tensor's
  * bytes read and its size checked against its dims, every list read.
  *
- * Built with -DFUZZ_LIBFUZZER (make fuzz-onnx) it is a libFuzzer target.
+ * Built with -DFUZZ_LIBFUZZER (make fuzz, tests/local.mk) it is a libFuzzer target.
  * Otherwise main() runs it over a corpus directory (default
  * $top_srcdir/tests/data/onnx-corpus): every file, every truncation of it
  * and a fixed set of byte mutations, so make check exercises it under the

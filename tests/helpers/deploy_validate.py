@@ -54,7 +54,10 @@ class Inferd:
         if not check(os.path.basename(argv[0]) == "inferd", "%s: runs %s, not inferd" % (what, argv[0])):
             return None
         local = self.localize(argv)
-        r = subprocess.run(local + ["--check-config"], capture_output=True, text=True)
+        # --check-config also wants the model repository on disk; the deployment's (/mnt/models,
+        # /usr/share/...) is not here, so the demo repository stands in, given last to win.
+        demo = "--model_repository=" + os.path.join(self.srcdir, "conf", "models")
+        r = subprocess.run(local + [demo, "--check-config"], capture_output=True, text=True)
         if not check(r.returncode == 0, "%s: inferd --check-config refuses %s: %s" % (what, argv[1:], r.stderr.strip())):
             return None
         r = subprocess.run(local + ["--print-config"], capture_output=True, text=True)

@@ -11,6 +11,13 @@
  *                                        "accepted" once the daemon took all of
  *                                        them and some are unfinished, then wait
  *                                        to be killed
+ *   ipc_hostile SOCKET queue N           fill the completion ring with N unread
+ *                                        answers, queue N more that stay in the
+ *                                        submission ring, print "queued", then on
+ *                                        SIGUSR1 read completions until all 2N came
+ *                                        back (30 s at most) and print how they
+ *                                        ended; exit 0 only when every one got a
+ *                                        completion, ok or shutdown
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -945,6 +952,64 @@ hang(int n, int rows)
 	return 0;
 }
 
+/* Submit n one-row requests starting at user_data first. */
+static void
+queue_submit(struct raw *r, int first, int n)
+{
+	struct inferd_wire_sqe e;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		e = raw_good(r, (uint64_t)(first + i));
+		raw_submit(r, &e);
+	}
+}
+
+/*
+ * Fill the completion ring with n answers left unread, then queue n more
+ * that stay in the submission ring; on SIGUSR1 read every completion.
+ */
+static int
+queue(int n)
+{
+	struct inferd_wire_cqe cqe;
+	uint32_t entries = 1;
+	int sig, got = 0, ok = 0, shut = 0, other = 0;
+	struct raw r;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (n < 1 || n > 4096 || sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+		return 2;
+	while (entries < (uint32_t)n)
+		entries *= 2;
+	if (raw_attach(&r, 1 << 20, entries, entries) != 0)
+		return 2;
+	raw_fill_input(&r);
+	queue_submit(&r, 0, n);
+	alarm(120);
+	while (__atomic_load_n(&r.hdr->cq_tail, __ATOMIC_ACQUIRE) != (uint32_t)n)
+		usleep(1000);
+	queue_submit(&r, n, n);
+	printf("queued %d\n", 2 * n);
+	fflush(stdout);
+	if (sigwait(&set, &sig) != 0)
+		return 2;
+	for (; got < 2 * n; got++) {
+		if (raw_complete(&r, &cqe, 30000) != 0)
+			break;
+		if (cqe.status == INFERD_WIRE_OK)
+			ok++;
+		else if (cqe.status == INFERD_WIRE_SHUTDOWN)
+			shut++;
+		else
+			other++;
+	}
+	printf("completions %d of %d: ok %d, shutdown %d, other %d\n", got, 2 * n, ok, shut, other);
+	return got == 2 * n && other == 0 ? 0 : 1;
+}
+
 /* Hold n greeted connections until killed. */
 static int
 hold(int n)
@@ -984,11 +1049,13 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: ipc_hostile SOCKET all MAX_CLIENTS | denied | allowed | hold N | hang N ROWS\n");
+		fprintf(stderr, "usage: ipc_hostile SOCKET all MAX_CLIENTS | denied | allowed | hold N | hang N ROWS | queue N\n");
 		return 2;
 	}
 	sock_path = argv[1];
 	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[2], "queue") == 0 && argc == 4)
+		return queue(atoi(argv[3]));
 	if (strcmp(argv[2], "hang") == 0 && argc == 5)
 		return hang(atoi(argv[3]), atoi(argv[4]));
 	if (strcmp(argv[2], "hold") == 0 && argc == 4)

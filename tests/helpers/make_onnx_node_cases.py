@@ -55,6 +55,10 @@ def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    if not os.path.isdir(root):
+        # Some builds of the onnx package leave the node test data out.
+        print("SKIP: this onnx package (%s) has no node test data at %s" % (onnx.__version__, root))
+        sys.exit(77)
     cases = []
     for test in sorted(os.listdir(root)):
         path = os.path.join(root, test, "model.onnx")

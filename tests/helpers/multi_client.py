@@ -198,6 +198,31 @@ def test_shm(inferctl, socket, scratch):
           "shm dims over the maximum: %d %s" % (p.returncode, p.stderr))
 
 
+def test_config(base, inferctl, socket):
+    """Triton's /config lists every tensor with its datatype and dims (-1 variable); inferctl's
+    `model` prints the same over HTTP as over shared memory."""
+    with urllib.request.urlopen(base + "/v2/models/multi/config", timeout=30) as r:
+        c = json.load(r)
+    want_in = [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},
+               {"name": "ids", "data_type": "TYPE_INT64", "dims": [-1]}]
+    want_out = [{"name": "y", "data_type": "TYPE_FP32", "dims": [4]},
+                {"name": "s", "data_type": "TYPE_FP32", "dims": [1]},
+                {"name": "z", "data_type": "TYPE_FP32", "dims": [-1]}]
+    check(c.get("max_batch_size") == 8 and c.get("platform") == "onnx", "config header: %r" % c)
+    check(c.get("input") == want_in, "config inputs: %r" % c.get("input"))
+    check(c.get("output") == want_out, "config outputs: %r" % c.get("output"))
+    if inferctl is None:
+        return
+    shm = subprocess.run([inferctl, "--socket", socket, "model", "multi"], capture_output=True, text=True,
+                         timeout=60)
+    http = subprocess.run([inferctl, "--http", base[len("http://"):], "model", "multi"], capture_output=True,
+                          text=True, timeout=60)
+    check(shm.returncode == 0 and http.returncode == 0, "inferctl model: %s %s" % (shm.stderr, http.stderr))
+    check(shm.stdout == http.stdout, "inferctl model: shm %r, HTTP %r" % (shm.stdout, http.stdout))
+    check("input: ids INT64 [-1, -1]" in http.stdout and "output: z FP32 [-1, -1]" in http.stdout,
+          "inferctl --http model multi: %r" % http.stdout)
+
+
 if __name__ == "__main__":
     base = sys.argv[1]
     URL = base + "/v2/models/multi/infer"
@@ -205,6 +230,7 @@ if __name__ == "__main__":
     test_answers(URL)
     test_mixed_shapes(URL)
     test_refusals(URL)
+    test_config(base, sys.argv[2] if len(sys.argv) >= 5 else None, sys.argv[3] if len(sys.argv) >= 5 else None)
     if len(sys.argv) >= 5:
         test_shm(sys.argv[2], sys.argv[3], sys.argv[4])
     print("%s: %d failure(s)" % ("FAIL" if failures else "PASS", len(failures)))

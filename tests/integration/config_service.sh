@@ -40,7 +40,7 @@ for line in 'Type=notify' 'LimitMEMLOCK=infinity' 'User=inferd' 'DevicePolicy=cl
     'NoNewPrivileges=yes' 'ProtectSystem=strict'; do
 	grep -qx "$line" "$tmp/inferd.service" || { echo "FAIL: no '$line' in the unit"; failed=1; }
 done
-for key in MemoryDenyWriteExecute PrivateDevices DynamicUser; do
+for key in MemoryDenyWriteExecute PrivateDevices DynamicUser SupplementaryGroups; do
 	grep -q "^$key=" "$tmp/inferd.service" && { echo "FAIL: $key= is set (the unit explains why it must not be)"; failed=1; }
 done
 exit $failed

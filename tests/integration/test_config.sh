@@ -47,7 +47,7 @@ $1"
 }
 
 # The checked-in inferd.conf is valid and changes nothing.
-run --config="$conf" --check-config
+run --config="$conf" --model-repository="$top_srcdir/conf/models" --check-config
 [ $rc -eq 0 ] || { fail "--check-config on $conf: status $rc"; cat "$tmp/err"; }
 grep -q "configuration OK" "$tmp/out" || fail "--check-config printed no OK"
 run --config="$conf" --print-config
@@ -74,7 +74,7 @@ device = cuda:1
 log_level = debug
 inflight_batches = 16
 CONF
-run --config="$tmp/good.conf" --check-config
+run --config="$tmp/good.conf" --model-repository="$top_srcdir/conf/models" --check-config
 [ $rc -eq 0 ] || { fail "--check-config on a good file: status $rc"; cat "$tmp/err"; }
 run --config="$tmp/good.conf" --print-config
 for kv in 'http_port=9000' 'listen_address="::1"' 'model_repository="/srv/my \"models\" \\ x"' \
@@ -123,6 +123,17 @@ bad 3 model_repository 'model_repository = ""' "empty"
 long=$(printf '%0200d' 0)
 bad 3 shm_socket "shm_socket = /tmp/$long" "longer than"
 
+# Every bad line is reported, each with its file and line; the good lines between do not hide them.
+printf '%s\n' 'http_port = 80x' '# fine' 'log_level = verbose' 'http_threads = 2' 'bogus' >"$tmp/bad3.conf"
+expect_error "bad3.conf:1: in \"http_port = 80x\"" "bad3.conf:3: in \"log_level = verbose\"" \
+    "bad3.conf:5: in \"bogus\"" -- --config="$tmp/bad3.conf" --check-config
+[ "$(grep -c 'bad3.conf:' "$tmp/err")" -eq 3 ] || fail "bad3.conf: want 3 errors, got: $(cat "$tmp/err")"
+# A model repository that is not there fails the check (the daemon would serve nothing).
+expect_error "model_repository $tmp/no-models" "No such file" -- --config=/dev/null \
+    --model-repository="$tmp/no-models" --check-config
+run --config=/dev/null --model-repository="$top_srcdir/conf/models" --check-config
+[ $rc -eq 0 ] || fail "--check-config with the demo repository: status $rc: $(cat "$tmp/err")"
+
 # Bad flags and arguments.
 expect_error --http_port "not a number" -- --config=/dev/null --http_port=eighty --check-config
 expect_error "unknown key 'no_such_flag'" -- --config=/dev/null --no-such-flag=1 --check-config
@@ -142,6 +153,15 @@ while read -r key; do
 	grep -q "^# $key = " "$conf" || fail "key $key is not documented in conf/inferd.conf"
 	grep -q -- "--$key=VALUE" "$tmp/out" || fail "key $key is missing from --help"
 done <"$tmp/keys"
+# Each key's description in --help is whole sentences: its last line ends with a period.
+awk '/^  --[a-z_]*=VALUE  \(default/ { if (d != "" && d !~ /\.$/) print key ": " d; key = $1; d = ""; next }
+     /^      / && key != "" { d = $0; next }
+     key != "" { if (d !~ /\.$/) print key ": " d; key = "" }' "$tmp/out" >"$tmp/cut"
+[ -s "$tmp/cut" ] && { fail "--help cuts descriptions mid-sentence:"; cat "$tmp/cut"; }
+for want in '/v2/models/{m}/infer' '/config' '/stats' '/metrics' 'curl -s -d @docs/examples/fashion-request.json' \
+    'runs in the foreground'; do
+	grep -qF -- "$want" "$tmp/out" || fail "--help does not show '$want'"
+done
 
 # conf/inferd.conf is what the table generates, but for the build's data directory.
 run --print-reference

@@ -3,7 +3,8 @@
 # dpkg-buildpackage -us -uc -b, lintian with errors failing the test; then, only as root in
 # CI (CI=true) or when INFERD_TEST_DEB_INSTALL=1, install the four packages, run an inference
 # through the installed daemon (as the inferd user the package creates) with the installed
-# inferctl and a program built against libinferd-dev, and purge them again. The machine is
+# inferctl, a program built against libinferd-dev and the Python client (client/python, pip-installed),
+# and purge them again. The machine is
 # left as it was: packages purged, the inferd user removed if this test created it.
 set -u
 
@@ -193,6 +194,37 @@ for prog in list list-static; do
 	[ "${out##* }" -ge 1 ] || fail "$prog: $out"
 	echo "$prog (libinferd-dev): $out"
 done
+
+# The Python client (client/python), installed with pip, on the installed libinferd0: it must find
+# the library by itself (no INFERD_LIB) and classify the example image over shm and HTTP.
+if /usr/bin/python3 -c "import numpy, setuptools" 2>/dev/null && /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+	cp -R "$top_srcdir/client/python" "$tmp/pysrc" && chmod -R u+w "$tmp/pysrc" || fail "copy client/python"
+	/usr/bin/python3 -m pip install --quiet --no-build-isolation --no-deps --no-index --target "$tmp/pysite" \
+	    "$tmp/pysrc" >"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log"; fail "pip install client/python"; }
+	(cd "$tmp" && env -u INFERD_LIB PYTHONPATH="$tmp/pysite" /usr/bin/python3 - "$sock" "http://$http" "$example" "$want" /usr/lib/ <<'PYEOF'
+import json, sys
+import numpy as np
+import inferd
+from inferd import _lib
+sock, url, example, want, libdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+image = np.array(json.load(open(example))["inputs"][0]["data"], np.float32).reshape(1, 784)
+with inferd.connect(sock) as c:
+    assert "fashion-mlp" in c.models(), c.models()
+    x = c.empty("fashion-mlp", 1)
+    x[:] = image
+    shm = c.infer("fashion-mlp", x)
+    labels = c.metadata("fashion-mlp").labels
+mapped = {l.split()[-1] for l in open("/proc/self/maps") if "libinferd.so" in l}
+assert len(mapped) == 1 and mapped.pop().startswith(libdir), "libinferd loaded from %s" % mapped
+http = inferd.http.Client(url).infer("fashion-mlp", image)
+assert int(shm.argmax()) == want and int(http.argmax()) == want, (shm, http)
+assert np.array_equal(shm, http), (shm, http)
+print("python client (found %s): class %d %s over shm and HTTP" % (_lib.path(), want, labels[want]))
+PYEOF
+	) || fail "the Python client on the installed packages"
+else
+	echo "note: python3 with numpy, setuptools and pip is missing: the Python client step is left out"
+fi
 
 if [ -n "$daemon_pid" ]; then
 	kill -TERM "$daemon_pid"

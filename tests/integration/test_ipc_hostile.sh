@@ -65,4 +65,37 @@ start_daemon --allow_users=root --allow_groups=65534
 chmod 0666 "$sock"
 as_nobody allowed || fail "gid 65534 in allow_groups was refused"
 stop_daemon
+
+# The socket's own permissions follow the allow lists, with no chmod by hand.
+sock_mode() {
+	stat -c '%a %g' "$sock"
+}
+start_daemon
+[ "$(sock_mode)" = "600 0" ] || fail "default socket mode/group is $(sock_mode), not 600 0"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$PY" -c "
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except PermissionError:
+    sys.exit(0)
+sys.exit(1)" "$sock" || fail "uid 65534 could connect to the default socket"
+stop_daemon
+start_daemon --allow_users=65534
+[ "$(sock_mode)" = "666 0" ] || fail "allow_users: socket mode/group $(sock_mode), not 666 0"
+as_nobody allowed || fail "uid 65534 in allow_users was refused (socket mode $(sock_mode))"
+"$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null || fail "root was locked out by allow_users"
+stop_daemon
+# A supplementary group: the natural "add users to group inferd" setup.
+start_daemon --allow_groups=4242
+[ "$(sock_mode)" = "660 4242" ] || fail "allow_groups: socket mode/group $(sock_mode), not 660 4242"
+setpriv --reuid=65534 --regid=65534 --groups=4242 "$tmp/ipc_hostile" "$sock" allowed ||
+	fail "uid 65534 with supplementary group 4242 was refused"
+chmod 0666 "$sock"
+as_nobody denied || fail "uid 65534 outside group 4242 was not refused"
+stop_daemon
+start_daemon --allow_groups=4242 --shm_socket_mode=0640 --shm_socket_group=0
+[ "$(sock_mode)" = "640 0" ] || fail "explicit shm_socket_mode/group: $(sock_mode), not 640 0"
+stop_daemon
+echo "ok: the socket's mode and group follow allow_users/allow_groups; supplementary groups count"
 echo "PASS"

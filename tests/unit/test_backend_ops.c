@@ -25,9 +25,30 @@
  * poisoned first), which also proves every step capturable.  Per op, the log gives the cases run, the largest error and the mean
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
+ *
+ * Precision (graph_t.precision): the whole suite runs once per precision,
+ * the GPU plan compiled at that precision, the CPU always FP32.  Bounds
+ * (normwise, FP32 outputs; other dtypes exact at every precision):
+ *   fp32  every op 1e-5;
+ *   tf32  GEMM, MatMul, Conv, ConvTranspose 3e-3 (TF32 keeps 10 mantissa bits:
+ *         2^-11 relative per product), every other op still 1e-5 (only cuBLAS
+ *         and cuDNN change);
+ *   fp16  GEMM, MatMul, Conv, ConvTranspose, Softmax, LayerNorm, BatchNorm,
+ *         Pool, Reduce, Resize 1e-2; element-wise and data-movement ops 2e-3
+ *         (FP16 storage rounds each stored value by up to 2^-11 relative).
+ * At fp16 the FP32 inputs are first rounded to FP16-representable values for
+ * both backends, so what differs is the GPU's FP16 arithmetic and storage,
+ * not the input's rounding (which the plan's input cast would otherwise add,
+ * and which would break the exact checks of Cast to integers or Equal).
+ * A Gemm>BatchNorm>Softmax chain with constant weights (counted under Gemm)
+ * covers FP16 weight copies and FP16 intermediates, which one-node cases lack.
+ * BACKEND_OPS_PRECISION=fp32|tf32|fp16 runs one precision only.
  */
 
 #define TOL_F32 1e-5
+#define TOL_TF32_GEMM 3e-3
+#define TOL_F16_GEMM 1e-2
+#define TOL_F16_EW 2e-3
 #define MAX_T 12
 #define CASES_PER_OP 12
 #define TIMED_RUNS 3
@@ -75,7 +96,40 @@ struct op_stats {
 
 static device_t *cpu, *gpu;
 static device_stream_t *cpu_s, *gpu_s;
-static struct op_stats stats[GRAPH_OP_COUNT];
+static int precision;		/* the GPU plan's graph_t.precision for the cases now running */
+static struct op_stats all_stats[GRAPH_PRECISION_COUNT][GRAPH_OP_COUNT];
+
+/* The normwise bound for an FP32 output of op at the current precision. */
+static double
+tol_for(enum graph_op op)
+{
+	int gemm = op == GRAPH_OP_GEMM || op == GRAPH_OP_MATMUL || op == GRAPH_OP_CONV ||
+	    op == GRAPH_OP_CONV_TRANSPOSE;
+	int reducing = gemm || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM || op == GRAPH_OP_BATCHNORM ||
+	    op == GRAPH_OP_POOL || op == GRAPH_OP_REDUCE || op == GRAPH_OP_RESIZE;
+
+	if (precision == GRAPH_PRECISION_TF32)
+		return gemm ? TOL_TF32_GEMM : TOL_F32;
+	if (precision == GRAPH_PRECISION_FP16)
+		return reducing ? TOL_F16_GEMM : TOL_F16_EW;
+	return TOL_F32;
+}
+
+/* x rounded to the nearest FP16 value (ties to even), as a float; beyond FP16's range, infinity. */
+static float
+round_f16(float x)
+{
+	double a = fabs((double)x), q;
+	int e;
+
+	if (isnan(x) || a == 0.0)
+		return x;
+	if (a >= 65520.0)
+		return copysignf(INFINITY, x);
+	frexp(a, &e);		/* a = m 2^e, m in [0.5, 1) */
+	q = e - 1 < -14 ? ldexp(1.0, -24) : ldexp(1.0, e - 1 - 10);
+	return (float)(nearbyint((double)x / q) * q);
+}
 
 /* Start a case of op. */
 static struct graph_node *
@@ -196,8 +250,11 @@ tc_fill(struct tc *c)
 		if (!(c->t[i].flags & GRAPH_TENSOR_INPUT))
 			continue;
 		c->host[i] = malloc(tc_bytes(c, (int)i) + 8);
-		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++)
+		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++) {
 			tc_fill_one(c, (int)i, k);
+			if (precision == GRAPH_PRECISION_FP16 && c->t[i].dtype == GRAPH_DT_F32)
+				((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+		}
 	}
 }
 
@@ -253,6 +310,8 @@ tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *u
 		if (c->host[i] != NULL && device_copy_h2d(s, addrs[i], c->host[i], b, cause) != 0)
 			goto out;
 	}
+	/* The CPU reference always computes in FP32; the GPU at the precision under test. */
+	c->g.precision = device_is_gpu(dev) ? precision : GRAPH_PRECISION_FP32;
 	if (device_plan_compile(dev, &c->g, c->shapes, addrs, &plan, cause) != 0 ||
 	    device_plan_run(plan, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 		goto out;
@@ -311,17 +370,39 @@ tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
 {
 	int i = c->gout[k];
 	size_t n = (size_t)graph_shape_elems(&c->shapes[i]);
-	struct op_stats *st = &stats[c->n.op];
+	struct op_stats *st = &all_stats[precision][c->n.op];
 
 	if (c->t[i].dtype == GRAPH_DT_F32) {
-		double err = norm_err((const float *)gpu_y, (const float *)cpu_y, n);
+		double err = norm_err((const float *)gpu_y, (const float *)cpu_y, n), tol = tol_for(c->n.op);
 		if (err > st->max_err)
 			st->max_err = err;
-		CHECK(err <= TOL_F32, "%s: output %d: normwise relative error %g > %g", c->label, k, err, TOL_F32);
+		CHECK(err <= tol, "%s at %s: output %d: normwise relative error %g > %g", c->label,
+		    graph_precision_name(precision), k, err, tol);
 		return;
 	}
-	CHECK(memcmp(cpu_y, gpu_y, tc_bytes(c, i)) == 0, "%s: output %d (%s) differs", c->label, k,
-	    graph_dtype_name(c->t[i].dtype));
+	CHECK(memcmp(cpu_y, gpu_y, tc_bytes(c, i)) == 0, "%s at %s: output %d (%s) differs", c->label,
+	    graph_precision_name(precision), k, graph_dtype_name(c->t[i].dtype));
+}
+
+/* A constant FP32 tensor (a weight) with random values as f (FP16-representable at fp16, like the inputs). */
+static int
+tc_const_f32(struct tc *c, int ndims, const int64_t *dims, enum fill f)
+{
+	int i = tc_tensor(c, GRAPH_DT_F32, GRAPH_TENSOR_CONST, ndims, dims);
+	int64_t n = 1;
+
+	for (int d = 0; d < ndims; d++)
+		n *= dims[d];
+	c->host[i] = malloc((size_t)n * 4 + 8);
+	c->fill[i] = f;
+	for (int64_t k = 0; k < n; k++) {
+		tc_fill_one(c, i, (size_t)k);
+		if (precision == GRAPH_PRECISION_FP16)
+			((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+	}
+	c->t[i].data = c->host[i];
+	c->t[i].nbytes = (size_t)n * 4;
+	return i;
 }
 
 /* Run a built case on both backends and compare; free it. */
@@ -332,7 +413,7 @@ tc_run(struct tc *c)
 	void *ry_cpu[MAX_T] = { 0 }, *ry_gpu[MAX_T] = { 0 };
 	double cu = 0, gu = 0;
 	char *cause = NULL, *why = NULL;
-	struct op_stats *st = &stats[c->n.op];
+	struct op_stats *st = &all_stats[precision][c->n.op];
 
 	for (int k = 0; k < c->g.ninputs; k++) {
 		const struct graph_tensor *t = &c->t[c->gin[k]];
@@ -346,13 +427,16 @@ tc_run(struct tc *c)
 		st->skipped++;
 		goto out;
 	}
-	if (!device_supports_node(cpu, &c->g, &c->n, &why)) {
-		if (getenv("BACKEND_OPS_VERBOSE") != NULL)
-			printf("skipped %s: the CPU backend refuses it: %s\n", c->label, why);
-		st->skipped++;
-		goto out;
+	for (size_t j = 0; j < c->g.nnodes; j++) {
+		if (!device_supports_node(cpu, &c->g, &c->g.nodes[j], &why)) {
+			if (getenv("BACKEND_OPS_VERBOSE") != NULL)
+				printf("skipped %s: the CPU backend refuses it: %s\n", c->label, why);
+			st->skipped++;
+			goto out;
+		}
+		CHECK(device_supports_node(gpu, &c->g, &c->g.nodes[j], &why), "%s: the GPU refuses it: %s", c->label,
+		    why);
 	}
-	CHECK(device_supports_node(gpu, &c->g, &c->n, &why), "%s: the GPU refuses it: %s", c->label, why);
 	tc_fill(c);
 	if (tc_run_on(c, cpu, cpu_s, ry_cpu, &cu, &cause) != 0) {
 		CHECK(0, "%s: CPU: %s", c->label, cause);
@@ -944,17 +1028,68 @@ case_copy(void)
 	tc_run(&c);
 }
 
-/* Print one line per op: cases, largest error, mean microseconds of a plan run per backend. */
+/*
+ * A three-node graph with weights as constants and tensors between nodes:
+ * Gemm(x, W, C) -> BatchNorm(scale, bias, mean, var) -> Softmax -> y.  At fp16
+ * it takes the paths one-node cases cannot: weights converted to FP16 at
+ * compile (Gemm), weights read in FP32 by an op run between casts
+ * (BatchNorm), and FP16 intermediates in the planned memory.  Counted under Gemm.
+ */
+static void
+case_chain(void)
+{
+	struct tc c;
+	struct graph_node nodes[3];
+	int64_t b = rnd(1, 9), k = rnd(1, 40), nn = rnd(2, 40), xd[2] = { b, k }, wd[2] = { k, nn };
+	int x, w, cb, h1, h2, y, bn[4], in0[3], in1[5], in2[1], out0[1], out1[1], out2[1];
+
+	tc_init(&c, GRAPH_OP_GEMM, "Chain Gemm>BatchNorm>Softmax");
+	memset(nodes, 0, sizeof nodes);
+	x = tc_tensor(&c, GRAPH_DT_F32, GRAPH_TENSOR_INPUT, 2, xd);
+	c.fill[x] = FILL_F32;
+	c.gin[c.g.ninputs++] = x;
+	w = tc_const_f32(&c, 2, wd, FILL_F32);
+	cb = tc_const_f32(&c, 1, &nn, FILL_F32);
+	for (int j = 0; j < 4; j++)
+		bn[j] = tc_const_f32(&c, 1, &nn, j == 3 ? FILL_POS : FILL_F32);
+	h1 = tc_tensor(&c, GRAPH_DT_F32, 0, -1, NULL);
+	h2 = tc_tensor(&c, GRAPH_DT_F32, 0, -1, NULL);
+	y = tc_tensor(&c, GRAPH_DT_F32, GRAPH_TENSOR_OUTPUT, -1, NULL);
+	c.gout[c.g.noutputs++] = y;
+	in0[0] = x, in0[1] = w, in0[2] = cb, out0[0] = h1;
+	nodes[0] = (struct graph_node){ .name = (char *)"gemm", .op = GRAPH_OP_GEMM, .ninputs = 3, .noutputs = 1,
+	    .inputs = in0, .outputs = out0 };
+	nodes[0].attr.gemm.alpha = nodes[0].attr.gemm.beta = 1.0f;
+	rnd_act(&nodes[0]);
+	in1[0] = h1, out1[0] = h2;
+	for (int j = 0; j < 4; j++)
+		in1[1 + j] = bn[j];
+	nodes[1] = (struct graph_node){ .name = (char *)"bn", .op = GRAPH_OP_BATCHNORM, .ninputs = 5, .noutputs = 1,
+	    .inputs = in1, .outputs = out1 };
+	nodes[1].attr.norm.eps = 1e-5f;
+	in2[0] = h2, out2[0] = y;
+	nodes[2] = (struct graph_node){ .name = (char *)"softmax", .op = GRAPH_OP_SOFTMAX, .ninputs = 1,
+	    .noutputs = 1, .inputs = in2, .outputs = out2 };
+	nodes[2].attr.softmax.axis = -1;
+	c.g.nodes = nodes;
+	c.g.nnodes = 3;
+	tc_run(&c);
+}
+
+/* Print one line per op at the current precision: cases, largest error, its bound, mean microseconds of a plan run per backend. */
 static void
 print_stats(void)
 {
-	printf("%-20s %6s %7s %12s %12s %12s\n", "op", "cases", "skipped", "max err", "cpu us", "gpu us");
+	printf("precision %s (GPU) vs FP32 (CPU):\n", graph_precision_name(precision));
+	printf("%-20s %6s %7s %12s %10s %12s %12s\n", "op", "cases", "skipped", "max err", "bound", "cpu us",
+	    "gpu us");
 	for (int op = 0; op < GRAPH_OP_COUNT; op++) {
-		const struct op_stats *s = &stats[op];
+		const struct op_stats *s = &all_stats[precision][op];
 		if (s->cases == 0 && s->skipped == 0)
 			continue;
-		printf("%-20s %6d %7d %12.3g %12.1f %12.1f\n", graph_op_name((enum graph_op)op), s->cases, s->skipped,
-		    s->max_err, s->cases ? s->cpu_us / s->cases : 0.0, s->cases ? s->gpu_us / s->cases : 0.0);
+		printf("%-20s %6d %7d %12.3g %10.0e %12.1f %12.1f\n", graph_op_name((enum graph_op)op), s->cases,
+		    s->skipped, s->max_err, tol_for((enum graph_op)op), s->cases ? s->cpu_us / s->cases : 0.0,
+		    s->cases ? s->gpu_us / s->cases : 0.0);
 	}
 }
 
@@ -984,16 +1119,11 @@ open_backends(void)
 	printf("cpu: %s\ngpu: %s\n", device_name(cpu), device_name(gpu));
 }
 
-int
-main(void)
+/* Every op's cases at the current precision, the convolutions again on the im2col path; then the table. */
+static void
+run_precision(void)
 {
-	const char *seed = getenv("BACKEND_OPS_SEED");
-
-	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
-		rng = strtoull(seed, NULL, 0);
-	printf("seed 0x%llx, %d cases per op, tolerance %g (FP32, normwise), exact otherwise\n",
-	    (unsigned long long)rng, CASES_PER_OP, TOL_F32);
-	open_backends();
+	unsetenv("INFERD_CUDA_CONV");
 	for (int i = 0; i < CASES_PER_OP; i++) {
 		case_gemm();
 		case_matmul();
@@ -1018,6 +1148,7 @@ main(void)
 		case_cast();
 		case_where();
 		case_copy();
+		case_chain();
 	}
 	/* The convolutions again on the im2col + cuBLAS path that builds without cuDNN use. */
 	setenv("INFERD_CUDA_CONV", "im2col", 1);
@@ -1025,7 +1156,31 @@ main(void)
 		case_conv(0);
 		case_conv(1);
 	}
+	unsetenv("INFERD_CUDA_CONV");
 	print_stats();
+}
+
+int
+main(void)
+{
+	const char *seed = getenv("BACKEND_OPS_SEED"), *only = getenv("BACKEND_OPS_PRECISION");
+	int one = -1;
+
+	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
+		rng = strtoull(seed, NULL, 0);
+	if (only != NULL && *only != '\0' && graph_precision_parse(only, &one) != 0) {
+		fprintf(stderr, "FAIL: BACKEND_OPS_PRECISION=%s: not fp32, tf32 or fp16\n", only);
+		return 1;
+	}
+	printf("seed 0x%llx, %d cases per op and precision; bounds (normwise, FP32 outputs): fp32 %g; "
+	    "tf32 %g GEMM/MatMul/Conv, %g others; fp16 %g GEMM/Conv/reductions/norms, %g element-wise and "
+	    "data movement; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32, TOL_TF32_GEMM,
+	    TOL_F32, TOL_F16_GEMM, TOL_F16_EW);
+	open_backends();
+	for (precision = 0; precision < GRAPH_PRECISION_COUNT; precision++)
+		if (one < 0 || one == precision)
+			run_precision();
+	precision = 0;
 	device_stream_destroy(cpu_s);
 	device_stream_destroy(gpu_s);
 	device_close(cpu);

@@ -400,10 +400,20 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *key = write_onnx_dir(root, "key", "Relu", "act", 1, 2, dims, 0, "{\"max_batch\": 4}");
 	char *io = write_onnx_dir(root, "io", "Relu", "act", 1, 2, dims, 0,
 	    "{\"inputs\": [{\"name\": \"x0\", \"datatype\": \"INT64\", \"dims\": [4]}]}");
+	char *prec = write_onnx_dir(root, "prec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp16\"}");
+	char *badprec = write_onnx_dir(root, "badprec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp8\"}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
 	model_t *m = NULL;
 
+	CHECK(model_load(dev, prec, &m, &cause) == 0, "%s", cause);
+	if (m != NULL)
+		CHECK(m->graph->precision == GRAPH_PRECISION_FP16, "model.json precision fp16 not on the graph");
+	model_free(m);
+	m = NULL;
+	expect_onnx_refused("precision", badprec, (const char *const[]){ "badprec/model.json", "\"precision\" must be", NULL });
+	free(prec);
+	free(badprec);
 	CHECK(model_load(dev, good, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
 		CHECK(strcmp(m->name, "relu") == 0 && m->max_batch_size == 64 && m->inputs[0].ndims == 1 &&

@@ -1,0 +1,84 @@
+/* fault.c: INFERD_FAULT=site:N makes the Nth call at a site fail (see fault.h); only with --enable-fault-injection. */
+#include "config.h"
+
+#include "fault.h"
+
+#ifdef INFERD_FAULT_INJECTION
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *const fault_names[FAULT_NSITES] = {
+	"device_alloc", "host_alloc", "stream_create", "event_create", "copy", "launch",
+};
+
+static unsigned long fault_armed[FAULT_NSITES];	/* 0: not armed */
+static unsigned long fault_calls[FAULT_NSITES];	/* atomic */
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+
+/* Parse one "site:N"; an unknown site or a bad N is logged and ignored. */
+static void
+fault_parse_one(const char *item)
+{
+	const char *colon = strchr(item, ':');
+	unsigned long n;
+	char *end;
+	int i;
+
+	for (i = 0; colon != NULL && i < FAULT_NSITES; i++) {
+		if (strlen(fault_names[i]) != (size_t)(colon - item) ||
+		    strncmp(item, fault_names[i], (size_t)(colon - item)) != 0)
+			continue;
+		n = strtoul(colon + 1, &end, 10);
+		if (n > 0 && (*end == '\0' || *end == ',')) {
+			fault_armed[i] = n;
+			LOG_WARN("fault injection: call %lu of %s will fail", n, fault_names[i]);
+			return;
+		}
+	}
+	LOG_ERROR("fault injection: ignoring '%.*s' (want site:N with N >= 1)",
+	    (int)strcspn(item, ","), item);
+}
+
+/* Read INFERD_FAULT once. */
+static void
+fault_init(void)
+{
+	const char *p = getenv("INFERD_FAULT");
+
+	while (p != NULL && *p != '\0') {
+		fault_parse_one(p);
+		p = strchr(p, ',');
+		if (p != NULL)
+			p++;
+	}
+}
+
+/* Count a call; 1 when it is the armed one. */
+int
+fault_hit(enum fault_site site)
+{
+	unsigned long n;
+
+	pthread_once(&fault_once, fault_init);
+	n = __atomic_add_fetch(&fault_calls[site], 1, __ATOMIC_RELAXED);
+	if (fault_armed[site] == 0 || n != fault_armed[site])
+		return 0;
+	LOG_WARN("fault injection: failing call %lu of %s", n, fault_names[site]);
+	return 1;
+}
+
+/* Log the call counts. */
+void
+fault_report(void)
+{
+	int i;
+
+	pthread_once(&fault_once, fault_init);
+	for (i = 0; i < FAULT_NSITES; i++)
+		LOG_INFO("fault injection: %s called %lu times", fault_names[i],
+		    __atomic_load_n(&fault_calls[i], __ATOMIC_RELAXED));
+}
+#endif

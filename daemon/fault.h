@@ -1,0 +1,38 @@
+/*
+ * fault.h: fault injection for tests, compiled in only by
+ * ./configure --enable-fault-injection (INFERD_FAULT_INJECTION).
+ *
+ * INFERD_FAULT="site:N[,site:N...]" makes the Nth call (counted from 1,
+ * from process start) at each named site fail as the real call would fail,
+ * with a message saying it was injected.  Sites: device_alloc, host_alloc,
+ * stream_create, event_create, copy (host<->device copies), launch (a
+ * plan run or graph launch: the kernels of a batch).  At exit
+ * fault_report() logs how often each site was called, so a test can aim
+ * at "the first call after start-up".  Without the configure switch
+ * FAULT() is the constant 0 and nothing here is compiled in.
+ */
+#ifndef INFERD_FAULT_H
+#define INFERD_FAULT_H
+
+enum fault_site {
+	FAULT_DEVICE_ALLOC,
+	FAULT_HOST_ALLOC,
+	FAULT_STREAM_CREATE,
+	FAULT_EVENT_CREATE,
+	FAULT_COPY,
+	FAULT_LAUNCH,
+	FAULT_NSITES,
+};
+
+#ifdef INFERD_FAULT_INJECTION
+/* Count a call at site; 1 when this call is the one INFERD_FAULT names. */
+int fault_hit(enum fault_site site);
+/* Log every site's call count and what was armed (at info). */
+void fault_report(void);
+#define FAULT(site) fault_hit(site)
+#else
+#define FAULT(site) 0
+#define fault_report() ((void)0)
+#endif
+
+#endif

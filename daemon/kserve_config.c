@@ -1,0 +1,151 @@
+/* kserve_config.c: Triton's model configuration and statistics as JSON bodies. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "graph.h"
+#include "kserve.h"
+#include "kserve_config.h"
+
+/* Dump and free v (NULL: building it ran out of memory); NULL with *cause. */
+static char *
+kserve_config_dump(json_t *v, size_t *len, char **cause)
+{
+	char *s;
+
+	if (v == NULL)
+		return error_set(cause, "out of memory building the JSON body"), NULL;
+	s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (s == NULL)
+		return error_set(cause, "out of memory writing the JSON body"), NULL;
+	*len = strlen(s);
+	return s;
+}
+
+/* A tensor's entry: name, "TYPE_" + datatype, dims without the batch (-1 variable); labels when given. */
+static json_t *
+kserve_config_tensor(const struct model_io *io, char *const *labels, size_t nlabels)
+{
+	json_t *t, *dims = json_array(), *names = NULL;
+	char type[32];
+	size_t i;
+
+	for (i = 0; dims != NULL && i < (size_t)io->ndims; i++)
+		if (json_array_append_new(dims, json_integer(io->dims[i])) != 0)
+			dims = (json_decref(dims), NULL);
+	snprintf(type, sizeof type, "TYPE_%s", graph_dtype_name(io->dtype));
+	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "data_type", type, "dims", dims);
+	if (t == NULL || nlabels == 0)
+		return t;
+	names = json_array();
+	for (i = 0; names != NULL && i < nlabels; i++)
+		if (json_array_append_new(names, json_string(labels[i])) != 0)
+			names = (json_decref(names), NULL);
+	if (names == NULL || json_object_set_new(t, "labels", names) != 0)
+		t = (json_decref(t), NULL);
+	return t;
+}
+
+/* dynamic_batching as Triton names its fields. */
+static json_t *
+kserve_config_batching(const struct model_batching *b)
+{
+	json_t *preferred = json_array();
+	int i;
+
+	for (i = 0; preferred != NULL && i < b->npreferred; i++)
+		if (json_array_append_new(preferred, json_integer(b->preferred[i])) != 0)
+			preferred = (json_decref(preferred), NULL);
+	return json_pack("{s:o, s:I, s:{s:I, s:I}}", "preferred_batch_size", preferred,
+	    "max_queue_delay_microseconds", (json_int_t)b->max_queue_delay_us,
+	    "default_queue_policy", "max_queue_size", (json_int_t)b->max_queue_size,
+	    "default_timeout_microseconds", (json_int_t)b->default_timeout_us);
+}
+
+/* Every input (outputs 0) or output (1; the labels go on the first) of m as an array of entries. */
+static json_t *
+kserve_config_tensors(const model_t *m, int outputs)
+{
+	const struct model_io *io = outputs ? m->outputs : m->inputs;
+	int i, n = outputs ? m->noutputs : m->ninputs;
+	json_t *a = json_array(), *t;
+
+	for (i = 0; a != NULL && i < n; i++) {
+		t = kserve_config_tensor(&io[i], outputs && i == 0 ? m->labels : NULL,
+		    outputs && i == 0 ? m->nlabels : 0);
+		if (t == NULL || json_array_append_new(a, t) != 0)
+			a = (json_decref(a), NULL);
+	}
+	return a;
+}
+
+/* The model's configuration. */
+char *
+kserve_encode_model_config(const model_t *m, size_t *len, char **cause)
+{
+	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o}",
+	    "name", m->name, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
+	    "max_batch_size", m->max_batch_size,
+	    "input", kserve_config_tensors(m, 0), "output", kserve_config_tensors(m, 1),
+	    "dynamic_batching", kserve_config_batching(&m->batching)), len, cause);
+}
+
+/* Read a counter that other threads add to. */
+static json_int_t
+kserve_config_load(const uint64_t *v)
+{
+	return (json_int_t)__atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+/* {"count": count, "ns": us * 1000}. */
+static json_t *
+kserve_config_duration(json_int_t count, json_int_t us)
+{
+	return json_pack("{s:I, s:I}", "count", count, "ns", us * 1000);
+}
+
+/* inference_stats from the counters. */
+static json_t *
+kserve_config_inference_stats(const struct metrics_model *mm)
+{
+	json_int_t ok = kserve_config_load(&mm->success), failed = 0;
+	json_int_t batches = kserve_config_load(&mm->execution_count);
+	size_t i;
+
+	for (i = 0; i < METRICS_REASON_COUNT; i++)
+		failed += kserve_config_load(&mm->failure[i]);
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+	    "success", kserve_config_duration(ok, kserve_config_load(&mm->request_us)),
+	    "fail", kserve_config_duration(failed, 0),
+	    "queue", kserve_config_duration(ok, kserve_config_load(&mm->queue_us)),
+	    "compute_input", kserve_config_duration(batches, 0),
+	    "compute_infer", kserve_config_duration(batches, kserve_config_load(&mm->compute_us)),
+	    "compute_output", kserve_config_duration(batches, 0),
+	    "cache_hit", kserve_config_duration(0, 0),
+	    "cache_miss", kserve_config_duration(0, 0));
+}
+
+/* The model's statistics. */
+char *
+kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
+    char **cause)
+{
+	static const struct metrics_model none;
+
+	if (mm == NULL)
+		mm = &none;
+	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[]}]}",
+	    "model_stats", "name", m->name, "version", KSERVE_MODEL_VERSION,
+	    "last_inference", (json_int_t)0,
+	    "inference_count", kserve_config_load(&mm->inference_count),
+	    "execution_count", kserve_config_load(&mm->execution_count),
+	    "inference_stats", kserve_config_inference_stats(mm),
+	    "batch_stats"), len, cause);
+}

@@ -1,0 +1,109 @@
+#!/bin/sh
+# soak.sh: a long mixed run against a private CPU daemon (not part of make check):
+# HTTP inference from several threads, shared-memory clients checked against
+# references, and shm clients SIGKILLed with requests in flight, all at once for
+# SECONDS (default 600).  Every minute it prints the daemon's RSS and open
+# descriptors; at the end it fails when a well-behaved client saw an error, or
+# when descriptors or mapped regions did not come back to their baseline.
+# (The daemon has no model reload; when it gets one, add it to the mix here.)
+#
+# Usage: tests/soak.sh BUILD_DIR [SECONDS]     e.g. tests/soak.sh _b 600
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+top_srcdir=$src
+top_builddir=$(cd "${1:?usage: soak.sh BUILD_DIR [SECONDS]}" && pwd)
+SECONDS_TOTAL=${2:-600}
+PYTHON3=${PYTHON3:-/usr/bin/python3}
+export top_srcdir top_builddir PYTHON3
+. "$src/tests/helpers/test_ipc_lib.sh"
+
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status"; }
+report() { echo "$(date +%T) t=${1}s rss=$(rss) KiB fds=$(daemon_fds) regions=$(daemon_regions)"; }
+
+start_daemon --max_clients=256
+end=$(( $(date +%s) + SECONDS_TOTAL ))
+
+# References for the shm clients, over HTTP.
+"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
+import json, struct, sys, urllib.request
+port, tmp = sys.argv[1], sys.argv[2]
+rows = [[((r * 784 + i) * 2654435761 % 1000) / 1000.0 for i in range(784)] for r in range(8)]
+rows = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in r] for r in rows]
+open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
+body = {"inputs": [{"name": "input", "shape": [8, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
+data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
+PYEOF
+base_fds=$(daemon_fds)
+report 0
+
+# HTTP: 4 threads of inference until the end; any status but 200 is an error.
+"$PY" - "$port" "$end" >"$tmp/http.log" 2>&1 <<'PYEOF' &
+import json, sys, threading, time, urllib.request
+port, end = int(sys.argv[1]), int(sys.argv[2])
+body = json.dumps({"inputs": [{"name": "input", "shape": [4, 784], "datatype": "FP32",
+                               "data": [0.5] * (4 * 784)}]}).encode()
+count, errors = [0], []
+def run():
+    while time.time() < end:
+        try:
+            req = urllib.request.Request("http://127.0.0.1:%d/v2/models/fashion-mlp/infer" % port, data=body)
+            with urllib.request.urlopen(req, timeout=60) as r:
+                r.read()
+            count[0] += 1
+        except Exception as e:
+            errors.append(repr(e))
+ts = [threading.Thread(target=run) for _ in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("http: %d requests, %d errors %s" % (count[0], len(errors), errors[:3]))
+sys.exit(1 if errors else 0)
+PYEOF
+http_pid=$!
+
+# shm: a checked client in rounds, and victims SIGKILLed mid-request.
+(
+	round=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		round=$((round + 1))
+		"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 2000 8 $round \
+			>>"$tmp/shm.log" 2>&1 || { echo "round $round failed" >>"$tmp/shm.err"; }
+	done
+) &
+shm_pid=$!
+(
+	kills=0
+	while [ "$(date +%s)" -lt "$end" ]; do
+		"$top_builddir/tests/helpers/ipc_hostile" "$sock" hang 32 64 >/dev/null 2>&1 &
+		v=$!
+		sleep 0.3
+		kill -KILL $v 2>/dev/null
+		wait $v 2>/dev/null
+		kills=$((kills + 1))
+	done
+	echo "victims killed: $kills" >"$tmp/kills.log"
+) &
+kill_pid=$!
+
+t=0
+while [ "$(date +%s)" -lt "$end" ]; do
+	step=$((end - $(date +%s)))
+	[ $step -le 60 ] || step=60
+	sleep $step
+	t=$((t + step))
+	kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon died"
+	report $t
+done
+wait $http_pid; http_status=$?
+wait $shm_pid
+wait $kill_pid
+cat "$tmp/http.log" "$tmp/kills.log"
+echo "shm rounds: $(grep -c . "$tmp/shm.log" 2>/dev/null || echo 0) lines of output"
+[ $http_status -eq 0 ] || fail "HTTP clients saw errors"
+[ ! -s "$tmp/shm.err" ] || fail "shm clients saw errors: $(cat "$tmp/shm.err")"
+wait_for daemon_regions 0
+wait_for_at_most daemon_fds "$base_fds"
+report end
+stop_daemon
+echo "PASS: soak of $SECONDS_TOTAL s; descriptors back to $base_fds, no region left mapped"
