@@ -176,6 +176,7 @@ EREQUEST = _outcome_error(3)
 ECANCELLED = _outcome_error(4)
 ESHUTDOWN = _outcome_error(5)
 EINTERNAL = _outcome_error(6)
+ENOPENDING = -101  # inferd_wait with nothing of inferd_submit outstanding
 
 # The C names of the codes, for the ABI test and for messages.
 ERROR_NAMES: Dict[int, str] = {
@@ -185,7 +186,7 @@ ERROR_NAMES: Dict[int, str] = {
     ENOSPACE: "INFERD_ENOSPACE", EAGAIN: "INFERD_EAGAIN", EBUSY: "INFERD_EBUSY",
     ETIMEDOUT: "INFERD_ETIMEDOUT", EREQUEST: "INFERD_EREQUEST",
     ECANCELLED: "INFERD_ECANCELLED", ESHUTDOWN: "INFERD_ESHUTDOWN",
-    EINTERNAL: "INFERD_EINTERNAL",
+    EINTERNAL: "INFERD_EINTERNAL", ENOPENDING: "INFERD_ENOPENDING",
 }
 
 DEFAULT_SOCKET = "/run/inferd/inferd.sock"
