@@ -6,11 +6,13 @@
 # --- lib: libinferd; only the symbols marked INFERD_EXPORT in inferd.h are visible. ---
 lib_LTLIBRARIES += client/lib/libinferd.la
 client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
+	client/lib/inferd_wait_engine.c client/lib/inferd_async.c client/lib/inferd_reconnect.c \
 	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/libinferd_impl.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
-client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
+client_lib_libinferd_la_LIBADD = $(PTHREAD_LIBS)
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:2 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:3 -no-undefined
 # Relinked when the prefix changes (make install prefix=DIR): libtool records libdir in it.
 EXTRA_client_lib_libinferd_la_DEPENDENCIES = inferd_paths.h
 
@@ -50,6 +52,10 @@ client_tools_inferctl_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 noinst_PROGRAMS += client/examples/example
 client_examples_example_SOURCES = client/examples/example.c
 client_examples_example_LDADD = client/lib/libinferd.la
+noinst_PROGRAMS += client/examples/threads
+client_examples_threads_SOURCES = client/examples/threads.c
+client_examples_threads_CFLAGS = $(AM_CFLAGS) -pthread
+client_examples_threads_LDADD = client/lib/libinferd.la $(PTHREAD_LIBS)
 
 # --- bench: inferd-bench, latency/throughput over shm or HTTP (libinferd + jansson only) ---
 BENCH_CPPFLAGS = $(TOOLS_CPPFLAGS) -I$(top_srcdir)/client/bench

@@ -1005,6 +1005,47 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 	return BATCH_OK;
 }
 
+/* Unlink req from its client's fifo on q if it is there; 1 when it was (q->lock held). */
+static int
+unqueue(struct model_queue *q, struct batch_request *req)
+{
+	struct client_fifo *f = &req->client->fifos[q->index];
+	struct batch_request *r, *prev = NULL;
+
+	for (r = f->head; r != NULL && r != req; prev = r, r = r->next)
+		;
+	if (r == NULL)
+		return 0;
+	if (prev != NULL)
+		prev->next = r->next;
+	else
+		f->head = r->next;
+	if (f->tail == r)
+		f->tail = prev;
+	if (f->head == NULL && f->active)
+		ring_remove(q, f);
+	q->queued--;
+	q->queued_rows -= (size_t)r->rows;
+	return 1;
+}
+
+/* Cancel a request still queued. */
+int
+batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req)
+{
+	struct model_queue *q = batcher_queue(b, m);
+	int found;
+
+	if (q == NULL || req == NULL || req->client == NULL)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	found = unqueue(q, req);
+	pthread_mutex_unlock(&q->lock);
+	if (found)
+		finish_request(q, req, BATCH_CANCELLED, "cancelled by the client");
+	return found;
+}
+
 /* Queue req for model m. */
 enum batch_status
 batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,

@@ -101,6 +101,16 @@ int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
 void batcher_client_close(batcher_t *b, batch_client_t *c);
 
 /*
+ * Cancel req (a request of model m accepted by batcher_submit) if it is
+ * still queued: it leaves the queue and its done runs with BATCH_CANCELLED
+ * before this returns 1.  A request already in a batch, or finished,
+ * is left alone (0): it completes as usual.  req is only compared and never
+ * dereferenced beyond its client, so a finished one (whose memory stays
+ * valid) is harmless.
+ */
+int batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req);
+
+/*
  * Queue req for model m.  Returns BATCH_OK when accepted (req->done will be
  * called once); otherwise the status (BUSY, INVALID, SHUTDOWN) with *cause
  * set, and done is never called.

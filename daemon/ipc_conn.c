@@ -428,6 +428,26 @@ ipc_conn_query(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, ui
 	return 0;
 }
 
+/* Handle CANCEL: take what was published before it, then cancel the request if still queued. */
+static int
+ipc_conn_cancel(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, uint32_t len)
+{
+	struct inferd_wire_cancel m;
+	char *cause = NULL;
+
+	if (!c->ready || len != sizeof m)
+		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: bad cancel");
+	memcpy(&m, payload, sizeof m);
+	if (ipc_ring_drain(s, c, &cause) != 0) {
+		ipc_kill(c, LOG_LEVEL_WARN, "%s", cause);
+		free(cause);
+		return 0;
+	}
+	if (ipc_ring_cancel(s, c, m.user_data))
+		LOG_DEBUG("ipc: %s request %llu cancelled", c->label, (unsigned long long)m.user_data);
+	return 0;
+}
+
 /* Act on one complete message in c->in. */
 static int
 ipc_conn_dispatch(ipc_server_t *s, struct ipc_client *c)
@@ -443,6 +463,8 @@ ipc_conn_dispatch(ipc_server_t *s, struct ipc_client *c)
 		return ipc_conn_hello(s, c, payload, h.length);
 	case INFERD_WIRE_MODEL_QUERY:
 		return ipc_conn_query(s, c, payload, h.length);
+	case INFERD_WIRE_CANCEL:
+		return ipc_conn_cancel(s, c, payload, h.length);
 	default:
 		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: unknown message type");
 	}

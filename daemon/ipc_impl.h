@@ -62,6 +62,7 @@ struct ipc_submission {
 struct ipc_slot {
 	struct batch_request req;
 	struct ipc_client *client;
+	const model_t *model;		/* set when the batcher accepted it (for CANCEL) */
 	uint64_t user_data;
 	int next_free;
 };
@@ -145,6 +146,8 @@ int ipc_ring_init(struct ipc_client *c, char **cause);
 void ipc_ring_free(struct ipc_client *c);
 int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
 void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
+/* Cancel c's queued request that carried user_data (CANCEL); 1 when it was cancelled. */
+int ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data);
 long ipc_ring_finish(ipc_server_t *s, struct ipc_client *c, uint64_t deadline_us, char **cause);
 
 /* ipc_client.c: a client's life-cycle. */

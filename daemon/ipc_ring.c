@@ -332,6 +332,7 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	uint32_t detail;
 
 	sl->user_data = e->user_data;
+	sl->model = NULL;
 	memset(&sl->req, 0, sizeof sl->req);
 	detail = ipc_ring_check(s, c, sub, &sl->req, &m);
 	if (detail != INFERD_WIRE_DETAIL_NONE) {
@@ -351,7 +352,9 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 		st = BATCH_SHUTDOWN;
 	else
 		st = batcher_submit(s->ctx.batcher, m, &sl->req, &cause);
-	if (st != BATCH_OK) {
+	if (st == BATCH_OK)
+		sl->model = m;
+	else {
 		LOG_DEBUG("ipc: %s request %llu: %s", c->label, (unsigned long long)e->user_data,
 		    cause != NULL ? cause : batch_status_str(st));
 		free(cause);
@@ -449,6 +452,23 @@ ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us)
 		if (pthread_cond_timedwait(&c->idle, &c->lock, &ts) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Cancel the queued request that carried user_data.  Slots are only reused
+ * by this (the epoll) thread, so a slot's user_data and model are stable
+ * here; one whose request already finished is not in any queue, which
+ * batcher_cancel sees.
+ */
+int
+ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->cq_entries; i++)
+		if (c->slots[i].model != NULL && c->slots[i].user_data == user_data)
+			return batcher_cancel(s->ctx.batcher, c->slots[i].model, &c->slots[i].req);
+	return 0;
 }
 
 /* 1 when the client hung up its control socket: nobody will read its completions. */

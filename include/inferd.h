@@ -29,10 +29,23 @@
  * is "" and a message is never left over from an earlier failure.  Read it
  * (or copy it) before the next call.
  *
- * Threads: a connection is used by one thread at a time (serialize calls on
- * it yourself); different connections are independent and may be used from
- * different threads at once.  inferd_strerror() and inferd_last_error() may
- * be called from any thread.
+ * Threads: a connection may be shared by any number of threads: every
+ * function may be called on it from several threads at once (except
+ * inferd_close, which no other call may overlap).  Submission takes a short
+ * lock; waiting does not hold it, so threads' requests are in flight
+ * together and batch in the daemon.  Each request's completion goes to
+ * exactly one place, chosen by how it was submitted:
+ *  - inferd_infer / inferd_run: returned to the thread that called it;
+ *  - inferd_submit: kept for inferd_wait, whichever thread calls it;
+ *  - inferd_submit_cb: passed to its callback, on the connection's
+ *    completion thread (started by the first inferd_submit_cb);
+ *  - inferd_submit_handle: kept in its handle for inferd_handle_wait.
+ * So inferd_wait never returns a completion of a callback or handle
+ * request, and inferd_outstanding counts only inferd_submit's.  Completions
+ * are read off the ring by whichever thread is waiting (one at a time
+ * sleeps in poll(), the others on a condition variable), or by the
+ * completion thread once it runs.  inferd_strerror() and
+ * inferd_last_error() may be called from any thread.
  *
  * Processes: the region and descriptors are close-on-exec and not meant to
  * be shared with a forked child; connect again in the child.
@@ -126,6 +139,18 @@ struct inferd_options {
 	unsigned sq_entries;		/* submission ring, power of two (default 256) */
 	unsigned cq_entries;		/* completion ring, power of two >= sq (default 2 x sq) */
 	int timeout_ms;			/* for control replies (default 10000) */
+	/*
+	 * Added after the first release.  reconnect != 0: when the daemon has
+	 * gone away (restarted), the next submission or model lookup connects
+	 * to the same socket again, trying for up to reconnect_max_ms (default
+	 * 10000), and hands the same region over, so tensors and model
+	 * pointers the application holds stay valid (a model the new daemon
+	 * no longer serves is refused with INFERD_EINVAL).  Requests in flight
+	 * at the disconnect complete with INFERD_ECLOSED either way.  Without
+	 * it every later call returns INFERD_ECLOSED.
+	 */
+	int reconnect;
+	int reconnect_max_ms;
 };
 #define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 
@@ -203,6 +228,11 @@ struct inferd_request {
 	uint64_t user_data;		/* returned in the completion */
 	int ninputs, noutputs;		/* the list form (added after the first release) */
 	const struct inferd_io *inputs, *outputs;
+	/*
+	 * A name for the request, echoed (the same pointer) in its completion's
+	 * id; NULL for none.  The string must stay valid until then.
+	 */
+	const char *id;
 };
 #define INFERD_REQUEST_INIT { .size = sizeof(struct inferd_request) }
 
@@ -210,7 +240,8 @@ struct inferd_request {
 struct inferd_completion {
 	uint64_t user_data;
 	int status;			/* 0, or a negative INFERD_E* code */
-	uint32_t reserved[3];		/* zero; room for later fields */
+	uint32_t reserved0;		/* zero; room for later fields */
+	const char *id;			/* the request's id (added after the first release) */
 };
 
 /*
@@ -267,8 +298,9 @@ INFERD_EXPORT int inferd_run(inferd_conn_t *conn, const struct inferd_request *r
  */
 INFERD_EXPORT int inferd_submit(inferd_conn_t *conn, const struct inferd_request *req);
 /*
- * Reap up to max completions, waiting up to timeout_ms (-1: forever, 0:
- * poll) for the first.  Returns how many were stored in out (0 when none
+ * Reap up to max completions of inferd_submit's requests (never those of
+ * callbacks, handles or synchronous calls), waiting up to timeout_ms (-1:
+ * forever, 0: poll) for the first.  Returns how many were stored in out (0 when none
  * came in time), or a negative code (INFERD_ECLOSED if the daemon went away).
  * With no request outstanding (inferd_outstanding() is 0) nothing can come:
  * a wait (timeout_ms -1 or > 0) returns INFERD_ENOPENDING at once instead of
@@ -276,11 +308,65 @@ INFERD_EXPORT int inferd_submit(inferd_conn_t *conn, const struct inferd_request
  */
 INFERD_EXPORT int inferd_wait(inferd_conn_t *conn, struct inferd_completion *out,
     unsigned max, int timeout_ms);
-/* Requests submitted and not yet reaped. */
+/* Requests of inferd_submit not yet reaped by inferd_wait. */
 INFERD_EXPORT unsigned inferd_outstanding(inferd_conn_t *conn);
+
+/* Called once per request of inferd_submit_cb with its completion (valid during the call). */
+typedef void (*inferd_callback_fn)(const struct inferd_completion *completion, void *user);
+
+/*
+ * Queue a request whose completion is passed to cb(completion, user) on the
+ * connection's completion thread (one thread, so callbacks of one
+ * connection never run at once; started by the first call).  A callback
+ * may submit more requests, cancel, and read or free tensors, but must not
+ * block for long nor call inferd_close.  INFERD_EAGAIN when the rings are
+ * full.  Callbacks of requests still in flight at inferd_close never run;
+ * when the daemon goes away they run with INFERD_ECLOSED.
+ */
+INFERD_EXPORT int inferd_submit_cb(inferd_conn_t *conn, const struct inferd_request *req,
+    inferd_callback_fn cb, void *user);
+
+/* A request submitted with inferd_submit_handle: opaque. */
+typedef struct inferd_handle inferd_handle_t;
+
+/*
+ * Queue a request and get a handle to wait for it alone.  Every handle is
+ * freed with inferd_handle_free, whether or not it was waited for.
+ */
+INFERD_EXPORT int inferd_submit_handle(inferd_conn_t *conn, const struct inferd_request *req,
+    inferd_handle_t **out);
+/*
+ * Wait up to timeout_ms (-1: forever, 0: poll) for the handle's request:
+ * 0 and *completion filled once it completed (its status says how; calling
+ * again returns the same), INFERD_EAGAIN if it did not complete in time,
+ * INFERD_ECLOSED if the daemon went away before (completion status
+ * INFERD_ECLOSED too).
+ */
+INFERD_EXPORT int inferd_handle_wait(inferd_handle_t *h, int timeout_ms,
+    struct inferd_completion *completion);
+/*
+ * Free a handle.  If its request has not completed it goes on, its
+ * completion is dropped, and its tensors stay in use until it completes,
+ * which nothing then tells you: wait first unless you are closing.
+ */
+INFERD_EXPORT void inferd_handle_free(inferd_handle_t *h);
+
+/*
+ * Cancellation.  A request the daemon still holds queued (not yet in a
+ * batch) is dropped at once and completes with INFERD_ECANCELLED; one
+ * already in a batch completes as usual (0 or its error).  Either way its
+ * completion arrives through the usual path, and its tensors belong to the
+ * daemon until then: do not free or reuse them before the completion.
+ * Returns how many requests were asked to cancel (0 when none was in
+ * flight), or a negative code.
+ */
+INFERD_EXPORT int inferd_cancel(inferd_conn_t *conn, uint64_t user_data);	/* every request with that user_data */
+INFERD_EXPORT int inferd_handle_cancel(inferd_handle_t *h);
 /*
  * A descriptor that polls readable when completions may be ready, for an
- * event loop; then call inferd_wait(conn, ..., 0).
+ * event loop; then call inferd_wait(conn, ..., 0).  Only for a connection
+ * without callbacks (the completion thread drains it) and no other thread
+ * waiting; a reconnect replaces it.
  */
 INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
 

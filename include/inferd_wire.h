@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change to this file. */
-#define INFERD_PROTOCOL_VERSION 2
+#define INFERD_PROTOCOL_VERSION 3
 /* "INFD" as a little-endian u32: first field of both hellos. */
 #define INFERD_WIRE_MAGIC 0x44464e49u
 
@@ -41,6 +41,7 @@ extern "C" {
  *   client  -> CLIENT_HELLO + SCM_RIGHTS { region memfd, submit eventfd, completion socket }
  *   daemon  -> READY (or ERROR, then close)
  *   then any number of MODEL_QUERY -> MODEL_INFO | ERROR (the connection stays up)
+ *   and of CANCEL (no reply: the request's completion says what became of it)
  * The client leaves by closing the socket; the daemon then releases the region.
  */
 struct inferd_wire_msg {
@@ -55,6 +56,7 @@ enum inferd_wire_type {
 	INFERD_WIRE_ERROR = 4,
 	INFERD_WIRE_MODEL_QUERY = 5,
 	INFERD_WIRE_MODEL_INFO = 6,
+	INFERD_WIRE_CANCEL = 7,		/* since protocol 3 */
 };
 
 /* Largest payload the daemon accepts from a client. */
@@ -120,6 +122,19 @@ struct inferd_wire_error_msg {
 struct inferd_wire_model_query {
 	uint32_t id;
 	uint32_t name_length;		/* bytes of name that follow, no NUL; < 128 */
+};
+
+/*
+ * Cancel the accepted request whose submission carried user_data, if the
+ * batcher still holds it queued: it completes at once with
+ * INFERD_WIRE_CANCELLED.  A request already in a batch (or finished, or
+ * unknown) is left alone and completes as usual.  The daemon first takes
+ * whatever submissions the completion ring has room for, so a request
+ * published before the CANCEL is found.  user_data should be unique among
+ * the client's requests in flight (libinferd adds a generation).
+ */
+struct inferd_wire_cancel {
+	uint64_t user_data;
 };
 
 #define INFERD_WIRE_MAX_DIMS 8
@@ -337,6 +352,7 @@ _Static_assert(sizeof(struct inferd_wire_msg) == 8, "wire: msg header");
 _Static_assert(sizeof(struct inferd_wire_server_hello) == 24, "wire: server hello");
 _Static_assert(sizeof(struct inferd_wire_client_hello) == 24, "wire: client hello");
 _Static_assert(sizeof(struct inferd_wire_ready) == 16, "wire: ready");
+_Static_assert(sizeof(struct inferd_wire_cancel) == 8, "wire: cancel");
 _Static_assert(sizeof(struct inferd_wire_header) == 512, "wire: region header");
 _Static_assert(offsetof(struct inferd_wire_header, sq_head) == 64, "wire: sq_head");
 _Static_assert(offsetof(struct inferd_wire_header, sq_tail) == 128, "wire: sq_tail");

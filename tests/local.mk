@@ -159,6 +159,14 @@ TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
+# --- one libinferd connection shared by threads; cancel; the threaded example (libv1) ---
+check_PROGRAMS += tests/helpers/ipc_threads
+tests_helpers_ipc_threads_SOURCES = tests/helpers/ipc_threads.c
+tests_helpers_ipc_threads_CFLAGS = $(AM_CFLAGS) -pthread
+tests_helpers_ipc_threads_LDADD = client/lib/libinferd.la -lm $(PTHREAD_LIBS)
+TESTS += tests/integration/test_ipc_threads.sh
+dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
+
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
 TESTS += tests/integration/test_multi_tensor.sh

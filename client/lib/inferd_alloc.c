@@ -24,12 +24,23 @@ inferd__alloc_init(inferd_conn_t *c)
 int
 inferd_tensor_alloc(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t)
 {
-	uint64_t need;
-	size_t i;
+	int r;
 
 	inferd__clear_error();
 	if (c == NULL || t == NULL || bytes == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_tensor_alloc: bad argument");
+	pthread_mutex_lock(&c->alloc_lock);
+	r = inferd__alloc_locked(c, bytes, t);
+	pthread_mutex_unlock(&c->alloc_lock);
+	return r;
+}
+
+/* First fit, alloc_lock held. */
+int
+inferd__alloc_locked(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t)
+{
+	uint64_t need;
+	size_t i;
 	if (bytes > c->region_bytes)
 		return inferd__fail(INFERD_ENOSPACE, "%zu bytes do not fit in a %llu-byte region",
 		    bytes, (unsigned long long)c->region_bytes);
@@ -66,15 +77,13 @@ inferd__alloc_grow(inferd_conn_t *c)
 	return 0;
 }
 
-/* Return a block, merging it with free neighbours. */
-void
-inferd_tensor_free(inferd_conn_t *c, struct inferd_tensor *t)
+/* Return a block, merging it with free neighbours (alloc_lock held). */
+static void
+inferd__free_locked(inferd_conn_t *c, struct inferd_tensor *t)
 {
 	uint64_t off, len;
 	size_t i;
 
-	if (c == NULL || t == NULL || t->data == NULL)
-		return;
 	off = t->offset;
 	len = ((uint64_t)t->bytes + INFERD_ALLOC_ALIGN - 1) / INFERD_ALLOC_ALIGN * INFERD_ALLOC_ALIGN;
 	memset(t, 0, sizeof *t);
@@ -101,4 +110,15 @@ inferd_tensor_free(inferd_conn_t *c, struct inferd_tensor *t)
 	c->extents[i].offset = off;
 	c->extents[i].bytes = len;
 	c->nextents++;
+}
+
+/* Return a block. */
+void
+inferd_tensor_free(inferd_conn_t *c, struct inferd_tensor *t)
+{
+	if (c == NULL || t == NULL || t->data == NULL)
+		return;
+	pthread_mutex_lock(&c->alloc_lock);
+	inferd__free_locked(c, t);
+	pthread_mutex_unlock(&c->alloc_lock);
 }

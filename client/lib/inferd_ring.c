@@ -10,7 +10,7 @@
 
 #include "libinferd_impl.h"
 
-/* Make the request records and the completion stash. */
+/* Make the request records, the completion stash and the callback queue. */
 int
 inferd__ring_init(inferd_conn_t *c)
 {
@@ -18,7 +18,8 @@ inferd__ring_init(inferd_conn_t *c)
 
 	c->records = calloc(c->cq_entries, sizeof *c->records);
 	c->stash = calloc(c->cq_entries, sizeof *c->stash);
-	if (c->records == NULL || c->stash == NULL)
+	c->cbq = calloc(c->cq_entries, sizeof *c->cbq);
+	if (c->records == NULL || c->stash == NULL || c->cbq == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");
 	for (i = 0; i < c->cq_entries; i++)
 		c->records[i].next_free = i + 1 < c->cq_entries ? (int)i + 1 : -1;
@@ -32,13 +33,21 @@ inferd__ring_free(inferd_conn_t *c)
 {
 	free(c->records);
 	free(c->stash);
+	free(c->cbq);
 }
 
-/* Requests submitted and not yet reaped. */
+/* Requests of inferd_submit not yet reaped by inferd_wait. */
 unsigned
 inferd_outstanding(inferd_conn_t *c)
 {
-	return c != NULL ? c->inflight + c->nstash : 0;
+	unsigned n;
+
+	if (c == NULL)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->nstash_wire + c->nstash;
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 /* The descriptor an event loop polls for completions. */
@@ -49,7 +58,7 @@ inferd_fd(inferd_conn_t *c)
 }
 
 /* Which check an invalid request failed, as the daemon reported it. */
-static const char *
+const char *
 inferd__detail_text(uint32_t detail)
 {
 	switch (detail) {
@@ -147,11 +156,59 @@ inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 	return inferd__tensor_check(c, r->output, "output", r->rows, m->output_row_bytes);
 }
 
-/* Publish one submission; sync marks a request of inferd_infer. */
-static int
-inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
+/* The wire user_data of record idx. */
+uint64_t
+inferd__wire_id(const inferd_conn_t *c, int idx)
 {
-	struct inferd_wire_sqe *e;
+	return (uint64_t)c->records[idx].gen << 32 | (uint32_t)idx;
+}
+
+/* Return record idx to the free list (lock held). */
+void
+inferd__record_release(inferd_conn_t *c, int idx)
+{
+	c->records[idx].used = 0;
+	c->records[idx].handle = NULL;
+	c->records[idx].next_free = c->free_record;
+	c->free_record = idx;
+}
+
+/* Write the submission entry for record idx (list_offset for the list form). */
+static void
+inferd__fill_sqe(inferd_conn_t *c, const struct inferd_request *r, int idx,
+    const struct inferd__list *list, uint64_t list_offset)
+{
+	struct inferd_wire_sqe *e = &c->sq[c->sq_tail & (c->sq_entries - 1)];
+
+	if (r->input == NULL)
+		*e = (struct inferd_wire_sqe){
+			.user_data = inferd__wire_id(c, idx),
+			.model_id = r->model->id,
+			.rows = (uint32_t)r->rows,
+			.flags = INFERD_WIRE_SQE_LIST,
+			.list_offset = list_offset,
+			.ninputs = list->ninputs,
+			.noutputs = list->noutputs,
+			.timeout_us = r->timeout_us,
+		};
+	else
+		*e = (struct inferd_wire_sqe){
+			.user_data = inferd__wire_id(c, idx),
+			.model_id = r->model->id,
+			.datatype = INFERD_WIRE_FP32,
+			.rows = (uint32_t)r->rows,
+			.input_offset = r->input->offset,
+			.input_bytes = (uint64_t)r->rows * r->model->input_row_bytes,
+			.output_offset = r->output->offset,
+			.output_bytes = (uint64_t)r->rows * r->model->output_row_bytes,
+			.timeout_us = r->timeout_us,
+		};
+}
+
+/* Publish one checked submission (lock held); its record index or a negative code. */
+int
+inferd__push(inferd_conn_t *c, const struct inferd_request *r, enum inferd__kind kind)
+{
 	struct inferd__list list;
 	uint64_t list_offset = 0;
 	uint32_t head;
@@ -159,7 +216,7 @@ inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 
 	if (c->closed)
 		return inferd__closed(c);
-	if (c->inflight + c->nstash >= c->cq_entries)
+	if (c->free_record < 0 || c->inflight + c->nstash >= c->cq_entries)
 		return inferd__fail(INFERD_EAGAIN, "%u requests outstanding: reap some first", c->cq_entries);
 	head = __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE);
 	if (c->sq_tail - head >= c->sq_entries)
@@ -171,36 +228,30 @@ inferd__push(inferd_conn_t *c, const struct inferd_request *r, int sync)
 	}
 	idx = c->free_record;
 	c->free_record = c->records[idx].next_free;
-	c->records[idx] = (struct inferd_record){ r->user_data, 1, sync, 0, 0, 0, -1 };
-	e = &c->sq[c->sq_tail & (c->sq_entries - 1)];
-	if (r->input == NULL)
-		*e = (struct inferd_wire_sqe){
-			.user_data = (uint64_t)idx,
-			.model_id = r->model->id,
-			.rows = (uint32_t)r->rows,
-			.flags = INFERD_WIRE_SQE_LIST,
-			.list_offset = list_offset,
-			.ninputs = list.ninputs,
-			.noutputs = list.noutputs,
-			.timeout_us = r->timeout_us,
-		};
-	else
-		*e = (struct inferd_wire_sqe){
-		.user_data = (uint64_t)idx,
-		.model_id = r->model->id,
-		.datatype = INFERD_WIRE_FP32,
-		.rows = (uint32_t)r->rows,
-		.input_offset = r->input->offset,
-		.input_bytes = (uint64_t)r->rows * r->model->input_row_bytes,
-		.output_offset = r->output->offset,
-		.output_bytes = (uint64_t)r->rows * r->model->output_row_bytes,
-		.timeout_us = r->timeout_us,
-	};
+	c->records[idx] = (struct inferd_record){ .user_data = r->user_data, .id = r->id,
+	    .gen = ++c->gen, .used = 1, .kind = kind, .next_free = -1 };
+	inferd__fill_sqe(c, r, idx, &list, list_offset);
+	if (kind == INFERD__STASH)
+		c->nstash_wire++;
 	c->sq_tail++;
 	__atomic_store_n(&c->hdr->sq_tail, c->sq_tail, __ATOMIC_RELEASE);
 	c->inflight++;
 	inferd__ring_doorbell(c);
 	return idx;
+}
+
+/* Check and copy a caller's request. */
+int
+inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst)
+{
+	int rc;
+
+	if ((rc = inferd__reconnect_if_needed(c)) != 0)
+		return rc;
+	if ((rc = inferd__struct_copy(dst, INFERD__REQUEST_SIZE_0_3, INFERD__REQUEST_SIZE_0_1, r, r->size,
+	    "INFERD_REQUEST")) != 0)
+		return rc;
+	return inferd__request_ok(c, dst);
 }
 
 /* Queue a request without waiting. */
@@ -213,90 +264,15 @@ inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
-	if ((rc = inferd__struct_copy(&req, INFERD__REQUEST_SIZE_0_2, INFERD__REQUEST_SIZE_0_1, r, r->size,
-	    "INFERD_REQUEST")) != 0 || (rc = inferd__request_ok(c, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req)) != 0)
 		return rc;
-	r = &req;
-	idx = inferd__push(c, r, 0);
+	pthread_mutex_lock(&c->lock);
+	idx = inferd__push(c, &req, INFERD__STASH);
+	pthread_mutex_unlock(&c->lock);
 	return idx < 0 ? idx : 0;
 }
 
-/*
- * Move every published completion off the ring: sync ones into their
- * record, async ones into the stash.  Then, if the daemon left submissions
- * waiting for completion room, ring the doorbell again.
- */
-static int
-inferd__reap(inferd_conn_t *c)
-{
-	uint32_t tail = __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE);
-	struct inferd_wire_cqe e;
-	struct inferd_record *rec;
-	int n = 0;
-
-	if (tail - c->cq_head > c->cq_entries)
-		return inferd__fail(INFERD_EPROTO, "completion ring corrupt");
-	while (c->cq_head != tail) {
-		memcpy(&e, &c->cq[c->cq_head & (c->cq_entries - 1)], sizeof e);
-		c->cq_head++;
-		if (e.user_data >= c->cq_entries || !c->records[e.user_data].used)
-			return inferd__fail(INFERD_EPROTO, "completion for an unknown request");
-		rec = &c->records[e.user_data];
-		c->inflight--;
-		n++;
-		if (rec->sync) {
-			rec->done = 1;
-			rec->status = inferd__status_code(e.status);
-			rec->detail = e.detail;
-			continue;
-		}
-		c->stash[(c->stash_head + c->nstash) % c->cq_entries] =
-		    (struct inferd_completion){ .user_data = rec->user_data,
-		    .status = inferd__status_code(e.status) };
-		c->nstash++;
-		rec->used = 0;
-		rec->next_free = c->free_record;
-		c->free_record = (int)e.user_data;
-	}
-	__atomic_store_n(&c->hdr->cq_head, c->cq_head, __ATOMIC_RELEASE);
-	if (n > 0 && __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE) != c->sq_tail)
-		inferd__ring_doorbell(c);
-	return n;
-}
-
-/* Empty the completion doorbell; 1 if the daemon hung up. */
-static int
-inferd__drain_doorbell(inferd_conn_t *c)
-{
-	char buf[256];
-	ssize_t n;
-
-	while ((n = recv(c->doorbell_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
-		;
-	return n == 0;
-}
-
-/* Sleep until the doorbell rings, the daemon hangs up, or timeout_ms passes; 0 on timeout. */
-static int
-inferd__sleep(inferd_conn_t *c, int timeout_ms)
-{
-	struct pollfd p[2] = { { c->doorbell_fd, POLLIN, 0 }, { c->control_fd, POLLIN, 0 } };
-	int r;
-
-	do
-		r = poll(p, 2, timeout_ms);
-	while (r == -1 && errno == EINTR);
-	if (r == -1)
-		return inferd__fail(INFERD_ESYS, "poll: %s", strerror(errno));
-	/* The daemon never speaks unasked: anything on the control socket is its goodbye. */
-	if (p[1].revents != 0 || (p[0].revents & (POLLHUP | POLLERR)))
-		return inferd__closed(c);
-	if (r > 0 && inferd__drain_doorbell(c))
-		return inferd__closed(c);
-	return r;
-}
-
-/* Hand stashed completions to the caller. */
+/* Hand stashed completions to the caller (lock held). */
 static unsigned
 inferd__unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
 {
@@ -310,58 +286,76 @@ inferd__unstash(inferd_conn_t *c, struct inferd_completion *out, unsigned max)
 	return n;
 }
 
-/* Reap up to max completions, waiting up to timeout_ms for the first. */
+/* inferd_wait is done waiting: something is stashed, or nothing of inferd_submit is on the wire. */
+static int
+inferd__stash_ready(inferd_conn_t *c, void *arg)
+{
+	(void)arg;
+	return c->nstash > 0 || c->nstash_wire == 0;
+}
+
+/*
+ * Reap up to max completions of inferd_submit's requests, waiting up to
+ * timeout_ms for the first.  With none of them on the wire a wait would
+ * never end: INFERD_ENOPENDING at once (other threads' callback, handle and
+ * synchronous requests do not count).
+ */
 int
 inferd_wait(inferd_conn_t *c, struct inferd_completion *out, unsigned max, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : inferd__now_ms() + timeout_ms;
-	int r, left;
+	int r;
 
 	inferd__clear_error();
 	if (c == NULL || out == NULL || max == 0)
 		return inferd__fail(INFERD_EINVAL, "inferd_wait: bad argument");
-	for (;;) {
-		if (c->nstash == 0 && !c->closed && (r = inferd__reap(c)) < 0)
-			return r;
-		if (c->nstash > 0)
-			return (int)inferd__unstash(c, out, max);
-		if (c->closed)
-			return inferd__closed(c);
-		/* Nothing submitted: no completion can come, so waiting would never end. */
-		if (c->inflight == 0 && timeout_ms != 0)
-			return inferd__fail(INFERD_ENOPENDING, "inferd_wait: no request is outstanding "
-			    "(every one submitted has been reaped)");
-		left = deadline < 0 ? -1 : (int)(deadline - inferd__now_ms());
-		if (deadline >= 0 && left <= 0)
-			return 0;
-		if ((r = inferd__sleep(c, left)) < 0)
-			return r;
-	}
+	pthread_mutex_lock(&c->lock);
+	r = inferd__await(c, inferd__stash_ready, NULL, deadline);
+	if (c->nstash > 0)
+		r = (int)inferd__unstash(c, out, max);
+	else if (c->closed)
+		r = inferd__closed(c);
+	else if (r >= 0 && c->nstash_wire == 0 && timeout_ms != 0)
+		r = inferd__fail(INFERD_ENOPENDING, "inferd_wait: no request is outstanding "
+		    "(every one submitted with inferd_submit has been reaped)");
+	else if (r > 0)
+		r = 0;
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
-/* Wait for the sync request in record idx; its status. */
+/* A sync request is done waiting: its record completed. */
+static int
+inferd__record_ready(inferd_conn_t *c, void *arg)
+{
+	return c->records[*(int *)arg].done;
+}
+
+/* Wait for the sync request in record idx (lock held); its status. */
 static int
 inferd__wait_record(inferd_conn_t *c, int idx)
 {
 	struct inferd_record *rec = &c->records[idx];
 	int r;
 
-	while (!rec->done) {
-		if ((r = inferd__reap(c)) < 0)
-			return r;
-		if (rec->done)
-			break;
-		if ((r = inferd__sleep(c, -1)) < 0)
-			return r;
-	}
+	r = inferd__await(c, inferd__record_ready, &idx, -1);
+	if (!rec->done)
+		return r;	/* cannot happen: the engine completes every record when the daemon goes */
 	r = rec->status;
 	if (r != 0)
 		inferd__fail(r, "the daemon answered: %s%s%s", inferd_strerror(r),
 		    rec->detail ? " " : "", inferd__detail_text(rec->detail));
-	rec->used = 0;
-	rec->next_free = c->free_record;
-	c->free_record = idx;
+	inferd__record_release(c, idx);
 	return r;
+}
+
+/* Room for one more submission, or nothing more will come. */
+static int
+inferd__room(inferd_conn_t *c, void *arg)
+{
+	(void)arg;
+	return c->free_record >= 0 && c->inflight + c->nstash < c->cq_entries &&
+	    c->sq_tail - __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE) < c->sq_entries;
 }
 
 /* Publish a checked request as a sync one and wait for it. */
@@ -370,17 +364,22 @@ inferd__run_sync(inferd_conn_t *c, const struct inferd_request *r)
 {
 	int idx, rc;
 
-	/* Rings full of asynchronous requests: make room by stashing their completions. */
-	while ((idx = inferd__push(c, r, 1)) == INFERD_EAGAIN) {
-		if (c->inflight == 0)
+	pthread_mutex_lock(&c->lock);
+	/* Rings full of asynchronous requests: wait until their completions make room. */
+	while ((idx = inferd__push(c, r, INFERD__SYNC)) == INFERD_EAGAIN) {
+		if (c->inflight == 0) {
+			pthread_mutex_unlock(&c->lock);
 			return inferd__fail(INFERD_EAGAIN, "%u completions are waiting for inferd_wait",
 			    c->nstash);
-		if ((rc = inferd__reap(c)) < 0 || (rc == 0 && (rc = inferd__sleep(c, -1)) < 0))
+		}
+		if ((rc = inferd__await(c, inferd__room, NULL, -1)) < 0) {
+			pthread_mutex_unlock(&c->lock);
 			return rc;
+		}
 	}
-	if (idx < 0)
-		return idx;
-	return inferd__wait_record(c, idx);
+	rc = idx < 0 ? idx : inferd__wait_record(c, idx);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 /* Run one request and wait for it. */
@@ -398,7 +397,7 @@ inferd_infer(inferd_conn_t *c, const struct inferd_model *m, int rows,
 	inferd__clear_error();
 	if (c == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_infer: no connection");
-	if ((rc = inferd__request_ok(c, &r)) != 0)
+	if ((rc = inferd__reconnect_if_needed(c)) != 0 || (rc = inferd__request_ok(c, &r)) != 0)
 		return rc;
 	return inferd__run_sync(c, &r);
 }
@@ -413,8 +412,7 @@ inferd_run(inferd_conn_t *c, const struct inferd_request *r)
 	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_run: bad argument");
-	if ((rc = inferd__struct_copy(&req, INFERD__REQUEST_SIZE_0_2, INFERD__REQUEST_SIZE_0_1, r, r->size,
-	    "INFERD_REQUEST")) != 0 || (rc = inferd__request_ok(c, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req)) != 0)
 		return rc;
 	return inferd__run_sync(c, &req);
 }

@@ -185,9 +185,14 @@ inferd__list_place(inferd_conn_t *c, uint32_t slot, const struct inferd__list *l
 	const size_t one = 2 * INFERD_WIRE_MAX_TENSORS * sizeof(struct inferd_wire_tensor);
 	int rc;
 
-	if (c->lists.data == NULL &&
-	    (rc = inferd_tensor_alloc(c, (size_t)c->sq_entries * one, &c->lists)) != 0)
-		return rc;
+	if (c->lists.data == NULL) {
+		/* Under the connection's lock; the allocator's own lock nests inside it. */
+		pthread_mutex_lock(&c->alloc_lock);
+		rc = inferd__alloc_locked(c, (size_t)c->sq_entries * one, &c->lists);
+		pthread_mutex_unlock(&c->alloc_lock);
+		if (rc != 0)
+			return rc;
+	}
 	*offset = c->lists.offset + (uint64_t)slot * one;
 	memcpy(c->base + *offset, l->t, (size_t)(l->ninputs + l->noutputs) * sizeof l->t[0]);
 	return 0;

@@ -179,7 +179,7 @@ inferd__send(int fd, uint32_t type, const void *payload, size_t len, const int *
 }
 
 /* Connect the control socket. */
-static int
+int
 inferd__dial(const char *path, int *out)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -200,7 +200,7 @@ inferd__dial(const char *path, int *out)
 }
 
 /* Read and check the daemon's hello. */
-static int
+int
 inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h)
 {
 	uint8_t *p;
@@ -270,7 +270,7 @@ inferd__region(inferd_conn_t *c, int *memfd)
 }
 
 /* Send the hello with the region and both doorbells, then wait for READY. */
-static int
+int
 inferd__attach(inferd_conn_t *c, int memfd)
 {
 	struct inferd_wire_client_hello h = { INFERD_WIRE_MAGIC, INFERD_PROTOCOL_VERSION,
@@ -314,8 +314,16 @@ inferd__conn_new(const struct inferd_options *o)
 
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return NULL;
-	c->control_fd = c->submit_fd = c->doorbell_fd = -1;
+	c->control_fd = c->submit_fd = c->doorbell_fd = c->wake_fd = -1;
+	c->region_fd = -1;
 	c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : INFERD_DEFAULT_TIMEOUT_MS;
+	c->reconnect = o && o->reconnect;
+	c->reconnect_max_ms = o && o->reconnect_max_ms > 0 ? o->reconnect_max_ms : INFERD_DEFAULT_TIMEOUT_MS;
+	if (inferd__sync_init(c) != 0) {
+		inferd__sync_free(c);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -333,7 +341,7 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
 	if (out == NULL)
 		return inferd__fail(INFERD_EINVAL, "out is NULL");
 	*out = NULL;
-	if (opts != NULL && (r = inferd__struct_copy(&o, sizeof o, INFERD__OPTIONS_SIZE_0_1, opts,
+	if (opts != NULL && (r = inferd__struct_copy(&o, INFERD__OPTIONS_SIZE_0_3, INFERD__OPTIONS_SIZE_0_1, opts,
 	    opts->size, "INFERD_OPTIONS")) != 0)
 		return r;
 	opts = &o;
@@ -344,8 +352,16 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
 	    (r = inferd__region(c, &memfd)) != 0 || (r = inferd__attach(c, memfd)) != 0 ||
 	    (r = inferd__ring_init(c)) != 0 || (r = inferd__alloc_init(c)) != 0)
 		goto fail;
-	/* The daemon holds its own reference; the mapping keeps ours alive. */
-	close(memfd);
+	/* The daemon holds its own reference; the mapping keeps ours alive (kept to reconnect). */
+	if (opts->reconnect) {
+		c->region_fd = memfd;
+		if ((c->socket_path = strdup(socket_path ? socket_path : INFERD_DEFAULT_SOCKET)) == NULL) {
+			r = inferd__fail(INFERD_ENOMEM, "out of memory");
+			goto fail;
+		}
+	} else {
+		close(memfd);
+	}
 	memfd = -1;
 	if ((c->models = calloc(c->nmodels ? c->nmodels : 1, sizeof *c->models)) == NULL) {
 		r = inferd__fail(INFERD_ENOMEM, "out of memory");
@@ -368,6 +384,11 @@ inferd_close(inferd_conn_t *c)
 
 	if (c == NULL)
 		return;
+	inferd__async_stop(c);
+	if (c->region_fd != -1)
+		close(c->region_fd);
+	free(c->socket_path);
+	inferd__retired_free(c);
 	if (c->control_fd != -1)
 		close(c->control_fd);
 	if (c->submit_fd != -1)
@@ -382,6 +403,7 @@ inferd_close(inferd_conn_t *c)
 	free(c->models);
 	inferd__ring_free(c);
 	free(c->extents);
+	inferd__sync_free(c);
 	free(c);
 }
 
@@ -438,7 +460,7 @@ inferd__model_tensors(struct inferd_model *m, struct inferd_tensor_info *t, cons
 }
 
 /* Build the public model (its tensors, its labels) from MODEL_INFO. */
-static int
+int
 inferd__model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 {
 	struct inferd_wire_model_info w;
@@ -495,30 +517,13 @@ inferd__model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 static int
 inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struct inferd_model **out)
 {
-	struct {
-		struct inferd_wire_model_query q;
-		char name[INFERD_WIRE_NAME_MAX];
-	} m;
 	struct inferd_model *model = NULL;
-	size_t n = name ? strlen(name) : 0;
-	uint8_t *p;
-	uint32_t len;
 	int r;
 
-	if (n >= INFERD_WIRE_NAME_MAX)
-		return inferd__fail(INFERD_ENOMODEL, "model name '%s' is too long", name);
 	if (c->closed)
 		return inferd__closed(c);
-	m.q.id = id;
-	m.q.name_length = (uint32_t)n;
-	memcpy(m.name, name ? name : "", n);
-	if ((r = inferd__send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n, NULL, 0)) != 0 ||
-	    (r = inferd__recv(c->control_fd, INFERD_WIRE_MODEL_INFO, &p, &len, c->timeout_ms)) != 0)
+	if ((r = inferd__model_fetch(c, name, id, &model)) != 0)
 		return r == INFERD_ECLOSED ? inferd__closed(c) : r;
-	r = inferd__model_build(p, len, &model);
-	free(p);
-	if (r != 0)
-		return r;
 	id = model->id;
 	if (id >= c->nmodels) {
 		free(model);
@@ -532,15 +537,38 @@ inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struc
 	return 0;
 }
 
-/* Look a model up by name. */
+/* Ask the daemon for a model by name (or else id): a new struct in *out. */
 int
-inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model **out)
+inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct inferd_model **out)
+{
+	struct {
+		struct inferd_wire_model_query q;
+		char name[INFERD_WIRE_NAME_MAX];
+	} m;
+	size_t n = name ? strlen(name) : 0;
+	uint8_t *p;
+	uint32_t len;
+	int r;
+
+	if (n >= INFERD_WIRE_NAME_MAX)
+		return inferd__fail(INFERD_ENOMODEL, "model name '%s' is too long", name);
+	m.q.id = id;
+	m.q.name_length = (uint32_t)n;
+	memcpy(m.name, name ? name : "", n);
+	if ((r = inferd__send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n, NULL, 0)) != 0 ||
+	    (r = inferd__recv(c->control_fd, INFERD_WIRE_MODEL_INFO, &p, &len, c->timeout_ms)) != 0)
+		return r;
+	r = inferd__model_build(p, len, out);
+	free(p);
+	return r;
+}
+
+/* Look a model up by name in the cache, else ask the daemon (control_lock held). */
+static int
+inferd__model_by_name(inferd_conn_t *c, const char *name, const struct inferd_model **out)
 {
 	unsigned i;
 
-	inferd__clear_error();
-	if (c == NULL || name == NULL || *name == '\0' || out == NULL)
-		return inferd__fail(INFERD_EINVAL, "inferd_model_get: bad argument");
 	for (i = 0; i < c->nmodels; i++)
 		if (c->models[i] != NULL && strcmp(c->models[i]->name, name) == 0) {
 			*out = c->models[i];
@@ -549,18 +577,41 @@ inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model *
 	return inferd__model_query(c, name, 0, out);
 }
 
+/* Look a model up by name. */
+int
+inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model **out)
+{
+	int r;
+
+	inferd__clear_error();
+	if (c == NULL || name == NULL || *name == '\0' || out == NULL)
+		return inferd__fail(INFERD_EINVAL, "inferd_model_get: bad argument");
+	if ((r = inferd__reconnect_if_needed(c)) != 0)
+		return r;
+	pthread_mutex_lock(&c->control_lock);
+	r = inferd__model_by_name(c, name, out);
+	pthread_mutex_unlock(&c->control_lock);
+	return r;
+}
+
 /* Look a model up by id. */
 int
 inferd_model_get_id(inferd_conn_t *c, unsigned id, const struct inferd_model **out)
 {
+	int r = 0;
+
 	inferd__clear_error();
 	if (c == NULL || out == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_model_get_id: bad argument");
+	if ((r = inferd__reconnect_if_needed(c)) != 0)
+		return r;
 	if (id >= c->nmodels)
 		return inferd__fail(INFERD_ENOMODEL, "no model with id %u (%u served)", id, c->nmodels);
-	if (c->models[id] != NULL) {
+	pthread_mutex_lock(&c->control_lock);
+	if (c->models[id] != NULL)
 		*out = c->models[id];
-		return 0;
-	}
-	return inferd__model_query(c, NULL, id, out);
+	else
+		r = inferd__model_query(c, NULL, id, out);
+	pthread_mutex_unlock(&c->control_lock);
+	return r;
 }

@@ -10,6 +10,7 @@
 #ifndef LIBINFERD_IMPL_H
 #define LIBINFERD_IMPL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,17 +24,68 @@ struct inferd_extent {
 	uint64_t offset, bytes;
 };
 
-/* What the client remembers of a request on the wire (indexed by its wire user_data). */
+/* How a request's completion is delivered. */
+enum inferd__kind {
+	INFERD__STASH,			/* inferd_submit: kept for inferd_wait */
+	INFERD__SYNC,			/* inferd_infer / inferd_run: its waiter reads the record */
+	INFERD__CALLBACK,		/* inferd_submit_cb: run on the completion thread */
+	INFERD__HANDLE,			/* inferd_submit_handle: stored in the handle */
+	INFERD__DISCARD,		/* its handle was freed first: dropped */
+};
+
+/*
+ * What the client remembers of a request on the wire, indexed by the low
+ * 32 bits of its wire user_data; the high 32 bits are gen, so a CANCEL or a
+ * completion can never be taken for a later request in the same record.
+ */
 struct inferd_record {
 	uint64_t user_data;
-	int used;			/* on the wire or holding a sync result */
-	int sync;			/* submitted by inferd_infer */
-	int done, status;		/* set when a sync request completes */
+	const char *id;			/* the request's, echoed in its completion */
+	uint32_t gen;
+	int used;			/* on the wire, or completed and not yet delivered */
+	enum inferd__kind kind;
+	int done, status;		/* set when the request completes */
 	uint32_t detail;		/* the daemon's reason for an invalid request */
+	inferd_callback_fn cb;
+	void *cb_user;
+	struct inferd_handle *handle;
 	int next_free;
 };
 
+/* A request submitted with inferd_submit_handle; its fields are under the connection's lock. */
+struct inferd_handle {
+	inferd_conn_t *conn;
+	int record;			/* -1 once completed */
+	uint64_t wire;			/* its wire user_data */
+	int done;
+	struct inferd_completion completion;
+};
+
+/*
+ * Threads: lock guards the rings, records, stash, callback queue and the
+ * flags below it; alloc_lock the allocator (taken inside lock, never the
+ * other way round); control_lock the control socket and the model cache.
+ * At most one thread at a time sleeps in poll() on the doorbell (polling);
+ * the others sleep on cond and are woken whenever completions were reaped.
+ */
 struct inferd_conn {
+	pthread_mutex_t lock, alloc_lock, control_lock;
+	pthread_cond_t cond;		/* completions reaped, polling given up, stopping */
+	int polling;			/* a thread sleeps in poll() */
+	int wake_fd;			/* eventfd: wakes the poller (inferd_close) */
+	int stopping;			/* inferd_close: the completion thread must end */
+	int thread_started;
+	pthread_t thread;		/* the completion thread, started by the first inferd_submit_cb */
+	int *cbq;			/* records whose callback is due, a FIFO of cq_entries */
+	unsigned cbq_head, ncbq;
+	uint32_t gen;
+
+	int reconnect, reconnect_max_ms;	/* the options' */
+	char *socket_path;		/* to reconnect to; NULL without reconnect */
+	int region_fd;			/* the region's memfd, kept to hand over again; -1 without reconnect */
+	struct inferd_model **retired;	/* models gone after a reconnect, freed at close */
+	size_t nretired;
+
 	int control_fd;
 	int submit_fd;			/* eventfd: we write after publishing submissions */
 	int doorbell_fd;		/* our end of the socketpair the daemon writes to */
@@ -49,6 +101,7 @@ struct inferd_conn {
 	struct inferd_wire_cqe *cq;
 	uint32_t sq_tail, cq_head;	/* our copies */
 	unsigned inflight;		/* on the wire, not yet reaped */
+	unsigned nstash_wire;		/* of those, inferd_submit's (bound for the stash) */
 
 	struct inferd_record *records;	/* cq_entries */
 	int free_record;
@@ -79,9 +132,11 @@ int inferd__closed(inferd_conn_t *c);
 int inferd__status_code(int32_t status);
 
 /* The sizes of the caller-filled structs in this release (freeze each when a field is added). */
-#define INFERD__OPTIONS_SIZE_0_1 sizeof(struct inferd_options)
+#define INFERD__OPTIONS_SIZE_0_1 offsetof(struct inferd_options, reconnect)
+#define INFERD__OPTIONS_SIZE_0_3 sizeof(struct inferd_options)
 #define INFERD__REQUEST_SIZE_0_1 offsetof(struct inferd_request, ninputs)
-#define INFERD__REQUEST_SIZE_0_2 sizeof(struct inferd_request)
+#define INFERD__REQUEST_SIZE_0_2 offsetof(struct inferd_request, id)
+#define INFERD__REQUEST_SIZE_0_3 sizeof(struct inferd_request)
 
 /*
  * Copy a caller's struct of caller_size bytes into *dst (known bytes, zeroed
@@ -111,8 +166,49 @@ int inferd__list_place(inferd_conn_t *c, uint32_t slot, const struct inferd__lis
 /* inferd_ring.c: 1 when tensor t lies inside this connection's data area with at least need bytes. */
 int inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need);
 
+/* inferd_alloc.c: inferd_tensor_alloc with alloc_lock held by the caller. */
+int inferd__alloc_locked(inferd_conn_t *c, size_t bytes, struct inferd_tensor *t);
+
+/* inferd_ring.c: the words for a wire detail code ("" for none). */
+const char *inferd__detail_text(uint32_t detail);
 /* inferd_ring.c: the rings and request records. */
 int inferd__ring_init(inferd_conn_t *c);
 void inferd__ring_free(inferd_conn_t *c);
+/* inferd_ring.c: check and copy a caller's request into *dst. */
+int inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst);
+/* inferd_ring.c: publish a checked request (lock held); its record index or a negative code. */
+int inferd__push(inferd_conn_t *c, const struct inferd_request *r, enum inferd__kind kind);
+/* inferd_ring.c: return record idx to the free list (lock held). */
+void inferd__record_release(inferd_conn_t *c, int idx);
+/* inferd_ring.c: the wire user_data of record idx. */
+uint64_t inferd__wire_id(const inferd_conn_t *c, int idx);
+
+/*
+ * inferd_wait_engine.c: with lock held, wait until ready(c, arg) is true
+ * (1), deadline (monotonic ms, -1 none) passes (0), or the daemon is gone
+ * (INFERD_ECLOSED, after every request on the wire was completed with
+ * INFERD_ECLOSED).  Reaps completions on the way, sleeping in poll() when
+ * no other thread does.
+ */
+int inferd__await(inferd_conn_t *c, int (*ready)(inferd_conn_t *, void *), void *arg, int64_t deadline);
+/* inferd_wait_engine.c: make the lock, conds and wake descriptor; release them. */
+int inferd__sync_init(inferd_conn_t *c);
+void inferd__sync_free(inferd_conn_t *c);
+/* libinferd.c: the steps of connecting, shared with inferd_reconnect.c. */
+int inferd__dial(const char *path, int *out);
+int inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h);
+int inferd__attach(inferd_conn_t *c, int memfd);
+int inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct inferd_model **out);
+/*
+ * inferd_reconnect.c: with the reconnect option, when the daemon has gone
+ * away, connect again and hand the same region over (0); otherwise 0 and
+ * nothing done.  Takes control_lock and lock itself.
+ */
+int inferd__reconnect_if_needed(inferd_conn_t *c);
+void inferd__retired_free(inferd_conn_t *c);
+/* inferd_wait_engine.c: the daemon is gone (lock held): complete everything with ECLOSED. */
+void inferd__complete_all_closed(inferd_conn_t *c);
+/* inferd_async.c: stop and join the completion thread (inferd_close). */
+void inferd__async_stop(inferd_conn_t *c);
 
 #endif

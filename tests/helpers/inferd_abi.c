@@ -25,6 +25,7 @@ print_structs(void)
 	SIZE(inferd_options);
 	OFF(inferd_options, size); OFF(inferd_options, region_bytes); OFF(inferd_options, sq_entries);
 	OFF(inferd_options, cq_entries); OFF(inferd_options, timeout_ms);
+	OFF(inferd_options, reconnect); OFF(inferd_options, reconnect_max_ms);
 	SIZE(inferd_tensor_info);
 	OFF(inferd_tensor_info, name); OFF(inferd_tensor_info, datatype); OFF(inferd_tensor_info, elem_bytes);
 	OFF(inferd_tensor_info, ndims); OFF(inferd_tensor_info, dims); OFF(inferd_tensor_info, max_dims);
@@ -48,10 +49,10 @@ print_structs(void)
 	OFF(inferd_request, input); OFF(inferd_request, output); OFF(inferd_request, timeout_us);
 	OFF(inferd_request, user_data);
 	OFF(inferd_request, ninputs); OFF(inferd_request, noutputs); OFF(inferd_request, inputs);
-	OFF(inferd_request, outputs);
+	OFF(inferd_request, outputs); OFF(inferd_request, id);
 	SIZE(inferd_completion);
 	OFF(inferd_completion, user_data); OFF(inferd_completion, status);
-	OFF(inferd_completion, reserved);
+	OFF(inferd_completion, reserved0); OFF(inferd_completion, id);
 }
 
 int

@@ -478,6 +478,46 @@ attack_pipe_doorbell(void)
 	check_alive("pipe as doorbell");
 }
 
+/* CANCEL: before the hello or of the wrong length drops the client; of an unknown request changes nothing. */
+static void
+attack_cancel(void)
+{
+	struct inferd_wire_server_hello sh;
+	struct inferd_wire_cancel m = { 12345 };
+	struct raw r;
+	int fd;
+
+	if ((fd = raw_dial()) == -1 || raw_greeting(fd, &sh) != 0)
+		exit(2);
+	raw_send(fd, INFERD_WIRE_CANCEL, &m, sizeof m, NULL, 0);
+	raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "cancel before hello");
+	close(fd);
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_send(r.fd, INFERD_WIRE_CANCEL, &m, sizeof m - 1, NULL, 0);
+	raw_expect_error(r.fd, INFERD_WIRE_ERR_PROTOCOL, 1, "cancel with a short payload");
+	raw_close(&r);
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_send(r.fd, INFERD_WIRE_CANCEL, &m, sizeof m, NULL, 0);
+	m.user_data = 0;
+	raw_send(r.fd, INFERD_WIRE_CANCEL, &m, sizeof m, NULL, 0);
+	raw_probe(&r, "cancel of unknown requests (same connection)");
+	/* Request 78 has finished: cancelling it now is harmless (the probe is 77). */
+	{
+		struct inferd_wire_sqe e = raw_good(&r, 78);
+		struct inferd_wire_cqe c;
+
+		raw_submit(&r, &e);
+		if (raw_complete(&r, &c, 10000) != 0 || c.user_data != 78 || c.status != INFERD_WIRE_OK)
+			FAIL("cancel: request 78 failed");
+	}
+	m.user_data = 78;
+	raw_send(r.fd, INFERD_WIRE_CANCEL, &m, sizeof m, NULL, 0);
+	raw_probe(&r, "cancel of a finished request (same connection)");
+	raw_close(&r);
+}
+
 /* Control messages that are not allowed: each drops the client. */
 static void
 attack_messages(void)
@@ -524,6 +564,7 @@ attack_messages(void)
 	raw_expect_error(r.fd, INFERD_WIRE_ERR_NO_MODEL, 0, "unknown model name");
 	raw_probe(&r, "unknown model name (same connection)");
 	raw_close(&r);
+	attack_cancel();
 	check_alive("bad messages");
 }
 

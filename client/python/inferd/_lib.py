@@ -40,6 +40,8 @@ class Options(ctypes.Structure):
         ("sq_entries", ctypes.c_uint),
         ("cq_entries", ctypes.c_uint),
         ("timeout_ms", ctypes.c_int),
+        ("reconnect", ctypes.c_int),
+        ("reconnect_max_ms", ctypes.c_int),
     ]
 
 
@@ -121,6 +123,7 @@ class Request(ctypes.Structure):
         ("noutputs", ctypes.c_int),
         ("inputs", ctypes.POINTER(IoStruct)),
         ("outputs", ctypes.POINTER(IoStruct)),
+        ("id", ctypes.c_char_p),
     ]
 
 
@@ -130,7 +133,8 @@ class Completion(ctypes.Structure):
     _fields_ = [
         ("user_data", ctypes.c_uint64),
         ("status", ctypes.c_int),
-        ("reserved", ctypes.c_uint32 * 3),
+        ("reserved0", ctypes.c_uint32),
+        ("id", ctypes.c_char_p),
     ]
 
 
