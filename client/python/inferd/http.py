@@ -128,8 +128,8 @@ class Client:
         return self._exchange("GET", "/v2/health/ready")[0] == 200
 
     def models(self) -> List[str]:
-        """The names of the models the server serves."""
-        return [m["name"] for m in self._json("GET", "/v2/models")]
+        """The names of the models the server serves (ready ones; the index also lists models that failed to load)."""
+        return [m["name"] for m in self._json("GET", "/v2/models") if m.get("state", "READY") == "READY"]
 
     def metadata(self, model: str) -> ModelMetadata:
         """The model's inputs and outputs (max_batch_size and labels are not in KServe's metadata)."""
