@@ -272,10 +272,13 @@ fuzz: $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer)
 .PHONY: fuzz
 export FUZZ_OPTS_http
 CLEANFILES += tests/fuzz/libfuzzcore.a $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer) $(FUZZ_TARGETS:%=tests/fuzz/%.log)
-clean-local: clean-fuzz
+clean-local: clean-fuzz clean-test-models
 clean-fuzz:
 	-rm -rf tests/fuzz/core $(FUZZ_TARGETS:%=tests/fuzz/%-scratch)
-.PHONY: clean-fuzz
+# Models and references the ONNX tests generate in the build directory.
+clean-test-models:
+	-rm -rf tests/onnx_models tests/onnx_node_cases tests/onnx_import_cases tests/onnx-cases
+.PHONY: clean-fuzz clean-test-models
 EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_ipc_control.c \
 	tests/fuzz/fuzz_http.c
 
