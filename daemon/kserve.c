@@ -833,7 +833,7 @@ kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
 /*
  * Output o's description: name, datatype, shape, and "data": null where
  * its values go (kserve_splice_data prints them there), or parameters
- * naming its binary bytes or its shared-memory region.
+ * naming its binary bytes; nothing more for an output in shared memory.
  */
 static json_t *
 kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, char **cause)
@@ -846,15 +846,16 @@ kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, cha
 		return NULL;
 	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "datatype", graph_dtype_name(io->dtype),
 	    "shape", kserve_shape(m, ki->rows, io->ndims, dims));
-	if (t != NULL && ki->output_shm[o] != NULL)
-		json_object_set_new(t, "parameters", json_pack("{s:s, s:I, s:I}",
-		    "shared_memory_region", shm_region_name(ki->output_shm[o]),
-		    "shared_memory_offset", (json_int_t)ki->output_region_offset[o],
-		    "shared_memory_byte_size", (json_int_t)ki->output_len[o]));
-	else if (t != NULL && ki->binary[o])
+	/*
+	 * An output written to shared memory is described by name, datatype and
+	 * shape only, as Triton answers: Triton's C++ client (perf_analyzer)
+	 * reads any "parameters" of an output as binary_data_size and fails
+	 * without it, and the caller knows where it asked the data to go.
+	 */
+	if (t != NULL && ki->output_shm[o] == NULL && ki->binary[o])
 		json_object_set_new(t, "parameters", json_pack("{s:I}", "binary_data_size",
 		    (json_int_t)ki->output_len[o]));
-	else if (t != NULL)
+	else if (t != NULL && ki->output_shm[o] == NULL)
 		json_object_set_new(t, "data", json_null());
 	if (t == NULL)
 		error_set(cause, "out of memory");

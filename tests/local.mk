@@ -130,7 +130,8 @@ CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_
 # --- Triton shared memory and HTTP encodings (triton-shm) ---
 # The region registry as a unit; tritonclient (PyPI) and the HTTP extras against a real daemon.
 check_PROGRAMS += tests/unit/test_shm_registry
-TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh
+TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh \
+	tests/integration/test_perf_analyzer.sh
 TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
 tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COMMON)
 tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)

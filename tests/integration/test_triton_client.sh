@@ -1,8 +1,7 @@
 #!/bin/sh
 # test_triton_client.sh: Triton's own clients against inferd, unchanged: tritonclient[http] from
-# PyPI (metadata, infer with JSON and binary data, gzip, system shared memory), and perf_analyzer
-# with and without --shared-memory=system when it is installed, and CUDA shared memory on a GPU
-# run.  Skips without tritonclient.
+# PyPI (metadata, infer with JSON and binary data, gzip, system shared memory), and CUDA shared
+# memory on a GPU run (perf_analyzer has its own test, test_perf_analyzer.sh).  Skips without tritonclient.
 . "${top_srcdir:?run through make check}/tests/helpers/test_triton_lib.sh"
 
 "$PY" -c 'import numpy, tritonclient.http, tritonclient.utils.shared_memory' 2>/dev/null || {
@@ -22,17 +21,5 @@ cuda*)
 	;;
 esac
 
-# perf_analyzer: PyPI's wheels need glibc 2.38; where it runs, a short bounded run must have no errors.
-if command -v perf_analyzer >/dev/null 2>&1; then
-	for mode in none system; do
-		timeout 120 perf_analyzer -m fashion-mlp -u "127.0.0.1:$port" -i http --shared-memory=$mode \
-			--measurement-interval=1000 --concurrency-range=1:2 >"$tmp/pa-$mode.log" 2>&1 ||
-			{ cat "$tmp/pa-$mode.log"; fail "perf_analyzer --shared-memory=$mode"; }
-		grep -qi "error" "$tmp/pa-$mode.log" && { cat "$tmp/pa-$mode.log"; fail "perf_analyzer reported errors"; }
-		grep "Throughput" "$tmp/pa-$mode.log" | sed "s/^/perf_analyzer ($mode): /"
-	done
-else
-	echo "perf_analyzer not installed: its part is not run"
-fi
 stop_daemon
 echo "PASS: test_triton_client"
