@@ -23,9 +23,21 @@ successes() {
 			index($0, "status=\"success\"") { s += $2 } END { print s + 0 }'
 }
 
+runs="fashion-mlp --concurrency-range=1:2
+fashion-mlp --shared-memory=system
+fashion-mlp --shared-memory=system -b 4 --output-shared-memory-size=1024
+fashion-mlp --async --concurrency-range=4:4
+fashion-cnn --shared-memory=system"
+# On a GPU run, Triton's CUDA shared memory too (perf_analyzer's own cudaIpc handles).
+case "${INFERD_TEST_DEVICE:-cpu}" in
+cuda*) runs="$runs
+fashion-mlp --shared-memory=cuda
+fashion-mlp --shared-memory=cuda -b 8 --output-shared-memory-size=1024" ;;
+esac
+
 start_daemon
 n=0
-while read -r model opts; do
+echo "$runs" | while read -r model opts; do
 	n=$((n + 1))
 	before=$(successes "$model")
 	# A fixed request count per window and a wide stability band: the bound is on time, and a
@@ -42,12 +54,6 @@ while read -r model opts; do
 	[ $((after - before)) -ge "$count" ] ||
 		fail "perf_analyzer $opts: it counted $count requests, inferd $((after - before)) successes"
 	echo "perf_analyzer -m $model $opts: $(grep -m1 'Throughput' "$tmp/pa-$n.log" | sed 's/^ *//'), $count requests checked"
-done <<'RUNS'
-fashion-mlp --concurrency-range=1:2
-fashion-mlp --shared-memory=system
-fashion-mlp --shared-memory=system -b 4 --output-shared-memory-size=1024
-fashion-mlp --async --concurrency-range=4:4
-fashion-cnn --shared-memory=system
-RUNS
+done || exit 1
 stop_daemon
 echo "PASS: test_perf_analyzer"
