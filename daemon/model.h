@@ -13,6 +13,9 @@
  * Contract.  A model directory holds either model.json + weights in the
  * layer format (platform "inferd_mlp") or model.onnx with an optional
  * model.json of serving settings (platform "onnx"); docs/MODELS.md has both.
+ * A model directory may also hold versions (<dir>/<N>/ with the model files,
+ * model.json staying in <dir>; repository_scan.h has the layout), loaded
+ * by model_load_version.
  * model_load turns either into one graph (graph.h), checks every node against
  * the device, plans one arena at the largest shape (max_batch_size rows, every
  * variable dim at its maximum) and binds the constants (uploaded once on a
@@ -62,7 +65,9 @@ struct st_file;
 
 typedef struct model {
 	char name[MODEL_NAME_MAX];
-	char *dir;
+	char *dir;			/* the model directory (model.json) */
+	char *version_dir;		/* where the model files are: dir/<version>, or dir in the flat layout */
+	int64_t version;		/* 1 in the flat layout */
 	device_t *dev;
 	int max_batch_size;		/* 0: no batch dimension (one request per run) */
 	struct model_batching batching;
@@ -119,6 +124,17 @@ typedef struct model_exec {
  * for the layer format, key for model.json).
  */
 int model_load(device_t *dev, const char *dir, model_t **out, char **cause);
+/*
+ * Load version `version` of the model in model_dir.  Versioned layout
+ * (model_dir/<version>/ exists): model.json is read from model_dir and the
+ * model files (model.onnx, or the layer format's weights) from
+ * model_dir/<version>/.  Flat layout (no version directory at all, version
+ * 1): exactly model_load.  config_override is NULL or a JSON object text whose
+ * top-level keys replace model.json's (Triton's load with a config).  Sets
+ * m->version.  Errors name the file (or the override).
+ */
+int model_load_version(device_t *dev, const char *model_dir, int64_t version, const char *config_override,
+    model_t **out, char **cause);
 /* Free the model's weights and description (NULL is ignored). */
 void model_free(model_t *m);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "model.h"
@@ -128,7 +129,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 /* The keys an ONNX model's model.json may have. */
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
-	"description", "inputs", "outputs", "precision",
+	"description", "inputs", "outputs", "precision", "version_policy",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -290,4 +291,68 @@ model_config_check_io(const model_t *m, json_t *root, char **cause)
 				return -1;
 	}
 	return 0;
+}
+
+/* Parse a config override: a JSON object text, its errors with line and column. */
+static int
+model_config_parse_override(const char *text, json_t **out, char **cause)
+{
+	json_error_t jerr;
+
+	*out = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	if (*out == NULL)
+		return error_set(cause, "config override: line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return error_set(cause, "config override: not a JSON object");
+	}
+	return 0;
+}
+
+/* Load path as a JSON object, reporting line and column. */
+static int
+model_config_load_file(const char *path, json_t **out, char **cause)
+{
+	json_error_t jerr;
+
+	if ((*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr)) == NULL)
+		return error_set(cause, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return error_set(cause, "%s: not a JSON object", path);
+	}
+	return 0;
+}
+
+/* Load dir/model.json (NULL when absent and optional) with override's keys replacing its own. */
+int
+model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause)
+{
+	json_t *ov = NULL;
+	struct stat st;
+	char *path;
+	int rc = 0;
+
+	*out = NULL;
+	if (override != NULL && model_config_parse_override(override, &ov, cause) != 0)
+		return -1;
+	if (asprintf(&path, "%s/model.json", dir) == -1) {
+		json_decref(ov);
+		return error_set(cause, "out of memory");
+	}
+	if (stat(path, &st) == 0 || (required && ov == NULL))
+		rc = model_config_load_file(path, out, cause);
+	else if (ov != NULL && (*out = json_object()) == NULL)
+		rc = error_set(cause, "out of memory");
+	if (rc == 0 && ov != NULL && json_object_update(*out, ov) != 0)
+		rc = error_set(cause, "out of memory");
+	if (rc != 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	free(path);
+	json_decref(ov);
+	return rc;
 }

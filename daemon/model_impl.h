@@ -42,6 +42,12 @@ int model_json_int(json_t *obj, const char *key, long long lo, long long hi, lon
     long long *out, char **cause);
 /* String member key copied into buf; required unless def is non-NULL. */
 int model_json_str(json_t *obj, const char *key, const char *def, char *buf, size_t len, char **cause);
+/*
+ * dir/model.json with override (NULL, or a JSON object text) merged over it
+ * at the top level; *out NULL when the file is absent, not required and there
+ * is no override.  Errors name the file (line, column) or the override.
+ */
+int model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause);
 /* "dynamic_batching" and "labels" into m. */
 int model_config_serving(model_t *m, json_t *root, char **cause);
 /* ONNX model.json: refuse unknown keys and a platform other than "onnx"; read max_batch_size, plan_cache. */

@@ -380,3 +380,15 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 	client/python/tests/test_fashion.py client/python/tests/test_http.py client/python/tests/test_multi.py \
 	client/python/tests/test_shm.py \
 	client/bench/python_client_bench.py
+
+# --- model lifecycle on disk: repository layout and versions, model_load_version ---
+LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version
+check_PROGRAMS += $(LIFECYCLE_DISK_TESTS)
+TESTS += $(LIFECYCLE_DISK_TESTS)
+tests_unit_test_repository_scan_SOURCES = tests/unit/test_repository_scan.c $(TEST_COMMON)
+tests_unit_test_repository_scan_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_repository_scan_LDADD = $(TEST_LDADD)
+tests_unit_test_model_version_SOURCES = tests/unit/test_model_version.c tests/helpers/onnx_build.c \
+	tests/helpers/onnx_build.h $(TEST_COMMON)
+tests_unit_test_model_version_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_model_version_LDADD = $(TEST_LDADD)
