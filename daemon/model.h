@@ -60,6 +60,26 @@ struct model_batching {
 	uint64_t default_timeout_us;
 };
 
+/* Warm-up from model.json "warmup" (docs/MODELS.md): requests run before the model is reported ready. */
+#define MODEL_MAX_WARMUP 16		/* entries of "warmup" */
+#define MODEL_MAX_WARMUP_SIZES 16	/* batch sizes per entry */
+#define MODEL_WARMUP_FILE_MAX 256	/* a sample file's name */
+enum model_warmup_data {
+	MODEL_WARMUP_ZEROS,		/* every input all zeros */
+	MODEL_WARMUP_RANDOM,		/* floating inputs uniform in [0, 1), integer and bool inputs 0 or 1 */
+	MODEL_WARMUP_FILE,		/* one row of every input, raw little-endian in input order, in every row */
+};
+struct model_warmup_entry {
+	int nsizes;
+	int batch_sizes[MODEL_MAX_WARMUP_SIZES];
+	enum model_warmup_data data;
+	char file[MODEL_WARMUP_FILE_MAX];	/* MODEL_WARMUP_FILE: a file name in the model directory */
+};
+struct model_warmup_spec {
+	int count;			/* 0: no warm-up */
+	struct model_warmup_entry entries[MODEL_MAX_WARMUP];
+};
+
 struct onnx_model;
 struct st_file;
 
@@ -73,6 +93,7 @@ typedef struct model {
 	struct model_batching batching;
 	size_t nlabels;
 	char **labels;			/* class names, optional */
+	struct model_warmup_spec warmup;	/* run by model_warmup (model_warmup.h) */
 	const char *platform;		/* "inferd_mlp" or "onnx" */
 	int ninputs, noutputs;
 	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];
