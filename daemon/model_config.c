@@ -117,12 +117,12 @@ model_parse_labels(model_t *m, json_t *root, char **cause)
 	return 0;
 }
 
-/* "dynamic_batching", "labels" and "warmup" into m. */
+/* "dynamic_batching", "labels", "warmup" and "instance_group" into m. */
 int
 model_config_serving(model_t *m, json_t *root, char **cause)
 {
 	if (model_parse_batching(root, m, cause) != 0 || model_parse_labels(m, root, cause) != 0 ||
-	    model_config_warmup(m, root, cause) != 0)
+	    model_config_warmup(m, root, cause) != 0 || model_config_instances(m, root, cause) != 0)
 		return -1;
 	return 0;
 }
@@ -130,7 +130,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 /* The keys an ONNX model's model.json may have. */
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
-	"description", "inputs", "outputs", "precision", "version_policy", "warmup",
+	"description", "inputs", "outputs", "precision", "version_policy", "warmup", "instance_group",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */

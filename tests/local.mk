@@ -383,7 +383,7 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 
 # --- model lifecycle on disk: repository layout and versions, model_load_version ---
 LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version tests/unit/test_model_warmup \
-	tests/unit/test_model_warmup_cuda
+	tests/unit/test_model_warmup_cuda tests/unit/test_model_instances
 check_PROGRAMS += $(LIFECYCLE_DISK_TESTS)
 TESTS += $(LIFECYCLE_DISK_TESTS)
 tests_unit_test_repository_scan_SOURCES = tests/unit/test_repository_scan.c $(TEST_COMMON)
@@ -400,6 +400,9 @@ tests_unit_test_model_warmup_LDADD = $(TEST_LDADD)
 tests_unit_test_model_warmup_cuda_SOURCES = $(tests_unit_test_model_warmup_SOURCES)
 tests_unit_test_model_warmup_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
 tests_unit_test_model_warmup_cuda_LDADD = $(TEST_LDADD)
+tests_unit_test_model_instances_SOURCES = tests/unit/test_model_instances.c $(TEST_COMMON)
+tests_unit_test_model_instances_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_model_instances_LDADD = $(TEST_LDADD)
 # inferctl load/reload/unload/index against a stand-in server: the requests, the output, the errors.
 TESTS += tests/integration/test_inferctl_repository.sh
 dist_check_SCRIPTS += tests/integration/test_inferctl_repository.sh
