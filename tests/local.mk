@@ -382,8 +382,8 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 	client/bench/python_client_bench.py
 
 # --- model lifecycle on disk: repository layout and versions, model_load_version ---
-LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version tests/unit/test_model_warmup \
-	tests/unit/test_model_warmup_cuda tests/unit/test_model_instances
+LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version tests/unit/test_model_version_cuda \
+	tests/unit/test_model_warmup tests/unit/test_model_warmup_cuda tests/unit/test_model_instances
 check_PROGRAMS += $(LIFECYCLE_DISK_TESTS)
 TESTS += $(LIFECYCLE_DISK_TESTS)
 tests_unit_test_repository_scan_SOURCES = tests/unit/test_repository_scan.c $(TEST_COMMON)
@@ -393,6 +393,9 @@ tests_unit_test_model_version_SOURCES = tests/unit/test_model_version.c tests/he
 	tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_model_version_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_model_version_LDADD = $(TEST_LDADD)
+tests_unit_test_model_version_cuda_SOURCES = $(tests_unit_test_model_version_SOURCES)
+tests_unit_test_model_version_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_model_version_cuda_LDADD = $(TEST_LDADD)
 tests_unit_test_model_warmup_SOURCES = tests/unit/test_model_warmup.c tests/helpers/onnx_build.c \
 	tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_model_warmup_CPPFLAGS = $(TEST_CPPFLAGS)
