@@ -12,6 +12,7 @@
 #include "model.h"
 #include "model_impl.h"
 #include "onnx_decode.h"
+#include "repository_scan.h"
 #include "safetensors.h"
 
 /* Rows a run may have. */
@@ -332,33 +333,6 @@ model_finish(model_t *m, json_t *cfg, char **cause)
 	return model_bind_consts(m, cause);
 }
 
-/* Load dir/model.json (NULL when absent and optional), reporting line and column. */
-static int
-model_read_json(const char *dir, int required, json_t **out, char **cause)
-{
-	json_error_t jerr;
-	struct stat st;
-	char *path;
-
-	*out = NULL;
-	if (asprintf(&path, "%s/model.json", dir) == -1)
-		return error_set(cause, "out of memory");
-	if (!required && stat(path, &st) != 0) {
-		free(path);
-		return 0;
-	}
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (*out == NULL)
-		error_set(cause, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
-	else if (!json_is_object(*out)) {
-		error_set(cause, "%s: not a JSON object", path);
-		json_decref(*out);
-		*out = NULL;
-	}
-	free(path);
-	return *out == NULL ? -1 : 0;
-}
-
 /* The directory's last component, as the model's name. */
 static int
 model_dir_name(model_t *m, const char *dir, char **cause)
@@ -376,64 +350,69 @@ model_dir_name(model_t *m, const char *dir, char **cause)
 	return 0;
 }
 
-/* Load dir/model.onnx with the optional model.json. */
+/* Prefix an error with model.json's path (and the override when there is one). */
 static int
-model_load_onnx(model_t *m, const char *path, char **cause)
+model_json_prefix(const model_t *m, const char *override, char **cause)
+{
+	return error_prefix(cause, "%s/model.json%s", m->dir, override != NULL ? " with the config override" : "");
+}
+
+/* Load version_dir/model.onnx with the optional model.json. */
+static int
+model_load_onnx(model_t *m, const char *path, const char *override, char **cause)
 {
 	json_t *cfg = NULL;
 	int rc;
 
 	m->platform = "onnx";
-	if (model_dir_name(m, m->dir, cause) != 0 || model_read_json(m->dir, 0, &cfg, cause) != 0)
+	if (model_dir_name(m, m->dir, cause) != 0 || model_config_read(m->dir, override, 0, &cfg, cause) != 0)
 		return -1;
 	rc = model_onnx_load(m, path, cause);
 	if (rc == 0 && (rc = model_config_onnx(m, cfg, model_graph_has_batch(m->graph), cause)) != 0)
-		error_prefix(cause, "%s/model.json", m->dir);
+		model_json_prefix(m, override, cause);
 	else if (rc == 0 && (rc = model_finish(m, cfg, cause)) != 0)
 		error_prefix(cause, "%s", path);
 	else if (rc == 0 && (rc = model_config_check_io(m, cfg, cause)) != 0)
-		error_prefix(cause, "%s/model.json", m->dir);
+		model_json_prefix(m, override, cause);
 	json_decref(cfg);
 	return rc;
 }
 
-/* Load the layer format from dir/model.json. */
+/* Load the layer format from dir/model.json, the weights from version_dir. */
 static int
-model_load_mlp(model_t *m, char **cause)
+model_load_mlp(model_t *m, const char *override, char **cause)
 {
 	json_t *root;
-	char *path;
 	int rc;
 
-	if (model_read_json(m->dir, 1, &root, cause) != 0)
+	if (model_config_read(m->dir, override, 1, &root, cause) != 0)
 		return -1;
-	if ((rc = model_mlp_load(m, root, cause)) != 0 && asprintf(&path, "%s/model.json", m->dir) != -1) {
-		error_prefix(cause, "%s", path);
-		free(path);
-	}
+	if ((rc = model_mlp_load(m, root, cause)) != 0)
+		model_json_prefix(m, override, cause);
 	json_decref(root);
 	return rc;
 }
 
-/* Load dir's model onto dev: model.onnx when present, else the layer format. */
-int
-model_load(device_t *dev, const char *dir, model_t **out, char **cause)
+/* Load the model whose model.json is in dir and whose files are in files_dir. */
+static int
+model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t version, const char *override,
+    model_t **out, char **cause)
 {
 	struct stat st;
 	model_t *m;
-	char *onnx;
+	char *onnx = NULL;
 	int rc;
 
 	m = calloc(1, sizeof *m);
-	if (m == NULL || (m->dir = strdup(dir)) == NULL || asprintf(&onnx, "%s/model.onnx", dir) == -1) {
-		if (m != NULL)
-			free(m->dir);
-		free(m);
+	if (m == NULL || (m->dir = strdup(dir)) == NULL || (m->version_dir = strdup(files_dir)) == NULL ||
+	    asprintf(&onnx, "%s/model.onnx", files_dir) == -1) {
+		model_free(m);
 		return error_set(cause, "out of memory");
 	}
 	m->dev = dev;
+	m->version = version;
 	m->platform = "inferd_mlp";
-	rc = stat(onnx, &st) == 0 ? model_load_onnx(m, onnx, cause) : model_load_mlp(m, cause);
+	rc = stat(onnx, &st) == 0 ? model_load_onnx(m, onnx, override, cause) : model_load_mlp(m, override, cause);
 	free(onnx);
 	if (rc != 0) {
 		model_free(m);
@@ -441,6 +420,42 @@ model_load(device_t *dev, const char *dir, model_t **out, char **cause)
 	}
 	*out = m;
 	return 0;
+}
+
+/* Load dir's model onto dev: model.onnx when present, else the layer format. */
+int
+model_load(device_t *dev, const char *dir, model_t **out, char **cause)
+{
+	return model_load_at(dev, dir, dir, 1, NULL, out, cause);
+}
+
+/* Load version `version` of model_dir: from its version directory, or the flat layout as version 1. */
+int
+model_load_version(device_t *dev, const char *model_dir, int64_t version, const char *config_override,
+    model_t **out, char **cause)
+{
+	int64_t *versions = NULL;
+	size_t n = 0;
+	struct stat st;
+	char *vdir;
+	int rc;
+
+	if (version < 1)
+		return error_set(cause, "%s: version %lld: versions are positive integers", model_dir, (long long)version);
+	if (asprintf(&vdir, "%s/%lld", model_dir, (long long)version) == -1)
+		return error_set(cause, "out of memory");
+	if (stat(vdir, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = model_load_at(dev, model_dir, vdir, version, config_override, out, cause);
+	else if (repository_scan_versions(model_dir, &versions, &n, cause) != 0)
+		rc = -1;
+	else if (n == 0 && version == 1)
+		rc = model_load_at(dev, model_dir, model_dir, 1, config_override, out, cause);
+	else
+		rc = error_set(cause, "%s: no version directory (%s)", vdir,
+		    n == 0 ? "the flat layout has version 1 only" : "not among the model's versions");
+	free(versions);
+	free(vdir);
+	return rc;
 }
 
 /* Free the model. */
@@ -464,5 +479,6 @@ model_free(model_t *m)
 		free(m->labels[i]);
 	free(m->labels);
 	free(m->dir);
+	free(m->version_dir);
 	free(m);
 }

@@ -390,7 +390,7 @@ model_mlp_load(model_t *m, json_t *root, char **cause)
 		return -1;
 	if (strchr(weights, '/') != NULL)
 		return error_set(cause, "\"weights\" must be a file name inside the model directory");
-	if (asprintf(&path, "%s/%s", m->dir, weights) == -1)
+	if (asprintf(&path, "%s/%s", m->version_dir, weights) == -1)
 		return error_set(cause, "out of memory");
 	rc = model_mlp_layers(m, root, path, cause);
 	free(path);

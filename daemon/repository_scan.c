@@ -1,0 +1,353 @@
+/* repository_scan.c: the model directories of a repository, their version directories and version_policy. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "model_impl.h"
+#include "repository_scan.h"
+
+/* Largest num_versions accepted by a "latest" policy. */
+#define SCAN_MAX_LATEST (1 << 20)
+
+/* Parse a version directory name: a positive decimal integer, no sign, no leading zero, at most INT64_MAX. */
+int
+repository_parse_version(const char *s, int64_t *out)
+{
+	int64_t v = 0;
+
+	if (s == NULL || *s < '1' || *s > '9')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9' || v > (INT64_MAX - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* Order int64 versions ascending. */
+static int
+scan_cmp_versions(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether path is a directory (following links). */
+static int
+scan_is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Append v to *versions (n entries). */
+static int
+scan_push_version(int64_t **versions, size_t *n, int64_t v, char **cause)
+{
+	int64_t *nv = realloc(*versions, (*n + 1) * sizeof *nv);
+
+	if (nv == NULL)
+		return error_set(cause, "out of memory");
+	nv[(*n)++] = v;
+	*versions = nv;
+	return 0;
+}
+
+/* Check one non-hidden entry of a model directory: a version directory is pushed, a misnamed one refused. */
+static int
+scan_version_entry(const char *model_dir, const char *name, int64_t **versions, size_t *n, char **cause)
+{
+	char *path;
+	int64_t v;
+	int dir;
+
+	if (asprintf(&path, "%s/%s", model_dir, name) == -1)
+		return error_set(cause, "out of memory");
+	dir = scan_is_dir(path);
+	free(path);
+	if (!dir)
+		return 0;
+	if (repository_parse_version(name, &v) != 0)
+		return error_set(cause, "%s/%s: a subdirectory of a model must be a version, a positive integer without "
+		    "sign or leading zero up to %lld (start other directories' names with '.')", model_dir, name,
+		    (long long)INT64_MAX);
+	return scan_push_version(versions, n, v, cause);
+}
+
+/* The version directories of model_dir, ascending (none: the flat layout); -1 naming a misnamed one. */
+int
+repository_scan_versions(const char *model_dir, int64_t **versions, size_t *count, char **cause)
+{
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	*versions = NULL;
+	*count = 0;
+	if ((d = opendir(model_dir)) == NULL)
+		return error_set(cause, "%s: %s", model_dir, strerror(errno));
+	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			rc = scan_version_entry(model_dir, de->d_name, versions, count, cause);
+	if (rc == 0 && errno != 0)
+		rc = error_set(cause, "%s: %s", model_dir, strerror(errno));
+	closedir(d);
+	if (rc != 0) {
+		free(*versions);
+		*versions = NULL;
+		*count = 0;
+		return -1;
+	}
+	if (*count > 1)
+		qsort(*versions, *count, sizeof **versions, scan_cmp_versions);
+	return 0;
+}
+
+/* Keep the newest n of the available versions (all of them when fewer). */
+static int
+scan_policy_latest(json_t *p, int64_t *avail, size_t *navail, char **cause)
+{
+	long long n;
+
+	if (!json_is_object(p) || json_object_size(p) != 1 ||
+	    model_json_int(p, "num_versions", 1, SCAN_MAX_LATEST, -1, &n, cause) != 0)
+		return error_set(cause, "\"latest\" must be {\"num_versions\": N} with N in [1, %d]", SCAN_MAX_LATEST);
+	if ((size_t)n < *navail) {
+		memmove(avail, avail + (*navail - (size_t)n), (size_t)n * sizeof *avail);
+		*navail = (size_t)n;
+	}
+	return 0;
+}
+
+/* Replace the available versions by the listed ones, each of which must have its directory. */
+static int
+scan_policy_specific(json_t *p, int64_t *avail, size_t *navail, char **cause)
+{
+	json_t *arr = json_object_get(p, "versions"), *v;
+	int64_t *keep;
+	size_t i, k = 0;
+
+	if (!json_is_object(p) || json_object_size(p) != 1 || !json_is_array(arr) || json_array_size(arr) == 0)
+		return error_set(cause, "\"specific\" must be {\"versions\": [v, ...]} with at least one version");
+	if ((keep = calloc(json_array_size(arr), sizeof *keep)) == NULL)
+		return error_set(cause, "out of memory");
+	json_array_foreach(arr, i, v) {
+		int64_t x = json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+		if (x < 1) {
+			free(keep);
+			return error_set(cause, "\"specific\" versions[%zu] must be a positive integer", i);
+		}
+		if (bsearch(&x, avail, *navail, sizeof *avail, scan_cmp_versions) == NULL) {
+			free(keep);
+			return error_set(cause, "\"specific\" version %lld has no version directory", (long long)x);
+		}
+		if (k == 0 || bsearch(&x, keep, k, sizeof *keep, scan_cmp_versions) == NULL) {
+			keep[k++] = x;
+			qsort(keep, k, sizeof *keep, scan_cmp_versions);
+		}
+	}
+	memcpy(avail, keep, k * sizeof *keep);
+	*navail = k;
+	free(keep);
+	return 0;
+}
+
+/* Narrow the available versions (ascending) by policy (NULL: latest 1). */
+static int
+scan_apply_policy(json_t *policy, int64_t *avail, size_t *navail, char **cause)
+{
+	const char *kind;
+	json_t *p;
+	int rc;
+
+	if (policy == NULL) {
+		if (*navail > 1) {
+			avail[0] = avail[*navail - 1];
+			*navail = 1;
+		}
+		return 0;
+	}
+	if (!json_is_object(policy) || json_object_size(policy) != 1)
+		return error_set(cause, "\"version_policy\" must be an object with one key: \"latest\", \"all\" or \"specific\"");
+	kind = json_object_iter_key(json_object_iter(policy));
+	p = json_object_iter_value(json_object_iter(policy));
+	if (strcmp(kind, "latest") == 0)
+		rc = scan_policy_latest(p, avail, navail, cause);
+	else if (strcmp(kind, "specific") == 0)
+		rc = scan_policy_specific(p, avail, navail, cause);
+	else if (strcmp(kind, "all") == 0)
+		rc = json_is_object(p) && json_object_size(p) == 0 ? 0 : error_set(cause, "\"all\" must be {}");
+	else
+		rc = error_set(cause, "unknown policy \"%s\" (\"latest\", \"all\" or \"specific\")", kind);
+	return rc == 0 ? 0 : error_prefix(cause, "\"version_policy\"");
+}
+
+/* The versions of e->dir under its policy, or an error message for the entry. */
+static int
+scan_entry_versions(struct repository_entry *e, const char *config_override, char **cause)
+{
+	json_t *cfg = NULL;
+	int rc;
+
+	if (repository_scan_versions(e->dir, &e->versions, &e->nversions, cause) != 0)
+		return -1;
+	if (e->nversions == 0 && scan_push_version(&e->versions, &e->nversions, 1, cause) != 0)
+		return -1;
+	if (model_config_read(e->dir, config_override, 0, &cfg, cause) != 0)
+		return -1;
+	rc = scan_apply_policy(cfg == NULL ? NULL : json_object_get(cfg, "version_policy"), e->versions,
+	    &e->nversions, cause);
+	if (rc != 0)
+		error_prefix(cause, "%s/model.json%s", e->dir, config_override != NULL ? " with the config override" : "");
+	json_decref(cfg);
+	return rc;
+}
+
+/* Fill e for repo_dir/name (which exists); contents that are wrong go to e->error. */
+static int
+scan_entry(const char *repo_dir, const char *name, const char *config_override, struct repository_entry *e,
+    char **cause)
+{
+	char *why = NULL;
+
+	memset(e, 0, sizeof *e);
+	if ((e->name = strdup(name)) == NULL || asprintf(&e->dir, "%s/%s", repo_dir, name) == -1) {
+		e->dir = NULL;
+		repository_entry_free(e);
+		return error_set(cause, "out of memory");
+	}
+	if (scan_entry_versions(e, config_override, &why) != 0) {
+		free(e->versions);
+		e->versions = NULL;
+		e->nversions = 0;
+		e->error = why != NULL ? why : strdup("unknown error");
+		if (e->error == NULL) {
+			repository_entry_free(e);
+			return error_set(cause, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* repository_scan_model with config_override deciding the version_policy. */
+int
+repository_scan_model_config(const char *repo_dir, const char *name, const char *config_override,
+    struct repository_entry *out, char **cause)
+{
+	char *path;
+	int dir;
+
+	memset(out, 0, sizeof *out);
+	if (name == NULL || *name == '\0' || *name == '.' || strchr(name, '/') != NULL)
+		return error_set(cause, "'%s' is not a model directory name", name ? name : "");
+	if (asprintf(&path, "%s/%s", repo_dir, name) == -1)
+		return error_set(cause, "out of memory");
+	dir = scan_is_dir(path);
+	free(path);
+	if (!dir)
+		return error_set(cause, "no model directory '%s' in the repository %s", name, repo_dir);
+	return scan_entry(repo_dir, name, config_override, out, cause);
+}
+
+/* Scan one model directory (a load request of a single model). */
+int
+repository_scan_model(const char *repo_dir, const char *name, struct repository_entry *out, char **cause)
+{
+	return repository_scan_model_config(repo_dir, name, NULL, out, cause);
+}
+
+/* Order entries by name. */
+static int
+scan_cmp_entries(const void *a, const void *b)
+{
+	return strcmp(((const struct repository_entry *)a)->name, ((const struct repository_entry *)b)->name);
+}
+
+/* Add an entry for repo_dir/name when it is a directory. */
+static int
+scan_add(const char *repo_dir, const char *name, struct repository_entry **v, size_t *n, char **cause)
+{
+	struct repository_entry *nv;
+	char *path;
+	int dir;
+
+	if (asprintf(&path, "%s/%s", repo_dir, name) == -1)
+		return error_set(cause, "out of memory");
+	dir = scan_is_dir(path);
+	free(path);
+	if (!dir)
+		return 0;
+	if ((nv = realloc(*v, (*n + 1) * sizeof *nv)) == NULL)
+		return error_set(cause, "out of memory");
+	*v = nv;
+	if (scan_entry(repo_dir, name, NULL, &nv[*n], cause) != 0)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* Scan repo_dir; entries sorted by name. */
+int
+repository_scan(const char *repo_dir, struct repository_entry **out, size_t *count, char **cause)
+{
+	struct repository_entry *v = NULL;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+	int rc = 0;
+
+	*out = NULL;
+	*count = 0;
+	if ((d = opendir(repo_dir)) == NULL)
+		return error_set(cause, "model repository %s: %s", repo_dir, strerror(errno));
+	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			rc = scan_add(repo_dir, de->d_name, &v, &n, cause);
+	if (rc == 0 && errno != 0)
+		rc = error_set(cause, "model repository %s: %s", repo_dir, strerror(errno));
+	closedir(d);
+	if (rc != 0) {
+		repository_scan_free(v, n);
+		return -1;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof *v, scan_cmp_entries);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+/* Free e's members. */
+void
+repository_entry_free(struct repository_entry *e)
+{
+	if (e == NULL)
+		return;
+	free(e->name);
+	free(e->dir);
+	free(e->versions);
+	free(e->error);
+	memset(e, 0, sizeof *e);
+}
+
+/* Free every entry and the array. */
+void
+repository_scan_free(struct repository_entry *e, size_t count)
+{
+	size_t i;
+
+	for (i = 0; e != NULL && i < count; i++)
+		repository_entry_free(&e[i]);
+	free(e);
+}
