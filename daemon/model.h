@@ -107,6 +107,11 @@ typedef struct model_exec {
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
 	struct model_plan_entry *plans;
 	uint64_t clock;			/* LRU time */
+	void *ws;			/* device: scratch shared by every plan (GPU; NULL when none needs any) */
+	size_t ws_bytes;
+	void *pool;			/* device, variable dims on a GPU: the constants each cached shape folds */
+	size_t pool_slot;		/* bytes per cache entry (entry i at pool + i * pool_slot) */
+	int lazy_graph_rows;		/* variable dims: shapes of up to this many rows run a graph captured on first use */
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */

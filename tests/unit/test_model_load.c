@@ -352,11 +352,6 @@ test_onnx_variable(const char *root)
 	uint64_t allocs;
 	int64_t seq = 7;
 
-	if (device_is_gpu(dev)) {
-		expect_onnx_refused("variable dims on a GPU", dir, (const char *const[]){ "CPU backend only", NULL });
-		free(dir);
-		return;
-	}
 	CHECK(model_load(dev, dir, &m, &cause) == 0, "%s", cause);
 	if (m == NULL)
 		return;
