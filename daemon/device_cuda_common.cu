@@ -125,7 +125,13 @@ cuda_step_params(struct cuda_step *st, size_t bytes, char **cause)
 	return st->p;
 }
 
-/* Synchronous upload at compile time. */
+/*
+ * Upload at compile time, complete when it returns.  Not cudaMemcpy: from
+ * pageable memory it returns once the bytes are staged, before the DMA has
+ * landed, and nothing orders that DMA (on the legacy default stream) before
+ * the plan's kernels on a non-blocking compute stream, which could then read
+ * a stale table (a batched GEMM's pointer array: an illegal address).
+ */
 int
 cuda_upload(void *dst, const void *src, size_t bytes, char **cause)
 {
@@ -133,9 +139,29 @@ cuda_upload(void *dst, const void *src, size_t bytes, char **cause)
 
 	if (bytes == 0)
 		return 0;
-	err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+	err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamPerThread);
 	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "cudaMemcpy(h2d, %zu bytes)", bytes);
+		return cuda_fail(cause, err, "cudaMemcpyAsync(h2d, %zu bytes)", bytes);
+	err = cudaStreamSynchronize(cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamSynchronize(after an upload of %zu bytes)", bytes);
+	return 0;
+}
+
+/* Zero device memory at compile time, complete when it returns (cudaMemset is asynchronous to the host). */
+int
+cuda_zero(void *dst, size_t bytes, char **cause)
+{
+	cudaError_t err;
+
+	if (bytes == 0)
+		return 0;
+	err = cudaMemsetAsync(dst, 0, bytes, cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaMemsetAsync(%zu bytes)", bytes);
+	err = cudaStreamSynchronize(cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamSynchronize(after zeroing %zu bytes)", bytes);
 	return 0;
 }
 

@@ -138,8 +138,10 @@ int cuda_step_scratch(const struct cuda_compile *cc, struct cuda_step *st, size_
 void cuda_step_ws_free(struct cuda_step *st);
 /* Host parameters of bytes for a step, zeroed (freed with the plan). */
 void *cuda_step_params(struct cuda_step *st, size_t bytes, char **cause);
-/* Copy host bytes into device memory at compile time (synchronous; never from a run). */
+/* Copy host bytes into device memory at compile time, landed when it returns (never from a run). */
 int cuda_upload(void *dst, const void *src, size_t bytes, char **cause);
+/* Zero device memory at compile time, done when it returns (never from a run). */
+int cuda_zero(void *dst, size_t bytes, char **cause);
 
 /* Numpy broadcast of in (rank <= out's) to out: strides of operand k of m (m->nd, dims set from out). */
 void cuda_map_bcast(struct cuda_map *m, int k, const struct graph_shape *out, const struct graph_shape *in);
