@@ -30,7 +30,9 @@
  * (cuDNN workspaces, column buffers, FP32 islands) that all its plans share,
  * sized at create by measuring the largest shape's plan (device_plan_measure)
  * before any plan is compiled or graph captured; plans of other shapes choose
- * engines within it.  With variable dims a GPU context also owns a pool for
+ * engines within it (without variable dims, a size that still needs more
+ * grows it and every size compiles again, before any capture; with them, a
+ * first-use plan that cannot fit takes scratch of its own).  With variable dims a GPU context also owns a pool for
  * the constants each cached shape folds (a slot per entry, sized at the
  * largest shape), and each shape's plan is captured as a CUDA graph on its
  * first run (model_exec_capture's row limit) and cached with it; evicting an
@@ -39,7 +41,7 @@
  * device_allocation_count stays flat after model_exec_create.  What a shape's
  * first use still allocates on CUDA, outside that count, is the plan's own:
  * its small tables (batched-GEMM pointer arrays, resize taps, the gather
- * error word) and at fp16 its FP16 input/output buffers and FP16 copies of
+ * error word), scratch when it cannot fit the workspace, and at fp16 its FP16 input/output buffers and FP16 copies of
  * the constants it folded.  Sequence buckets are not implemented: every
  * exact shape is its own entry.
  */

@@ -23,6 +23,9 @@ struct model_plan_entry {
 /* Alignment of each folded constant in a context's constants pool. */
 #define MODEL_POOL_ALIGN 256
 
+/* How an entry's plan takes its scratch: from the context's workspace, its own, or measure only. */
+enum model_entry_mode { MODEL_ENTRY_SHARED, MODEL_ENTRY_OWN, MODEL_ENTRY_MEASURE };
+
 /* Free one entry's plan, specialization and constants. */
 static void
 model_entry_clear(const model_t *m, struct model_plan_entry *e)
@@ -122,12 +125,12 @@ model_entry_const_outputs_fit(const model_t *m, const struct graph_spec *sp, cha
 
 /*
  * Specialize the model for shape s and compile a plan over the context's
- * arena and workspace into e; need non-NULL: only measure the workspace the
- * plan takes (*need), leaving e empty.
+ * arena into e, its scratch as mode says; MODEL_ENTRY_MEASURE only measures
+ * the workspace the plan would take (*need), leaving e empty.
  */
 static int
-model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, size_t *need,
-    char **cause)
+model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e,
+    enum model_entry_mode mode, size_t *need, char **cause)
 {
 	const model_t *m = x->model;
 	struct graph_shape in[MODEL_MAX_IO];
@@ -144,14 +147,17 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
-		if (need != NULL)
+		if (mode == MODEL_ENTRY_MEASURE)
 			rc = device_plan_measure(m->dev, &e->spec->graph, e->spec->shapes, addrs, need, cause);
-		else if ((rc = device_plan_compile_shared(m->dev, &e->spec->graph, e->spec->shapes, addrs, x->ws,
-		    x->ws_bytes, &e->plan, cause)) == 0)
-			e->valid = 1;
+		else if (mode == MODEL_ENTRY_OWN)
+			rc = device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause);
+		else
+			rc = device_plan_compile_shared(m->dev, &e->spec->graph, e->spec->shapes, addrs, x->ws,
+			    x->ws_bytes, &e->plan, cause);
+		e->valid = rc == 0 && mode != MODEL_ENTRY_MEASURE;
 	}
 	free(addrs);
-	if (rc != 0 || need != NULL)
+	if (rc != 0 || mode == MODEL_ENTRY_MEASURE)
 		model_entry_clear(m, e);
 	return rc;
 }
@@ -188,18 +194,66 @@ model_exec_bind(model_exec_t *x)
 	}
 }
 
-/* Compile a plan per batch size 1..max rows (models without variable dims). */
+/* Clear every cached plan and graph (the caller knows none is in flight). */
+static void
+model_exec_clear_plans(model_exec_t *x)
+{
+	int i;
+
+	for (i = 0; i < x->nplans; i++)
+		model_entry_clear(x->model, &x->plans[i]);
+}
+
+/*
+ * After the plan for s failed to compile within the workspace: 1 when it
+ * needs more, and the workspace has been grown to that and every plan
+ * cleared (their steps hold the old address); 0 when it does not (its
+ * failure is another, *cause kept); -1 on an error of its own.
+ */
+static int
+model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, char **cause)
+{
+	const model_t *m = x->model;
+	char *why = NULL;
+	size_t need = 0;
+
+	if (model_entry_compile(x, s, e, MODEL_ENTRY_MEASURE, &need, &why) != 0 || need <= x->ws_bytes) {
+		free(why);
+		return 0;
+	}
+	model_exec_clear_plans(x);
+	if (x->ws != NULL)
+		device_free(m->dev, x->ws);
+	x->ws = NULL;
+	x->ws_bytes = 0;
+	if (device_alloc(m->dev, need, &x->ws, cause) != 0)
+		return error_prefix(cause, "growing the shared workspace to %zu bytes", need);
+	x->ws_bytes = need;
+	return 1;
+}
+
+/*
+ * Compile a plan per batch size max..1 rows (models without variable dims).
+ * Another size may need more workspace than the largest (its engines differ):
+ * then the workspace grows and every size compiles again, all before any
+ * graph is captured.
+ */
 static int
 model_exec_fixed_plans(model_exec_t *x, char **cause)
 {
 	const model_t *m = x->model;
 	struct model_shape s;
-	int r;
+	int r, grown;
 
-	for (r = 1; r <= x->nplans; r++) {
+	for (r = x->nplans; r >= 1; r--) {
 		model_shape_max(m, r, &s);
-		if (model_entry_compile(x, &s, &x->plans[r - 1], NULL, cause) != 0)
+		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
+			continue;
+		if (!device_is_gpu(m->dev) || (grown = model_exec_grow(x, &s, &x->plans[r - 1], cause)) == 0)
 			return error_prefix(cause, "%d rows", r);
+		if (grown < 0)
+			return -1;
+		r = x->nplans + 1;
 	}
 	return 0;
 }
@@ -235,7 +289,7 @@ model_exec_device_memory(model_exec_t *x, char **cause)
 			    x->pool_slot);
 	}
 	/* Slot 0 (empty yet, left empty): its pool slot holds the probe's folded constants. */
-	if (model_entry_compile(x, &s, &x->plans[0], &need, cause) != 0)
+	if (model_entry_compile(x, &s, &x->plans[0], MODEL_ENTRY_MEASURE, &need, cause) != 0)
 		return error_prefix(cause, "measuring the workspace at %d rows", s.rows);
 	x->ws_bytes = need;
 	if (need > 0 && device_alloc(m->dev, need, &x->ws, cause) != 0)
@@ -250,7 +304,7 @@ model_exec_first_plan(model_exec_t *x, char **cause)
 	struct model_shape s;
 
 	model_shape_max(x->model, model_max_rows(x->model), &s);
-	if (model_entry_compile(x, &s, &x->plans[0], NULL, cause) != 0)
+	if (model_entry_compile(x, &s, &x->plans[0], MODEL_ENTRY_SHARED, NULL, cause) != 0)
 		return error_prefix(cause, "at the largest shape (%d rows)", s.rows);
 	x->plans[0].used = ++x->clock;
 	return 0;
@@ -304,8 +358,8 @@ model_exec_free(model_exec_t *x)
 		device_graph_destroy(x->graphs[i]);
 	free(x->graphs);
 	free(x->graph_rows);
-	for (i = 0; x->plans != NULL && i < x->nplans; i++)
-		model_entry_clear(x->model, &x->plans[i]);
+	if (x->plans != NULL)
+		model_exec_clear_plans(x);
 	free(x->plans);
 	if (x->ws != NULL)
 		device_free(x->model->dev, x->ws);
@@ -357,7 +411,8 @@ model_exec_lookup(model_exec_t *x, const struct model_shape *s, device_stream_t 
 		return -1;
 	if (victim->valid)
 		model_entry_clear(x->model, victim);
-	if (model_entry_compile(x, s, victim, NULL, cause) != 0)
+	if (model_entry_compile(x, s, victim, MODEL_ENTRY_SHARED, NULL, cause) != 0 &&
+	    (!device_is_gpu(x->model->dev) || model_entry_compile(x, s, victim, MODEL_ENTRY_OWN, NULL, cause) != 0))
 		return -1;
 	*out = victim;
 	return 0;
