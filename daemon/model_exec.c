@@ -249,7 +249,7 @@ model_exec_fixed_plans(model_exec_t *x, char **cause)
 		model_shape_max(m, r, &s);
 		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
 			continue;
-		if (!device_is_gpu(m->dev) || (grown = model_exec_grow(x, &s, &x->plans[r - 1], cause)) == 0)
+		if ((grown = model_exec_grow(x, &s, &x->plans[r - 1], cause)) == 0)
 			return error_prefix(cause, "%d rows", r);
 		if (grown < 0)
 			return -1;
@@ -259,11 +259,12 @@ model_exec_fixed_plans(model_exec_t *x, char **cause)
 }
 
 /*
- * GPU: the context's device memory beyond the arena, all of it now: with
+ * The context's device memory beyond the arena, all of it now: on a GPU with
  * variable dims a pool for the constants each cached shape folds (a slot per
  * cache entry, sized at the largest shape); then one scratch workspace shared
- * by all its plans, sized by compiling the largest shape's plan once to
- * measure it.  Plans for other shapes choose engines within it.
+ * by all its plans (on the CPU too: the kernels' im2col buffers), sized by
+ * compiling the largest shape's plan once to measure it.  Plans for other
+ * shapes choose engines within it.
  */
 static int
 model_exec_device_memory(model_exec_t *x, char **cause)
@@ -274,10 +275,8 @@ model_exec_device_memory(model_exec_t *x, char **cause)
 	struct model_shape s;
 	size_t need = 0;
 
-	if (!device_is_gpu(m->dev))
-		return 0;
 	model_shape_max(m, model_max_rows(m), &s);
-	if (m->nvars > 0) {
+	if (m->nvars > 0 && device_is_gpu(m->dev)) {
 		model_graph_input_shapes(m, &s, in);
 		if (graph_specialize(m->graph, in, &spec, cause) != 0)
 			return -1;
@@ -412,7 +411,7 @@ model_exec_lookup(model_exec_t *x, const struct model_shape *s, device_stream_t 
 	if (victim->valid)
 		model_entry_clear(x->model, victim);
 	if (model_entry_compile(x, s, victim, MODEL_ENTRY_SHARED, NULL, cause) != 0 &&
-	    (!device_is_gpu(x->model->dev) || model_entry_compile(x, s, victim, MODEL_ENTRY_OWN, NULL, cause) != 0))
+	    model_entry_compile(x, s, victim, MODEL_ENTRY_OWN, NULL, cause) != 0)
 		return -1;
 	*out = victim;
 	return 0;
