@@ -481,16 +481,17 @@ device_plan_check_shapes(const graph_t *g, const struct graph_shape *shapes,
 	return rc;
 }
 
-/* Compile g for shapes and addrs into a plan. */
-int
-device_plan_compile(device_t *dev, const graph_t *g,
-    const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
-    char **cause)
+/* Compile g for shapes and addrs into a plan whose steps take scratch as mode says. */
+static int
+device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_shape *shapes, void *const *addrs,
+    enum device_ws_mode mode, void *ws, size_t ws_bytes, device_plan_t **out, char **cause)
 {
 	device_plan_t *p;
 
 	if (g == NULL || shapes == NULL || addrs == NULL)
 		return error_set(cause, "device_plan_compile: no graph, shapes or addresses");
+	if (mode == DEVICE_WS_SHARED && ws == NULL && ws_bytes > 0)
+		return error_set(cause, "device_plan_compile_shared: %zu bytes of workspace at no address", ws_bytes);
 	if (device_plan_check_nodes(dev, g, cause) != 0 ||
 	    device_plan_check_shapes(g, shapes, addrs, cause) != 0)
 		return -1;
@@ -499,11 +500,48 @@ device_plan_compile(device_t *dev, const graph_t *g,
 		return error_set(cause, "out of memory");
 	p->dev = dev;
 	p->g = g;
+	p->ws_mode = mode;
+	p->ws = ws;
+	p->ws_bytes = ws_bytes;
 	if (dev->ops->plan_compile(p, shapes, addrs, cause) != 0) {
 		free(p);
 		return -1;
 	}
 	*out = p;
+	return 0;
+}
+
+/* Compile g for shapes and addrs into a plan (scratch of its own). */
+int
+device_plan_compile(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
+    char **cause)
+{
+	return device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_OWN, NULL, 0, out, cause);
+}
+
+/* Compile g with its scratch in [ws, ws + ws_bytes). */
+int
+device_plan_compile_shared(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, void *ws,
+    size_t ws_bytes, device_plan_t **out, char **cause)
+{
+	return device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_SHARED, ws, ws_bytes, out, cause);
+}
+
+/* The shared workspace a plan for g at shapes would take (compiled to measure, then freed). */
+int
+device_plan_measure(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, size_t *need,
+    char **cause)
+{
+	device_plan_t *p;
+
+	*need = 0;
+	if (device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_PROBE, NULL, 0, &p, cause) != 0)
+		return -1;
+	*need = p->ws_need;
+	device_plan_free(p);
 	return 0;
 }
 
@@ -515,6 +553,8 @@ device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 		return error_set(cause, "plan: stream was not created for compute");
 	if (s->dev != p->dev)
 		return error_set(cause, "plan: stream belongs to another device");
+	if (p->ws_mode == DEVICE_WS_PROBE)
+		return error_set(cause, "plan: compiled only to measure its workspace");
 	if (FAULT(FAULT_LAUNCH))
 		return error_set(cause, "launching the plan's kernels failed (injected)");
 	return p->dev->ops->plan_run(p, s, cause);

@@ -130,6 +130,27 @@ int device_supports_node(const device_t *dev, const graph_t *g,
 int device_plan_compile(device_t *dev, const graph_t *g,
     const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
     char **cause);
+/*
+ * Plans that never run at the same time (one batch context's: they run one
+ * after another on its compute stream) can share one scratch workspace: the
+ * cuDNN workspaces, column buffers and FP32 islands their steps need only
+ * while the step runs.  device_plan_measure compiles g as
+ * device_plan_compile_shared would with an unlimited workspace (engines and
+ * chunks chosen within the backend's own caps), frees it, and reports in
+ * *need the workspace bytes that plan takes (0 on the CPU backend, whose
+ * scratch is host memory of its own).  device_plan_compile_shared compiles
+ * like device_plan_compile, but every step's scratch is a piece of
+ * [ws, ws + ws_bytes) (ws may be NULL when ws_bytes is 0): engines are chosen
+ * among those whose workspace fits, and a step that cannot fit is refused,
+ * naming the sizes.  The workspace must outlive the plan and any device graph
+ * captured from it; device_plan_compile gives each step scratch of its own.
+ */
+int device_plan_measure(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, size_t *need,
+    char **cause);
+int device_plan_compile_shared(device_t *dev, const graph_t *g,
+    const struct graph_shape *shapes, void *const *addrs, void *ws,
+    size_t ws_bytes, device_plan_t **out, char **cause);
 /* Queue the plan's work on compute stream s (capturable into a device graph); never allocates. */
 int device_plan_run(device_plan_t *p, device_stream_t *s, char **cause);
 /* Free a plan and its workspaces (NULL is ignored). */

@@ -78,6 +78,7 @@ struct cpu_plan {
 	struct graph_shape *shapes;	/* per tensor */
 	void **ptrs;			/* per tensor */
 	void *workspace;		/* the largest any node asked for */
+	int shared;			/* workspace is the batch context's (device_plan_compile_shared) */
 };
 
 /* Events only carry the time they were recorded. */
@@ -166,7 +167,8 @@ cpu_plan_free(device_plan_t *p)
 		return;
 	free(c->shapes);
 	free(c->ptrs);
-	free(c->workspace);
+	if (!c->shared)
+		free(c->workspace);
 	free(c);
 	p->handle = NULL;
 }
@@ -189,7 +191,29 @@ cpu_plan_prepare(const graph_t *g, const struct graph_shape *shapes,
 	return 0;
 }
 
-/* Copy the shapes and addresses, allocate the workspace. */
+/* The plan's workspace of ws bytes: its own, the context's shared one (when it fits), or none when measuring. */
+static int
+cpu_plan_workspace(device_plan_t *p, struct cpu_plan *c, size_t ws, char **cause)
+{
+	p->ws_need = ws;
+	switch (p->ws_mode) {
+	case DEVICE_WS_PROBE:
+		return 0;
+	case DEVICE_WS_SHARED:
+		if (ws > p->ws_bytes)
+			return error_set(cause, "needs %zu bytes of workspace; the batch context's workspace has %zu", ws,
+			    p->ws_bytes);
+		c->workspace = p->ws;
+		c->shared = 1;
+		return 0;
+	default:
+		if (ws > 0 && cpu_alloc(p->dev, ws, &c->workspace, cause) != 0)
+			return error_prefix(cause, "the plan's workspace");
+		return 0;
+	}
+}
+
+/* Copy the shapes and addresses, set up the workspace. */
 static int
 cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
     void *const *addrs, char **cause)
@@ -205,10 +229,13 @@ cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	p->handle = c;
 	c->shapes = malloc((g->ntensors + 1) * sizeof *c->shapes);
 	c->ptrs = malloc((g->ntensors + 1) * sizeof *c->ptrs);
-	if (c->shapes == NULL || c->ptrs == NULL ||
-	    (ws > 0 && cpu_alloc(p->dev, ws, &c->workspace, cause) != 0)) {
+	if (c->shapes == NULL || c->ptrs == NULL) {
 		cpu_plan_free(p);
 		return error_set(cause, "out of memory compiling a plan");
+	}
+	if (cpu_plan_workspace(p, c, ws, cause) != 0) {
+		cpu_plan_free(p);
+		return -1;
 	}
 	memcpy(c->shapes, shapes, g->ntensors * sizeof *c->shapes);
 	memcpy(c->ptrs, addrs, g->ntensors * sizeof *c->ptrs);

@@ -39,7 +39,19 @@ struct cuda_plan {
 	struct cuda_step *steps;
 	int precision;
 	struct cuda_prec prec;
+	struct cuda_ws ws;		/* where the steps' scratch is */
 };
+
+/* The plan's scratch rule from the device layer's. */
+static void
+cuda_plan_ws(const device_plan_t *p, struct cuda_ws *ws)
+{
+	memset(ws, 0, sizeof *ws);
+	ws->mode = p->ws_mode == DEVICE_WS_SHARED ? CUDA_WS_SHARED : p->ws_mode == DEVICE_WS_PROBE ? CUDA_WS_PROBE :
+	    CUDA_WS_OWN;
+	ws->base = (char *)p->ws;
+	ws->bytes = p->ws_bytes;
+}
 
 /* The device this thread last made current through cuda_use, -1 for none. */
 static thread_local int cuda_current = -1;
@@ -487,8 +499,7 @@ cuda_plan_free(device_plan_t *p)
 		if (c->steps[i].fini != NULL)
 			c->steps[i].fini(&c->steps[i]);
 		free(c->steps[i].p);
-		if (c->steps[i].ws != NULL)
-			(void)cudaFree(c->steps[i].ws);
+		cuda_step_ws_free(&c->steps[i]);
 	}
 	(void)cudaGetLastError();
 	cuda_prec_free(&c->prec);
@@ -515,8 +526,7 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 		if (st->fini != NULL)
 			st->fini(st);
 		free(st->p);
-		if (st->ws != NULL)
-			(void)cudaFree(st->ws);
+		cuda_step_ws_free(st);
 		memset(st, 0, sizeof *st);
 		c->nsteps--;
 	}
@@ -544,6 +554,8 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	}
 	p->handle = c;
 	c->precision = g->precision;
+	cuda_plan_ws(p, &c->ws);
+	cc.ws = &c->ws;
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
 		cuda_plan_free(p);
 		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
@@ -559,6 +571,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 		cuda_plan_free(p);
 		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
 	}
+	p->ws_need = c->ws.need;
 	return 0;
 }
 

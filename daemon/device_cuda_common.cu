@@ -69,6 +69,52 @@ cuda_step_ws(struct cuda_step *st, size_t bytes, char **cause)
 	return 0;
 }
 
+/* Scratch available to a step at cc's offset, at most cap. */
+size_t
+cuda_scratch_limit(const struct cuda_compile *cc, size_t cap)
+{
+	size_t avail;
+
+	if (cc->ws == NULL || cc->ws->mode != CUDA_WS_SHARED)
+		return cap;
+	avail = cc->ws->bytes > cc->ws_off ? cc->ws->bytes - cc->ws_off : 0;
+	return avail < cap ? avail : cap;
+}
+
+/* Scratch for a step: its own allocation, or the piece of the shared workspace at cc's offset. */
+int
+cuda_step_scratch(const struct cuda_compile *cc, struct cuda_step *st, size_t bytes, char **cause)
+{
+	struct cuda_ws *w = cc->ws;
+	size_t end;
+
+	if (bytes == 0)
+		return 0;
+	if (w == NULL || w->mode == CUDA_WS_OWN)
+		return cuda_step_ws(st, bytes, cause);
+	end = cc->ws_off + bytes;
+	if (end < bytes || (w->mode == CUDA_WS_SHARED && end > w->bytes))
+		return error_set(cause, "needs %zu bytes of workspace; the batch context's workspace has %zu", end,
+		    w->bytes);
+	st->ws = w->mode == CUDA_WS_PROBE ? (void *)(CUDA_WS_PROBE_BASE + cc->ws_off) : (void *)(w->base + cc->ws_off);
+	st->ws_bytes = bytes;
+	st->ws_shared = 1;
+	if (end > w->need)
+		w->need = end;
+	return 0;
+}
+
+/* Free the step's workspace unless it is a piece of the shared one. */
+void
+cuda_step_ws_free(struct cuda_step *st)
+{
+	if (st->ws != NULL && !st->ws_shared)
+		(void)cudaFree(st->ws);
+	st->ws = NULL;
+	st->ws_bytes = 0;
+	st->ws_shared = 0;
+}
+
 /* Zeroed host parameters for a step. */
 void *
 cuda_step_params(struct cuda_step *st, size_t bytes, char **cause)
@@ -79,7 +125,13 @@ cuda_step_params(struct cuda_step *st, size_t bytes, char **cause)
 	return st->p;
 }
 
-/* Synchronous upload at compile time. */
+/*
+ * Upload at compile time, complete when it returns.  Not cudaMemcpy: from
+ * pageable memory it returns once the bytes are staged, before the DMA has
+ * landed, and nothing orders that DMA (on the legacy default stream) before
+ * the plan's kernels on a non-blocking compute stream, which could then read
+ * a stale table (a batched GEMM's pointer array: an illegal address).
+ */
 int
 cuda_upload(void *dst, const void *src, size_t bytes, char **cause)
 {
@@ -87,9 +139,29 @@ cuda_upload(void *dst, const void *src, size_t bytes, char **cause)
 
 	if (bytes == 0)
 		return 0;
-	err = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+	err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cudaStreamPerThread);
 	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "cudaMemcpy(h2d, %zu bytes)", bytes);
+		return cuda_fail(cause, err, "cudaMemcpyAsync(h2d, %zu bytes)", bytes);
+	err = cudaStreamSynchronize(cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamSynchronize(after an upload of %zu bytes)", bytes);
+	return 0;
+}
+
+/* Zero device memory at compile time, complete when it returns (cudaMemset is asynchronous to the host). */
+int
+cuda_zero(void *dst, size_t bytes, char **cause)
+{
+	cudaError_t err;
+
+	if (bytes == 0)
+		return 0;
+	err = cudaMemsetAsync(dst, 0, bytes, cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaMemsetAsync(%zu bytes)", bytes);
+	err = cudaStreamSynchronize(cudaStreamPerThread);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamSynchronize(after zeroing %zu bytes)", bytes);
 	return 0;
 }
 

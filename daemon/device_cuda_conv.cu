@@ -302,6 +302,7 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	d.f16 = p->f16;
 	d.align = conv_align(p);
 	d.nspatial = a->nspatial;
+	d.ws_cap = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP);
 	memcpy(d.x, cuda_in_shape(cc, n, 0)->dims, sizeof d.x);
 	memcpy(d.w, cuda_in_shape(cc, n, 1)->dims, sizeof d.w);
 	memcpy(d.y, cuda_out_shape(cc, n, 0)->dims, sizeof d.y);
@@ -314,10 +315,31 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	if ((rc = cuda_dnn_conv_build(cc->ordinal, &d, &p->dnn, &ws, cause)) != 1)
 		return rc;
 	st->fini = conv_fini;
-	if (cuda_step_ws(st, ws, cause) != 0 || cuda_dnn_conv_bind(p->dnn, p->x, p->w, p->y, st->ws, cause) != 0)
+	if (cuda_step_scratch(cc, st, ws, cause) != 0)
+		return -1;
+	/* A probe's workspace is no memory: it only measures, and never runs. */
+	if ((cc->ws == NULL || cc->ws->mode != CUDA_WS_PROBE) &&
+	    cuda_dnn_conv_bind(p->dnn, p->x, p->w, p->y, st->ws, cause) != 0)
 		return -1;
 	st->run = conv_dnn_run;
 	return 1;
+}
+
+/* The column buffer: as many images at once as the scratch limit allows (at least one). */
+static int
+conv_col_scratch(const struct cuda_compile *cc, struct cuda_step *st, struct conv_params *p, char **cause)
+{
+	size_t per_image = (size_t)(p->transpose ? p->m * p->k_sz * p->in_sz : p->c * p->k_sz * p->out_sz) * sizeof(float);
+	size_t lim = cuda_scratch_limit(cc, CONV_WS_CAP);
+
+	if (per_image > lim)
+		return error_set(cause, "one image's column buffer needs %zu bytes; the workspace has %zu", per_image, lim);
+	p->chunk = (int64_t)(lim / (per_image ? per_image : 1));
+	if (p->chunk > p->n)
+		p->chunk = p->n;
+	if (p->chunk < 1)
+		p->chunk = 1;
+	return cuda_step_scratch(cc, st, (size_t)p->chunk * per_image, cause);
 }
 
 /* Shared compile of Conv and ConvTranspose. */
@@ -359,8 +381,7 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	}
 	if (p->f16)
 		return CUDA_COMPILE_FALLBACK;	/* no FP16 engine: the plan runs this conv in FP32 */
-	if (!p->direct && cuda_step_ws(st, (size_t)p->chunk * (transpose ? p->m * p->k_sz * p->in_sz :
-	    p->c * p->k_sz * p->out_sz) * sizeof(float), cause) != 0)
+	if (!p->direct && conv_col_scratch(cc, st, p, cause) != 0)
 		return -1;
 	p->col = (float *)st->ws;
 	st->run = conv_run;

@@ -14,7 +14,6 @@
 
 /* Engines tried from the heuristics' list, and the largest workspace one may ask for. */
 #define DNN_MAX_CFGS 32
-#define DNN_WS_CAP ((int64_t)256 << 20)
 
 /* Unique ids of the three tensors in the variant pack. */
 enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y' };
@@ -226,9 +225,9 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 
 /* An execution plan from the first strict engine config that finalizes within the workspace cap. */
 static int
-dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32)
+dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32, size_t ws_cap)
 {
-	int64_t got = 0;
+	int64_t got = 0, cap = (int64_t)(ws_cap < CUDA_DNN_WS_CAP ? ws_cap : CUDA_DNN_WS_CAP);
 
 	for (int64_t i = 0; i < count && i < DNN_MAX_CFGS; i++) {
 		if (!dnn_cfg_strict(p->cfg[i], tf32))
@@ -241,7 +240,7 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int t
 		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->devprop) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendFinalize(c->plan) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-		    &c->ws) == CUDNN_STATUS_SUCCESS && c->ws >= 0 && c->ws <= DNN_WS_CAP)
+		    &c->ws) == CUDNN_STATUS_SUCCESS && c->ws >= 0 && c->ws <= cap)
 			return 1;
 		(void)cudnnBackendDestroyDescriptor(c->plan);
 		c->plan = NULL;
@@ -266,9 +265,9 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 	/* Any failure below means this cuDNN cannot take the shape: the caller falls back to im2col. */
 	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, p) == CUDNN_STATUS_SUCCESS) {
 		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c, d->tf32);
+			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
 		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c, d->tf32);
+			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
 	}
 	if (!found) {
 		dnn_parts_free(p);

@@ -12,7 +12,8 @@
  * whose numerical notes promise strict fp32 (no tensor-core TF32, no
  * down-conversion, no FFT or Winograd; d->tf32 also admits TF32 tensor-core
  * engines); the plan is built from the device's
- * properties, not a handle, so any handle of the device runs it.  It returns
+ * properties, not a handle, so any handle of the device runs it; only engines
+ * whose workspace fits d->ws_cap are taken.  It returns
  * 1 with *ws_bytes (the workspace the caller allocates once), 0 when cuDNN is
  * absent or has no accurate engine for the shape (the caller uses im2col),
  * -1 on a failure that is not that.  cuda_dnn_conv_bind fixes the device
@@ -30,7 +31,11 @@ struct cuda_dnn_conv_desc {
 	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
 	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
 	int64_t align;			/* f16: byte alignment every bound address keeps (2 to 16) */
+	size_t ws_cap;			/* the most workspace the engine may take (at most CUDA_DNN_WS_CAP) */
 };
+
+/* The largest workspace any engine may ask for. */
+#define CUDA_DNN_WS_CAP ((size_t)256 << 20)
 
 int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
     size_t *ws_bytes, char **cause);

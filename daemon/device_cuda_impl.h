@@ -46,9 +46,26 @@ struct cuda_step {
 	const struct graph_node *n;
 	cuda_run_fn run;		/* NULL: nothing to do */
 	void *p;			/* host parameters (malloc'ed) */
-	void *ws;			/* device workspace (cudaMalloc'ed at compile) */
+	void *ws;			/* device workspace (cudaMalloc'ed at compile, or a piece of the plan's shared one) */
 	size_t ws_bytes;
+	int ws_shared;			/* ws is a piece of the shared workspace: not the step's to free */
 	void (*fini)(struct cuda_step *st);	/* releases what p holds beyond itself (NULL: nothing) */
+};
+
+/*
+ * Where steps take scratch (memory used only while the step runs: cuDNN
+ * workspaces, column buffers, FP32 islands).  Steps run one after another on
+ * one stream, so in a shared workspace every step's scratch starts at the
+ * compile's ws_off (0, or past an enclosing step's own scratch).
+ */
+enum cuda_ws_mode { CUDA_WS_OWN = 0, CUDA_WS_SHARED, CUDA_WS_PROBE };
+/* A probe's pieces are addresses past this, never dereferenced (cuDNN is not even given them). */
+#define CUDA_WS_PROBE_BASE ((uintptr_t)1 << 40)
+struct cuda_ws {
+	enum cuda_ws_mode mode;
+	char *base;			/* CUDA_WS_SHARED: the workspace */
+	size_t bytes;			/* CUDA_WS_SHARED: its size, the limit on offset + piece */
+	size_t need;			/* the most any step took: offset + bytes */
 };
 
 /*
@@ -65,6 +82,8 @@ struct cuda_compile {
 	void *const *graph_addrs;	/* the caller's addresses (FP32 weights stay there at fp16) */
 	int ordinal;
 	int precision;
+	struct cuda_ws *ws;		/* the plan's scratch rule (NULL: each step its own) */
+	size_t ws_off;			/* where this step's scratch starts in a shared workspace */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
@@ -109,12 +128,20 @@ int cuda_blas_fail(char **cause, cublasStatus_t st, const char *what);
 int cuda_launched(const char *kernel, char **cause);
 /* Blocks for a grid-stride loop over n elements (at least 1). */
 unsigned int cuda_grid(int64_t n);
-/* Device workspace of bytes for a step (freed with the plan). */
+/* Device memory of bytes the step keeps for itself (tables it reads on every run; freed with the plan). */
 int cuda_step_ws(struct cuda_step *st, size_t bytes, char **cause);
+/* The most scratch a step may take: cap, or less when a shared workspace has less past cc's offset. */
+size_t cuda_scratch_limit(const struct cuda_compile *cc, size_t cap);
+/* Scratch of bytes for st (its own, or a piece of the shared workspace at cc's offset; refused when it does not fit). */
+int cuda_step_scratch(const struct cuda_compile *cc, struct cuda_step *st, size_t bytes, char **cause);
+/* Free st's workspace when it is its own. */
+void cuda_step_ws_free(struct cuda_step *st);
 /* Host parameters of bytes for a step, zeroed (freed with the plan). */
 void *cuda_step_params(struct cuda_step *st, size_t bytes, char **cause);
-/* Copy host bytes into device memory at compile time (synchronous; never from a run). */
+/* Copy host bytes into device memory at compile time, landed when it returns (never from a run). */
 int cuda_upload(void *dst, const void *src, size_t bytes, char **cause);
+/* Zero device memory at compile time, done when it returns (never from a run). */
+int cuda_zero(void *dst, size_t bytes, char **cause);
 
 /* Numpy broadcast of in (rank <= out's) to out: strides of operand k of m (m->nd, dims set from out). */
 void cuda_map_bcast(struct cuda_map *m, int k, const struct graph_shape *out, const struct graph_shape *in);

@@ -375,8 +375,7 @@ prec_wrap_fini(struct cuda_step *st)
 	if (w->inner.fini != NULL)
 		w->inner.fini(&w->inner);
 	free(w->inner.p);
-	if (w->inner.ws != NULL)
-		(void)cudaFree(w->inner.ws);
+	cuda_step_ws_free(&w->inner);
 	memset(&w->inner, 0, sizeof w->inner);
 }
 
@@ -445,8 +444,10 @@ prec_wrap_compile(const struct cuda_compile *cc, const struct graph_node *n, cud
 	if ((w = (struct prec_wrap *)cuda_step_params(st, sizeof *w, cause)) == NULL)
 		return -1;
 	st->fini = prec_wrap_fini;
-	if (cuda_step_ws(st, prec_scratch_bytes(cc, n), cause) != 0)
+	if (cuda_step_scratch(cc, st, prec_scratch_bytes(cc, n), cause) != 0)
 		return -1;
+	/* The FP32 step inside takes its own scratch past the island's. */
+	cc2.ws_off = cc->ws_off + st->ws_bytes;
 	addrs2 = (void **)malloc((nt + 1) * sizeof *addrs2);
 	dt2 = (enum graph_dtype *)malloc((nt + 1) * sizeof *dt2);
 	if (addrs2 == NULL || dt2 == NULL) {
@@ -483,8 +484,7 @@ prec_step_reset(struct cuda_step *st)
 	if (st->fini != NULL)
 		st->fini(st);
 	free(st->p);
-	if (st->ws != NULL)
-		(void)cudaFree(st->ws);
+	cuda_step_ws_free(st);
 	memset(st, 0, sizeof *st);
 	st->n = n;
 }

@@ -430,7 +430,6 @@ cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *n, s
 	const struct graph_shape *ds = cuda_in_shape(cc, n, 0), *is = cuda_in_shape(cc, n, 1);
 	struct tensor_params *p = tensor_params_init(cc, n, st, cause);
 	int axis = cuda_axis(n->attr.gather.axis, ds->ndims);
-	cudaError_t err;
 
 	if (p == NULL)
 		return -1;
@@ -452,9 +451,8 @@ cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *n, s
 		return 0;
 	if (cuda_step_ws(st, sizeof(int), cause) != 0)
 		return -1;
-	err = cudaMemset(st->ws, 0, sizeof(int));
-	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "cudaMemset(gather error word)");
+	if (cuda_zero(st->ws, sizeof(int), cause) != 0)
+		return error_prefix(cause, "the gather error word");
 	st->run = tensor_run;
 	return 0;
 }

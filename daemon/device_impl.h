@@ -83,10 +83,21 @@ struct device_event {
 	void *handle;			/* the backend's per-event state */
 };
 
+/* Where a plan's steps take their scratch (device.h: device_plan_compile_shared). */
+enum device_ws_mode {
+	DEVICE_WS_OWN = 0,		/* each step allocates its own */
+	DEVICE_WS_SHARED,		/* pieces of ws, ws_bytes long */
+	DEVICE_WS_PROBE,		/* measuring: pieces of no memory; the plan never runs */
+};
+
 struct device_plan {
 	device_t *dev;
 	const graph_t *g;		/* the compiled graph; outlives the plan */
 	void *handle;			/* the backend's compiled steps */
+	enum device_ws_mode ws_mode;	/* set before plan_compile */
+	void *ws;			/* DEVICE_WS_SHARED: the workspace */
+	size_t ws_bytes;
+	size_t ws_need;			/* set by plan_compile: the most scratch one step takes from ws */
 };
 
 /* Backend constructors: fill dev->ops, dev->ctx, dev->name. */

@@ -22,23 +22,30 @@ model_max_rows(const model_t *m)
 	return m->max_batch_size > 0 ? m->max_batch_size : 1;
 }
 
-/* Copy data to new device memory, synchronously. */
+/* Copy size bytes of host data to device memory dst, synchronously (a copy stream of its own). */
 int
-model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause)
+model_copy_sync(device_t *dev, void *dst, const void *data, size_t size, char **cause)
 {
 	device_stream_t *s;
 	int rc;
 
-	*out = NULL;
-	if (device_alloc(dev, size, out, cause) != 0)
-		return -1;
 	if (device_stream_create(dev, DEVICE_STREAM_COPY, &s, cause) != 0)
 		return -1;
-	rc = device_copy_h2d(s, *out, data, size, cause);
+	rc = device_copy_h2d(s, dst, data, size, cause);
 	if (rc == 0)
 		rc = device_stream_sync(s, cause);
 	device_stream_destroy(s);
 	return rc;
+}
+
+/* Copy data to new device memory, synchronously. */
+int
+model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause)
+{
+	*out = NULL;
+	if (device_alloc(dev, size, out, cause) != 0)
+		return -1;
+	return model_copy_sync(dev, *out, data, size, cause);
 }
 
 /* Refuse the model when the device cannot run one of the nodes left at run time (g: a specialization), naming it. */
@@ -328,8 +335,6 @@ model_finish(model_t *m, json_t *cfg, char **cause)
 	if (model_describe_inputs(m, cfg, cause) != 0 || model_describe_outputs(m, cause) != 0 ||
 	    model_io_names(m, cfg, cause) != 0)
 		return -1;
-	if (m->nvars > 0 && device_is_gpu(m->dev))
-		return error_set(cause, "variable dims are served on the CPU backend only (their plans are compiled on first use)");
 	return model_bind_consts(m, cause);
 }
 

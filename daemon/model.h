@@ -28,9 +28,26 @@
  * A batch context (model_exec_t) owns one arena and the plans that run in
  * it; the batch's inputs are written at model_exec_input and its outputs read
  * at model_exec_output, rows packed.  Without variable dims a plan per batch
- * size is compiled at create; with them a plan per exact shape is compiled on
- * first use and kept in a bounded LRU.  No device memory is allocated after
- * model_exec_create (device_allocation_count stays flat).
+ * size is compiled at create; with them the largest shape's plan is compiled
+ * at create and a plan per exact shape on first use, kept in a bounded LRU
+ * (plan_cache entries).  On a GPU the context also owns one scratch workspace
+ * (cuDNN workspaces, column buffers, FP32 islands) that all its plans share,
+ * sized at create by measuring the largest shape's plan (device_plan_measure)
+ * before any plan is compiled or graph captured; plans of other shapes choose
+ * engines within it (without variable dims, a size that still needs more
+ * grows it and every size compiles again, before any capture; with them, a
+ * first-use plan that cannot fit takes scratch of its own).  With variable dims a GPU context also owns a pool for
+ * the constants each cached shape folds (a slot per entry, sized at the
+ * largest shape), and each shape's plan is captured as a CUDA graph on its
+ * first run (model_exec_capture's row limit) and cached with it; evicting an
+ * entry waits for the stream, then frees its graph and plan.  Arena,
+ * workspace and pool are device_alloc'ed at create only, so
+ * device_allocation_count stays flat after model_exec_create.  What a shape's
+ * first use still allocates on CUDA, outside that count, is the plan's own:
+ * its small tables (batched-GEMM pointer arrays, resize taps, the gather
+ * error word), scratch when it cannot fit the workspace, and at fp16 its FP16 input/output buffers and FP16 copies of
+ * the constants it folded.  Sequence buckets are not implemented: every
+ * exact shape is its own entry.
  */
 
 #define MODEL_MAX_IO 16			/* tensors per side */
@@ -149,6 +166,11 @@ typedef struct model_exec {
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
 	struct model_plan_entry *plans;
 	uint64_t clock;			/* LRU time */
+	void *ws;			/* device: scratch shared by every plan (GPU; NULL when none needs any) */
+	size_t ws_bytes;
+	void *pool;			/* device, variable dims on a GPU: the constants each cached shape folds */
+	size_t pool_slot;		/* bytes per cache entry (entry i at pool + i * pool_slot) */
+	int lazy_graph_rows;		/* variable dims: shapes of up to this many rows run a graph captured on first use */
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */

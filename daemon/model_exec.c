@@ -15,9 +15,16 @@ struct model_plan_entry {
 	struct model_shape shape;	/* the key: zero beyond each input's ndims */
 	struct graph_spec *spec;
 	device_plan_t *plan;
-	void **spec_consts;		/* GPU: device copies of the constants the specialization folded */
+	void **spec_consts;		/* GPU, fixed dims: device copies of the constants the specialization folded */
+	device_graph_t *graph;		/* variable dims: the plan captured on its first run (NULL until then) */
 	uint64_t used;			/* LRU time */
 };
+
+/* Alignment of each folded constant in a context's constants pool. */
+#define MODEL_POOL_ALIGN 256
+
+/* How an entry's plan takes its scratch: from the context's workspace, its own, or measure only. */
+enum model_entry_mode { MODEL_ENTRY_SHARED, MODEL_ENTRY_OWN, MODEL_ENTRY_MEASURE };
 
 /* Free one entry's plan, specialization and constants. */
 static void
@@ -25,6 +32,7 @@ model_entry_clear(const model_t *m, struct model_plan_entry *e)
 {
 	size_t i;
 
+	device_graph_destroy(e->graph);
 	device_plan_free(e->plan);
 	for (i = 0; e->spec_consts != NULL && i < m->graph->ntensors; i++)
 		device_free(m->dev, e->spec_consts[i]);
@@ -33,7 +41,48 @@ model_entry_clear(const model_t *m, struct model_plan_entry *e)
 	memset(e, 0, sizeof *e);
 }
 
-/* Addresses of the constants s folded beyond the model's own: in place on the CPU, uploaded on a GPU. */
+/* Bytes the constants spec folded beyond the model's own take in a pool, each aligned. */
+static size_t
+model_folded_bytes(const model_t *m, const struct graph_spec *spec)
+{
+	const graph_t *g = &spec->graph;
+	size_t i, b = 0;
+
+	for (i = 0; i < g->ntensors; i++)
+		if ((g->tensors[i].flags & GRAPH_TENSOR_CONST) && !(m->graph->tensors[i].flags & GRAPH_TENSOR_CONST))
+			b += (g->tensors[i].nbytes + MODEL_POOL_ALIGN - 1) / MODEL_POOL_ALIGN * MODEL_POOL_ALIGN;
+	return b;
+}
+
+/*
+ * Variable dims on a GPU: copy e's folded constants into its slot of the
+ * context's pool (sized at create for the largest shape; no allocation).
+ * The slot's previous user has finished (the caller synchronised).
+ */
+static int
+model_entry_pool_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, char **cause)
+{
+	const model_t *m = x->model;
+	const graph_t *g = &e->spec->graph;
+	size_t i, off = 0, need = model_folded_bytes(m, e->spec);
+	char *slot = (char *)x->pool + (size_t)(e - x->plans) * x->pool_slot;
+
+	if (need > x->pool_slot)
+		return error_set(cause, "the constants folded at this shape take %zu bytes, more than the %zu planned at "
+		    "the largest shape", need, x->pool_slot);
+	for (i = 0; i < g->ntensors; i++) {
+		const struct graph_tensor *t = &g->tensors[i];
+		if (!(t->flags & GRAPH_TENSOR_CONST) || (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST))
+			continue;
+		addrs[i] = slot + off;
+		if (t->nbytes > 0 && model_copy_sync(m->dev, addrs[i], t->data, t->nbytes, cause) != 0)
+			return -1;
+		off += (t->nbytes + MODEL_POOL_ALIGN - 1) / MODEL_POOL_ALIGN * MODEL_POOL_ALIGN;
+	}
+	return 0;
+}
+
+/* Addresses of the constants s folded beyond the model's own: in place on the CPU, on the device on a GPU. */
 static int
 model_entry_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, char **cause)
 {
@@ -41,6 +90,8 @@ model_entry_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, ch
 	const graph_t *g = &e->spec->graph;
 	size_t i;
 
+	if (device_is_gpu(m->dev) && m->nvars > 0)
+		return model_entry_pool_consts(x, e, addrs, cause);
 	for (i = 0; i < g->ntensors; i++) {
 		const struct graph_tensor *t = &g->tensors[i];
 		if (!(t->flags & GRAPH_TENSOR_CONST) || (m->graph->tensors[i].flags & GRAPH_TENSOR_CONST))
@@ -72,9 +123,14 @@ model_entry_const_outputs_fit(const model_t *m, const struct graph_spec *sp, cha
 	return 0;
 }
 
-/* Specialize the model for shape s and compile a plan over the context's arena into e. */
+/*
+ * Specialize the model for shape s and compile a plan over the context's
+ * arena into e, its scratch as mode says; MODEL_ENTRY_MEASURE only measures
+ * the workspace the plan would take (*need), leaving e empty.
+ */
 static int
-model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, char **cause)
+model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e,
+    enum model_entry_mode mode, size_t *need, char **cause)
 {
 	const model_t *m = x->model;
 	struct graph_shape in[MODEL_MAX_IO];
@@ -90,13 +146,18 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	if (graph_specialize(m->graph, in, &e->spec, cause) == 0 &&
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
-	    model_entry_consts(x, e, addrs, cause) == 0 &&
-	    device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause) == 0) {
-		e->valid = 1;
-		rc = 0;
+	    model_entry_consts(x, e, addrs, cause) == 0) {
+		if (mode == MODEL_ENTRY_MEASURE)
+			rc = device_plan_measure(m->dev, &e->spec->graph, e->spec->shapes, addrs, need, cause);
+		else if (mode == MODEL_ENTRY_OWN)
+			rc = device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause);
+		else
+			rc = device_plan_compile_shared(m->dev, &e->spec->graph, e->spec->shapes, addrs, x->ws,
+			    x->ws_bytes, &e->plan, cause);
+		e->valid = rc == 0 && mode != MODEL_ENTRY_MEASURE;
 	}
 	free(addrs);
-	if (rc != 0)
+	if (rc != 0 || mode == MODEL_ENTRY_MEASURE)
 		model_entry_clear(m, e);
 	return rc;
 }
@@ -133,19 +194,118 @@ model_exec_bind(model_exec_t *x)
 	}
 }
 
-/* Compile a plan per batch size 1..max rows (models without variable dims). */
+/* Clear every cached plan and graph (the caller knows none is in flight). */
+static void
+model_exec_clear_plans(model_exec_t *x)
+{
+	int i;
+
+	for (i = 0; i < x->nplans; i++)
+		model_entry_clear(x->model, &x->plans[i]);
+}
+
+/*
+ * After the plan for s failed to compile within the workspace: 1 when it
+ * needs more, and the workspace has been grown to that and every plan
+ * cleared (their steps hold the old address); 0 when it does not (its
+ * failure is another, *cause kept); -1 on an error of its own.
+ */
+static int
+model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_entry *e, char **cause)
+{
+	const model_t *m = x->model;
+	char *why = NULL;
+	size_t need = 0;
+
+	if (model_entry_compile(x, s, e, MODEL_ENTRY_MEASURE, &need, &why) != 0 || need <= x->ws_bytes) {
+		free(why);
+		return 0;
+	}
+	model_exec_clear_plans(x);
+	if (x->ws != NULL)
+		device_free(m->dev, x->ws);
+	x->ws = NULL;
+	x->ws_bytes = 0;
+	if (device_alloc(m->dev, need, &x->ws, cause) != 0)
+		return error_prefix(cause, "growing the shared workspace to %zu bytes", need);
+	x->ws_bytes = need;
+	return 1;
+}
+
+/*
+ * Compile a plan per batch size max..1 rows (models without variable dims).
+ * Another size may need more workspace than the largest (its engines differ):
+ * then the workspace grows and every size compiles again, all before any
+ * graph is captured.
+ */
 static int
 model_exec_fixed_plans(model_exec_t *x, char **cause)
 {
 	const model_t *m = x->model;
 	struct model_shape s;
-	int r;
+	int r, grown;
 
-	for (r = 1; r <= x->nplans; r++) {
+	for (r = x->nplans; r >= 1; r--) {
 		model_shape_max(m, r, &s);
-		if (model_entry_compile(x, &s, &x->plans[r - 1], cause) != 0)
+		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
+			continue;
+		if ((grown = model_exec_grow(x, &s, &x->plans[r - 1], cause)) == 0)
 			return error_prefix(cause, "%d rows", r);
+		if (grown < 0)
+			return -1;
+		r = x->nplans + 1;
 	}
+	return 0;
+}
+
+/*
+ * The context's device memory beyond the arena, all of it now: on a GPU with
+ * variable dims a pool for the constants each cached shape folds (a slot per
+ * cache entry, sized at the largest shape); then one scratch workspace shared
+ * by all its plans (on the CPU too: the kernels' im2col buffers), sized by
+ * compiling the largest shape's plan once to measure it.  Plans for other
+ * shapes choose engines within it.
+ */
+static int
+model_exec_device_memory(model_exec_t *x, char **cause)
+{
+	const model_t *m = x->model;
+	struct graph_shape in[MODEL_MAX_IO];
+	struct graph_spec *spec = NULL;
+	struct model_shape s;
+	size_t need = 0;
+
+	model_shape_max(m, model_max_rows(m), &s);
+	if (m->nvars > 0 && device_is_gpu(m->dev)) {
+		model_graph_input_shapes(m, &s, in);
+		if (graph_specialize(m->graph, in, &spec, cause) != 0)
+			return -1;
+		x->pool_slot = model_folded_bytes(m, spec);
+		graph_spec_free(spec);
+		if (x->pool_slot > 0 && ((size_t)x->nplans > SIZE_MAX / x->pool_slot ||
+		    device_alloc(m->dev, x->pool_slot * (size_t)x->nplans, &x->pool, cause) != 0))
+			return error_prefix(cause, "the pool of folded constants (%d shapes of %zu bytes)", x->nplans,
+			    x->pool_slot);
+	}
+	/* Slot 0 (empty yet, left empty): its pool slot holds the probe's folded constants. */
+	if (model_entry_compile(x, &s, &x->plans[0], MODEL_ENTRY_MEASURE, &need, cause) != 0)
+		return error_prefix(cause, "measuring the workspace at %d rows", s.rows);
+	x->ws_bytes = need;
+	if (need > 0 && device_alloc(m->dev, need, &x->ws, cause) != 0)
+		return error_prefix(cause, "the shared workspace");
+	return 0;
+}
+
+/* Variable dims: compile the largest shape's plan into the cache now, so a model the device cannot run fails at load. */
+static int
+model_exec_first_plan(model_exec_t *x, char **cause)
+{
+	struct model_shape s;
+
+	model_shape_max(x->model, model_max_rows(x->model), &s);
+	if (model_entry_compile(x, &s, &x->plans[0], MODEL_ENTRY_SHARED, NULL, cause) != 0)
+		return error_prefix(cause, "at the largest shape (%d rows)", s.rows);
+	x->plans[0].used = ++x->clock;
 	return 0;
 }
 
@@ -171,7 +331,10 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		error_prefix(cause, "model '%s': allocating the batch arena", m->name);
 	else {
 		model_exec_bind(x);
-		if (m->nvars == 0 && (rc = model_exec_fixed_plans(x, cause)) != 0)
+		rc = model_exec_device_memory(x, cause);
+		if (rc == 0)
+			rc = m->nvars == 0 ? model_exec_fixed_plans(x, cause) : model_exec_first_plan(x, cause);
+		if (rc != 0)
 			error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
 	}
 	if (rc != 0) {
@@ -194,9 +357,13 @@ model_exec_free(model_exec_t *x)
 		device_graph_destroy(x->graphs[i]);
 	free(x->graphs);
 	free(x->graph_rows);
-	for (i = 0; x->plans != NULL && i < x->nplans; i++)
-		model_entry_clear(x->model, &x->plans[i]);
+	if (x->plans != NULL)
+		model_exec_clear_plans(x);
 	free(x->plans);
+	if (x->ws != NULL)
+		device_free(x->model->dev, x->ws);
+	if (x->pool != NULL)
+		device_free(x->model->dev, x->pool);
 	if (x->arena != NULL)
 		device_free(x->model->dev, x->arena);
 	free(x->addrs);
@@ -223,7 +390,8 @@ model_exec_output(model_exec_t *x, int o)
 
 /* The cached entry for shape s, compiling it into the least recently used slot when missing. */
 static int
-model_exec_lookup(model_exec_t *x, const struct model_shape *s, struct model_plan_entry **out, char **cause)
+model_exec_lookup(model_exec_t *x, const struct model_shape *s, device_stream_t *st, struct model_plan_entry **out,
+    char **cause)
 {
 	struct model_plan_entry *victim = &x->plans[0];
 	int i;
@@ -237,9 +405,13 @@ model_exec_lookup(model_exec_t *x, const struct model_shape *s, struct model_pla
 		if (!e->valid || (victim->valid && e->used < victim->used))
 			victim = e;
 	}
+	/* The victim's plan, graph and pool slot may still be in use by work queued on st. */
+	if (victim->valid && device_stream_sync(st, cause) != 0)
+		return -1;
 	if (victim->valid)
 		model_entry_clear(x->model, victim);
-	if (model_entry_compile(x, s, victim, cause) != 0)
+	if (model_entry_compile(x, s, victim, MODEL_ENTRY_SHARED, NULL, cause) != 0 &&
+	    model_entry_compile(x, s, victim, MODEL_ENTRY_OWN, NULL, cause) != 0)
 		return -1;
 	*out = victim;
 	return 0;
@@ -262,6 +434,29 @@ model_exec_const_outputs(model_exec_t *x, const struct model_plan_entry *e, devi
 	return 0;
 }
 
+/* Capture e's plan on st into a graph (variable dims: on the shape's first run). */
+static int
+model_entry_capture(struct model_plan_entry *e, device_stream_t *st, char **cause)
+{
+	device_graph_t *g = NULL;
+	int rc;
+
+	if (device_graph_capture_begin(st, cause) != 0)
+		return error_prefix(cause, "capturing a graph");
+	rc = device_plan_run(e->plan, st, cause);
+	/* End the capture even after a failure, so the stream is usable again. */
+	if (device_graph_capture_end(st, &g, rc == 0 ? cause : NULL) != 0) {
+		g = NULL;
+		rc = -1;
+	}
+	if (rc != 0) {
+		device_graph_destroy(g);
+		return error_prefix(cause, "capturing a graph");
+	}
+	e->graph = g;
+	return 0;
+}
+
 /* Queue the plan for shape s (already checked and normalised) on st. */
 static int
 model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause)
@@ -270,10 +465,15 @@ model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *
 
 	if (x->model->nvars == 0)
 		e = &x->plans[s->rows - 1];
-	else if (model_exec_lookup(x, s, &e, cause) != 0)
+	else if (model_exec_lookup(x, s, st, &e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
-	if (device_plan_run(e->plan, st, cause) != 0)
+	if (x->model->nvars > 0 && s->rows <= x->lazy_graph_rows) {
+		if (e->graph == NULL && model_entry_capture(e, st, cause) != 0)
+			return -1;
+		if (device_graph_launch(e->graph, st, cause) != 0)
+			return -1;
+	} else if (device_plan_run(e->plan, st, cause) != 0)
 		return -1;
 	return model_exec_const_outputs(x, e, st, cause);
 }
@@ -379,10 +579,15 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	device_graph_t *g;
 	int rows, rc;
 
-	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nvars > 0 || m->nconst_out > 0)
+	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nconst_out > 0)
 		return 0;
 	if (max_rows > model_max_rows(m))
 		max_rows = model_max_rows(m);
+	if (m->nvars > 0) {
+		/* Each exact shape is captured on its first run and cached with its plan. */
+		x->lazy_graph_rows = max_rows;
+		return 0;
+	}
 	x->graphs = calloc((size_t)max_rows, sizeof *x->graphs);
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");

@@ -32,6 +32,8 @@ int model_max_rows(const model_t *m);
 void model_graph_input_shapes(const model_t *m, const struct model_shape *s, struct graph_shape *in);
 /* Check s (rows, every input's dims, shared variable dims equal) and copy it to out zero-padded. */
 int model_shape_normalise(const model_t *m, const struct model_shape *s, struct model_shape *out, char **cause);
+/* Copy size bytes of host data to device memory dst, synchronously. */
+int model_copy_sync(device_t *dev, void *dst, const void *data, size_t size, char **cause);
 /* device_alloc size bytes on dev and copy data there, synchronously. */
 int model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause);
 /* Check, describe, plan and bind m->graph (see above); cfg is model.json or NULL. */

@@ -5,6 +5,13 @@
  * atol = 1e-5 max|want|, rtol = 1e-4.
  *
  *     onnx_engine_run MANIFEST.json...      exit 0 all match, 1 otherwise
+ *     onnx_engine_run --dump MANIFEST.json...
+ *
+ * --dump compares nothing: each case's outputs are written beside its inputs
+ * as <case dir>/<output>.inferd.bin (raw elements, as the reference files),
+ * for a script to compare with its own reference (client/bench/gpu_*.py).
+ * The device is INFERD_TEST_DEVICE's (default cpu); either way no device memory
+ * may be allocated after model_exec_create.
  */
 #include "config.h"
 
@@ -19,6 +26,8 @@
 
 #define ATOL_SCALE 1e-5
 #define RTOL 1e-4
+
+static int dump;		/* --dump: write the outputs instead of comparing them */
 
 /* Read a whole file of exactly want bytes; NULL (and a failure) otherwise. */
 static void *
@@ -45,6 +54,25 @@ read_bin(const char *dir, const char *name, size_t want)
 	}
 	fclose(f);
 	return buf;
+}
+
+/* Write bytes to dir/sub/name.inferd.bin. */
+static void
+write_bin(const char *dir, const char *sub, const char *name, const void *buf, size_t bytes)
+{
+	char path[4096];
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s/%s.inferd.bin", dir, sub ? sub : ".", name) >= sizeof path) {
+		CHECK(0, "%s/%s: path too long", dir, name);
+		return;
+	}
+	f = fopen(path, "wb");
+	CHECK(f != NULL, "cannot create %s", path);
+	if (f == NULL)
+		return;
+	CHECK(fwrite(buf, 1, bytes, f) == bytes, "writing %s", path);
+	CHECK(fclose(f) == 0, "closing %s", path);
 }
 
 /* Element i of a tensor of dtype dt as a double. */
@@ -122,7 +150,7 @@ case_outputs(model_exec_t *x, json_t *c, const char *dir, const struct model_sha
 	json_array_foreach(json_object_get(c, "outputs"), k, out) {
 		int o = model_output_index(m, json_string_value(json_object_get(out, "name")));
 		size_t bytes, n;
-		void *want, *got;
+		void *want = NULL, *got;
 		double worst;
 
 		CHECK(o >= 0, "output %s unknown to the engine", json_string_value(json_object_get(out, "name")));
@@ -131,10 +159,16 @@ case_outputs(model_exec_t *x, json_t *c, const char *dir, const struct model_sha
 		bytes = (size_t)s->rows * model_output_row_bytes(m, o, s);
 		n = bytes / graph_dtype_size(m->outputs[o].dtype);
 		CHECK(json_integer_value(json_array_get(json_object_get(out, "shape"), 0)) == s->rows, "rows");
-		if ((want = read_bin(dir, json_string_value(json_object_get(out, "ort_file")), bytes)) == NULL)
+		if (!dump && (want = read_bin(dir, json_string_value(json_object_get(out, "ort_file")), bytes)) == NULL)
 			continue;
 		got = malloc(bytes ? bytes : 1);
-		CHECK(device_copy_d2h(st, got, model_exec_output(x, o), bytes, &cause) == 0, "%s", cause);
+		CHECK(device_copy_d2h(st, got, model_exec_output(x, o), bytes, &cause) == 0 &&
+		    device_stream_sync(st, &cause) == 0, "%s", cause);
+		if (dump) {
+			write_bin(dir, json_string_value(json_object_get(c, "dir")), m->outputs[o].name, got, bytes);
+			free(got);
+			continue;
+		}
 		worst = compare(got, want, m->outputs[o].dtype, n);
 		printf("%s output %s: %zu values, worst error %.3f of the tolerance\n", label, m->outputs[o].name, n, worst);
 		CHECK(worst <= 1.0, "%s output %s differs from onnxruntime (%.3g x tolerance)", label, m->outputs[o].name, worst);
@@ -168,6 +202,9 @@ run_manifest(device_t *dev, const char *path)
 		CHECK(model_exec_create(m, &x, &cause) == 0, "%s", cause);
 	if (x != NULL)
 		CHECK(device_stream_create(dev, DEVICE_STREAM_COMPUTE, &st, &cause) == 0, "%s", cause);
+	/* As the daemon does (cuda_graph_max_batch 256): on CUDA the outputs then come from graph replays. */
+	if (st != NULL)
+		CHECK(model_exec_capture(x, st, 256, &cause) == 0, "%s", cause);
 	allocs = device_allocation_count(dev);
 	/* Every case, then again in reverse order: a small plan cache then recompiles evicted shapes. */
 	for (pass = 0; pass < 2 && st != NULL; pass++) {
@@ -197,8 +234,12 @@ main(int argc, char **argv)
 	device_t *dev = test_open_device();
 	int i;
 
-	for (i = 1; i < argc; i++)
-		run_manifest(dev, argv[i]);
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--dump") == 0)
+			dump = 1;
+		else
+			run_manifest(dev, argv[i]);
+	}
 	device_close(dev);
 	return test_finish("onnx_engine_run");
 }

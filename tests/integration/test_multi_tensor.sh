@@ -31,8 +31,8 @@ rc=$?
 [ $rc -eq 0 ] || fail "make_multi_onnx.py"
 "$PY" -c "import numpy" 2>/dev/null || { echo "SKIP: python3 cannot import numpy"; exit 77; }
 
-# The model has a variable dim, which the engine serves on the CPU backend only: CPU whatever INFERD_TEST_DEVICE says.
-"$top_builddir/inferd" --device=cpu --model_repository="$tmp/models" --http_port=0 \
+# The model has a variable dim: a plan (on CUDA also a graph) per exact shape on first use.
+"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" --http_port=0 \
     --port-file="$tmp/port" --shm_socket="$tmp/sock" --log_level=info >"$tmp/daemon.log" 2>&1 &
 pid=$!
 i=0

@@ -8,6 +8,7 @@
 
 #include "cpu_kernels.h"
 #include "device.h"
+#include "error.h"
 #include "graph.h"
 #include "test_util.h"
 
@@ -22,7 +23,10 @@
  * im2col + SGEMM), so no op needs a looser bound.  The convolutions run a
  * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.
  * The GPU outputs compared come from a CUDA-graph replay of the plan (outputs
- * poisoned first), which also proves every step capturable.  Per op, the log gives the cases run, the largest error and the mean
+ * poisoned first), which also proves every step capturable.  Every other GPU
+ * case compiles through device_plan_measure + device_plan_compile_shared with a
+ * workspace of exactly the measured size (a batch context's way), the others
+ * with scratch of their own.  Per op, the log gives the cases run, the largest error and the mean
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
  *
@@ -294,11 +298,32 @@ tc_replay(struct tc *c, device_t *dev, device_stream_t *s, device_plan_t *plan, 
 	return rc;
 }
 
+/*
+ * Compile the case: on a GPU every other time into a shared workspace of
+ * exactly the measured size (*ws, freed by the caller), else with scratch of its own.
+ */
+static int
+tc_compile(struct tc *c, device_t *dev, void *const *addrs, device_plan_t **plan, void **ws, char **cause)
+{
+	static unsigned turn;
+	size_t need = 0;
+
+	if (!device_is_gpu(dev) || turn++ % 2 == 0)
+		return device_plan_compile(dev, &c->g, c->shapes, addrs, plan, cause);
+	if (device_plan_measure(dev, &c->g, c->shapes, addrs, &need, cause) != 0)
+		return error_prefix(cause, "measuring the workspace");
+	if (need > 0 && device_alloc(dev, need, ws, cause) != 0)
+		return -1;
+	if (device_plan_compile_shared(dev, &c->g, c->shapes, addrs, *ws, need, plan, cause) != 0)
+		return error_prefix(cause, "compiling into a shared workspace of %zu bytes", need);
+	return 0;
+}
+
 /* Run the case on one backend: upload, compile, run (timed), download outputs into res[]. */
 static int
 tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *us, char **cause)
 {
-	void *addrs[MAX_T] = { 0 };
+	void *addrs[MAX_T] = { 0 }, *ws = NULL;
 	device_plan_t *plan = NULL;
 	device_event_t *e0 = NULL, *e1 = NULL;
 	int rc = -1;
@@ -312,7 +337,7 @@ tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *u
 	}
 	/* The CPU reference always computes in FP32; the GPU at the precision under test. */
 	c->g.precision = device_is_gpu(dev) ? precision : GRAPH_PRECISION_FP32;
-	if (device_plan_compile(dev, &c->g, c->shapes, addrs, &plan, cause) != 0 ||
+	if (tc_compile(c, dev, addrs, &plan, &ws, cause) != 0 ||
 	    device_plan_run(plan, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 		goto out;
 	if (device_event_create(dev, &e0, cause) != 0 || device_event_create(dev, &e1, cause) != 0 ||
@@ -340,6 +365,8 @@ out:
 	if (e1 != NULL)
 		device_event_destroy(e1);
 	device_plan_free(plan);
+	if (ws != NULL)
+		device_free(dev, ws);
 	for (size_t i = 0; i < c->g.ntensors; i++)
 		if (addrs[i] != NULL)
 			device_free(dev, addrs[i]);

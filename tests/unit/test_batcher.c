@@ -556,11 +556,6 @@ test_two_shapes(void)
 	int i;
 	uint64_t prev_order = 0;
 
-	if (device_is_gpu(dev)) {
-		/* Variable dims are served on the CPU backend only (test_model_load checks the refusal). */
-		printf("two shapes: skipped on %s (variable dims are CPU-only)\n", device_name(dev));
-		return;
-	}
 	repo = make_sum_repo(&dir, 300000);
 	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, repo, &metrics, 2, 0, &b, &cause) == 0,
 	    "batcher: %s", cause);
