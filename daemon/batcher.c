@@ -77,6 +77,7 @@ struct batcher {
 	struct model_queue *queues;
 	device_event_t *ev_epoch;		/* reference point for debug timestamps */
 	int shut;
+	int busy_clients;			/* clients with a request queued or in flight (atomic) */
 };
 
 #define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
@@ -118,8 +119,10 @@ static void
 client_release(batch_client_t *c)
 {
 	pthread_mutex_lock(&c->lock);
-	if (--c->outstanding == 0)
+	if (--c->outstanding == 0) {
+		__atomic_sub_fetch(&c->batcher->busy_clients, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&c->idle);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -251,10 +254,37 @@ oldest_submit(struct model_queue *q)
 	return oldest;
 }
 
+/* Whether no batch of q is in flight: every batch context is back on the free list. */
+static int
+queue_idle(const struct model_queue *q)
+{
+	const struct batch_slot *s;
+	int nfree = 0;
+
+	for (s = q->free_slots; s != NULL; s = s->next)
+		nfree++;
+	return nfree == q->nslots;
+}
+
+/*
+ * Whether waiting cannot grow the batch: the device has no batch of q in
+ * flight, or every client with a request pending anywhere in the batcher
+ * has one queued here (a client waiting on its queued requests sends no
+ * more; an idle client may never send, so it is not waited for).
+ */
+static int
+batch_cannot_grow(const struct model_queue *q)
+{
+	return queue_idle(q) ||
+	    q->nactive >= (size_t)__atomic_load_n(&q->batcher->busy_clients, __ATOMIC_RELAXED);
+}
+
 /*
  * How many rows the next batch may hold, or 0 to keep waiting: a full batch
- * or a preferred size goes at once; otherwise the oldest request waits out
- * max_queue_delay_us for company (not while stopping).
+ * or a preferred size goes at once, and so does any batch when waiting
+ * cannot grow it (eager_dispatch, the default); otherwise the oldest request
+ * waits out max_queue_delay_us for company while earlier batches compute
+ * (not while stopping).
  */
 static int
 batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
@@ -270,7 +300,7 @@ batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 	if (best > 0)
 		return best;
 	*wake = oldest_submit(q) + cfg->max_queue_delay_us;
-	if (q->stopping || now >= *wake)
+	if (q->stopping || now >= *wake || (cfg->eager_dispatch && batch_cannot_grow(q)))
 		return max;
 	return 0;
 }
@@ -983,7 +1013,8 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 		error_set(cause, "client is closing");
 		return BATCH_INVALID;
 	}
-	req->client->outstanding++;
+	if (req->client->outstanding++ == 0)
+		__atomic_add_fetch(&q->batcher->busy_clients, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&req->client->lock);
 	if (timeout == 0 || timeout > cfg->default_timeout_us)
 		timeout = cfg->default_timeout_us;
