@@ -466,6 +466,88 @@ test_load_batches(void)
 	env_close(&e);
 }
 
+/*
+ * Run 12 requests (1 or 2 rows; the last one's tensors outside the client's
+ * region) as one batch in copy mode mode, inputs from in, outputs into
+ * out (12 x 2 rows); the region is registered and mapped.
+ */
+static void
+run_copy_mode(enum batch_copy_mode mode, size_t mapped_max, const float *in, float *out)
+{
+	const size_t region_bytes = (size_t)1 << 20, row_in = IN * sizeof(float), row_out = OUT * sizeof(float);
+	char *region = aligned_alloc(4096, region_bytes), *cause = NULL;
+	struct result *r[12];
+	batch_client_t *c;
+	struct env e;
+	int i, rows;
+
+	CHECK(region != NULL, "out of memory");
+	if (region == NULL)
+		return;
+	env_open(&e, 32, 200000, "", 100, 10000000, 0);
+	batcher_set_copy_mode(e.b, mode, mapped_max);
+	CHECK(device_host_register(dev, region, region_bytes, &cause) == 0, "register: %s", cause);
+	CHECK(batcher_client_create(e.b, "mapped", &c, &cause) == 0 && batcher_client_map(e.b, c, region, region_bytes,
+	    &cause) == 0, "client: %s", cause);
+	for (i = 0; i < 12; i++) {
+		rows = 1 + i % 2;
+		r[i] = result_new(c, rows);
+		memcpy(r[i]->in, in + (size_t)i * 2 * IN, rows * row_in);
+		if (i < 11) {
+			/* Odd offsets in the region: every tensor lands somewhere else than the last. */
+			r[i]->req.input = region + 4096 + (size_t)i * 1024;
+			r[i]->req.output = region + 65536 + (size_t)i * 1040;
+			memcpy((void *)r[i]->req.input, r[i]->in, rows * row_in);
+		}
+		submit_ok(&e, r[i]);
+	}
+	for (i = 0; i < 12; i++) {
+		rows = r[i]->req.rows;
+		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "%s: request %d: %s", batch_copy_mode_name(mode), i,
+		    r[i]->error);
+		memcpy(out + (size_t)i * 2 * OUT, i < 11 ? (const float *)r[i]->req.output : r[i]->out, rows * row_out);
+		result_free(r[i]);
+	}
+	CHECK(e.metrics.models[0].execution_count == 1, "%s: %llu batches, want 1", batch_copy_mode_name(mode),
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	batcher_client_close(e.b, c);
+	CHECK(device_host_unregister(dev, region, &cause) == 0, "unregister: %s", cause);
+	free(region);
+	free(cause);
+	env_close(&e);
+}
+
+/* The copy modes answer bit for bit alike: DMA, mapped, and auto with a threshold between the two request sizes. */
+static void
+test_copy_modes(void)
+{
+	float in[12 * 2 * IN], dma[12 * 2 * OUT], mapped[12 * 2 * OUT], mixed[12 * 2 * OUT];
+	enum batch_copy_mode m;
+	size_t i;
+
+	test_fill_random(in, sizeof in / sizeof in[0], &rng, -1, 1);
+	for (i = 0; i < sizeof dma / sizeof dma[0]; i++)
+		dma[i] = mapped[i] = mixed[i] = NAN;
+	CHECK(batch_copy_mode_parse("mapped", &m) == 0 && m == BATCH_COPY_MAPPED && batch_copy_mode_parse("dma", &m) == 0 &&
+	    m == BATCH_COPY_DMA && batch_copy_mode_parse("auto", &m) == 0 && m == BATCH_COPY_AUTO &&
+	    batch_copy_mode_parse("DMA", &m) == -1, "copy mode names");
+	run_copy_mode(BATCH_COPY_DMA, 0, in, dma);
+	run_copy_mode(BATCH_COPY_MAPPED, 0, in, mapped);
+	/* 1-row inputs (64 B) and outputs (16 B) mapped, 2-row inputs (128 B) by DMA: mixed batches. */
+	run_copy_mode(BATCH_COPY_AUTO, 100, in, mixed);
+	for (i = 0; i < 12; i++) {
+		size_t n = (size_t)(1 + i % 2) * OUT, k;
+		for (k = 0; k < n; k++) {
+			float a = dma[i * 2 * OUT + k];
+			CHECK(isfinite(a), "request %zu value %zu not written", i, k);
+			CHECK(memcmp(&a, &mapped[i * 2 * OUT + k], sizeof a) == 0 && memcmp(&a, &mixed[i * 2 * OUT + k], sizeof a) == 0,
+			    "request %zu value %zu: dma %.9g mapped %.9g auto %.9g", i, k, a, mapped[i * 2 * OUT + k],
+			    mixed[i * 2 * OUT + k]);
+		}
+	}
+	printf("copy modes dma, mapped, auto (mixed): 12 requests, equal bit for bit\n");
+}
+
 /* A timeout fires with a clear error; a longer timeout than the default is clamped. */
 static void
 test_timeout(void)
@@ -798,6 +880,7 @@ main(void)
 	test_order();
 	test_lone_client_window();
 	test_load_batches();
+	test_copy_modes();
 	test_timeout();
 	test_queue_full_and_cancel();
 	test_fairness();
