@@ -535,6 +535,9 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 		s->status = BATCH_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
+		/* What was queued reads this context's copy tables: let it finish before the context is reused. */
+		if (device_stream_sync(q->compute, NULL) != 0)
+			LOG_ERROR("model '%s': the compute stream failed too", q->model->name);
 	}
 	s->launch_us = clock_now_us() - s->launch_us;
 	pthread_mutex_lock(&q->lock);
