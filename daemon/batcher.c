@@ -41,7 +41,6 @@ struct batch_slot {
 	device_event_t *ev_begin, *ev_compute0, *ev_compute1;
 	device_copy_table_t *gather, *scatter;	/* mapped tensors: one kernel each way */
 	size_t ngather, nscatter;		/* entries of this batch */
-	device_event_t *ev_scatter;		/* recorded after the scatter */
 	unsigned char *dma_out;			/* per request: 1 when an output went by DMA (ev_out) */
 	struct batch_request **reqs;
 	int nreqs, rows;
@@ -442,12 +441,13 @@ launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 }
 
 /*
- * Queue one request's wanted output copies after the compute: small mapped
- * tensors join the scatter table, the others are copied on its client's
- * stream, marked by ev_out (dma_out[i] says whether there were any).
+ * One request's wanted outputs, in two passes.  Pass 0 (before ev_compute1):
+ * small mapped tensors join the scatter table; dma_out[i] says whether any
+ * other is left.  Pass 1 (after it): those are copied on the client's
+ * stream once the compute (and scatter) are done, marked by ev_out.
  */
 static int
-launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause)
+launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
 	device_stream_t *cs = r->client->stream;
@@ -456,7 +456,10 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause
 	void *dev;
 	int k;
 
-	s->dma_out[i] = 0;
+	if (pass == 0)
+		s->dma_out[i] = 0;
+	else if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0)
+		return -1;
 	for (k = 0; k < r->noutputs; k++) {
 		if (r->outputs[k] == NULL)
 			continue;
@@ -464,26 +467,25 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause
 		    (size_t)r->offset_rows * model_output_row_bytes(q->model, k, &s->shape);
 		bytes += r->output_bytes[k];
 		if (copy_mapped(q, r->client, r->outputs[k], r->output_bytes[k], &dev)) {
-			copy_entry_add(s->scatter, &s->nscatter, dev, src, r->output_bytes[k]);
-			continue;
-		}
-		if (!s->dma_out[i] && device_stream_wait_event(cs, s->ev_compute1, cause) != 0)
-			return -1;
-		s->dma_out[i] = 1;
-		if (device_copy_d2h(cs, r->outputs[k], src, r->output_bytes[k], cause) != 0)
+			if (pass == 0)
+				copy_entry_add(s->scatter, &s->nscatter, dev, src, r->output_bytes[k]);
+		} else if (pass == 0)
+			s->dma_out[i] = 1;
+		else if (device_copy_d2h(cs, r->outputs[k], src, r->output_bytes[k], cause) != 0)
 			return -1;
 	}
-	if (s->dma_out[i] && device_event_record(s->ev_out[i], cs, cause) != 0)
+	if (pass == 1 && device_event_record(s->ev_out[i], cs, cause) != 0)
 		return -1;
-	if (q->batcher->metrics != NULL)
+	if (pass == 0 && q->batcher->metrics != NULL)
 		METRICS_ADD(q->batcher->metrics->bytes_d2h, bytes);
 	return 0;
 }
 
 /*
  * Queue the whole batch: copies in (DMA on client streams, the gather
- * kernel on the compute stream), compute, copies out (the scatter kernel
- * and ev_scatter; DMA on client streams); see docs/ARCHITECTURE.md.
+ * kernel on the compute stream), compute, the scatter kernel, then the
+ * batch's one event ev_compute1, then the DMA copies out on client streams;
+ * see docs/ARCHITECTURE.md.
  */
 static int
 launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
@@ -496,15 +498,18 @@ launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 			return -1;
 	if (device_copy_batch(q->compute, s->gather, s->ngather, cause) != 0 ||
 	    device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
-	    model_exec_run(s->exec, &s->shape, q->compute, cause) != 0 ||
+	    model_exec_run(s->exec, &s->shape, q->compute, cause) != 0)
+		return -1;
+	for (i = 0; i < s->nreqs; i++)
+		if (launch_copy_out(q, s, i, 0, cause) != 0)
+			return -1;
+	/* One event covers the compute and every mapped output (the scatter is a few microseconds of it). */
+	if (device_copy_batch(q->compute, s->scatter, s->nscatter, cause) != 0 ||
 	    device_event_record(s->ev_compute1, q->compute, cause) != 0)
 		return -1;
 	for (i = 0; i < s->nreqs; i++)
-		if (launch_copy_out(q, s, i, cause) != 0)
+		if (s->dma_out[i] && launch_copy_out(q, s, i, 1, cause) != 0)
 			return -1;
-	if (s->nscatter > 0 && (device_copy_batch(q->compute, s->scatter, s->nscatter, cause) != 0 ||
-	    device_event_record(s->ev_scatter, q->compute, cause) != 0))
-		return -1;
 	return 0;
 }
 
@@ -610,7 +615,7 @@ log_batch_timeline(struct model_queue *q, struct batch_slot *s)
 	if (device_event_elapsed_us(epoch, s->ev_begin, &t_begin, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_compute0, &t_c0, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_compute1, &t_c1, NULL) != 0 ||
-	    device_event_elapsed_us(epoch, s->dma_out[s->nreqs - 1] ? s->ev_out[s->nreqs - 1] : s->ev_scatter,
+	    device_event_elapsed_us(epoch, s->dma_out[s->nreqs - 1] ? s->ev_out[s->nreqs - 1] : s->ev_compute1,
 	    &t_end, NULL) != 0)
 		return;
 	LOG_DEBUG("batch model=%s seq=%llu rows=%d requests=%d queued=%lluus launch=%lluus copy_in_start=%.1fus compute=[%.1f, %.1f]us copies_done=%.1fus",
@@ -653,7 +658,7 @@ sync_copy(struct model_queue *q, struct batch_slot *s, device_event_t *e)
 	return BATCH_INTERNAL;
 }
 
-/* Wait for the batch's scatter, then for each request's own copy-out in order, and tell its client at once. */
+/* Wait for the batch (its compute and scatter), then for each request's own DMA copy-out in order, and tell its client at once. */
 static void
 complete_batch(struct model_queue *q, struct batch_slot *s)
 {
@@ -662,8 +667,6 @@ complete_batch(struct model_queue *q, struct batch_slot *s)
 
 	if (st == BATCH_OK)
 		st = account_batch(q, s);
-	if (st == BATCH_OK && s->nscatter > 0)
-		st = sync_copy(q, s, s->ev_scatter);
 	for (i = 0; i < s->nreqs; i++) {
 		if (st == BATCH_OK && s->dma_out[i])
 			st = sync_copy(q, s, s->ev_out[i]);
@@ -718,8 +721,7 @@ slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 		return error_set(cause, "out of memory");
 	/* Every request has at least one row, so a batch holds at most n of each tensor. */
 	if (device_copy_table_create(dev, (size_t)n * (size_t)q->model->ninputs, &s->gather, cause) != 0 ||
-	    device_copy_table_create(dev, (size_t)n * (size_t)q->model->noutputs, &s->scatter, cause) != 0 ||
-	    device_event_create(dev, &s->ev_scatter, cause) != 0)
+	    device_copy_table_create(dev, (size_t)n * (size_t)q->model->noutputs, &s->scatter, cause) != 0)
 		return -1;
 	if (model_exec_create(q->model, &s->exec, cause) != 0 ||
 	    device_event_create(dev, &s->ev_begin, cause) != 0 ||
@@ -746,7 +748,6 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 	device_event_destroy(s->ev_begin);
 	device_event_destroy(s->ev_compute0);
 	device_event_destroy(s->ev_compute1);
-	device_event_destroy(s->ev_scatter);
 	device_copy_table_destroy(s->gather);
 	device_copy_table_destroy(s->scatter);
 	free(s->dma_out);
