@@ -510,7 +510,8 @@ cuda_copy_batch(device_stream_t *s, device_copy_table_t *t, size_t n, char **cau
 	for (i = 0; i < n; i++)
 		if (t->entries[i].bytes > max_bytes)
 			max_bytes = t->entries[i].bytes;
-	err = cuda_launch_copy_batch(cuda_stream(s), (const struct device_copy_entry *)t->handle, n, max_bytes);
+	err = cuda_launch_copy_batch(cuda_stream(s), t->entries, (const struct device_copy_entry *)t->handle, n,
+	    max_bytes);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "batched copy kernel (%zu tensors)", n);
 	return 0;

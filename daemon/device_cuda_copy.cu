@@ -1,7 +1,8 @@
-/* device_cuda_copy.cu: the batched-copy kernel: one launch moves every entry of a table (small tensors through mapped host memory). */
+/* device_cuda_copy.cu: the batched-copy kernels: one launch moves every entry of a table (small tensors through mapped host memory). */
 #include "config.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include <cuda_runtime.h>
 
@@ -27,6 +28,20 @@ copy_units(char *d, const char *s, size_t bytes)
 		((T *)d)[i] = ((const T *)s)[i];
 }
 
+/* Copy one entry with this block's share of the grid along x, at the widest access its alignment allows. */
+static __device__ __forceinline__ void
+copy_entry(const struct device_copy_entry &e)
+{
+	uintptr_t align = (uintptr_t)e.dst | (uintptr_t)e.src | (uintptr_t)e.bytes;
+
+	if (align % 16 == 0)
+		copy_units<uint4>((char *)e.dst, (const char *)e.src, e.bytes);
+	else if (align % 4 == 0)
+		copy_units<uint32_t>((char *)e.dst, (const char *)e.src, e.bytes);
+	else
+		copy_units<unsigned char>((char *)e.dst, (const char *)e.src, e.bytes);
+}
+
 /*
  * Entry blockIdx.y (strided by gridDim.y) is copied by the blocks along x.
  * The entry is read once per block into shared memory: the table lies in
@@ -41,29 +56,46 @@ copy_batch_kernel(const struct device_copy_entry *entries, size_t n)
 		if (threadIdx.x == 0)
 			e = entries[k];
 		__syncthreads();
-		uintptr_t align = (uintptr_t)e.dst | (uintptr_t)e.src | (uintptr_t)e.bytes;
-		if (align % 16 == 0)
-			copy_units<uint4>((char *)e.dst, (const char *)e.src, e.bytes);
-		else if (align % 4 == 0)
-			copy_units<uint32_t>((char *)e.dst, (const char *)e.src, e.bytes);
-		else
-			copy_units<unsigned char>((char *)e.dst, (const char *)e.src, e.bytes);
+		copy_entry(e);
 		/* Nobody may overwrite e for the next entry while a thread still reads it. */
 		__syncthreads();
 	}
 }
 
-/* Queue the kernel: enough blocks along x for the longest entry, one row of blocks per entry. */
+/* A small table passed by value: the kernel reads it from its parameters, not across the bus. */
+#define COPY_INLINE_ENTRIES 32
+struct copy_inline {
+	struct device_copy_entry e[COPY_INLINE_ENTRIES];
+};
+
+/* The same over a table of at most COPY_INLINE_ENTRIES entries held in the launch's parameters. */
+static __global__ void
+copy_batch_inline_kernel(const struct copy_inline t, unsigned int n)
+{
+	for (unsigned int k = blockIdx.y; k < n; k += gridDim.y)
+		copy_entry(t.e[k]);
+}
+
+/*
+ * Queue the kernel: enough blocks along x for the longest entry, one row of
+ * blocks per entry; up to COPY_INLINE_ENTRIES entries travel in the launch
+ * itself (host_entries), more are read from entries (device-readable).
+ */
 cudaError_t
-cuda_launch_copy_batch(cudaStream_t stream, const struct device_copy_entry *entries, size_t n,
-    size_t max_bytes)
+cuda_launch_copy_batch(cudaStream_t stream, const struct device_copy_entry *host_entries,
+    const struct device_copy_entry *entries, size_t n, size_t max_bytes)
 {
 	size_t bx = (max_bytes + COPY_BLOCK_BYTES - 1) / COPY_BLOCK_BYTES;
 	dim3 grid((unsigned int)(bx < 1 ? 1 : bx > COPY_MAX_BLOCKS_X ? COPY_MAX_BLOCKS_X : bx),
 	    (unsigned int)(n > COPY_MAX_BLOCKS_Y ? COPY_MAX_BLOCKS_Y : n));
+	struct copy_inline t;
 
 	if (n == 0)
 		return cudaSuccess;
-	copy_batch_kernel<<<grid, CUDA_THREADS, 0, stream>>>(entries, n);
+	if (n <= COPY_INLINE_ENTRIES) {
+		memcpy(t.e, host_entries, n * sizeof t.e[0]);
+		copy_batch_inline_kernel<<<grid, CUDA_THREADS, 0, stream>>>(t, (unsigned int)n);
+	} else
+		copy_batch_kernel<<<grid, CUDA_THREADS, 0, stream>>>(entries, n);
 	return cudaGetLastError();
 }

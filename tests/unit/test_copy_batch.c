@@ -50,16 +50,16 @@ fill_bytes(unsigned char *p, size_t n, uint64_t seed)
 	}
 }
 
-/* Fill t with the spans (dst in dbase, src in sbase), then MANY small entries after them; returns the count. */
+/* Fill t with the spans (dst in dbase, src in sbase), then many small entries after them; returns the count. */
 static size_t
-fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_dst, size_t many_src)
+fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_dst, size_t many_src, size_t many)
 {
 	struct device_copy_entry *e = device_copy_entries(t);
 	size_t i, n = 0;
 
 	for (i = 0; i < NSPANS; i++)
 		e[n++] = (struct device_copy_entry){ dbase + spans[i].dst, sbase + spans[i].src, spans[i].bytes };
-	for (i = 0; i < MANY; i++)
+	for (i = 0; i < many; i++)
 		e[n++] = (struct device_copy_entry){ dbase + many_dst + i * MANY_BYTES,
 		    sbase + many_src + (MANY - 1 - i) * MANY_BYTES, MANY_BYTES };
 	return n;
@@ -67,13 +67,13 @@ fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_d
 
 /* The same copies done with memcpy on host buffers: the reference. */
 static void
-reference(unsigned char *dst, const unsigned char *src, size_t many_dst, size_t many_src)
+reference(unsigned char *dst, const unsigned char *src, size_t many_dst, size_t many_src, size_t many)
 {
 	size_t i;
 
 	for (i = 0; i < NSPANS; i++)
 		memcpy(dst + spans[i].dst, src + spans[i].src, spans[i].bytes);
-	for (i = 0; i < MANY; i++)
+	for (i = 0; i < many; i++)
 		memcpy(dst + many_dst + i * MANY_BYTES, src + many_src + (MANY - 1 - i) * MANY_BYTES, MANY_BYTES);
 }
 
@@ -93,10 +93,12 @@ first_diff(const unsigned char *a, const unsigned char *b, size_t n)
  * Gather from a registered host region (through its device address) into
  * device memory, read it back, compare with memcpy's; then scatter from the
  * device buffer into a second region and compare again.  Bytes no entry
- * covers must keep their old values.
+ * covers must keep their old values.  many: small entries beyond the spans
+ * (0: a table small enough to travel in the CUDA launch; MANY: one read
+ * from mapped memory, larger than a grid's second dimension).
  */
 static void
-test_gather_scatter(void)
+test_gather_scatter(size_t many)
 {
 	unsigned char *in = aligned_alloc(4096, REGION_BYTES), *out = aligned_alloc(4096, REGION_BYTES);
 	unsigned char *want = malloc(DEVBUF_BYTES), *want_out = malloc(REGION_BYTES), *back = NULL;
@@ -121,18 +123,18 @@ test_gather_scatter(void)
 	REQUIRE(device_copy_table_create(dev, NSPANS + MANY, &t, &cause) == 0, "table: %s", cause);
 	/* The device buffer starts as 0x5a everywhere, so overruns show. */
 	CHECK(device_copy_h2d(s, dbuf, want, DEVBUF_BYTES, &cause) == 0, "h2d: %s", cause);
-	n = fill_table(t, dbuf, min, many_dst, many_src);
+	n = fill_table(t, dbuf, min, many_dst, many_src, many);
 	CHECK(device_copy_batch(s, t, n, &cause) == 0, "gather: %s", cause);
 	CHECK(device_copy_d2h(s, back, dbuf, DEVBUF_BYTES, &cause) == 0 && device_stream_sync(s, &cause) == 0,
 	    "read back: %s", cause);
-	reference(want, in, many_dst, many_src);
+	reference(want, in, many_dst, many_src, many);
 	d = first_diff(back, want, DEVBUF_BYTES);
 	CHECK(d < 0, "gather: byte %ld is %u, memcpy's %u", d, d < 0 ? 0 : back[d], d < 0 ? 0 : want[d]);
 	/* Scatter: the device buffer (now want) back into the second region. */
 	memcpy(want_out, out, REGION_BYTES);
-	n = fill_table(t, mout, dbuf, many_src, many_dst);
+	n = fill_table(t, mout, dbuf, many_src, many_dst, many);
 	CHECK(device_copy_batch(s, t, n, &cause) == 0 && device_stream_sync(s, &cause) == 0, "scatter: %s", cause);
-	reference(want_out, want, many_src, many_dst);
+	reference(want_out, want, many_src, many_dst, many);
 	d = first_diff(out, want_out, REGION_BYTES);
 	CHECK(d < 0, "scatter: byte %ld is %u, memcpy's %u", d, d < 0 ? 0 : out[d], d < 0 ? 0 : want_out[d]);
 	printf("gather and scatter of %zu tensors (1 B to 1 MiB, every alignment) equal memcpy\n", n);
@@ -157,7 +159,8 @@ int
 main(void)
 {
 	dev = test_open_device();
-	test_gather_scatter();
+	test_gather_scatter(0);
+	test_gather_scatter(MANY);
 	device_close(dev);
 	return test_finish("test_copy_batch");
 }
