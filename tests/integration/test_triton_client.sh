@@ -26,7 +26,7 @@ esac
 if command -v perf_analyzer >/dev/null 2>&1; then
 	for mode in none system; do
 		timeout 120 perf_analyzer -m fashion-mlp -u "127.0.0.1:$port" -i http --shared-memory=$mode \
-			--measurement-interval=1000 --concurrency-range=1:2 >"$tmp/pa-$mode.log" 2>&1 ||
+			--measurement-interval=1000 --concurrency-range=1:2 --stability-percentage=100 >"$tmp/pa-$mode.log" 2>&1 ||
 			{ cat "$tmp/pa-$mode.log"; fail "perf_analyzer --shared-memory=$mode"; }
 		grep -qi "error" "$tmp/pa-$mode.log" && { cat "$tmp/pa-$mode.log"; fail "perf_analyzer reported errors"; }
 		grep "Throughput" "$tmp/pa-$mode.log" | sed "s/^/perf_analyzer ($mode): /"
