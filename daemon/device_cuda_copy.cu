@@ -62,23 +62,41 @@ copy_batch_kernel(const struct device_copy_entry *entries, size_t n)
 	}
 }
 
-/* A small table passed by value: the kernel reads it from its parameters, not across the bus. */
-#define COPY_INLINE_ENTRIES 32
+/*
+ * A small table passed by value: the kernel reads it from its parameters, not
+ * across the bus.  Two sizes, so a lone request's launch does not carry
+ * 3 KiB of parameters (the classic 4 KiB limit bounds the larger one).
+ */
+#define COPY_INLINE_SMALL 8
+#define COPY_INLINE_LARGE 128
+template <int N>
 struct copy_inline {
-	struct device_copy_entry e[COPY_INLINE_ENTRIES];
+	struct device_copy_entry e[N];
 };
 
-/* The same over a table of at most COPY_INLINE_ENTRIES entries held in the launch's parameters. */
+/* The same over a table of at most N entries held in the launch's parameters. */
+template <int N>
 static __global__ void
-copy_batch_inline_kernel(const struct copy_inline t, unsigned int n)
+copy_batch_inline_kernel(const struct copy_inline<N> t, unsigned int n)
 {
 	for (unsigned int k = blockIdx.y; k < n; k += gridDim.y)
 		copy_entry(t.e[k]);
 }
 
+/* Launch the inline kernel of N entries over host_entries[0, n). */
+template <int N>
+static void
+copy_launch_inline(cudaStream_t stream, dim3 grid, const struct device_copy_entry *host_entries, size_t n)
+{
+	struct copy_inline<N> t;
+
+	memcpy(t.e, host_entries, n * sizeof t.e[0]);
+	copy_batch_inline_kernel<N><<<grid, CUDA_THREADS, 0, stream>>>(t, (unsigned int)n);
+}
+
 /*
  * Queue the kernel: enough blocks along x for the longest entry, one row of
- * blocks per entry; up to COPY_INLINE_ENTRIES entries travel in the launch
+ * blocks per entry; up to COPY_INLINE_LARGE entries travel in the launch
  * itself (host_entries), more are read from entries (device-readable).
  */
 cudaError_t
@@ -88,14 +106,14 @@ cuda_launch_copy_batch(cudaStream_t stream, const struct device_copy_entry *host
 	size_t bx = (max_bytes + COPY_BLOCK_BYTES - 1) / COPY_BLOCK_BYTES;
 	dim3 grid((unsigned int)(bx < 1 ? 1 : bx > COPY_MAX_BLOCKS_X ? COPY_MAX_BLOCKS_X : bx),
 	    (unsigned int)(n > COPY_MAX_BLOCKS_Y ? COPY_MAX_BLOCKS_Y : n));
-	struct copy_inline t;
 
 	if (n == 0)
 		return cudaSuccess;
-	if (n <= COPY_INLINE_ENTRIES) {
-		memcpy(t.e, host_entries, n * sizeof t.e[0]);
-		copy_batch_inline_kernel<<<grid, CUDA_THREADS, 0, stream>>>(t, (unsigned int)n);
-	} else
+	if (n <= COPY_INLINE_SMALL)
+		copy_launch_inline<COPY_INLINE_SMALL>(stream, grid, host_entries, n);
+	else if (n <= COPY_INLINE_LARGE)
+		copy_launch_inline<COPY_INLINE_LARGE>(stream, grid, host_entries, n);
+	else
 		copy_batch_kernel<<<grid, CUDA_THREADS, 0, stream>>>(entries, n);
 	return cudaGetLastError();
 }

@@ -50,14 +50,15 @@ fill_bytes(unsigned char *p, size_t n, uint64_t seed)
 	}
 }
 
-/* Fill t with the spans (dst in dbase, src in sbase), then many small entries after them; returns the count. */
+/* Fill t with the first nspans spans (dst in dbase, src in sbase), then many small entries; returns the count. */
 static size_t
-fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_dst, size_t many_src, size_t many)
+fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_dst, size_t many_src, size_t nspans,
+    size_t many)
 {
 	struct device_copy_entry *e = device_copy_entries(t);
 	size_t i, n = 0;
 
-	for (i = 0; i < NSPANS; i++)
+	for (i = 0; i < nspans; i++)
 		e[n++] = (struct device_copy_entry){ dbase + spans[i].dst, sbase + spans[i].src, spans[i].bytes };
 	for (i = 0; i < many; i++)
 		e[n++] = (struct device_copy_entry){ dbase + many_dst + i * MANY_BYTES,
@@ -67,11 +68,11 @@ fill_table(device_copy_table_t *t, char *dbase, const char *sbase, size_t many_d
 
 /* The same copies done with memcpy on host buffers: the reference. */
 static void
-reference(unsigned char *dst, const unsigned char *src, size_t many_dst, size_t many_src, size_t many)
+reference(unsigned char *dst, const unsigned char *src, size_t many_dst, size_t many_src, size_t nspans, size_t many)
 {
 	size_t i;
 
-	for (i = 0; i < NSPANS; i++)
+	for (i = 0; i < nspans; i++)
 		memcpy(dst + spans[i].dst, src + spans[i].src, spans[i].bytes);
 	for (i = 0; i < many; i++)
 		memcpy(dst + many_dst + i * MANY_BYTES, src + many_src + (MANY - 1 - i) * MANY_BYTES, MANY_BYTES);
@@ -93,12 +94,13 @@ first_diff(const unsigned char *a, const unsigned char *b, size_t n)
  * Gather from a registered host region (through its device address) into
  * device memory, read it back, compare with memcpy's; then scatter from the
  * device buffer into a second region and compare again.  Bytes no entry
- * covers must keep their old values.  many: small entries beyond the spans
- * (0: a table small enough to travel in the CUDA launch; MANY: one read
- * from mapped memory, larger than a grid's second dimension).
+ * covers must keep their old values.  nspans spans and many small entries:
+ * each CUDA kernel in turn (up to 8 and up to 128 entries travel in the
+ * launch; MANY more are read from mapped memory and outnumber a grid's
+ * second dimension).
  */
 static void
-test_gather_scatter(size_t many)
+test_gather_scatter(size_t nspans, size_t many)
 {
 	unsigned char *in = aligned_alloc(4096, REGION_BYTES), *out = aligned_alloc(4096, REGION_BYTES);
 	unsigned char *want = malloc(DEVBUF_BYTES), *want_out = malloc(REGION_BYTES), *back = NULL;
@@ -123,21 +125,22 @@ test_gather_scatter(size_t many)
 	REQUIRE(device_copy_table_create(dev, NSPANS + MANY, &t, &cause) == 0, "table: %s", cause);
 	/* The device buffer starts as 0x5a everywhere, so overruns show. */
 	CHECK(device_copy_h2d(s, dbuf, want, DEVBUF_BYTES, &cause) == 0, "h2d: %s", cause);
-	n = fill_table(t, dbuf, min, many_dst, many_src, many);
+	n = fill_table(t, dbuf, min, many_dst, many_src, nspans, many);
 	CHECK(device_copy_batch(s, t, n, &cause) == 0, "gather: %s", cause);
 	CHECK(device_copy_d2h(s, back, dbuf, DEVBUF_BYTES, &cause) == 0 && device_stream_sync(s, &cause) == 0,
 	    "read back: %s", cause);
-	reference(want, in, many_dst, many_src, many);
+	reference(want, in, many_dst, many_src, nspans, many);
 	d = first_diff(back, want, DEVBUF_BYTES);
 	CHECK(d < 0, "gather: byte %ld is %u, memcpy's %u", d, d < 0 ? 0 : back[d], d < 0 ? 0 : want[d]);
 	/* Scatter: the device buffer (now want) back into the second region. */
 	memcpy(want_out, out, REGION_BYTES);
-	n = fill_table(t, mout, dbuf, many_src, many_dst, many);
+	n = fill_table(t, mout, dbuf, many_src, many_dst, nspans, many);
 	CHECK(device_copy_batch(s, t, n, &cause) == 0 && device_stream_sync(s, &cause) == 0, "scatter: %s", cause);
-	reference(want_out, want, many_src, many_dst, many);
+	reference(want_out, want, many_src, many_dst, nspans, many);
 	d = first_diff(out, want_out, REGION_BYTES);
 	CHECK(d < 0, "scatter: byte %ld is %u, memcpy's %u", d, d < 0 ? 0 : out[d], d < 0 ? 0 : want_out[d]);
-	printf("gather and scatter of %zu tensors (1 B to 1 MiB, every alignment) equal memcpy\n", n);
+	printf("gather and scatter of %zu tensors (1 B to %s, every alignment) equal memcpy\n", n,
+	    nspans > 6 ? "1 MiB" : "4 KiB");
 	CHECK(device_copy_batch(s, t, NSPANS + MANY + 1, &cause) == -1 && cause != NULL && strstr(cause, "holds") != NULL,
 	    "more entries than the table holds accepted: %s", cause ? cause : "no error");
 	CHECK(device_copy_batch(s, t, 0, &cause) == 0, "an empty batch refused: %s", cause);
@@ -159,8 +162,9 @@ int
 main(void)
 {
 	dev = test_open_device();
-	test_gather_scatter(0);
-	test_gather_scatter(MANY);
+	test_gather_scatter(5, 0);
+	test_gather_scatter(NSPANS, 100);
+	test_gather_scatter(NSPANS, MANY);
 	device_close(dev);
 	return test_finish("test_copy_batch");
 }
