@@ -88,7 +88,7 @@ client_bench_bench_http_baseline_LDADD = $(MHD_LIBS) $(JANSSON_LIBS)
 # The sweeps, the PyTorch peers, wrk's script, the summary and the plots.
 EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gpu.sh \
 	client/bench/make_models.py client/bench/http_shm_ingest.py client/bench/torch_peer.py client/bench/torch_http_server.py \
-	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua
+	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua client/bench/targets.py
 EXTRA_DIST += client/bench/wrk-post-binary.lua client/bench/make_binary_body.py
 EXTRA_DIST += client/bench/onnx_peer.py
 

@@ -30,6 +30,8 @@ struct batch_client {
 	pthread_cond_t idle;
 	uint64_t outstanding;		/* queued + in flight, all models */
 	int closing;
+	char *map_base, *map_dev;	/* batcher_client_map: the region, and its device address */
+	size_t map_bytes;
 };
 
 /* One preallocated batch context: buffers, events and the requests it carries. */
@@ -37,6 +39,9 @@ struct batch_slot {
 	model_exec_t *exec;
 	device_event_t **ev_in, **ev_out;	/* one per request position */
 	device_event_t *ev_begin, *ev_compute0, *ev_compute1;
+	device_copy_table_t *gather, *scatter;	/* mapped tensors: one kernel each way */
+	size_t ngather, nscatter;		/* entries of this batch */
+	unsigned char *dma_out;			/* per request: 1 when an output went by DMA (ev_out) */
 	struct batch_request **reqs;
 	int nreqs, rows;
 	struct model_shape shape;		/* the dims every request of the batch shares */
@@ -77,6 +82,8 @@ struct batcher {
 	struct model_queue *queues;
 	device_event_t *ev_epoch;		/* reference point for debug timestamps */
 	int shut;
+	size_t mapped_max;			/* tensors up to this size go through the batch kernels */
+	int busy_clients;			/* clients with a request queued or in flight (atomic) */
 };
 
 #define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
@@ -118,8 +125,10 @@ static void
 client_release(batch_client_t *c)
 {
 	pthread_mutex_lock(&c->lock);
-	if (--c->outstanding == 0)
+	if (--c->outstanding == 0) {
+		__atomic_sub_fetch(&c->batcher->busy_clients, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&c->idle);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -251,10 +260,37 @@ oldest_submit(struct model_queue *q)
 	return oldest;
 }
 
+/* Whether no batch of q is in flight: every batch context is back on the free list. */
+static int
+queue_idle(const struct model_queue *q)
+{
+	const struct batch_slot *s;
+	int nfree = 0;
+
+	for (s = q->free_slots; s != NULL; s = s->next)
+		nfree++;
+	return nfree == q->nslots;
+}
+
+/*
+ * Whether waiting cannot grow the batch: the device has no batch of q in
+ * flight, or every client with a request pending anywhere in the batcher
+ * has one queued here (a client waiting on its queued requests sends no
+ * more; an idle client may never send, so it is not waited for).
+ */
+static int
+batch_cannot_grow(const struct model_queue *q)
+{
+	return queue_idle(q) ||
+	    q->nactive >= (size_t)__atomic_load_n(&q->batcher->busy_clients, __ATOMIC_RELAXED);
+}
+
 /*
  * How many rows the next batch may hold, or 0 to keep waiting: a full batch
- * or a preferred size goes at once; otherwise the oldest request waits out
- * max_queue_delay_us for company (not while stopping).
+ * or a preferred size goes at once, and so does any batch when waiting
+ * cannot grow it (eager_dispatch, the default); otherwise the oldest request
+ * waits out max_queue_delay_us for company while earlier batches compute
+ * (not while stopping).
  */
 static int
 batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
@@ -270,7 +306,7 @@ batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 	if (best > 0)
 		return best;
 	*wake = oldest_submit(q) + cfg->max_queue_delay_us;
-	if (q->stopping || now >= *wake)
+	if (q->stopping || now >= *wake || (cfg->eager_dispatch && batch_cannot_grow(q)))
 		return max;
 	return 0;
 }
@@ -335,15 +371,51 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 	s->shape.rows = s->rows;
 }
 
-/* Queue one request's input copies on its client's stream, then mark it with ev_in. */
+/*
+ * Whether a tensor of c at host address p, bytes long, goes through the
+ * batch kernels: small enough for the mode, and inside c's mapped region;
+ * *dev gets its device address.
+ */
+static int
+copy_mapped(const struct model_queue *q, const batch_client_t *c, const void *p, size_t bytes, void **dev)
+{
+	const char *h = p;
+	size_t off;
+
+	if (c->map_base == NULL || bytes > q->batcher->mapped_max || h < c->map_base)
+		return 0;
+	off = (size_t)(h - c->map_base);
+	if (off > c->map_bytes || bytes > c->map_bytes - off)
+		return 0;
+	*dev = c->map_dev + off;
+	return 1;
+}
+
+/* Add one entry to a batch kernel's table (sized at creation for every tensor a batch can hold). */
+static void
+copy_entry_add(device_copy_table_t *t, size_t *n, void *dst, const void *src, size_t bytes)
+{
+	struct device_copy_entry *e = &device_copy_entries(t)[(*n)++];
+
+	e->dst = dst;
+	e->src = src;
+	e->bytes = bytes;
+}
+
+/*
+ * Queue one request's input copies: small mapped tensors join the batch's
+ * gather table, the others are copied on its client's stream, which then
+ * marks ev_in for the compute stream to wait on.
+ */
 static int
 launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
 	device_stream_t *cs = r->client->stream;
 	size_t bytes = 0;
+	void *dev;
 	char *dst;
-	int k;
+	int k, dma = 0;
 
 	/* The batch's start is only read by the debug timeline: spare the call otherwise. */
 	if (i == 0 && log_threshold >= LOG_LEVEL_DEBUG && device_event_record(s->ev_begin, cs, cause) != 0)
@@ -351,61 +423,92 @@ launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 	for (k = 0; k < r->ninputs; k++) {
 		dst = (char *)model_exec_input(s->exec, k) +
 		    (size_t)r->offset_rows * model_input_row_bytes(q->model, k, &s->shape);
+		bytes += r->input_bytes[k];
+		if (copy_mapped(q, r->client, r->inputs[k], r->input_bytes[k], &dev)) {
+			copy_entry_add(s->gather, &s->ngather, dst, dev, r->input_bytes[k]);
+			continue;
+		}
 		if (device_copy_h2d(cs, dst, r->inputs[k], r->input_bytes[k], cause) != 0)
 			return -1;
-		bytes += r->input_bytes[k];
+		dma = 1;
 	}
-	if (device_event_record(s->ev_in[i], cs, cause) != 0 ||
-	    device_stream_wait_event(q->compute, s->ev_in[i], cause) != 0)
+	if (dma && (device_event_record(s->ev_in[i], cs, cause) != 0 ||
+	    device_stream_wait_event(q->compute, s->ev_in[i], cause) != 0))
 		return -1;
 	if (q->batcher->metrics != NULL)
 		METRICS_ADD(q->batcher->metrics->bytes_h2d, bytes);
 	return 0;
 }
 
-/* Queue one request's wanted output copies on its client's stream after the compute. */
+/*
+ * One request's wanted outputs, in two passes.  Pass 0 (before ev_compute1):
+ * small mapped tensors join the scatter table; dma_out[i] says whether any
+ * other is left.  Pass 1 (after it): those are copied on the client's
+ * stream once the compute (and scatter) are done, marked by ev_out.
+ */
 static int
-launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, char **cause)
+launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
 	device_stream_t *cs = r->client->stream;
 	size_t bytes = 0;
 	const char *src;
+	void *dev;
 	int k;
 
-	if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0)
+	if (pass == 0)
+		s->dma_out[i] = 0;
+	else if (device_stream_wait_event(cs, s->ev_compute1, cause) != 0)
 		return -1;
 	for (k = 0; k < r->noutputs; k++) {
 		if (r->outputs[k] == NULL)
 			continue;
 		src = (const char *)model_exec_output(s->exec, k) +
 		    (size_t)r->offset_rows * model_output_row_bytes(q->model, k, &s->shape);
-		if (device_copy_d2h(cs, r->outputs[k], src, r->output_bytes[k], cause) != 0)
-			return -1;
 		bytes += r->output_bytes[k];
+		if (copy_mapped(q, r->client, r->outputs[k], r->output_bytes[k], &dev)) {
+			if (pass == 0)
+				copy_entry_add(s->scatter, &s->nscatter, dev, src, r->output_bytes[k]);
+		} else if (pass == 0)
+			s->dma_out[i] = 1;
+		else if (device_copy_d2h(cs, r->outputs[k], src, r->output_bytes[k], cause) != 0)
+			return -1;
 	}
-	if (device_event_record(s->ev_out[i], cs, cause) != 0)
+	if (pass == 1 && device_event_record(s->ev_out[i], cs, cause) != 0)
 		return -1;
-	if (q->batcher->metrics != NULL)
+	if (pass == 0 && q->batcher->metrics != NULL)
 		METRICS_ADD(q->batcher->metrics->bytes_d2h, bytes);
 	return 0;
 }
 
-/* Queue the whole batch: copies in on client streams, compute, copies out; see docs/ARCHITECTURE.md. */
+/*
+ * Queue the whole batch: copies in (DMA on client streams, the gather
+ * kernel on the compute stream), compute, the scatter kernel, then the
+ * batch's one event ev_compute1, then the DMA copies out on client streams;
+ * see docs/ARCHITECTURE.md.
+ */
 static int
 launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 {
 	int i;
 
+	s->ngather = s->nscatter = 0;
 	for (i = 0; i < s->nreqs; i++)
 		if (launch_copy_in(q, s, i, cause) != 0)
 			return -1;
-	if (device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
-	    model_exec_run(s->exec, &s->shape, q->compute, cause) != 0 ||
+	if (device_copy_batch(q->compute, s->gather, s->ngather, cause) != 0 ||
+	    device_event_record(s->ev_compute0, q->compute, cause) != 0 ||
+	    model_exec_run(s->exec, &s->shape, q->compute, cause) != 0)
+		return -1;
+	for (i = 0; i < s->nreqs; i++)
+		if (launch_copy_out(q, s, i, 0, cause) != 0)
+			return -1;
+	/* One event covers the compute and every mapped output (the scatter is a few microseconds of it). */
+	if (device_copy_batch(q->compute, s->scatter, s->nscatter, cause) != 0 ||
 	    device_event_record(s->ev_compute1, q->compute, cause) != 0)
 		return -1;
 	for (i = 0; i < s->nreqs; i++)
-		if (launch_copy_out(q, s, i, cause) != 0)
+		if (s->dma_out[i] && launch_copy_out(q, s, i, 1, cause) != 0)
 			return -1;
 	return 0;
 }
@@ -437,6 +540,9 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 		s->status = BATCH_INTERNAL;
 		snprintf(s->error, sizeof s->error, "inference failed: %s", cause ? cause : "device error");
 		free(cause);
+		/* What was queued reads this context's copy tables: let it finish before the context is reused. */
+		if (device_stream_sync(q->compute, NULL) != 0)
+			LOG_ERROR("model '%s': the compute stream failed too", q->model->name);
 	}
 	s->launch_us = clock_now_us() - s->launch_us;
 	pthread_mutex_lock(&q->lock);
@@ -509,7 +615,8 @@ log_batch_timeline(struct model_queue *q, struct batch_slot *s)
 	if (device_event_elapsed_us(epoch, s->ev_begin, &t_begin, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_compute0, &t_c0, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_compute1, &t_c1, NULL) != 0 ||
-	    device_event_elapsed_us(epoch, s->ev_out[s->nreqs - 1], &t_end, NULL) != 0)
+	    device_event_elapsed_us(epoch, s->dma_out[s->nreqs - 1] ? s->ev_out[s->nreqs - 1] : s->ev_compute1,
+	    &t_end, NULL) != 0)
 		return;
 	LOG_DEBUG("batch model=%s seq=%llu rows=%d requests=%d queued=%lluus launch=%lluus copy_in_start=%.1fus compute=[%.1f, %.1f]us copies_done=%.1fus",
 	    q->model->name, (unsigned long long)s->seq, s->rows, s->nreqs,
@@ -537,24 +644,32 @@ account_batch(struct model_queue *q, struct batch_slot *s)
 	return BATCH_OK;
 }
 
-/* Wait for each request's copy-out in order and tell its client at once. */
+/* Wait for e; on failure log it, keep the message in s->error and return BATCH_INTERNAL. */
+static enum batch_status
+sync_copy(struct model_queue *q, struct batch_slot *s, device_event_t *e)
+{
+	char *cause = NULL;
+
+	if (device_event_sync(e, &cause) == 0)
+		return BATCH_OK;
+	LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
+	snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
+	free(cause);
+	return BATCH_INTERNAL;
+}
+
+/* Wait for the batch (its compute and scatter), then for each request's own DMA copy-out in order, and tell its client at once. */
 static void
 complete_batch(struct model_queue *q, struct batch_slot *s)
 {
 	enum batch_status st = s->status;
-	char *cause = NULL;
 	int i;
 
 	if (st == BATCH_OK)
 		st = account_batch(q, s);
 	for (i = 0; i < s->nreqs; i++) {
-		if (st == BATCH_OK && device_event_sync(s->ev_out[i], &cause) != 0) {
-			LOG_ERROR("model '%s': waiting for batch: %s", q->model->name, cause);
-			st = BATCH_INTERNAL;
-			snprintf(s->error, sizeof s->error, "inference failed: %s", cause);
-			free(cause);
-			cause = NULL;
-		}
+		if (st == BATCH_OK && s->dma_out[i])
+			st = sync_copy(q, s, s->ev_out[i]);
 		finish_request(q, s->reqs[i], st, s->error);
 	}
 	if (st == BATCH_OK)
@@ -601,8 +716,13 @@ slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 	s->reqs = calloc((size_t)n, sizeof *s->reqs);
 	s->ev_in = calloc((size_t)n, sizeof *s->ev_in);
 	s->ev_out = calloc((size_t)n, sizeof *s->ev_out);
-	if (s->reqs == NULL || s->ev_in == NULL || s->ev_out == NULL)
+	s->dma_out = calloc((size_t)n, sizeof *s->dma_out);
+	if (s->reqs == NULL || s->ev_in == NULL || s->ev_out == NULL || s->dma_out == NULL)
 		return error_set(cause, "out of memory");
+	/* Every request has at least one row, so a batch holds at most n of each tensor. */
+	if (device_copy_table_create(dev, (size_t)n * (size_t)q->model->ninputs, &s->gather, cause) != 0 ||
+	    device_copy_table_create(dev, (size_t)n * (size_t)q->model->noutputs, &s->scatter, cause) != 0)
+		return -1;
 	if (model_exec_create(q->model, &s->exec, cause) != 0 ||
 	    device_event_create(dev, &s->ev_begin, cause) != 0 ||
 	    device_event_create(dev, &s->ev_compute0, cause) != 0 ||
@@ -628,6 +748,9 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 	device_event_destroy(s->ev_begin);
 	device_event_destroy(s->ev_compute0);
 	device_event_destroy(s->ev_compute1);
+	device_copy_table_destroy(s->gather);
+	device_copy_table_destroy(s->scatter);
+	free(s->dma_out);
 	model_exec_free(s->exec);
 	free(s->reqs);
 	free(s->ev_in);
@@ -720,6 +843,7 @@ batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
 	b->dev = dev;
 	b->metrics = metrics;
 	b->nqueues = repo->count;
+	batcher_set_copy_mode(b, BATCH_COPY_AUTO, BATCH_MAPPED_MAX_DEFAULT);
 	/* The epoch event is recorded once so debug timestamps share an origin. */
 	if (device_event_create(dev, &b->ev_epoch, cause) != 0 ||
 	    device_stream_create(dev, DEVICE_STREAM_COPY, &s, cause) != 0) {
@@ -773,6 +897,58 @@ batcher_free(batcher_t *b)
 	device_event_destroy(b->ev_epoch);
 	free(b->queues);
 	free(b);
+}
+
+/* Parse a copy mode's name. */
+int
+batch_copy_mode_parse(const char *s, enum batch_copy_mode *out)
+{
+	static const enum batch_copy_mode modes[] = { BATCH_COPY_AUTO, BATCH_COPY_DMA, BATCH_COPY_MAPPED };
+	size_t i;
+
+	for (i = 0; i < sizeof modes / sizeof modes[0]; i++)
+		if (strcmp(s, batch_copy_mode_name(modes[i])) == 0) {
+			*out = modes[i];
+			return 0;
+		}
+	return -1;
+}
+
+/* The copy mode's name. */
+const char *
+batch_copy_mode_name(enum batch_copy_mode mode)
+{
+	return mode == BATCH_COPY_DMA ? "dma" : mode == BATCH_COPY_MAPPED ? "mapped" : "auto";
+}
+
+/* Resolve the mode into the largest tensor the batch kernels copy. */
+void
+batcher_set_copy_mode(batcher_t *b, enum batch_copy_mode mode, size_t mapped_max_bytes)
+{
+	if (mode == BATCH_COPY_DMA)
+		b->mapped_max = 0;
+	else if (mode == BATCH_COPY_MAPPED || device_is_integrated(b->dev))
+		b->mapped_max = SIZE_MAX;
+	else
+		b->mapped_max = mapped_max_bytes;
+}
+
+/* Remember c's region and its device address, unless no tensor will ever be mapped. */
+int
+batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, char **cause)
+{
+	void *dev;
+
+	if (b->mapped_max == 0)
+		return 0;
+	if (base == NULL || bytes == 0)
+		return error_set(cause, "client %s: empty region", c->label);
+	if (device_host_mapped(b->dev, base, &dev, cause) != 0)
+		return error_prefix(cause, "client %s: the region's device address", c->label);
+	c->map_base = base;
+	c->map_dev = dev;
+	c->map_bytes = bytes;
+	return 0;
 }
 
 /* Find the queue of model m. */
@@ -983,7 +1159,8 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 		error_set(cause, "client is closing");
 		return BATCH_INVALID;
 	}
-	req->client->outstanding++;
+	if (req->client->outstanding++ == 0)
+		__atomic_add_fetch(&q->batcher->busy_clients, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&req->client->lock);
 	if (timeout == 0 || timeout > cfg->default_timeout_us)
 		timeout = cfg->default_timeout_us;

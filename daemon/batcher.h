@@ -118,6 +118,41 @@ int batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req);
 enum batch_status batcher_submit(batcher_t *b, const model_t *m,
     struct batch_request *req, char **cause);
 
+/*
+ * How tensors in a client's mapped region (batcher_client_map) reach the
+ * device and come back.  DMA: a copy per tensor on the client's stream and
+ * an event per request.  MAPPED: every such tensor of a batch by one gather
+ * kernel before the compute and one scatter kernel after it, reading and
+ * writing the region through its device mapping (one event per batch).
+ * AUTO: mapped for tensors of at most mapped_max_bytes, DMA above; mapped
+ * for every size where host and device share memory (the CPU backend,
+ * integrated GPUs).  Other memory (HTTP's pinned slots, CUDA IPC) always
+ * takes the DMA copy.
+ */
+enum batch_copy_mode {
+	BATCH_COPY_AUTO = 0,
+	BATCH_COPY_DMA,
+	BATCH_COPY_MAPPED,
+};
+/* The default of mapped_max_bytes (the daemon's mapped_copy_max_bytes). */
+#define BATCH_MAPPED_MAX_DEFAULT ((size_t)64 * 1024)
+/* Parse "auto", "dma" or "mapped"; -1 for anything else. */
+int batch_copy_mode_parse(const char *s, enum batch_copy_mode *out);
+/* The mode's name. */
+const char *batch_copy_mode_name(enum batch_copy_mode mode);
+/*
+ * Set the copy mode (batcher_create starts in AUTO with
+ * BATCH_MAPPED_MAX_DEFAULT); call before any client is mapped.
+ */
+void batcher_set_copy_mode(batcher_t *b, enum batch_copy_mode mode, size_t mapped_max_bytes);
+/*
+ * c's requests point into [base, base + bytes), host memory registered with
+ * the device (device_host_register): small tensors there are copied by the
+ * batch kernels through its device address.  Call once, before c submits;
+ * in DMA mode it does nothing.  A client never mapped is copied by DMA.
+ */
+int batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, char **cause);
+
 /* Human-readable text of a status (the TEXT column of inferd_outcome.h). */
 const char *batch_status_str(enum batch_status s);
 

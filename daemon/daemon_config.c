@@ -52,6 +52,7 @@ static int config_check_id_list(const char *, char **);
 static int config_check_mode(const char *, char **);
 static int config_check_group(const char *, char **);
 static int config_check_on_off_auto(const char *, char **);
+static int config_check_copy_mode(const char *, char **);
 
 #define KEY(f) offsetof(struct daemon_config, f)
 #define KIB 1024LL
@@ -133,6 +134,20 @@ static const struct config_key config_keys[] = {
 	  "Threads the CPU backend computes a batch with (OpenMP loops and sgemm), 0 to 1024.\n"
 	  "0 takes every online core.  Every model computing at the same moment uses\n"
 	  "this many, so a machine shared with other work may want fewer." },
+	{ "MODELS AND DEVICE", "copy_mode", CONFIG_STRING, "auto", KEY(copy_mode), 0, 0,
+	  config_check_copy_mode,
+	  "How shared-memory tensors reach the GPU and come back: auto, dma or mapped.\n"
+	  "dma: one cudaMemcpyAsync per tensor on the client's stream, one event per\n"
+	  "request.  mapped: the client's region is mapped for the GPU and one kernel\n"
+	  "gathers every request's inputs into the batch (one more scatters the\n"
+	  "outputs back), one event per batch.  auto: mapped for tensors of at most\n"
+	  "mapped_copy_max_bytes, dma above; on integrated GPUs (and the CPU backend)\n"
+	  "mapped for every size, since host and device share memory." },
+	{ "MODELS AND DEVICE", "mapped_copy_max_bytes", CONFIG_SIZE, "64K",
+	  KEY(mapped_copy_max_bytes), 0, 1 * GIB, NULL,
+	  "Largest tensor copy_mode = auto copies through the mapped kernels, 0 to 1G\n"
+	  "(0: every tensor by DMA).  Below it the DMA copy's fixed cost per tensor\n"
+	  "outweighs the kernel's slower reads over the bus (docs/BENCHMARKS.md)." },
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"
@@ -171,6 +186,15 @@ static const struct config_key config_keys[] = {
 };
 
 #define NKEYS (sizeof config_keys / sizeof config_keys[0])
+
+/* Check a copy mode: auto, dma or mapped. */
+static int
+config_check_copy_mode(const char *value, char **cause)
+{
+	if (strcmp(value, "auto") == 0 || strcmp(value, "dma") == 0 || strcmp(value, "mapped") == 0)
+		return 0;
+	return error_set(cause, "'%s' is not auto, dma or mapped", value);
+}
 
 /* Check an IPv4 or IPv6 address literal. */
 static int

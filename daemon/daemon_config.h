@@ -30,6 +30,8 @@ struct daemon_config {
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int cpu_threads;		/* cpu_threads = 0 (every online core) */
+	char *copy_mode;		/* copy_mode = auto | dma | mapped */
+	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */
 	char *log_level;		/* log_level = info */
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
 	int max_clients;		/* max_clients = 64 */

@@ -311,6 +311,76 @@ device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 	return s->dev->ops->copy_d2h(s, dst, src, n, cause);
 }
 
+/* A table of capacity batched-copy entries in memory the device reads. */
+int
+device_copy_table_create(device_t *dev, size_t capacity, device_copy_table_t **out,
+    char **cause)
+{
+	device_copy_table_t *t;
+
+	if (capacity == 0 || capacity > SIZE_MAX / sizeof(struct device_copy_entry))
+		return error_set(cause, "device_copy_table_create: %zu entries", capacity);
+	if (FAULT(FAULT_HOST_ALLOC))
+		return error_set(cause, "copy table of %zu entries: out of memory (injected)", capacity);
+	if ((t = calloc(1, sizeof *t)) == NULL)
+		return error_set(cause, "out of memory");
+	t->dev = dev;
+	t->capacity = capacity;
+	if (dev->ops->copy_table_create(t, cause) != 0) {
+		free(t);
+		return -1;
+	}
+	device_count_allocation(dev);
+	*out = t;
+	return 0;
+}
+
+/* Free a table (NULL is ignored). */
+void
+device_copy_table_destroy(device_copy_table_t *t)
+{
+	if (t == NULL)
+		return;
+	t->dev->ops->copy_table_destroy(t);
+	free(t);
+}
+
+/* The entries the caller fills. */
+struct device_copy_entry *
+device_copy_entries(device_copy_table_t *t)
+{
+	return t->entries;
+}
+
+/* Queue one copy of the first n entries on s. */
+int
+device_copy_batch(device_stream_t *s, device_copy_table_t *t, size_t n, char **cause)
+{
+	if (n == 0)
+		return 0;
+	if (n > t->capacity)
+		return error_set(cause, "device_copy_batch: %zu entries, the table holds %zu", n, t->capacity);
+	if (FAULT(FAULT_COPY))
+		return error_set(cause, "batched copy of %zu tensors failed (injected)", n);
+	return s->dev->ops->copy_batch(s, t, n, cause);
+}
+
+/* The device's address of registered host memory. */
+int
+device_host_mapped(device_t *dev, void *host, void **dev_ptr, char **cause)
+{
+	if (host == NULL)
+		return error_set(cause, "device_host_mapped: NULL address");
+	return dev->ops->host_mapped(dev, host, dev_ptr, cause);
+}
+
+/* 1 when host and device share memory. */
+int
+device_is_integrated(const device_t *dev)
+{
+	return dev->integrated;
+}
+
 /* 1 when n fits the arity and every tensor it touches is FP32. */
 int
 device_node_fp32(const graph_t *g, const struct graph_node *n, int min_in,

@@ -61,7 +61,10 @@ int device_alloc(device_t *dev, size_t size, void **ptr, char **cause);
 void device_free(device_t *dev, void *ptr);
 int device_host_alloc(device_t *dev, size_t size, void **ptr, char **cause);
 void device_host_free(device_t *dev, void *ptr);
-/* Pin existing host memory (a client's shm mapping) so copies DMA from it. */
+/*
+ * Pin existing host memory (a client's shm mapping) so copies DMA from it,
+ * and map it for the device (device_host_mapped).
+ */
 int device_host_register(device_t *dev, void *ptr, size_t size, char **cause);
 int device_host_unregister(device_t *dev, void *ptr, char **cause);
 /* Bytes of a CUDA IPC memory handle (cudaIpcMemHandle_t). */
@@ -112,6 +115,40 @@ int device_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
     char **cause);
 int device_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
     char **cause);
+
+/*
+ * Batched copies: one device operation (on CUDA one kernel) moves every
+ * entry of a table, instead of one copy and one event per tensor; meant for
+ * small tensors, where a DMA copy's fixed cost dominates.  dst and src are
+ * addresses the device can reach: device memory, or registered host memory
+ * through device_host_mapped.  A table holds at most capacity entries in
+ * host memory the device reads (pinned on CUDA): fill device_copy_entries(t)
+ * and queue them with device_copy_batch; the entries must not be rewritten
+ * until the work queued with them has completed.  On the CPU backend each
+ * entry is a memcpy, done before device_copy_batch returns.
+ */
+struct device_copy_entry {
+	void *dst;
+	const void *src;
+	size_t bytes;
+};
+typedef struct device_copy_table device_copy_table_t;
+int device_copy_table_create(device_t *dev, size_t capacity, device_copy_table_t **out,
+    char **cause);
+/* Free a table (NULL is ignored); no work queued with it may be pending. */
+void device_copy_table_destroy(device_copy_table_t *t);
+/* The table's entries, capacity of them, written by the caller. */
+struct device_copy_entry *device_copy_entries(device_copy_table_t *t);
+/* Queue the copy of the table's first n entries on s (n <= capacity; 0 queues nothing). */
+int device_copy_batch(device_stream_t *s, device_copy_table_t *t, size_t n, char **cause);
+/*
+ * The address at which the device reads and writes host memory registered
+ * with device_host_register (host itself on the CPU backend); host must lie
+ * in a registered range.
+ */
+int device_host_mapped(device_t *dev, void *host, void **dev_ptr, char **cause);
+/* 1 when host and device share memory (the CPU backend; integrated GPUs), else 0. */
+int device_is_integrated(const device_t *dev);
 
 /*
  * 1 when the backend can run node n of g (its op, attributes and dtypes);

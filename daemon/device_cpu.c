@@ -149,6 +149,43 @@ cpu_copy(device_stream_t *s, void *dst, const void *src, size_t n, char **cause)
 	return 0;
 }
 
+/* Entries in plain heap memory: the CPU reads them where they are. */
+static int
+cpu_copy_table_create(device_copy_table_t *t, char **cause)
+{
+	t->entries = calloc(t->capacity, sizeof *t->entries);
+	if (t->entries == NULL)
+		return error_set(cause, "out of memory allocating %zu copy entries", t->capacity);
+	return 0;
+}
+
+/* Free the entries. */
+static void
+cpu_copy_table_destroy(device_copy_table_t *t)
+{
+	free(t->entries);
+	t->entries = NULL;
+}
+
+/* Every entry is a memcpy, done now. */
+static int
+cpu_copy_batch(device_stream_t *s, device_copy_table_t *t, size_t n, char **cause)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		memcpy(t->entries[i].dst, t->entries[i].src, t->entries[i].bytes);
+	return 0;
+}
+
+/* Host memory is the CPU's own: the address is the same. */
+static int
+cpu_host_mapped(device_t *dev, void *host, void **dev_ptr, char **cause)
+{
+	*dev_ptr = host;
+	return 0;
+}
+
 /* Whether the CPU kernels can run node n. */
 static int
 cpu_supports_node(const device_t *dev, const graph_t *g,
@@ -285,6 +322,10 @@ static const struct device_ops cpu_ops = {
 	.event_elapsed_us = cpu_event_elapsed_us,
 	.copy_h2d = cpu_copy,
 	.copy_d2h = cpu_copy,
+	.copy_table_create = cpu_copy_table_create,
+	.copy_table_destroy = cpu_copy_table_destroy,
+	.copy_batch = cpu_copy_batch,
+	.host_mapped = cpu_host_mapped,
 	.supports_node = cpu_supports_node,
 	.plan_compile = cpu_plan_compile,
 	.plan_run = cpu_plan_run,
@@ -298,6 +339,7 @@ device_cpu_open(device_t *dev, char **cause)
 	dev->ops = &cpu_ops;
 	dev->ctx = NULL;
 	dev->is_gpu = 0;
+	dev->integrated = 1;
 	snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS)");
 	return 0;
 }

@@ -152,7 +152,8 @@ cuda_host_register(device_t *dev, void *ptr, size_t size, char **cause)
 
 	if (cuda_use(dev, cause) != 0)
 		return -1;
-	err = cudaHostRegister(ptr, size, cudaHostRegisterPortable);
+	/* Mapped too: small tensors are read and written there by the batched-copy kernel. */
+	err = cudaHostRegister(ptr, size, cudaHostRegisterPortable | cudaHostRegisterMapped);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostRegister(%zu bytes)", size);
 	return 0;
@@ -477,6 +478,71 @@ cuda_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
 	return 0;
 }
 
+/* A table's entries in pinned memory mapped for the device; handle holds their device address. */
+static int
+cuda_copy_table_create(device_copy_table_t *t, char **cause)
+{
+	size_t bytes = t->capacity * sizeof *t->entries;
+	void *host = NULL, *dptr = NULL;
+	cudaError_t err;
+
+	if (cuda_use(t->dev, cause) != 0)
+		return -1;
+	err = cudaHostAlloc(&host, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaHostAlloc(copy table, %zu bytes)", bytes);
+	err = cudaHostGetDevicePointer(&dptr, host, 0);
+	if (err != cudaSuccess) {
+		(void)cudaFreeHost(host);
+		return cuda_fail(cause, err, "cudaHostGetDevicePointer(copy table)");
+	}
+	t->entries = (struct device_copy_entry *)host;
+	t->handle = dptr;
+	return 0;
+}
+
+/* Free a table's pinned entries. */
+static void
+cuda_copy_table_destroy(device_copy_table_t *t)
+{
+	if (t->entries != NULL && cuda_use(t->dev, NULL) == 0 && cudaFreeHost(t->entries) != cudaSuccess)
+		(void)cudaGetLastError();
+	t->entries = NULL;
+}
+
+/* Queue one kernel over the table's first n entries. */
+static int
+cuda_copy_batch(device_stream_t *s, device_copy_table_t *t, size_t n, char **cause)
+{
+	size_t i, max_bytes = 0;
+	cudaError_t err;
+
+	if (cuda_use(s->dev, cause) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (t->entries[i].bytes > max_bytes)
+			max_bytes = t->entries[i].bytes;
+	err = cuda_launch_copy_batch(cuda_stream(s), t->entries, (const struct device_copy_entry *)t->handle, n,
+	    max_bytes);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "batched copy kernel (%zu tensors)", n);
+	return 0;
+}
+
+/* The device address of registered (mapped) host memory. */
+static int
+cuda_host_mapped(device_t *dev, void *host, void **dev_ptr, char **cause)
+{
+	cudaError_t err;
+
+	if (cuda_use(dev, cause) != 0)
+		return -1;
+	err = cudaHostGetDevicePointer(dev_ptr, host, 0);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaHostGetDevicePointer");
+	return 0;
+}
+
 /* Whether the CUDA kernels can run node n. */
 static int
 cuda_supports_node(const device_t *dev, const graph_t *g,
@@ -699,6 +765,10 @@ static const struct device_ops cuda_ops = {
 	.event_elapsed_us = cuda_event_elapsed_us,
 	.copy_h2d = cuda_copy_h2d,
 	.copy_d2h = cuda_copy_d2h,
+	.copy_table_create = cuda_copy_table_create,
+	.copy_table_destroy = cuda_copy_table_destroy,
+	.copy_batch = cuda_copy_batch,
+	.host_mapped = cuda_host_mapped,
 	.supports_node = cuda_supports_node,
 	.plan_compile = cuda_plan_compile,
 	.plan_run = cuda_plan_run,
@@ -734,6 +804,7 @@ cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaGetDeviceProperties(%d)", c->ordinal);
 	c->sm_count = prop.multiProcessorCount;
+	dev->integrated = prop.integrated != 0;
 	/* Rounded to the nearest GiB: an "80GB" card reports a little under 80 GiB. */
 	gib = ((unsigned long long)prop.totalGlobalMem + (1ULL << 29)) >> 30;
 	snprintf(dev->name, sizeof dev->name, "cuda:%d (%.64s, sm_%d%d, %llu GiB)",

@@ -192,6 +192,17 @@ int cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_nod
 cudaError_t cuda_launch_cast_f(cudaStream_t stream, const void *x, enum graph_dtype xdt, void *y,
     enum graph_dtype ydt, int64_t n);
 
+/*
+ * Batched copies (device_cuda_copy.cu): queue one kernel copying n entries,
+ * none longer than max_bytes: host_entries (the host's view of the table;
+ * a small table is passed in the launch) and entries (the same table's
+ * device-readable address, its mapped pinned memory, read by the kernel
+ * when the table is too large for the launch's parameters).
+ */
+struct device_copy_entry;
+cudaError_t cuda_launch_copy_batch(cudaStream_t stream, const struct device_copy_entry *host_entries,
+    const struct device_copy_entry *entries, size_t n, size_t max_bytes);
+
 /* Per-op compilers (device_cuda_<concern>.cu). */
 int cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);

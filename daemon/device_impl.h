@@ -45,6 +45,11 @@ struct device_ops {
 	    char **cause);
 	int (*copy_d2h)(device_stream_t *s, void *dst, const void *src, size_t n,
 	    char **cause);
+	/* Batched copies (device.h): the table's entries and device address; one operation over n entries. */
+	int (*copy_table_create)(device_copy_table_t *t, char **cause);
+	void (*copy_table_destroy)(device_copy_table_t *t);
+	int (*copy_batch)(device_stream_t *s, device_copy_table_t *t, size_t n, char **cause);
+	int (*host_mapped)(device_t *dev, void *host, void **dev_ptr, char **cause);
 	/* Compute: see device.h; device.c has checked the graph, shapes and addresses. */
 	int (*supports_node)(const device_t *dev, const graph_t *g,
 	    const struct graph_node *n, char **why);
@@ -64,6 +69,7 @@ struct device {
 	void *ctx;			/* the backend's state */
 	char name[128];
 	int is_gpu;
+	int integrated;			/* host and device share memory */
 	uint64_t allocations;		/* atomically incremented by wrappers */
 };
 
@@ -81,6 +87,13 @@ struct device_graph {
 struct device_event {
 	device_t *dev;
 	void *handle;			/* the backend's per-event state */
+};
+
+struct device_copy_table {
+	device_t *dev;
+	struct device_copy_entry *entries;	/* capacity entries the host writes */
+	size_t capacity;
+	void *handle;			/* the backend's view of entries (CUDA: their device address) */
 };
 
 /* Where a plan's steps take their scratch (device.h: device_plan_compile_shared). */

@@ -190,6 +190,8 @@ ipc_conn_attach(ipc_server_t *s, struct ipc_client *c, char **cause)
 		return -1;
 	if (batcher_client_create(s->ctx.batcher, c->label, &c->bc, cause) != 0)
 		return error_prefix(cause, "batcher client");
+	if (batcher_client_map(s->ctx.batcher, c->bc, c->base, c->region_bytes, cause) != 0)
+		return error_prefix(cause, "mapping the region for the device");
 	return 0;
 }
 

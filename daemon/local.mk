@@ -68,7 +68,7 @@ INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LI
 # The CUDA backend's files: device_cuda.cu (streams, plans) and one file per concern of the per-op compilers.
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
-	device_cuda_spatial device_cuda_precision
+	device_cuda_spatial device_cuda_precision device_cuda_copy
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
 	$(srcdir)/daemon/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_cuda_kernels.h \
 	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
@@ -106,6 +106,8 @@ daemon/device_cuda_spatial.$(OBJEXT): $(srcdir)/daemon/device_cuda_spatial.cu $(
 	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_spatial.cu
 daemon/device_cuda_precision.$(OBJEXT): $(srcdir)/daemon/device_cuda_precision.cu $(CUDA_DEP_FILES)
 	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_precision.cu
+daemon/device_cuda_copy.$(OBJEXT): $(srcdir)/daemon/device_cuda_copy.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_copy.cu
 CLEANFILES += $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
 endif
 EXTRA_DIST += $(CUDA_UNITS:%=daemon/%.cu) daemon/device_cuda_kernels.h daemon/device_cuda_impl.h \

@@ -372,6 +372,26 @@ daemon_log_summary(struct daemon *d)
 	    d->repo->count == 1 ? "" : "s", d->repo->nfailures, http);
 }
 
+/* Tell the batcher how shared-memory tensors are copied (copy_mode, mapped_copy_max_bytes). */
+static int
+daemon_copy_mode(struct daemon *d, char **cause)
+{
+	enum batch_copy_mode mode;
+
+	if (batch_copy_mode_parse(d->config.copy_mode, &mode) != 0)
+		return error_set(cause, "copy_mode '%s' is not auto, dma or mapped", d->config.copy_mode);
+	batcher_set_copy_mode(d->batcher, mode, d->config.mapped_copy_max_bytes);
+	if (mode == BATCH_COPY_DMA)
+		LOG_INFO("copy mode: dma (every tensor by a DMA copy)");
+	else if (mode == BATCH_COPY_MAPPED || device_is_integrated(d->dev))
+		LOG_INFO("copy mode: %s (every shared-memory tensor through the batch kernels%s)",
+		    batch_copy_mode_name(mode), device_is_integrated(d->dev) ? ": host and device share memory" : "");
+	else
+		LOG_INFO("copy mode: auto (tensors up to %zu bytes through the batch kernels, DMA above)",
+		    d->config.mapped_copy_max_bytes);
+	return 0;
+}
+
 /* Bring every part up in dependency order; -1 with *cause on the first failure. */
 static int
 daemon_start(struct daemon *d, char **cause)
@@ -392,6 +412,8 @@ daemon_start(struct daemon *d, char **cause)
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
+	if (daemon_copy_mode(d, cause) != 0)
+		return -1;
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
 		return -1;
 	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)

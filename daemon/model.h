@@ -76,6 +76,7 @@ struct model_batching {
 	int npreferred;
 	size_t max_queue_size;		/* requests waiting; more is "busy" */
 	uint64_t default_timeout_us;
+	int eager_dispatch;		/* 1: dispatch at once when waiting cannot grow the batch; 0: wait out the delay */
 };
 
 /* Warm-up from model.json "warmup" (docs/MODELS.md): requests run before the model is reported ready. */

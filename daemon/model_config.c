@@ -74,6 +74,12 @@ model_parse_batching(json_t *root, model_t *m, char **cause)
 	if (model_json_int(db, "default_timeout_us", 1, 3600LL * 1000000, 30000000, &n, cause) != 0)
 		goto fail;
 	b->default_timeout_us = (uint64_t)n;
+	v = json_object_get(db, "eager_dispatch");
+	if (v != NULL && !json_is_boolean(v)) {
+		error_set(cause, "\"eager_dispatch\" must be true or false");
+		goto fail;
+	}
+	b->eager_dispatch = v == NULL || json_is_true(v);
 	pref = json_object_get(db, "preferred_batch_sizes");
 	if (pref != NULL && (!json_is_array(pref) || json_array_size(pref) > MODEL_MAX_PREFERRED)) {
 		error_set(cause, "\"preferred_batch_sizes\" must be an array of at most %d sizes", MODEL_MAX_PREFERRED);

@@ -64,6 +64,17 @@ tests_unit_test_batcher_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
 tests_unit_test_batcher_cuda_LDADD = $(TEST_LDADD)
 EXTRA_DIST += tests/data
 
+# The batched-copy op (gather/scatter through mapped host memory) against memcpy, on both backends.
+COPY_BATCH_TESTS = tests/unit/test_copy_batch tests/unit/test_copy_batch_cuda
+check_PROGRAMS += $(COPY_BATCH_TESTS)
+TESTS += $(COPY_BATCH_TESTS)
+tests_unit_test_copy_batch_SOURCES = tests/unit/test_copy_batch.c $(TEST_COMMON)
+tests_unit_test_copy_batch_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_copy_batch_LDADD = $(TEST_LDADD)
+tests_unit_test_copy_batch_cuda_SOURCES = $(tests_unit_test_copy_batch_SOURCES)
+tests_unit_test_copy_batch_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_copy_batch_cuda_LDADD = $(TEST_LDADD)
+
 # --- daemon lifecycle tests (main) ---
 dist_check_SCRIPTS += tests/integration/test_config.sh tests/integration/config_service.sh tests/integration/test_lifecycle.sh
 TESTS += tests/integration/test_config.sh tests/integration/config_service.sh tests/integration/test_lifecycle.sh
@@ -167,6 +178,9 @@ tests_helpers_ipc_threads_CFLAGS = $(AM_CFLAGS) -pthread
 tests_helpers_ipc_threads_LDADD = client/lib/libinferd.la -lm $(PTHREAD_LIBS)
 TESTS += tests/integration/test_ipc_threads.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
+# The shm tests above once per copy_mode (dma, mapped).
+TESTS += tests/integration/test_ipc_copy_modes.sh
+dist_check_SCRIPTS += tests/integration/test_ipc_copy_modes.sh
 
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).

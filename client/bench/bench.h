@@ -170,7 +170,9 @@ struct bench_limits {
 	double pinned_h2d_gbps, pinned_d2h_gbps;
 	double pageable_h2d_gbps;
 	double registered_h2d_gbps;		/* a memfd mapping, device_host_register'ed */
+	double mapped_h2d_gbps;			/* the same mapping read by the batched-copy kernel */
 	double floor_p50_us, floor_p99_us;	/* 4 KiB in, tiny op, 4 KiB out, sync */
+	double mapped_floor_p50_us, mapped_floor_p99_us;	/* the same, the copies by the batched-copy kernel */
 	int copy_runs, floor_runs;
 };
 

@@ -1,7 +1,8 @@
 /*
  * bench_limits.c: what the device itself can do, measured in the bench's
- * own process through the device layer — the copy bandwidths and the
- * smallest round trip that inferd's results are divided by.
+ * own process through the device layer — the copy bandwidths (DMA, and the
+ * batched-copy kernel reading a mapped region) and the smallest round trips
+ * (DMA copies, or the batch kernels) that inferd's results are divided by.
  */
 #include "config.h"
 
@@ -31,8 +32,9 @@ struct limits_ctx {
 	device_stream_t *s;
 	device_plan_t *relu;		/* the floor's tiny op: ReLU over the buffer, in place */
 	device_event_t *e0, *e1;
-	void *dbuf, *pinned, *pageable, *mapped;
-	size_t n;
+	device_copy_table_t *table, *table_out;	/* one entry each: the batched-copy kernel's copies in and out */
+	void *dbuf, *pinned, *pageable, *mapped, *mapped_dev;
+	size_t n, mapped_n;
 	int registered;
 };
 
@@ -63,7 +65,22 @@ limits_copy_once(struct limits_ctx *c, enum limits_dir dir, void *host, double *
 	return device_event_elapsed_us(c->e0, c->e1, us, cause);
 }
 
-/* The median bandwidth in GB/s (10^9 bytes) of copies from or to host. */
+/* One batched-copy kernel moving n bytes from the mapped memfd into device memory, timed; *us its duration. */
+static int
+limits_mapped_once(struct limits_ctx *c, double *us, char **cause)
+{
+	struct device_copy_entry *e = device_copy_entries(c->table);
+
+	e->dst = c->dbuf;
+	e->src = c->mapped_dev;
+	e->bytes = c->n;
+	if (device_event_record(c->e0, c->s, cause) != 0 || device_copy_batch(c->s, c->table, 1, cause) != 0 ||
+	    device_event_record(c->e1, c->s, cause) != 0 || device_event_sync(c->e1, cause) != 0)
+		return -1;
+	return device_event_elapsed_us(c->e0, c->e1, us, cause);
+}
+
+/* The median bandwidth in GB/s (10^9 bytes) of copies from or to host (host NULL: the mapped kernel). */
 static int
 limits_copy(struct limits_ctx *c, enum limits_dir dir, void *host, int *runs,
     double *gbps, char **cause)
@@ -77,7 +94,8 @@ limits_copy(struct limits_ctx *c, enum limits_dir dir, void *host, int *runs,
 	if ((t = calloc((size_t)n, sizeof *t)) == NULL)
 		return error_set(cause, "out of memory");
 	for (i = 0; i < LIMITS_COPY_WARMUP + n; i++) {
-		if (limits_copy_once(c, dir, host, &us, cause) != 0) {
+		if ((host != NULL ? limits_copy_once(c, dir, host, &us, cause) :
+		    limits_mapped_once(c, &us, cause)) != 0) {
 			free(t);
 			return -1;
 		}
@@ -122,6 +140,41 @@ limits_floor(struct limits_ctx *c, struct bench_limits *l, char **cause)
 	l->floor_p50_us = bench_hist_quantile(h, 0.50) / 1e3;
 	l->floor_p99_us = bench_hist_quantile(h, 0.99) / 1e3;
 	l->floor_runs = LIMITS_FLOOR_RUNS;
+	free(h);
+	return 0;
+}
+
+/*
+ * The floor through the batch kernels, as copy_mode=mapped copies a small
+ * request: 4 KiB gathered from the registered memfd by one kernel, the op,
+ * 4 KiB scattered back by another, wait for the stream.
+ */
+static int
+limits_mapped_floor(struct limits_ctx *c, struct bench_limits *l, char **cause)
+{
+	struct device_copy_entry *in = device_copy_entries(c->table), *out = device_copy_entries(c->table_out);
+	struct bench_hist *h;
+	uint64_t t0;
+	int i;
+
+	if ((h = malloc(sizeof *h)) == NULL)
+		return error_set(cause, "out of memory");
+	bench_hist_init(h);
+	for (i = 0; i < LIMITS_FLOOR_WARMUP + LIMITS_FLOOR_RUNS; i++) {
+		t0 = bench_now_ns();
+		/* Filled each time, as the batcher fills its tables per batch (after the last use completed). */
+		*in = (struct device_copy_entry){ c->dbuf, c->mapped_dev, LIMITS_FLOOR_BYTES };
+		*out = (struct device_copy_entry){ (char *)c->mapped_dev + LIMITS_FLOOR_BYTES, c->dbuf, LIMITS_FLOOR_BYTES };
+		if (device_copy_batch(c->s, c->table, 1, cause) != 0 || device_plan_run(c->relu, c->s, cause) != 0 ||
+		    device_copy_batch(c->s, c->table_out, 1, cause) != 0 || device_stream_sync(c->s, cause) != 0) {
+			free(h);
+			return -1;
+		}
+		if (i >= LIMITS_FLOOR_WARMUP)
+			bench_hist_add(h, bench_now_ns() - t0);
+	}
+	l->mapped_floor_p50_us = bench_hist_quantile(h, 0.50) / 1e3;
+	l->mapped_floor_p99_us = bench_hist_quantile(h, 0.99) / 1e3;
 	free(h);
 	return 0;
 }
@@ -192,16 +245,19 @@ limits_setup(struct limits_ctx *c, const char *spec, size_t n, char **cause)
 		return -1;
 	if ((c->pageable = malloc(n)) == NULL)
 		return error_set(cause, "out of memory (%zu bytes)", n);
-	if ((c->mapped = limits_memfd_map(n, cause)) == NULL)
+	c->mapped_n = big;
+	if ((c->mapped = limits_memfd_map(big, cause)) == NULL)
 		return -1;
 	/* Touch every page first: first-touch faults are not what is measured. */
 	memset(c->pinned, 1, big);
 	memset(c->pageable, 1, n);
-	memset(c->mapped, 1, n);
-	if (device_host_register(c->dev, c->mapped, n, cause) != 0)
+	memset(c->mapped, 1, big);
+	if (device_host_register(c->dev, c->mapped, big, cause) != 0)
 		return -1;
 	c->registered = 1;
-	return 0;
+	return device_host_mapped(c->dev, c->mapped, &c->mapped_dev, cause) != 0 ||
+	    device_copy_table_create(c->dev, 1, &c->table, cause) != 0 ||
+	    device_copy_table_create(c->dev, 1, &c->table_out, cause) != 0 ? -1 : 0;
 }
 
 /* Free whatever limits_setup made. */
@@ -212,8 +268,10 @@ limits_teardown(struct limits_ctx *c)
 
 	if (c->registered && device_host_unregister(c->dev, c->mapped, &ignored) != 0)
 		free(ignored);
+	device_copy_table_destroy(c->table);
+	device_copy_table_destroy(c->table_out);
 	if (c->mapped != NULL)
-		munmap(c->mapped, c->n);
+		munmap(c->mapped, c->mapped_n);
 	free(c->pageable);
 	if (c->pinned != NULL)
 		device_host_free(c->dev, c->pinned);
@@ -247,7 +305,8 @@ bench_limits_measure(const char *spec, size_t copy_bytes, struct bench_limits *l
 	    limits_copy(&c, LIMITS_D2H, c.pinned, &runs, &l->pinned_d2h_gbps, cause) != 0 ||
 	    limits_copy(&c, LIMITS_H2D, c.pageable, &runs, &l->pageable_h2d_gbps, cause) != 0 ||
 	    limits_copy(&c, LIMITS_H2D, c.mapped, &runs, &l->registered_h2d_gbps, cause) != 0 ||
-	    limits_floor(&c, l, cause) != 0)
+	    limits_copy(&c, LIMITS_H2D, NULL, &runs, &l->mapped_h2d_gbps, cause) != 0 ||
+	    limits_floor(&c, l, cause) != 0 || limits_mapped_floor(&c, l, cause) != 0)
 		goto out;
 	r = 0;
 out:

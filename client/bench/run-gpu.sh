@@ -6,7 +6,7 @@
 # client/bench/inferd-bench, inferd-bench-engine and bench-http-baseline.  The script starts its
 # own daemon with --device=${DEVICE:-cuda:0} on a free port and a private socket, writes one
 # JSON file per point into OUTDIR, then OUTDIR/summary.md and, with matplotlib, the plots.
-# It needs no network.  About 3 minutes with the defaults (under 6 in any case).
+# It needs no network.  About 4 minutes with the defaults (under 7 in any case).
 #
 #   DEVICE=cuda:0                           the GPU (for the daemon and --limits)
 #   BENCH_DURATION=2 BENCH_WARMUP=0.5       seconds per inferd-bench point
@@ -25,6 +25,12 @@
 #                 takes, from one client and from two: with two, the copy-in of one batch
 #                 runs during the other's compute, so requests complete at the copy's rate
 #   torch-gpu     PyTorch's raw model on the GPU, and with its copies
+#   t-MODE-*      the shared-memory targets once per copy_mode (auto, dma, mapped), each its own
+#                 daemon: t-MODE-c1 (1 client, 1 row, the shipped model: default config) and
+#                 -c1-nodelay (max_queue_delay_us=0) against limits-small, -c64 (64 clients),
+#                 -http-c1 (HTTP JSON, the same request), -ingest (64 MiB, 1 in flight) against
+#                 limits-64m; limits-64k and limits-1m add the sizes between for the copy table.
+#                 targets.py prints their rows, the ratios and the copy costs: OUTDIR/targets.md
 set -eu
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -58,6 +64,8 @@ trap 'exit 130' INT TERM
 # runs) and one fashion-mlp row of 3136 bytes (the small-request runs).
 limits limits-64m "$DEVICE" 64M
 limits limits-small "$DEVICE" 3136
+limits limits-64k "$DEVICE" 64K
+limits limits-1m "$DEVICE" 1M
 
 start_daemon gpu "$tmp/models" "$DEVICE"
 url=$daemon_url sock=$daemon_sock pid=$daemon_pid
@@ -93,6 +101,30 @@ bench ingest-shm-d2 --socket="$daemon_sock" --url="$daemon_url" --model=ingest -
 	--async-depth=2 $(limits_from limits-64m)
 stop_pid "$daemon_pid"
 
+# target_points MODE: the issue-18 target rows with copy_mode=MODE (a daemon for the demo model, one
+# for the ingest model), into t-MODE-*.json.
+target_points() {
+	local mode=$1
+	log "shared-memory targets with copy_mode=$mode"
+	start_daemon "t-$mode" "$tmp/models" "$DEVICE" --copy-mode="$mode"
+	# shellcheck disable=SC2046
+	bench "t-$mode-c1" --socket="$daemon_sock" --url="$daemon_url" --model=fashion-mlp $(limits_from limits-small)
+	# shellcheck disable=SC2046
+	bench "t-$mode-c1-nodelay" --socket="$daemon_sock" --url="$daemon_url" --model=fashion-mlp-nodelay \
+		$(limits_from limits-small)
+	bench "t-$mode-c64" --socket="$daemon_sock" --url="$daemon_url" --model=fashion-mlp --concurrency=64
+	bench "t-$mode-http-c1" --protocol=http --url="$daemon_url" --model=fashion-mlp
+	stop_pid "$daemon_pid"
+	start_daemon "t-$mode-ingest" "$tmp/ingest-models" "$DEVICE" --copy-mode="$mode"
+	# shellcheck disable=SC2046
+	bench "t-$mode-ingest" --socket="$daemon_sock" --url="$daemon_url" --model=ingest --input-bytes=64M \
+		$(limits_from limits-64m)
+	stop_pid "$daemon_pid"
+}
+for mode in auto dma mapped; do
+	target_points "$mode"
+done
+
 log "overlap: 64 MiB in and about as much compute, one client against two (own streams)"
 "$PYTHON" "$src/client/bench/make_models.py" "$tmp/wide-models" --wide
 start_daemon wide "$tmp/wide-models" "$DEVICE"
@@ -103,5 +135,6 @@ bench overlap-c2 --socket="$daemon_sock" --url="$daemon_url" --model=wide --inpu
 stop_pid "$daemon_pid"
 
 "$PYTHON" "$src/client/bench/summarize.py" "$out" | tee "$out/summary.md"
+"$PYTHON" "$src/client/bench/targets.py" "$out" | tee "$out/targets.md"
 "$PYTHON" "$src/client/bench/plot.py" "$out" || log "warning: plot.py failed"
 log "results in $out"

@@ -146,7 +146,7 @@ def setup_repo(target, model_dir):
     for name, change in (("fashion-mlp", {}),
                          ("fashion-slow", {"dynamic_batching": {
                              "max_queue_delay_us": SLOW_DELAY_US, "max_queue_size": 4096,
-                             "default_timeout_us": 10000000}})):
+                             "default_timeout_us": 10000000, "eager_dispatch": False}})):
         d = os.path.join(target, name)
         os.makedirs(d)
         m = dict(spec, name=name, **change)

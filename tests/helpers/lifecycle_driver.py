@@ -40,7 +40,7 @@ def log(msg):
 
 
 def make_repository(root):
-    """fashion-mlp as shipped; slow-mlp, the same model waiting SLOW_DELAY_US for a batch; broken, missing a tensor."""
+    """fashion-mlp as shipped; slow-mlp, the same model waiting SLOW_DELAY_US for every batch; broken, missing a tensor."""
     src = os.path.join(SRCDIR, "conf/models/fashion-mlp")
     with open(os.path.join(src, "model.json")) as f:
         base = json.load(f)
@@ -49,6 +49,7 @@ def make_repository(root):
     slow["name"] = "slow-mlp"
     slow["dynamic_batching"]["max_queue_delay_us"] = SLOW_DELAY_US
     slow["dynamic_batching"]["default_timeout_us"] = 4 * SLOW_DELAY_US
+    slow["dynamic_batching"]["eager_dispatch"] = False   # wait out the delay even alone
     variants["slow-mlp"] = slow
     broken = json.loads(json.dumps(base))
     broken["name"] = "broken"

@@ -8,7 +8,7 @@
 
 threads="$top_builddir/tests/helpers/ipc_threads"
 
-# A repository with fashion-mlp and a copy that waits 3 s for company before batching.
+# A repository with fashion-mlp and a copy that waits 3 s for company before batching (even alone).
 repo="$tmp/models"
 mkdir -p "$repo/fashion-mlp" "$repo/fashion-mlp-slow"
 for d in fashion-mlp fashion-mlp-slow; do
@@ -16,7 +16,7 @@ for d in fashion-mlp fashion-mlp-slow; do
 done
 cp "$top_srcdir/conf/models/fashion-mlp/model.json" "$repo/fashion-mlp/model.json"
 sed -e 's/"name": "fashion-mlp"/"name": "fashion-mlp-slow"/' \
-    -e 's/"max_queue_delay_us": [0-9]*/"max_queue_delay_us": 3000000/' \
+    -e 's/"max_queue_delay_us": [0-9]*/"max_queue_delay_us": 3000000, "eager_dispatch": false/' \
     "$top_srcdir/conf/models/fashion-mlp/model.json" >"$repo/fashion-mlp-slow/model.json"
 grep -q '"max_queue_delay_us": 3000000' "$repo/fashion-mlp-slow/model.json" || fail "cannot make the slow model"
 

@@ -8,7 +8,8 @@ CLIENTS=16
 DEPTH=64	# per client: half answered before SIGTERM, half still in the ring
 HTTP_REQUESTS=16
 
-# fashion-mlp, and slow-mlp: the same model waiting 2 s for company, so HTTP requests stay in flight.
+# fashion-mlp, and slow-mlp: the same model waiting 2 s for company (eager_dispatch off: even alone), so HTTP
+# requests stay in flight.
 mkdir -p "$tmp/models" || exit 99
 cp -r "$top_srcdir/conf/models/fashion-mlp" "$tmp/models/" || exit 99
 cp -r "$top_srcdir/conf/models/fashion-mlp" "$tmp/models/slow-mlp" || exit 99
@@ -18,6 +19,7 @@ m = json.load(open(sys.argv[1]))
 m["name"] = "slow-mlp"
 m["dynamic_batching"]["max_queue_delay_us"] = 2000000
 m["dynamic_batching"]["default_timeout_us"] = 20000000
+m["dynamic_batching"]["eager_dispatch"] = False
 json.dump(m, open(sys.argv[1], "w"))
 PYEOF
 start_daemon --model_repository="$tmp/models" --max_clients=64

@@ -68,9 +68,13 @@ wait_done(struct result *r)
 	return r->done ? 0 : -1;
 }
 
-/* A one-layer model directory with the given batching settings, loaded. */
+/*
+ * A one-layer model directory with the given batching settings, loaded;
+ * eager 0 makes every batch wait out its delay (so batch formation is
+ * deterministic), 1 is the default rule (dispatch when waiting cannot help).
+ */
 static repository_t *
-make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us)
+make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us, int eager)
 {
 	char *root = test_mkdtemp(), *dir, json[1024], *cause = NULL;
 	struct test_tensor t[] = {
@@ -86,9 +90,9 @@ make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int q
 	    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[%d]}],"
 	    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[%d]}],"
 	    "\"dynamic_batching\":{\"max_queue_delay_us\":%d,\"preferred_batch_sizes\":[%s],"
-	    "\"max_queue_size\":%d,\"default_timeout_us\":%d},"
+	    "\"max_queue_size\":%d,\"default_timeout_us\":%d,\"eager_dispatch\":%s},"
 	    "\"layers\":[{\"name\":\"fc\",\"op\":\"linear\",\"weight\":\"w\",\"bias\":\"b\"},{\"op\":\"tanh\"}]}",
-	    max_batch, IN, OUT, delay_us, preferred, queue, timeout_us);
+	    max_batch, IN, OUT, delay_us, preferred, queue, timeout_us, eager ? "true" : "false");
 	test_write_file(dir, "model.json", json, strlen(json));
 	test_write_safetensors(dir, "model.safetensors", t, 2);
 	if (repository_load(dev, root, &r, &cause) != 0 || r->count != 1) {
@@ -109,14 +113,14 @@ struct env {
 	const model_t *m;
 };
 
-/* Load the model, make metrics and a batcher. */
+/* Load the model, make metrics and a batcher (eager: see make_repo). */
 static void
-env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us)
+env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us, int eager)
 {
 	char *cause = NULL;
 	const char *names[] = { "m" };
 
-	e->repo = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us);
+	e->repo = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us, eager);
 	e->m = e->repo->models[0];
 	if (metrics_init(&e->metrics, names, 1) != 0 ||
 	    batcher_create(dev, e->repo, &e->metrics, 2, 256, &e->b, &cause) != 0) {
@@ -190,7 +194,7 @@ test_batch_count(void)
 	char *cause = NULL;
 	int i;
 
-	env_open(&e, 4, 300000, "", 100, 10000000);
+	env_open(&e, 4, 300000, "", 100, 10000000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 10; i++)
 		submit_ok(&e, r[i] = result_new(c, 1));
@@ -214,7 +218,7 @@ test_no_delay(void)
 	char *cause = NULL;
 	int i;
 
-	env_open(&e, 8, 0, "", 100, 10000000);
+	env_open(&e, 8, 0, "", 100, 10000000, 1);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 20; i++) {
 		struct result *r = result_new(c, 1);
@@ -239,7 +243,7 @@ test_preferred(void)
 	uint64_t *h;
 	int i;
 
-	env_open(&e, 8, 200000, "3", 100, 10000000);
+	env_open(&e, 8, 200000, "3", 100, 10000000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 7; i++)
 		submit_ok(&e, r[i] = result_new(c, 1));
@@ -266,7 +270,7 @@ test_batched_equals_unbatched(void)
 	int i, k, gpu = device_is_gpu(dev);
 	double maxdiff = 0, maxval = 0, rel;
 
-	env_open(&e, 16, 200000, "", 100, 10000000);
+	env_open(&e, 16, 200000, "", 100, 10000000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 16; i++)
 		submit_ok(&e, batched[i] = result_new(c, i == 5 ? 3 : 1));
@@ -341,7 +345,7 @@ test_order(void)
 	struct order_arg a[32];
 	int i;
 
-	env_open(&e, 32, 500, "", 4096, 10000000);
+	env_open(&e, 32, 500, "", 4096, 10000000, 1);
 	for (i = 0; i < 32; i++) {
 		a[i].e = &e;
 		CHECK(pthread_create(&t[i], NULL, order_client, &a[i]) == 0, "pthread_create");
@@ -355,6 +359,195 @@ test_order(void)
 	env_close(&e);
 }
 
+/* Microseconds one request of c takes from submission to completion. */
+static double
+timed_request(struct env *e, batch_client_t *c)
+{
+	struct result *r = result_new(c, 1);
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	submit_ok(e, r);
+	CHECK(wait_done(r) == 0 && r->status == BATCH_OK, "timed request: %s", r->error);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	result_free(r);
+	return (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+}
+
+/* Sort helper for latencies. */
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A lone client does not pay the batching window: with a 20 ms window its
+ * p50 is under 10 ms (eager dispatch, the default), while with
+ * eager_dispatch false every request waits the whole window.
+ */
+static void
+test_lone_client_window(void)
+{
+	struct env e;
+	batch_client_t *c;
+	char *cause = NULL;
+	double lat[40], min_lazy = 1e30;
+	int i;
+
+	env_open(&e, 8, 20000, "", 100, 10000000, 1);
+	CHECK(batcher_client_create(e.b, "lone", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 40; i++)
+		lat[i] = timed_request(&e, c);
+	qsort(lat, 40, sizeof lat[0], cmp_double);
+	CHECK(lat[20] < 10000, "lone client p50 %.0f us with a 20 ms window: the window was paid", lat[20]);
+	printf("lone client, 20 ms window: p50 %.0f us, max %.0f us\n", lat[20], lat[39]);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+	env_open(&e, 8, 20000, "", 100, 10000000, 0);
+	CHECK(batcher_client_create(e.b, "lone", &c, &cause) == 0, "%s", cause);
+	for (i = 0; i < 3; i++)
+		min_lazy = fmin(min_lazy, timed_request(&e, c));
+	CHECK(min_lazy >= 20000, "eager_dispatch false: a request took %.0f us, under the 20 ms window", min_lazy);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
+/* One client of test_load_batches: 50 requests, each waited for before the next. */
+static void *
+sync_client(void *p)
+{
+	struct order_arg *a = p;
+	batch_client_t *c;
+	char *cause = NULL;
+	struct result *r;
+	int i;
+
+	a->ok = batcher_client_create(a->e->b, "t", &c, &cause) == 0;
+	for (i = 0; a->ok && i < 50; i++) {
+		r = result_new(c, 1);
+		a->ok &= batcher_submit(a->e->b, a->e->m, &r->req, &cause) == BATCH_OK;
+		a->ok &= wait_done(r) == 0 && r->status == BATCH_OK;
+		result_free(r);
+	}
+	if (a->ok)
+		batcher_client_close(a->e->b, c);
+	free(cause);
+	return NULL;
+}
+
+/* Under load batches still form: 16 clients waiting on each answer make batches of more than one row. */
+static void
+test_load_batches(void)
+{
+	struct env e;
+	pthread_t t[16];
+	struct order_arg a[16];
+	double mean;
+	int i;
+
+	env_open(&e, 64, 20000, "", 4096, 10000000, 1);
+	for (i = 0; i < 16; i++) {
+		a[i].e = &e;
+		CHECK(pthread_create(&t[i], NULL, sync_client, &a[i]) == 0, "pthread_create");
+	}
+	for (i = 0; i < 16; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(a[i].ok, "client %d: a request failed", i);
+	}
+	mean = (double)e.metrics.models[0].inference_count / (double)e.metrics.models[0].execution_count;
+	CHECK(e.metrics.models[0].inference_count == 16 * 50, "%llu rows run, want 800",
+	    (unsigned long long)e.metrics.models[0].inference_count);
+	CHECK(mean > 1.0, "16 clients: mean batch %.2f rows, batches did not form", mean);
+	printf("16 waiting clients, 20 ms window: mean batch %.2f rows over %llu batches\n", mean,
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	env_close(&e);
+}
+
+/*
+ * Run 12 requests (1 or 2 rows; the last one's tensors outside the client's
+ * region) as one batch in copy mode mode, inputs from in, outputs into
+ * out (12 x 2 rows); the region is registered and mapped.
+ */
+static void
+run_copy_mode(enum batch_copy_mode mode, size_t mapped_max, const float *in, float *out)
+{
+	const size_t region_bytes = (size_t)1 << 20, row_in = IN * sizeof(float), row_out = OUT * sizeof(float);
+	char *region = aligned_alloc(4096, region_bytes), *cause = NULL;
+	struct result *r[12];
+	batch_client_t *c;
+	struct env e;
+	int i, rows;
+
+	CHECK(region != NULL, "out of memory");
+	if (region == NULL)
+		return;
+	env_open(&e, 32, 200000, "", 100, 10000000, 0);
+	batcher_set_copy_mode(e.b, mode, mapped_max);
+	CHECK(device_host_register(dev, region, region_bytes, &cause) == 0, "register: %s", cause);
+	CHECK(batcher_client_create(e.b, "mapped", &c, &cause) == 0 && batcher_client_map(e.b, c, region, region_bytes,
+	    &cause) == 0, "client: %s", cause);
+	for (i = 0; i < 12; i++) {
+		rows = 1 + i % 2;
+		r[i] = result_new(c, rows);
+		memcpy(r[i]->in, in + (size_t)i * 2 * IN, rows * row_in);
+		if (i < 11) {
+			/* Odd offsets in the region: every tensor lands somewhere else than the last. */
+			r[i]->req.input = region + 4096 + (size_t)i * 1024;
+			r[i]->req.output = region + 65536 + (size_t)i * 1040;
+			memcpy((void *)r[i]->req.input, r[i]->in, rows * row_in);
+		}
+		submit_ok(&e, r[i]);
+	}
+	for (i = 0; i < 12; i++) {
+		rows = r[i]->req.rows;
+		CHECK(wait_done(r[i]) == 0 && r[i]->status == BATCH_OK, "%s: request %d: %s", batch_copy_mode_name(mode), i,
+		    r[i]->error);
+		memcpy(out + (size_t)i * 2 * OUT, i < 11 ? (const float *)r[i]->req.output : r[i]->out, rows * row_out);
+		result_free(r[i]);
+	}
+	CHECK(e.metrics.models[0].execution_count == 1, "%s: %llu batches, want 1", batch_copy_mode_name(mode),
+	    (unsigned long long)e.metrics.models[0].execution_count);
+	batcher_client_close(e.b, c);
+	CHECK(device_host_unregister(dev, region, &cause) == 0, "unregister: %s", cause);
+	free(region);
+	free(cause);
+	env_close(&e);
+}
+
+/* The copy modes answer bit for bit alike: DMA, mapped, and auto with a threshold between the two request sizes. */
+static void
+test_copy_modes(void)
+{
+	float in[12 * 2 * IN], dma[12 * 2 * OUT], mapped[12 * 2 * OUT], mixed[12 * 2 * OUT];
+	enum batch_copy_mode m;
+	size_t i;
+
+	test_fill_random(in, sizeof in / sizeof in[0], &rng, -1, 1);
+	for (i = 0; i < sizeof dma / sizeof dma[0]; i++)
+		dma[i] = mapped[i] = mixed[i] = NAN;
+	CHECK(batch_copy_mode_parse("mapped", &m) == 0 && m == BATCH_COPY_MAPPED && batch_copy_mode_parse("dma", &m) == 0 &&
+	    m == BATCH_COPY_DMA && batch_copy_mode_parse("auto", &m) == 0 && m == BATCH_COPY_AUTO &&
+	    batch_copy_mode_parse("DMA", &m) == -1, "copy mode names");
+	run_copy_mode(BATCH_COPY_DMA, 0, in, dma);
+	run_copy_mode(BATCH_COPY_MAPPED, 0, in, mapped);
+	/* 1-row inputs (64 B) and outputs (16 B) mapped, 2-row inputs (128 B) by DMA: mixed batches. */
+	run_copy_mode(BATCH_COPY_AUTO, 100, in, mixed);
+	for (i = 0; i < 12; i++) {
+		size_t n = (size_t)(1 + i % 2) * OUT, k;
+		for (k = 0; k < n; k++) {
+			float a = dma[i * 2 * OUT + k];
+			CHECK(isfinite(a), "request %zu value %zu not written", i, k);
+			CHECK(memcmp(&a, &mapped[i * 2 * OUT + k], sizeof a) == 0 && memcmp(&a, &mixed[i * 2 * OUT + k], sizeof a) == 0,
+			    "request %zu value %zu: dma %.9g mapped %.9g auto %.9g", i, k, a, mapped[i * 2 * OUT + k],
+			    mixed[i * 2 * OUT + k]);
+		}
+	}
+	printf("copy modes dma, mapped, auto (mixed): 12 requests, equal bit for bit\n");
+}
+
 /* A timeout fires with a clear error; a longer timeout than the default is clamped. */
 static void
 test_timeout(void)
@@ -364,7 +557,7 @@ test_timeout(void)
 	batch_client_t *c;
 	char *cause = NULL;
 
-	env_open(&e, 8, 2000000, "", 100, 400000);
+	env_open(&e, 8, 2000000, "", 100, 400000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	r = result_new(c, 1);
 	r->req.timeout_us = 50000;
@@ -393,7 +586,7 @@ test_queue_full_and_cancel(void)
 	char *cause = NULL;
 	int i;
 
-	env_open(&e, 8, 5000000, "", 4, 10000000);
+	env_open(&e, 8, 5000000, "", 4, 10000000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 4; i++)
 		submit_ok(&e, r[i] = result_new(c, 1));
@@ -423,7 +616,7 @@ test_tensor_lists(void)
 	char *cause = NULL;
 	int i;
 
-	env_open(&e, 8, 0, "", 100, 10000000);
+	env_open(&e, 8, 0, "", 100, 10000000, 1);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	a = result_new(c, 3);
 	b = result_new(c, 3);
@@ -473,7 +666,7 @@ struct sum_req {
 
 /* A repository of one ONNX model y = x0 + x1, inputs [N, S] sharing S (at most 6), batching delay delay_us. */
 static repository_t *
-make_sum_repo(char **dirp, int delay_us)
+make_sum_repo(char **dirp, int delay_us, int eager)
 {
 	static const int64_t dims[] = { -1, -2 };
 	char *root = test_mkdtemp(), *dir, json[512], *cause = NULL;
@@ -484,7 +677,8 @@ make_sum_repo(char **dirp, int delay_us)
 	if (asprintf(&dir, "%s/sum", root) == -1 || mkdir(dir, 0700) != 0)
 		abort();
 	snprintf(json, sizeof json, "{\"platform\": \"onnx\", \"max_batch_size\": 8, \"max_dims\": {\"x0\": [6]},"
-	    " \"dynamic_batching\": {\"max_queue_delay_us\": %d}}", delay_us);
+	    " \"dynamic_batching\": {\"max_queue_delay_us\": %d, \"eager_dispatch\": %s}}", delay_us,
+	    eager ? "true" : "false");
 	test_write_file(dir, "model.onnx", (const char *)buf, len);
 	test_write_file(dir, "model.json", json, strlen(json));
 	free(buf);
@@ -556,7 +750,7 @@ test_two_shapes(void)
 	int i;
 	uint64_t prev_order = 0;
 
-	repo = make_sum_repo(&dir, 300000);
+	repo = make_sum_repo(&dir, 300000, 0);
 	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, repo, &metrics, 2, 0, &b, &cause) == 0,
 	    "batcher: %s", cause);
 	CHECK(batcher_client_create(b, "a", &c1, &cause) == 0 && batcher_client_create(b, "b", &c2, &cause) == 0,
@@ -616,7 +810,7 @@ test_fairness(void)
 	uint64_t before;
 	int i;
 
-	env_open(&e, 8, 0, "", 2000, 30000000);
+	env_open(&e, 8, 0, "", 2000, 30000000, 1);
 	CHECK(batcher_client_create(e.b, "flood", &a, &cause) == 0 && batcher_client_create(e.b, "single", &b, &cause) == 0, "%s", cause);
 	for (i = 0; i < 1000; i++)
 		submit_ok(&e, flood[i] = result_new(a, 1));
@@ -650,7 +844,7 @@ test_shutdown_drains(void)
 	char *cause = NULL;
 	int i;
 
-	env_open(&e, 8, 10000000, "", 100, 60000000);
+	env_open(&e, 8, 10000000, "", 100, 60000000, 0);
 	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
 	for (i = 0; i < 3; i++)
 		submit_ok(&e, r[i] = result_new(c, 1));
@@ -679,6 +873,9 @@ main(void)
 	test_preferred();
 	test_batched_equals_unbatched();
 	test_order();
+	test_lone_client_window();
+	test_load_batches();
+	test_copy_modes();
 	test_timeout();
 	test_queue_full_and_cancel();
 	test_fairness();
