@@ -151,6 +151,14 @@ struct inferd_options {
 	 */
 	int reconnect;
 	int reconnect_max_ms;
+	/*
+	 * Added in 0.1 after reconnect (it fills what was padding, so the size
+	 * is unchanged).  Microseconds a waiting thread spins on the
+	 * completion ring before it sleeps on the region's futex word (default
+	 * 20; negative: never spin).  Spinning spares the daemon a wake-up
+	 * system call when the answer comes within that time.
+	 */
+	int spin_us;
 };
 #define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 

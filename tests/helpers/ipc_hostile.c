@@ -30,7 +30,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,27 +288,53 @@ raw_attach(struct raw *r, uint64_t bytes, uint32_t sq, uint32_t cq)
 	return 0;
 }
 
-/* Publish one submission and ring the doorbell. */
-static void
-raw_submit(struct raw *r, const struct inferd_wire_sqe *e)
+/* Ring the submission doorbell; -1 when the eventfd write failed. */
+static int
+raw_ring(struct raw *r)
 {
 	uint64_t one = 1;
 
+	return write(r->efd, &one, sizeof one) == sizeof one ? 0 : -1;
+}
+
+/* Publish one submission without ringing. */
+static void
+raw_publish(struct raw *r, const struct inferd_wire_sqe *e)
+{
 	r->sq[r->sq_tail & (r->sq_entries - 1)] = *e;
 	r->sq_tail++;
 	__atomic_store_n(&r->hdr->sq_tail, r->sq_tail, __ATOMIC_RELEASE);
-	if (write(r->efd, &one, sizeof one) != sizeof one)
+}
+
+/* Publish one submission and ring the doorbell when the daemon asks for it (as libinferd does). */
+static void
+raw_submit(struct raw *r, const struct inferd_wire_sqe *e)
+{
+	raw_publish(r, e);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((__atomic_load_n(&r->hdr->sq_flags, __ATOMIC_RELAXED) & INFERD_WIRE_SQ_NEED_WAKEUP) &&
+	    raw_ring(r) != 0)
 		exit(2);
+}
+
+/* Sleep on the region's futex word until the daemon wakes it or 100 ms pass (the wire's protocol). */
+static void
+raw_futex_sleep(struct raw *r)
+{
+	struct timespec ts = { 0, 100 * 1000000L };
+	uint32_t v = __atomic_or_fetch(&r->hdr->cq_wake, INFERD_WIRE_WAKE_FUTEX, __ATOMIC_SEQ_CST);
+
+	if (__atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE) == r->cq_head)
+		(void)syscall(SYS_futex, &r->hdr->cq_wake, FUTEX_WAIT, v, &ts, NULL, 0);
 }
 
 /* Wait up to timeout_ms for a completion; 0 with *out, or -1. */
 static int
 raw_complete(struct raw *r, struct inferd_wire_cqe *out, int timeout_ms)
 {
-	struct pollfd p = { r->bell[0], POLLIN, 0 };
-	char buf[256];
-	int waited = 0;
+	struct timespec t0, t1;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (__atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE) != r->cq_head) {
 			*out = r->cq[r->cq_head & (r->cq_entries - 1)];
@@ -314,11 +342,10 @@ raw_complete(struct raw *r, struct inferd_wire_cqe *out, int timeout_ms)
 			__atomic_store_n(&r->hdr->cq_head, r->cq_head, __ATOMIC_RELEASE);
 			return 0;
 		}
-		if (waited >= timeout_ms || poll(&p, 1, 100) < 0)
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
 			return -1;
-		waited += 100;
-		while (recv(r->bell[0], buf, sizeof buf, MSG_DONTWAIT) > 0)
-			;
+		raw_futex_sleep(r);
 	}
 }
 
