@@ -1,7 +1,8 @@
 /*
  * bench_limits.c: what the device itself can do, measured in the bench's
  * own process through the device layer — the copy bandwidths and the
- * smallest round trip that inferd's results are divided by.
+ * smallest round trip that inferd's results are divided by — and the
+ * cross-process futex round trip a wake-up costs (bench_futex.c).
  */
 #include "config.h"
 
@@ -249,6 +250,15 @@ bench_limits_measure(const char *spec, size_t copy_bytes, struct bench_limits *l
 	    limits_copy(&c, LIMITS_H2D, c.mapped, &runs, &l->registered_h2d_gbps, cause) != 0 ||
 	    limits_floor(&c, l, cause) != 0)
 		goto out;
+	{
+		struct bench_futex f;
+
+		if (bench_futex_rtt(BENCH_FUTEX_RUNS, &f, cause) != 0)
+			goto out;
+		l->futex_p50_us = f.p50_us;
+		l->futex_p99_us = f.p99_us;
+		l->futex_runs = f.runs;
+	}
 	r = 0;
 out:
 	limits_teardown(&c);
