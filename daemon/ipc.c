@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,8 +346,9 @@ ipc_thread(void *arg)
 		}
 		for (i = 0; i < n; i++)
 			ipc_event(s, &ev[i]);
-		if (polling)
-			(void)ipc_sweep(s);
+		/* Polling must not starve the threads that compute what was taken. */
+		if (polling && ipc_sweep(s) == 0)
+			sched_yield();
 		ipc_expire(s);
 		ipc_reap(s);
 	}

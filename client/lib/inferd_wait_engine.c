@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -209,11 +210,13 @@ inferd__spin(inferd_conn_t *c, uint32_t seen)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	end = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)c->spin_us * 1000;
 	do {
-		for (i = 0; i < 64; i++) {
+		for (i = 0; i < 16; i++) {
 			if (inferd__ring_moved(c, seen))
 				return 1;
 			inferd__cpu_relax();
 		}
+		/* The daemon's threads may need this core: let them run. */
+		sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	} while (now < end);
