@@ -374,7 +374,9 @@ INFERD_EXPORT int inferd_handle_cancel(inferd_handle_t *h);
  * A descriptor that polls readable when completions may be ready, for an
  * event loop; then call inferd_wait(conn, ..., 0).  Only for a connection
  * without callbacks (the completion thread drains it) and no other thread
- * waiting; a reconnect replaces it.
+ * waiting; a reconnect replaces it.  The first call asks the daemon to
+ * signal it (otherwise completions wake no descriptor): make it before
+ * submitting the requests it should report.
  */
 INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
 
