@@ -197,6 +197,7 @@ ipc_submissions(ipc_server_t *s, struct ipc_client *c)
 	 * just grows, which edge-triggered epoll does not mind.
 	 */
 	(void)preadv2(c->submit_fd, &iov, 1, -1, RWF_NOWAIT);
+	METRICS_ADD(s->ctx.metrics->shm_doorbells, 1);
 	(void)ipc_take(s, c);
 }
 

@@ -75,6 +75,8 @@ ipc_ring_wake(struct ipc_client *c)
 	if (__atomic_load_n(&c->hdr->cq_wake, __ATOMIC_RELAXED) == 0)
 		return;
 	w = __atomic_exchange_n(&c->hdr->cq_wake, 0, __ATOMIC_SEQ_CST);
+	if ((w & (INFERD_WIRE_WAKE_FUTEX | INFERD_WIRE_WAKE_SOCKET)) && c->server->ctx.metrics != NULL)
+		METRICS_ADD(c->server->ctx.metrics->shm_wakeups, 1);
 	if (w & INFERD_WIRE_WAKE_FUTEX)
 		(void)syscall(SYS_futex, &c->hdr->cq_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	if ((w & INFERD_WIRE_WAKE_SOCKET) && c->doorbell_fd != -1)
