@@ -152,11 +152,11 @@ struct inferd_options {
 	int reconnect;
 	int reconnect_max_ms;
 	/*
-	 * Added in 0.1 after reconnect (it fills what was padding, so the size
-	 * is unchanged).  Microseconds a waiting thread spins on the
-	 * completion ring before it sleeps on the region's futex word (default
-	 * 20; negative: never spin).  Spinning spares the daemon a wake-up
-	 * system call when the answer comes within that time.
+	 * Added after reconnect (it fills what was padding, so the size is
+	 * unchanged).  Microseconds a waiting thread spins on the completion
+	 * ring, yielding the core as it goes, before it sleeps on the region's
+	 * futex word: 0 the default (50), negative never, at most 10000.
+	 * Spinning spares both sides a wake-up when the answer comes in time.
 	 */
 	int spin_us;
 };

@@ -21,7 +21,7 @@
 #define INFERD_DEFAULT_TIMEOUT_MS 10000
 /* Spinning on the completion ring before sleeping: long enough for a small request on a fast path. */
 #define INFERD_DEFAULT_SPIN_US 50
-#define INFERD_MAX_SPIN_US 1000000
+#define INFERD_MAX_SPIN_US 10000
 
 /* The library version. */
 const char *
