@@ -159,6 +159,12 @@ static const struct config_key config_keys[] = {
 	{ "SHARED-MEMORY CLIENTS", "max_region_bytes", CONFIG_SIZE, "1G",
 	  KEY(max_region_bytes), 4 * KIB, 256 * GIB, NULL,
 	  "Largest shared-memory region one client may pass, 4K to 256G." },
+	{ "SHARED-MEMORY CLIENTS", "shm_poll_us", CONFIG_INT, "50", KEY(shm_poll_us),
+	  0, 10000, NULL,
+	  "Microseconds the daemon keeps polling the clients' submission rings after\n"
+	  "its last activity, 0 to 10000, before it sleeps and asks clients for a\n"
+	  "doorbell (an eventfd write).  While it polls, a submission costs the client\n"
+	  "no system call; 0 never polls.  An idle daemon sleeps either way." },
 	{ "SHARED-MEMORY CLIENTS", "allow_users", CONFIG_STRING, "", KEY(allow_users),
 	  0, 0, config_check_id_list,
 	  "Users allowed to connect to shm_socket: names or uids, comma-separated.\n"

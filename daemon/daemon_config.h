@@ -36,6 +36,7 @@ struct daemon_config {
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
 	int max_clients;		/* max_clients = 64 */
 	size_t max_region_bytes;	/* max_region_bytes = 1073741824 */
+	int shm_poll_us;		/* shm_poll_us = 50 (0: never poll the rings) */
 	char *allow_users;		/* allow_users = "" (comma list; empty: own user and root) */
 	char *allow_groups;		/* allow_groups = "" */
 	char *shm_socket_mode;		/* shm_socket_mode = "" (octal; empty: derived) */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,13 +113,83 @@ ipc_accept(ipc_server_t *s)
 	}
 }
 
+/*
+ * Take what c's ring holds; how many submissions.  Only taking counts as
+ * activity: a client ringing without submitting buys itself no polling.
+ */
+static int
+ipc_take(ipc_server_t *s, struct ipc_client *c)
+{
+	char *cause = NULL;
+	int n = ipc_ring_take(s, c, &cause);
+
+	if (n < 0) {
+		ipc_kill(c, LOG_LEVEL_ERROR, "%s", cause);
+		free(cause);
+		return 0;
+	}
+	if (n > 0)
+		__atomic_store_n(&s->activity_us, clock_now_us(), __ATOMIC_RELAXED);
+	return n;
+}
+
+/* Look at every ready client's submission ring once; how many submissions were taken. */
+static int
+ipc_sweep(ipc_server_t *s)
+{
+	struct ipc_client *c;
+	int n = 0;
+
+	for (c = s->clients; c != NULL; c = c->next)
+		if (c->ready && !c->dead)
+			n += ipc_take(s, c);
+	return n;
+}
+
+/* Set (asleep) or clear (polling) NEED_WAKEUP in every ready client's ring. */
+static void
+ipc_need_wakeup(ipc_server_t *s, int on)
+{
+	struct ipc_client *c;
+
+	for (c = s->clients; c != NULL; c = c->next)
+		if (c->ready && !c->dead)
+			__atomic_store_n(&c->hdr->sq_flags, on ? INFERD_WIRE_SQ_NEED_WAKEUP : 0,
+			    __ATOMIC_RELAXED);
+	s->armed = on;
+}
+
+/*
+ * About to sleep: ask every client for the doorbell, then, after a full
+ * fence, look at every ring once more.  A client publishes its tail,
+ * fences, then reads the flag, so either it sees the flag and rings, or
+ * this look sees its submission: no wake-up is lost.  1 when the look
+ * found work (the thread stays awake).
+ */
+static int
+ipc_arm(ipc_server_t *s)
+{
+	ipc_need_wakeup(s, 1);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return ipc_sweep(s) > 0;
+}
+
+/* 1 while the rings are polled: within shm_poll_us of the last activity. */
+static int
+ipc_polling(ipc_server_t *s)
+{
+	uint64_t poll_us = (uint64_t)s->ctx.config->shm_poll_us;
+
+	return poll_us > 0 &&
+	    clock_now_us() - __atomic_load_n(&s->activity_us, __ATOMIC_RELAXED) < poll_us;
+}
+
 /* The submission doorbell rang: reset it (never blocking) and take the submissions. */
 static void
 ipc_submissions(ipc_server_t *s, struct ipc_client *c)
 {
 	uint64_t v;
 	struct iovec iov = { &v, sizeof v };
-	char *cause = NULL;
 
 	/*
 	 * The client shares this eventfd and could clear O_NONBLOCK, so reset it
@@ -126,10 +197,8 @@ ipc_submissions(ipc_server_t *s, struct ipc_client *c)
 	 * just grows, which edge-triggered epoll does not mind.
 	 */
 	(void)preadv2(c->submit_fd, &iov, 1, -1, RWF_NOWAIT);
-	if (ipc_ring_drain(s, c, &cause) != 0) {
-		ipc_kill(c, LOG_LEVEL_ERROR, "%s", cause);
-		free(cause);
-	}
+	METRICS_ADD(s->ctx.metrics->shm_doorbells, 1);
+	(void)ipc_take(s, c);
 }
 
 /* The control socket has news: messages, or the client went away. */
@@ -249,16 +318,26 @@ ipc_release_all(ipc_server_t *s)
 	ipc_reap(s);
 }
 
-/* The IPC thread: one epoll loop for the socket, every control socket and every doorbell. */
+/*
+ * The IPC thread: one epoll loop for the socket, every control socket and
+ * every doorbell.  Within shm_poll_us of activity it polls the rings
+ * (epoll_wait without sleeping, then a sweep), with NEED_WAKEUP clear so
+ * clients make no system call; then it arms NEED_WAKEUP and sleeps.
+ */
 static void *
 ipc_thread(void *arg)
 {
 	ipc_server_t *s = arg;
 	struct epoll_event ev[64];
-	int i, n;
+	int i, n, polling;
 
 	while (!__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
-		n = epoll_wait(s->epoll_fd, ev, 64, ipc_poll_timeout(s));
+		polling = ipc_polling(s);
+		if (polling && s->armed)
+			ipc_need_wakeup(s, 0);
+		if (!polling && !s->armed && ipc_arm(s))
+			continue;
+		n = epoll_wait(s->epoll_fd, ev, 64, polling ? 0 : ipc_poll_timeout(s));
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -268,6 +347,9 @@ ipc_thread(void *arg)
 		}
 		for (i = 0; i < n; i++)
 			ipc_event(s, &ev[i]);
+		/* Polling must not starve the threads that compute what was taken. */
+		if (polling && ipc_sweep(s) == 0)
+			sched_yield();
 		ipc_expire(s);
 		ipc_reap(s);
 	}
@@ -409,6 +491,7 @@ ipc_start(const struct ipc_context *ctx, ipc_server_t **out, char **cause)
 		return error_set(cause, "out of memory");
 	s->ctx = *ctx;
 	s->listen_fd = s->epoll_fd = s->wake_fd = s->spare_fd = -1;
+	s->armed = 1;	/* asleep until the first submission: new rings ask for the doorbell */
 	if (ipc_setup(s, cause) != 0) {
 		ipc_free(s);
 		return -1;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -63,8 +64,16 @@ ipc_client_free(ipc_server_t *s, struct ipc_client *c)
 	/* The client shares this eventfd: closing ours would not unregister it. */
 	if (c->submit_fd != -1)
 		epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->submit_fd, NULL);
+	/*
+	 * Hang up first, then wake a client asleep on its futex word, so it
+	 * sees the hang-up at once rather than at its next look.
+	 */
+	if (c->control_fd != -1)
+		(void)shutdown(c->control_fd, SHUT_RDWR);
 	if (c->bc != NULL)
 		batcher_client_close(s->ctx.batcher, c->bc);
+	if (c->ready && c->hdr != NULL)
+		ipc_ring_wake(c);
 	if (c->registered && device_host_unregister(s->ctx.dev, c->base, &cause) != 0) {
 		LOG_ERROR("ipc: %s: unregistering the region: %s", c->label, cause);
 		free(cause);

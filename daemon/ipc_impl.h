@@ -122,6 +122,8 @@ struct ipc_server {
 	int stopping;			/* atomic: the thread should exit */
 	struct ipc_client *clients;
 	size_t nclients;
+	int armed;			/* NEED_WAKEUP is set in every ready client's ring */
+	uint64_t activity_us;		/* atomic: last submission taken or completion posted */
 	struct metrics_model **mm;	/* per model id, NULL without metrics */
 };
 
@@ -145,6 +147,10 @@ int ipc_conn_readable(ipc_server_t *s, struct ipc_client *c);
 int ipc_ring_init(struct ipc_client *c, char **cause);
 void ipc_ring_free(struct ipc_client *c);
 int ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause);
+/* Take what c's ring holds and its completion ring has room for: how many, or -1 with *cause. */
+int ipc_ring_take(ipc_server_t *s, struct ipc_client *c, char **cause);
+/* Wake c if its cq_wake word says it sleeps (after completions were published, or when letting it go). */
+void ipc_ring_wake(struct ipc_client *c);
 void ipc_ring_wait_idle(struct ipc_client *c, uint64_t deadline_us);
 /* Cancel c's queued request that carried user_data (CANCEL); 1 when it was cancelled. */
 int ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data);

@@ -2,11 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "error.h"
@@ -30,6 +34,9 @@ ipc_ring_init(struct ipc_client *c, char **cause)
 	c->cq_tail = 0;
 	__atomic_store_n(&c->hdr->sq_head, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->hdr->cq_tail, 0, __ATOMIC_RELEASE);
+	/* While the IPC thread polls, this ring is polled too; else it needs the doorbell. */
+	__atomic_store_n(&c->hdr->sq_flags, c->server->armed ? INFERD_WIRE_SQ_NEED_WAKEUP : 0,
+	    __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -50,15 +57,41 @@ ipc_ring_status(enum batch_status st)
 }
 
 /*
- * Post a completion for slot, free the slot and ring the client's doorbell.
- * The completion is sure to fit: the slot was reserved against cq room.
- * The doorbell send never blocks; when the socket is full the client has a
- * wake-up pending anyway.
+ * Wake the client if it said it sleeps (wire header: cq_wake), after
+ * completions were published: a full fence orders the cq_tail store before
+ * the load of cq_wake, and the exchange leaves 0 behind, so a client that
+ * set a bit after we looked fails its FUTEX_WAIT at once and one that set
+ * it before gets exactly one wake for everything published so far.  The
+ * word is the client's to spoil: garbage costs at most one FUTEX_WAKE and
+ * one non-blocking send per call, and unknown bits are ignored.
+ */
+void
+ipc_ring_wake(struct ipc_client *c)
+{
+	static const char one = 1;
+	uint32_t w;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->hdr->cq_wake, __ATOMIC_RELAXED) == 0)
+		return;
+	w = __atomic_exchange_n(&c->hdr->cq_wake, 0, __ATOMIC_SEQ_CST);
+	if ((w & (INFERD_WIRE_WAKE_FUTEX | INFERD_WIRE_WAKE_SOCKET)) && c->server->ctx.metrics != NULL)
+		METRICS_ADD(c->server->ctx.metrics->shm_wakeups, 1);
+	if (w & INFERD_WIRE_WAKE_FUTEX)
+		(void)syscall(SYS_futex, &c->hdr->cq_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	if ((w & INFERD_WIRE_WAKE_SOCKET) && c->doorbell_fd != -1)
+		(void)send(c->doorbell_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/*
+ * Post a completion for slot, free the slot and wake the client if it
+ * sleeps.  The completion is sure to fit: the slot was reserved against cq
+ * room.  Posting counts as activity: the client's next submission is
+ * likely soon, so the IPC thread keeps polling for it.
  */
 static void
 ipc_ring_complete(struct ipc_client *c, int slot, int32_t status, uint32_t detail)
 {
-	static const char one = 1;
 	struct inferd_wire_cqe *e;
 
 	pthread_mutex_lock(&c->lock);
@@ -73,7 +106,8 @@ ipc_ring_complete(struct ipc_client *c, int slot, int32_t status, uint32_t detai
 	if (--c->inflight == 0)
 		pthread_cond_broadcast(&c->idle);
 	pthread_mutex_unlock(&c->lock);
-	(void)send(c->doorbell_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	__atomic_store_n(&c->server->activity_us, clock_now_us(), __ATOMIC_RELAXED);
+	ipc_ring_wake(c);
 }
 
 /* The batcher finished a request (any batcher thread). */
@@ -409,12 +443,13 @@ ipc_ring_copy_list(const struct ipc_client *c, struct ipc_submission *sub)
 }
 
 /*
- * Take every submission the completion ring has room for.  The tail is
- * read once; a tail more than the ring ahead of our head is an error (the
- * caller drops the client), so the loop is bounded by sq_entries.
+ * Take every submission the completion ring has room for: how many were
+ * taken, or -1 with *cause.  The tail is read once; a tail more than the
+ * ring ahead of our head is an error (the caller drops the client), so the
+ * loop is bounded by sq_entries.  A ring with nothing new costs two loads.
  */
 int
-ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
+ipc_ring_take(ipc_server_t *s, struct ipc_client *c, char **cause)
 {
 	struct ipc_submission sub;
 	uint32_t tail, avail, i;
@@ -438,7 +473,14 @@ ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
 		__atomic_store_n(&c->hdr->sq_head, c->sq_head, __ATOMIC_RELEASE);
 		ipc_ring_submit(s, c, slot, &sub);
 	}
-	return 0;
+	return (int)i;
+}
+
+/* Take every submission the completion ring has room for; 0, or -1 with *cause. */
+int
+ipc_ring_drain(ipc_server_t *s, struct ipc_client *c, char **cause)
+{
+	return ipc_ring_take(s, c, cause) < 0 ? -1 : 0;
 }
 
 /* Wait until nothing of c is in flight, or until deadline_us (monotonic). */

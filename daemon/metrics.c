@@ -209,6 +209,8 @@ metrics_render(struct metrics *m, uint64_t allocations_now)
 	metrics_render_one(&b, "inferd_allocations_after_startup", "gauge", "Device and pinned allocations made since start-up finished.", (long long)(allocations_now - base));
 	metrics_render_one(&b, "inferd_shm_clients", "gauge", "Shared-memory clients connected.", (long long)__atomic_load_n(&m->shm_clients, __ATOMIC_RELAXED));
 	metrics_render_one(&b, "inferd_shm_clients_refused_total", "counter", "Shared-memory connections refused.", (long long)metrics_load(&m->shm_clients_refused));
+	metrics_render_one(&b, "inferd_shm_doorbells_total", "counter", "Submission doorbells (eventfd wake-ups) the shared-memory thread handled; none while it polls.", (long long)metrics_load(&m->shm_doorbells));
+	metrics_render_one(&b, "inferd_shm_wakeups_total", "counter", "Shared-memory clients woken after completions (at most one per sleep); none while they spin.", (long long)metrics_load(&m->shm_wakeups));
 	metrics_render_one(&b, "inferd_http_requests_total", "counter", "HTTP requests received.", (long long)metrics_load(&m->http_requests));
 	metrics_render_one(&b, "inferd_http_errors_total", "counter", "HTTP requests answered with an error status.", (long long)metrics_load(&m->http_errors));
 	if (b.failed) {

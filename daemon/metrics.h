@@ -43,6 +43,8 @@ struct metrics {
 	uint64_t allocations_baseline;		/* device_allocation_count at start-up */
 	int64_t shm_clients;			/* gauge */
 	uint64_t shm_clients_refused;
+	uint64_t shm_doorbells;			/* submission eventfd wake-ups the IPC thread handled */
+	uint64_t shm_wakeups;			/* sleeping clients woken (futex or socket byte) */
 	uint64_t http_requests;
 	uint64_t http_errors;
 	size_t nmodels;

@@ -151,6 +151,14 @@ struct inferd_options {
 	 */
 	int reconnect;
 	int reconnect_max_ms;
+	/*
+	 * Added after reconnect (it fills what was padding, so the size is
+	 * unchanged).  Microseconds a waiting thread spins on the completion
+	 * ring, yielding the core as it goes, before it sleeps on the region's
+	 * futex word: 0 the default (50), negative never, at most 10000.
+	 * Spinning spares both sides a wake-up when the answer comes in time.
+	 */
+	int spin_us;
 };
 #define INFERD_OPTIONS_INIT { .size = sizeof(struct inferd_options) }
 
@@ -366,7 +374,9 @@ INFERD_EXPORT int inferd_handle_cancel(inferd_handle_t *h);
  * A descriptor that polls readable when completions may be ready, for an
  * event loop; then call inferd_wait(conn, ..., 0).  Only for a connection
  * without callbacks (the completion thread drains it) and no other thread
- * waiting; a reconnect replaces it.
+ * waiting; a reconnect replaces it.  The first call asks the daemon to
+ * signal it (otherwise completions wake no descriptor): make it before
+ * submitting the requests it should report.
  */
 INFERD_EXPORT int inferd_fd(inferd_conn_t *conn);
 

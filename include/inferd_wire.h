@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change to this file. */
-#define INFERD_PROTOCOL_VERSION 3
+#define INFERD_PROTOCOL_VERSION 4
 /* "INFD" as a little-endian u32: first field of both hellos. */
 #define INFERD_WIRE_MAGIC 0x44464e49u
 
@@ -79,12 +79,15 @@ struct inferd_wire_server_hello {
  * Sent by the client, with three descriptors (SCM_RIGHTS):
  *  0: the region, a memfd of at least region_bytes sealed with at least
  *     F_SEAL_SHRINK (so it cannot shrink under the daemon's mapping);
- *  1: an eventfd the client writes after publishing submissions;
+ *  1: an eventfd the client writes after publishing submissions, while
+ *     the daemon asks for it (INFERD_WIRE_SQ_NEED_WAKEUP);
  *  2: one end of a socketpair the daemon writes a byte to (MSG_DONTWAIT)
- *     after publishing completions.  A socket rather than an eventfd: a
- *     send can be made non-blocking per call, whereas an eventfd shares its
- *     O_NONBLOCK flag with the client, who could clear it and saturate the
- *     counter to stall the daemon's completion thread.
+ *     after publishing completions, only while the client asks for it
+ *     (INFERD_WIRE_WAKE_SOCKET: an event loop polling that descriptor).
+ *     A socket rather than an eventfd: a send can be made non-blocking per
+ *     call, whereas an eventfd shares its O_NONBLOCK flag with the client,
+ *     who could clear it and saturate the counter to stall the daemon's
+ *     completion thread.
  */
 struct inferd_wire_client_hello {
 	uint32_t magic;
@@ -203,16 +206,37 @@ enum inferd_wire_datatype {
  *
  * Indices are free-running u32 counters (slot = index & (entries - 1)).
  * Submission ring: the client writes entries and then stores sq_tail with
- * release order, then writes 1 to the submit eventfd; the daemon loads
- * sq_tail with acquire order, copies each entry out, and stores sq_head with
- * release order once the slot may be reused.  Completion ring: the daemon
- * writes entries and stores cq_tail (release) and sends a doorbell byte; the
- * client loads cq_tail (acquire), reads entries, stores cq_head (release).
+ * release order; the daemon loads sq_tail with acquire order, copies each
+ * entry out, and stores sq_head with release order once the slot may be
+ * reused.  Completion ring: the daemon writes entries and stores cq_tail
+ * (release); the client loads cq_tail (acquire), reads entries, stores
+ * cq_head (release).
+ *
+ * Doorbells, as io_uring has them, so that a busy connection makes no
+ * system call per request:
+ *  - Submissions.  After activity the daemon polls the rings for a short
+ *    time (shm_poll_us); before it sleeps it sets INFERD_WIRE_SQ_NEED_WAKEUP
+ *    in sq_flags, issues a full fence and looks at every sq_tail once more.
+ *    The client stores sq_tail, issues a full fence, then loads sq_flags and
+ *    writes 1 to the submit eventfd only when NEED_WAKEUP is set.  One of
+ *    the two always sees the other's store: no wake-up is lost.
+ *  - Completions.  A client thread about to sleep sets INFERD_WIRE_WAKE_FUTEX
+ *    in cq_wake (atomic or), issues a full fence, looks at cq_tail once more,
+ *    then waits with FUTEX_WAIT (shared, not private) on cq_wake for the
+ *    value it set.  The daemon stores cq_tail, issues a full fence, and when
+ *    cq_wake is not 0 exchanges it for 0 and acts on the bits it held:
+ *    WAKE_FUTEX: FUTEX_WAKE on cq_wake; WAKE_SOCKET: one byte on the
+ *    completion socket.  So a client that stays awake (spinning on cq_tail)
+ *    costs no system call, and completions landing together while it sleeps
+ *    wake it once.  The daemon also wakes cq_wake when it lets the client go.
+ *  The daemon trusts neither word: a client that sets or clears them at
+ *  will only delays or wakes itself.
  *
  * Flow control: the daemon takes a submission only while its completion is
  * sure to fit (requests in flight + unread completions < cq_entries); a
  * submission left in the ring is taken at the next doorbell, so a client
- * that frees completion slots with submissions pending rings the doorbell.
+ * that frees completion slots with submissions pending rings the doorbell
+ * (when NEED_WAKEUP is set, as after publishing).
  * A tail more than the ring size ahead of its head gets the client
  * disconnected.
  */
@@ -229,8 +253,18 @@ struct inferd_wire_header {
 	uint8_t pad3[60];
 	uint32_t cq_tail;		/* daemon writes */
 	uint8_t pad4[60];
-	uint8_t pad5[192];
+	uint32_t sq_flags;		/* daemon writes: INFERD_WIRE_SQ_* (since protocol 4) */
+	uint8_t pad5[60];
+	uint32_t cq_wake;		/* both: INFERD_WIRE_WAKE_*, the futex word (since protocol 4) */
+	uint8_t pad6[124];
 };
+
+/* sq_flags: the daemon sleeps; write the submit eventfd after publishing. */
+#define INFERD_WIRE_SQ_NEED_WAKEUP 1u
+/* cq_wake: a thread sleeps in FUTEX_WAIT on cq_wake. */
+#define INFERD_WIRE_WAKE_FUTEX 1u
+/* cq_wake: send a byte on the completion socket (an event loop polls it). */
+#define INFERD_WIRE_WAKE_SOCKET 2u
 
 /*
  * A submission, in one of two forms.  Offsets are from the start of the
@@ -358,6 +392,8 @@ _Static_assert(offsetof(struct inferd_wire_header, sq_head) == 64, "wire: sq_hea
 _Static_assert(offsetof(struct inferd_wire_header, sq_tail) == 128, "wire: sq_tail");
 _Static_assert(offsetof(struct inferd_wire_header, cq_head) == 192, "wire: cq_head");
 _Static_assert(offsetof(struct inferd_wire_header, cq_tail) == 256, "wire: cq_tail");
+_Static_assert(offsetof(struct inferd_wire_header, sq_flags) == 320, "wire: sq_flags");
+_Static_assert(offsetof(struct inferd_wire_header, cq_wake) == 384, "wire: cq_wake");
 _Static_assert(sizeof(struct inferd_wire_sqe) == 64, "wire: submission entry");
 _Static_assert(sizeof(struct inferd_wire_cqe) == 16, "wire: completion entry");
 _Static_assert(sizeof(struct inferd_wire_model_info) == 560, "wire: model info");

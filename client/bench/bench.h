@@ -87,6 +87,7 @@ struct bench_settings {
 	int async_depth;
 	int json;
 	int limits;				/* inferd-bench-engine --limits */
+	int futex;				/* inferd-bench-engine --futex */
 	const char *limits_device;
 	const char *limits_from;		/* inferd-bench --limits-from=FILE */
 	int binary;				/* --binary: HTTP with binary tensors */
@@ -174,11 +175,26 @@ struct bench_limits {
 	double floor_p50_us, floor_p99_us;	/* 4 KiB in, tiny op, 4 KiB out, sync */
 	double mapped_floor_p50_us, mapped_floor_p99_us;	/* the same, the copies by the batched-copy kernel */
 	int copy_runs, floor_runs;
+	double futex_p50_us, futex_p99_us;	/* a cross-process futex round trip (bench_futex.c) */
+	int futex_runs;
 };
 
 /* Measure the limits on device spec with copies of copy_bytes; -1 with *cause. */
 int bench_limits_measure(const char *spec, size_t copy_bytes, struct bench_limits *l,
     char **cause);
+
+/* ---- bench_futex.c: a cross-process futex round trip (any build). ---- */
+
+struct bench_futex {
+	double p50_us, p99_us;
+	int runs;
+};
+
+/* Round trips timed by default: enough for a stable median in well under a second. */
+#define BENCH_FUTEX_RUNS 5000
+
+/* Measure runs cross-process futex round trips: the median and p99 in *f; -1 with *cause. */
+int bench_futex_rtt(int runs, struct bench_futex *f, char **cause);
 
 /* ---- bench_report.c: the results, as text or one JSON object. ---- */
 

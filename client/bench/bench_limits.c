@@ -1,8 +1,9 @@
 /*
  * bench_limits.c: what the device itself can do, measured in the bench's
  * own process through the device layer — the copy bandwidths (DMA, and the
- * batched-copy kernel reading a mapped region) and the smallest round trips
- * (DMA copies, or the batch kernels) that inferd's results are divided by.
+ * batched-copy kernel reading a mapped region), the smallest round trips
+ * (DMA copies, or the batch kernels) that inferd's results are divided by,
+ * and the cross-process futex round trip a wake-up costs (bench_futex.c).
  */
 #include "config.h"
 
@@ -308,6 +309,15 @@ bench_limits_measure(const char *spec, size_t copy_bytes, struct bench_limits *l
 	    limits_copy(&c, LIMITS_H2D, NULL, &runs, &l->mapped_h2d_gbps, cause) != 0 ||
 	    limits_floor(&c, l, cause) != 0 || limits_mapped_floor(&c, l, cause) != 0)
 		goto out;
+	{
+		struct bench_futex f;
+
+		if (bench_futex_rtt(BENCH_FUTEX_RUNS, &f, cause) != 0)
+			goto out;
+		l->futex_p50_us = f.p50_us;
+		l->futex_p99_us = f.p99_us;
+		l->futex_runs = f.runs;
+	}
 	r = 0;
 out:
 	limits_teardown(&c);

@@ -65,6 +65,9 @@ bench_report_limits_text(FILE *f, const struct bench_limits *l)
 	    l->floor_p50_us, l->floor_p99_us, l->floor_runs);
 	fprintf(f, "  mapped floor (gather kernel, op, scatter kernel, sync) p50 %.1f us  p99 %.1f us\n",
 	    l->mapped_floor_p50_us, l->mapped_floor_p99_us);
+	if (l->futex_runs > 0)
+		fprintf(f, "  futex round trip between processes p50 %.1f us  p99 %.1f us  (%d runs)\n",
+		    l->futex_p50_us, l->futex_p99_us, l->futex_runs);
 }
 
 /* The ratios of the run to the limits: each figure as a fraction of what the device allows. */
@@ -130,7 +133,7 @@ bench_report_text(FILE *f, const struct bench_run *r, const struct bench_result 
 static json_t *
 limits_json(const struct bench_limits *l)
 {
-	return json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:f}",
+	return json_pack("{s:s, s:I, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:i}",
 	    "device", l->device, "copy_bytes", (json_int_t)l->copy_bytes,
 	    "copy_runs", l->copy_runs,
 	    "pinned_h2d_gbps", l->pinned_h2d_gbps, "pinned_d2h_gbps", l->pinned_d2h_gbps,
@@ -138,7 +141,8 @@ limits_json(const struct bench_limits *l)
 	    "registered_h2d_gbps", l->registered_h2d_gbps, "mapped_h2d_gbps", l->mapped_h2d_gbps,
 	    "floor_p50_us", l->floor_p50_us, "floor_p99_us", l->floor_p99_us,
 	    "floor_runs", l->floor_runs,
-	    "mapped_floor_p50_us", l->mapped_floor_p50_us, "mapped_floor_p99_us", l->mapped_floor_p99_us);
+	    "mapped_floor_p50_us", l->mapped_floor_p50_us, "mapped_floor_p99_us", l->mapped_floor_p99_us,
+	    "futex_rtt_p50_us", l->futex_p50_us, "futex_rtt_p99_us", l->futex_p99_us, "futex_runs", l->futex_runs);
 }
 
 /* Each result as a ratio to its limit. */
@@ -259,14 +263,17 @@ bench_report_limits_read(const char *path, struct bench_limits *l, char **cause)
 	memset(l, 0, sizeof *l);
 	if ((root = json_load_file(path, 0, &jerr)) == NULL)
 		return tool_error_set(cause, "%s: %s (line %d)", path, jerr.text, jerr.line);
-	/* The mapped figures are optional: reports written before they existed still read. */
-	bad = json_unpack_ex(root, &jerr, 0, "{s:{s:s, s:I, s:i, s:F, s:F, s:F, s:F, s:F, s:F, s:i, s?F, s?F, s?F}}",
+	/* The mapped and futex figures are optional: limits files written before they existed still read. */
+	bad = json_unpack_ex(root, &jerr, 0,
+	    "{s:{s:s, s:I, s:i, s:F, s:F, s:F, s:F, s:F, s:F, s:i, s?F, s?F, s?F, s?F, s?F, s?i}}",
 	    "limits", "device", &device, "copy_bytes", &copy_bytes, "copy_runs", &l->copy_runs,
 	    "pinned_h2d_gbps", &l->pinned_h2d_gbps, "pinned_d2h_gbps", &l->pinned_d2h_gbps,
 	    "pageable_h2d_gbps", &l->pageable_h2d_gbps, "registered_h2d_gbps", &l->registered_h2d_gbps,
 	    "floor_p50_us", &l->floor_p50_us, "floor_p99_us", &l->floor_p99_us,
 	    "floor_runs", &l->floor_runs, "mapped_h2d_gbps", &l->mapped_h2d_gbps,
-	    "mapped_floor_p50_us", &l->mapped_floor_p50_us, "mapped_floor_p99_us", &l->mapped_floor_p99_us) != 0;
+	    "mapped_floor_p50_us", &l->mapped_floor_p50_us, "mapped_floor_p99_us", &l->mapped_floor_p99_us,
+	    "futex_rtt_p50_us", &l->futex_p50_us, "futex_rtt_p99_us", &l->futex_p99_us,
+	    "futex_runs", &l->futex_runs) != 0;
 	if (!bad && copy_bytes <= 0) {
 		bad = 1;
 		snprintf(jerr.text, sizeof jerr.text, "copy_bytes must be positive");

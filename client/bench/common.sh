@@ -119,6 +119,38 @@ limits() {
 	fi
 }
 
+# futex_point LABEL: a cross-process futex round trip (inferd-bench-engine --futex) into $out/LABEL.json.
+futex_point() {
+	if "$build/client/bench/inferd-bench-engine" --futex --json --label="$1" >"$out/$1.json" \
+		2>"$out/$1.err"; then
+		rm -f "$out/$1.err"
+	else
+		log "warning: --futex: $(tail -1 "$out/$1.err")"
+		rm -f "$out/$1.json"
+	fi
+}
+
+# cpu_target_line DIR: the CPU target on one line, from DIR's conc-shm-c1 (1 client, 1 row, default
+# config), lat-shm (no batching window), engine-r1 and futex points: shm p50 <= engine p50 + 2 x futex RTT.
+cpu_target_line() {
+	"$PYTHON" - "$1" <<'EOF' || log "warning: the CPU target line could not be made"
+import json, os, sys
+d = sys.argv[1]
+def load(name):
+    p = os.path.join(d, name + ".json")
+    return json.load(open(p)) if os.path.exists(p) else None
+shm, nod, eng, fx = load("conc-shm-c1"), load("lat-shm"), load("engine-r1"), load("futex")
+if not (shm and eng and fx):
+    sys.exit("missing points: need conc-shm-c1, engine-r1 and futex")
+p50, e50, rtt = shm["latency_us"]["p50"], eng["batch_us"]["p50"], fx["futex_rtt_p50_us"]
+bound = e50 + 2 * rtt
+extra = " (no window: %.1f us)" % nod["latency_us"]["p50"] if nod else ""
+print("cpu target: shm p50 %.1f us%s, engine-alone p50 %.1f us, futex RTT %.1f us: "
+      "shm p50 %s engine + 2 x RTT = %.1f us (%.2f x)" % (p50, extra, e50, rtt,
+      "<=" if p50 <= bound else ">", bound, p50 / bound if bound else 0))
+EOF
+}
+
 # limits_from LABEL: the --limits-from flag for the limits in $out/LABEL.json, if measured.
 limits_from() {
 	[ -s "$out/$1.json" ] && echo "--limits-from=$out/$1.json"

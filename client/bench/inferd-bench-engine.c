@@ -6,7 +6,9 @@
  *   --engine=DIR  time the backend alone on the model in DIR, no daemon;
  *   --limits      (CUDA builds) the device's copy bandwidths and its
  *                 small-request floor; inferd-bench --limits-from reads the
- *                 JSON this prints and reports every figure as a ratio to it.
+ *                 JSON this prints and reports every figure as a ratio to it;
+ *   --futex       (any build) a cross-process futex round trip, the price
+ *                 of a wake-up on the shared-memory path.
  */
 #include "config.h"
 
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "bench.h"
 
@@ -27,6 +31,7 @@ usage(FILE *f)
 	fprintf(f, "usage: inferd-bench-engine --engine=MODEL_DIR [--device=cpu|cuda:N] [--rows=R]\n"
 	    "                    [--duration=S] [--warmup=S] [--label=TEXT] [--json]\n"
 	    "       inferd-bench-engine --limits [--limits-device=cuda:N] [--input-bytes=B] [--json]\n"
+	    "       inferd-bench-engine --futex [--label=TEXT] [--json]\n"
 	    "\n"
 	    "  --engine=DIR       no daemon: time the backend alone on the model in DIR\n"
 	    "                     (model.json + weights), --rows a batch, like PyTorch's\n"
@@ -39,6 +44,9 @@ usage(FILE *f)
 	    "                     small-request floor (for inferd-bench --limits-from)\n"
 	    "  --limits-device=D  device for --limits (default cuda:0)\n"
 	    "  --input-bytes=B    --limits: copies of B bytes (K, M, G suffixes; default 64M)\n"
+	    "  --futex            a cross-process futex round trip: two processes ping-pong\n"
+	    "                     on a shared word, each sleeping until the other's wake\n"
+	    "                     (median and p99 of 5000; --limits includes it)\n"
 	    "  --label=TEXT       carried into the report\n"
 	    "  --json             print one JSON object instead of text\n"
 	    "\n"
@@ -50,7 +58,7 @@ static void
 parse_args(int argc, char **argv, struct bench_settings *s)
 {
 	enum { O_ROWS = 256, O_INBYTES, O_DURATION, O_WARMUP, O_LIMITS, O_LIMDEV, O_LABEL,
-	    O_JSON, O_ENGINE, O_DEVICE };
+	    O_JSON, O_ENGINE, O_DEVICE, O_FUTEX };
 	static const struct option longopts[] = {
 		{ "rows", required_argument, NULL, O_ROWS },
 		{ "input-bytes", required_argument, NULL, O_INBYTES },
@@ -58,6 +66,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "limits", no_argument, NULL, O_LIMITS },
 		{ "limits-device", required_argument, NULL, O_LIMDEV },
+		{ "futex", no_argument, NULL, O_FUTEX },
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "engine", required_argument, NULL, O_ENGINE },
@@ -76,6 +85,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_WARMUP: s->warmup_s = bench_parse_seconds("warmup", optarg, 0, 3600); break;
 		case O_LIMITS: s->limits = 1; break;
 		case O_LIMDEV: s->limits_device = optarg; break;
+		case O_FUTEX: s->futex = 1; break;
 		case O_LABEL: s->label = optarg; break;
 		case O_JSON: s->json = 1; break;
 		case O_ENGINE: s->engine_dir = optarg; break;
@@ -87,8 +97,8 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 	}
 	if (optind != argc)
 		bench_usage_error("unexpected argument '%s'", argv[optind]);
-	if ((s->engine_dir != NULL) == (s->limits != 0))
-		bench_usage_error("give one of --engine=DIR or --limits");
+	if ((s->engine_dir != NULL) + (s->limits != 0) + (s->futex != 0) != 1)
+		bench_usage_error("give one of --engine=DIR, --limits or --futex");
 	if (s->engine_device == NULL)
 		s->engine_device = "cpu";
 	else if (s->engine_dir == NULL)
@@ -130,7 +140,37 @@ bench_limits_only(const struct bench_settings *s)
 	return rc == 0 ? 0 : 1;
 }
 
-/* Parse the options; the engine alone, or the limits alone. */
+/* --futex: the cross-process futex round trip alone; returns the exit status. */
+static int
+bench_futex_only(const struct bench_settings *s)
+{
+	struct bench_futex f;
+	char *cause = NULL;
+
+	if (bench_futex_rtt(BENCH_FUTEX_RUNS, &f, &cause) != 0) {
+		fprintf(stderr, "inferd-bench-engine: %s\n", cause);
+		free(cause);
+		return 1;
+	}
+	if (s->json) {
+		json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:i}", "label", s->label != NULL ? s->label :
+		    "futex", "tool", "futex", "futex_rtt_p50_us", f.p50_us, "futex_rtt_p99_us", f.p99_us,
+		    "futex_runs", f.runs);
+		int bad = o == NULL || json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9)) != 0 ||
+		    putchar('\n') == EOF;
+
+		json_decref(o);
+		if (bad) {
+			fprintf(stderr, "inferd-bench-engine: writing the JSON report failed\n");
+			return 1;
+		}
+	} else
+		printf("futex round trip between processes: p50 %.1f us  p99 %.1f us  (%d runs)\n",
+		    f.p50_us, f.p99_us, f.runs);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* Parse the options; the engine alone, the limits alone, or the futex round trip. */
 int
 main(int argc, char **argv)
 {
@@ -145,5 +185,7 @@ main(int argc, char **argv)
 	parse_args(argc, argv, &s);
 	if (s.engine_dir != NULL)
 		return bench_engine(&s);
+	if (s.futex)
+		return bench_futex_only(&s);
 	return bench_limits_only(&s);
 }

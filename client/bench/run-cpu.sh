@@ -41,6 +41,7 @@ url=$daemon_url sock=$daemon_sock pid=$daemon_pid
 idle_cpu idle-cpu "$pid" 2
 sweeps "$url" "$sock"
 engine_points cpu
+futex_point futex
 
 log "PyTorch on the same CPU: the raw model, and behind Python's http.server"
 if "$PYTHON" -c 'import torch' 2>/dev/null; then
@@ -53,6 +54,7 @@ else
 fi
 
 metrics_snapshot metrics-end "$url"
+cpu_target_line "$out" | tee "$out/cpu-target.txt"
 "$PYTHON" "$src/client/bench/summarize.py" "$out" | tee "$out/summary.md"
 "$PYTHON" "$src/client/bench/plot.py" "$out" || log "warning: plot.py failed"
 log "results in $out"

@@ -76,15 +76,13 @@ inferd__thread_main(void *arg)
 void
 inferd__async_stop(inferd_conn_t *c)
 {
-	uint64_t one = 1;
-
 	if (!c->thread_started)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stopping = 1;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	(void)!write(c->wake_fd, &one, sizeof one);
+	inferd__wake_poller(c);
 	pthread_join(c->thread, NULL);
 	c->thread_started = 0;
 }

@@ -168,9 +168,11 @@ inferd__reconnect_if_needed(inferd_conn_t *c)
 	if ((!c->closed && inferd__hung_up(c)) || (c->closed && c->inflight > 0))
 		inferd__complete_all_closed(c);
 	if (c->closed) {
-		/* The poller has seen the hang-up too and leaves poll() at once. */
-		while (c->polling)
+		/* Wake the poller: it sees the hang-up and leaves its wait. */
+		while (c->polling) {
+			inferd__wake_poller(c);
 			pthread_cond_wait(&c->cond, &c->lock);
+		}
 		r = inferd__reconnect(c);
 		pthread_cond_broadcast(&c->cond);
 	}

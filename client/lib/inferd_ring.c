@@ -50,11 +50,21 @@ inferd_outstanding(inferd_conn_t *c)
 	return n;
 }
 
-/* The descriptor an event loop polls for completions. */
+/*
+ * The descriptor an event loop polls for completions.  From now on the
+ * daemon is asked for a byte on it whenever it publishes completions after
+ * the last reap (the reap asks again: inferd_wait_engine.c).
+ */
 int
 inferd_fd(inferd_conn_t *c)
 {
-	return c != NULL ? c->doorbell_fd : INFERD_EINVAL;
+	if (c == NULL)
+		return INFERD_EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->fd_mode = 1;
+	__atomic_fetch_or(&c->hdr->cq_wake, INFERD_WIRE_WAKE_SOCKET, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&c->lock);
+	return c->doorbell_fd;
 }
 
 /* Which check an invalid request failed, as the daemon reported it. */
@@ -85,13 +95,20 @@ inferd__detail_text(uint32_t detail)
 	}
 }
 
-/* Ring the submission doorbell (never blocks: the eventfd is non-blocking). */
-static void
+/*
+ * Ring the submission doorbell when the daemon sleeps (never blocks: the
+ * eventfd is non-blocking).  Called after sq_tail was stored: the full
+ * fence orders that store before the load of sq_flags, against the
+ * daemon's store of the flag, fence and last look at sq_tail.
+ */
+void
 inferd__ring_doorbell(inferd_conn_t *c)
 {
 	uint64_t one = 1;
 
-	(void)!write(c->submit_fd, &one, sizeof one);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->hdr->sq_flags, __ATOMIC_RELAXED) & INFERD_WIRE_SQ_NEED_WAKEUP)
+		(void)!write(c->submit_fd, &one, sizeof one);
 }
 
 /* 1 when tensor t lies inside this connection's data area with at least need bytes. */

@@ -4,22 +4,44 @@
  * and routed by record: a sync request's record is marked done, a handle
  * gets its completion, a callback is queued for the completion thread and
  * an inferd_submit request is stashed for inferd_wait.  One waiter at a
- * time sleeps in poll() on the doorbell; the others sleep on the condition
- * variable, which is broadcast after every reap.
+ * time waits on the completion ring itself: it spins for spin_us, then
+ * sleeps in FUTEX_WAIT on the region's cq_wake word, which the daemon
+ * wakes only when told (inferd_wire.h); the others sleep on the condition
+ * variable, which is broadcast after every reap.  A daemon that dies
+ * cannot wake anyone, so the futex sleep is cut into slices of
+ * INFERD__HANGUP_CHECK_MS, after each of which the control socket is
+ * checked for a hang-up.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libinferd_impl.h"
 
-/* Make the lock, the condition variable (on the monotonic clock) and the wake descriptor. */
+/* Tell the core we spin (less power, and a hyper-thread sibling runs on). */
+static inline void
+inferd__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* How often a thread asleep on the futex looks whether the daemon hung up (a dead one wakes nobody). */
+#define INFERD__HANGUP_CHECK_MS 100
+
+/* Make the lock and the condition variable (on the monotonic clock). */
 int
 inferd__sync_init(inferd_conn_t *c)
 {
@@ -32,8 +54,6 @@ inferd__sync_init(inferd_conn_t *c)
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->alloc_lock, NULL);
 	pthread_mutex_init(&c->control_lock, NULL);
-	if ((c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1)
-		return inferd__fail(INFERD_ESYS, "eventfd: %s", strerror(errno));
 	return 0;
 }
 
@@ -41,8 +61,6 @@ inferd__sync_init(inferd_conn_t *c)
 void
 inferd__sync_free(inferd_conn_t *c)
 {
-	if (c->wake_fd != -1)
-		close(c->wake_fd);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->alloc_lock);
@@ -81,16 +99,13 @@ inferd__route(inferd_conn_t *c, int idx, int status, uint32_t detail)
 }
 
 /*
- * Move every published completion off the ring and route it (lock held);
- * then, if the daemon left submissions waiting for completion room, ring
- * its doorbell again.  The number reaped, or INFERD_EPROTO.
+ * Move the completions published up to tail off the ring and route them
+ * (lock held); the number reaped, or INFERD_EPROTO.
  */
 static int
-inferd__reap(inferd_conn_t *c)
+inferd__reap_to(inferd_conn_t *c, uint32_t tail)
 {
-	uint32_t tail = __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE);
 	struct inferd_wire_cqe e;
-	uint64_t one = 1;
 	uint32_t idx;
 	int n = 0;
 
@@ -108,8 +123,45 @@ inferd__reap(inferd_conn_t *c)
 		inferd__route(c, (int)idx, inferd__status_code(e.status), e.detail);
 	}
 	__atomic_store_n(&c->hdr->cq_head, c->cq_head, __ATOMIC_RELEASE);
+	return n;
+}
+
+/*
+ * For inferd_fd's event loop: empty the doorbell socket, then ask the
+ * daemon for a byte again; 1 when completions were published meanwhile
+ * (reap again), 0 otherwise.  The fence orders our request before the
+ * last look at cq_tail, against the daemon's tail store, fence and look
+ * at cq_wake: a completion either is seen here or sends a byte.
+ */
+static int
+inferd__rearm_fd(inferd_conn_t *c)
+{
+	char buf[256];
+
+	while (recv(c->doorbell_fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+		;
+	__atomic_fetch_or(&c->hdr->cq_wake, INFERD_WIRE_WAKE_SOCKET, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE) != c->cq_head;
+}
+
+/*
+ * Move every published completion off the ring and route it (lock held);
+ * then, if the daemon left submissions waiting for completion room, ring
+ * its doorbell again (if it sleeps).  The number reaped, or INFERD_EPROTO.
+ */
+static int
+inferd__reap(inferd_conn_t *c)
+{
+	int n = 0, r;
+
+	do {
+		r = inferd__reap_to(c, __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE));
+		if (r < 0)
+			return r;
+		n += r;
+	} while (c->fd_mode && inferd__rearm_fd(c));
 	if (n > 0 && __atomic_load_n(&c->hdr->sq_head, __ATOMIC_ACQUIRE) != c->sq_tail)
-		(void)!write(c->submit_fd, &one, sizeof one);
+		inferd__ring_doorbell(c);
 	return n;
 }
 
@@ -128,43 +180,90 @@ inferd__complete_all_closed(inferd_conn_t *c)
 	pthread_cond_broadcast(&c->cond);
 }
 
-/* Empty the completion doorbell and the wake counter; 1 if the daemon hung up. */
+/* 1 when the daemon hung up the control socket. */
 static int
-inferd__drain(inferd_conn_t *c)
+inferd__hung_up_now(inferd_conn_t *c)
 {
-	char buf[256];
-	uint64_t v;
-	ssize_t n;
+	struct pollfd p = { c->control_fd, POLLRDHUP, 0 };
 
-	(void)!read(c->wake_fd, &v, sizeof v);
-	while ((n = recv(c->doorbell_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
-		;
-	return n == 0;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* 1 when the wait should end: a completion past seen, or inferd_close. */
+static int
+inferd__ring_moved(inferd_conn_t *c, uint32_t seen)
+{
+	return __atomic_load_n(&c->hdr->cq_tail, __ATOMIC_ACQUIRE) != seen ||
+	    __atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* Spin up to spin_us for the ring to move past seen; 1 when it did. */
+static int
+inferd__spin(inferd_conn_t *c, uint32_t seen)
+{
+	struct timespec ts;
+	int64_t end, now;
+	unsigned i;
+
+	if (c->spin_us <= 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)c->spin_us * 1000;
+	do {
+		for (i = 0; i < 16; i++) {
+			if (inferd__ring_moved(c, seen))
+				return 1;
+			inferd__cpu_relax();
+		}
+		/* The daemon's threads may need this core: let them run. */
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	} while (now < end);
+	return 0;
 }
 
 /*
- * Sleep in poll() until the doorbell rings, the daemon hangs up, the wake
- * descriptor is written or timeout_ms passes, without the lock: 0 or
- * INFERD_ECLOSED.  The control socket is watched for its hang-up only, so
- * a model reply another thread is reading does not count.
+ * Wait without the lock for the completion ring to move past seen: spin,
+ * then sleep in FUTEX_WAIT on cq_wake (for at most timeout_ms, and at most
+ * a hang-up check's slice).  0, or INFERD_ECLOSED when the daemon hung up.
+ * Setting the bit, the full fence and the last look at cq_tail pair with
+ * the daemon's tail store, fence and look at cq_wake: no wake-up is lost.
  */
 static int
-inferd__sleep(inferd_conn_t *c, int timeout_ms)
+inferd__sleep(inferd_conn_t *c, uint32_t seen, int timeout_ms)
 {
-	struct pollfd p[3] = { { c->doorbell_fd, POLLIN, 0 }, { c->control_fd, POLLRDHUP, 0 },
-	    { c->wake_fd, POLLIN, 0 } };
-	int r;
+	struct timespec ts;
+	uint32_t v;
+	long r;
 
-	do
-		r = poll(p, 3, timeout_ms);
-	while (r == -1 && errno == EINTR);
-	if (r == -1)
-		return 0;	/* poll only fails for lack of memory: look again */
-	if ((p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) || (p[0].revents & (POLLHUP | POLLERR)))
-		return INFERD_ECLOSED;
-	if (r > 0 && inferd__drain(c))
+	if (inferd__spin(c, seen))
+		return 0;
+	v = __atomic_or_fetch(&c->hdr->cq_wake, INFERD_WIRE_WAKE_FUTEX, __ATOMIC_SEQ_CST);
+	if (inferd__ring_moved(c, seen))
+		return 0;
+	if (timeout_ms < 0 || timeout_ms > INFERD__HANGUP_CHECK_MS)
+		timeout_ms = INFERD__HANGUP_CHECK_MS;
+	ts.tv_sec = timeout_ms / 1000;
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	/* Shared, not FUTEX_PRIVATE: the daemon wakes it from its own mapping. */
+	r = syscall(SYS_futex, &c->hdr->cq_wake, FUTEX_WAIT, v, &ts, NULL, 0);
+	if (inferd__ring_moved(c, seen))
+		return 0;
+	/* A timeout, or a wake with nothing new (the daemon letting us go): did it hang up? */
+	if ((r == 0 || errno == ETIMEDOUT) && inferd__hung_up_now(c))
 		return INFERD_ECLOSED;
 	return 0;
+}
+
+/* Wake the thread asleep on the completion ring (inferd_close, reconnect). */
+void
+inferd__wake_poller(inferd_conn_t *c)
+{
+	if (c->hdr == NULL)
+		return;
+	__atomic_store_n(&c->hdr->cq_wake, c->fd_mode ? INFERD_WIRE_WAKE_SOCKET : 0, __ATOMIC_SEQ_CST);
+	(void)syscall(SYS_futex, &c->hdr->cq_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 /* Milliseconds to deadline (-1: forever), 0 once passed. */
@@ -194,19 +293,25 @@ inferd__cond_sleep(inferd_conn_t *c, int64_t deadline)
 	pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 }
 
-/* Be the one poller for a while: sleep in poll(), then reap and wake the others (lock held). */
+/*
+ * Be the one poller for a while: wait on the ring, then reap and wake the
+ * others (lock held).  What the daemon published before hanging up is
+ * reaped first; the rest completes with INFERD_ECLOSED.
+ */
 static int
 inferd__poll_once(inferd_conn_t *c, int64_t deadline)
 {
-	int r;
+	uint32_t seen = c->cq_head;
+	int r, n;
 
 	c->polling = 1;
 	pthread_mutex_unlock(&c->lock);
-	r = inferd__sleep(c, inferd__left(deadline));
+	r = inferd__sleep(c, seen, inferd__left(deadline));
 	pthread_mutex_lock(&c->lock);
 	c->polling = 0;
+	n = inferd__reap(c);
 	if (r == 0)
-		r = inferd__reap(c);
+		r = n;
 	if (r == INFERD_ECLOSED)
 		inferd__complete_all_closed(c);
 	pthread_cond_broadcast(&c->cond);

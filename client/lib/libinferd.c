@@ -19,6 +19,9 @@
 #define INFERD_DEFAULT_REGION (64u << 20)
 #define INFERD_DEFAULT_SQ 256u
 #define INFERD_DEFAULT_TIMEOUT_MS 10000
+/* Spinning on the completion ring before sleeping: long enough for a small request on a fast path. */
+#define INFERD_DEFAULT_SPIN_US 50
+#define INFERD_MAX_SPIN_US 10000
 
 /* The library version. */
 const char *
@@ -314,11 +317,13 @@ inferd__conn_new(const struct inferd_options *o)
 
 	if ((c = calloc(1, sizeof *c)) == NULL)
 		return NULL;
-	c->control_fd = c->submit_fd = c->doorbell_fd = c->wake_fd = -1;
+	c->control_fd = c->submit_fd = c->doorbell_fd = -1;
 	c->region_fd = -1;
 	c->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : INFERD_DEFAULT_TIMEOUT_MS;
 	c->reconnect = o && o->reconnect;
 	c->reconnect_max_ms = o && o->reconnect_max_ms > 0 ? o->reconnect_max_ms : INFERD_DEFAULT_TIMEOUT_MS;
+	c->spin_us = !o || o->spin_us == 0 ? INFERD_DEFAULT_SPIN_US : o->spin_us < 0 ? 0 :
+	    o->spin_us > INFERD_MAX_SPIN_US ? INFERD_MAX_SPIN_US : o->spin_us;
 	if (inferd__sync_init(c) != 0) {
 		inferd__sync_free(c);
 		free(c);

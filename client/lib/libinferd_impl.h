@@ -65,14 +65,17 @@ struct inferd_handle {
  * Threads: lock guards the rings, records, stash, callback queue and the
  * flags below it; alloc_lock the allocator (taken inside lock, never the
  * other way round); control_lock the control socket and the model cache.
- * At most one thread at a time sleeps in poll() on the doorbell (polling);
- * the others sleep on cond and are woken whenever completions were reaped.
+ * At most one thread at a time waits on the completion ring (polling):
+ * it spins for spin_us, then sleeps in FUTEX_WAIT on the region's cq_wake
+ * word (see inferd_wire.h); the others sleep on cond and are woken whenever
+ * completions were reaped.
  */
 struct inferd_conn {
 	pthread_mutex_t lock, alloc_lock, control_lock;
 	pthread_cond_t cond;		/* completions reaped, polling given up, stopping */
-	int polling;			/* a thread sleeps in poll() */
-	int wake_fd;			/* eventfd: wakes the poller (inferd_close) */
+	int polling;			/* a thread waits on the completion ring (spins, then sleeps on its futex) */
+	int spin_us;			/* the options': spin this long before sleeping */
+	int fd_mode;			/* inferd_fd was called: ask the daemon for a byte on the doorbell socket */
 	int stopping;			/* inferd_close: the completion thread must end */
 	int thread_started;
 	pthread_t thread;		/* the completion thread, started by the first inferd_submit_cb */
@@ -87,8 +90,8 @@ struct inferd_conn {
 	size_t nretired;
 
 	int control_fd;
-	int submit_fd;			/* eventfd: we write after publishing submissions */
-	int doorbell_fd;		/* our end of the socketpair the daemon writes to */
+	int submit_fd;			/* eventfd: we write after publishing, while the daemon sleeps */
+	int doorbell_fd;		/* our end of the socketpair the daemon writes to (inferd_fd) */
 	int timeout_ms;
 	int closed;			/* the daemon went away */
 
@@ -187,11 +190,15 @@ uint64_t inferd__wire_id(const inferd_conn_t *c, int idx);
  * inferd_wait_engine.c: with lock held, wait until ready(c, arg) is true
  * (1), deadline (monotonic ms, -1 none) passes (0), or the daemon is gone
  * (INFERD_ECLOSED, after every request on the wire was completed with
- * INFERD_ECLOSED).  Reaps completions on the way, sleeping in poll() when
- * no other thread does.
+ * INFERD_ECLOSED).  Reaps completions on the way, waiting on the ring
+ * (spin, then futex) when no other thread does.
  */
 int inferd__await(inferd_conn_t *c, int (*ready)(inferd_conn_t *, void *), void *arg, int64_t deadline);
-/* inferd_wait_engine.c: make the lock, conds and wake descriptor; release them. */
+/* inferd_wait_engine.c: wake the thread asleep on the completion ring (inferd_close, reconnect). */
+void inferd__wake_poller(inferd_conn_t *c);
+/* inferd_ring.c: ring the submission doorbell if the daemon asks for it (after publishing). */
+void inferd__ring_doorbell(inferd_conn_t *c);
+/* inferd_wait_engine.c: make the lock and conds; release them. */
 int inferd__sync_init(inferd_conn_t *c);
 void inferd__sync_free(inferd_conn_t *c);
 /* libinferd.c: the steps of connecting, shared with inferd_reconnect.c. */

@@ -83,6 +83,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.cq = (struct inferd_wire_cqe *)(region + c.layout.cq_offset);
 	c.doorbell_fd = c.control_fd = c.submit_fd = c.region_fd = -1;
 	snprintf(c.label, sizeof c.label, "fuzz");
+	c.server = &s;
 	s.ctx.repo = &repo;
 	s.shutting_down = 1;	/* completes every valid submission at once, with SHUTDOWN */
 	if (pthread_mutex_init(&c.lock, NULL) != 0 || pthread_cond_init(&c.idle, NULL) != 0 ||

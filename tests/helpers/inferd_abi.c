@@ -25,7 +25,7 @@ print_structs(void)
 	SIZE(inferd_options);
 	OFF(inferd_options, size); OFF(inferd_options, region_bytes); OFF(inferd_options, sq_entries);
 	OFF(inferd_options, cq_entries); OFF(inferd_options, timeout_ms);
-	OFF(inferd_options, reconnect); OFF(inferd_options, reconnect_max_ms);
+	OFF(inferd_options, reconnect); OFF(inferd_options, reconnect_max_ms); OFF(inferd_options, spin_us);
 	SIZE(inferd_tensor_info);
 	OFF(inferd_tensor_info, name); OFF(inferd_tensor_info, datatype); OFF(inferd_tensor_info, elem_bytes);
 	OFF(inferd_tensor_info, ndims); OFF(inferd_tensor_info, dims); OFF(inferd_tensor_info, max_dims);

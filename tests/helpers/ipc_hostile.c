@@ -30,7 +30,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,39 +288,71 @@ raw_attach(struct raw *r, uint64_t bytes, uint32_t sq, uint32_t cq)
 	return 0;
 }
 
-/* Publish one submission and ring the doorbell. */
-static void
-raw_submit(struct raw *r, const struct inferd_wire_sqe *e)
+/* Ring the submission doorbell; -1 when the eventfd write failed. */
+static int
+raw_ring(struct raw *r)
 {
 	uint64_t one = 1;
 
+	return write(r->efd, &one, sizeof one) == sizeof one ? 0 : -1;
+}
+
+/* Publish one submission without ringing. */
+static void
+raw_publish(struct raw *r, const struct inferd_wire_sqe *e)
+{
 	r->sq[r->sq_tail & (r->sq_entries - 1)] = *e;
 	r->sq_tail++;
 	__atomic_store_n(&r->hdr->sq_tail, r->sq_tail, __ATOMIC_RELEASE);
-	if (write(r->efd, &one, sizeof one) != sizeof one)
+}
+
+/* Publish one submission and ring the doorbell when the daemon asks for it (as libinferd does). */
+static void
+raw_submit(struct raw *r, const struct inferd_wire_sqe *e)
+{
+	raw_publish(r, e);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((__atomic_load_n(&r->hdr->sq_flags, __ATOMIC_RELAXED) & INFERD_WIRE_SQ_NEED_WAKEUP) &&
+	    raw_ring(r) != 0)
 		exit(2);
+}
+
+/* Sleep on the region's futex word until the daemon wakes it or 100 ms pass (the wire's protocol). */
+static void
+raw_futex_sleep(struct raw *r)
+{
+	struct timespec ts = { 0, 100 * 1000000L };
+	uint32_t v = __atomic_or_fetch(&r->hdr->cq_wake, INFERD_WIRE_WAKE_FUTEX, __ATOMIC_SEQ_CST);
+
+	if (__atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE) == r->cq_head)
+		(void)syscall(SYS_futex, &r->hdr->cq_wake, FUTEX_WAIT, v, &ts, NULL, 0);
 }
 
 /* Wait up to timeout_ms for a completion; 0 with *out, or -1. */
 static int
 raw_complete(struct raw *r, struct inferd_wire_cqe *out, int timeout_ms)
 {
-	struct pollfd p = { r->bell[0], POLLIN, 0 };
-	char buf[256];
-	int waited = 0;
+	struct timespec t0, t1;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (__atomic_load_n(&r->hdr->cq_tail, __ATOMIC_ACQUIRE) != r->cq_head) {
 			*out = r->cq[r->cq_head & (r->cq_entries - 1)];
 			r->cq_head++;
 			__atomic_store_n(&r->hdr->cq_head, r->cq_head, __ATOMIC_RELEASE);
+			/* Room freed with submissions waiting: ring if the daemon sleeps (as libinferd does). */
+			if (__atomic_load_n(&r->hdr->sq_head, __ATOMIC_ACQUIRE) != r->sq_tail) {
+				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				if ((__atomic_load_n(&r->hdr->sq_flags, __ATOMIC_RELAXED) &
+				    INFERD_WIRE_SQ_NEED_WAKEUP) && raw_ring(r) != 0)
+					exit(2);
+			}
 			return 0;
 		}
-		if (waited >= timeout_ms || poll(&p, 1, 100) < 0)
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
 			return -1;
-		waited += 100;
-		while (recv(r->bell[0], buf, sizeof buf, MSG_DONTWAIT) > 0)
-			;
+		raw_futex_sleep(r);
 	}
 }
 
@@ -869,6 +903,96 @@ attack_flow_control(void)
 	check_alive("flow control");
 }
 
+static int scribble_stop;
+
+/* Scribble over the doorbell words the daemon writes or reads until told to stop. */
+static void *
+scribbler(void *arg)
+{
+	struct raw *r = arg;
+	uint32_t n = 0x9e3779b9u;
+
+	while (!__atomic_load_n(&scribble_stop, __ATOMIC_RELAXED)) {
+		n = n * 1664525u + 1013904223u;
+		__atomic_store_n(&r->hdr->sq_flags, n >> 30 ? INFERD_WIRE_SQ_NEED_WAKEUP : n, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->hdr->cq_wake, n, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * A client that sets NEED_WAKEUP falsely and corrupts its futex word while
+ * it works (so the daemon wakes it for nothing, or not at all): its own
+ * requests still complete correctly, and another client is served.
+ */
+static void
+attack_wake_words(void)
+{
+	struct inferd_wire_cqe c;
+	struct inferd_wire_sqe e;
+	struct raw r;
+	pthread_t t;
+	int i, ok = 0;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_fill_input(&r);
+	__atomic_store_n(&scribble_stop, 0, __ATOMIC_RELAXED);
+	if (pthread_create(&t, NULL, scribbler, &r) != 0)
+		exit(2);
+	for (i = 0; i < 200; i++) {
+		e = raw_good(&r, (uint64_t)i);
+		memset(r.base + e.output_offset, 0xff, r.out_row);
+		/* Ring always: the flag it reads is its own scribble. */
+		raw_publish(&r, &e);
+		if (raw_ring(&r) != 0)
+			exit(2);
+		if (raw_complete(&r, &c, 10000) != 0 || c.user_data != (uint64_t)i ||
+		    c.status != INFERD_WIRE_OK) {
+			FAIL("scribbled wake words: request %d got no proper completion", i);
+			break;
+		}
+		if (memcmp(ref_out, r.base + e.output_offset, r.out_row) != 0)
+			FAIL("scribbled wake words: request %d: wrong output", i);
+		else
+			ok++;
+		if (i == 100)
+			check_alive("scribbled wake words (another client, meanwhile)");
+	}
+	__atomic_store_n(&scribble_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	printf("ok NEED_WAKEUP and the futex word scribbled over: %d of 200 requests right\n", ok);
+	raw_close(&r);
+	check_alive("scribbled wake words");
+}
+
+/*
+ * A client that never writes its eventfd: its submission is taken when the
+ * daemon polls the rings, which another client's activity starts, and it
+ * stalls nobody meanwhile.
+ */
+static void
+attack_silent(void)
+{
+	struct inferd_wire_sqe e;
+	struct inferd_wire_cqe c;
+	struct raw r;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_fill_input(&r);
+	e = raw_good(&r, 5);
+	memset(r.base + e.output_offset, 0xff, r.out_row);
+	raw_publish(&r, &e);
+	check_alive("a client that never rings (another client, meanwhile)");
+	if (raw_complete(&r, &c, 10000) != 0 || c.user_data != 5 || c.status != INFERD_WIRE_OK ||
+	    memcmp(ref_out, r.base + e.output_offset, r.out_row) != 0)
+		FAIL("silent client: its submission was not served while the daemon polled");
+	else
+		printf("ok a client that never rings: served when the daemon polled the rings\n");
+	raw_close(&r);
+}
+
 /* Open max greeted connections; 0, or -1 (all closed) when the daemon refused one. */
 static int
 crowd_fill(int *fds, int max)
@@ -1076,6 +1200,8 @@ main(int argc, char **argv)
 	attack_rewrite();
 	attacks_on_indices();
 	attack_flow_control();
+	attack_wake_words();
+	attack_silent();
 	attack_crowd(atoi(argv[3]));
 	check_alive("everything");
 	printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures, failures == 1 ? "" : "s");

@@ -1,6 +1,8 @@
 #!/bin/sh
 # test_ipc_hostile.sh: hostile raw clients, each answered with an error, the daemon alive after;
-# max_clients + 1 refused; a user outside allow_users refused (as root, via setpriv).
+# doorbell words scribbled over, a client that never rings or stops reading its completions;
+# idle CPU ~0 after traffic; max_clients + 1 refused; a user outside allow_users refused (as root,
+# via setpriv).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon --max_clients=6
@@ -12,6 +14,33 @@ wait_for "metric inferd_shm_clients" 0
 wait_for daemon_regions 0
 wait_for_at_most daemon_fds "$fds_before"
 grep -q 'submission ring corrupt' "$tmp/daemon.log" || fail "garbage ring indices were not logged"
+
+# The daemon's CPU time (utime + stime, clock ticks) over one second.
+cpu_ticks_over_1s() {
+	t0=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+	sleep 1
+	t1=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+	echo $((t1 - t0))
+}
+# Idle after traffic: past the polling window the daemon sleeps (at most 2 ticks, 2 % of a core at 100 Hz).
+idle=$(cpu_ticks_over_1s)
+[ "$idle" -le 2 ] || fail "the daemon used $idle clock ticks in 1 s of idleness after traffic"
+echo "ok: idle after traffic: $idle clock ticks in 1 s"
+
+# A client that stops reading its completion ring: the daemon takes no more of its submissions
+# (they wait in its ring; libinferd answers its caller EAGAIN), does not spin on them, serves
+# others, and takes them once the client reads and rings.
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" queue 4 >"$tmp/queue.out" 2>&1 &
+hog=$!
+wait_for "grep -c '^queued' '$tmp/queue.out'" 1
+sleep 0.2
+idle=$(cpu_ticks_over_1s)
+[ "$idle" -le 2 ] || fail "the daemon used $idle clock ticks in 1 s beside a client that stopped reading"
+"$top_builddir/tests/helpers/ipc_hostile" "$sock" allowed || fail "a client was not served beside one that stopped reading"
+kill -USR1 $hog
+wait $hog || fail "the stalled client's submissions were not all served once it read: $(cat "$tmp/queue.out")"
+grep -q 'ok 8, shutdown 0, other 0' "$tmp/queue.out" || fail "stalled client: $(cat "$tmp/queue.out")"
+echo "ok: a client that stopped reading: $idle ticks in 1 s beside it, others served; $(tail -n 1 "$tmp/queue.out")"
 
 # libinferd passes the daemon's refusal on: inferctl says why.
 "$top_builddir/tests/helpers/ipc_hostile" "$sock" hold 6 >"$tmp/hold.out" 2>&1 &

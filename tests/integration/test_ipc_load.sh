@@ -1,5 +1,6 @@
 #!/bin/sh
-# test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked.
+# test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked;
+# then one client's doorbells and wake-ups with the daemon polling and not.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon
@@ -43,5 +44,32 @@ grep -h 'requests' "$tmp"/client*.log | sort | uniq -c
 wait_for "metric inferd_shm_clients" 0
 wait_for_at_most daemon_fds "$fds_before"
 [ "$(metric inferd_allocations_after_startup)" = 0 ] || fail "allocations after start-up under shm load"
+stop_daemon
+
+# Doorbells: with the daemon polling (a window wide enough for a loaded machine), one client's
+# back-to-back requests ring almost never; with polling off every request rings.  Wake-ups:
+# at most one per sleep, so completions landing in one batch wake their client once.
+# run_load NREQ DEPTH: one client; prints "doorbells wakeups executions" over the run.
+run_load() {
+	d0=$(metric inferd_shm_doorbells_total) w0=$(metric inferd_shm_wakeups_total)
+	e0=$(metric 'inferd_execution_count{model="fashion-mlp"}')
+	"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" "$1" "$2" 7 \
+		>"$tmp/one.log" 2>&1 || { cat "$tmp/one.log"; fail "one client, depth $2: errors"; }
+	echo $(($(metric inferd_shm_doorbells_total) - d0)) $(($(metric inferd_shm_wakeups_total) - w0)) \
+		$(($(metric 'inferd_execution_count{model="fashion-mlp"}') - e0))
+}
+start_daemon --shm_poll_us=2000
+set -- $(run_load 1000 1)
+echo "polling, 1000 requests one at a time: $1 doorbells, $2 wake-ups, $3 batches"
+[ "$1" -le 100 ] || fail "$1 doorbells for 1000 back-to-back requests while the daemon polls"
+[ "$2" -le 1000 ] || fail "$2 wake-ups for 1000 requests (more than one each)"
+set -- $(run_load 4000 64)
+echo "polling, 4000 requests 64 in flight: $1 doorbells, $2 wake-ups, $3 batches"
+[ "$2" -le $(($3 + $3 / 10 + 5)) ] || fail "$2 wake-ups for $3 batches of one client (not one a batch)"
+stop_daemon
+start_daemon --shm_poll_us=0
+set -- $(run_load 300 1)
+echo "not polling, 300 requests one at a time: $1 doorbells"
+[ "$1" -ge 150 ] || fail "only $1 doorbells for 300 requests with polling off (clients must ring)"
 stop_daemon
 echo "PASS"

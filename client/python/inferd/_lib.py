@@ -42,6 +42,7 @@ class Options(ctypes.Structure):
         ("timeout_ms", ctypes.c_int),
         ("reconnect", ctypes.c_int),
         ("reconnect_max_ms", ctypes.c_int),
+        ("spin_us", ctypes.c_int),
     ]
 
 
