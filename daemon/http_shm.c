@@ -217,13 +217,40 @@ shm_b64_value(unsigned char c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* Decode standard padded base64 text into out (cap bytes); -1 when malformed or too long. */
+/*
+ * Copy text without its line breaks and blanks into buf (cap bytes, NUL
+ * included); -1 when what remains does not fit.  Triton's C++ client encodes
+ * with libb64, which breaks its output into lines of 72 characters, so a
+ * 64-byte CUDA IPC handle arrives as two lines.
+ */
 static int
-shm_b64_decode(const char *text, unsigned char *out, size_t cap, size_t *n)
+shm_b64_compact(const char *text, char *buf, size_t cap)
 {
-	size_t len = strlen(text), i, pad = 0;
+	size_t n = 0;
+
+	for (; *text != '\0'; text++) {
+		if (*text == '\n' || *text == '\r' || *text == ' ' || *text == '\t')
+			continue;
+		if (n + 1 >= cap)
+			return -1;
+		buf[n++] = *text;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Decode standard padded base64 text (line breaks allowed) into out (cap bytes); -1 when malformed or too long. */
+static int
+shm_b64_decode(const char *raw, unsigned char *out, size_t cap, size_t *n)
+{
+	char text[(DEVICE_IPC_HANDLE_BYTES / 3 + 1) * 4 + 1];
+	size_t len, i, pad = 0;
 	uint32_t acc;
 	int j, v;
+
+	if (cap > DEVICE_IPC_HANDLE_BYTES || shm_b64_compact(raw, text, sizeof text) != 0)
+		return -1;
+	len = strlen(text);
 
 	if (len % 4 != 0)
 		return -1;

@@ -94,6 +94,15 @@ def test_shm_endpoints(conn, pid):
         {"raw_handle": {"b64": "A" * 86 + "=="}, "device_id": 0, "byte_size": 64}).encode())
     check(st == 400 and (b"needs a GPU backend" in got or b"cudaIpcOpenMemHandle" in got),
           "CUDA register on this backend: %d %s" % (st, got))
+    # Triton's C++ client (libb64) breaks base64 into lines of 72 characters: accepted as the same handle.
+    wrapped = "A" * 72 + "\n" + "A" * 14 + "==\n"
+    st, _, got = conn.request("POST", "/v2/cudasharedmemory/region/c/register", json.dumps(
+        {"raw_handle": {"b64": wrapped}, "device_id": 0, "byte_size": 64}).encode())
+    check(st == 400 and b"not base64" not in got, "line-broken base64 handle: %d %s" % (st, got))
+    for bad in ("A" * 85 + "!==", "A" * 88 + "====", "A" * 200):
+        st, _, got = conn.request("POST", "/v2/cudasharedmemory/region/c/register", json.dumps(
+            {"raw_handle": {"b64": bad}, "device_id": 0, "byte_size": 64}).encode())
+        check(st == 400 and b"not base64" in got, "bad base64 %r: %d %s" % (bad[-6:], st, got))
     st, _, got = conn.request("GET", "/v2/cudasharedmemory/status")
     check(st == 200 and json.loads(got) == [], "CUDA status: %d %s" % (st, got))
     maps = lambda: open("/proc/%d/maps" % pid).read().count(name)
