@@ -6,6 +6,16 @@
 
 start_daemon
 "$PY" "$client" http --port "$port" --ref "$ref" --pid "$daemon_pid" || fail "HTTP extras"
+# CUDA shared memory, on a GPU run (INFERD_TEST_DEVICE=cuda:N): a PyTorch tensor's IPC handle, with
+# CUDA_SHM_PYTHON naming a python that has torch with CUDA (default: $PY).
+case "${INFERD_TEST_DEVICE:-cpu}" in
+cuda*)
+	"${CUDA_SHM_PYTHON:-$PY}" "$top_srcdir/tests/helpers/cuda_shm_client.py" "http://127.0.0.1:$port" "$ref"
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 77 ] || fail "CUDA shared memory"
+	;;
+esac
+
 stop_daemon
 
 # Off: every shared-memory path is refused with 403, the rest still serves.
