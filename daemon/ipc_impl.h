@@ -63,6 +63,7 @@ struct ipc_slot {
 	struct batch_request req;
 	struct ipc_client *client;
 	const model_t *model;		/* set when the batcher accepted it (for CANCEL) */
+	model_ref_t *ref;		/* the version it holds until its done ran */
 	uint64_t user_data;
 	int next_free;
 };
@@ -122,7 +123,6 @@ struct ipc_server {
 	int stopping;			/* atomic: the thread should exit */
 	struct ipc_client *clients;
 	size_t nclients;
-	struct metrics_model **mm;	/* per model id, NULL without metrics */
 };
 
 /* ipc_auth.c */

@@ -64,6 +64,8 @@ inferd__detail_text(uint32_t detail)
 	switch (detail) {
 	case INFERD_WIRE_DETAIL_MODEL:
 		return "(unknown model)";
+	case INFERD_WIRE_DETAIL_UNLOADED:
+		return "(model unloaded)";
 	case INFERD_WIRE_DETAIL_DATATYPE:
 		return "(wrong datatype)";
 	case INFERD_WIRE_DETAIL_ROWS:
