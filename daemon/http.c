@@ -742,7 +742,7 @@ http_take_model(struct http_request *req, const char *name, unsigned int failed_
 
 	if (rc == REPOSITORY_FOUND)
 		return req->m = req->ref->model;
-	*ret = http_error(req, rc == REPOSITORY_UNKNOWN ? MHD_HTTP_NOT_FOUND : failed_status, "%s",
+	*ret = http_error(req, rc == REPOSITORY_NOT_READY ? failed_status : MHD_HTTP_NOT_FOUND, "%s",
 	    cause != NULL ? cause : "out of memory");
 	free(cause);
 	return NULL;

@@ -214,10 +214,13 @@ repository_take(struct repository_model *m, int64_t version, model_ref_t **out, 
 	for (ref = m->versions; ref != NULL && version != 0 && ref->version != version; ref = ref->next)
 		;
 	if (ref == NULL) {
-		if (version != 0 && m->versions != NULL)
-			error_set(cause, "model '%s' has no version %lld loaded", m->name, (long long)version);
-		else if (m->reason != NULL)
-			error_set(cause, "model '%s' is not ready: %s", m->name, m->reason);
+		if (version != 0 && m->versions != NULL) {
+			error_set(cause, "model '%s' has no such version: %lld is not loaded (the newest loaded is %lld)",
+			    m->name, (long long)version, (long long)m->versions->version);
+			return REPOSITORY_NO_VERSION;
+		}
+		if (m->reason != NULL)
+			error_set(cause, "model '%s' is not ready: it failed to load: %s", m->name, m->reason);
 		else
 			error_set(cause, "model '%s' is not ready: %s", m->name,
 			    m->state == REPOSITORY_LOADING ? "it is loading" : "model unloaded");

@@ -72,7 +72,8 @@ typedef struct model_ref {
 enum repository_miss {
 	REPOSITORY_FOUND = 0,
 	REPOSITORY_UNKNOWN = -1,	/* no model of that name (or id): 404 */
-	REPOSITORY_NOT_READY = -2,	/* known, but not loaded / not that version: the reason says why */
+	REPOSITORY_NOT_READY = -2,	/* known, but not loaded: the reason says why */
+	REPOSITORY_NO_VERSION = -3,	/* loaded, but not that version: 404 */
 };
 
 struct repository_options {

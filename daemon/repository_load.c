@@ -167,8 +167,8 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	pthread_mutex_lock(&r->lock);
 	old = repository_publish(m, ref);
 	pthread_mutex_unlock(&r->lock);
-	LOG_INFO("model '%s' version %" PRId64 " %s from %s in %.3f s (%d inputs, %d outputs, max batch %d, arena %zu bytes)",
-	    m->name, v, old != NULL ? "reloaded" : "loaded", ref->model->version_dir, ref->load_seconds,
+	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, arena %zu bytes)",
+	    m->name, old != NULL ? "reloaded" : "loaded", v, ref->model->version_dir, ref->load_seconds,
 	    ref->model->ninputs, ref->model->noutputs, ref->model->max_batch_size, ref->model->mem.arena_bytes);
 	repository_release(old);
 	return 0;

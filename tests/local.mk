@@ -167,6 +167,10 @@ tests_helpers_ipc_threads_LDADD = client/lib/libinferd.la -lm $(PTHREAD_LIBS)
 TESTS += tests/integration/test_ipc_threads.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
 
+# --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
+TESTS += tests/integration/test_model_lifecycle.sh
+dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
+
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
 TESTS += tests/integration/test_multi_tensor.sh

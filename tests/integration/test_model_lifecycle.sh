@@ -1,0 +1,193 @@
+#!/bin/sh
+# test_model_lifecycle.sh: models loaded, reloaded and unloaded while the daemon serves.
+#  - 20 reloads (10 over POST .../load, 10 by SIGHUP) while 8 shm clients (ipc_client, each
+#    answer checked against its reference) and 8 HTTP clients (curl) send requests: none fails;
+#  - a broken new version (truncated weights, unknown op) is refused naming the file and the old
+#    version serves on; version routing; explicit load/unload over HTTP; unloading under an shm
+#    client (its next request gets "model unloaded"); RSS back near the baseline after an unload;
+#  - poll mode picks up a new version directory; none mode refuses load/unload with 403.
+. "$top_srcdir/tests/helpers/test_ipc_lib.sh"
+
+repo="$tmp/models"
+mlp="$top_srcdir/conf/models/fashion-mlp"
+# fashion-mlp in the versioned layout: model.json in the model directory, the weights in 1/.
+mkdir -p "$repo/fashion-mlp/1" || exit 99
+cp "$mlp/model.json" "$repo/fashion-mlp/" && cp "$mlp/model.safetensors" "$repo/fashion-mlp/1/" || exit 99
+cp -r "$top_srcdir/conf/models/fashion-cnn" "$repo/cnn" && sed -i 's/"fashion-cnn"/"cnn"/' "$repo/cnn/model.json" || exit 99
+
+# curl wrapper: POST (data in $2, or none) to path $1; prints the body, then the status on a line.
+post() {
+	if [ $# -ge 2 ]; then
+		curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' -d "$2" "http://127.0.0.1:$port$1"
+	else
+		curl -s -w '\n%{http_code}\n' -X POST "http://127.0.0.1:$port$1"
+	fi
+}
+get() { curl -s -w '\n%{http_code}\n' "http://127.0.0.1:$port$1"; }
+status_of() { tail -n 1; }
+log_count() { grep -c "$1" "$tmp/daemon.log"; }
+rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$daemon_pid/status"; }
+request="$top_srcdir/docs/examples/fashion-request.json"
+
+start_daemon --model_repository="$repo" --model_control_mode=explicit --load_model=fashion-mlp
+grep -q "model 'cnn'" "$tmp/daemon.log" && fail "explicit mode loaded a model load_model does not name"
+index=$(post /v2/repository/index)
+echo "$index" | grep -q '"name":"fashion-mlp","version":"1","state":"READY"' || fail "index: $index"
+echo "$index" | grep -q '{"name":"cnn"}' || fail "index lacks the repository's unloaded model: $index"
+
+# References: 64 rows over HTTP (the ipc_client reference) and the answer to the example request.
+"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
+import json, struct, sys, urllib.request
+port, tmp = sys.argv[1], sys.argv[2]
+seed, rows = 4242, []
+for r in range(64):
+    row = []
+    for i in range(784):
+        seed = (seed * 1103515245 + 12345) % 2**31
+        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
+    rows.append(row)
+open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
+body = {"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
+data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
+PYEOF
+post /v2/models/fashion-mlp/infer "@$request" | head -n 1 >"$tmp/http-ref.json"
+grep -q '"model_version":"1"' "$tmp/http-ref.json" || fail "reference answer: $(cat "$tmp/http-ref.json")"
+
+# --- 20 reloads under 16 clients ---------------------------------------------------------------
+rm -f "$tmp/stop"
+pids=
+for i in 1 2 3 4 5 6 7 8; do
+	( n=0; while [ ! -f "$tmp/stop" ] || [ $n -eq 0 ]; do
+		"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 300 4 "$i$n" \
+			>>"$tmp/shm$i.log" 2>&1 || { echo "client failed" >>"$tmp/shm$i.log"; exit 1; }
+		n=$((n + 1)); done ) &
+	pids="$pids $!"
+	( n=0; while [ ! -f "$tmp/stop" ] || [ $n -eq 0 ]; do
+		curl -s -w '\n%{http_code}\n' -d "@$request" "http://127.0.0.1:$port/v2/models/fashion-mlp/infer" \
+			>>"$tmp/http$i.log" || echo "curl failed" >>"$tmp/http$i.log"
+		n=$((n + 1)); done ) &
+	pids="$pids $!"
+done
+sleep 1
+for k in $(seq 1 20); do
+	touch "$repo/fashion-mlp/1/model.safetensors"	# new files: a real reload, not a no-op
+	if [ $((k % 2)) -eq 0 ]; then
+		[ "$(post /v2/repository/models/fashion-mlp/load | status_of)" = 200 ] || fail "reload $k over HTTP"
+	else
+		kill -HUP "$daemon_pid"
+		wait_for "log_count \"model 'fashion-mlp' reloaded\"" "$k"
+	fi
+	sleep 0.2
+done
+[ "$(log_count "model 'fashion-mlp' reloaded")" = 20 ] || fail "not 20 reloads"
+touch "$tmp/stop"
+failed=0
+for p in $pids; do wait "$p" || failed=$((failed + 1)); done
+[ $failed -eq 0 ] || { cat "$tmp"/shm*.log | grep -v ' 0 wrong' | head; fail "$failed shm clients saw errors"; }
+shm_ok=$(cat "$tmp"/shm*.log | grep -c '300 requests, 0 wrong')
+[ "$(cat "$tmp"/shm*.log | grep -vc '300 requests, 0 wrong')" = 0 ] || fail "an shm client saw a wrong answer or an error"
+"$PY" - "$tmp/http-ref.json" "$tmp"/http*.log <<'PYEOF' || fail "an HTTP request failed during the reloads"
+import json, sys
+ref = json.loads(open(sys.argv[1]).read())["outputs"][0]["data"]
+n = 0
+for path in sys.argv[2:]:
+    lines = open(path).read().split("\n")
+    for body, status in zip(lines[0::2], lines[1::2]):
+        assert status == "200", "%s: status %s: %s" % (path, status, body)
+        out = json.loads(body)["outputs"][0]["data"]
+        assert all(abs(a - b) <= 1e-4 * max(1.0, abs(b)) for a, b in zip(out, ref)), "%s: %s" % (path, body)
+        n += 1
+print("%d HTTP answers checked" % n)
+PYEOF
+echo "ok: 20 reloads under load: $shm_ok shm runs of 300 requests, every answer right"
+wait_for "log_count \"model 'fashion-mlp' version 1 unloaded\"" 20
+
+# --- a broken new version is refused naming the file; the old one serves on --------------------
+mkdir "$repo/fashion-mlp/2" && head -c 1000 "$mlp/model.safetensors" >"$repo/fashion-mlp/2/model.safetensors" || exit 99
+out=$(post /v2/repository/models/fashion-mlp/load)
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "fashion-mlp/2/model.safetensors" ||
+	fail "truncated weights: $out"
+post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"1"' || fail "version 1 stopped serving"
+post /v2/repository/index | grep -q '"version":"2","state":"UNAVAILABLE","reason":"[^"]*2/model.safetensors' ||
+	fail "the index lacks version 2's failure: $(post /v2/repository/index)"
+rm -r "$repo/fashion-mlp/2"
+cp "$repo/fashion-mlp/model.json" "$tmp/model.json.good"
+sed -i 's/"op": "relu"/"op": "frobnicate"/' "$repo/fashion-mlp/model.json"
+out=$(post /v2/repository/models/fashion-mlp/load)
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "fashion-mlp/model.json.*frobnicate" ||
+	fail "unknown op: $out"
+[ "$(post /v2/models/fashion-mlp/infer "@$request" | status_of)" = 200 ] || fail "the old version stopped serving"
+cp "$tmp/model.json.good" "$repo/fashion-mlp/model.json"
+echo "ok: broken versions refused naming the file, the old one served on"
+
+# --- version routing ---------------------------------------------------------------------------
+mkdir "$repo/fashion-mlp/2" && cp "$mlp/model.safetensors" "$repo/fashion-mlp/2/" || exit 99
+out=$(post /v2/repository/models/fashion-mlp/load '{"parameters":{"config":"{\"version_policy\":{\"all\":{}}}"}}')
+[ "$(echo "$out" | status_of)" = 200 ] || fail "load with a config override: $out"
+for v in 1 2; do
+	post /v2/models/fashion-mlp/versions/$v/infer "@$request" | grep -q "\"model_version\":\"$v\"" ||
+		fail "versions/$v/infer"
+	[ "$(get /v2/models/fashion-mlp/versions/$v/ready | status_of)" = 200 ] || fail "versions/$v/ready"
+done
+post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"2"' || fail "no version: not the newest"
+get /v2/models/fashion-mlp/versions/3 | grep -q "no such version" || fail "versions/3 is not 'no such version'"
+# (the override reloaded version 1 too: 21 unloads of version 1 so far, the next one drops it)
+out=$(post /v2/repository/models/fashion-mlp/load)	# back to the default policy: latest 1
+[ "$(echo "$out" | status_of)" = 200 ] || fail "reload with model.json's policy: $out"
+wait_for "log_count \"model 'fashion-mlp' version 1 unloaded\"" 22
+[ "$(get /v2/models/fashion-mlp/versions/1/ready | status_of)" = 404 ] || fail "version 1 still ready"
+echo "ok: version routing"
+
+# --- unloading under an shm client -------------------------------------------------------------
+mkfifo "$tmp/hold.in" || exit 99
+"$top_builddir/tests/helpers/ipc_client" "$sock" hold fashion-mlp <"$tmp/hold.in" >"$tmp/hold.out" 2>&1 &
+hold=$!
+exec 7>"$tmp/hold.in"
+echo infer >&7
+wait_for "grep -c '^ok' $tmp/hold.out" 1
+[ "$(post /v2/repository/models/fashion-mlp/unload | status_of)" = 200 ] || fail "unload"
+post /v2/repository/index | grep -q '"name":"fashion-mlp","state":"UNAVAILABLE","reason":"unloaded"' ||
+	post /v2/repository/index | grep -q '"name":"fashion-mlp","state":"UNLOADING"' || fail "index after unload"
+echo infer >&7
+wait_for "grep -c 'model unloaded' $tmp/hold.out" 1
+[ "$(post /v2/models/fashion-mlp/infer "@$request" | status_of)" = 503 ] || fail "HTTP infer of an unloaded model"
+[ "$(post /v2/repository/models/fashion-mlp/load | status_of)" = 200 ] || fail "load again"
+echo infer >&7
+wait_for "grep -c '^ok' $tmp/hold.out" 2	# the same id serves the model again
+exec 7>&-
+wait "$hold" || fail "the holding client failed: $(cat "$tmp/hold.out")"
+echo "ok: an unloaded model's shm id answers 'model unloaded', and serves again after a load"
+
+# --- RSS back near the baseline after an unload ------------------------------------------------
+base=$(rss_kib)
+[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "load cnn"
+loaded=$(rss_kib)
+[ "$(post /v2/repository/models/cnn/unload | status_of)" = 200 ] || fail "unload cnn"
+wait_for "log_count \"model 'cnn' version 1 unloaded\"" 1
+after=$(rss_kib)
+echo "RSS: $base KiB, $loaded KiB with cnn loaded, $after KiB after its unload"
+[ $((loaded - base)) -gt 32768 ] || fail "loading cnn did not grow RSS by its arenas"
+[ $((after - base)) -lt 8192 ] || fail "RSS did not come back after the unload"
+stop_daemon
+
+# --- poll mode picks up a new version; none mode refuses load/unload ---------------------------
+: >"$tmp/daemon.log"
+start_daemon --model_repository="$repo" --model_control_mode=poll --repository_poll_secs=1
+mkdir "$repo/fashion-mlp/3" && cp "$mlp/model.safetensors" "$repo/fashion-mlp/3/" || exit 99
+wait_for "log_count \"model 'fashion-mlp' loaded (version 3)\"" 1
+wait_for "log_count \"model 'fashion-mlp' version 2 unloaded\"" 1
+post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"3"' || fail "poll: version 3 not serving"
+[ "$(post /v2/repository/models/fashion-mlp/load | status_of)" = 400 ] || fail "poll mode took a load request"
+stop_daemon
+: >"$tmp/daemon.log"
+start_daemon --model_repository="$repo"
+out=$(post /v2/repository/models/fashion-mlp/unload)
+[ "$(echo "$out" | status_of)" = 403 ] && echo "$out" | grep -q "model_control_mode is none" || fail "none mode: $out"
+rm -r "$repo/cnn"
+kill -HUP "$daemon_pid"
+wait_for "log_count \"model 'cnn': its directory is gone\"" 1
+[ "$(get /v2/models/cnn/ready | status_of)" = 400 ] || fail "cnn still ready after its directory went"
+stop_daemon
+echo "PASS"
