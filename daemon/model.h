@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "device_spec.h"
 #include "graph.h"
 #include "graph_plan.h"
 
@@ -60,6 +61,40 @@ struct model_batching {
 	uint64_t default_timeout_us;
 };
 
+/* Warm-up from model.json "warmup" (docs/MODELS.md): requests run before the model is reported ready. */
+#define MODEL_MAX_WARMUP 16		/* entries of "warmup" */
+#define MODEL_MAX_WARMUP_SIZES 16	/* batch sizes per entry */
+#define MODEL_WARMUP_FILE_MAX 256	/* a sample file's name */
+enum model_warmup_data {
+	MODEL_WARMUP_ZEROS,		/* every input all zeros */
+	MODEL_WARMUP_RANDOM,		/* floating inputs uniform in [0, 1), integer and bool inputs 0 or 1 */
+	MODEL_WARMUP_FILE,		/* one row of every input, raw little-endian in input order, in every row */
+};
+struct model_warmup_entry {
+	int nsizes;
+	int batch_sizes[MODEL_MAX_WARMUP_SIZES];
+	enum model_warmup_data data;
+	char file[MODEL_WARMUP_FILE_MAX];	/* MODEL_WARMUP_FILE: a file name in the model directory */
+};
+struct model_warmup_spec {
+	int count;			/* 0: no warm-up */
+	struct model_warmup_entry entries[MODEL_MAX_WARMUP];
+};
+
+/* Execution instances from model.json "instance_group" (docs/MODELS.md); the batcher decides how to use them. */
+#define MODEL_MAX_INSTANCE_GROUPS 8
+#define MODEL_MAX_GROUP_DEVICES 16
+#define MODEL_MAX_INSTANCES 64		/* instances in all groups together */
+struct model_instance_group {
+	int count;			/* instances on each device of the group */
+	int ndevices;			/* 0: the daemon's device (its `device` setting decides) */
+	struct device_spec devices[MODEL_MAX_GROUP_DEVICES];	/* distinct; never DEVICE_SPEC_AUTO */
+};
+struct model_instances {
+	int ngroups;			/* 0: no instance_group: one instance on the daemon's device */
+	struct model_instance_group groups[MODEL_MAX_INSTANCE_GROUPS];
+};
+
 struct onnx_model;
 struct st_file;
 
@@ -73,6 +108,8 @@ typedef struct model {
 	struct model_batching batching;
 	size_t nlabels;
 	char **labels;			/* class names, optional */
+	struct model_warmup_spec warmup;	/* run by model_warmup (model_warmup.h) */
+	struct model_instances instances;	/* "instance_group", parsed and checked, not acted on here */
 	const char *platform;		/* "inferd_mlp" or "onnx" */
 	int ninputs, noutputs;
 	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];
@@ -135,6 +172,8 @@ int model_load(device_t *dev, const char *dir, model_t **out, char **cause);
  */
 int model_load_version(device_t *dev, const char *model_dir, int64_t version, const char *config_override,
     model_t **out, char **cause);
+/* Instances "instance_group" asks for in all (count times the devices of each group); 1 without it. */
+int model_instance_count(const model_t *m);
 /* Free the model's weights and description (NULL is ignored). */
 void model_free(model_t *m);
 

@@ -117,11 +117,12 @@ model_parse_labels(model_t *m, json_t *root, char **cause)
 	return 0;
 }
 
-/* "dynamic_batching" and "labels" into m. */
+/* "dynamic_batching", "labels", "warmup" and "instance_group" into m. */
 int
 model_config_serving(model_t *m, json_t *root, char **cause)
 {
-	if (model_parse_batching(root, m, cause) != 0 || model_parse_labels(m, root, cause) != 0)
+	if (model_parse_batching(root, m, cause) != 0 || model_parse_labels(m, root, cause) != 0 ||
+	    model_config_warmup(m, root, cause) != 0 || model_config_instances(m, root, cause) != 0)
 		return -1;
 	return 0;
 }
@@ -129,7 +130,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 /* The keys an ONNX model's model.json may have. */
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
-	"description", "inputs", "outputs", "precision", "version_policy",
+	"description", "inputs", "outputs", "precision", "version_policy", "warmup", "instance_group",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -355,4 +356,78 @@ model_config_read(const char *dir, const char *override, int required, json_t **
 	free(path);
 	json_decref(ov);
 	return rc;
+}
+
+/* "batch_sizes" of warm-up entry k: 1 to MODEL_MAX_WARMUP_SIZES sizes in [1, max rows]; default [1]. */
+static int
+model_warmup_sizes(const model_t *m, json_t *obj, size_t k, struct model_warmup_entry *w, char **cause)
+{
+	json_t *arr = json_object_get(obj, "batch_sizes"), *v;
+	int rows = model_max_rows(m);
+	size_t i;
+
+	if (arr == NULL) {
+		w->batch_sizes[w->nsizes++] = 1;
+		return 0;
+	}
+	if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > MODEL_MAX_WARMUP_SIZES)
+		return error_set(cause, "warmup[%zu]: \"batch_sizes\" must be an array of 1 to %d sizes", k,
+		    MODEL_MAX_WARMUP_SIZES);
+	json_array_foreach(arr, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > rows)
+			return error_set(cause, "warmup[%zu]: batch_sizes[%zu] must be an integer in [1, %d]%s", k, i, rows,
+			    m->max_batch_size == 0 ? " (the model has no batch dimension)" : " (max_batch_size)");
+		w->batch_sizes[w->nsizes++] = (int)json_integer_value(v);
+	}
+	return 0;
+}
+
+/* "data" of warm-up entry k: "zeros" (default), "random", or a file name inside the model directory. */
+static int
+model_warmup_data(json_t *obj, size_t k, struct model_warmup_entry *w, char **cause)
+{
+	json_t *v = json_object_get(obj, "data");
+	const char *s = v == NULL ? "zeros" : json_string_value(v);
+
+	if (s == NULL || *s == '\0' || strlen(s) >= sizeof w->file)
+		return error_set(cause, "warmup[%zu]: \"data\" must be \"zeros\", \"random\" or a file name (1 to %zu characters)",
+		    k, sizeof w->file - 1);
+	if (strcmp(s, "zeros") == 0)
+		w->data = MODEL_WARMUP_ZEROS;
+	else if (strcmp(s, "random") == 0)
+		w->data = MODEL_WARMUP_RANDOM;
+	else if (strchr(s, '/') != NULL || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return error_set(cause, "warmup[%zu]: \"data\" '%s' must be a file name inside the model directory", k, s);
+	else {
+		w->data = MODEL_WARMUP_FILE;
+		memcpy(w->file, s, strlen(s) + 1);
+	}
+	return 0;
+}
+
+/* "warmup": [{"batch_sizes": [...], "data": ...}, ...] into m->warmup. */
+int
+model_config_warmup(model_t *m, json_t *root, char **cause)
+{
+	json_t *arr = json_object_get(root, "warmup"), *obj, *v;
+	const char *key;
+	size_t k;
+
+	memset(&m->warmup, 0, sizeof m->warmup);
+	if (arr == NULL)
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > MODEL_MAX_WARMUP)
+		return error_set(cause, "\"warmup\" must be an array of at most %d entries", MODEL_MAX_WARMUP);
+	json_array_foreach(arr, k, obj) {
+		struct model_warmup_entry *w = &m->warmup.entries[k];
+		if (!json_is_object(obj))
+			return error_set(cause, "warmup[%zu] must be an object {\"batch_sizes\", \"data\"}", k);
+		json_object_foreach(obj, key, v)
+			if (strcmp(key, "batch_sizes") != 0 && strcmp(key, "data") != 0)
+				return error_set(cause, "warmup[%zu]: unknown key \"%s\"", k, key);
+		if (model_warmup_sizes(m, obj, k, w, cause) != 0 || model_warmup_data(obj, k, w, cause) != 0)
+			return -1;
+		m->warmup.count++;
+	}
+	return 0;
 }

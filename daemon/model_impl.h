@@ -48,8 +48,12 @@ int model_json_str(json_t *obj, const char *key, const char *def, char *buf, siz
  * is no override.  Errors name the file (line, column) or the override.
  */
 int model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause);
-/* "dynamic_batching" and "labels" into m. */
+/* "dynamic_batching", "labels", "warmup" and "instance_group" into m (max_batch_size already set). */
 int model_config_serving(model_t *m, json_t *root, char **cause);
+/* "warmup" (optional) into m->warmup: batch sizes in [1, max rows], data zeros, random or a file name. */
+int model_config_warmup(model_t *m, json_t *root, char **cause);
+/* "instance_group" (optional) into m->instances: [{"count": N, "devices": "cuda:0,cuda:1" | [...] | "cpu"}]. */
+int model_config_instances(model_t *m, json_t *root, char **cause);
 /* ONNX model.json: refuse unknown keys and a platform other than "onnx"; read max_batch_size, plan_cache. */
 int model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause);
 /* The maximum of variable dim d of input name from "max_dims" (0 when not given; -1 on a bad entry). */

@@ -382,11 +382,12 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 	client/python/inferd/http.py client/python/inferd/metadata.py client/python/inferd/shm.py \
 	client/python/inferd/py.typed client/python/tests/conftest.py client/python/tests/test_abi.py \
 	client/python/tests/test_fashion.py client/python/tests/test_http.py client/python/tests/test_multi.py \
-	client/python/tests/test_shm.py \
+	client/python/tests/test_shm.py client/python/tests/test_repository.py \
 	client/bench/python_client_bench.py
 
 # --- model lifecycle on disk: repository layout and versions, model_load_version ---
-LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version
+LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version tests/unit/test_model_version_cuda \
+	tests/unit/test_model_warmup tests/unit/test_model_warmup_cuda tests/unit/test_model_instances
 check_PROGRAMS += $(LIFECYCLE_DISK_TESTS)
 TESTS += $(LIFECYCLE_DISK_TESTS)
 tests_unit_test_repository_scan_SOURCES = tests/unit/test_repository_scan.c $(TEST_COMMON)
@@ -396,3 +397,20 @@ tests_unit_test_model_version_SOURCES = tests/unit/test_model_version.c tests/he
 	tests/helpers/onnx_build.h $(TEST_COMMON)
 tests_unit_test_model_version_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_model_version_LDADD = $(TEST_LDADD)
+tests_unit_test_model_version_cuda_SOURCES = $(tests_unit_test_model_version_SOURCES)
+tests_unit_test_model_version_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_model_version_cuda_LDADD = $(TEST_LDADD)
+tests_unit_test_model_warmup_SOURCES = tests/unit/test_model_warmup.c tests/helpers/onnx_build.c \
+	tests/helpers/onnx_build.h $(TEST_COMMON)
+tests_unit_test_model_warmup_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_model_warmup_LDADD = $(TEST_LDADD)
+tests_unit_test_model_warmup_cuda_SOURCES = $(tests_unit_test_model_warmup_SOURCES)
+tests_unit_test_model_warmup_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_model_warmup_cuda_LDADD = $(TEST_LDADD)
+tests_unit_test_model_instances_SOURCES = tests/unit/test_model_instances.c $(TEST_COMMON)
+tests_unit_test_model_instances_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_model_instances_LDADD = $(TEST_LDADD)
+# inferctl load/reload/unload/index against a stand-in server: the requests, the output, the errors.
+TESTS += tests/integration/test_inferctl_repository.sh
+dist_check_SCRIPTS += tests/integration/test_inferctl_repository.sh
+EXTRA_DIST += tests/helpers/fake_repository_server.py

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "inferctl.h"
 #include "inferd.h"
 
@@ -19,6 +21,7 @@ struct ctl_args {
 	const char *input;		/* a plain --input FILE */
 	struct ctl_input named[16];	/* --input NAME=FILE */
 	int nnamed;
+	const char *config;		/* load/reload --config FILE */
 };
 
 /* Print the usage text. */
@@ -34,6 +37,12 @@ usage(FILE *f)
 	    "  infer NAME --input FILE     run FILE (.npy float32, or raw float32) through NAME\n"
 	    "  infer NAME --input IN=FILE  (repeated) one .npy file [rows, dims...] per named input;\n"
 	    "                              prints every output (shared memory only)\n"
+	    "  load NAME [--config FILE]   load (or reload) a model from the repository; FILE: a JSON\n"
+	    "                              object whose keys replace the model's model.json keys\n"
+	    "  reload NAME [--config FILE] the same (a load of a loaded model reloads it)\n"
+	    "  unload NAME                 unload a model\n"
+	    "  index                       the repository: every model, version, state and reason\n"
+	    "                              (load, reload, unload and index always use HTTP)\n"
 	    "\n"
 	    "  --socket PATH   the daemon's shared-memory socket (default %s)\n"
 	    "  --http[=H:P]    use HTTP instead (default 127.0.0.1:8000; also --http H:P)\n"
@@ -168,6 +177,9 @@ parse_args(int argc, char **argv, struct ctl_args *a)
 
 		if ((r = option_value(argc, argv, &i, "--socket", &a->socket)) != 0 ||
 		    (r = option_http(argc, argv, &i, a)) != 0) {
+			if (r < 0)
+				return -1;
+		} else if ((r = option_value(argc, argv, &i, "--config", &a->config)) != 0) {
 			if (r < 0)
 				return -1;
 		} else if ((r = option_value(argc, argv, &i, "--input", &input)) != 0) {
@@ -524,13 +536,75 @@ run_http(const struct ctl_args *a, const float *in, size_t count)
 	return r;
 }
 
+/* Whether the command is one of the repository API's (HTTP only). */
+static int
+is_repository_command(const char *c)
+{
+	return strcmp(c, "load") == 0 || strcmp(c, "reload") == 0 || strcmp(c, "unload") == 0 ||
+	    strcmp(c, "index") == 0;
+}
+
+/* Read --config FILE and check it is a JSON object; the text, malloc'ed and NUL-terminated, or NULL (reported). */
+static char *
+read_config(const char *path)
+{
+	json_error_t err;
+	char *buf, *text;
+	size_t len;
+	json_t *j;
+
+	if ((buf = read_file(path, &len)) == NULL)
+		return NULL;
+	if ((text = realloc(buf, len + 1)) == NULL) {
+		fprintf(stderr, "inferctl: %s: out of memory\n", path);
+		free(buf);
+		return NULL;
+	}
+	text[len] = '\0';
+	if ((j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err)) == NULL || !json_is_object(j)) {
+		if (j == NULL)
+			fprintf(stderr, "inferctl: %s: line %d, column %d: %s\n", path, err.line, err.column, err.text);
+		else
+			fprintf(stderr, "inferctl: %s: the config must be a JSON object\n", path);
+		json_decref(j);
+		free(text);
+		return NULL;
+	}
+	json_decref(j);
+	return text;
+}
+
+/* load, reload, unload, index: over HTTP, to --http's address or the default. */
+static int
+run_repository(const struct ctl_args *a)
+{
+	char *config = NULL;
+	int r;
+
+	if (strcmp(a->command, "index") == 0)
+		return ctl_http_index(&a->where);
+	if (strcmp(a->command, "unload") == 0)
+		return ctl_http_unload(&a->where, a->name);
+	if (a->config != NULL && (config = read_config(a->config)) == NULL)
+		return -1;
+	r = ctl_http_load(&a->where, a->name, config, strcmp(a->command, "reload") == 0 ? "reloaded" : "loaded");
+	free(config);
+	return r;
+}
+
 /* Check that the command and its arguments go together. */
 static int
 check_command(const struct ctl_args *a)
 {
-	int needs_name = strcmp(a->command, "model") == 0 || strcmp(a->command, "infer") == 0;
+	int needs_name = strcmp(a->command, "model") == 0 || strcmp(a->command, "infer") == 0 ||
+	    (is_repository_command(a->command) && strcmp(a->command, "index") != 0);
 
-	if (!needs_name && strcmp(a->command, "health") != 0 && strcmp(a->command, "models") != 0) {
+	if (a->config != NULL && strcmp(a->command, "load") != 0 && strcmp(a->command, "reload") != 0) {
+		fprintf(stderr, "inferctl: --config FILE goes with load and reload only\n");
+		return -1;
+	}
+	if (!needs_name && strcmp(a->command, "health") != 0 && strcmp(a->command, "models") != 0 &&
+	    strcmp(a->command, "index") != 0) {
 		fprintf(stderr, "inferctl: unknown command '%s' (see --help)\n", a->command);
 		return -1;
 	}
@@ -561,7 +635,10 @@ main(int argc, char **argv)
 		return 2;
 	if (a.input != NULL && (in = load_input(a.input, &count)) == NULL)
 		return 1;
-	r = a.http ? run_http(&a, in, count) : run_shm(&a, in, count);
+	if (is_repository_command(a.command))
+		r = run_repository(&a);
+	else
+		r = a.http ? run_http(&a, in, count) : run_shm(&a, in, count);
 	free(in);
 	for (int i = 0; i < a.nnamed; i++)
 		free((char *)a.named[i].name);

@@ -48,5 +48,9 @@ int ctl_http_model(const struct ctl_http *h, const char *name, struct ctl_model 
 int ctl_http_print_model(const struct ctl_http *h, const char *name);
 int ctl_http_infer(const struct ctl_http *h, const struct ctl_model *m, int rows,
     const float *in, float *out);
+/* The repository API (HTTP only): load (config: NULL or a JSON object text; verb: "loaded" or "reloaded"), unload, index. */
+int ctl_http_load(const struct ctl_http *h, const char *name, const char *config, const char *verb);
+int ctl_http_unload(const struct ctl_http *h, const char *name);
+int ctl_http_index(const struct ctl_http *h);
 
 #endif

@@ -325,3 +325,130 @@ ctl_http_infer(const struct ctl_http *h, const struct ctl_model *m, int rows,
 	json_decref(j);
 	return 0;
 }
+
+/* A model name that can go into a URL path as it is (no escaping: the daemon's names are directory names). */
+static int
+http_name_ok(const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+
+	if (*p == '\0' || *p == '.') {
+		fprintf(stderr, "inferctl: '%s' is not a model name\n", name);
+		return 0;
+	}
+	for (; *p != '\0'; p++)
+		if (*p <= ' ' || *p >= 0x7f || strchr("/?#%\\\"", *p) != NULL) {
+			fprintf(stderr, "inferctl: model name '%s' has a character a URL path cannot carry as is\n", name);
+			return 0;
+		}
+	return 1;
+}
+
+/* POST path with body; any 2xx is success, otherwise the server's message is printed. */
+static int
+http_post_ok(const struct ctl_http *h, const char *path, const char *body)
+{
+	struct ctl_reply r;
+	const char *msg;
+	json_t *j;
+
+	if (http_request(h, "POST", path, body, &r) != 0)
+		return -1;
+	if (r.status >= 200 && r.status < 300) {
+		free(r.body);
+		return 0;
+	}
+	j = json_loadb(r.body, r.len, 0, NULL);
+	msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
+	fprintf(stderr, "inferctl: POST %s: HTTP %d: %s\n", path, r.status, msg ? msg : r.body);
+	json_decref(j);
+	free(r.body);
+	return -1;
+}
+
+/* The load request's body: {} or {"parameters": {"config": "<config text>"}}. */
+static char *
+http_load_body(const char *config)
+{
+	json_t *root = config == NULL ? json_object() :
+	    json_pack("{s:{s:s}}", "parameters", "config", config);
+	char *s = root ? json_dumps(root, JSON_COMPACT) : NULL;
+
+	json_decref(root);
+	return s;
+}
+
+/* POST /v2/repository/models/NAME/load, with config (a JSON object text) when not NULL. */
+int
+ctl_http_load(const struct ctl_http *h, const char *name, const char *config, const char *verb)
+{
+	char path[512], *body;
+	int r;
+
+	if (!http_name_ok(name))
+		return -1;
+	if ((body = http_load_body(config)) == NULL) {
+		fprintf(stderr, "inferctl: out of memory\n");
+		return -1;
+	}
+	snprintf(path, sizeof path, "/v2/repository/models/%s/load", name);
+	r = http_post_ok(h, path, body);
+	free(body);
+	if (r == 0)
+		printf("%s %s\n", verb, name);
+	return r;
+}
+
+/* POST /v2/repository/models/NAME/unload. */
+int
+ctl_http_unload(const struct ctl_http *h, const char *name)
+{
+	char path[512];
+
+	if (!http_name_ok(name))
+		return -1;
+	snprintf(path, sizeof path, "/v2/repository/models/%s/unload", name);
+	if (http_post_ok(h, path, "{}") != 0)
+		return -1;
+	printf("unloaded %s\n", name);
+	return 0;
+}
+
+/* A member of an index entry as text: a string as is, a number printed, absent or empty "-". */
+static const char *
+http_index_field(json_t *e, const char *key, char *buf, size_t len)
+{
+	json_t *v = json_object_get(e, key);
+
+	if (json_is_string(v) && json_string_length(v) > 0)
+		return json_string_value(v);
+	if (json_is_integer(v)) {
+		snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+		return buf;
+	}
+	return "-";
+}
+
+/* POST /v2/repository/index: one line per model version: name, version, state, reason. */
+int
+ctl_http_index(const struct ctl_http *h)
+{
+	json_t *j = http_json(h, "POST", "/v2/repository/index", "{}"), *e;
+	char version[32];
+	size_t i;
+
+	if (j == NULL)
+		return -1;
+	if (!json_is_array(j)) {
+		fprintf(stderr, "inferctl: POST /v2/repository/index: not a JSON array\n");
+		json_decref(j);
+		return -1;
+	}
+	printf("%-24s %-8s %-12s %s\n", "NAME", "VERSION", "STATE", "REASON");
+	json_array_foreach(j, i, e)
+		printf("%-24s %-8s %-12s %s\n", http_index_field(e, "name", NULL, 0),
+		    http_index_field(e, "version", version, sizeof version), http_index_field(e, "state", NULL, 0),
+		    http_index_field(e, "reason", NULL, 0));
+	json_decref(j);
+	return 0;
+}

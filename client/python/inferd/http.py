@@ -150,6 +150,64 @@ class Client:
             meta = self._meta.get(model)
         return meta if meta is not None else self.metadata(model)
 
+    # --- the model repository (Triton's repository extension) ---
+
+    def _post(self, path: str, doc: Any) -> bytes:
+        """POST doc as JSON; the answer's body, or InferdError with the server's message."""
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        status, _, data = self._exchange("POST", path, body, {"Content-Type": "application/json"})
+        if not 200 <= status < 300:
+            raise from_http(status, _error_text(data, status))
+        return data
+
+    def _forget(self, model: str) -> None:
+        """Drop the cached metadata of model (a load or unload may change it)."""
+        with self._lock:
+            self._meta.pop(model, None)
+
+    def load(self, model: str, config: Union[None, str, Dict[str, Any]] = None) -> None:
+        """Load model from the server's repository, or reload it when it is loaded.
+
+        config: None, or a JSON object (a dict, or its text) whose keys replace
+        the model's model.json keys for this load, as Triton's load with a
+        config does.  Raises InferdError with the server's reason when the
+        load fails (the version that served before, if any, serves on).
+        """
+        doc: Dict[str, Any] = {}
+        if config is not None:
+            if isinstance(config, dict):
+                text = json.dumps(config)
+            elif isinstance(config, str):
+                try:
+                    parsed = json.loads(config)
+                except ValueError as e:
+                    raise InvalidRequest("config: not JSON: %s" % e) from None
+                if not isinstance(parsed, dict):
+                    raise InvalidRequest("config: must be a JSON object")
+                text = config
+            else:
+                raise TypeError("config must be None, a dict or a JSON object text")
+            doc = {"parameters": {"config": text}}
+        self._forget(model)
+        self._post("/v2/repository/models/%s/load" % urllib.parse.quote(model, safe=""), doc)
+
+    def unload(self, model: str) -> None:
+        """Unload model; requests already queued finish, later ones are refused."""
+        self._forget(model)
+        self._post("/v2/repository/models/%s/unload" % urllib.parse.quote(model, safe=""), {})
+
+    def index(self) -> List[Dict[str, str]]:
+        """The repository index: a dict per model (version) with "name", "version", "state", "reason"."""
+        data = self._post("/v2/repository/index", {})
+        try:
+            doc = json.loads(data)
+        except ValueError as e:
+            raise ProtocolError("/v2/repository/index: not JSON: %s" % e) from None
+        if not isinstance(doc, list) or not all(isinstance(e, dict) and "name" in e for e in doc):
+            raise ProtocolError("/v2/repository/index: not a list of models")
+        return [{"name": str(e["name"]), "version": str(e.get("version", "")),
+                 "state": str(e.get("state", "")), "reason": str(e.get("reason", ""))} for e in doc]
+
     # --- arrays (plain numpy here: HTTP has no shared region) ---
 
     def empty(self, model: str, batch: int = 1, name: Optional[str] = None) -> Result:
