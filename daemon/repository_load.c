@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "error.h"
 #include "log.h"
+#include "model_warmup.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
 
@@ -105,7 +106,8 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		goto fail;
 	}
 	if (repository_check_memory(r, what, (uint64_t)ref->model->mem.arena_bytes * (uint64_t)r->o.inflight,
-	    cause) != 0 || batcher_attach(r->o.batcher, ref->model, &ref->queue, cause) != 0)
+	    cause) != 0 || model_warmup(ref->model, cause) != 0 ||
+	    batcher_attach(r->o.batcher, ref->model, &ref->queue, cause) != 0)
 		goto fail;
 	ref->version = version;
 	ref->signature = sig;

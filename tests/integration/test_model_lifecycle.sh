@@ -163,6 +163,16 @@ exec 7>&-
 wait "$hold" || fail "the holding client failed: $(cat "$tmp/hold.out")"
 echo "ok: an unloaded model's shm id answers 'model unloaded', and serves again after a load"
 
+# --- inferctl load / unload / index against the daemon --------------------------------------
+ctl() { "$top_builddir/client/tools/inferctl" --http="127.0.0.1:$port" "$@"; }
+ctl load cnn >"$tmp/ctl.out" 2>&1 || fail "inferctl load: $(cat "$tmp/ctl.out")"
+ctl index 2>&1 | grep "cnn" | grep -q READY || fail "inferctl index: $(ctl index 2>&1)"
+ctl unload cnn >"$tmp/ctl.out" 2>&1 || fail "inferctl unload: $(cat "$tmp/ctl.out")"
+wait_for "log_count \"model 'cnn' version 1 unloaded\"" 1
+ctl load no-such-model >"$tmp/ctl.out" 2>&1 && fail "inferctl loaded a model that is not there"
+grep -q "no-such-model" "$tmp/ctl.out" || fail "inferctl load error: $(cat "$tmp/ctl.out")"
+echo "ok: inferctl load, index, unload"
+
 # --- RSS back near the baseline after an unload ------------------------------------------------
 # cnn's two batch arenas (32 MB each) are touched by a full batch, then unloaded: each unload
 # gives the arenas back, and after five cycles RSS is within 24 MiB of where it started (the
@@ -181,7 +191,7 @@ for k in 1 2 3 4 5; do
 	infer_cnn || fail "cnn inference"
 	loaded=$(rss_kib)
 	[ "$(post /v2/repository/models/cnn/unload | status_of)" = 200 ] || fail "unload cnn"
-	wait_for "log_count \"model 'cnn' version 1 unloaded\"" "$k"
+	wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((k + 1))
 	after=$(rss_kib)
 	echo "RSS cycle $k: $base KiB before, $loaded KiB with cnn loaded and run, $after KiB after its unload"
 	[ $((loaded - after)) -gt 16384 ] || fail "the unload gave back less than 16 MiB"
