@@ -69,6 +69,7 @@ usage(FILE *f)
 	config_print_options(f);
 	fputs("\n"
 	    "inferd runs in the foreground and logs to stderr; stop it with Ctrl-C or SIGTERM.\n"
+	    "SIGHUP rescans the model repository (new, changed and removed models and versions).\n"
 	    "HTTP endpoints (KServe v2, as Triton speaks it):\n"
 	    "  GET  /v2/health/live, /v2/health/ready     liveness, readiness\n"
 	    "  GET  /v2                                   server metadata\n"
@@ -76,6 +77,8 @@ usage(FILE *f)
 	    "  GET  /v2/models/{m}[/ready|/config|/stats] metadata, readiness, configuration,\n"
 	    "                                             statistics of model m\n"
 	    "  POST /v2/models/{m}/infer, POST /infer     inference (JSON or binary tensors)\n"
+	    "  .../v2/models/{m}/versions/{v}/...         the same for version v (else the newest)\n"
+	    "  POST /v2/repository/models/{m}/load|unload load or unload m (model_control_mode=explicit)\n"
 	    "  GET  /metrics                              Prometheus metrics\n"
 	    "\n"
 	    "Example (the demo model, from a source tree; then, in a second terminal):\n"
