@@ -105,6 +105,20 @@ repository_model_find(repository_t *r, const char *name)
 	return NULL;
 }
 
+/* A new id for (model index, version) (lock held); -1 when full or out of memory. */
+static int
+repository_new_id(repository_t *r, size_t model, int64_t version, uint32_t *id)
+{
+	struct repository_pin *p;
+
+	if (r->nids >= REPOSITORY_MAX_IDS || (p = realloc(r->ids, (r->nids + 1) * sizeof *p)) == NULL)
+		return -1;
+	r->ids = p;
+	p[r->nids] = (struct repository_pin){ (uint32_t)model, version };
+	*id = (uint32_t)r->nids++;
+	return 0;
+}
+
 /* The model called name, made when new (lock held). */
 struct repository_model *
 repository_model_add(repository_t *r, const char *name)
@@ -113,18 +127,18 @@ repository_model_add(repository_t *r, const char *name)
 
 	if (m != NULL)
 		return m;
-	if (r->nmodels >= REPOSITORY_PINNED_ID_BASE)
-		return NULL;
 	v = realloc(r->models, (r->nmodels + 1) * sizeof *v);
 	if (v == NULL)
 		return NULL;
 	r->models = v;
-	if ((m = calloc(1, sizeof *m)) == NULL || (m->name = strdup(name)) == NULL) {
+	if ((m = calloc(1, sizeof *m)) == NULL || (m->name = strdup(name)) == NULL ||
+	    repository_new_id(r, r->nmodels, 0, &m->id) != 0) {
+		if (m != NULL)
+			free(m->name);
 		free(m);
 		return NULL;
 	}
 	m->registry = r;
-	m->id = (uint32_t)r->nmodels;
 	m->state = REPOSITORY_UNAVAILABLE;
 	r->models[r->nmodels++] = m;
 	return m;
@@ -259,11 +273,9 @@ repository_acquire_id(repository_t *r, uint32_t id, model_ref_t **out, char **ca
 	int rc;
 
 	pthread_mutex_lock(&r->lock);
-	if (id < REPOSITORY_PINNED_ID_BASE && id < r->nmodels) {
-		m = r->models[id];
-	} else if (id >= REPOSITORY_PINNED_ID_BASE && id - REPOSITORY_PINNED_ID_BASE < r->npins) {
-		m = r->models[r->pins[id - REPOSITORY_PINNED_ID_BASE].model];
-		version = r->pins[id - REPOSITORY_PINNED_ID_BASE].version;
+	if (id < r->nids) {
+		m = r->models[r->ids[id].model];
+		version = r->ids[id].version;
 	}
 	if (m == NULL) {
 		error_set(cause, "unknown model id %u", id);
@@ -279,21 +291,16 @@ repository_acquire_id(repository_t *r, uint32_t id, model_ref_t **out, char **ca
 static int
 repository_pin(repository_t *r, struct repository_model *m, int64_t version, uint32_t *id)
 {
-	struct repository_pin *p;
 	size_t i;
 
-	for (i = 0; i < r->npins; i++)
-		if (r->pins[i].model == m->id && r->pins[i].version == version) {
-			*id = REPOSITORY_PINNED_ID_BASE + (uint32_t)i;
+	for (i = 0; i < r->nids; i++)
+		if (r->models[r->ids[i].model] == m && r->ids[i].version == version) {
+			*id = (uint32_t)i;
 			return 0;
 		}
-	if (r->npins >= UINT32_MAX - REPOSITORY_PINNED_ID_BASE ||
-	    (p = realloc(r->pins, (r->npins + 1) * sizeof *p)) == NULL)
-		return -1;
-	r->pins = p;
-	p[r->npins] = (struct repository_pin){ m->id, version };
-	*id = REPOSITORY_PINNED_ID_BASE + (uint32_t)r->npins++;
-	return 0;
+	for (i = 0; r->models[i] != m; i++)
+		;
+	return repository_new_id(r, i, version, id);
 }
 
 /* The id of (name, version); a pinned version must be loaded to get one. */
@@ -316,20 +323,20 @@ repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, 
 		if (ref == NULL)
 			error_set(cause, "model '%s' has no version %lld loaded", name, (long long)version);
 		else if ((rc = repository_pin(r, m, version, id)) != 0)
-			error_set(cause, "out of memory");
+			error_set(cause, "no more model ids (%u in use)", REPOSITORY_MAX_IDS);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
 
-/* How many names have ids. */
+/* How many ids there are. */
 size_t
 repository_name_count(repository_t *r)
 {
 	size_t n;
 
 	pthread_mutex_lock(&r->lock);
-	n = r->nmodels;
+	n = r->nids;
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -451,7 +458,7 @@ repository_free(repository_t *r)
 		free(r->models[i]);
 	}
 	free(r->models);
-	free(r->pins);
+	free(r->ids);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->load_lock);
 	pthread_cond_destroy(&r->reap);

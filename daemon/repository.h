@@ -17,11 +17,11 @@
  *    serving and records why.
  *  - One lock guards the tables; loads and unloads are serialised by a
  *    second lock and never hold the first while loading.
- *  - Model ids (for the shared-memory protocol) are stable per name for the
- *    registry's life: id n < REPOSITORY_PINNED_ID_BASE is the n-th name ever
- *    seen (its newest loaded version); ids from REPOSITORY_PINNED_ID_BASE
- *    name one (name, version) pair.  An id whose model is unloaded stays
- *    valid and answers "model unloaded".
+ *  - Model ids (for the shared-memory protocol) are dense, 0 .. n-1, and
+ *    stable for the registry's life: a name gets one when first seen (its
+ *    newest loaded version), a (name, version) pair one when first asked
+ *    for.  An id whose model is unloaded stays valid and answers "model
+ *    unloaded".
  */
 #ifndef INFERD_REPOSITORY_H
 #define INFERD_REPOSITORY_H
@@ -51,7 +51,8 @@ enum repository_control {
 	REPOSITORY_CONTROL_POLL,	/* all at start; rescans every poll interval and on SIGHUP */
 };
 
-#define REPOSITORY_PINNED_ID_BASE 65536u
+/* The most ids (names and pinned versions together). */
+#define REPOSITORY_MAX_IDS 65536u
 
 /* A loaded model version held by a reference (read-only for the holder). */
 typedef struct model_ref {
@@ -134,7 +135,7 @@ int repository_acquire_id(repository_t *r, uint32_t id, model_ref_t **out, char 
 int repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, char **cause);
 /* Drop a reference (NULL is ignored); the last one of an unpublished version hands it to the reaper. */
 void repository_release(model_ref_t *ref);
-/* How many names have ids (ids 0 .. count-1). */
+/* How many ids there are (0 .. count-1). */
 size_t repository_name_count(repository_t *r);
 
 /* Call fn for every published version (under the lock: fn must not call back into the registry). */

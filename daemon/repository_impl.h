@@ -23,7 +23,7 @@ struct repository_model {
 	int requested;			/* explicit mode: loaded on request, so rescans keep it */
 };
 
-/* A (name, version) pair with an id of its own. */
+/* What an id names: a model (by index) and a version (0: the newest loaded). */
 struct repository_pin {
 	uint32_t model;
 	int64_t version;
@@ -37,8 +37,8 @@ struct repository {
 	pthread_cond_t reaped;		/* a version was freed */
 	struct repository_model **models;	/* by id */
 	size_t nmodels;
-	struct repository_pin *pins;
-	size_t npins;
+	struct repository_pin *ids;	/* by id: a model and a version (0: its newest) */
+	size_t nids;
 	model_ref_t *dead;		/* versions whose last reference went */
 	int stopping;
 	pthread_t reaper;

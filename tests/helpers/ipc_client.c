@@ -9,8 +9,8 @@
  *       once; each output must match the row's reference in REF.bin
  *   ipc_client SOCKET errors
  *       library-side checks: bad arguments, unknown model, a full region
- *   ipc_client SOCKET hold MODEL
- *       look MODEL up once, then one request per line read from stdin,
+ *   ipc_client SOCKET hold MODEL [VERSION]
+ *       look MODEL (that VERSION) up once, then one request per line read from stdin,
  *       printing "ok CLASS" or "error: TEXT (DETAIL)" for each (the model
  *       may be unloaded and loaded again in between)
  */
@@ -198,7 +198,7 @@ out:
 
 /* One connection and one model lookup; a request per line of stdin. */
 static int
-run_hold(const char *sock, const char *name)
+run_hold(const char *sock, const char *name, long long version)
 {
 	const struct inferd_model *m;
 	struct inferd_tensor in, out;
@@ -207,7 +207,7 @@ run_hold(const char *sock, const char *name)
 	size_t i, best;
 	int r;
 
-	if ((r = inferd_connect(sock, NULL, &c)) != 0 || (r = inferd_model_get(c, name, &m)) != 0 ||
+	if ((r = inferd_connect(sock, NULL, &c)) != 0 || (r = inferd_model_get_version(c, name, version, &m)) != 0 ||
 	    (r = inferd_tensor_alloc(c, m->input_row_bytes, &in)) != 0 ||
 	    (r = inferd_tensor_alloc(c, m->output_row_bytes, &out)) != 0) {
 		fprintf(stderr, "ipc_client: %s (%s)\n", inferd_strerror(r), inferd_last_error());
@@ -294,8 +294,8 @@ main(int argc, char **argv)
 		    (unsigned)strtoul(argv[7], NULL, 10));
 	if (argc == 3 && strcmp(argv[2], "errors") == 0)
 		return run_errors(argv[1]);
-	if (argc == 4 && strcmp(argv[2], "hold") == 0)
-		return run_hold(argv[1], argv[3]);
+	if ((argc == 4 || argc == 5) && strcmp(argv[2], "hold") == 0)
+		return run_hold(argv[1], argv[3], argc == 5 ? atoll(argv[4]) : 0);
 	fprintf(stderr, "usage: ipc_client SOCKET seq IN OUT R1 [R2...] | load IN REF NREQ DEPTH SEED | errors\n");
 	return 2;
 }

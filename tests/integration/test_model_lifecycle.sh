@@ -136,11 +136,23 @@ for v in 1 2; do
 done
 post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"2"' || fail "no version: not the newest"
 get /v2/models/fashion-mlp/versions/3 | grep -q "no such version" || fail "versions/3 is not 'no such version'"
+# Over shared memory: version 1 looked up by number keeps answering while 2 is the newest, and
+# once 1 is unloaded its id answers "model unloaded".
+mkfifo "$tmp/v1.in" || exit 99
+"$top_builddir/tests/helpers/ipc_client" "$sock" hold fashion-mlp 1 <"$tmp/v1.in" >"$tmp/v1.out" 2>&1 &
+v1=$!
+exec 8>"$tmp/v1.in"
+echo infer >&8
+wait_for "grep -c '^ok' $tmp/v1.out" 1
 # (the override reloaded version 1 too: 21 unloads of version 1 so far, the next one drops it)
 out=$(post /v2/repository/models/fashion-mlp/load)	# back to the default policy: latest 1
 [ "$(echo "$out" | status_of)" = 200 ] || fail "reload with model.json's policy: $out"
 wait_for "log_count \"model 'fashion-mlp' version 1 unloaded\"" 22
 [ "$(get /v2/models/fashion-mlp/versions/1/ready | status_of)" = 404 ] || fail "version 1 still ready"
+echo infer >&8
+wait_for "grep -c 'model unloaded' $tmp/v1.out" 1
+exec 8>&-
+wait "$v1" || fail "the version 1 client failed: $(cat "$tmp/v1.out")"
 echo "ok: version routing"
 
 # --- unloading under an shm client -------------------------------------------------------------
