@@ -168,7 +168,11 @@ TESTS += tests/integration/test_ipc_threads.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
 
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
-TESTS += tests/integration/test_model_lifecycle.sh
+check_PROGRAMS += tests/unit/test_repository
+tests_unit_test_repository_SOURCES = tests/unit/test_repository.c $(TEST_COMMON)
+tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_repository_LDADD = $(TEST_LDADD)
+TESTS += tests/unit/test_repository tests/integration/test_model_lifecycle.sh
 dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
 
 # --- several named tensors per model (multitensor) ---
