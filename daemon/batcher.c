@@ -817,7 +817,7 @@ batcher_detach(batcher_t *b, batcher_queue_t *q)
 double
 batcher_queue_busy_seconds(const batcher_queue_t *q)
 {
-	return (double)__atomic_load_n(&q->busy_us, __ATOMIC_RELAXED) / 1e6;
+	return q != NULL ? (double)__atomic_load_n(&q->busy_us, __ATOMIC_RELAXED) / 1e6 : 0;
 }
 
 /* Stop accepting new requests; queued ones still run. */
