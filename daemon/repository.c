@@ -44,6 +44,7 @@ repository_reaper_main(void *arg)
 	repository_t *r = arg;
 	struct repository_model *m;
 	model_ref_t *ref;
+	int64_t version;
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
@@ -56,9 +57,11 @@ repository_reaper_main(void *arg)
 		ref = r->dead;
 		r->dead = ref->next;
 		m = ref->owner;
+		version = ref->version;
 		pthread_mutex_unlock(&r->lock);
-		LOG_INFO("model '%s' version %lld unloaded", m->name, (long long)ref->version);
 		repository_version_free(r, ref);
+		/* Logged once freed: whoever waits for this line finds the memory given back. */
+		LOG_INFO("model '%s' version %lld unloaded", m->name, (long long)version);
 		pthread_mutex_lock(&r->lock);
 		m->retiring--;
 		repository_model_settle(m);
