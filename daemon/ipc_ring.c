@@ -343,7 +343,8 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	if (detail != INFERD_WIRE_DETAIL_NONE) {
 		LOG_DEBUG("ipc: %s request %llu refused (check %u)", c->label,
 		    (unsigned long long)e->user_data, detail);
-		if (m != NULL && (mm = metrics_find(s->ctx.metrics, m->name)) != NULL)
+		if (m != NULL && s->ctx.metrics != NULL &&
+		    (mm = metrics_find(s->ctx.metrics, m->name)) != NULL)
 			METRICS_ADD(mm->failure[METRICS_REASON_INVALID], 1);
 		repository_release(ref);
 		ipc_ring_complete(c, slot, INFERD_WIRE_INVALID, detail);
