@@ -318,16 +318,18 @@ repository_drop_missing(repository_t *r, const struct repository_entry *e, size_
 {
 	struct repository_model *m;
 	size_t i, k;
+	int loaded;
 
 	for (i = 0;; i++) {
 		pthread_mutex_lock(&r->lock);
 		m = i < r->nmodels ? r->models[i] : NULL;
+		loaded = m != NULL && m->versions != NULL;
 		pthread_mutex_unlock(&r->lock);
 		if (m == NULL)
 			break;
 		for (k = 0; k < n && strcmp(e[k].name, m->name) != 0; k++)
 			;
-		if (k == n && m->versions != NULL) {
+		if (k == n && loaded) {
 			LOG_INFO("model '%s': its directory is gone; unloading it", m->name);
 			repository_retire(r, m, NULL);
 		}
