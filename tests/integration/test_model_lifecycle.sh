@@ -192,8 +192,10 @@ echo "ok: inferctl load, index, unload"
 
 # --- RSS back near the baseline after an unload ------------------------------------------------
 # cnn's two batch arenas (32 MB each) are touched by a full batch, then unloaded: each unload
-# gives the arenas back, cycles 2 to 5 do not grow RSS (by 8 MiB at most), and RSS ends within
-# 24 MiB of where it started (the heap keeps some fragments; valgrind finds nothing lost).
+# gives the arenas back (over 16 MiB each time); the heap keeps steps of a few MiB of fragments
+# now and then (valgrind finds nothing lost; the sanitizer build's leak check at exit is the
+# exact test), so cycles 5 to 8 may grow RSS by 12 MiB at most (a version's arenas are 64 MiB)
+# and RSS ends within 32 MiB of where it started.
 infer_cnn() {
 	"$PY" - "$port" <<'PYEOF'
 import json, sys, urllib.request
@@ -202,8 +204,11 @@ req = urllib.request.Request("http://127.0.0.1:%s/v2/models/cnn/infer" % sys.arg
 assert len(json.load(urllib.request.urlopen(req, timeout=120))["outputs"][0]["data"]) == 2560
 PYEOF
 }
+# (Under AddressSanitizer freed memory waits in its quarantine: the cycles run, RSS is not judged.)
+asan=0
+grep -q '^SANITIZER_FLAGS = .*fsanitize=address' "$top_builddir/Makefile" && asan=1
 base=$(rss_kib)
-for k in 1 2 3 4 5; do
+for k in 1 2 3 4 5 6 7 8; do
 	[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "load cnn"
 	infer_cnn || fail "cnn inference"
 	loaded=$(rss_kib)
@@ -211,11 +216,13 @@ for k in 1 2 3 4 5; do
 	wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((k + 1))
 	after=$(rss_kib)
 	echo "RSS cycle $k: $base KiB before, $loaded KiB with cnn loaded and run, $after KiB after its unload"
-	[ $((loaded - after)) -gt 16384 ] || fail "the unload gave back less than 16 MiB"
-	[ "$k" -gt 1 ] || first=$after
+	[ $asan = 1 ] || [ $((loaded - after)) -gt 16384 ] || fail "the unload gave back less than 16 MiB"
+	[ "$k" != 4 ] || first=$after
 done
-[ $((after - first)) -lt 8192 ] || fail "RSS grew by $((after - first)) KiB over four more load/unload cycles"
-[ $((after - base)) -lt 24576 ] || fail "RSS stayed $((after - base)) KiB above the baseline after the unloads"
+if [ $asan = 0 ]; then
+	[ $((after - first)) -lt 12288 ] || fail "RSS grew by $((after - first)) KiB over cycles 5 to 8 (a leak)"
+	[ $((after - base)) -lt 32768 ] || fail "RSS stayed $((after - base)) KiB above the baseline after the unloads"
+fi
 stop_daemon
 
 # --- poll mode picks up a new version; none mode refuses load/unload ---------------------------
@@ -236,4 +243,5 @@ kill -HUP "$daemon_pid"
 wait_for "log_count \"model 'cnn': its directory is gone\"" 1
 [ "$(get /v2/models/cnn/ready | status_of)" = 400 ] || fail "cnn still ready after its directory went"
 stop_daemon
+grep -q "ERROR: AddressSanitizer\|runtime error:" "$tmp/daemon.log" && fail "sanitizer report"
 echo "PASS"
