@@ -1320,12 +1320,13 @@ http_start_daemon(http_server_t *s, char **cause)
 	return 0;
 }
 
-/* repository_foreach: collect the loaded models (the first 64). */
+/* The loaded models (the first 64), for sizing the staging slots. */
 struct http_models {
 	const model_t *m[64];
 	size_t n;
 };
 
+/* repository_foreach: collect ref's model. */
 static void
 http_collect_model(const model_ref_t *ref, void *arg)
 {

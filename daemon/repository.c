@@ -375,12 +375,14 @@ repository_counts(repository_t *r, size_t *loaded, size_t *failed)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* The repository directory. */
 const char *
 repository_dir(const repository_t *r)
 {
 	return r->dir;
 }
 
+/* The model control mode it runs in. */
 enum repository_control
 repository_control_mode(const repository_t *r)
 {
