@@ -12,7 +12,9 @@
  *   ipc_client SOCKET hold MODEL [VERSION]
  *       look MODEL (that VERSION) up once, then one request per line read from stdin,
  *       printing "ok CLASS" or "error: TEXT (DETAIL)" for each (the model
- *       may be unloaded and loaded again in between)
+ *       may be unloaded and loaded again in between); a line "model NAME"
+ *       looks NAME up instead ("ok model NAME"), for a model loaded since
+ *       (its tensors must have the first model's row sizes)
  */
 #include <math.h>
 #include <stdio.h>
@@ -216,7 +218,13 @@ run_hold(const char *sock, const char *name, long long version)
 	for (i = 0; i < m->input_row_bytes / 4; i++)
 		((float *)in.data)[i] = (float)(i % 7) / 7.0f;
 	while (fgets(line, sizeof line, stdin) != NULL) {
-		if ((r = inferd_infer(c, m, 1, &in, &out, 0)) != 0) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "model ", 6) == 0) {
+			if ((r = inferd_model_get(c, line + 6, &m)) != 0)
+				printf("error: %s (%s)\n", inferd_strerror(r), inferd_last_error());
+			else
+				printf("ok model %s\n", m->name);
+		} else if ((r = inferd_infer(c, m, 1, &in, &out, 0)) != 0) {
 			printf("error: %s (%s)\n", inferd_strerror(r), inferd_last_error());
 		} else {
 			for (i = 1, best = 0; i < m->output_row_bytes / 4; i++)

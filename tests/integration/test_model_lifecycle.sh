@@ -182,7 +182,20 @@ echo "ok: an unloaded model's shm id answers 'model unloaded', and serves again 
 
 # --- inferctl load / unload / index against the daemon --------------------------------------
 ctl() { "$top_builddir/client/tools/inferctl" --http="127.0.0.1:$port" "$@"; }
+# A client connected before cnn is loaded looks it up afterwards (an id past its hello's count).
+mkfifo "$tmp/late.in" || exit 99
+"$top_builddir/tests/helpers/ipc_client" "$sock" hold fashion-mlp <"$tmp/late.in" >"$tmp/late.out" 2>&1 &
+late=$!
+exec 9>"$tmp/late.in"
+echo infer >&9
+wait_for "grep -c '^ok' $tmp/late.out" 1
 ctl load cnn >"$tmp/ctl.out" 2>&1 || fail "inferctl load: $(cat "$tmp/ctl.out")"
+echo "model cnn" >&9
+echo infer >&9
+wait_for "grep -c '^ok' $tmp/late.out" 3
+exec 9>&-
+wait "$late" || fail "the client connected before cnn's load: $(cat "$tmp/late.out")"
+grep -q '^ok model cnn' "$tmp/late.out" || fail "late lookup: $(cat "$tmp/late.out")"
 ctl index 2>&1 | grep "cnn" | grep -q READY || fail "inferctl index: $(ctl index 2>&1)"
 ctl unload cnn >"$tmp/ctl.out" 2>&1 || fail "inferctl unload: $(cat "$tmp/ctl.out")"
 wait_for "log_count \"model 'cnn' version 1 unloaded\"" 1
