@@ -813,6 +813,21 @@ batcher_detach(batcher_t *b, batcher_queue_t *q)
 	queue_destroy(q);
 }
 
+/* Requests queued plus batches in flight. */
+size_t
+batcher_queue_load(batcher_queue_t *q)
+{
+	struct batch_slot *s;
+	size_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->queued;
+	for (s = q->inflight_head; s != NULL; s = s->next)
+		n++;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
 /* Seconds of device time q's batches took so far. */
 double
 batcher_queue_busy_seconds(const batcher_queue_t *q)

@@ -96,6 +96,8 @@ int batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char *
  * the thread that runs them).
  */
 void batcher_detach(batcher_t *b, batcher_queue_t *q);
+/* How busy q is now: requests queued plus batches in flight (for choosing among instances). */
+size_t batcher_queue_load(batcher_queue_t *q);
 /* Seconds the device spent on q's batches so far (compute, from device events; 0 for NULL). */
 double batcher_queue_busy_seconds(const batcher_queue_t *q);
 /* Stop, drain, join and free every queue still attached, then b (NULL is ignored). */

@@ -880,7 +880,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 	req->flags |= HTTP_F_ACTIVE;
 	srv->active++;
 	pthread_mutex_unlock(&srv->lock);
-	st = batcher_submit_queue(srv->ctx.batcher, req->ref->queue, &req->breq, &cause);
+	st = batcher_submit_queue(srv->ctx.batcher, repository_queue(req->ref), &req->breq, &cause);
 	if (st != BATCH_OK) {
 		pthread_mutex_lock(&srv->lock);
 		req->refs--;

@@ -360,7 +360,7 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	if (__atomic_load_n(&s->shutting_down, __ATOMIC_ACQUIRE))
 		st = BATCH_SHUTDOWN;
 	else
-		st = batcher_submit_queue(s->ctx.batcher, ref->queue, &sl->req, &cause);
+		st = batcher_submit_queue(s->ctx.batcher, repository_queue(ref), &sl->req, &cause);
 	if (st == BATCH_OK)
 		sl->model = m;
 	else {

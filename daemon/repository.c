@@ -30,7 +30,10 @@ repository_control_name(enum repository_control c)
 static void
 repository_version_free(repository_t *r, model_ref_t *ref)
 {
-	batcher_detach(r->o.batcher, ref->queue);
+	int i;
+
+	for (i = 0; i < ref->nqueues; i++)
+		batcher_detach(r->o.batcher, ref->queues[i]);
 	if (!ref->borrowed)
 		model_free(ref->model);
 	free(ref->config_override);
@@ -204,6 +207,25 @@ repository_unpublish(model_ref_t *ref)
 			break;
 		}
 	repository_model_settle(m);
+}
+
+/* The least busy instance's queue. */
+batcher_queue_t *
+repository_queue(const model_ref_t *ref)
+{
+	batcher_queue_t *best = ref->queue;
+	size_t load, least;
+	int i;
+
+	if (ref->nqueues < 2)
+		return best;
+	least = batcher_queue_load(best);
+	for (i = 1; i < ref->nqueues && least > 0; i++)
+		if ((load = batcher_queue_load(ref->queues[i])) < least) {
+			least = load;
+			best = ref->queues[i];
+		}
+	return best;
 }
 
 /* Drop a reference; the last one queues the version for the reaper. */
@@ -399,7 +421,8 @@ repository_adopt(repository_t *r, model_t *m, batcher_queue_t *q, int owned, cha
 	if (ref == NULL)
 		return error_set(cause, "out of memory");
 	ref->model = m;
-	ref->queue = q;
+	ref->queue = ref->queues[0] = q;
+	ref->nqueues = q != NULL;
 	ref->version = m->version > 0 ? m->version : 1;
 	ref->refs = 1;
 	ref->borrowed = !owned;

@@ -57,10 +57,12 @@ enum repository_control {
 /* A loaded model version held by a reference (read-only for the holder). */
 typedef struct model_ref {
 	model_t *model;
-	batcher_queue_t *queue;
+	batcher_queue_t *queue;		/* the first instance's queue (see repository_queue) */
 	int64_t version;
 	/* Private to repository.c. */
 	unsigned refs;			/* atomic; the registry holds one while published */
+	batcher_queue_t *queues[MODEL_MAX_INSTANCES];	/* one per instance of its instance_group */
+	int nqueues;
 	double load_seconds;
 	int borrowed;			/* repository_adopt without ownership: never freed here */
 	uint64_t signature;		/* of its files when loaded */
@@ -133,6 +135,12 @@ int repository_acquire(repository_t *r, const char *name, int64_t version, model
 int repository_acquire_id(repository_t *r, uint32_t id, model_ref_t **out, char **cause);
 /* The id of (name, version): version 0 is the name's own id.  -1 when unknown. */
 int repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, char **cause);
+/*
+ * The queue a request of ref goes to: with several instances
+ * (instance_group), the least busy one, so formed batches run on free
+ * instances side by side.
+ */
+batcher_queue_t *repository_queue(const model_ref_t *ref);
 /* Drop a reference (NULL is ignored); the last one of an unpublished version hands it to the reaper. */
 void repository_release(model_ref_t *ref);
 /* How many ids there are (0 .. count-1). */

@@ -83,6 +83,51 @@ repository_check_memory(repository_t *r, const char *what, uint64_t need, char *
 	return 0;
 }
 
+/* Whether spec names the device the daemon runs on. */
+static int
+repository_same_device(device_t *dev, const struct device_spec *spec)
+{
+	int ordinal;
+
+	if (spec->kind == DEVICE_SPEC_CPU)
+		return !device_is_gpu(dev);
+	return device_is_gpu(dev) && sscanf(device_name(dev), "cuda:%d", &ordinal) == 1 &&
+	    ordinal == spec->ordinal;
+}
+
+/*
+ * How many instances m's instance_group asks for on the daemon's device;
+ * a group naming another device is refused (one device per daemon).
+ */
+static int
+repository_instances(repository_t *r, const model_t *m, int *n, char **cause)
+{
+	const struct model_instance_group *g;
+	int k, d;
+
+	for (k = 0; k < m->instances.ngroups; k++) {
+		g = &m->instances.groups[k];
+		for (d = 0; d < g->ndevices; d++)
+			if (!repository_same_device(r->o.dev, &g->devices[d]))
+				return error_set(cause, "instance_group %d names a device this daemon does not run "
+				    "on (it runs on %s; instances on other devices are not implemented)", k,
+				    device_name(r->o.dev));
+	}
+	*n = model_instance_count(m);
+	return 0;
+}
+
+/* One batcher queue per instance; -1 with the ones made detached again. */
+static int
+repository_attach(repository_t *r, model_ref_t *ref, int n, char **cause)
+{
+	for (ref->nqueues = 0; ref->nqueues < n; ref->nqueues++)
+		if (batcher_attach(r->o.batcher, ref->model, &ref->queues[ref->nqueues], cause) != 0)
+			return error_prefix(cause, "instance %d", ref->nqueues);
+	ref->queue = ref->queues[0];
+	return 0;
+}
+
 /* Load, check, queue and warm up one version beside whatever serves; *out has one reference (the registry's). */
 static int
 repository_build(repository_t *r, const char *name, const char *dir, int64_t version,
@@ -91,6 +136,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	uint64_t t0 = clock_now_us(), bytes, sig = repository_signature(dir, version, &bytes);
 	model_ref_t *ref = calloc(1, sizeof *ref);
 	char what[256];
+	int n = 1, i;
 
 	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
 	if (ref == NULL)
@@ -105,9 +151,9 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		    dir, ref->model->name);
 		goto fail;
 	}
-	if (repository_check_memory(r, what, (uint64_t)ref->model->mem.arena_bytes * (uint64_t)r->o.inflight,
-	    cause) != 0 || model_warmup(ref->model, cause) != 0 ||
-	    batcher_attach(r->o.batcher, ref->model, &ref->queue, cause) != 0)
+	if (repository_instances(r, ref->model, &n, cause) != 0 ||
+	    repository_check_memory(r, what, (uint64_t)ref->model->mem.arena_bytes * (uint64_t)r->o.inflight *
+	    (uint64_t)n, cause) != 0 || model_warmup(ref->model, cause) != 0 || repository_attach(r, ref, n, cause) != 0)
 		goto fail;
 	ref->version = version;
 	ref->signature = sig;
@@ -119,8 +165,8 @@ oom:
 	error_set(cause, "out of memory");
 fail:
 	error_prefix(cause, "%s not loaded", what);
-	if (ref->queue != NULL)
-		batcher_detach(r->o.batcher, ref->queue);
+	for (i = 0; i < ref->nqueues; i++)
+		batcher_detach(r->o.batcher, ref->queues[i]);
 	model_free(ref->model);
 	free(ref->config_override);
 	free(ref);
@@ -169,9 +215,10 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	pthread_mutex_lock(&r->lock);
 	old = repository_publish(m, ref);
 	pthread_mutex_unlock(&r->lock);
-	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, arena %zu bytes)",
-	    m->name, old != NULL ? "reloaded" : "loaded", v, ref->model->version_dir, ref->load_seconds,
-	    ref->model->ninputs, ref->model->noutputs, ref->model->max_batch_size, ref->model->mem.arena_bytes);
+	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, "
+	    "arena %zu bytes, %d instance%s)", m->name, old != NULL ? "reloaded" : "loaded", v,
+	    ref->model->version_dir, ref->load_seconds, ref->model->ninputs, ref->model->noutputs,
+	    ref->model->max_batch_size, ref->model->mem.arena_bytes, ref->nqueues, ref->nqueues == 1 ? "" : "s");
 	repository_release(old);
 	return 0;
 }

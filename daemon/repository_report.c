@@ -146,6 +146,18 @@ repository_printf(struct repository_text *t, const char *fmt, ...)
 	}
 }
 
+/* Device seconds of all the version's instances. */
+static double
+repository_busy_seconds(const model_ref_t *ref)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < ref->nqueues; i++)
+		s += batcher_queue_busy_seconds(ref->queues[i]);
+	return s;
+}
+
 /* The state lines of one model: one per published version, or the model's own state (lock held). */
 static void
 repository_metrics_state(struct repository_text *t, const struct repository_model *m)
@@ -187,7 +199,7 @@ repository_metrics_text(repository_t *r)
 	for (i = 0; i < r->nmodels; i++)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
 			repository_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
-			    r->models[i]->name, ref->version, batcher_queue_busy_seconds(ref->queue));
+			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
 	pthread_mutex_unlock(&r->lock);
 	if (t.failed) {
 		free(t.s);

@@ -203,6 +203,39 @@ ctl load no-such-model >"$tmp/ctl.out" 2>&1 && fail "inferctl loaded a model tha
 grep -q "no-such-model" "$tmp/ctl.out" || fail "inferctl load error: $(cat "$tmp/ctl.out")"
 echo "ok: inferctl load, index, unload"
 
+# --- instance_group: two instances of a model on the daemon's device, answers unchanged ---------
+mkdir -p "$repo/inst" && cp "$mlp/model.safetensors" "$repo/inst/" || exit 99
+sed 's/"fashion-mlp"/"inst"/; s/^{/{ "instance_group": [{"count": 2, "devices": "cpu"}],/' "$mlp/model.json" \
+	>"$repo/inst/model.json" || exit 99
+out=$(post /v2/repository/models/inst/load)
+[ "$(echo "$out" | status_of)" = 200 ] || fail "load inst: $out"
+grep -q "model 'inst' loaded (version 1).*2 instances" "$tmp/daemon.log" || fail "inst did not get 2 instances"
+"$PY" - "$port" "$tmp/http-ref.json" "$request" <<'PYEOF' || fail "requests to two instances"
+import json, sys, threading, urllib.request
+port, ref = sys.argv[1], json.load(open(sys.argv[2]))["outputs"][0]["data"]
+body, bad = open(sys.argv[3], "rb").read(), []
+def run():
+    for _ in range(25):
+        req = urllib.request.Request("http://127.0.0.1:%s/v2/models/inst/infer" % port, data=body)
+        out = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+        if not all(abs(a - b) <= 1e-4 * max(1.0, abs(b)) for a, b in zip(out, ref)):
+            bad.append(out)
+threads = [threading.Thread(target=run) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert not bad, bad[:1]
+PYEOF
+sed -i 's/"devices": "cpu"/"devices": "cuda:3"/' "$repo/inst/model.json"
+out=$(post /v2/repository/models/inst/load)
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "instance_group 0 names a device" ||
+	fail "an instance on another device: $out"
+[ "$(post /v2/models/inst/infer "@$request" | status_of)" = 200 ] || fail "inst stopped serving"
+curl -s "http://127.0.0.1:$port/metrics" |
+	awk '$1 == "inferd_model_busy_seconds{model=\"inst\",version=\"1\"}" && $2 > 0 { f = 1 } END { exit !f }' ||
+	fail "no busy time for inst: $(curl -s "http://127.0.0.1:$port/metrics" | grep busy)"
+[ "$(post /v2/repository/models/inst/unload | status_of)" = 200 ] || fail "unload inst"
+echo "ok: instance_group of 2 on the daemon's device; another device refused"
+
 # --- RSS back near the baseline after an unload ------------------------------------------------
 # cnn's two batch arenas (32 MB each) are touched by a full batch, then unloaded: each unload
 # gives the arenas back (over 16 MiB each time); the heap keeps steps of a few MiB of fragments
