@@ -13,19 +13,23 @@
 #include "error.h"
 #include "log.h"
 
-/* One client's queue on one model; linked into the model's round-robin ring while non-empty. */
+/*
+ * One client's queue on one model queue; linked into the queue's round-robin
+ * ring while non-empty.  Made on the client's first request to that queue
+ * and owned by the queue (freed when the client closes or the queue goes).
+ */
 struct client_fifo {
 	batch_client_t *client;
 	struct batch_request *head, *tail;
 	int active;
 	struct client_fifo *next_active;
+	struct client_fifo *next_fifo;		/* the queue's list of fifos */
 };
 
 struct batch_client {
 	batcher_t *batcher;
 	char label[64];
 	device_stream_t *stream;
-	struct client_fifo *fifos;	/* one per model, indexed like batcher->queues */
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	uint64_t outstanding;		/* queued + in flight, all models */
@@ -57,7 +61,11 @@ struct batch_slot {
 struct model_queue {
 	batcher_t *batcher;
 	const model_t *model;
-	int index;
+	struct model_queue *next_queue;		/* the batcher's list (batcher->lock) */
+	int pins;				/* batcher_client_close working on it (batcher->lock) */
+	int unloading;				/* batcher_detach: refuse with "being unloaded" */
+	struct client_fifo *fifos;		/* every client's fifo here (q->lock) */
+	uint64_t busy_us;			/* device time of its batches (atomic) */
 	struct metrics_model *mm;
 	pthread_mutex_t lock;
 	pthread_cond_t work;			/* requests arrived, a slot freed, or stopping */
@@ -78,8 +86,10 @@ struct model_queue {
 struct batcher {
 	device_t *dev;
 	struct metrics *metrics;
-	size_t nqueues;
-	struct model_queue *queues;
+	int inflight, graph_rows;		/* every queue's batch contexts */
+	pthread_mutex_t lock;			/* the queue list, pins, shut */
+	pthread_cond_t unpinned;
+	struct model_queue *queues;		/* attached queues, newest first */
 	device_event_t *ev_epoch;		/* reference point for debug timestamps */
 	int shut;
 	size_t mapped_max;			/* tensors up to this size go through the batch kernels */
@@ -641,6 +651,7 @@ account_batch(struct model_queue *q, struct batch_slot *s)
 		compute_us = 0;
 	if (q->mm != NULL)
 		metrics_count_batch(q->mm, s->rows, (uint64_t)compute_us);
+	METRICS_ADD(q->busy_us, (uint64_t)compute_us);
 	return BATCH_OK;
 }
 
@@ -759,15 +770,14 @@ slot_free(struct model_queue *q, struct batch_slot *s)
 
 /* Set up one model's queue: lock, conds, compute stream, slots, threads. */
 static int
-queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
+queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
     int inflight, int graph_rows, char **cause)
 {
 	int i, rc;
 
 	q->batcher = b;
 	q->model = m;
-	q->index = index;
-	q->mm = b->metrics != NULL ? metrics_find(b->metrics, m->name) : NULL;
+	q->mm = b->metrics != NULL ? metrics_model_add(b->metrics, m->name) : NULL;
 	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
 	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
@@ -799,14 +809,13 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m, int index,
 	return 0;
 }
 
-/* Stop one queue's threads after draining, then free its resources. */
+/* Stop one queue's threads after draining, then free its resources and q itself. */
 static void
 queue_destroy(struct model_queue *q)
 {
+	struct client_fifo *f, *next;
 	int i;
 
-	if (q->batcher == NULL)
-		return;
 	if (q->threads_started) {
 		pthread_mutex_lock(&q->lock);
 		q->stopping = 1;
@@ -818,84 +827,170 @@ queue_destroy(struct model_queue *q)
 	for (i = 0; q->slots != NULL && i < q->nslots; i++)
 		slot_free(q, &q->slots[i]);
 	free(q->slots);
+	for (f = q->fifos; f != NULL; f = next) {
+		next = f->next_fifo;
+		free(f);
+	}
 	device_stream_destroy(q->compute);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->work);
 	pthread_cond_destroy(&q->landed);
+	free(q);
 }
 
-/* Create one queue and thread pair per model. */
+/* Record the epoch event once so debug timestamps share an origin. */
+static int
+batcher_record_epoch(batcher_t *b, char **cause)
+{
+	device_stream_t *s;
+	int r;
+
+	if (device_event_create(b->dev, &b->ev_epoch, cause) != 0 ||
+	    device_stream_create(b->dev, DEVICE_STREAM_COPY, &s, cause) != 0)
+		return -1;
+	r = device_event_record(b->ev_epoch, s, cause) != 0 || device_stream_sync(s, cause) != 0 ? -1 : 0;
+	device_stream_destroy(s);
+	return r;
+}
+
+/* Create a batcher without queues; batcher_attach adds them. */
 int
-batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
-    int inflight, int graph_rows, batcher_t **out, char **cause)
+batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_rows,
+    batcher_t **out, char **cause)
 {
 	batcher_t *b;
-	device_stream_t *s;
-	size_t i;
+	int rc;
 
 	if (inflight < 1)
 		return error_set(cause, "inflight batches must be at least 1");
-	b = calloc(1, sizeof *b);
-	if (b == NULL || (b->queues = calloc(repo->count ? repo->count : 1, sizeof *b->queues)) == NULL) {
-		free(b);
+	if ((b = calloc(1, sizeof *b)) == NULL)
 		return error_set(cause, "out of memory");
+	if ((rc = pthread_mutex_init(&b->lock, NULL)) != 0 || (rc = pthread_cond_init(&b->unpinned, NULL)) != 0) {
+		free(b);
+		return error_set(cause, "batcher: pthread init: %s", strerror(rc));
 	}
 	b->dev = dev;
 	b->metrics = metrics;
-	b->nqueues = repo->count;
+	b->inflight = inflight;
+	b->graph_rows = graph_rows;
 	batcher_set_copy_mode(b, BATCH_COPY_AUTO, BATCH_MAPPED_MAX_DEFAULT);
-	/* The epoch event is recorded once so debug timestamps share an origin. */
-	if (device_event_create(dev, &b->ev_epoch, cause) != 0 ||
-	    device_stream_create(dev, DEVICE_STREAM_COPY, &s, cause) != 0) {
+	if (batcher_record_epoch(b, cause) != 0) {
 		batcher_free(b);
 		return -1;
-	}
-	if (device_event_record(b->ev_epoch, s, cause) != 0 || device_stream_sync(s, cause) != 0) {
-		device_stream_destroy(s);
-		batcher_free(b);
-		return -1;
-	}
-	device_stream_destroy(s);
-	for (i = 0; i < repo->count; i++) {
-		if (queue_create(b, &b->queues[i], repo->models[i], (int)i, inflight, graph_rows, cause) != 0) {
-			batcher_free(b);
-			return -1;
-		}
 	}
 	*out = b;
 	return 0;
+}
+
+/* Build a queue for m (contexts, graphs, threads) and start accepting requests for it. */
+int
+batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char **cause)
+{
+	struct model_queue *q = calloc(1, sizeof *q);
+
+	if (q == NULL)
+		return error_set(cause, "out of memory");
+	if (queue_create(b, q, m, b->inflight, b->graph_rows, cause) != 0) {
+		queue_destroy(q);
+		return -1;
+	}
+	pthread_mutex_lock(&b->lock);
+	if (b->shut) {
+		pthread_mutex_unlock(&b->lock);
+		queue_destroy(q);
+		return error_set(cause, "model '%s': %s", m->name, batch_status_str(BATCH_SHUTDOWN));
+	}
+	q->next_queue = b->queues;
+	b->queues = q;
+	pthread_mutex_unlock(&b->lock);
+	*out = q;
+	return 0;
+}
+
+/* Unlink q from the batcher's list and wait until no client close works on it. */
+static void
+batcher_unlink(batcher_t *b, struct model_queue *q)
+{
+	struct model_queue **pp;
+
+	pthread_mutex_lock(&b->lock);
+	for (pp = &b->queues; *pp != NULL; pp = &(*pp)->next_queue)
+		if (*pp == q) {
+			*pp = q->next_queue;
+			break;
+		}
+	while (q->pins > 0)
+		pthread_cond_wait(&b->unpinned, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Stop accepting for q, finish what it holds, join its threads, free it. */
+void
+batcher_detach(batcher_t *b, batcher_queue_t *q)
+{
+	if (q == NULL)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->unloading = 1;
+	pthread_mutex_unlock(&q->lock);
+	batcher_unlink(b, q);
+	queue_destroy(q);
+}
+
+/* Requests queued plus batches in flight. */
+size_t
+batcher_queue_load(batcher_queue_t *q)
+{
+	struct batch_slot *s;
+	size_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->queued;
+	for (s = q->inflight_head; s != NULL; s = s->next)
+		n++;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+/* Seconds of device time q's batches took so far. */
+double
+batcher_queue_busy_seconds(const batcher_queue_t *q)
+{
+	return q != NULL ? (double)__atomic_load_n(&q->busy_us, __ATOMIC_RELAXED) / 1e6 : 0;
 }
 
 /* Stop accepting new requests; queued ones still run. */
 void
 batcher_shutdown(batcher_t *b)
 {
-	size_t i;
+	struct model_queue *q;
 
-	for (i = 0; i < b->nqueues; i++) {
-		struct model_queue *q = &b->queues[i];
-		if (q->batcher == NULL)
-			continue;
+	pthread_mutex_lock(&b->lock);
+	b->shut = 1;
+	for (q = b->queues; q != NULL; q = q->next_queue) {
 		pthread_mutex_lock(&q->lock);
 		q->stopping = 1;
 		pthread_cond_broadcast(&q->work);
 		pthread_mutex_unlock(&q->lock);
 	}
-	b->shut = 1;
+	pthread_mutex_unlock(&b->lock);
 }
 
-/* Drain, join and free. */
+/* Drain, join and free every queue still attached, then the batcher. */
 void
 batcher_free(batcher_t *b)
 {
-	size_t i;
+	struct model_queue *q;
 
 	if (b == NULL)
 		return;
-	for (i = 0; i < b->nqueues; i++)
-		queue_destroy(&b->queues[i]);
+	while ((q = b->queues) != NULL) {
+		b->queues = q->next_queue;
+		queue_destroy(q);
+	}
 	device_event_destroy(b->ev_epoch);
-	free(b->queues);
+	pthread_mutex_destroy(&b->lock);
+	pthread_cond_destroy(&b->unpinned);
 	free(b);
 }
 
@@ -951,16 +1046,17 @@ batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, ch
 	return 0;
 }
 
-/* Find the queue of model m. */
+/* Find the attached queue of model m. */
 static struct model_queue *
 batcher_queue(batcher_t *b, const model_t *m)
 {
-	size_t i;
+	struct model_queue *q;
 
-	for (i = 0; i < b->nqueues; i++)
-		if (b->queues[i].model == m)
-			return &b->queues[i];
-	return NULL;
+	pthread_mutex_lock(&b->lock);
+	for (q = b->queues; q != NULL && q->model != m; q = q->next_queue)
+		;
+	pthread_mutex_unlock(&b->lock);
+	return q;
 }
 
 /* Create a client with its own copy stream. */
@@ -969,27 +1065,19 @@ batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
     char **cause)
 {
 	batch_client_t *c;
-	size_t i;
 	int rc;
 
-	c = calloc(1, sizeof *c);
-	if (c == NULL || (c->fifos = calloc(b->nqueues ? b->nqueues : 1, sizeof *c->fifos)) == NULL) {
-		free(c);
+	if ((c = calloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
-	}
 	c->batcher = b;
 	snprintf(c->label, sizeof c->label, "%s", label);
-	for (i = 0; i < b->nqueues; i++)
-		c->fifos[i].client = c;
 	if ((rc = pthread_mutex_init(&c->lock, NULL)) != 0 || (rc = pthread_cond_init(&c->idle, NULL)) != 0) {
-		free(c->fifos);
 		free(c);
 		return error_set(cause, "client %s: pthread init: %s", label, strerror(rc));
 	}
 	if (device_stream_create(b->dev, DEVICE_STREAM_COPY, &c->stream, cause) != 0) {
 		pthread_mutex_destroy(&c->lock);
 		pthread_cond_destroy(&c->idle);
-		free(c->fifos);
 		free(c);
 		return error_prefix(cause, "client %s: copy stream", label);
 	}
@@ -997,40 +1085,85 @@ batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
 	return 0;
 }
 
-/* Drop the client's queued requests on q; returns them as a list. */
+/* The fifo of client c on q, or NULL; *prevp gets the link pointing at it (q->lock held). */
+static struct client_fifo *
+fifo_find(struct model_queue *q, const batch_client_t *c, struct client_fifo ***prevp)
+{
+	struct client_fifo **pp;
+
+	for (pp = &q->fifos; *pp != NULL; pp = &(*pp)->next_fifo)
+		if ((*pp)->client == c)
+			break;
+	if (prevp != NULL)
+		*prevp = pp;
+	return *pp;
+}
+
+/* Drop the client's queued requests and its fifo on q; returns them as a list. */
 static struct batch_request *
 take_client_requests(struct model_queue *q, batch_client_t *c)
 {
-	struct client_fifo *f = &c->fifos[q->index];
-	struct batch_request *list, *r;
+	struct client_fifo *f, **pp;
+	struct batch_request *list = NULL, *r;
 
 	pthread_mutex_lock(&q->lock);
-	list = f->head;
-	for (r = list; r != NULL; r = r->next) {
-		q->queued--;
-		q->queued_rows -= (size_t)r->rows;
+	if ((f = fifo_find(q, c, &pp)) != NULL) {
+		list = f->head;
+		for (r = list; r != NULL; r = r->next) {
+			q->queued--;
+			q->queued_rows -= (size_t)r->rows;
+		}
+		if (f->active)
+			ring_remove(q, f);
+		*pp = f->next_fifo;
+		free(f);
 	}
-	f->head = f->tail = NULL;
-	if (f->active)
-		ring_remove(q, f);
 	pthread_mutex_unlock(&q->lock);
 	return list;
+}
+
+/* Take c's requests off one queue that still has a fifo of c, pinned; NULL when none has. */
+static struct model_queue *
+client_take_one(batcher_t *b, batch_client_t *c, struct batch_request **list)
+{
+	struct model_queue *q;
+	int has;
+
+	pthread_mutex_lock(&b->lock);
+	for (q = b->queues; q != NULL; q = q->next_queue) {
+		pthread_mutex_lock(&q->lock);
+		has = fifo_find(q, c, NULL) != NULL;
+		pthread_mutex_unlock(&q->lock);
+		if (has)
+			break;
+	}
+	if (q != NULL) {
+		q->pins++;
+		*list = take_client_requests(q, c);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return q;
 }
 
 /* Cancel queued requests, wait for in-flight ones, free the client. */
 void
 batcher_client_close(batcher_t *b, batch_client_t *c)
 {
-	size_t i;
+	struct batch_request *list = NULL;
+	struct model_queue *q;
 
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->closing = 1;
 	pthread_mutex_unlock(&c->lock);
-	for (i = 0; i < b->nqueues; i++)
-		if (b->queues[i].batcher != NULL)
-			finish_list(&b->queues[i], take_client_requests(&b->queues[i], c), BATCH_CANCELLED, NULL);
+	while ((q = client_take_one(b, c, &list)) != NULL) {
+		finish_list(q, list, BATCH_CANCELLED, NULL);
+		pthread_mutex_lock(&b->lock);
+		if (--q->pins == 0)
+			pthread_cond_broadcast(&b->unpinned);
+		pthread_mutex_unlock(&b->lock);
+	}
 	pthread_mutex_lock(&c->lock);
 	while (c->outstanding > 0)
 		pthread_cond_wait(&c->idle, &c->lock);
@@ -1038,7 +1171,6 @@ batcher_client_close(batcher_t *b, batch_client_t *c)
 	device_stream_destroy(c->stream);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->idle);
-	free(c->fifos);
 	free(c);
 }
 
@@ -1137,27 +1269,60 @@ submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 	return submit_check_tensors(q->model, req, cause);
 }
 
+/* Why q takes no request now, or BATCH_OK (q->lock held). */
+static enum batch_status
+enqueue_refusal(struct model_queue *q, char **cause)
+{
+	if (q->unloading) {
+		error_set(cause, "model '%s' is being unloaded", q->model->name);
+		return BATCH_INVALID;
+	}
+	if (q->stopping) {
+		error_set(cause, "%s", batch_status_str(BATCH_SHUTDOWN));
+		return BATCH_SHUTDOWN;
+	}
+	if (q->queued >= q->model->batching.max_queue_size) {
+		error_set(cause, "model '%s': queue is full (%zu requests waiting)", q->model->name, q->queued);
+		return BATCH_BUSY;
+	}
+	return BATCH_OK;
+}
+
+/* The fifo of req's client on q, made on its first request there (q->lock held). */
+static struct client_fifo *
+enqueue_fifo(struct model_queue *q, batch_client_t *c)
+{
+	struct client_fifo *f = fifo_find(q, c, NULL);
+
+	if (f == NULL && (f = calloc(1, sizeof *f)) != NULL) {
+		f->client = c;
+		f->next_fifo = q->fifos;
+		q->fifos = f;
+	}
+	return f;
+}
+
 /* Append req to its client's fifo and wake the scheduler (q->lock held). */
 static enum batch_status
 enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 {
 	const struct model_batching *cfg = &q->model->batching;
-	struct client_fifo *f = &req->client->fifos[q->index];
+	struct client_fifo *f;
 	uint64_t timeout = req->timeout_us;
+	enum batch_status st;
 
-	if (q->stopping) {
-		error_set(cause, "%s", batch_status_str(BATCH_SHUTDOWN));
-		return BATCH_SHUTDOWN;
-	}
-	if (q->queued >= cfg->max_queue_size) {
-		error_set(cause, "model '%s': queue is full (%zu requests waiting)", q->model->name, q->queued);
-		return BATCH_BUSY;
-	}
+	if ((st = enqueue_refusal(q, cause)) != BATCH_OK)
+		return st;
 	pthread_mutex_lock(&req->client->lock);
 	if (req->client->closing) {
 		pthread_mutex_unlock(&req->client->lock);
 		error_set(cause, "client is closing");
 		return BATCH_INVALID;
+	}
+	if ((f = enqueue_fifo(q, req->client)) == NULL) {
+		pthread_mutex_unlock(&req->client->lock);
+		error_set(cause, "out of memory");
+		return BATCH_INTERNAL;
 	}
 	if (req->client->outstanding++ == 0)
 		__atomic_add_fetch(&q->batcher->busy_clients, 1, __ATOMIC_RELAXED);
@@ -1186,9 +1351,11 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 static int
 unqueue(struct model_queue *q, struct batch_request *req)
 {
-	struct client_fifo *f = &req->client->fifos[q->index];
+	struct client_fifo *f = fifo_find(q, req->client, NULL);
 	struct batch_request *r, *prev = NULL;
 
+	if (f == NULL)
+		return 0;
 	for (r = f->head; r != NULL && r != req; prev = r, r = r->next)
 		;
 	if (r == NULL)
@@ -1206,35 +1373,46 @@ unqueue(struct model_queue *q, struct batch_request *req)
 	return 1;
 }
 
-/* Cancel a request still queued. */
+/* Cancel a request still queued on m's queue (any queue when m is NULL). */
 int
 batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req)
 {
-	struct model_queue *q = batcher_queue(b, m);
-	int found;
+	struct model_queue *q;
+	int found = 0;
 
-	if (q == NULL || req == NULL || req->client == NULL)
+	if (req == NULL || req->client == NULL)
 		return 0;
-	pthread_mutex_lock(&q->lock);
-	found = unqueue(q, req);
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_lock(&b->lock);
+	for (q = b->queues; q != NULL; q = q->next_queue) {
+		if (m != NULL && q->model != m)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		found = unqueue(q, req);
+		pthread_mutex_unlock(&q->lock);
+		if (found)
+			break;
+	}
 	if (found)
-		finish_request(q, req, BATCH_CANCELLED, "cancelled by the client");
-	return found;
+		q->pins++;	/* finished outside b->lock; detach waits for it */
+	pthread_mutex_unlock(&b->lock);
+	if (!found)
+		return 0;
+	finish_request(q, req, BATCH_CANCELLED, "cancelled by the client");
+	pthread_mutex_lock(&b->lock);
+	if (--q->pins == 0)
+		pthread_cond_broadcast(&b->unpinned);
+	pthread_mutex_unlock(&b->lock);
+	return 1;
 }
 
-/* Queue req for model m. */
+/* Queue req on q. */
 enum batch_status
-batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
+batcher_submit_queue(batcher_t *b, batcher_queue_t *q, struct batch_request *req,
     char **cause)
 {
-	struct model_queue *q = batcher_queue(b, m);
 	enum batch_status st;
 
-	if (q == NULL) {
-		error_set(cause, "model '%s' is not served", m->name);
-		return BATCH_INVALID;
-	}
+	(void)b;
 	st = submit_check(q, req, cause);
 	if (st == BATCH_OK) {
 		pthread_mutex_lock(&q->lock);
@@ -1244,4 +1422,18 @@ batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
 	if (st != BATCH_OK)
 		batcher_count(q, NULL, st);
 	return st;
+}
+
+/* Queue req for model m (found among the attached queues). */
+enum batch_status
+batcher_submit(batcher_t *b, const model_t *m, struct batch_request *req,
+    char **cause)
+{
+	struct model_queue *q = batcher_queue(b, m);
+
+	if (q == NULL) {
+		error_set(cause, "model '%s' is not served", m->name);
+		return BATCH_INVALID;
+	}
+	return batcher_submit_queue(b, q, req, cause);
 }

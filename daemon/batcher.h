@@ -8,7 +8,6 @@
 #include "device.h"
 #include "metrics.h"
 #include "model.h"
-#include "repository.h"
 
 /*
  * Outcome of a request: one row of inferd_outcome.h each (BATCH_OK,
@@ -25,6 +24,7 @@ enum batch_status {
 
 typedef struct batcher batcher_t;
 typedef struct batch_client batch_client_t;
+typedef struct model_queue batcher_queue_t;
 struct batch_request;
 
 /*
@@ -73,23 +73,43 @@ struct batch_request {
 };
 
 /*
- * Create one queue and one scheduling thread per model of repo, each with
- * inflight preallocated batch contexts (>= 2 so the copy-in of one batch
- * overlaps the compute of the previous).  On backends with graphs, every
- * batch size up to graph_rows is captured once per context here and
- * replayed later (0: no graphs).  metrics may be NULL.
+ * Create a batcher without queues: batcher_attach adds one per model
+ * version at run time, each with inflight preallocated batch contexts (>= 2
+ * so the copy-in of one batch overlaps the compute of the previous).  On
+ * backends with graphs, every batch size up to graph_rows is captured once
+ * per context at attach and replayed later (0: no graphs).  metrics may be
+ * NULL; each queue counts under its model's name (metrics_model_add).
  */
-int batcher_create(device_t *dev, repository_t *repo, struct metrics *metrics,
-    int inflight, int graph_rows, batcher_t **out, char **cause);
-/* Stop accepting, finish what is queued and in flight, join the threads, free. */
+int batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_rows,
+    batcher_t **out, char **cause);
+/*
+ * Build a queue for m (batch contexts, captured graphs, a scheduling and a
+ * completion thread) and start accepting requests for it.  A failure (a
+ * device allocation, stream or event) frees what was built and returns -1
+ * with *cause; other queues are untouched.  m must outlive the queue.
+ */
+int batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char **cause);
+/*
+ * Detach q: new submissions are refused ("model ... is being unloaded"),
+ * queued and in-flight requests finish as usual, the threads are joined,
+ * the contexts freed.  Must not be called from a done callback (it joins
+ * the thread that runs them).
+ */
+void batcher_detach(batcher_t *b, batcher_queue_t *q);
+/* How busy q is now: requests queued plus batches in flight (for choosing among instances). */
+size_t batcher_queue_load(batcher_queue_t *q);
+/* Seconds the device spent on q's batches so far (compute, from device events; 0 for NULL). */
+double batcher_queue_busy_seconds(const batcher_queue_t *q);
+/* Stop, drain, join and free every queue still attached, then b (NULL is ignored). */
 void batcher_free(batcher_t *b);
-/* Stop accepting new requests (they get BATCH_SHUTDOWN); queued ones still run. */
+/* Stop accepting new requests (they get BATCH_SHUTDOWN) and new queues; queued ones still run. */
 void batcher_shutdown(batcher_t *b);
 
 /*
  * A client: one source of requests with its own copy stream; batches take
  * requests round-robin over clients, and each client's requests on one
- * model complete in the order it submitted them.
+ * model complete in the order it submitted them.  Its fifo on a queue is
+ * made on its first request there, so queues may come and go.
  */
 int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
     char **cause);
@@ -101,7 +121,8 @@ int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
 void batcher_client_close(batcher_t *b, batch_client_t *c);
 
 /*
- * Cancel req (a request of model m accepted by batcher_submit) if it is
+ * Cancel req (a request of model m, or of any model when m is NULL,
+ * accepted by batcher_submit) if it is
  * still queued: it leaves the queue and its done runs with BATCH_CANCELLED
  * before this returns 1.  A request already in a batch, or finished,
  * is left alone (0): it completes as usual.  req is only compared and never
@@ -111,10 +132,14 @@ void batcher_client_close(batcher_t *b, batch_client_t *c);
 int batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req);
 
 /*
- * Queue req for model m.  Returns BATCH_OK when accepted (req->done will be
+ * Queue req on q.  Returns BATCH_OK when accepted (req->done will be
  * called once); otherwise the status (BUSY, INVALID, SHUTDOWN) with *cause
- * set, and done is never called.
+ * set, and done is never called.  The caller keeps q attached until done
+ * ran (the repository's references do that).
  */
+enum batch_status batcher_submit_queue(batcher_t *b, batcher_queue_t *q,
+    struct batch_request *req, char **cause);
+/* The same for the queue attached for model m (INVALID when there is none). */
 enum batch_status batcher_submit(batcher_t *b, const model_t *m,
     struct batch_request *req, char **cause);
 

@@ -53,6 +53,8 @@ static int config_check_mode(const char *, char **);
 static int config_check_group(const char *, char **);
 static int config_check_on_off_auto(const char *, char **);
 static int config_check_copy_mode(const char *, char **);
+static int config_check_control_mode(const char *, char **);
+static int config_check_model_list(const char *, char **);
 
 #define KEY(f) offsetof(struct daemon_config, f)
 #define KIB 1024LL
@@ -112,8 +114,26 @@ static const struct config_key config_keys[] = {
 	{ "MODELS AND DEVICE", "model_repository", CONFIG_STRING,
 	  INFERD_DATADIR "/models", KEY(model_repository), 0, 0, config_check_nonempty,
 	  "Directory holding one subdirectory per model (model.json + *.safetensors).\n"
-	  "Every model is loaded at start-up; one that fails is logged and skipped.\n"
+	  "A model may hold versions: <model>/model.json and <model>/<N>/ with the\n"
+	  "model files.  A model that fails to load is logged and skipped.\n"
 	  "The default is the demo repository installed with inferd." },
+	{ "MODELS AND DEVICE", "model_control_mode", CONFIG_STRING, "none", KEY(model_control_mode),
+	  0, 0, config_check_control_mode,
+	  "How models are loaded and unloaded (Triton's modes): none, explicit or poll.\n"
+	  "none: every model loads at start-up; the load/unload endpoints answer 403.\n"
+	  "explicit: only the load_model models load at start-up; POST\n"
+	  "/v2/repository/models/{m}/load and .../unload load and unload others.\n"
+	  "poll: every model loads at start-up and the repository is rescanned every\n"
+	  "repository_poll_secs.  In every mode SIGHUP rescans the repository: new\n"
+	  "models and versions load, changed ones reload beside the old, and gone\n"
+	  "ones unload (explicit mode rescans only the models it loaded)." },
+	{ "MODELS AND DEVICE", "load_model", CONFIG_STRING, "", KEY(load_model), 0, 0,
+	  config_check_model_list,
+	  "In explicit mode, the models loaded at start-up: names, comma-separated;\n"
+	  "the key may be repeated (each adds its names)." },
+	{ "MODELS AND DEVICE", "repository_poll_secs", CONFIG_INT, "15", KEY(repository_poll_secs),
+	  1, 86400, NULL,
+	  "In poll mode, seconds between rescans of the repository, 1 to 86400." },
 	{ "MODELS AND DEVICE", "device", CONFIG_STRING, "auto", KEY(device), 0, 0,
 	  config_check_device,
 	  "Where models run: auto, cpu or cuda:N.\n"
@@ -282,6 +302,34 @@ config_check_on_off_auto(const char *value, char **cause)
 	return error_set(cause, "'%s' is not on, off or auto", value);
 }
 
+/* Check a model control mode. */
+static int
+config_check_control_mode(const char *value, char **cause)
+{
+	if (strcmp(value, "none") == 0 || strcmp(value, "explicit") == 0 || strcmp(value, "poll") == 0)
+		return 0;
+	return error_set(cause, "'%s' is not none, explicit or poll", value);
+}
+
+/* Check a comma-separated list of model directory names. */
+static int
+config_check_model_list(const char *value, char **cause)
+{
+	const char *p = value;
+	size_t n;
+
+	while (*p != '\0') {
+		n = strcspn(p, ",");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.') ||
+		    memchr(p, '/', n) != NULL || n >= 128)
+			return error_set(cause, "'%.*s' is not a model name", (int)n, p);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 /* Check a comma-separated list of user or group names or numeric ids. */
 static int
 config_check_id_list(const char *value, char **cause)
@@ -398,9 +446,13 @@ config_set_string(struct daemon_config *c, const struct config_key *k,
 
 	if (k->check != NULL && k->check(value, cause) != 0)
 		return error_prefix(cause, "%s", k->name);
-	copy = strdup(value);
-	if (copy == NULL)
+	/* load_model adds to what an earlier line or flag named. */
+	if (k->offset == KEY(load_model) && *field != NULL && **field != '\0' && *value != '\0') {
+		if (asprintf(&copy, "%s,%s", *field, value) == -1)
+			return error_set(cause, "out of memory");
+	} else if ((copy = strdup(value)) == NULL) {
 		return error_set(cause, "out of memory");
+	}
 	free(*field);
 	*field = copy;
 	return 0;

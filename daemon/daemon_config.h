@@ -24,6 +24,9 @@ struct daemon_config {
 	size_t http_min_body_rate;	/* http_min_body_rate = 16K (bytes/s, 0: off) */
 	size_t http_body_budget_bytes;	/* http_body_budget_bytes = 256M */
 	char *model_repository;		/* model_repository = DATADIR/models */
+	char *model_control_mode;	/* model_control_mode = none | explicit | poll */
+	char *load_model;		/* load_model = "" (comma list; a repeated key adds to it) */
+	int repository_poll_secs;	/* repository_poll_secs = 15 */
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */

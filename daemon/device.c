@@ -115,6 +115,15 @@ device_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 	return 0;
 }
 
+/* Free and total device memory, where the backend can tell. */
+int
+device_memory_info(device_t *dev, size_t *free_bytes, size_t *total_bytes, char **cause)
+{
+	if (dev->ops->mem_info == NULL)
+		return 1;
+	return dev->ops->mem_info(dev, free_bytes, total_bytes, cause);
+}
+
 /* Free device memory (NULL is ignored). */
 void
 device_free(device_t *dev, void *ptr)

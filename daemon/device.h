@@ -59,6 +59,11 @@ uint64_t device_allocation_count(const device_t *dev);
 /* Memory. */
 int device_alloc(device_t *dev, size_t size, void **ptr, char **cause);
 void device_free(device_t *dev, void *ptr);
+/*
+ * Free and total device memory now: 0 with the figures, 1 when the backend
+ * cannot tell (CPU: host memory is not checked), -1 with *cause on error.
+ */
+int device_memory_info(device_t *dev, size_t *free_bytes, size_t *total_bytes, char **cause);
 int device_host_alloc(device_t *dev, size_t size, void **ptr, char **cause);
 void device_host_free(device_t *dev, void *ptr);
 /*

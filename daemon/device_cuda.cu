@@ -114,6 +114,20 @@ cuda_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 	return 0;
 }
 
+/* Free and total memory of the device (cudaMemGetInfo). */
+static int
+cuda_mem_info(device_t *dev, size_t *free_bytes, size_t *total_bytes, char **cause)
+{
+	cudaError_t err;
+
+	if (cuda_use(dev, cause) != 0)
+		return -1;
+	err = cudaMemGetInfo(free_bytes, total_bytes);
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaMemGetInfo");
+	return 0;
+}
+
 /* Free device memory. */
 static void
 cuda_free(device_t *dev, void *ptr)
@@ -747,6 +761,7 @@ static const struct device_ops cuda_ops = {
 	.close = cuda_close,
 	.alloc = cuda_alloc,
 	.free = cuda_free,
+	.mem_info = cuda_mem_info,
 	.host_alloc = cuda_host_alloc,
 	.host_free = cuda_host_free,
 	.host_register = cuda_host_register,

@@ -22,6 +22,8 @@ struct device_ops {
 	void (*close)(device_t *dev);
 	int (*alloc)(device_t *dev, size_t size, void **ptr, char **cause);
 	void (*free)(device_t *dev, void *ptr);
+	/* Free and total device memory; NULL on backends that cannot tell (CPU). */
+	int (*mem_info)(device_t *dev, size_t *free_bytes, size_t *total_bytes, char **cause);
 	int (*host_alloc)(device_t *dev, size_t size, void **ptr, char **cause);
 	void (*host_free)(device_t *dev, void *ptr);
 	int (*host_register)(device_t *dev, void *ptr, size_t size, char **cause);

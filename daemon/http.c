@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -84,13 +85,14 @@ enum http_route {
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */
 	ROUTE_SHM,		/* /v2/systemsharedmemory/..., /v2/cudasharedmemory/... (http_shm.c) */
+	ROUTE_REPO_LOAD,	/* POST /v2/repository/models/{m}/load */
+	ROUTE_REPO_UNLOAD,	/* POST /v2/repository/models/{m}/unload */
 };
 
 struct http_server {
 	struct http_context ctx;
 	struct MHD_Daemon *mhd;
 	http_guard_t *guard;		/* slow connections, the body budget */
-	size_t max_request_bytes;	/* the largest sensible body of any model */
 	pinned_pool_t *pool;
 	batch_client_t *client;
 	shm_registry_t *shm;	/* Triton's shared-memory regions */
@@ -132,7 +134,7 @@ enum http_state {
  */
 enum {
 	HTTP_F_NAME_TOO_LONG = 1u << 0,	/* the URL's model name does not fit */
-	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL names a version other than 1 */
+	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL's version is not a positive integer */
 	HTTP_F_BINARY_OUTPUT = 1u << 4,	/* answer with the output as binary data */
 	HTTP_F_COMPLETED = 1u << 5,	/* libmicrohttpd is done with the connection */
 	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active */
@@ -154,7 +156,9 @@ struct http_request {
 	int post;			/* the method is POST */
 	enum http_state state;		/* atomic */
 	unsigned flags;			/* HTTP_F_* */
+	int64_t version;		/* from the URL; 0: the newest loaded */
 	/* Inference. */
+	model_ref_t *ref;		/* the model version it holds until freed */
 	const model_t *m;
 	void *slot;
 	char *id;
@@ -327,6 +331,43 @@ http_status_of(enum batch_status st)
 	    MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
+/* A URL's version: a positive decimal integer without leading zeros. */
+static int
+http_parse_version(const char *v, size_t n, int64_t *out)
+{
+	int64_t x = 0;
+	size_t i;
+
+	if (n == 0 || n > 18 || v[0] == '0')
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		x = x * 10 + (v[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+/* Parse the rest of /v2/repository/models/{m}/load|unload. */
+static const char *
+http_route_repository(struct http_request *req, const char *rest)
+{
+	size_t n = strcspn(rest, "/");
+
+	if (n == 0)
+		return NULL;
+	if (n >= sizeof req->model)
+		req->flags |= HTTP_F_NAME_TOO_LONG;
+	else
+		memcpy(req->model, rest, n);
+	if (strcmp(rest + n, "/load") == 0)
+		return req->route = ROUTE_REPO_LOAD, HTTP_ALLOW_POST;
+	if (strcmp(rest + n, "/unload") == 0)
+		return req->route = ROUTE_REPO_UNLOAD, HTTP_ALLOW_POST;
+	return NULL;
+}
+
 /* Parse the rest of /v2/models/{m}...; NULL when the path names nothing. */
 static const char *
 http_route_model(struct http_request *req, const char *rest)
@@ -345,7 +386,7 @@ http_route_model(struct http_request *req, const char *rest)
 		n = strcspn(v, "/");
 		if (n == 0)
 			return NULL;
-		if (!(n == 1 && v[0] == '1'))
+		if (http_parse_version(v, n, &req->version) != 0)
 			req->flags |= HTTP_F_BAD_VERSION;
 		tail = v + n;
 	}
@@ -390,6 +431,8 @@ http_route(struct http_request *req, const char *url)
 	}
 	if (strncmp(url, "/v2/models/", 11) == 0)
 		return http_route_model(req, url + 11);
+	if (strncmp(url, "/v2/repository/models/", 22) == 0)
+		return http_route_repository(req, url + 22);
 	if (http_shm_path(url))
 		return req->route = ROUTE_SHM, HTTP_ALLOW_SHM;
 	return NULL;
@@ -421,6 +464,7 @@ http_request_free(struct http_request *req)
 {
 	if (req->slot != NULL)
 		pinned_pool_put(req->srv->pool, req->slot);
+	repository_release(req->ref);
 	http_uncharge(req);
 	kserve_infer_release(&req->ki, req->srv->shm);
 	free(req->body);
@@ -482,19 +526,33 @@ http_model_body_bound(const model_t *m)
 	return bound;
 }
 
-/* The largest body this request may have: max_body_bytes, or less for the model it names. */
+/* repository_foreach: raise *arg to ref's model's body bound. */
+static void
+http_bound_of(const model_ref_t *ref, void *arg)
+{
+	size_t *bound = arg, b = http_model_body_bound(ref->model);
+
+	if (b > *bound)
+		*bound = b;
+}
+
+/* The largest body this request may have: max_body_bytes, or less for the model it names (any loaded model's for POST /infer). */
 static size_t
 http_body_limit(const struct http_request *req)
 {
 	const http_server_t *srv = req->srv;
-	size_t limit = srv->ctx.config->max_body_bytes, bound = srv->max_request_bytes;
-	const model_t *m;
+	size_t limit = srv->ctx.config->max_body_bytes, bound = HTTP_BODY_SLACK;
+	model_ref_t *ref;
 
-	if (req->route == ROUTE_SHM)	/* registrations: small JSON, no model's bound */
+	if (req->route == ROUTE_SHM || req->route == ROUTE_REPO_LOAD)	/* small JSON, no model's bound */
 		return limit;
 	if (req->route == ROUTE_INFER && !(req->flags & HTTP_F_NAME_TOO_LONG) &&
-	    (m = repository_find(srv->ctx.repo, req->model)) != NULL)
-		bound = http_model_body_bound(m);
+	    repository_acquire(srv->ctx.repo, req->model, req->version, &ref, NULL) == REPOSITORY_FOUND) {
+		bound = http_model_body_bound(ref->model);
+		repository_release(ref);
+	} else {
+		repository_foreach(srv->ctx.repo, http_bound_of, &bound);
+	}
 	return bound < limit ? bound : limit;
 }
 
@@ -649,7 +707,8 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 
 	*size = 0;
 	http_guard_body_bytes(req->gc, n);
-	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM) {
+	if (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT && req->route != ROUTE_SHM &&
+	    req->route != ROUTE_REPO_LOAD) {
 		/* Other routes take no body: it is counted, not kept, and bounded all the same. */
 		if (n > max - req->discarded)
 			return http_refuse_now(req, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %s",
@@ -674,37 +733,36 @@ http_receive(struct http_request *req, const char *data, size_t *size)
 	return MHD_YES;
 }
 
-/* Answer a model that is not served: 404 when unknown, failed_status with its load error. */
-static enum MHD_Result
-http_model_missing(struct http_request *req, const char *name, unsigned int failed_status)
+/* Take a reference to version (0: newest) of name into req->ref; answers 404 unknown, failed_status not ready. */
+static const model_t *
+http_take_model(struct http_request *req, const char *name, unsigned int failed_status, enum MHD_Result *ret)
 {
-	const struct repository_failure *f = repository_find_failure(req->srv->ctx.repo, name);
+	char *cause = NULL;
+	int rc = repository_acquire(req->srv->ctx.repo, name, req->version, &req->ref, &cause);
 
-	if (f != NULL)
-		return http_error(req, failed_status, "model '%s' is not ready: it failed to load: %s",
-		    name, f->error);
-	return http_error(req, MHD_HTTP_NOT_FOUND, "unknown model '%s'", name);
+	if (rc == REPOSITORY_FOUND)
+		return req->m = req->ref->model;
+	*ret = http_error(req, rc == REPOSITORY_NOT_READY ? failed_status : MHD_HTTP_NOT_FOUND, "%s",
+	    cause != NULL ? cause : "out of memory");
+	free(cause);
+	return NULL;
 }
 
 /* The model a URL names, or NULL when the request has been answered 404/failed_status. */
 static const model_t *
 http_url_model(struct http_request *req, unsigned int failed_status, enum MHD_Result *ret)
 {
-	const model_t *m;
-
 	if (req->flags & HTTP_F_NAME_TOO_LONG) {
 		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "unknown model (name longer than %d bytes)",
 		    MODEL_NAME_MAX - 1);
 		return NULL;
 	}
 	if (req->flags & HTTP_F_BAD_VERSION) {
-		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "model '%s' has no such version "
-		    "(only " KSERVE_MODEL_VERSION ")", req->model);
+		*ret = http_error(req, MHD_HTTP_NOT_FOUND, "model '%s': a version is a positive integer",
+		    req->model);
 		return NULL;
 	}
-	if ((m = repository_find(req->srv->ctx.repo, req->model)) == NULL)
-		*ret = http_model_missing(req, req->model, failed_status);
-	return m;
+	return http_take_model(req, req->model, failed_status, ret);
 }
 
 /* Queue an encoded answer: JSON, or a JSON header of hlen bytes and binary data. */
@@ -822,7 +880,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 	req->flags |= HTTP_F_ACTIVE;
 	srv->active++;
 	pthread_mutex_unlock(&srv->lock);
-	st = batcher_submit(srv->ctx.batcher, req->m, &req->breq, &cause);
+	st = batcher_submit_queue(srv->ctx.batcher, repository_queue(req->ref), &req->breq, &cause);
 	if (st != BATCH_OK) {
 		pthread_mutex_lock(&srv->lock);
 		req->refs--;
@@ -951,8 +1009,7 @@ http_infer(struct http_request *req)
 		json_decref(root);
 		return http_invalid(req, NULL, cause);
 	}
-	if ((req->m = repository_find(srv->ctx.repo, name)) == NULL) {
-		ret = http_model_missing(req, name, MHD_HTTP_SERVICE_UNAVAILABLE);
+	if (req->route == ROUTE_INFER_SHORT && http_take_model(req, name, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL) {
 		json_decref(root);
 		return ret;
 	}
@@ -997,6 +1054,13 @@ http_metrics(struct http_request *req)
 {
 	const struct http_context *ctx = &req->srv->ctx;
 	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev));
+	char *more = text != NULL ? repository_metrics_text(ctx->repo) : NULL, *all = NULL;
+
+	if (more != NULL && asprintf(&all, "%s%s", text, more) != -1) {
+		free(text);
+		text = all;
+	}
+	free(more);
 
 	return http_reply(req, text ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text,
 	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL, NULL);
@@ -1052,6 +1116,55 @@ http_shm(struct http_request *req)
 	    r.allow != NULL ? MHD_HTTP_HEADER_ALLOW : NULL, r.allow);
 }
 
+/* The mode refuses explicit load/unload: answered (403 in none mode, 400 in poll mode, as Triton), 1. */
+static int
+http_control_refused(struct http_request *req, enum MHD_Result *ret)
+{
+	enum repository_control mode = repository_control_mode(req->srv->ctx.repo);
+
+	if (mode == REPOSITORY_CONTROL_EXPLICIT)
+		return 0;
+	*ret = http_error(req, mode == REPOSITORY_CONTROL_NONE ? MHD_HTTP_FORBIDDEN : MHD_HTTP_BAD_REQUEST,
+	    "explicit model load / unload is not allowed: model_control_mode is %s "
+	    "(set model_control_mode = explicit)", repository_control_name(mode));
+	return 1;
+}
+
+/* POST /v2/repository/models/{m}/load (optional {"parameters":{"config":"<json>"}}) and .../unload. */
+static enum MHD_Result
+http_repository_control(struct http_request *req)
+{
+	repository_t *repo = req->srv->ctx.repo;
+	enum MHD_Result ret;
+	char *config = NULL, *cause = NULL;
+	int rc;
+
+	if (http_control_refused(req, &ret))
+		return ret;
+	if (req->flags & HTTP_F_NAME_TOO_LONG)
+		return http_error(req, MHD_HTTP_BAD_REQUEST, "model name longer than %d bytes", MODEL_NAME_MAX - 1);
+	if (req->route == ROUTE_REPO_LOAD &&
+	    kserve_decode_load_request(req->body, req->len, &config, &cause) != 0) {
+		http_drop_body(req);
+		ret = http_error(req, MHD_HTTP_BAD_REQUEST, "%s", cause);
+		free(cause);
+		return ret;
+	}
+	http_drop_body(req);
+	if (req->route == ROUTE_REPO_LOAD)
+		rc = repository_load_model(repo, req->model, config, &cause);
+	else
+		rc = repository_unload_model(repo, req->model, &cause);
+	free(config);
+	if (rc != 0) {
+		ret = http_error(req, MHD_HTTP_BAD_REQUEST, "failed to %s '%s': %s",
+		    req->route == ROUTE_REPO_LOAD ? "load" : "unload", req->model, cause ? cause : "out of memory");
+		free(cause);
+		return ret;
+	}
+	return http_json(req, strdup("{}"), 2, NULL);
+}
+
 /* The whole request is in: answer it, or start its inference. */
 static enum MHD_Result
 http_dispatch(struct http_request *req)
@@ -1076,8 +1189,11 @@ http_dispatch(struct http_request *req)
 		body = kserve_encode_server_metadata(&len, &cause);
 		return http_json(req, body, len, cause);
 	case ROUTE_INDEX:
-		body = kserve_encode_repository_index(srv->ctx.repo, &len, &cause);
+		body = repository_index_json(srv->ctx.repo, &len, &cause);
 		return http_json(req, body, len, cause);
+	case ROUTE_REPO_LOAD:
+	case ROUTE_REPO_UNLOAD:
+		return http_repository_control(req);
 	case ROUTE_MODEL:
 	case ROUTE_MODEL_READY:
 	case ROUTE_MODEL_CONFIG:
@@ -1204,18 +1320,36 @@ http_start_daemon(http_server_t *s, char **cause)
 	return 0;
 }
 
-/* The largest sensible body of any model: the limit for POST /infer, whose model is named in the body. */
-static void
-http_max_request_bytes(http_server_t *s)
-{
-	size_t i, b;
+/* The loaded models (the first 64), for sizing the staging slots. */
+struct http_models {
+	const model_t *m[64];
+	size_t n;
+};
 
-	s->max_request_bytes = HTTP_BODY_SLACK;
-	for (i = 0; i < s->ctx.repo->count; i++) {
-		b = http_model_body_bound(s->ctx.repo->models[i]);
-		if (b > s->max_request_bytes)
-			s->max_request_bytes = b;
-	}
+/* repository_foreach: collect ref's model. */
+static void
+http_collect_model(const model_ref_t *ref, void *arg)
+{
+	struct http_models *h = arg;
+
+	if (h->n < sizeof h->m / sizeof h->m[0])
+		h->m[h->n++] = ref->model;
+}
+
+/*
+ * Staging slot size: what the models loaded at start-up need, or
+ * HTTP_BODY_SLACK when none is (models loaded later stage the requests
+ * that fit; a larger one is refused naming the slot size).
+ */
+static size_t
+http_slot_bytes(repository_t *repo)
+{
+	struct http_models h = { .n = 0 };
+	size_t slot;
+
+	repository_foreach(repo, http_collect_model, &h);
+	slot = pinned_pool_slot_bytes_for(h.m, h.n);
+	return h.n > 0 ? slot : HTTP_BODY_SLACK;
 }
 
 /* Make the shared-memory registry (always: a request may name a region only when the endpoints are on). */
@@ -1254,14 +1388,13 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		free(s);
 		return error_set(cause, "http: pthread init: %s", strerror(rc));
 	}
-	http_max_request_bytes(s);
 	if (http_shm_start(s, cause) != 0) {
 		pthread_cond_destroy(&s->idle);
 		pthread_mutex_destroy(&s->lock);
 		free(s);
 		return -1;
 	}
-	slot = pinned_pool_slot_bytes_for(ctx->repo);
+	slot = http_slot_bytes(ctx->repo);
 	if (http_guard_start(ctx->config, &s->guard, cause) != 0 ||
 	    pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
 	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {

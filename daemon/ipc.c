@@ -419,27 +419,12 @@ ipc_watch(ipc_server_t *s, int fd, struct ipc_tag *t, char **cause)
 	return 0;
 }
 
-/* Find each model's counters once, so failures are counted without a lookup. */
-static int
-ipc_metrics_init(ipc_server_t *s, char **cause)
-{
-	size_t i;
-
-	if (s->ctx.repo->count == 0)
-		return 0;
-	if ((s->mm = calloc(s->ctx.repo->count, sizeof *s->mm)) == NULL)
-		return error_set(cause, "out of memory");
-	for (i = 0; i < s->ctx.repo->count; i++)
-		s->mm[i] = metrics_find(s->ctx.metrics, s->ctx.repo->models[i]->name);
-	return 0;
-}
-
 /* Everything but the thread. */
 static int
 ipc_setup(ipc_server_t *s, char **cause)
 {
 	if (ipc_auth_init(&s->auth, s->ctx.config->allow_users, s->ctx.config->allow_groups,
-	    cause) != 0 || ipc_metrics_init(s, cause) != 0)
+	    cause) != 0)
 		return -1;
 	if ((s->path = strdup(s->ctx.config->shm_socket)) == NULL)
 		return error_set(cause, "out of memory");
@@ -474,7 +459,6 @@ ipc_free(ipc_server_t *s)
 	ipc_close(&s->wake_fd);
 	ipc_close(&s->spare_fd);
 	ipc_auth_free(&s->auth);
-	free(s->mm);
 	free(s->path);
 	free(s);
 }

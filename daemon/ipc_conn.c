@@ -76,7 +76,7 @@ ipc_conn_greet(ipc_server_t *s, struct ipc_client *c)
 		.version = INFERD_PROTOCOL_VERSION,
 		.max_region_bytes = s->ctx.config->max_region_bytes,
 		.max_entries = INFERD_WIRE_MAX_ENTRIES,
-		.nmodels = (uint32_t)s->ctx.repo->count,
+		.nmodels = (uint32_t)repository_name_count(s->ctx.repo),
 	};
 
 	return ipc_conn_send(c->control_fd, INFERD_WIRE_SERVER_HELLO, &h, sizeof h);
@@ -246,7 +246,7 @@ ipc_conn_hello(ipc_server_t *s, struct ipc_client *c, const void *payload, uint3
 	c->ready = 1;
 	METRICS_ADD(s->ctx.metrics->shm_clients, 1);
 	r.data_offset = c->layout.data_offset;
-	r.nmodels = (uint32_t)s->ctx.repo->count;
+	r.nmodels = (uint32_t)repository_name_count(s->ctx.repo);
 	if (ipc_conn_send(c->control_fd, INFERD_WIRE_READY, &r, sizeof r) != 0) {
 		ipc_kill(c, LOG_LEVEL_WARN, "sending READY failed");
 		return -1;
@@ -395,37 +395,53 @@ ipc_conn_send_info(struct ipc_client *c, const model_t *m, uint32_t id)
 	return r;
 }
 
-/* Handle MODEL_QUERY: a model by name or by id. */
+/* Answer a query the registry refused with NO_MODEL and its reason. */
+static int
+ipc_conn_no_model(struct ipc_client *c, char *why)
+{
+	if (ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_NO_MODEL, "%s", why ? why : "out of memory") != 0)
+		ipc_kill(c, LOG_LEVEL_WARN, "not reading its replies");
+	free(why);
+	return 0;
+}
+
+/*
+ * Handle MODEL_QUERY: a model by name or by id, optionally followed by an
+ * int64 version after the name (0 or absent: the newest loaded; a version
+ * gets an id of its own).
+ */
 static int
 ipc_conn_query(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, uint32_t len)
 {
-	const repository_t *repo = s->ctx.repo;
 	struct inferd_wire_model_query q;
-	char name[INFERD_WIRE_NAME_MAX];
+	char name[INFERD_WIRE_NAME_MAX], *why = NULL;
+	model_ref_t *ref;
+	int64_t version = 0;
 	uint32_t id;
+	int r;
 
 	if (!c->ready || len < sizeof q)
 		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: unexpected model query");
 	memcpy(&q, payload, sizeof q);
-	if (q.name_length != len - sizeof q || q.name_length >= sizeof name)
+	if (q.name_length >= sizeof name || (q.name_length != len - sizeof q &&
+	    (q.name_length == 0 || q.name_length + sizeof version != len - sizeof q)))
 		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: bad model query length");
-	if (q.name_length == 0) {
-		id = q.id;
-	} else {
+	if (q.name_length + sizeof version == len - sizeof q)
+		memcpy(&version, payload + sizeof q + q.name_length, sizeof version);
+	if (version < 0)
+		return ipc_conn_no_model(c, strdup("a model version is a positive number"));
+	id = q.id;
+	if (q.name_length != 0) {
 		memcpy(name, payload + sizeof q, q.name_length);
 		name[q.name_length] = '\0';
-		for (id = 0; id < repo->count; id++)
-			if (strcmp(repo->models[id]->name, name) == 0)
-				break;
+		if (repository_id(s->ctx.repo, name, version, &id, &why) != 0)
+			return ipc_conn_no_model(c, why);
 	}
-	if (id >= repo->count) {
-		if (ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_NO_MODEL, "no model %s%s%s",
-		    q.name_length ? "'" : "", q.name_length ? name : "with that id",
-		    q.name_length ? "' is loaded" : "") != 0)
-			ipc_kill(c, LOG_LEVEL_WARN, "not reading its replies");
-		return 0;
-	}
-	if (ipc_conn_send_info(c, repo->models[id], id) != 0)
+	if (repository_acquire_id(s->ctx.repo, id, &ref, &why) != REPOSITORY_FOUND)
+		return ipc_conn_no_model(c, why);
+	r = ipc_conn_send_info(c, ref->model, id);
+	repository_release(ref);
+	if (r != 0)
 		ipc_kill(c, LOG_LEVEL_WARN, "not reading its replies");
 	return 0;
 }

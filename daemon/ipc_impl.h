@@ -63,6 +63,7 @@ struct ipc_slot {
 	struct batch_request req;
 	struct ipc_client *client;
 	const model_t *model;		/* set when the batcher accepted it (for CANCEL) */
+	model_ref_t *ref;		/* the version it holds until its done ran */
 	uint64_t user_data;
 	int next_free;
 };
@@ -124,7 +125,6 @@ struct ipc_server {
 	size_t nclients;
 	int armed;			/* NEED_WAKEUP is set in every ready client's ring */
 	uint64_t activity_us;		/* atomic: last submission taken or completion posted */
-	struct metrics_model **mm;	/* per model id, NULL without metrics */
 };
 
 /* ipc_auth.c */

@@ -116,11 +116,14 @@ ipc_ring_done(struct batch_request *req, enum batch_status st, const char *error
 {
 	struct ipc_slot *sl = (struct ipc_slot *)req;
 	struct ipc_client *c = sl->client;
+	model_ref_t *ref = sl->ref;	/* read first: once completed, the slot may be reused */
 
 	if (st != BATCH_OK)
 		LOG_DEBUG("ipc: %s request %llu: %s", c->label,
 		    (unsigned long long)sl->user_data, error);
+	sl->ref = NULL;
 	ipc_ring_complete(c, (int)(sl - c->slots), ipc_ring_status(st), INFERD_WIRE_DETAIL_NONE);
+	repository_release(ref);
 }
 
 /*
@@ -197,18 +200,12 @@ ipc_ring_single_rows(const model_t *m, uint32_t rows, uint64_t *in, uint64_t *ou
 	    !__builtin_mul_overflow((uint64_t)model_output_row_bytes(m, 0, &shape), rows, out);
 }
 
-/* Validate a copied single-form submission; the model is stored in *mp once its id is known. */
+/* Validate a copied single-form submission of model m. */
 static uint32_t
-ipc_ring_validate(ipc_server_t *s, const struct ipc_client *c,
-    const struct inferd_wire_sqe *e, const model_t **mp)
+ipc_ring_validate(const struct ipc_client *c, const struct inferd_wire_sqe *e, const model_t *m)
 {
-	const repository_t *repo = s->ctx.repo;
-	const model_t *m;
 	uint64_t in, out;
 
-	if (e->model_id >= repo->count)
-		return INFERD_WIRE_DETAIL_MODEL;
-	*mp = m = repo->models[e->model_id];
 	if (e->flags != 0)
 		return INFERD_WIRE_DETAIL_FLAGS;
 	if (e->datatype != INFERD_WIRE_FP32)
@@ -328,17 +325,22 @@ ipc_ring_validate_list(const struct ipc_client *c, const model_t *m,
 	return INFERD_WIRE_DETAIL_NONE;
 }
 
-/* Validate a copied submission of either form and fill r; the model is stored in *mp once its id is known. */
+/*
+ * Validate a copied submission of either form and fill r; *refp gets a
+ * reference to the model its id names (the caller releases it), *mp its
+ * model.  An id whose model was unloaded is DETAIL_UNLOADED.
+ */
 static uint32_t
 ipc_ring_check(ipc_server_t *s, const struct ipc_client *c, const struct ipc_submission *sub,
-    struct batch_request *r, const model_t **mp)
+    struct batch_request *r, model_ref_t **refp, const model_t **mp)
 {
 	const struct inferd_wire_sqe *e = &sub->e;
 	uint32_t detail;
+	int rc = repository_acquire_id(s->ctx.repo, e->model_id, refp, NULL);
 
-	if (e->model_id >= s->ctx.repo->count)
-		return INFERD_WIRE_DETAIL_MODEL;
-	*mp = s->ctx.repo->models[e->model_id];
+	if (rc != REPOSITORY_FOUND)
+		return rc == REPOSITORY_UNKNOWN ? INFERD_WIRE_DETAIL_MODEL : INFERD_WIRE_DETAIL_UNLOADED;
+	*mp = (*refp)->model;
 	if (e->flags == INFERD_WIRE_SQE_LIST) {
 		if (sub->detail != INFERD_WIRE_DETAIL_NONE)
 			return sub->detail;
@@ -346,7 +348,7 @@ ipc_ring_check(ipc_server_t *s, const struct ipc_client *c, const struct ipc_sub
 			return INFERD_WIRE_DETAIL_ROWS;
 		return ipc_ring_validate_list(c, *mp, sub, r);
 	}
-	if ((detail = ipc_ring_validate(s, c, e, mp)) != INFERD_WIRE_DETAIL_NONE)
+	if ((detail = ipc_ring_validate(c, e, *mp)) != INFERD_WIRE_DETAIL_NONE)
 		return detail;
 	r->input = c->base + e->input_offset;
 	r->output = c->base + e->output_offset;
@@ -361,19 +363,24 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	const struct inferd_wire_sqe *e = &sub->e;
 	struct ipc_slot *sl = &c->slots[slot];
 	const model_t *m = NULL;
+	model_ref_t *ref = NULL;
+	struct metrics_model *mm;
 	enum batch_status st;
 	char *cause = NULL;
 	uint32_t detail;
 
 	sl->user_data = e->user_data;
 	sl->model = NULL;
+	sl->ref = NULL;
 	memset(&sl->req, 0, sizeof sl->req);
-	detail = ipc_ring_check(s, c, sub, &sl->req, &m);
+	detail = ipc_ring_check(s, c, sub, &sl->req, &ref, &m);
 	if (detail != INFERD_WIRE_DETAIL_NONE) {
 		LOG_DEBUG("ipc: %s request %llu refused (check %u)", c->label,
 		    (unsigned long long)e->user_data, detail);
-		if (m != NULL && s->mm != NULL && s->mm[e->model_id] != NULL)
-			METRICS_ADD(s->mm[e->model_id]->failure[METRICS_REASON_INVALID], 1);
+		if (m != NULL && s->ctx.metrics != NULL &&
+		    (mm = metrics_find(s->ctx.metrics, m->name)) != NULL)
+			METRICS_ADD(mm->failure[METRICS_REASON_INVALID], 1);
+		repository_release(ref);
 		ipc_ring_complete(c, slot, INFERD_WIRE_INVALID, detail);
 		return;
 	}
@@ -382,13 +389,17 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	sl->req.timeout_us = e->timeout_us;
 	sl->req.done = ipc_ring_done;
 	sl->req.user = sl;
+	/* The slot holds the reference from before the submit: done may run at once. */
+	sl->ref = ref;
 	if (__atomic_load_n(&s->shutting_down, __ATOMIC_ACQUIRE))
 		st = BATCH_SHUTDOWN;
 	else
-		st = batcher_submit(s->ctx.batcher, m, &sl->req, &cause);
+		st = batcher_submit_queue(s->ctx.batcher, repository_queue(ref), &sl->req, &cause);
 	if (st == BATCH_OK)
 		sl->model = m;
 	else {
+		sl->ref = NULL;
+		repository_release(ref);
 		LOG_DEBUG("ipc: %s request %llu: %s", c->label, (unsigned long long)e->user_data,
 		    cause != NULL ? cause : batch_status_str(st));
 		free(cause);
@@ -509,7 +520,7 @@ ipc_ring_cancel(ipc_server_t *s, struct ipc_client *c, uint64_t user_data)
 
 	for (i = 0; i < c->cq_entries; i++)
 		if (c->slots[i].model != NULL && c->slots[i].user_data == user_data)
-			return batcher_cancel(s->ctx.batcher, c->slots[i].model, &c->slots[i].req);
+			return batcher_cancel(s->ctx.batcher, NULL, &c->slots[i].req);
 	return 0;
 }
 

@@ -955,7 +955,7 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
     const void *buf, size_t *len, size_t *header_len, char **cause)
 {
 	json_t *outputs = json_array(), *tensor, *resp;
-	char *s;
+	char *s, version[24];
 	int k;
 
 	if (outputs == NULL)
@@ -970,8 +970,9 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 			return error_set(cause, "out of memory"), NULL;
 		}
 	}
+	snprintf(version, sizeof version, "%lld", (long long)m->version);
 	resp = json_pack("{s:s, s:s, s:o}", "model_name", m->name,
-	    "model_version", KSERVE_MODEL_VERSION, "outputs", outputs);
+	    "model_version", version, "outputs", outputs);
 	if (resp != NULL && id != NULL && json_object_set_new(resp, "id", json_string(id)) != 0) {
 		json_decref(resp);
 		resp = NULL;
@@ -1013,8 +1014,11 @@ kserve_tensors_metadata(const model_t *m, const struct model_io *io, int n)
 char *
 kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 {
+	char version[24];
+
+	snprintf(version, sizeof version, "%lld", (long long)m->version);
 	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", m->name,
-	    "versions", KSERVE_MODEL_VERSION, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
+	    "versions", version, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
 	    "inputs", kserve_tensors_metadata(m, m->inputs, m->ninputs),
 	    "outputs", kserve_tensors_metadata(m, m->outputs, m->noutputs)), len, cause);
 }
@@ -1047,24 +1051,43 @@ kserve_string(const char *s)
 	return v;
 }
 
-/* The repository index, Triton's shape: [{"name","version","state"[,"reason"]}]. */
-char *
-kserve_encode_repository_index(const repository_t *r, size_t *len, char **cause)
+/* A repository load request's body. */
+int
+kserve_decode_load_request(const char *body, size_t len, char **config, char **cause)
 {
-	json_t *a = json_array();
-	size_t i;
+	json_t *root, *params, *v;
+	json_error_t err;
+	const char *key;
+	int rc = -1;
 
-	for (i = 0; a != NULL && i < r->count; i++)
-		if (json_array_append_new(a, json_pack("{s:o, s:s, s:s}", "name",
-		    kserve_string(r->models[i]->name), "version", KSERVE_MODEL_VERSION,
-		    "state", "READY")) != 0)
-			a = (json_decref(a), NULL);
-	for (i = 0; a != NULL && i < r->nfailures; i++)
-		if (json_array_append_new(a, json_pack("{s:o, s:s, s:s, s:o}", "name",
-		    kserve_string(r->failures[i].name), "version", KSERVE_MODEL_VERSION,
-		    "state", "UNAVAILABLE", "reason", kserve_string(r->failures[i].error))) != 0)
-			a = (json_decref(a), NULL);
-	return kserve_dump(a, len, cause);
+	*config = NULL;
+	if (len == 0)
+		return 0;
+	if ((root = json_loadb(body, len, 0, &err)) == NULL)
+		return error_set(cause, "malformed JSON at line %d, column %d: %s", err.line, err.column, err.text);
+	params = json_object_get(root, "parameters");
+	if (!json_is_object(root) || (params != NULL && !json_is_object(params))) {
+		error_set(cause, "a load request is {\"parameters\": {\"config\": \"<model.json text>\"}}");
+		goto out;
+	}
+	json_object_foreach(params, key, v) {
+		if (strcmp(key, "config") != 0) {
+			error_set(cause, "load parameter '%s' is not supported (only \"config\")", key);
+			goto out;
+		}
+		if (!json_is_string(v)) {
+			error_set(cause, "load parameter \"config\" must be a string holding model.json's JSON");
+			goto out;
+		}
+		if ((*config = strdup(json_string_value(v))) == NULL) {
+			error_set(cause, "out of memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
 }
 
 /* {"error": msg}. */

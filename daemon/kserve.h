@@ -11,12 +11,9 @@
 #include <jansson.h>
 
 #include "model.h"
-#include "repository.h"
 #include "shm_registry.h"
 #include "tensor_text.h"
 
-/* The model version every model reports: the repository holds one per model. */
-#define KSERVE_MODEL_VERSION "1"
 /* The platform name in model metadata when the model gives none. */
 #define KSERVE_PLATFORM "inferd_mlp"
 /*
@@ -175,8 +172,13 @@ char *kserve_encode_infer(const model_t *m, const char *id, const struct kserve_
 char *kserve_encode_server_metadata(size_t *len, char **cause);
 /* Model metadata for GET /v2/models/{m}. */
 char *kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause);
-/* The repository index (loaded and failed models). */
-char *kserve_encode_repository_index(const repository_t *r, size_t *len, char **cause);
+/*
+ * A repository load request's body (len 0: none): {"parameters": {"config":
+ * "<model.json text>"}} as Triton's clients send a config override.  *config
+ * gets a malloc'ed copy of that text, or NULL without one; any other
+ * parameter (Triton's "file:..." contents) is refused naming it.
+ */
+int kserve_decode_load_request(const char *body, size_t len, char **config, char **cause);
 /* {"error": msg} (any bytes of msg are escaped). */
 char *kserve_encode_error(const char *msg, size_t *len, char **cause);
 /* Any {"key": true|false} body, e.g. {"live": true}. */

@@ -138,11 +138,13 @@ kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size
     char **cause)
 {
 	static const struct metrics_model none;
+	char version[24];
 
 	if (mm == NULL)
 		mm = &none;
+	snprintf(version, sizeof version, "%lld", (long long)m->version);
 	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[]}]}",
-	    "model_stats", "name", m->name, "version", KSERVE_MODEL_VERSION,
+	    "model_stats", "name", m->name, "version", version,
 	    "last_inference", (json_int_t)0,
 	    "inference_count", kserve_config_load(&mm->inference_count),
 	    "execution_count", kserve_config_load(&mm->execution_count),

@@ -19,6 +19,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
 	daemon/model_onnx.c daemon/model_shape.c \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_config_instances.c \
+	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h \
 	daemon/batcher.c daemon/batcher.h \
 	daemon/daemon_config.c daemon/daemon_config.h \

@@ -69,6 +69,7 @@ usage(FILE *f)
 	config_print_options(f);
 	fputs("\n"
 	    "inferd runs in the foreground and logs to stderr; stop it with Ctrl-C or SIGTERM.\n"
+	    "SIGHUP rescans the model repository (new, changed and removed models and versions).\n"
 	    "HTTP endpoints (KServe v2, as Triton speaks it):\n"
 	    "  GET  /v2/health/live, /v2/health/ready     liveness, readiness\n"
 	    "  GET  /v2                                   server metadata\n"
@@ -76,6 +77,8 @@ usage(FILE *f)
 	    "  GET  /v2/models/{m}[/ready|/config|/stats] metadata, readiness, configuration,\n"
 	    "                                             statistics of model m\n"
 	    "  POST /v2/models/{m}/infer, POST /infer     inference (JSON or binary tensors)\n"
+	    "  .../v2/models/{m}/versions/{v}/...         the same for version v (else the newest)\n"
+	    "  POST /v2/repository/models/{m}/load|unload load or unload m (model_control_mode=explicit)\n"
 	    "  GET  /metrics                              Prometheus metrics\n"
 	    "\n"
 	    "Example (the demo model, from a source tree; then, in a second terminal):\n"
@@ -258,22 +261,33 @@ signals_ignore_repeats(void)
 		LOG_WARN("ignoring repeated stop signals: %s", strerror(errno));
 }
 
-/* Sleep until SIGTERM or SIGINT; no CPU is used meanwhile. */
+/*
+ * Sleep until SIGTERM or SIGINT; no CPU is used meanwhile.  SIGHUP rescans
+ * the model repository; in poll mode so does every poll_secs of quiet.
+ */
 static int
-signals_wait(const sigset_t *set)
+signals_wait(const sigset_t *set, repository_t *repo, int poll_secs)
 {
+	struct timespec ts = { poll_secs, 0 };
 	siginfo_t si;
+	int sig;
 
 	for (;;) {
-		if (sigwaitinfo(set, &si) == -1) {
+		sig = poll_secs > 0 ? sigtimedwait(set, &si, &ts) : sigwaitinfo(set, &si);
+		if (sig == -1 && errno == EAGAIN) {
+			repository_rescan(repo);
+			continue;
+		}
+		if (sig == -1) {
 			if (errno == EINTR)
 				continue;
 			LOG_ERROR("sigwaitinfo: %s", strerror(errno));
 			return -1;
 		}
 		if (si.si_signo == SIGHUP) {
-			LOG_WARN("SIGHUP from pid %ld ignored: restart inferd to apply a new configuration",
-			    (long)si.si_pid);
+			LOG_INFO("SIGHUP from pid %ld: rescanning the model repository %s (the configuration "
+			    "file is not reread)", (long)si.si_pid, repository_dir(repo));
+			repository_rescan(repo);
 			continue;
 		}
 		LOG_INFO("%s from pid %ld: shutting down",
@@ -283,24 +297,64 @@ signals_wait(const sigset_t *set)
 	}
 }
 
-/* Make the per-model counters, one per loaded model. */
+/* The per-model counters: made as models load (metrics_model_add). */
 static int
 daemon_init_metrics(struct daemon *d, char **cause)
 {
-	const char **names;
-	size_t i;
-	int r;
-
-	names = calloc(d->repo->count ? d->repo->count : 1, sizeof *names);
-	if (names == NULL)
-		return error_set(cause, "out of memory");
-	for (i = 0; i < d->repo->count; i++)
-		names[i] = d->repo->models[i]->name;
-	r = metrics_init(&d->metrics, names, d->repo->count);
-	free(names);
-	if (r != 0)
+	if (metrics_init(&d->metrics, NULL, 0) != 0)
 		return error_set(cause, "metrics: out of memory");
 	return 0;
+}
+
+/* The model control mode named in the configuration. */
+static enum repository_control
+daemon_control_mode(const struct daemon_config *c)
+{
+	if (strcmp(c->model_control_mode, "explicit") == 0)
+		return REPOSITORY_CONTROL_EXPLICIT;
+	return strcmp(c->model_control_mode, "poll") == 0 ? REPOSITORY_CONTROL_POLL : REPOSITORY_CONTROL_NONE;
+}
+
+/* Split load_model's comma list into a NULL-terminated array (in place of a copy). */
+static char **
+daemon_load_list(const char *list, char **copy)
+{
+	size_t n = 1, i = 0;
+	char **v, *p, *save = NULL;
+	const char *q;
+
+	for (q = list; *q != '\0'; q++)
+		n += *q == ',';
+	if ((*copy = strdup(list)) == NULL || (v = calloc(n + 1, sizeof *v)) == NULL) {
+		free(*copy);
+		return NULL;
+	}
+	for (p = strtok_r(*copy, ",", &save); p != NULL; p = strtok_r(NULL, ",", &save))
+		v[i++] = p;
+	return v;
+}
+
+/* Make the registry and load what the control mode loads at start-up. */
+static int
+daemon_load_models(struct daemon *d, char **cause)
+{
+	struct repository_options o = {
+		.dev = d->dev, .batcher = d->batcher, .metrics = &d->metrics,
+		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
+		.inflight = d->config.inflight_batches,
+	};
+	char **names, *copy = NULL;
+	int r;
+
+	if (repository_create(&o, &d->repo, cause) != 0)
+		return -1;
+	LOG_INFO("model control mode: %s", repository_control_name(o.control));
+	if ((names = daemon_load_list(d->config.load_model, &copy)) == NULL)
+		return error_set(cause, "out of memory");
+	r = repository_load_startup(d->repo, names, cause);
+	free(names);
+	free(copy);
+	return r;
 }
 
 /* Write the bound port to the port file atomically (a reader never sees half of it). */
@@ -358,18 +412,20 @@ daemon_log_summary(struct daemon *d)
 	const char *addr = d->config.listen_address;
 	int v6 = strchr(addr, ':') != NULL;
 	char http[128] = "off";
+	size_t loaded, failed;
 
+	repository_counts(d->repo, &loaded, &failed);
 	if (d->http != NULL)
 		snprintf(http, sizeof http, "%s%s%s:%d", v6 ? "[" : "", addr, v6 ? "]" : "",
 		    http_port(d->http));
-	if (d->repo->count == 0)
-		LOG_WARN("no model loaded from %s", d->repo->dir);
+	if (loaded == 0)
+		LOG_WARN("no model loaded from %s", repository_dir(d->repo));
 	LOG_INFO("started: %zu model%s loaded, %zu failed, from %s; device %s; http %s; shm socket %s",
-	    d->repo->count, d->repo->count == 1 ? "" : "s", d->repo->nfailures,
-	    d->repo->dir, device_name(d->dev), http,
+	    loaded, loaded == 1 ? "" : "s", failed,
+	    repository_dir(d->repo), device_name(d->dev), http,
 	    *d->config.shm_socket != '\0' ? d->config.shm_socket : "off");
-	notify_status("serving %zu model%s (%zu failed to load); http %s", d->repo->count,
-	    d->repo->count == 1 ? "" : "s", d->repo->nfailures, http);
+	notify_status("serving %zu model%s (%zu failed to load); http %s", loaded,
+	    loaded == 1 ? "" : "s", failed, http);
 }
 
 /* Tell the batcher how shared-memory tensors are copied (copy_mode, mapped_copy_max_bytes). */
@@ -404,15 +460,13 @@ daemon_start(struct daemon *d, char **cause)
 		cpu_kernels_set_threads(d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1);
 		LOG_INFO("cpu threads: %d", cpu_kernels_threads());
 	}
-	if (repository_load(d->dev, d->config.model_repository, &d->repo, cause) != 0)
-		return -1;
 	if (daemon_init_metrics(d, cause) != 0)
 		return -1;
-	if (batcher_create(d->dev, d->repo, &d->metrics, d->config.inflight_batches,
+	if (batcher_create(d->dev, &d->metrics, d->config.inflight_batches,
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
-	if (daemon_copy_mode(d, cause) != 0)
+	if (daemon_copy_mode(d, cause) != 0 || daemon_load_models(d, cause) != 0)
 		return -1;
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
 		return -1;
@@ -454,9 +508,9 @@ daemon_stop(struct daemon *d, int started)
 		http_stop(d->http);
 	if (d->ipc != NULL)
 		ipc_stop(d->ipc);
+	repository_free(d->repo);
 	if (d->batcher != NULL)
 		batcher_free(d->batcher);
-	repository_free(d->repo);
 	metrics_free(&d->metrics);
 	if (d->dev != NULL)
 		device_close(d->dev);
@@ -539,7 +593,8 @@ main(int argc, char **argv)
 		daemon_stop(&d, 0);
 		return 1;
 	}
-	r = signals_wait(&set);
+	r = signals_wait(&set, d.repo, repository_control_mode(d.repo) == REPOSITORY_CONTROL_POLL ?
+	    d.config.repository_poll_secs : 0);
 	daemon_stop(&d, 1);
 	LOG_INFO("stopped");
 	return r == 0 ? 0 : 1;

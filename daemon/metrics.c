@@ -24,9 +24,13 @@ metrics_init(struct metrics *m, const char *const *names, size_t n)
 	size_t i;
 
 	memset(m, 0, sizeof *m);
-	m->models = calloc(n ? n : 1, sizeof *m->models);
-	if (m->models == NULL)
+	m->capacity = n > METRICS_MAX_MODELS ? n : METRICS_MAX_MODELS;
+	m->models = calloc(m->capacity, sizeof *m->models);
+	if (m->models == NULL || pthread_mutex_init(&m->add_lock, NULL) != 0) {
+		free(m->models);
+		m->models = NULL;
 		return -1;
+	}
 	m->nmodels = n;
 	for (i = 0; i < n; i++)
 		snprintf(m->models[i].name, sizeof m->models[i].name, "%s", names[i]);
@@ -37,9 +41,18 @@ metrics_init(struct metrics *m, const char *const *names, size_t n)
 void
 metrics_free(struct metrics *m)
 {
+	if (m->models != NULL)
+		pthread_mutex_destroy(&m->add_lock);
 	free(m->models);
 	m->models = NULL;
 	m->nmodels = 0;
+}
+
+/* How many models have counters (entries below it are fully written). */
+static size_t
+metrics_count_models(struct metrics *m)
+{
+	return __atomic_load_n(&m->nmodels, __ATOMIC_ACQUIRE);
 }
 
 /* Find a model's counters. */
@@ -48,10 +61,26 @@ metrics_find(struct metrics *m, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < m->nmodels; i++)
+	for (i = 0; i < metrics_count_models(m); i++)
 		if (strcmp(m->models[i].name, name) == 0)
 			return &m->models[i];
 	return NULL;
+}
+
+/* Find a model's counters, or make them. */
+struct metrics_model *
+metrics_model_add(struct metrics *m, const char *name)
+{
+	struct metrics_model *mm;
+
+	pthread_mutex_lock(&m->add_lock);
+	if ((mm = metrics_find(m, name)) == NULL && m->nmodels < m->capacity) {
+		mm = &m->models[m->nmodels];
+		snprintf(mm->name, sizeof mm->name, "%s", name);
+		__atomic_store_n(&m->nmodels, m->nmodels + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&m->add_lock);
+	return mm;
 }
 
 /* Count one batch: execution, rows, histogram bucket, compute time. */
@@ -121,7 +150,7 @@ metrics_render_per_model(struct metrics_buf *b, struct metrics *m,
 	size_t i;
 
 	metrics_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
-	for (i = 0; i < m->nmodels; i++) {
+	for (i = 0; i < metrics_count_models(m); i++) {
 		const uint64_t *v = (const uint64_t *)((const char *)&m->models[i] + offset);
 		metrics_printf(b, "%s{model=\"%s\"} %llu\n", name, m->models[i].name,
 		    (unsigned long long)metrics_load(v));
@@ -137,7 +166,7 @@ metrics_render_requests(struct metrics_buf *b, struct metrics *m)
 
 	metrics_printf(b, "# HELP inferd_requests_total Inference requests by model and outcome.\n"
 	    "# TYPE inferd_requests_total counter\n");
-	for (i = 0; i < m->nmodels; i++) {
+	for (i = 0; i < metrics_count_models(m); i++) {
 		struct metrics_model *mm = &m->models[i];
 		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
 		    mm->name, metrics_reason_names[METRICS_REASON_OK],
@@ -156,7 +185,7 @@ metrics_render_histogram(struct metrics_buf *b, struct metrics *m)
 	int k;
 
 	metrics_printf(b, "# HELP inferd_batch_size Rows per executed batch.\n# TYPE inferd_batch_size histogram\n");
-	for (i = 0; i < m->nmodels; i++) {
+	for (i = 0; i < metrics_count_models(m); i++) {
 		struct metrics_model *mm = &m->models[i];
 		uint64_t cum = 0;
 		for (k = 0; k <= METRICS_BATCH_BUCKETS; k++) {

@@ -2,6 +2,7 @@
 #ifndef INFERD_METRICS_H
 #define INFERD_METRICS_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,15 +48,25 @@ struct metrics {
 	uint64_t shm_wakeups;			/* sleeping clients woken (futex or socket byte) */
 	uint64_t http_requests;
 	uint64_t http_errors;
-	size_t nmodels;
-	struct metrics_model *models;
+	size_t nmodels;				/* published with release order; grows only */
+	size_t capacity;
+	pthread_mutex_t add_lock;		/* metrics_model_add */
+	struct metrics_model *models;		/* capacity entries, never moved */
 };
+
+/* The most model names counted apart (loads and reloads reuse a name's counters). */
+#define METRICS_MAX_MODELS 1024
 
 /* Add v to a counter atomically. */
 #define METRICS_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
 
-/* Make one metrics_model per name; -1 on allocation failure. */
+/* Make one metrics_model per name, with room for METRICS_MAX_MODELS; -1 on allocation failure. */
 int metrics_init(struct metrics *m, const char *const *names, size_t n);
+/*
+ * The counters of model name, made when it has none (a model loaded at run
+ * time); safe from any thread.  NULL when METRICS_MAX_MODELS names are used.
+ */
+struct metrics_model *metrics_model_add(struct metrics *m, const char *name);
 void metrics_free(struct metrics *m);
 /* The counters of model name, or NULL. */
 struct metrics_model *metrics_find(struct metrics *m, const char *name);

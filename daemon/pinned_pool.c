@@ -70,16 +70,16 @@ pinned_pool_output_offset(const model_t *m)
 	return pinned_tensors_bytes(m, m->ninputs, 0, &s);
 }
 
-/* Bytes one slot needs to stage any request of r. */
+/* Bytes one slot needs to stage any request of the models. */
 size_t
-pinned_pool_slot_bytes_for(const repository_t *r)
+pinned_pool_slot_bytes_for(const model_t *const *models, size_t n)
 {
 	size_t i, need, best = PINNED_POOL_ALIGN;
 	struct model_shape s;
 	const model_t *m;
 
-	for (i = 0; i < r->count; i++) {
-		m = r->models[i];
+	for (i = 0; i < n; i++) {
+		m = models[i];
 		pinned_max_shape(m, &s);
 		need = pinned_tensors_bytes(m, m->ninputs, 0, &s) + pinned_tensors_bytes(m, m->noutputs, 1, &s);
 		need = pinned_round_up(need, PINNED_POOL_ALIGN);

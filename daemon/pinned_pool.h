@@ -6,7 +6,6 @@
 
 #include "device.h"
 #include "model.h"
-#include "repository.h"
 
 /* Slot sizes are multiples of this. */
 #define PINNED_POOL_ALIGN 4096
@@ -16,13 +15,13 @@
 typedef struct pinned_pool pinned_pool_t;
 
 /*
- * Bytes one slot needs to stage any request of r: every input and every
+ * Bytes one slot needs to stage any request of the n models: every input and every
  * output of a model at max_batch_size rows and its maximum dims, each
  * rounded up to PINNED_POOL_OUTPUT_ALIGN, the largest over its models,
  * rounded up to PINNED_POOL_ALIGN; at least one page.  (The KServe codec
  * lays a request out more tightly, so any request fits.)
  */
-size_t pinned_pool_slot_bytes_for(const repository_t *r);
+size_t pinned_pool_slot_bytes_for(const model_t *const *models, size_t n);
 /* Where model m's outputs start inside a slot: its largest inputs, each rounded up. */
 size_t pinned_pool_output_offset(const model_t *m);
 

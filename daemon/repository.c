@@ -1,168 +1,471 @@
-/* repository.c: scanning the model repository directory. */
+/* repository.c: the live registry's tables, references, lookups and the reaper that frees unloaded versions. */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "error.h"
 #include "log.h"
-#include "repository.h"
+#include "repository_impl.h"
 
-/* Order directory entries by name so loading and listing are stable. */
-static int
-repository_cmp_names(const void *a, const void *b)
+/* Triton's name of a state. */
+const char *
+repository_state_name(enum repository_state s)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	static const char *const names[] = { "LOADING", "READY", "UNLOADING", "UNAVAILABLE" };
+
+	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "UNAVAILABLE";
 }
 
-/* Record that name failed to load with message error. */
-static int
-repository_add_failure(repository_t *r, const char *name, const char *error)
+/* The control mode's name. */
+const char *
+repository_control_name(enum repository_control c)
 {
-	struct repository_failure *f;
-
-	f = realloc(r->failures, (r->nfailures + 1) * sizeof *f);
-	if (f == NULL)
-		return -1;
-	r->failures = f;
-	f[r->nfailures].name = strdup(name);
-	f[r->nfailures].error = strdup(error ? error : "unknown error");
-	r->nfailures++;
-	return 0;
+	return c == REPOSITORY_CONTROL_EXPLICIT ? "explicit" : c == REPOSITORY_CONTROL_POLL ? "poll" : "none";
 }
 
-/* Add a loaded model unless its name is taken. */
-static int
-repository_add_model(repository_t *r, model_t *m, char **cause)
-{
-	model_t **models;
-
-	if (repository_find(r, m->name) != NULL)
-		return error_set(cause, "model name '%s' is already used by another directory", m->name);
-	models = realloc(r->models, (r->count + 1) * sizeof *models);
-	if (models == NULL)
-		return error_set(cause, "out of memory");
-	r->models = models;
-	r->models[r->count++] = m;
-	return 0;
-}
-
-/* Try to load one model directory; failures are recorded, not returned. */
+/* Free one version: drain and detach its queue, free the model. */
 static void
-repository_load_one(repository_t *r, device_t *dev, const char *name)
+repository_version_free(repository_t *r, model_ref_t *ref)
 {
-	char *path, *cause = NULL;
-	struct stat st;
-	model_t *m;
+	int i;
 
-	if (asprintf(&path, "%s/%s", r->dir, name) == -1)
-		return;
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		free(path);
-		return;
-	}
-	if (model_load(dev, path, &m, &cause) == 0 && repository_add_model(r, m, &cause) != 0)
-		model_free(m);
-	if (cause != NULL) {
-		LOG_ERROR("model '%s' not loaded: %s", name, cause);
-		repository_add_failure(r, name, cause);
-	} else {
-		LOG_INFO("model '%s' loaded from %s (%s, %zu nodes, %d inputs, %d outputs, max batch %d, arena %zu bytes)",
-		    m->name, path, m->platform, m->graph->nnodes, m->ninputs, m->noutputs, m->max_batch_size,
-		    m->mem.arena_bytes);
-	}
-	free(cause);
-	free(path);
+	for (i = 0; i < ref->nqueues; i++)
+		batcher_detach(r->o.batcher, ref->queues[i]);
+	if (!ref->borrowed)
+		model_free(ref->model);
+	free(ref->config_override);
+	free(ref);
 }
 
-/* Read the names of dir's entries, sorted, skipping dot files. */
-static int
-repository_list(const char *dir, char ***names, size_t *count, char **cause)
+/* The reaper thread: free versions whose last reference went (never on a batcher thread). */
+static void *
+repository_reaper_main(void *arg)
 {
-	struct dirent *de;
-	DIR *d;
-	char **v = NULL, **nv;
-	size_t n = 0;
+	repository_t *r = arg;
+	struct repository_model *m;
+	model_ref_t *ref;
+	int64_t version;
 
-	d = opendir(dir);
-	if (d == NULL)
-		return error_set(cause, "model repository %s: %s", dir, strerror(errno));
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		if (r->dead == NULL) {
+			if (r->stopping)
+				break;
+			pthread_cond_wait(&r->reap, &r->lock);
 			continue;
-		nv = realloc(v, (n + 1) * sizeof *v);
-		if (nv == NULL || (nv[n] = strdup(de->d_name)) == NULL) {
-			free(nv ? nv : v);
-			closedir(d);
-			return error_set(cause, "out of memory");
 		}
-		v = nv;
-		n++;
+		ref = r->dead;
+		r->dead = ref->next;
+		m = ref->owner;
+		version = ref->version;
+		pthread_mutex_unlock(&r->lock);
+		repository_version_free(r, ref);
+		/* Logged once freed: whoever waits for this line finds the memory given back. */
+		LOG_INFO("model '%s' version %lld unloaded", m->name, (long long)version);
+		pthread_mutex_lock(&r->lock);
+		m->retiring--;
+		repository_model_settle(m);
+		pthread_cond_broadcast(&r->reaped);
 	}
-	closedir(d);
-	if (n > 0)
-		qsort(v, n, sizeof *v, repository_cmp_names);
-	*names = v;
-	*count = n;
-	return 0;
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
 }
 
-/* Load every model directory under dir. */
+/* Make the registry and start its reaper. */
 int
-repository_load(device_t *dev, const char *dir, repository_t **out, char **cause)
+repository_create(const struct repository_options *o, repository_t **out, char **cause)
 {
-	repository_t *r;
-	char **names = NULL;
-	size_t n = 0, i;
+	repository_t *r = calloc(1, sizeof *r);
+	int rc;
 
-	if (repository_list(dir, &names, &n, cause) != 0)
-		return -1;
-	r = calloc(1, sizeof *r);
-	if (r == NULL || (r->dir = strdup(dir)) == NULL) {
+	if (r == NULL || (r->dir = strdup(o->dir)) == NULL) {
 		free(r);
-		r = NULL;
-	}
-	for (i = 0; i < n; i++) {
-		if (r != NULL)
-			repository_load_one(r, dev, names[i]);
-		free(names[i]);
-	}
-	free(names);
-	if (r == NULL)
 		return error_set(cause, "out of memory");
+	}
+	r->o = *o;
+	r->o.dir = r->dir;
+	if ((rc = pthread_mutex_init(&r->lock, NULL)) != 0 || (rc = pthread_mutex_init(&r->load_lock, NULL)) != 0 ||
+	    (rc = pthread_cond_init(&r->reap, NULL)) != 0 || (rc = pthread_cond_init(&r->reaped, NULL)) != 0 ||
+	    (rc = pthread_create(&r->reaper, NULL, repository_reaper_main, r)) != 0) {
+		free(r->dir);
+		free(r);
+		return error_set(cause, "repository: pthread: %s", strerror(rc));
+	}
+	r->reaper_started = 1;
 	*out = r;
 	return 0;
 }
 
-/* Find a model by name. */
-model_t *
-repository_find(const repository_t *r, const char *name)
+/* The model called name, or NULL (lock held). */
+struct repository_model *
+repository_model_find(repository_t *r, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < r->count; i++)
+	for (i = 0; i < r->nmodels; i++)
 		if (strcmp(r->models[i]->name, name) == 0)
 			return r->models[i];
 	return NULL;
 }
 
-/* Find a failure by directory name. */
-const struct repository_failure *
-repository_find_failure(const repository_t *r, const char *name)
+/* A new id for (model index, version) (lock held); -1 when full or out of memory. */
+static int
+repository_new_id(repository_t *r, size_t model, int64_t version, uint32_t *id)
+{
+	struct repository_pin *p;
+
+	if (r->nids >= REPOSITORY_MAX_IDS || (p = realloc(r->ids, (r->nids + 1) * sizeof *p)) == NULL)
+		return -1;
+	r->ids = p;
+	p[r->nids] = (struct repository_pin){ (uint32_t)model, version };
+	*id = (uint32_t)r->nids++;
+	return 0;
+}
+
+/* The model called name, made when new (lock held). */
+struct repository_model *
+repository_model_add(repository_t *r, const char *name)
+{
+	struct repository_model *m = repository_model_find(r, name), **v;
+
+	if (m != NULL)
+		return m;
+	v = realloc(r->models, (r->nmodels + 1) * sizeof *v);
+	if (v == NULL)
+		return NULL;
+	r->models = v;
+	if ((m = calloc(1, sizeof *m)) == NULL || (m->name = strdup(name)) == NULL ||
+	    repository_new_id(r, r->nmodels, 0, &m->id) != 0) {
+		if (m != NULL)
+			free(m->name);
+		free(m);
+		return NULL;
+	}
+	m->registry = r;
+	m->state = REPOSITORY_UNAVAILABLE;
+	r->models[r->nmodels++] = m;
+	return m;
+}
+
+/* Record why m failed (lock held). */
+void
+repository_model_fail(struct repository_model *m, int64_t v, const char *reason)
+{
+	free(m->reason);
+	m->reason = reason != NULL ? strdup(reason) : NULL;
+	m->failed_version = v;
+}
+
+/* Set m's state from its versions (lock held). */
+void
+repository_model_settle(struct repository_model *m)
+{
+	if (m->versions != NULL)
+		m->state = REPOSITORY_READY;
+	else if (m->retiring > 0)
+		m->state = REPOSITORY_UNLOADING;
+	else if (m->state != REPOSITORY_LOADING)
+		m->state = REPOSITORY_UNAVAILABLE;
+}
+
+/* Publish ref, newest first; returns the version it replaces (lock held). */
+model_ref_t *
+repository_publish(struct repository_model *m, model_ref_t *ref)
+{
+	model_ref_t **pp, *old = NULL;
+
+	ref->owner = m;
+	for (pp = &m->versions; *pp != NULL && (*pp)->version > ref->version; pp = &(*pp)->next)
+		;
+	if (*pp != NULL && (*pp)->version == ref->version) {
+		old = *pp;
+		*pp = old->next;
+		old->next = NULL;
+		m->retiring++;
+	}
+	ref->next = *pp;
+	*pp = ref;
+	repository_model_settle(m);
+	return old;
+}
+
+/* Unpublish ref (lock held). */
+void
+repository_unpublish(model_ref_t *ref)
+{
+	struct repository_model *m = ref->owner;
+	model_ref_t **pp;
+
+	for (pp = &m->versions; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == ref) {
+			*pp = ref->next;
+			ref->next = NULL;
+			m->retiring++;
+			break;
+		}
+	repository_model_settle(m);
+}
+
+/* The least busy instance's queue. */
+batcher_queue_t *
+repository_queue(const model_ref_t *ref)
+{
+	batcher_queue_t *best = ref->queue;
+	size_t load, least;
+	int i;
+
+	if (ref->nqueues < 2)
+		return best;
+	least = batcher_queue_load(best);
+	for (i = 1; i < ref->nqueues && least > 0; i++)
+		if ((load = batcher_queue_load(ref->queues[i])) < least) {
+			least = load;
+			best = ref->queues[i];
+		}
+	return best;
+}
+
+/* Drop a reference; the last one queues the version for the reaper. */
+void
+repository_release(model_ref_t *ref)
+{
+	repository_t *r;
+
+	if (ref == NULL || __atomic_sub_fetch(&ref->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	r = ref->owner->registry;
+	pthread_mutex_lock(&r->lock);
+	ref->next = r->dead;
+	r->dead = ref;
+	pthread_cond_signal(&r->reap);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Take a reference to m's version (0: newest), or say why not (lock held). */
+static int
+repository_take(struct repository_model *m, int64_t version, model_ref_t **out, char **cause)
+{
+	model_ref_t *ref;
+
+	for (ref = m->versions; ref != NULL && version != 0 && ref->version != version; ref = ref->next)
+		;
+	if (ref == NULL) {
+		if (version != 0 && m->versions != NULL) {
+			error_set(cause, "model '%s' has no such version: %lld is not loaded (the newest loaded is %lld)",
+			    m->name, (long long)version, (long long)m->versions->version);
+			return REPOSITORY_NO_VERSION;
+		}
+		if (m->reason != NULL)
+			error_set(cause, "model '%s' is not ready: it failed to load: %s", m->name, m->reason);
+		else
+			error_set(cause, "model '%s' is not ready: %s", m->name,
+			    m->state == REPOSITORY_LOADING ? "it is loading" : "model unloaded");
+		return REPOSITORY_NOT_READY;
+	}
+	__atomic_add_fetch(&ref->refs, 1, __ATOMIC_ACQ_REL);
+	*out = ref;
+	return REPOSITORY_FOUND;
+}
+
+/* Take a reference by name. */
+int
+repository_acquire(repository_t *r, const char *name, int64_t version, model_ref_t **out,
+    char **cause)
+{
+	struct repository_model *m;
+	int rc;
+
+	pthread_mutex_lock(&r->lock);
+	if ((m = repository_model_find(r, name)) == NULL) {
+		error_set(cause, "unknown model '%s'", name);
+		rc = REPOSITORY_UNKNOWN;
+	} else {
+		rc = repository_take(m, version, out, cause);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* Take a reference by id. */
+int
+repository_acquire_id(repository_t *r, uint32_t id, model_ref_t **out, char **cause)
+{
+	struct repository_model *m = NULL;
+	int64_t version = 0;
+	int rc;
+
+	pthread_mutex_lock(&r->lock);
+	if (id < r->nids) {
+		m = r->models[r->ids[id].model];
+		version = r->ids[id].version;
+	}
+	if (m == NULL) {
+		error_set(cause, "unknown model id %u", id);
+		rc = REPOSITORY_UNKNOWN;
+	} else {
+		rc = repository_take(m, version, out, cause);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* The id of (m, version), made when new (lock held). */
+static int
+repository_pin(repository_t *r, struct repository_model *m, int64_t version, uint32_t *id)
 {
 	size_t i;
 
-	for (i = 0; i < r->nfailures; i++)
-		if (strcmp(r->failures[i].name, name) == 0)
-			return &r->failures[i];
-	return NULL;
+	for (i = 0; i < r->nids; i++)
+		if (r->models[r->ids[i].model] == m && r->ids[i].version == version) {
+			*id = (uint32_t)i;
+			return 0;
+		}
+	for (i = 0; r->models[i] != m; i++)
+		;
+	return repository_new_id(r, i, version, id);
 }
 
-/* Free everything. */
+/* The id of (name, version); a pinned version must be loaded to get one. */
+int
+repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, char **cause)
+{
+	struct repository_model *m;
+	model_ref_t *ref;
+	int rc = -1;
+
+	pthread_mutex_lock(&r->lock);
+	if ((m = repository_model_find(r, name)) == NULL) {
+		error_set(cause, "unknown model '%s'", name);
+	} else if (version == 0) {
+		*id = m->id;
+		rc = 0;
+	} else {
+		for (ref = m->versions; ref != NULL && ref->version != version; ref = ref->next)
+			;
+		if (ref == NULL)
+			error_set(cause, "model '%s' has no version %lld loaded", name, (long long)version);
+		else if ((rc = repository_pin(r, m, version, id)) != 0)
+			error_set(cause, "no more model ids (%u in use)", REPOSITORY_MAX_IDS);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* How many ids there are. */
+size_t
+repository_name_count(repository_t *r)
+{
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->nids;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+/* Call fn for every published version, under the lock. */
+void
+repository_foreach(repository_t *r, void (*fn)(const model_ref_t *ref, void *arg), void *arg)
+{
+	model_ref_t *ref;
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmodels; i++)
+		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
+			fn(ref, arg);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Counts for the start-up summary. */
+void
+repository_counts(repository_t *r, size_t *loaded, size_t *failed)
+{
+	size_t i;
+
+	*loaded = *failed = 0;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmodels; i++) {
+		if (r->models[i]->versions != NULL)
+			(*loaded)++;
+		if (r->models[i]->reason != NULL)
+			(*failed)++;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The repository directory. */
+const char *
+repository_dir(const repository_t *r)
+{
+	return r->dir;
+}
+
+/* The model control mode it runs in. */
+enum repository_control
+repository_control_mode(const repository_t *r)
+{
+	return r->o.control;
+}
+
+/* Publish an already loaded model. */
+int
+repository_adopt(repository_t *r, model_t *m, batcher_queue_t *q, int owned, char **cause)
+{
+	struct repository_model *rm;
+	model_ref_t *ref = calloc(1, sizeof *ref), *old = NULL;
+
+	if (ref == NULL)
+		return error_set(cause, "out of memory");
+	ref->model = m;
+	ref->queue = ref->queues[0] = q;
+	ref->nqueues = q != NULL;
+	ref->version = m->version > 0 ? m->version : 1;
+	ref->refs = 1;
+	ref->borrowed = !owned;
+	pthread_mutex_lock(&r->lock);
+	if ((rm = repository_model_add(r, m->name)) != NULL)
+		old = repository_publish(rm, ref);
+	pthread_mutex_unlock(&r->lock);
+	if (rm == NULL) {
+		free(ref);
+		return error_set(cause, "out of memory");
+	}
+	repository_release(old);
+	return 0;
+}
+
+/* Unpublish every version of every model and wait until the reaper freed them all. */
+static void
+repository_unload_all(repository_t *r)
+{
+	model_ref_t *ref, *drop;
+	size_t i, busy;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmodels; i++) {
+		while ((ref = r->models[i]->versions) != NULL) {
+			drop = ref;
+			repository_unpublish(ref);
+			pthread_mutex_unlock(&r->lock);
+			repository_release(drop);
+			pthread_mutex_lock(&r->lock);
+		}
+	}
+	for (;;) {
+		for (i = 0, busy = 0; i < r->nmodels; i++)
+			busy += r->models[i]->retiring;
+		if (busy == 0)
+			break;
+		pthread_cond_wait(&r->reaped, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Unload everything, stop the reaper, free. */
 void
 repository_free(repository_t *r)
 {
@@ -170,14 +473,24 @@ repository_free(repository_t *r)
 
 	if (r == NULL)
 		return;
-	for (i = 0; i < r->count; i++)
-		model_free(r->models[i]);
-	for (i = 0; i < r->nfailures; i++) {
-		free(r->failures[i].name);
-		free(r->failures[i].error);
+	repository_unload_all(r);
+	pthread_mutex_lock(&r->lock);
+	r->stopping = 1;
+	pthread_cond_signal(&r->reap);
+	pthread_mutex_unlock(&r->lock);
+	if (r->reaper_started)
+		pthread_join(r->reaper, NULL);
+	for (i = 0; i < r->nmodels; i++) {
+		free(r->models[i]->name);
+		free(r->models[i]->reason);
+		free(r->models[i]);
 	}
-	free(r->failures);
 	free(r->models);
+	free(r->ids);
+	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->load_lock);
+	pthread_cond_destroy(&r->reap);
+	pthread_cond_destroy(&r->reaped);
 	free(r->dir);
 	free(r);
 }

@@ -193,6 +193,7 @@ struct inferd_model {
 	const char *const *labels;
 	int ninputs, noutputs;		/* added after the first release */
 	const struct inferd_tensor_info *inputs, *outputs;
+	int64_t version;		/* 0: the newest loaded version; else the one it names (added with versions) */
 };
 
 /* A block of the region: data points into shared memory. */
@@ -271,7 +272,15 @@ INFERD_EXPORT unsigned inferd_model_count(inferd_conn_t *conn);
 /* Look a model up by name (INFERD_ENOMODEL if none); cached after the first call. */
 INFERD_EXPORT int inferd_model_get(inferd_conn_t *conn, const char *name,
     const struct inferd_model **out);
-/* Look a model up by id, 0 .. inferd_model_count()-1. */
+/*
+ * Look one version of a model up by name (version 0: the newest loaded,
+ * as inferd_model_get); that version has an id of its own, so requests on
+ * it go to it even after a newer one is loaded, and fail with
+ * INFERD_EREQUEST "(model unloaded)" once it is unloaded.
+ */
+INFERD_EXPORT int inferd_model_get_version(inferd_conn_t *conn, const char *name, int64_t version,
+    const struct inferd_model **out);
+/* Look a model up by id, 0 .. inferd_model_count()-1 (models loaded later have higher ids). */
 INFERD_EXPORT int inferd_model_get_id(inferd_conn_t *conn, unsigned id,
     const struct inferd_model **out);
 

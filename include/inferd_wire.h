@@ -121,7 +121,12 @@ struct inferd_wire_error_msg {
 	/* char message[]: NUL-terminated, the rest of the payload */
 };
 
-/* Ask for a model by name (name_length > 0) or else by id. */
+/*
+ * Ask for a model by name (name_length > 0) or else by id.  After the name
+ * an int64 version may follow (8 more bytes, native order): that version
+ * gets an id of its own; without it (or 0) the id means the newest loaded
+ * version, and stays the name's id across reloads.
+ */
 struct inferd_wire_model_query {
 	uint32_t id;
 	uint32_t name_length;		/* bytes of name that follow, no NUL; < 128 */
@@ -336,6 +341,7 @@ enum inferd_wire_detail {
 	INFERD_WIRE_DETAIL_FLAGS = 7,	/* unknown flags */
 	INFERD_WIRE_DETAIL_TENSORS = 8,	/* list form: a count, index or reserved field wrong, a tensor twice */
 	INFERD_WIRE_DETAIL_DIMS = 9,	/* list form: an input's dims outside what the model takes */
+	INFERD_WIRE_DETAIL_UNLOADED = 10,	/* the model id's model was unloaded (or is not loaded) */
 };
 
 struct inferd_wire_cqe {

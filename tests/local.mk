@@ -182,6 +182,14 @@ dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
 TESTS += tests/integration/test_ipc_copy_modes.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_copy_modes.sh
 
+# --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
+check_PROGRAMS += tests/unit/test_repository
+tests_unit_test_repository_SOURCES = tests/unit/test_repository.c $(TEST_COMMON)
+tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_repository_LDADD = $(TEST_LDADD)
+TESTS += tests/unit/test_repository tests/integration/test_model_lifecycle.sh
+dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
+
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
 TESTS += tests/integration/test_multi_tensor.sh

@@ -54,14 +54,16 @@ inferd__remap_models(inferd_conn_t *c, struct inferd_model **old, unsigned n)
 	unsigned i;
 	int r = 0;
 
-	if ((now = calloc(c->nmodels ? c->nmodels : 1, sizeof *now)) == NULL)
+	unsigned cap = inferd__models_cap(c->nmodels > n ? c->nmodels : n);
+
+	if ((now = calloc(cap, sizeof *now)) == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");
 	for (i = 0; i < n && r == 0; i++) {
 		if (old[i] == NULL)
 			continue;
 		fresh = NULL;
-		r = inferd__model_fetch(c, old[i]->name, 0, &fresh);
-		if (r == 0 && fresh->id < c->nmodels && now[fresh->id] == NULL) {
+		r = inferd__model_fetch(c, old[i]->name, old[i]->version, 0, &fresh);
+		if (r == 0 && fresh->id < cap && now[fresh->id] == NULL) {
 			old[i]->id = fresh->id;
 			now[fresh->id] = old[i];
 		} else if (r == 0 || r == INFERD_ENOMODEL) {
@@ -75,6 +77,7 @@ inferd__remap_models(inferd_conn_t *c, struct inferd_model **old, unsigned n)
 	}
 	free(old);
 	c->models = now;
+	c->models_cap = cap;
 	return 0;
 }
 

@@ -74,6 +74,8 @@ inferd__detail_text(uint32_t detail)
 	switch (detail) {
 	case INFERD_WIRE_DETAIL_MODEL:
 		return "(unknown model)";
+	case INFERD_WIRE_DETAIL_UNLOADED:
+		return "(model unloaded)";
 	case INFERD_WIRE_DETAIL_DATATYPE:
 		return "(wrong datatype)";
 	case INFERD_WIRE_DETAIL_ROWS:
@@ -149,7 +151,7 @@ inferd__request_ok(inferd_conn_t *c, const struct inferd_request *r)
 	const struct inferd_model *m = r->model;
 	int rc;
 
-	if (m == NULL || m->id >= c->nmodels || c->models[m->id] != m)
+	if (m == NULL || m->id >= c->models_cap || c->models[m->id] != m)
 		return inferd__fail(INFERD_EINVAL, "the model was not looked up on this connection "
 		    "(use inferd_model_get on it)");
 	/* A model without a batch dimension (max_batch_size 0) takes one row. */

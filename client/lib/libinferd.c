@@ -368,7 +368,8 @@ inferd_connect(const char *socket_path, const struct inferd_options *opts,
 		close(memfd);
 	}
 	memfd = -1;
-	if ((c->models = calloc(c->nmodels ? c->nmodels : 1, sizeof *c->models)) == NULL) {
+	c->models_cap = inferd__models_cap(c->nmodels);
+	if ((c->models = calloc(c->models_cap, sizeof *c->models)) == NULL) {
 		r = inferd__fail(INFERD_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -518,22 +519,32 @@ inferd__model_build(const uint8_t *p, uint32_t len, struct inferd_model **out)
 	return 0;
 }
 
-/* Ask the daemon for a model by name or id and cache it. */
+/* Room for the model cache. */
+unsigned
+inferd__models_cap(unsigned nmodels)
+{
+	return nmodels > INFERD__MODELS_MIN ? nmodels : INFERD__MODELS_MIN;
+}
+
+/* Ask the daemon for a model by name (and version, 0: the newest) or id and cache it. */
 static int
-inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struct inferd_model **out)
+inferd__model_query(inferd_conn_t *c, const char *name, int64_t version, unsigned id,
+    const struct inferd_model **out)
 {
 	struct inferd_model *model = NULL;
 	int r;
 
 	if (c->closed)
 		return inferd__closed(c);
-	if ((r = inferd__model_fetch(c, name, id, &model)) != 0)
+	if ((r = inferd__model_fetch(c, name, version, id, &model)) != 0)
 		return r == INFERD_ECLOSED ? inferd__closed(c) : r;
 	id = model->id;
-	if (id >= c->nmodels) {
+	if (id >= c->models_cap) {
 		free(model);
 		return inferd__fail(INFERD_EPROTO, "model id %u out of range", id);
 	}
+	if (id >= c->nmodels)
+		c->nmodels = id + 1;	/* a model the daemon loaded after the hello */
 	if (c->models[id] == NULL)
 		c->models[id] = model;
 	else
@@ -542,15 +553,19 @@ inferd__model_query(inferd_conn_t *c, const char *name, unsigned id, const struc
 	return 0;
 }
 
-/* Ask the daemon for a model by name (or else id): a new struct in *out. */
+/*
+ * Ask the daemon for a model by name (or else id): a new struct in *out.
+ * A version other than 0 follows the name on the wire (that version's own id).
+ */
 int
-inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct inferd_model **out)
+inferd__model_fetch(inferd_conn_t *c, const char *name, int64_t version, unsigned id,
+    struct inferd_model **out)
 {
 	struct {
 		struct inferd_wire_model_query q;
-		char name[INFERD_WIRE_NAME_MAX];
+		char name[INFERD_WIRE_NAME_MAX + sizeof(int64_t)];
 	} m;
-	size_t n = name ? strlen(name) : 0;
+	size_t n = name ? strlen(name) : 0, extra = name != NULL && version != 0 ? sizeof version : 0;
 	uint8_t *p;
 	uint32_t len;
 	int r;
@@ -560,26 +575,29 @@ inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct infe
 	m.q.id = id;
 	m.q.name_length = (uint32_t)n;
 	memcpy(m.name, name ? name : "", n);
-	if ((r = inferd__send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n, NULL, 0)) != 0 ||
+	memcpy(m.name + n, &version, extra);
+	if ((r = inferd__send(c->control_fd, INFERD_WIRE_MODEL_QUERY, &m, sizeof m.q + n + extra, NULL, 0)) != 0 ||
 	    (r = inferd__recv(c->control_fd, INFERD_WIRE_MODEL_INFO, &p, &len, c->timeout_ms)) != 0)
 		return r;
 	r = inferd__model_build(p, len, out);
 	free(p);
+	if (r == 0)
+		(*out)->version = extra ? version : 0;
 	return r;
 }
 
-/* Look a model up by name in the cache, else ask the daemon (control_lock held). */
+/* Look a model (and version, 0: the newest) up by name in the cache, else ask the daemon (control_lock held). */
 static int
-inferd__model_by_name(inferd_conn_t *c, const char *name, const struct inferd_model **out)
+inferd__model_by_name(inferd_conn_t *c, const char *name, int64_t version, const struct inferd_model **out)
 {
 	unsigned i;
 
 	for (i = 0; i < c->nmodels; i++)
-		if (c->models[i] != NULL && strcmp(c->models[i]->name, name) == 0) {
+		if (c->models[i] != NULL && c->models[i]->version == version && strcmp(c->models[i]->name, name) == 0) {
 			*out = c->models[i];
 			return 0;
 		}
-	return inferd__model_query(c, name, 0, out);
+	return inferd__model_query(c, name, version, 0, out);
 }
 
 /* Look a model up by name. */
@@ -594,7 +612,24 @@ inferd_model_get(inferd_conn_t *c, const char *name, const struct inferd_model *
 	if ((r = inferd__reconnect_if_needed(c)) != 0)
 		return r;
 	pthread_mutex_lock(&c->control_lock);
-	r = inferd__model_by_name(c, name, out);
+	r = inferd__model_by_name(c, name, 0, out);
+	pthread_mutex_unlock(&c->control_lock);
+	return r;
+}
+
+/* Look a version of a model up by name. */
+int
+inferd_model_get_version(inferd_conn_t *c, const char *name, int64_t version, const struct inferd_model **out)
+{
+	int r;
+
+	inferd__clear_error();
+	if (c == NULL || name == NULL || *name == '\0' || out == NULL || version < 0)
+		return inferd__fail(INFERD_EINVAL, "inferd_model_get_version: bad argument");
+	if ((r = inferd__reconnect_if_needed(c)) != 0)
+		return r;
+	pthread_mutex_lock(&c->control_lock);
+	r = inferd__model_by_name(c, name, version, out);
 	pthread_mutex_unlock(&c->control_lock);
 	return r;
 }
@@ -610,13 +645,13 @@ inferd_model_get_id(inferd_conn_t *c, unsigned id, const struct inferd_model **o
 		return inferd__fail(INFERD_EINVAL, "inferd_model_get_id: bad argument");
 	if ((r = inferd__reconnect_if_needed(c)) != 0)
 		return r;
-	if (id >= c->nmodels)
+	if (id >= c->models_cap)
 		return inferd__fail(INFERD_ENOMODEL, "no model with id %u (%u served)", id, c->nmodels);
 	pthread_mutex_lock(&c->control_lock);
 	if (c->models[id] != NULL)
 		*out = c->models[id];
 	else
-		r = inferd__model_query(c, NULL, id, out);
+		r = inferd__model_query(c, NULL, 0, id, out);
 	pthread_mutex_unlock(&c->control_lock);
 	return r;
 }

@@ -111,7 +111,8 @@ struct inferd_conn {
 	struct inferd_completion *stash; /* reaped by inferd_infer for inferd_wait; cq_entries */
 	unsigned stash_head, nstash;
 
-	unsigned nmodels;
+	unsigned nmodels;		/* ids known: the hello's count, raised by later lookups */
+	unsigned models_cap;		/* room in models: ids the daemon gives later (a model loaded since) fit */
 	struct inferd_model **models;	/* by id, fetched on demand */
 
 	struct inferd_extent *extents;	/* free list, sorted by offset */
@@ -205,7 +206,11 @@ void inferd__sync_free(inferd_conn_t *c);
 int inferd__dial(const char *path, int *out);
 int inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h);
 int inferd__attach(inferd_conn_t *c, int memfd);
-int inferd__model_fetch(inferd_conn_t *c, const char *name, unsigned id, struct inferd_model **out);
+int inferd__model_fetch(inferd_conn_t *c, const char *name, int64_t version, unsigned id,
+    struct inferd_model **out);
+/* Room for the model cache: the daemon's count, at least INFERD__MODELS_MIN (models load later). */
+#define INFERD__MODELS_MIN 4096u
+unsigned inferd__models_cap(unsigned nmodels);
 /*
  * inferd_reconnect.c: with the reconnect option, when the daemon has gone
  * away, connect again and hand the same region over (0); otherwise 0 and

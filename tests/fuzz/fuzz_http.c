@@ -53,7 +53,6 @@ fuzz_init(void)
 	static struct daemon_config cfg;
 	static struct metrics metrics;
 	static struct http_context ctx;
-	static const char *names[1];
 	http_server_t *srv;
 	repository_t *repo;
 	batcher_t *batcher;
@@ -67,13 +66,14 @@ fuzz_init(void)
 		fuzz_die("config", cause);
 	if (device_open("cpu", &dev, &cause) != 0)
 		fuzz_die("device", cause);
-	if (repository_load(dev, FUZZ_SRCDIR "/conf/models", &repo, &cause) != 0 || repo->count < 1)
-		fuzz_die("repository", cause);
-	names[0] = repo->models[0]->name;
-	if (metrics_init(&metrics, names, 1) != 0)
+	if (metrics_init(&metrics, NULL, 0) != 0)
 		fuzz_die("metrics", NULL);
-	if (batcher_create(dev, repo, &metrics, 2, 0, &batcher, &cause) != 0)
+	if (batcher_create(dev, &metrics, 2, 0, &batcher, &cause) != 0)
 		fuzz_die("batcher", cause);
+	struct repository_options o = { dev, batcher, &metrics, FUZZ_SRCDIR "/conf/models", REPOSITORY_CONTROL_EXPLICIT, 2 };
+	char *load[] = { "fashion-mlp", NULL };
+	if (repository_create(&o, &repo, &cause) != 0 || repository_load_startup(repo, load, &cause) != 0)
+		fuzz_die("repository", cause);
 	ctx = (struct http_context){ &cfg, dev, repo, batcher, &metrics };
 	if (http_start(&ctx, &srv, &cause) != 0)
 		fuzz_die("http", cause);

@@ -27,8 +27,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_MAX_STREAM (64u << 10)
 
 static model_t model;
-static model_t *models[1] = { &model };
-static repository_t repo = { .count = 1, .models = models };
+static repository_t *repo;
+
+/* A registry (no device, no batcher) serving the fixture model, which it never frees. */
+static void
+fuzz_registry(void)
+{
+	struct repository_options o = { .dir = "/nonexistent", .inflight = 2 };
+	char *cause = NULL;
+
+	if (repository_create(&o, &repo, &cause) != 0 || repository_adopt(repo, &model, NULL, 0, &cause) != 0)
+		abort();
+}
 static struct daemon_config cfg;
 static struct metrics metrics;
 static ipc_server_t server;
@@ -41,11 +51,12 @@ fuzz_init(void)
 	char *cause = NULL;
 
 	kserve_fixture_model(&model);
+	fuzz_registry();
 	names[0] = model.name;
 	if (config_defaults(&cfg, &cause) != 0 || metrics_init(&metrics, names, 1) != 0)
 		abort();
 	server.ctx.config = &cfg;
-	server.ctx.repo = &repo;
+	server.ctx.repo = repo;
 	server.ctx.metrics = &metrics;
 	server.listen_fd = server.epoll_fd = server.wake_fd = server.spare_fd = -1;
 }

@@ -25,8 +25,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_REGION (64u << 10)
 
 static model_t model;
-static model_t *models[1] = { &model };
-static repository_t repo = { .count = 1, .models = models };
+static repository_t *repo;
+
+/* A registry (no device, no batcher) serving the fixture model, which it never frees. */
+static void
+fuzz_registry(void)
+{
+	struct repository_options o = { .dir = "/nonexistent", .inflight = 2 };
+	char *cause = NULL;
+
+	if (repository_create(&o, &repo, &cause) != 0 || repository_adopt(repo, &model, NULL, 0, &cause) != 0)
+		abort();
+}
 
 /* Drain c's ring a few times (a client may add more between doorbells); check what came back. */
 static void
@@ -62,8 +72,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *region;
 
 	if (size < 2 || model.max_batch_size == 0) {
-		if (model.max_batch_size == 0)
+		if (model.max_batch_size == 0) {
 			kserve_fixture_model(&model);
+			fuzz_registry();
+		}
 		if (size < 2)
 			return 0;
 	}
@@ -84,7 +96,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.doorbell_fd = c.control_fd = c.submit_fd = c.region_fd = -1;
 	snprintf(c.label, sizeof c.label, "fuzz");
 	c.server = &s;
-	s.ctx.repo = &repo;
+	s.ctx.repo = repo;
 	s.shutting_down = 1;	/* completes every valid submission at once, with SHUTDOWN */
 	if (pthread_mutex_init(&c.lock, NULL) != 0 || pthread_cond_init(&c.idle, NULL) != 0 ||
 	    ipc_ring_init(&c, &cause) != 0)

@@ -37,7 +37,7 @@ print_structs(void)
 	OFF(inferd_model, output_dims); OFF(inferd_model, input_row_bytes);
 	OFF(inferd_model, output_row_bytes); OFF(inferd_model, nlabels); OFF(inferd_model, labels);
 	OFF(inferd_model, ninputs); OFF(inferd_model, noutputs); OFF(inferd_model, inputs);
-	OFF(inferd_model, outputs);
+	OFF(inferd_model, outputs); OFF(inferd_model, version);
 	SIZE(inferd_tensor);
 	OFF(inferd_tensor, data); OFF(inferd_tensor, offset); OFF(inferd_tensor, bytes);
 	OFF(inferd_tensor, reserved);

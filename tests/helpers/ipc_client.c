@@ -9,6 +9,12 @@
  *       once; each output must match the row's reference in REF.bin
  *   ipc_client SOCKET errors
  *       library-side checks: bad arguments, unknown model, a full region
+ *   ipc_client SOCKET hold MODEL [VERSION]
+ *       look MODEL (that VERSION) up once, then one request per line read from stdin,
+ *       printing "ok CLASS" or "error: TEXT (DETAIL)" for each (the model
+ *       may be unloaded and loaded again in between); a line "model NAME"
+ *       looks NAME up instead ("ok model NAME"), for a model loaded since
+ *       (its tensors must have the first model's row sizes)
  */
 #include <math.h>
 #include <stdio.h>
@@ -192,6 +198,46 @@ out:
 	return status;
 }
 
+/* One connection and one model lookup; a request per line of stdin. */
+static int
+run_hold(const char *sock, const char *name, long long version)
+{
+	const struct inferd_model *m;
+	struct inferd_tensor in, out;
+	inferd_conn_t *c;
+	char line[64];
+	size_t i, best;
+	int r;
+
+	if ((r = inferd_connect(sock, NULL, &c)) != 0 || (r = inferd_model_get_version(c, name, version, &m)) != 0 ||
+	    (r = inferd_tensor_alloc(c, m->input_row_bytes, &in)) != 0 ||
+	    (r = inferd_tensor_alloc(c, m->output_row_bytes, &out)) != 0) {
+		fprintf(stderr, "ipc_client: %s (%s)\n", inferd_strerror(r), inferd_last_error());
+		return 2;
+	}
+	for (i = 0; i < m->input_row_bytes / 4; i++)
+		((float *)in.data)[i] = (float)(i % 7) / 7.0f;
+	while (fgets(line, sizeof line, stdin) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "model ", 6) == 0) {
+			if ((r = inferd_model_get(c, line + 6, &m)) != 0)
+				printf("error: %s (%s)\n", inferd_strerror(r), inferd_last_error());
+			else
+				printf("ok model %s\n", m->name);
+		} else if ((r = inferd_infer(c, m, 1, &in, &out, 0)) != 0) {
+			printf("error: %s (%s)\n", inferd_strerror(r), inferd_last_error());
+		} else {
+			for (i = 1, best = 0; i < m->output_row_bytes / 4; i++)
+				if (((float *)out.data)[i] > ((float *)out.data)[best])
+					best = i;
+			printf("ok %zu\n", best);
+		}
+		fflush(stdout);
+	}
+	inferd_close(c);
+	return 0;
+}
+
 /* Errors the library itself reports. */
 static int
 run_errors(const char *sock)
@@ -256,6 +302,8 @@ main(int argc, char **argv)
 		    (unsigned)strtoul(argv[7], NULL, 10));
 	if (argc == 3 && strcmp(argv[2], "errors") == 0)
 		return run_errors(argv[1]);
+	if ((argc == 4 || argc == 5) && strcmp(argv[2], "hold") == 0)
+		return run_hold(argv[1], argv[3], argc == 5 ? atoll(argv[4]) : 0);
 	fprintf(stderr, "usage: ipc_client SOCKET seq IN OUT R1 [R2...] | load IN REF NREQ DEPTH SEED | errors\n");
 	return 2;
 }

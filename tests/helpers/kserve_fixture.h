@@ -18,6 +18,7 @@ kserve_fixture_model(model_t *m)
 {
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "tiny");
+	m->version = 1;
 	m->max_batch_size = ROWS_MAX;
 	snprintf(m->input.name, sizeof m->input.name, "input");
 	snprintf(m->input.datatype, sizeof m->input.datatype, "FP32");

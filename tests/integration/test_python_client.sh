@@ -47,7 +47,8 @@ case $? in
 77) echo "note: $(cat "$tmp/multi.log"): the multi-input tests skip" ;;
 *) cat "$tmp/multi.log"; fail "make_multi_onnx.py" ;;
 esac
-start_daemon --model_repository="$tmp/models"
+# Explicit mode, every model loaded at start: the repository tests load and unload over HTTP.
+start_daemon --model_repository="$tmp/models" --model_control_mode=explicit --load_model=fashion-mlp,multi
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \
     LD_PRELOAD="${preload# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
     INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" \

@@ -73,7 +73,7 @@ wait_done(struct result *r)
  * eager 0 makes every batch wait out its delay (so batch formation is
  * deterministic), 1 is the default rule (dispatch when waiting cannot help).
  */
-static repository_t *
+static model_t *
 make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int queue, int timeout_us, int eager)
 {
 	char *root = test_mkdtemp(), *dir, json[1024], *cause = NULL;
@@ -81,7 +81,7 @@ make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int q
 		{ "w", "F32", 2, { OUT, IN }, weights, sizeof weights },
 		{ "b", "F32", 1, { OUT }, bias, sizeof bias },
 	};
-	repository_t *r;
+	model_t *r;
 
 	if (asprintf(&dir, "%s/m", root) == -1 || mkdir(dir, 0700) != 0)
 		abort();
@@ -95,8 +95,8 @@ make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int q
 	    max_batch, IN, OUT, delay_us, preferred, queue, timeout_us, eager ? "true" : "false");
 	test_write_file(dir, "model.json", json, strlen(json));
 	test_write_safetensors(dir, "model.safetensors", t, 2);
-	if (repository_load(dev, root, &r, &cause) != 0 || r->count != 1) {
-		fprintf(stderr, "FAIL: repository: %s\n", cause ? cause : "model not loaded");
+	if (model_load(dev, dir, &r, &cause) != 0) {
+		fprintf(stderr, "FAIL: model: %s\n", cause);
 		exit(1);
 	}
 	free(dir);
@@ -107,9 +107,10 @@ make_repo(char **dirp, int max_batch, int delay_us, const char *preferred, int q
 /* Everything one scenario needs. */
 struct env {
 	char *dir;
-	repository_t *repo;
+	model_t *model;
 	struct metrics metrics;
 	batcher_t *b;
+	batcher_queue_t *q;
 	const model_t *m;
 };
 
@@ -120,10 +121,11 @@ env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int 
 	char *cause = NULL;
 	const char *names[] = { "m" };
 
-	e->repo = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us, eager);
-	e->m = e->repo->models[0];
+	e->model = make_repo(&e->dir, max_batch, delay_us, preferred, queue, timeout_us, eager);
+	e->m = e->model;
 	if (metrics_init(&e->metrics, names, 1) != 0 ||
-	    batcher_create(dev, e->repo, &e->metrics, 2, 256, &e->b, &cause) != 0) {
+	    batcher_create(dev, &e->metrics, 2, 256, &e->b, &cause) != 0 ||
+	    batcher_attach(e->b, e->model, &e->q, &cause) != 0) {
 		fprintf(stderr, "FAIL: batcher_create: %s\n", cause);
 		exit(1);
 	}
@@ -134,7 +136,7 @@ static void
 env_close(struct env *e)
 {
 	batcher_free(e->b);
-	repository_free(e->repo);
+	model_free(e->model);
 	metrics_free(&e->metrics);
 	test_rmtree(e->dir);
 	free(e->dir);
@@ -665,12 +667,12 @@ struct sum_req {
 };
 
 /* A repository of one ONNX model y = x0 + x1, inputs [N, S] sharing S (at most 6), batching delay delay_us. */
-static repository_t *
+static model_t *
 make_sum_repo(char **dirp, int delay_us, int eager)
 {
 	static const int64_t dims[] = { -1, -2 };
 	char *root = test_mkdtemp(), *dir, json[512], *cause = NULL;
-	repository_t *r;
+	model_t *r;
 	size_t len;
 	uint8_t *buf = onnx_build_unary("Add", "sum", 2, 2, dims, &len);
 
@@ -682,11 +684,11 @@ make_sum_repo(char **dirp, int delay_us, int eager)
 	test_write_file(dir, "model.onnx", (const char *)buf, len);
 	test_write_file(dir, "model.json", json, strlen(json));
 	free(buf);
-	free(dir);
-	if (repository_load(dev, root, &r, &cause) != 0 || r->count != 1) {
-		fprintf(stderr, "FAIL: sum repository: %s\n", cause ? cause : "model not loaded");
+	if (model_load(dev, dir, &r, &cause) != 0) {
+		fprintf(stderr, "FAIL: sum model: %s\n", cause);
 		exit(1);
 	}
+	free(dir);
 	*dirp = root;
 	return r;
 }
@@ -744,20 +746,22 @@ test_two_shapes(void)
 	batch_client_t *c1, *c2;
 	struct metrics metrics;
 	const char *names[] = { "sum" };
-	repository_t *repo;
+	model_t *repo;
+	batcher_queue_t *bq;
 	batcher_t *b;
 	char *dir, *cause = NULL, what[64];
 	int i;
 	uint64_t prev_order = 0;
 
 	repo = make_sum_repo(&dir, 300000, 0);
-	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, repo, &metrics, 2, 0, &b, &cause) == 0,
+	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, &metrics, 2, 0, &b, &cause) == 0 &&
+	    batcher_attach(b, repo, &bq, &cause) == 0,
 	    "batcher: %s", cause);
 	CHECK(batcher_client_create(b, "a", &c1, &cause) == 0 && batcher_client_create(b, "b", &c2, &cause) == 0,
 	    "%s", cause);
 	for (i = 0; i < 6; i++) {
 		q[i] = sum_req_new(i % 2 ? c2 : c1, 1 + i / 2, i % 2 ? 5 : 3);
-		CHECK(batcher_submit(b, repo->models[0], &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
+		CHECK(batcher_submit(b, repo, &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
 	}
 	for (i = 0; i < 6; i++) {
 		snprintf(what, sizeof what, "two clients, request %d", i);
@@ -767,7 +771,7 @@ test_two_shapes(void)
 	    (unsigned long long)metrics.models[0].execution_count);
 	for (i = 0; i < 4; i++) {
 		q[i] = sum_req_new(c1, 2, i % 2 ? 6 : 1);
-		CHECK(batcher_submit(b, repo->models[0], &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
+		CHECK(batcher_submit(b, repo, &q[i]->r.req, &cause) == BATCH_OK, "submit %d: %s", i, cause);
 	}
 	for (i = 0; i < 4; i++) {
 		snprintf(what, sizeof what, "one client alternating, request %d", i);
@@ -780,10 +784,10 @@ test_two_shapes(void)
 	    (unsigned long long)metrics.models[0].execution_count);
 	q[0] = sum_req_new(c1, 1, 6);
 	q[0]->r.req.shape.dims[1][0] = 7;
-	CHECK(batcher_submit(b, repo->models[0], &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
+	CHECK(batcher_submit(b, repo, &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
 	    strstr(cause, "input 'x1' dim 1 is 7, the model's maximum is 6") != NULL, "dims past the maximum: %s", cause);
 	q[0]->r.req.shape.dims[1][0] = 5;
-	CHECK(batcher_submit(b, repo->models[0], &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
+	CHECK(batcher_submit(b, repo, &q[0]->r.req, &cause) == BATCH_INVALID && cause != NULL &&
 	    strstr(cause, "input 'x1': 24 bytes given, 1 rows need 20") != NULL, "length disagreeing with dims: %s", cause);
 	device_host_free(dev, q[0]->a);
 	device_host_free(dev, q[0]->b);
@@ -793,7 +797,7 @@ test_two_shapes(void)
 	batcher_client_close(b, c1);
 	batcher_client_close(b, c2);
 	batcher_free(b);
-	repository_free(repo);
+	model_free(repo);
 	metrics_free(&metrics);
 	test_rmtree(dir);
 	free(dir);
@@ -861,6 +865,54 @@ test_shutdown_drains(void)
 	env_close(&e);
 }
 
+/*
+ * Queues come and go at run time: a second queue attached after the client
+ * exists takes its requests (its fifo is made on first use), computes what
+ * the first computes, and detaching it with requests queued (a 10 s delay)
+ * runs them at once and returns; the first queue serves on.
+ */
+static void
+test_attach_detach(void)
+{
+	struct env e;
+	struct result *r[3], *ref;
+	batch_client_t *c;
+	batcher_queue_t *q2;
+	model_t *m2;
+	char *cause = NULL, *dir;
+	int i, k;
+
+	env_open(&e, 8, 10000000, "", 100, 60000000, 0);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	CHECK(asprintf(&dir, "%s/m", e.dir) != -1 && model_load(dev, dir, &m2, &cause) == 0 &&
+	    batcher_attach(e.b, m2, &q2, &cause) == 0, "second queue: %s", cause);
+	for (i = 0; i < 3; i++) {
+		r[i] = result_new(c, 2);
+		CHECK(batcher_submit_queue(e.b, q2, &r[i]->req, &cause) == BATCH_OK, "submit: %s", cause);
+	}
+	batcher_detach(e.b, q2);
+	for (i = 0; i < 3; i++)
+		CHECK(r[i]->done && r[i]->status == BATCH_OK, "request %d not run by detach: %s", i, r[i]->error);
+	CHECK(batcher_submit(e.b, m2, &r[0]->req, &cause) == BATCH_INVALID && strstr(cause, "not served") != NULL,
+	    "a detached model's queue still found");
+	free(cause);
+	cause = NULL;
+	ref = result_new(c, 2);
+	memcpy(ref->in, r[0]->in, 2 * IN * sizeof(float));
+	submit_ok(&e, ref);
+	batcher_shutdown(e.b);	/* no 10 s wait: run what is queued */
+	CHECK(wait_done(ref) == 0 && ref->status == BATCH_OK, "the first queue stopped serving");
+	for (k = 0; k < 2 * OUT; k++)
+		CHECK(ref->out[k] == r[0]->out[k], "queue 2 computed %g, queue 1 %g", r[0]->out[k], ref->out[k]);
+	result_free(ref);
+	for (i = 0; i < 3; i++)
+		result_free(r[i]);
+	batcher_client_close(e.b, c);
+	model_free(m2);
+	free(dir);
+	env_close(&e);
+}
+
 int
 main(void)
 {
@@ -882,6 +934,7 @@ main(void)
 	test_shutdown_drains();
 	test_tensor_lists();
 	test_two_shapes();
+	test_attach_detach();
 	device_close(dev);
 	return test_finish("test_batcher");
 }

@@ -322,11 +322,10 @@ reparse(char *s, const char *what)
 static void
 test_metadata(void)
 {
-	struct repository_failure failure = { "broken\xff", "model.json: bad \x01 op" };
-	model_t *models[1] = { &model };
-	repository_t repo = { "/repo", 1, models, 1, &failure };
 	json_t *v;
 	size_t len;
+	char *config = NULL, *cause = NULL;
+
 
 	v = reparse(kserve_encode_model_metadata(&model, &len, NULL), "model metadata");
 	CHECK(equal_free(v, json_pack("{s:s, s:[s], s:s, s:[{s:s, s:s, s:[iii]}], s:[{s:s, s:s, s:[ii]}]}",
@@ -341,13 +340,22 @@ test_metadata(void)
 	    "system_shared_memory", "cuda_shared_memory")),
 	    "server metadata: extensions");
 	json_decref(v);
-	v = reparse(kserve_encode_repository_index(&repo, &len, NULL), "index");
-	CHECK(json_array_size(v) == 2 &&
-	    strcmp(json_string_value(json_object_get(json_array_get(v, 0), "state")), "READY") == 0 &&
-	    strcmp(json_string_value(json_object_get(json_array_get(v, 1), "name")), "broken?") == 0 &&
-	    strcmp(json_string_value(json_object_get(json_array_get(v, 1), "reason")),
-	    "model.json: bad \x01 op") == 0, "index");
-	json_decref(v);
+	CHECK(kserve_decode_load_request("", 0, &config, &cause) == 0 && config == NULL, "empty load body");
+	CHECK(kserve_decode_load_request("{\"parameters\":{\"config\":\"{\\\"max_batch_size\\\":4}\"}}", strlen("{\"parameters\":{\"config\":\"{\\\"max_batch_size\\\":4}\"}}"),
+	    &config, &cause) == 0 && config != NULL && strcmp(config, "{\"max_batch_size\":4}") == 0,
+	    "load config override: %s", cause ? cause : config);
+	free(config);
+	CHECK(kserve_decode_load_request("{\"parameters\":{\"file:1/model.onnx\":\"AAAA\"}}", 43, &config, &cause) != 0 &&
+	    strstr(cause, "'file:1/model.onnx' is not supported") != NULL, "file parameter accepted");
+	free(cause);
+	cause = NULL;
+	CHECK(kserve_decode_load_request("{\"parameters\":{\"config\":7}}", 27, &config, &cause) != 0 &&
+	    strstr(cause, "must be a string") != NULL, "numeric config accepted");
+	free(cause);
+	cause = NULL;
+	CHECK(kserve_decode_load_request("{\"param", 7, &config, &cause) != 0 && strstr(cause, "malformed JSON") != NULL,
+	    "truncated load body accepted");
+	free(cause);
 	v = reparse(kserve_encode_error("bad \xc3\x28 byte", &len, NULL), "error");
 	CHECK(strcmp(json_string_value(json_object_get(v, "error")), "bad ?( byte") == 0, "error text");
 	json_decref(v);

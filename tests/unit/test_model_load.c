@@ -10,6 +10,7 @@
 
 #include "model.h"
 #include "onnx_build.h"
+#include "batcher.h"
 #include "repository.h"
 #include "test_util.h"
 
@@ -241,27 +242,85 @@ test_refusals(void)
 	free(j);
 }
 
+/* A registry over root with a batcher of its own, after its start-up load (NULL when that failed: *cause says why). */
+static repository_t *
+registry_open(const char *root, batcher_t **b, char **cause)
+{
+	struct repository_options o = { dev, NULL, NULL, root, REPOSITORY_CONTROL_NONE, 2 };
+	repository_t *r = NULL;
+
+	if (batcher_create(dev, NULL, 2, 0, b, cause) != 0)
+		return NULL;
+	o.batcher = *b;
+	if (repository_create(&o, &r, cause) != 0 || repository_load_startup(r, NULL, cause) != 0) {
+		repository_free(r);
+		batcher_free(*b);
+		return NULL;
+	}
+	return r;
+}
+
+/* Free a registry and its batcher. */
+static void
+registry_close(repository_t *r, batcher_t *b)
+{
+	repository_free(r);
+	batcher_free(b);
+}
+
+/* Whether name is loaded and serving. */
+static int
+registry_has(repository_t *r, const char *name)
+{
+	model_ref_t *ref;
+
+	if (repository_acquire(r, name, 0, &ref, NULL) != REPOSITORY_FOUND)
+		return 0;
+	repository_release(ref);
+	return 1;
+}
+
+/* Whether name is known but not loaded, with a reason containing what. */
+static int
+registry_failed(repository_t *r, const char *name, const char *what)
+{
+	model_ref_t *ref;
+	char *cause = NULL;
+	int ok = repository_acquire(r, name, 0, &ref, &cause) == REPOSITORY_NOT_READY &&
+	    strstr(cause, what) != NULL;
+
+	if (!ok)
+		fprintf(stderr, "model %s: %s\n", name, cause ? cause : "loaded");
+	free(cause);
+	return ok;
+}
+
 /* A repository with good and broken models: the good ones load, the broken are recorded. */
 static void
 test_repository(const char *good_dir)
 {
 	char *root = test_mkdtemp(), *cmd, *cause = NULL;
 	repository_t *r;
+	batcher_t *b;
 
-	if (asprintf(&cmd, "mkdir -p '%s/bad' && cp -r '%s' '%s/good' && cp '%s/model.safetensors' '%s/bad/' && "
+	if (asprintf(&cmd, "mkdir -p '%s/bad' && cp -r '%s' '%s/tiny' && cp -r '%s' '%s/other' && "
+	    "cp '%s/model.safetensors' '%s/bad/' && "
 	    "printf '{\"name\":\"bad\",\"max_batch_size\":1,\"layers\":[]}' > '%s/bad/model.json'",
-	    root, good_dir, root, good_dir, root, root) == -1 || system(cmd) != 0) {
+	    root, good_dir, root, good_dir, root, good_dir, root, root) == -1 || system(cmd) != 0) {
 		CHECK(0, "setting up the repository failed");
 		return;
 	}
 	free(cmd);
-	CHECK(repository_load(dev, root, &r, &cause) == 0, "%s", cause);
+	r = registry_open(root, &b, &cause);
+	CHECK(r != NULL, "%s", cause);
 	if (r != NULL) {
-		CHECK(r->count == 1 && repository_find(r, "tiny") != NULL, "good model missing");
-		CHECK(r->nfailures == 1 && repository_find_failure(r, "bad") != NULL, "failure not recorded");
-		repository_free(r);
+		CHECK(registry_has(r, "tiny"), "good model missing");
+		CHECK(registry_failed(r, "bad", "bad/model.json"), "failure not recorded");
+		CHECK(registry_failed(r, "other", "other/model.json names the model 'tiny'"),
+		    "a model.json naming another model accepted");
+		registry_close(r, b);
 	}
-	CHECK(repository_load(dev, "/nonexistent/inferd", &r, &cause) != 0 && strstr(cause, "/nonexistent/inferd") != NULL,
+	CHECK(registry_open("/nonexistent/inferd", &b, &cause) == NULL && strstr(cause, "/nonexistent/inferd") != NULL,
 	    "missing repository accepted");
 	test_rmtree(root);
 	free(root);
@@ -402,6 +461,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *badprec = write_onnx_dir(root, "badprec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp8\"}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
+	batcher_t *b;
 	model_t *m = NULL;
 
 	CHECK(model_load(dev, prec, &m, &cause) == 0, "%s", cause);
@@ -424,12 +484,13 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	if (asprintf(&cmd, "cp -r '%s' '%s/tiny'", mlp_dir, root) == -1 || system(cmd) != 0)
 		CHECK(0, "copying the layer model failed");
 	free(cmd);
-	CHECK(repository_load(dev, root, &r, &cause) == 0, "%s", cause);
+	r = registry_open(root, &b, &cause);
+	CHECK(r != NULL, "%s", cause);
 	if (r != NULL) {
-		CHECK(repository_find(r, "relu") != NULL && repository_find(r, "tiny") != NULL, "good models missing");
-		CHECK(repository_find_failure(r, "nms") != NULL && repository_find_failure(r, "cut") != NULL &&
-		    strstr(repository_find_failure(r, "nms")->error, "nms0") != NULL, "failures not recorded");
-		repository_free(r);
+		CHECK(registry_has(r, "relu") && registry_has(r, "tiny"), "good models missing");
+		CHECK(registry_failed(r, "nms", "nms0") && registry_failed(r, "cut", "cut/model.onnx"),
+		    "failures not recorded");
+		registry_close(r, b);
 	}
 	free(cause);
 	free(good);

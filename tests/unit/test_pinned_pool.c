@@ -37,19 +37,17 @@ static void
 test_sizing(void)
 {
 	model_t a, b;
-	model_t *models[2] = { &a, &b };
-	repository_t repo = { "/r", 2, models, 0, NULL };
-	repository_t empty = { "/r", 0, NULL, 0, NULL };
+	const model_t *models[2] = { &a, &b };
 
 	make_model(&a, "fashion", 784, 10, 256);
 	make_model(&b, "odd", 3, 5, 7);
 	CHECK(pinned_pool_output_offset(&a) == 784 * 4 * 256, "fashion offset %zu",
 	    pinned_pool_output_offset(&a));
 	CHECK(pinned_pool_output_offset(&b) == 256, "odd offset %zu", pinned_pool_output_offset(&b));
-	CHECK(pinned_pool_slot_bytes_for(&repo) == ((784 * 4 * 256 + 10 * 4 * 256 + 4095) & ~(size_t)4095),
-	    "slot bytes %zu", pinned_pool_slot_bytes_for(&repo));
-	CHECK(pinned_pool_slot_bytes_for(&empty) == PINNED_POOL_ALIGN, "empty repository %zu",
-	    pinned_pool_slot_bytes_for(&empty));
+	CHECK(pinned_pool_slot_bytes_for(models, 2) == ((784 * 4 * 256 + 10 * 4 * 256 + 4095) & ~(size_t)4095),
+	    "slot bytes %zu", pinned_pool_slot_bytes_for(models, 2));
+	CHECK(pinned_pool_slot_bytes_for(NULL, 0) == PINNED_POOL_ALIGN, "empty repository %zu",
+	    pinned_pool_slot_bytes_for(NULL, 0));
 }
 
 /* Take every slot, see the next get fail, give back, take again; one allocation in all. */

@@ -83,6 +83,7 @@ class Model(ctypes.Structure):
         ("noutputs", ctypes.c_int),
         ("inputs", ctypes.POINTER(TensorInfo)),
         ("outputs", ctypes.POINTER(TensorInfo)),
+        ("version", ctypes.c_int64),
     ]
 
 

@@ -1,0 +1,461 @@
+/* repository_load.c: loading, swapping and unloading model versions, and rescanning the repository. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clock.h"
+#include "error.h"
+#include "log.h"
+#include "model_warmup.h"
+#include "repository_impl.h"
+#include "repository_scan.h"
+
+/* Mix one file's name, size and mtime into a signature (FNV-1a), adding its size to *bytes. */
+static void
+repository_sign_file(const char *dir, const char *name, uint64_t *h, uint64_t *bytes)
+{
+	char path[4096];
+	struct stat st;
+	uint64_t v[3];
+	const unsigned char *p;
+	size_t i;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	v[0] = (uint64_t)st.st_size;
+	v[1] = (uint64_t)st.st_mtim.tv_sec;
+	v[2] = (uint64_t)st.st_mtim.tv_nsec;
+	*bytes += (uint64_t)st.st_size;
+	for (p = (const unsigned char *)name; *p != '\0'; p++)
+		*h = (*h ^ *p) * 1099511628211ull;
+	for (p = (const unsigned char *)v, i = 0; i < sizeof v; i++)
+		*h = (*h ^ p[i]) * 1099511628211ull;
+}
+
+/*
+ * Signature of a version's files: model.json of the model directory and
+ * every regular file of the version directory (the model directory itself
+ * in the flat layout), by name, size and mtime; *bytes gets their total size.
+ */
+static uint64_t
+repository_signature(const char *model_dir, int64_t version, uint64_t *bytes)
+{
+	char vdir[4096];
+	struct dirent *de;
+	struct stat st;
+	uint64_t h = 14695981039346656037ull;
+	DIR *d;
+
+	*bytes = 0;
+	repository_sign_file(model_dir, "model.json", &h, bytes);
+	snprintf(vdir, sizeof vdir, "%s/%" PRId64, model_dir, version);
+	if (stat(vdir, &st) != 0 || !S_ISDIR(st.st_mode))
+		snprintf(vdir, sizeof vdir, "%s", model_dir);
+	if ((d = opendir(vdir)) == NULL)
+		return h;
+	/* readdir's order is stable for an unchanged directory; a change of order is a change. */
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' && strcmp(de->d_name, "model.json") != 0)
+			repository_sign_file(vdir, de->d_name, &h, bytes);
+	closedir(d);
+	return h;
+}
+
+/* Refuse a load that would not fit in the device's free memory (where the device can tell). */
+static int
+repository_check_memory(repository_t *r, const char *what, uint64_t need, char **cause)
+{
+	size_t free_bytes = 0, total = 0;
+	int rc = device_memory_info(r->o.dev, &free_bytes, &total, cause);
+
+	if (rc != 0)
+		return rc > 0 ? 0 : error_prefix(cause, "checking device memory");
+	if (need > free_bytes)
+		return error_set(cause, "not enough device memory for %s: it needs %" PRIu64 " bytes, "
+		    "%zu of %zu are free", what, need, free_bytes, total);
+	return 0;
+}
+
+/* Whether spec names the device the daemon runs on. */
+static int
+repository_same_device(device_t *dev, const struct device_spec *spec)
+{
+	int ordinal;
+
+	if (spec->kind == DEVICE_SPEC_CPU)
+		return !device_is_gpu(dev);
+	return device_is_gpu(dev) && sscanf(device_name(dev), "cuda:%d", &ordinal) == 1 &&
+	    ordinal == spec->ordinal;
+}
+
+/*
+ * How many instances m's instance_group asks for on the daemon's device;
+ * a group naming another device is refused (one device per daemon).
+ */
+static int
+repository_instances(repository_t *r, const model_t *m, int *n, char **cause)
+{
+	const struct model_instance_group *g;
+	int k, d;
+
+	for (k = 0; k < m->instances.ngroups; k++) {
+		g = &m->instances.groups[k];
+		for (d = 0; d < g->ndevices; d++)
+			if (!repository_same_device(r->o.dev, &g->devices[d]))
+				return error_set(cause, "instance_group %d names a device this daemon does not run "
+				    "on (it runs on %s; instances on other devices are not implemented)", k,
+				    device_name(r->o.dev));
+	}
+	*n = model_instance_count(m);
+	return 0;
+}
+
+/* One batcher queue per instance; -1 with the ones made detached again. */
+static int
+repository_attach(repository_t *r, model_ref_t *ref, int n, char **cause)
+{
+	for (ref->nqueues = 0; ref->nqueues < n; ref->nqueues++)
+		if (batcher_attach(r->o.batcher, ref->model, &ref->queues[ref->nqueues], cause) != 0)
+			return error_prefix(cause, "instance %d", ref->nqueues);
+	ref->queue = ref->queues[0];
+	return 0;
+}
+
+/* Load, check, queue and warm up one version beside whatever serves; *out has one reference (the registry's). */
+static int
+repository_build(repository_t *r, const char *name, const char *dir, int64_t version,
+    const char *config_override, model_ref_t **out, char **cause)
+{
+	uint64_t t0 = clock_now_us(), bytes, sig = repository_signature(dir, version, &bytes);
+	model_ref_t *ref = calloc(1, sizeof *ref);
+	char what[256];
+	int n = 1, i;
+
+	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
+	if (ref == NULL)
+		return error_set(cause, "out of memory");
+	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
+		goto oom;
+	if (repository_check_memory(r, what, bytes, cause) != 0 ||
+	    model_load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0)
+		goto fail;
+	if (strcmp(ref->model->name, name) != 0) {
+		error_set(cause, "%s/model.json names the model '%s': it must be its directory's name",
+		    dir, ref->model->name);
+		goto fail;
+	}
+	if (repository_instances(r, ref->model, &n, cause) != 0 ||
+	    repository_check_memory(r, what, (uint64_t)ref->model->mem.arena_bytes * (uint64_t)r->o.inflight *
+	    (uint64_t)n, cause) != 0 || model_warmup(ref->model, cause) != 0 || repository_attach(r, ref, n, cause) != 0)
+		goto fail;
+	ref->version = version;
+	ref->signature = sig;
+	ref->refs = 1;
+	ref->load_seconds = (double)(clock_now_us() - t0) / 1e6;
+	*out = ref;
+	return 0;
+oom:
+	error_set(cause, "out of memory");
+fail:
+	error_prefix(cause, "%s not loaded", what);
+	for (i = 0; i < ref->nqueues; i++)
+		batcher_detach(r->o.batcher, ref->queues[i]);
+	model_free(ref->model);
+	free(ref->config_override);
+	free(ref);
+	return -1;
+}
+
+/* Whether m's published version v is there with the same files and override (lock held). */
+static int
+repository_unchanged(struct repository_model *m, int64_t v, uint64_t sig, const char *override)
+{
+	model_ref_t *ref;
+
+	for (ref = m->versions; ref != NULL; ref = ref->next)
+		if (ref->version == v)
+			return ref->signature == sig && (override == NULL ||
+			    (ref->config_override != NULL && strcmp(ref->config_override, override) == 0));
+	return 0;
+}
+
+/* Load version v of m unless it is loaded unchanged; publish it, retiring the one it replaces. */
+static int
+repository_load_version(repository_t *r, struct repository_model *m, const struct repository_entry *e,
+    int64_t v, const char *override, char **cause)
+{
+	uint64_t bytes, sig = repository_signature(e->dir, v, &bytes);
+	model_ref_t *ref, *old;
+	int same;
+
+	pthread_mutex_lock(&r->lock);
+	same = repository_unchanged(m, v, sig, override);
+	if (!same && m->versions == NULL)
+		m->state = REPOSITORY_LOADING;
+	pthread_mutex_unlock(&r->lock);
+	if (same)
+		return 0;
+	if (repository_build(r, m->name, e->dir, v, override, &ref, cause) != 0) {
+		LOG_ERROR("%s", *cause);
+		pthread_mutex_lock(&r->lock);
+		repository_model_fail(m, v, *cause);
+		if (m->state == REPOSITORY_LOADING)
+			m->state = REPOSITORY_UNAVAILABLE;
+		repository_model_settle(m);
+		pthread_mutex_unlock(&r->lock);
+		return -1;
+	}
+	pthread_mutex_lock(&r->lock);
+	old = repository_publish(m, ref);
+	pthread_mutex_unlock(&r->lock);
+	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, "
+	    "arena %zu bytes, %d instance%s)", m->name, old != NULL ? "reloaded" : "loaded", v,
+	    ref->model->version_dir, ref->load_seconds, ref->model->ninputs, ref->model->noutputs,
+	    ref->model->max_batch_size, ref->model->mem.arena_bytes, ref->nqueues, ref->nqueues == 1 ? "" : "s");
+	repository_release(old);
+	return 0;
+}
+
+/* Whether v is among e's versions. */
+static int
+repository_wanted(const struct repository_entry *e, int64_t v)
+{
+	size_t i;
+
+	for (i = 0; i < e->nversions; i++)
+		if (e->versions[i] == v)
+			return 1;
+	return 0;
+}
+
+/* Unpublish m's versions that keep is not NULL and does not select (all when keep is NULL). */
+static void
+repository_retire(repository_t *r, struct repository_model *m, const struct repository_entry *keep)
+{
+	model_ref_t *ref, *next, *drop = NULL;
+
+	pthread_mutex_lock(&r->lock);
+	for (ref = m->versions; ref != NULL; ref = next) {
+		next = ref->next;
+		if (keep != NULL && repository_wanted(keep, ref->version))
+			continue;
+		repository_unpublish(ref);
+		ref->next = drop;
+		drop = ref;
+	}
+	pthread_mutex_unlock(&r->lock);
+	for (ref = drop; ref != NULL; ref = next) {
+		next = ref->next;
+		LOG_INFO("model '%s' version %lld: unloading once its requests finish", m->name,
+		    (long long)ref->version);
+		repository_release(ref);
+	}
+}
+
+/* Bring m in line with its scanned entry e; -1 (first failure in *cause) when a version failed. */
+static int
+repository_sync(repository_t *r, struct repository_model *m, const struct repository_entry *e,
+    const char *override, char **cause)
+{
+	size_t i;
+	int rc = 0;
+
+	if (e->error != NULL) {
+		LOG_ERROR("model '%s' not loaded: %s", m->name, e->error);
+		pthread_mutex_lock(&r->lock);
+		repository_model_fail(m, 0, e->error);
+		pthread_mutex_unlock(&r->lock);
+		return error_set(cause, "model '%s' not loaded: %s", m->name, e->error);
+	}
+	for (i = e->nversions; i-- > 0;) {	/* newest first: it serves soonest */
+		char *err = NULL;
+
+		if (repository_load_version(r, m, e, e->versions[i], override, &err) != 0) {
+			rc = -1;
+			if (cause != NULL && *cause == NULL) {
+				*cause = err;
+				err = NULL;
+			}
+		}
+		free(err);
+	}
+	/* A failed version keeps what served: nothing is unloaded for it. */
+	if (rc != 0)
+		return -1;
+	pthread_mutex_lock(&r->lock);
+	repository_model_fail(m, 0, NULL);
+	pthread_mutex_unlock(&r->lock);
+	repository_retire(r, m, e);
+	return 0;
+}
+
+/* Scan and sync one model by directory name (load_lock held). */
+static int
+repository_load_locked(repository_t *r, const char *name, const char *override, int request, char **cause)
+{
+	struct repository_entry e = { 0 };
+	struct repository_model *m;
+	int rc;
+
+	if (repository_scan_model_config(r->dir, name, override, &e, cause) != 0)
+		return -1;
+	pthread_mutex_lock(&r->lock);
+	if ((m = repository_model_add(r, name)) != NULL && request)
+		m->requested = 1;
+	pthread_mutex_unlock(&r->lock);
+	if (m == NULL) {
+		repository_entry_free(&e);
+		return error_set(cause, "out of memory");
+	}
+	rc = repository_sync(r, m, &e, override, cause);
+	repository_entry_free(&e);
+	return rc;
+}
+
+/* Load or reload one model. */
+int
+repository_load_model(repository_t *r, const char *name, const char *config_override, char **cause)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->load_lock);
+	rc = repository_load_locked(r, name, config_override, 1, cause);
+	pthread_mutex_unlock(&r->load_lock);
+	return rc;
+}
+
+/* Unload every version of name. */
+int
+repository_unload_model(repository_t *r, const char *name, char **cause)
+{
+	struct repository_model *m;
+
+	pthread_mutex_lock(&r->load_lock);
+	pthread_mutex_lock(&r->lock);
+	if ((m = repository_model_find(r, name)) != NULL) {
+		m->requested = 0;
+		repository_model_fail(m, 0, NULL);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (m != NULL)
+		repository_retire(r, m, NULL);
+	pthread_mutex_unlock(&r->load_lock);
+	if (m == NULL)
+		return error_set(cause, "unknown model '%s'", name);
+	return 0;
+}
+
+/* Whether a rescan looks at m in this mode (lock held). */
+static int
+repository_rescans(repository_t *r, const struct repository_model *m)
+{
+	return r->o.control != REPOSITORY_CONTROL_EXPLICIT || m->requested;
+}
+
+/* Unload the models the scan no longer finds, or (explicit mode) no longer wants. */
+static void
+repository_drop_missing(repository_t *r, const struct repository_entry *e, size_t n)
+{
+	struct repository_model *m;
+	size_t i, k;
+	int loaded;
+
+	for (i = 0;; i++) {
+		pthread_mutex_lock(&r->lock);
+		m = i < r->nmodels ? r->models[i] : NULL;
+		loaded = m != NULL && m->versions != NULL;
+		pthread_mutex_unlock(&r->lock);
+		if (m == NULL)
+			break;
+		for (k = 0; k < n && strcmp(e[k].name, m->name) != 0; k++)
+			;
+		if (k == n && loaded) {
+			LOG_INFO("model '%s': its directory is gone; unloading it", m->name);
+			repository_retire(r, m, NULL);
+		}
+	}
+}
+
+/* Rescan the repository (load_lock held); -1 only when it cannot be read. */
+static int
+repository_rescan_locked(repository_t *r, char **cause)
+{
+	struct repository_entry *e = NULL;
+	struct repository_model *m;
+	size_t n = 0, i;
+	int want;
+
+	if (repository_scan(r->dir, &e, &n, cause) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&r->lock);
+		m = repository_model_find(r, e[i].name);
+		want = m != NULL ? repository_rescans(r, m) : r->o.control != REPOSITORY_CONTROL_EXPLICIT;
+		if (want && m == NULL)
+			m = repository_model_add(r, e[i].name);
+		pthread_mutex_unlock(&r->lock);
+		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, NULL) != 0)
+			LOG_WARN("model '%s': the rescan's load failed; it keeps what it served before", e[i].name);
+	}
+	repository_drop_missing(r, e, n);
+	repository_scan_free(e, n);
+	return 0;
+}
+
+/* Rescan the repository. */
+void
+repository_rescan(repository_t *r)
+{
+	char *cause = NULL;
+
+	pthread_mutex_lock(&r->load_lock);
+	if (repository_rescan_locked(r, &cause) != 0) {
+		LOG_ERROR("rescan: %s", cause);
+		free(cause);
+	}
+	pthread_mutex_unlock(&r->load_lock);
+}
+
+/* Load one load_model name at start-up, recording a failure even when its directory is missing. */
+static void
+repository_load_named(repository_t *r, const char *name)
+{
+	struct repository_model *m;
+	char *why = NULL;
+
+	pthread_mutex_lock(&r->load_lock);
+	if (repository_load_locked(r, name, NULL, 1, &why) != 0) {
+		LOG_ERROR("load_model %s: %s", name, why);
+		pthread_mutex_lock(&r->lock);
+		if ((m = repository_model_add(r, name)) != NULL && m->reason == NULL)
+			repository_model_fail(m, 0, why);
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->load_lock);
+	free(why);
+}
+
+/* The start-up load. */
+int
+repository_load_startup(repository_t *r, char *const *load_models, char **cause)
+{
+	size_t i;
+	int rc = 0;
+
+	if (r->o.control != REPOSITORY_CONTROL_EXPLICIT) {
+		pthread_mutex_lock(&r->load_lock);
+		rc = repository_rescan_locked(r, cause);
+		pthread_mutex_unlock(&r->load_lock);
+		return rc;
+	}
+	for (i = 0; load_models != NULL && load_models[i] != NULL; i++)
+		repository_load_named(r, load_models[i]);
+	return 0;
+}

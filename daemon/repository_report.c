@@ -1,0 +1,209 @@
+/* repository_report.c: the registry as Triton's repository index and as Prometheus lines. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "repository_impl.h"
+#include "repository_scan.h"
+
+/* A JSON string of s; bytes that are not UTF-8 become '?' (a reason may quote a file's bytes). */
+static json_t *
+repository_json_string(const char *s)
+{
+	json_t *v = json_string(s);
+	char *t;
+	size_t i;
+
+	if (v != NULL || (t = strdup(s)) == NULL)
+		return v;
+	for (i = 0; t[i] != '\0'; i++)
+		if ((unsigned char)t[i] >= 0x80)
+			t[i] = '?';
+	v = json_string(t);
+	free(t);
+	return v;
+}
+
+/* Append {"name","version","state"[,"reason"]} to a; version 0 and NULL state are left out. */
+static int
+repository_index_add(json_t *a, const char *name, int64_t version, const char *state, const char *reason)
+{
+	json_t *o = json_object();
+	char v[24];
+
+	if (o == NULL || json_array_append_new(a, o) != 0)
+		return -1;
+	if (json_object_set_new(o, "name", repository_json_string(name)) != 0)
+		return -1;
+	snprintf(v, sizeof v, "%" PRId64, version);
+	if (version != 0 && json_object_set_new(o, "version", json_string(v)) != 0)
+		return -1;
+	if (state != NULL && json_object_set_new(o, "state", json_string(state)) != 0)
+		return -1;
+	if (reason != NULL && json_object_set_new(o, "reason", repository_json_string(reason)) != 0)
+		return -1;
+	return 0;
+}
+
+/* One model's rows: each published version READY, then its state and failure when it has one (lock held). */
+static int
+repository_index_model(json_t *a, const struct repository_model *m)
+{
+	const model_ref_t *ref;
+	int rc = 0;
+
+	for (ref = m->versions; ref != NULL && rc == 0; ref = ref->next)
+		rc = repository_index_add(a, m->name, ref->version, "READY", NULL);
+	if (rc == 0 && m->reason != NULL)
+		rc = repository_index_add(a, m->name, m->failed_version, "UNAVAILABLE", m->reason);
+	else if (rc == 0 && m->versions == NULL)
+		rc = repository_index_add(a, m->name, 0, repository_state_name(m->state),
+		    m->state == REPOSITORY_UNAVAILABLE ? "unloaded" : NULL);
+	return rc;
+}
+
+/* Models on disk the registry never saw (explicit mode): a row with the name only, as Triton lists them. */
+static int
+repository_index_disk(repository_t *r, json_t *a)
+{
+	struct repository_entry *e = NULL;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (repository_scan(r->dir, &e, &n, NULL) != 0)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < n && rc == 0; i++)
+		if (repository_model_find(r, e[i].name) == NULL)
+			rc = repository_index_add(a, e[i].name, 0, NULL, NULL);
+	pthread_mutex_unlock(&r->lock);
+	repository_scan_free(e, n);
+	return rc;
+}
+
+/* Triton's repository index. */
+char *
+repository_index_json(repository_t *r, size_t *len, char **cause)
+{
+	json_t *a = json_array();
+	char *s = NULL;
+	size_t i;
+	int rc = a == NULL ? -1 : 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmodels && rc == 0; i++)
+		rc = repository_index_model(a, r->models[i]);
+	pthread_mutex_unlock(&r->lock);
+	if (rc == 0)
+		rc = repository_index_disk(r, a);
+	if (rc == 0)
+		s = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	if (s == NULL)
+		return error_set(cause, "out of memory"), NULL;
+	*len = strlen(s);
+	return s;
+}
+
+/* A growing text buffer; failed sticks once memory runs out. */
+struct repository_text {
+	char *s;
+	size_t len, cap;
+	int failed;
+};
+
+/* Append a formatted line. */
+static void __attribute__((format(printf, 2, 3)))
+repository_printf(struct repository_text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		if (t->failed)
+			return;
+		va_start(ap, fmt);
+		n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < t->cap - t->len) {
+			t->len += (size_t)n;
+			return;
+		}
+		char *p = n < 0 ? NULL : realloc(t->s, t->cap * 2 + (size_t)n);
+		if (p == NULL) {
+			t->failed = 1;
+			return;
+		}
+		t->s = p;
+		t->cap = t->cap * 2 + (size_t)n;
+	}
+}
+
+/* Device seconds of all the version's instances. */
+static double
+repository_busy_seconds(const model_ref_t *ref)
+{
+	double s = 0;
+	int i;
+
+	for (i = 0; i < ref->nqueues; i++)
+		s += batcher_queue_busy_seconds(ref->queues[i]);
+	return s;
+}
+
+/* The state lines of one model: one per published version, or the model's own state (lock held). */
+static void
+repository_metrics_state(struct repository_text *t, const struct repository_model *m)
+{
+	const model_ref_t *ref;
+
+	for (ref = m->versions; ref != NULL; ref = ref->next)
+		repository_printf(t, "inferd_model_state{model=\"%s\",version=\"%" PRId64 "\",state=\"READY\"} 1\n",
+		    m->name, ref->version);
+	if (m->versions == NULL)
+		repository_printf(t, "inferd_model_state{model=\"%s\",version=\"\",state=\"%s\"} 1\n",
+		    m->name, repository_state_name(m->state));
+}
+
+/* Prometheus lines per model and version. */
+char *
+repository_metrics_text(repository_t *r)
+{
+	struct repository_text t = { malloc(4096), 0, 4096, 0 };
+	const model_ref_t *ref;
+	size_t i;
+
+	if (t.s == NULL)
+		return NULL;
+	t.s[0] = '\0';
+	pthread_mutex_lock(&r->lock);
+	repository_printf(&t, "# HELP inferd_model_state Load state of each model version (1 in its state; READY per loaded version).\n"
+	    "# TYPE inferd_model_state gauge\n");
+	for (i = 0; i < r->nmodels; i++)
+		repository_metrics_state(&t, r->models[i]);
+	repository_printf(&t, "# HELP inferd_model_load_seconds Seconds the loaded version took to load (files, device, graphs, warm-up).\n"
+	    "# TYPE inferd_model_load_seconds gauge\n");
+	for (i = 0; i < r->nmodels; i++)
+		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
+			repository_printf(&t, "inferd_model_load_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
+			    r->models[i]->name, ref->version, ref->load_seconds);
+	repository_printf(&t, "# HELP inferd_model_busy_seconds Seconds the device spent on the loaded version's batches.\n"
+	    "# TYPE inferd_model_busy_seconds counter\n");
+	for (i = 0; i < r->nmodels; i++)
+		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
+			repository_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
+			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
+	pthread_mutex_unlock(&r->lock);
+	if (t.failed) {
+		free(t.s);
+		return NULL;
+	}
+	return t.s;
+}

@@ -1,0 +1,156 @@
+/*
+ * test_repository.c: the live registry: a reference held across a swap
+ * keeps the old version whole, ids stay stable across reloads and unloads,
+ * pinned versions, lookups that miss, a failing load keeps what served.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batcher.h"
+#include "log.h"
+#include "repository.h"
+#include "test_util.h"
+
+#define IN 4
+#define OUT 3
+
+static device_t *dev;
+static float weights[OUT * IN], bias[OUT];
+
+/* Write version v of model "m" (layer format: model.json in root/m, weights in root/m/v). */
+static void
+write_version(const char *root, int v, float scale)
+{
+	char dir[512], vdir[512];
+	float w[OUT * IN];
+	const char *json = "{\"name\":\"m\",\"max_batch_size\":4,"
+	    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[4]}],"
+	    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[3]}],"
+	    "\"layers\":[{\"name\":\"fc\",\"op\":\"linear\",\"weight\":\"w\",\"bias\":\"b\"}]}";
+	struct test_tensor t[] = {
+		{ "w", "F32", 2, { OUT, IN }, w, sizeof w },
+		{ "b", "F32", 1, { OUT }, bias, sizeof bias },
+	};
+	int i;
+
+	for (i = 0; i < OUT * IN; i++)
+		w[i] = weights[i] * scale;
+	snprintf(dir, sizeof dir, "%s/m", root);
+	snprintf(vdir, sizeof vdir, "%s/m/%d", root, v);
+	if ((mkdir(dir, 0700) != 0 && access(dir, F_OK) != 0) || (mkdir(vdir, 0700) != 0 && access(vdir, F_OK) != 0))
+		abort();
+	test_write_file(dir, "model.json", json, strlen(json));
+	test_write_safetensors(vdir, "model.safetensors", t, 2);
+}
+
+/* The version a lookup of (name, version) finds, or a negative miss code. */
+static long long
+found(repository_t *r, const char *name, int64_t version)
+{
+	model_ref_t *ref;
+	long long v;
+	int rc = repository_acquire(r, name, version, &ref, NULL);
+
+	if (rc != REPOSITORY_FOUND)
+		return rc;
+	v = ref->version;
+	repository_release(ref);
+	return v;
+}
+
+/* The version id names now, or a negative miss code; *why gets the miss's message. */
+static long long
+found_id(repository_t *r, uint32_t id, char **why)
+{
+	model_ref_t *ref;
+	long long v;
+	int rc = repository_acquire_id(r, id, &ref, why);
+
+	if (rc != REPOSITORY_FOUND)
+		return rc;
+	v = ref->version;
+	repository_release(ref);
+	return v;
+}
+
+/* A swap under a held reference, ids across reloads and unloads, pinned versions. */
+static void
+test_registry(void)
+{
+	struct repository_options o = { dev, NULL, NULL, NULL, REPOSITORY_CONTROL_EXPLICIT, 2 };
+	char *root = test_mkdtemp(), *cause = NULL;
+	repository_t *r = NULL;
+	model_ref_t *held;
+	model_t *old;
+	uint32_t id, id1, again;
+	batcher_t *b;
+
+	write_version(root, 1, 1.0f);
+	o.dir = root;
+	CHECK(batcher_create(dev, NULL, 2, 0, &b, &cause) == 0, "%s", cause);
+	o.batcher = b;
+	CHECK(repository_create(&o, &r, &cause) == 0 && repository_load_startup(r, NULL, &cause) == 0, "%s", cause);
+	CHECK(repository_name_count(r) == 0, "explicit mode loaded something at start");
+	CHECK(repository_load_model(r, "m", NULL, &cause) == 0, "load: %s", cause);
+	CHECK(repository_acquire(r, "m", 0, &held, &cause) == REPOSITORY_FOUND && held->version == 1, "%s", cause);
+	CHECK(repository_id(r, "m", 0, &id, &cause) == 0, "%s", cause);
+	old = held->model;
+	/* New weights: the reload builds a new version beside the held one. */
+	write_version(root, 1, 2.0f);
+	CHECK(repository_load_model(r, "m", NULL, &cause) == 0, "reload: %s", cause);
+	CHECK(found(r, "m", 0) == 1, "the reload did not publish version 1");
+	CHECK(held->model == old && strcmp(held->model->name, "m") == 0 && held->queue != NULL,
+	    "the held version changed under its reference");
+	repository_release(held);
+	/* Version 2 beside 1 (policy "all" by override): a pinned id for 1, the name's id for the newest. */
+	write_version(root, 2, 3.0f);
+	CHECK(repository_load_model(r, "m", "{\"version_policy\": {\"all\": {}}}", &cause) == 0, "%s", cause);
+	CHECK(found(r, "m", 0) == 2 && found(r, "m", 1) == 1 && found(r, "m", 3) == REPOSITORY_NO_VERSION,
+	    "version routing: newest %lld, 1: %lld, 3: %lld", found(r, "m", 0), found(r, "m", 1), found(r, "m", 3));
+	CHECK(repository_id(r, "m", 1, &id1, &cause) == 0 && id1 != id, "%s", cause);
+	CHECK(repository_id(r, "m", 1, &again, &cause) == 0 && again == id1, "a second id for version 1");
+	CHECK(repository_id(r, "m", 7, &again, &cause) != 0 && strstr(cause, "no version 7") != NULL, "pinned an unloaded version");
+	free(cause);
+	cause = NULL;
+	CHECK(found_id(r, id, NULL) == 2 && found_id(r, id1, NULL) == 1, "ids: %lld %lld", found_id(r, id, NULL),
+	    found_id(r, id1, NULL));
+	/* A failing load keeps what served. */
+	CHECK(repository_load_model(r, "nope", NULL, &cause) != 0 && strstr(cause, "nope") != NULL, "loaded a missing model");
+	free(cause);
+	cause = NULL;
+	CHECK(repository_name_count(r) == 2, "a failed load of a missing model took an id");
+	/* Unloaded: the ids stay and say so; a load brings them back. */
+	CHECK(repository_unload_model(r, "m", &cause) == 0, "%s", cause);
+	CHECK(found_id(r, id, &cause) == REPOSITORY_NOT_READY && strstr(cause, "model unloaded") != NULL,
+	    "after the unload: %s", cause ? cause : "still found");
+	free(cause);
+	cause = NULL;
+	CHECK(repository_load_model(r, "m", NULL, &cause) == 0 && found_id(r, id, NULL) == 2 &&
+	    repository_id(r, "m", 0, &again, &cause) == 0 && again == id, "the name's id changed across the unload");
+	CHECK(found_id(r, id1, NULL) == REPOSITORY_NO_VERSION, "version 1 (policy latest 1) still found");
+	CHECK(found_id(r, 1000, &cause) == REPOSITORY_UNKNOWN, "an id never given answered");
+	free(cause);
+	repository_free(r);
+	batcher_free(b);
+	test_rmtree(root);
+	free(root);
+}
+
+int
+main(void)
+{
+	uint64_t rng = 7;
+
+	dev = test_open_device();
+	log_set_level("error");
+	test_fill_random(weights, OUT * IN, &rng, -0.5f, 0.5f);
+	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
+	test_registry();
+	device_close(dev);
+	return test_finish("test_repository");
+}
