@@ -7,7 +7,7 @@ noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
 	common/error.c common/error.h \
 	daemon/clock.c daemon/clock.h \
-	daemon/fault.c daemon/fault.h \
+	daemon/fault.c daemon/fault.h daemon/alloc.c daemon/alloc.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h daemon/device_resize.h \

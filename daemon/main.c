@@ -15,6 +15,7 @@
 #include "cpu_kernels.h"
 #include "daemon_config.h"
 #include "device.h"
+#include "alloc.h"
 #include "error.h"
 #include "fault.h"
 #include "http.h"
@@ -404,6 +405,7 @@ daemon_start(struct daemon *d, char **cause)
 	 * so: whoever waits on either then finds the summary and "ready" there.
 	 */
 	LOG_INFO("ready");
+	FAULT_MARK("ready");
 	if (d->http != NULL && d->port_file != NULL &&
 	    daemon_write_port_file(d, http_port(d->http), cause) != 0)
 		return -1;
@@ -496,6 +498,7 @@ main(int argc, char **argv)
 	sigset_t set;
 	int r;
 
+	alloc_install_json();
 	r = parse_options(argc, argv, &opts, &cause);
 	if (r == 1)
 		return 0;

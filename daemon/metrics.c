@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "metrics.h"
 
 const int metrics_batch_bounds[METRICS_BATCH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
@@ -24,7 +25,7 @@ metrics_init(struct metrics *m, const char *const *names, size_t n)
 	size_t i;
 
 	memset(m, 0, sizeof *m);
-	m->models = calloc(n ? n : 1, sizeof *m->models);
+	m->models = xcalloc(n ? n : 1, sizeof *m->models);
 	if (m->models == NULL)
 		return -1;
 	m->nmodels = n;
@@ -96,7 +97,7 @@ metrics_printf(struct metrics_buf *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		char *ns = realloc(b->s, b->cap * 2 + (size_t)n);
+		char *ns = xrealloc(b->s, b->cap * 2 + (size_t)n);
 		if (ns == NULL) {
 			b->failed = 1;
 			return;
@@ -186,7 +187,7 @@ metrics_render_one(struct metrics_buf *b, const char *name, const char *type,
 char *
 metrics_render(struct metrics *m, uint64_t allocations_now)
 {
-	struct metrics_buf b = { malloc(8192), 0, 8192, 0 };
+	struct metrics_buf b = { xmalloc(8192), 0, 8192, 0 };
 	uint64_t base = metrics_load(&m->allocations_baseline);
 
 	if (b.s == NULL)

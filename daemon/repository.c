@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "error.h"
+#include "fault.h"
 #include "log.h"
 #include "repository.h"
 
@@ -25,12 +27,12 @@ repository_add_failure(repository_t *r, const char *name, const char *error)
 {
 	struct repository_failure *f;
 
-	f = realloc(r->failures, (r->nfailures + 1) * sizeof *f);
+	f = xrealloc(r->failures, (r->nfailures + 1) * sizeof *f);
 	if (f == NULL)
 		return -1;
 	r->failures = f;
-	f[r->nfailures].name = strdup(name);
-	f[r->nfailures].error = strdup(error ? error : "unknown error");
+	f[r->nfailures].name = xstrdup(name);
+	f[r->nfailures].error = xstrdup(error ? error : "unknown error");
 	r->nfailures++;
 	return 0;
 }
@@ -43,7 +45,7 @@ repository_add_model(repository_t *r, model_t *m, char **cause)
 
 	if (repository_find(r, m->name) != NULL)
 		return error_set(cause, "model name '%s' is already used by another directory", m->name);
-	models = realloc(r->models, (r->count + 1) * sizeof *models);
+	models = xrealloc(r->models, (r->count + 1) * sizeof *models);
 	if (models == NULL)
 		return error_set(cause, "out of memory");
 	r->models = models;
@@ -65,8 +67,10 @@ repository_load_one(repository_t *r, device_t *dev, const char *name)
 		free(path);
 		return;
 	}
+	FAULT_MARK("start of model %s", name);
 	if (model_load(dev, path, &m, &cause) == 0 && repository_add_model(r, m, &cause) != 0)
 		model_free(m);
+	FAULT_MARK("end of model %s", name);
 	if (cause != NULL) {
 		LOG_ERROR("model '%s' not loaded: %s", name, cause);
 		repository_add_failure(r, name, cause);
@@ -94,8 +98,8 @@ repository_list(const char *dir, char ***names, size_t *count, char **cause)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		nv = realloc(v, (n + 1) * sizeof *v);
-		if (nv == NULL || (nv[n] = strdup(de->d_name)) == NULL) {
+		nv = xrealloc(v, (n + 1) * sizeof *v);
+		if (nv == NULL || (nv[n] = xstrdup(de->d_name)) == NULL) {
 			free(nv ? nv : v);
 			closedir(d);
 			return error_set(cause, "out of memory");
@@ -121,8 +125,8 @@ repository_load(device_t *dev, const char *dir, repository_t **out, char **cause
 
 	if (repository_list(dir, &names, &n, cause) != 0)
 		return -1;
-	r = calloc(1, sizeof *r);
-	if (r == NULL || (r->dir = strdup(dir)) == NULL) {
+	r = xcalloc(1, sizeof *r);
+	if (r == NULL || (r->dir = xstrdup(dir)) == NULL) {
 		free(r);
 		r = NULL;
 	}
