@@ -11,6 +11,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h daemon/device_resize.h \
+	daemon/device_elementwise.h daemon/device_index.h \
 	daemon/device_spec.c daemon/device_spec.h \
 	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
@@ -70,7 +71,8 @@ CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_supp
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
-	$(srcdir)/common/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_resize.h $(srcdir)/daemon/device_cuda_kernels.h \
+	$(srcdir)/common/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_resize.h $(srcdir)/daemon/device_elementwise.h \
+	$(srcdir)/daemon/device_index.h $(srcdir)/daemon/device_cuda_kernels.h \
 	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rules are explicit.

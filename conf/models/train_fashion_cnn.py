@@ -22,8 +22,8 @@ Outputs:
 
 The export is checked against PyTorch with onnxruntime at batch 1, 7 and 64
 (max |diff| printed; the script fails above 1e-4 relative to the logits' scale).
-Reads the gzipped IDX files directly (gzip + numpy); needs no network and no
-torchvision.
+Reads the gzipped IDX files and writes the reference files through
+fashion_data.py beside it (gzip + numpy); needs no network and no torchvision.
 """
 
 import argparse

@@ -12,8 +12,8 @@ Outputs:
   <sample>                       KServe v2 request body for t10k image 0
   <sample minus .json>.expected  "<pred> <name> (label <label>)" for that image
 
-Reads the gzipped IDX files directly (gzip + numpy); needs no network and no
-torchvision.
+Reads the gzipped IDX files and writes the reference files through
+fashion_data.py beside it (gzip + numpy); needs no network and no torchvision.
 """
 
 import argparse
