@@ -63,12 +63,14 @@ for site in copy launch; do
 	echo "ok: a failing $site failed only its batch (500), then 200"
 done
 
-# Heap allocations.  These daemons have no shm socket, so nothing but the test's own requests
-# allocates after "ready" (the shm health polls of start_daemon would).
+# Heap allocations.  These daemons are awaited through their port file, not polled, so nothing
+# but the test's own requests allocates after "ready"; the shm socket is off unless
+# shm_socket is set.
+shm_socket=
 start_http_daemon() {
 	rm -f "$tmp/port"
 	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" \
-		--http_port=0 --port-file="$tmp/port" --shm_socket= >>"$tmp/daemon.log" 2>&1 &
+		--http_port=0 --port-file="$tmp/port" --shm_socket="$shm_socket" >>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	i=0
 	until [ -s "$tmp/port" ]; do
@@ -172,4 +174,22 @@ for n in $(spread $((ready + 1)) $((ready + per))); do
 	stop_daemon
 done
 [ "$failed" -ge 1 ] || fail "no injected allocation failure reached a request"
+
+# While an shm client connects: the first client after "ready" is refused with a message
+# when its record cannot be allocated, and the next one is served.
+shm_socket=$sock
+: >"$tmp/daemon.log"
+start_http_daemon
+stop_daemon
+n=$(( $(mark ready) + 1 ))
+: >"$tmp/daemon.log"
+INFERD_FAULT=malloc:$n start_http_daemon
+out=$("$top_builddir/client/tools/inferctl" --socket="$sock" health 2>&1) &&
+	fail "malloc:$n: the shm client was served although its record could not be allocated"
+grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
+case $out in *"out of memory"*) ;; *) fail "malloc:$n: the refused shm client read '$out'" ;; esac
+"$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1 ||
+	fail "malloc:$n: the next shm client was not served"
+stop_daemon
+echo "ok: malloc:$n refused the connecting shm client ($out); the next was served"
 echo "PASS"
