@@ -28,17 +28,7 @@ start_daemon --max_clients=256
 end=$(( $(date +%s) + SECONDS_TOTAL ))
 
 # References for the shm clients, over HTTP.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-rows = [[((r * 784 + i) * 2654435761 % 1000) / 1000.0 for i in range(784)] for r in range(8)]
-rows = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in r] for r in rows]
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [8, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
-PYEOF
+write_shm_references
 base_fds=$(daemon_fds)
 base_rss=$(rss)
 report 0
