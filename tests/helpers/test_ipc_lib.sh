@@ -39,8 +39,18 @@ start_daemon() {
 		--http_port=0 --port-file="$tmp/port" --shm_socket="$sock" "$@" \
 		>>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
+	await_daemon daemon_answers
+}
+
+# 0 when the daemon has written its port file and answers on the shm socket.
+daemon_answers() {
+	[ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1
+}
+
+# Wait (bounded, 30 s) until the command "$@" succeeds while the daemon runs; then read its port.
+await_daemon() {
 	i=0
-	until [ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1; do
+	until "$@"; do
 		i=$((i + 1))
 		[ $i -le 300 ] || fail "the daemon did not come up within 30 s"
 		kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon exited at start"

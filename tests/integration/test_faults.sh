@@ -72,14 +72,7 @@ start_http_daemon() {
 	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" \
 		--http_port=0 --port-file="$tmp/port" --shm_socket="$shm_socket" >>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
-	i=0
-	until [ -s "$tmp/port" ]; do
-		i=$((i + 1))
-		[ $i -le 300 ] || fail "the daemon did not come up within 30 s"
-		kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon exited at start"
-		sleep 0.1
-	done
-	port=$(cat "$tmp/port")
+	await_daemon test -s "$tmp/port"
 }
 mark() {	# mark LABEL: the malloc count logged by FAULT_MARK at LABEL
 	sed -n "s/.*fault injection: at $1: .*malloc \([0-9]*\).*/\1/p" "$tmp/daemon.log" | head -n 1
