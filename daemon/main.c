@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "batcher.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
 #include "device.h"
-#include "alloc.h"
 #include "error.h"
 #include "fault.h"
 #include "http.h"
