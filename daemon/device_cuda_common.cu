@@ -79,6 +79,18 @@ cuda_step_params(struct cuda_step *st, size_t bytes, char **cause)
 	return st->p;
 }
 
+/* Release a step's own resources; the step is all zero after. */
+void
+cuda_step_clear(struct cuda_step *st)
+{
+	if (st->fini != NULL)
+		st->fini(st);
+	free(st->p);
+	if (st->ws != NULL)
+		(void)cudaFree(st->ws);
+	memset(st, 0, sizeof *st);
+}
+
 /* Synchronous upload at compile time. */
 int
 cuda_upload(void *dst, const void *src, size_t bytes, char **cause)

@@ -113,6 +113,8 @@ unsigned int cuda_grid(int64_t n);
 int cuda_step_ws(struct cuda_step *st, size_t bytes, char **cause);
 /* Host parameters of bytes for a step, zeroed (freed with the plan). */
 void *cuda_step_params(struct cuda_step *st, size_t bytes, char **cause);
+/* Release what a step's compile set up (fini, parameters, workspace) and zero the step. */
+void cuda_step_clear(struct cuda_step *st);
 /* Copy host bytes into device memory at compile time (synchronous; never from a run). */
 int cuda_upload(void *dst, const void *src, size_t bytes, char **cause);
 

@@ -480,12 +480,7 @@ prec_step_reset(struct cuda_step *st)
 {
 	const struct graph_node *n = st->n;
 
-	if (st->fini != NULL)
-		st->fini(st);
-	free(st->p);
-	if (st->ws != NULL)
-		(void)cudaFree(st->ws);
-	memset(st, 0, sizeof *st);
+	cuda_step_clear(st);
 	st->n = n;
 }
 
