@@ -39,7 +39,7 @@ EXTRA_DIST += client/lib/inferd.pc.in
 # --- tools: inferctl (health, models, metadata, inference over shm or HTTP) ---
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/client/tools
 TOOLS_HTTP = client/tools/http_client.c client/tools/http_client.h \
-	client/tools/tool_error.c client/tools/tool_error.h
+	common/error.c common/error.h
 bin_PROGRAMS += client/tools/inferctl
 client_tools_inferctl_SOURCES = client/tools/inferctl.c client/tools/inferctl_http.c \
 	client/tools/inferctl_model.c client/tools/inferctl_tensors.c \
@@ -72,7 +72,7 @@ client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 noinst_PROGRAMS += client/bench/inferd-bench-engine
 client_bench_inferd_bench_engine_SOURCES = client/bench/inferd-bench-engine.c client/bench/bench.h \
 	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_report.c \
-	client/bench/bench_engine.c client/bench/bench_futex.c client/tools/tool_error.c client/tools/tool_error.h
+	client/bench/bench_engine.c client/bench/bench_futex.c
 if HAVE_CUDA
 client_bench_inferd_bench_engine_SOURCES += client/bench/bench_limits.c
 endif

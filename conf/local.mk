@@ -57,7 +57,7 @@ fashioncnndir = $(pkgdatadir)/models/fashion-cnn
 dist_fashioncnn_DATA = conf/models/fashion-cnn/model.json conf/models/fashion-cnn/model.onnx
 
 EXTRA_DIST += conf/inferd.service.in conf/inferd.sysusers conf/models/train_fashion_mlp.py
-EXTRA_DIST += conf/models/train_fashion_cnn.py
+EXTRA_DIST += conf/models/train_fashion_cnn.py conf/models/fashion_data.py
 
 # Debian packaging (dpkg-buildpackage -us -uc -b in the unpacked dist tarball).
 EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debian/source/format \

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "cpu_kernels_impl.h"
+#include "device_elementwise.h"
 
 /* Whether dt holds floating-point values. */
 static int
@@ -45,19 +46,6 @@ store_i(enum graph_dtype dt, void *p, int64_t i, int64_t v)
 	}
 }
 
-/* Float to integer: truncation toward zero, saturated at the int64 range, NaN to 0. */
-static inline int64_t
-float_to_int(float f)
-{
-	if (isnan(f))
-		return 0;
-	if (f >= 9.2233720368547758e18f)
-		return INT64_MAX;
-	if (f <= -9.2233720368547758e18f)
-		return INT64_MIN;
-	return (int64_t)f;
-}
-
 /* Store a float into element i of any dtype. */
 static inline void
 store_f(enum graph_dtype dt, void *p, int64_t i, float v)
@@ -69,7 +57,7 @@ store_f(enum graph_dtype dt, void *p, int64_t i, float v)
 	else if (dt == GRAPH_DT_BOOL)
 		((uint8_t *)p)[i] = v != 0.0f;
 	else
-		store_i(dt, p, i, float_to_int(v));
+		store_i(dt, p, i, device_float_to_int(v));
 }
 
 /* Cast elements [lo, hi). */

@@ -194,9 +194,10 @@ conv_epilogue(const struct cpu_node_ctx *c, const struct cpu_window *w, float *y
 	}
 }
 
-/* Geometry of a Conv node and its group sizes, with the weight, bias and residual shapes checked. */
-static int
-conv_geom(const struct cpu_node_ctx *c, struct cpu_window *w, int64_t *cg, int64_t *mg, char **cause)
+/* Geometry and group sizes of a Conv or ConvTranspose node, every input's shape checked (cpu_conv_geom.h). */
+int
+cpu_conv_node_geom(const struct cpu_node_ctx *c, int transpose, struct cpu_window *w, int64_t *cg,
+    int64_t *mg, char **cause)
 {
 	const struct graph_window_attr *a = &c->n->attr.conv;
 	const struct graph_shape *ws = cpu_in_shape(c, 1);
@@ -205,9 +206,10 @@ conv_geom(const struct cpu_node_ctx *c, struct cpu_window *w, int64_t *cg, int64
 
 	if (ws->ndims != a->nspatial + 2)
 		return cpu_fail(cause, "weight %s has the wrong rank", cpu_shape_str(ws, b1, sizeof(b1)));
-	if (cpu_window_init(w, a, cpu_in_shape(c, 0), cpu_out_shape(c, 0), ws->dims + 2, 0, cause) != 0)
+	if (cpu_window_init(w, a, cpu_in_shape(c, 0), cpu_out_shape(c, 0), ws->dims + 2, transpose, cause) != 0)
 		return -1;
-	if (w->c % group != 0 || w->m % group != 0 || ws->dims[0] != w->m || ws->dims[1] * group != w->c)
+	if (w->c % group != 0 || w->m % group != 0 || ws->dims[0] != (transpose ? w->c : w->m) ||
+	    ws->dims[1] * group != (transpose ? w->m : w->c))
 		return cpu_fail(cause, "weight %s does not fit %lld input channels, %lld output channels, "
 		    "group %lld", cpu_shape_str(ws, b1, sizeof(b1)), (long long)w->c, (long long)w->m,
 		    (long long)group);
@@ -228,7 +230,7 @@ cpu_conv_workspace(const struct cpu_node_ctx *c)
 	struct cpu_window w;
 	int64_t cg, mg;
 
-	if (conv_geom(c, &w, &cg, &mg, NULL) != 0 || cg <= 1 || conv_is_pointwise(&w))
+	if (cpu_conv_node_geom(c, 0, &w, &cg, &mg, NULL) != 0 || cg <= 1 || conv_is_pointwise(&w))
 		return 0;
 	return (size_t)(cg * w.k_sz * w.out_sz) * sizeof(float);
 }
@@ -258,7 +260,7 @@ cpu_conv_run(const struct cpu_node_ctx *c, char **cause)
 	float *y = cpu_out(c, 0), *col = c->ws;
 	int pointwise;
 
-	if (conv_geom(c, &w, &cg, &mg, cause) != 0)
+	if (cpu_conv_node_geom(c, 0, &w, &cg, &mg, cause) != 0)
 		return -1;
 	if (w.n * w.m * w.out_sz == 0)
 		return 0;

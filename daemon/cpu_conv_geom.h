@@ -24,4 +24,13 @@ struct cpu_window {
 int cpu_window_init(struct cpu_window *w, const struct graph_window_attr *a, const struct graph_shape *xs,
     const struct graph_shape *ys, const int64_t *ks, int transpose, char **cause);
 
+/*
+ * The geometry of Conv node c (transpose 0: weight [M, C/group, k...]) or
+ * ConvTranspose node c (1: weight [C, M/group, k...]) and its input and
+ * output channels per group (*cg, *mg), with the weight, the bias ([M]) and a
+ * fused residual (the output's shape) checked.  -1 with *cause otherwise.
+ */
+int cpu_conv_node_geom(const struct cpu_node_ctx *c, int transpose, struct cpu_window *w, int64_t *cg,
+    int64_t *mg, char **cause);
+
 #endif

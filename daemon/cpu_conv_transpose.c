@@ -5,31 +5,6 @@
 
 #include "cpu_conv_geom.h"
 
-/* Geometry and group sizes of a ConvTranspose node: W is [C, M/group, k...]. */
-static int
-convt_geom(const struct cpu_node_ctx *c, struct cpu_window *w, int64_t *cg, int64_t *mg, char **cause)
-{
-	const struct graph_window_attr *a = &c->n->attr.conv;
-	const struct graph_shape *ws = cpu_in_shape(c, 1);
-	int64_t group = a->group < 1 ? 1 : a->group;
-	char b1[160];
-
-	if (ws->ndims != a->nspatial + 2)
-		return cpu_fail(cause, "weight %s has the wrong rank", cpu_shape_str(ws, b1, sizeof(b1)));
-	if (cpu_window_init(w, a, cpu_in_shape(c, 0), cpu_out_shape(c, 0), ws->dims + 2, 1, cause) != 0)
-		return -1;
-	if (w->c % group != 0 || ws->dims[0] != w->c || ws->dims[1] * group != w->m)
-		return cpu_fail(cause, "weight %s does not fit %lld input channels, %lld output channels, "
-		    "group %lld", cpu_shape_str(ws, b1, sizeof(b1)), (long long)w->c, (long long)w->m,
-		    (long long)group);
-	if (cpu_has_in(c, 2) && cpu_elems(cpu_in_shape(c, 2)) != w->m)
-		return cpu_fail(cause, "bias has %lld elements, not %lld",
-		    (long long)cpu_elems(cpu_in_shape(c, 2)), (long long)w->m);
-	*cg = w->c / group;
-	*mg = ws->dims[1];
-	return 0;
-}
-
 /* Scratch bytes: the column matrix of one group of one image. */
 size_t
 cpu_conv_transpose_workspace(const struct cpu_node_ctx *c)
@@ -37,7 +12,7 @@ cpu_conv_transpose_workspace(const struct cpu_node_ctx *c)
 	struct cpu_window w;
 	int64_t cg, mg;
 
-	if (convt_geom(c, &w, &cg, &mg, NULL) != 0)
+	if (cpu_conv_node_geom(c, 1, &w, &cg, &mg, NULL) != 0)
 		return 0;
 	return (size_t)(mg * w.k_sz * w.in_sz) * sizeof(float);
 }
@@ -100,7 +75,7 @@ cpu_conv_transpose_run(const struct cpu_node_ctx *c, char **cause)
 	const float *x = cpu_in(c, 0), *wt = cpu_in(c, 1);
 	float *y = cpu_out(c, 0), *col = c->ws;
 
-	if (convt_geom(c, &w, &cg, &mg, cause) != 0)
+	if (cpu_conv_node_geom(c, 1, &w, &cg, &mg, cause) != 0)
 		return -1;
 	memset(y, 0, (size_t)(w.n * w.m * w.out_sz) * sizeof(float));
 	rows = mg * w.k_sz;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu_kernels_impl.h"
+#include "device_elementwise.h"
 
 /* One value of fn. */
 static inline float
@@ -116,37 +117,6 @@ struct binary_arg {
 	float alpha, beta;
 };
 
-/* One float binary value. */
-static inline float
-binary_f32(enum graph_binary fn, float a, float b)
-{
-	switch (fn) {
-	case GRAPH_BINARY_ADD: return a + b;
-	case GRAPH_BINARY_SUB: return a - b;
-	case GRAPH_BINARY_MUL: return a * b;
-	case GRAPH_BINARY_DIV: return a / b;
-	case GRAPH_BINARY_POW: return powf(a, b);
-	case GRAPH_BINARY_MAX: return a > b || isnan(a) ? a : b;
-	case GRAPH_BINARY_MIN: return a < b || isnan(a) ? a : b;
-	default: return 0.0f;
-	}
-}
-
-/* One integer binary value; division truncates and by zero gives 0 (never a trap). */
-static inline int64_t
-binary_int(enum graph_binary fn, int64_t a, int64_t b)
-{
-	switch (fn) {
-	case GRAPH_BINARY_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-	case GRAPH_BINARY_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-	case GRAPH_BINARY_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-	case GRAPH_BINARY_DIV: return b == 0 || (b == -1 && a == INT64_MIN) ? 0 : a / b;
-	case GRAPH_BINARY_MAX: return a > b ? a : b;
-	case GRAPH_BINARY_MIN: return a < b ? a : b;
-	default: return 0;
-	}
-}
-
 /* Float span with the four usual fast loops, then the activation. */
 static void
 binary_span_f32(struct binary_arg *p, float *y, const float *a, int64_t sa, const float *b,
@@ -166,7 +136,7 @@ binary_span_f32(struct binary_arg *p, float *y, const float *a, int64_t sa, cons
 			y[i] = a[i] * b[0];
 	} else {
 		for (int64_t i = 0; i < n; i++)
-			y[i] = binary_f32(p->fn, a[i * sa], b[i * sb]);
+			y[i] = device_binary_f32(p->fn, a[i * sa], b[i * sb]);
 	}
 	if (p->act != GRAPH_UNARY_NONE)
 		unary_span(y, y, n, p->act, p->alpha, p->beta);
@@ -218,13 +188,13 @@ binary_span(void *arg, int64_t yo, const int64_t *xo, const int64_t *st, int64_t
 		int64_t *y = (int64_t *)p->y + yo;
 
 		for (int64_t i = 0; i < n; i++)
-			y[i] = binary_int(p->fn, load_int(p->dt, p->a, xo[0] + i * st[0]),
+			y[i] = device_binary_i64(p->fn, load_int(p->dt, p->a, xo[0] + i * st[0]),
 			    load_int(p->dt, p->b, xo[1] + i * st[1]));
 	} else {
 		int32_t *y = (int32_t *)p->y + yo;
 
 		for (int64_t i = 0; i < n; i++)
-			y[i] = (int32_t)binary_int(p->fn, load_int(p->dt, p->a, xo[0] + i * st[0]),
+			y[i] = (int32_t)device_binary_i64(p->fn, load_int(p->dt, p->a, xo[0] + i * st[0]),
 			    load_int(p->dt, p->b, xo[1] + i * st[1]));
 	}
 }

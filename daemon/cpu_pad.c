@@ -5,25 +5,7 @@
 #include <string.h>
 
 #include "cpu_kernels_impl.h"
-
-/* Source index of output index i along a dim of n with begin pad pb; -1 for the constant. */
-static inline int64_t
-pad_src(int64_t i, int64_t n, int64_t pb, enum graph_pad_mode mode)
-{
-	int64_t s = i - pb;
-
-	if (s >= 0 && s < n)
-		return s;
-	if (mode == GRAPH_PAD_CONSTANT || n == 0)
-		return -1;
-	if (mode == GRAPH_PAD_EDGE || n == 1)
-		return s < 0 ? 0 : n - 1;
-	/* Reflect without repeating the edge: period 2 (n - 1). */
-	s %= 2 * (n - 1);
-	if (s < 0)
-		s += 2 * (n - 1);
-	return s < n ? s : 2 * (n - 1) - s;
-}
+#include "device_index.h"
 
 /* The fill value as one element of dtype dt in buf. */
 static void
@@ -58,7 +40,7 @@ pad_row(const struct pad_geom *g, int64_t r, const char *x, char *y)
 	char *dst = y + (size_t)(r * n) * g->es;
 
 	for (int i = last - 1; i >= 0; i--) {
-		int64_t s = pad_src(r % g->out[i], g->in[i], g->pb[i], g->mode);
+		int64_t s = device_pad_src(r % g->out[i], g->in[i], g->pb[i], g->mode);
 
 		r /= g->out[i];
 		if (s < 0) {
@@ -69,7 +51,7 @@ pad_row(const struct pad_geom *g, int64_t r, const char *x, char *y)
 		off += s * g->ist[i];
 	}
 	for (int64_t k = 0; k < n; k++) {
-		int64_t s = pad_src(k, g->in[last], g->pb[last], g->mode);
+		int64_t s = device_pad_src(k, g->in[last], g->pb[last], g->mode);
 
 		memcpy(dst + (size_t)k * g->es, s < 0 ? (const char *)g->fill :
 		    x + (size_t)(off + s) * g->es, g->es);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cpu_kernels_impl.h"
+#include "device_index.h"
 
 /* A strided source read into a dense destination: nd dims, source strides in elements. */
 struct strided {
@@ -217,26 +218,6 @@ cpu_split_run(const struct cpu_node_ctx *c, char **cause)
 	return concat_or_split(c, 1, cause);
 }
 
-/* First index and count of a slice of dim n (ONNX clamping rules). */
-static int64_t
-slice_start(int64_t start, int64_t end, int64_t step, int64_t n, int64_t *count)
-{
-	if (start < 0)
-		start += n;
-	if (end < 0)
-		end += n;
-	if (step > 0) {
-		start = start < 0 ? 0 : start > n ? n : start;
-		end = end < 0 ? 0 : end > n ? n : end;
-		*count = end > start ? (end - start + step - 1) / step : 0;
-	} else {
-		start = start < 0 ? 0 : start > n - 1 ? n - 1 : start;
-		end = end < -1 ? -1 : end > n - 1 ? n - 1 : end;
-		*count = start > end ? (start - end - step - 1) / -step : 0;
-	}
-	return start;
-}
-
 /* SLICE: starts, ends, axes, steps per sliced axis. */
 int
 cpu_slice_run(const struct cpu_node_ctx *c, char **cause)
@@ -259,7 +240,7 @@ cpu_slice_run(const struct cpu_node_ctx *c, char **cause)
 		if (ax < 0 || step == 0)
 			return cpu_fail(cause, "slice axis %lld or step %lld invalid",
 			    (long long)c->n->attr.slice.axes[k], (long long)step);
-		start = slice_start(c->n->attr.slice.starts[k], c->n->attr.slice.ends[k], step,
+		start = device_slice_start(c->n->attr.slice.starts[k], c->n->attr.slice.ends[k], step,
 		    xs->dims[ax], &count);
 		s.dims[ax] = count;
 		s.st[ax] = ist[ax] * step;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "device_impl.h"
 #include "device_spec.h"
 #include "error.h"
@@ -52,7 +53,7 @@ device_open(const char *spec, device_t **out, char **cause)
 {
 	device_t *dev;
 
-	dev = calloc(1, sizeof *dev);
+	dev = xcalloc(1, sizeof *dev);
 	if (dev == NULL)
 		return error_set(cause, "out of memory");
 	if (device_open_backend(dev, spec, cause) != 0) {
@@ -200,7 +201,7 @@ device_stream_create(device_t *dev, enum device_stream_kind kind,
 
 	if (FAULT(FAULT_STREAM_CREATE))
 		return error_set(cause, "creating a stream failed (injected)");
-	s = calloc(1, sizeof *s);
+	s = xcalloc(1, sizeof *s);
 	if (s == NULL)
 		return error_set(cause, "out of memory");
 	s->dev = dev;
@@ -238,7 +239,7 @@ device_event_create(device_t *dev, device_event_t **out, char **cause)
 
 	if (FAULT(FAULT_EVENT_CREATE))
 		return error_set(cause, "creating an event failed (injected)");
-	e = calloc(1, sizeof *e);
+	e = xcalloc(1, sizeof *e);
 	if (e == NULL)
 		return error_set(cause, "out of memory");
 	e->dev = dev;
@@ -532,8 +533,8 @@ device_plan_check_shapes(const graph_t *g, const struct graph_shape *shapes,
 	size_t i;
 	int rc = 0;
 
-	in = calloc((size_t)g->ninputs + 1, sizeof *in);
-	want = calloc(g->ntensors + 1, sizeof *want);
+	in = xcalloc((size_t)g->ninputs + 1, sizeof *in);
+	want = xcalloc(g->ntensors + 1, sizeof *want);
 	if (in == NULL || want == NULL) {
 		free(in);
 		free(want);
@@ -574,7 +575,7 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_sha
 	if (device_plan_check_nodes(dev, g, cause) != 0 ||
 	    device_plan_check_shapes(g, shapes, addrs, cause) != 0)
 		return -1;
-	p = calloc(1, sizeof *p);
+	p = xcalloc(1, sizeof *p);
 	if (p == NULL)
 		return error_set(cause, "out of memory");
 	p->dev = dev;
@@ -673,7 +674,7 @@ device_graph_capture_end(device_stream_t *s, device_graph_t **out, char **cause)
 
 	if (!device_has_graphs(s->dev))
 		return error_set(cause, "the %s backend has no graphs", s->dev->ops->name);
-	g = calloc(1, sizeof *g);
+	g = xcalloc(1, sizeof *g);
 	if (g == NULL)
 		return error_set(cause, "out of memory");
 	g->dev = s->dev;

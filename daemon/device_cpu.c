@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "device_cpu_kernels.h"
 #include "device_impl.h"
 #include "error.h"
@@ -85,7 +86,7 @@ struct cpu_plan {
 static int
 cpu_event_create(device_event_t *e, char **cause)
 {
-	e->handle = calloc(1, sizeof(struct cpu_event));
+	e->handle = xcalloc(1, sizeof(struct cpu_event));
 	if (e->handle == NULL)
 		return error_set(cause, "out of memory");
 	return 0;
@@ -261,11 +262,11 @@ cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 
 	if (cpu_plan_prepare(g, shapes, &ws, cause) != 0)
 		return -1;
-	if ((c = calloc(1, sizeof *c)) == NULL)
+	if ((c = xcalloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
 	p->handle = c;
-	c->shapes = malloc((g->ntensors + 1) * sizeof *c->shapes);
-	c->ptrs = malloc((g->ntensors + 1) * sizeof *c->ptrs);
+	c->shapes = xmalloc((g->ntensors + 1) * sizeof *c->shapes);
+	c->ptrs = xmalloc((g->ntensors + 1) * sizeof *c->ptrs);
 	if (c->shapes == NULL || c->ptrs == NULL) {
 		cpu_plan_free(p);
 		return error_set(cause, "out of memory compiling a plan");

@@ -460,20 +460,30 @@ cuda_event_elapsed_us(device_event_t *a, device_event_t *b, double *us,
 	return 0;
 }
 
-/* Queue a host to device copy. */
+/*
+ * Queue a copy of n bytes (direction "h2d" or "d2h", for the message).
+ * Default kind: the host side is host memory, or a client's CUDA shared-memory
+ * region (device memory).
+ */
 static int
-cuda_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
-    char **cause)
+cuda_copy(device_stream_t *s, void *dst, const void *src, size_t n, const char *direction, char **cause)
 {
 	cudaError_t err;
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	/* Default: src is host memory, or a CUDA shared-memory region (device memory) of a client. */
 	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
 	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "cudaMemcpyAsync(h2d, %zu bytes)", n);
+		return cuda_fail(cause, err, "cudaMemcpyAsync(%s, %zu bytes)", direction, n);
 	return 0;
+}
+
+/* Queue a host to device copy. */
+static int
+cuda_copy_h2d(device_stream_t *s, void *dst, const void *src, size_t n,
+    char **cause)
+{
+	return cuda_copy(s, dst, src, n, "h2d", cause);
 }
 
 /* Queue a device to host copy. */
@@ -481,15 +491,7 @@ static int
 cuda_copy_d2h(device_stream_t *s, void *dst, const void *src, size_t n,
     char **cause)
 {
-	cudaError_t err;
-
-	if (cuda_use(s->dev, cause) != 0)
-		return -1;
-	/* Default: dst is host memory, or a CUDA shared-memory region (device memory) of a client. */
-	err = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, cuda_stream(s));
-	if (err != cudaSuccess)
-		return cuda_fail(cause, err, "cudaMemcpyAsync(d2h, %zu bytes)", n);
-	return 0;
+	return cuda_copy(s, dst, src, n, "d2h", cause);
 }
 
 /* A table's entries in pinned memory mapped for the device; handle holds their device address. */
@@ -603,11 +605,7 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 	if (cuda_prec_compile_node(cc, n, fn, st, cause) != 0)
 		return -1;
 	if (st->run == NULL) {
-		if (st->fini != NULL)
-			st->fini(st);
-		free(st->p);
-		cuda_step_ws_free(st);
-		memset(st, 0, sizeof *st);
+		cuda_step_clear(st);
 		c->nsteps--;
 	}
 	return 0;

@@ -125,6 +125,17 @@ cuda_step_params(struct cuda_step *st, size_t bytes, char **cause)
 	return st->p;
 }
 
+/* Release a step's own resources (fini, parameters, its own workspace); the step is all zero after. */
+void
+cuda_step_clear(struct cuda_step *st)
+{
+	if (st->fini != NULL)
+		st->fini(st);
+	free(st->p);
+	cuda_step_ws_free(st);
+	memset(st, 0, sizeof *st);
+}
+
 /*
  * Upload at compile time, complete when it returns.  Not cudaMemcpy: from
  * pageable memory it returns once the bytes are staged, before the DMA has

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
+#include "device_elementwise.h"
 #include "device_unary.h"
 #include "error.h"
 
@@ -21,37 +22,6 @@ struct ew_params {
 	enum graph_dtype in_dt, out_dt;
 };
 
-/* One float binary function (NaN-propagating max/min as the CPU kernels). */
-static __device__ __forceinline__ float
-ew_binary_f(int fn, float a, float b)
-{
-	switch (fn) {
-	case GRAPH_BINARY_ADD: return a + b;
-	case GRAPH_BINARY_SUB: return a - b;
-	case GRAPH_BINARY_MUL: return a * b;
-	case GRAPH_BINARY_DIV: return a / b;
-	case GRAPH_BINARY_POW: return powf(a, b);
-	case GRAPH_BINARY_MAX: return a > b || isnan(a) ? a : b;
-	case GRAPH_BINARY_MIN: return a < b || isnan(a) ? a : b;
-	default: return 0.0f;
-	}
-}
-
-/* One integer binary function; division by zero gives 0, as the CPU kernels. */
-static __device__ __forceinline__ int64_t
-ew_binary_i(int fn, int64_t a, int64_t b)
-{
-	switch (fn) {
-	case GRAPH_BINARY_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-	case GRAPH_BINARY_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-	case GRAPH_BINARY_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-	case GRAPH_BINARY_DIV: return b == 0 || (b == -1 && a == INT64_MIN) ? 0 : a / b;
-	case GRAPH_BINARY_MAX: return a > b ? a : b;
-	case GRAPH_BINARY_MIN: return a < b ? a : b;
-	default: return 0;
-	}
-}
-
 /* y = act(a op b) in float over elements of T (float or __half), a and b broadcast (fn < 0: PRelu, b the slope). */
 template <typename T>
 static __global__ void
@@ -64,7 +34,7 @@ ew_binary_f_kernel(struct ew_params p)
 		int64_t off[2];
 		cuda_map_offsets(p.map, i, 2, off);
 		float x = (float)a[off[0]], s = (float)b[off[1]];
-		float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : ew_binary_f(p.fn, x, s);
+		float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : device_binary_f32(p.fn, x, s);
 		y[i] = (T)device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
 	}
 }
@@ -82,7 +52,7 @@ ew_binary_int_kernel(struct ew_params p)
 		if (p.fn == GRAPH_BINARY_EQUAL)
 			((uint8_t *)p.y)[i] = a[off[0]] == b[off[1]];
 		else
-			((T *)p.y)[i] = (T)ew_binary_i(p.fn, (int64_t)a[off[0]], (int64_t)b[off[1]]);
+			((T *)p.y)[i] = (T)device_binary_i64(p.fn, (int64_t)a[off[0]], (int64_t)b[off[1]]);
 	}
 }
 
@@ -125,19 +95,6 @@ ew_unary_kernel(struct ew_params p)
 
 	CUDA_FOR(i, p.n)
 		y[i] = (T)device_unary_apply(p.fn, (float)x[i], p.alpha, p.beta);
-}
-
-/* Float to int64: truncation, saturated, NaN to 0 (the CPU kernels' rule). */
-static __device__ __forceinline__ int64_t
-ew_f2i(float f)
-{
-	if (isnan(f))
-		return 0;
-	if (f >= 9.2233720368547758e18f)
-		return INT64_MAX;
-	if (f <= -9.2233720368547758e18f)
-		return INT64_MIN;
-	return (int64_t)f;
 }
 
 /* Element i of dtype dt as a float. */
@@ -189,7 +146,7 @@ ew_cast_kernel(struct ew_params p)
 			else if (p.out_dt == GRAPH_DT_BOOL)
 				((uint8_t *)p.y)[i] = v != 0.0f;
 			else
-				ew_store_i(p.out_dt, p.y, i, ew_f2i(v));
+				ew_store_i(p.out_dt, p.y, i, device_float_to_int(v));
 		} else {
 			int64_t v = ew_load_i(p.in_dt, p.a, i);
 			if (fout && p.out_dt == GRAPH_DT_F32)

@@ -138,6 +138,8 @@ int cuda_step_scratch(const struct cuda_compile *cc, struct cuda_step *st, size_
 void cuda_step_ws_free(struct cuda_step *st);
 /* Host parameters of bytes for a step, zeroed (freed with the plan). */
 void *cuda_step_params(struct cuda_step *st, size_t bytes, char **cause);
+/* Release what a step's compile set up (fini, parameters, its own workspace) and zero the step. */
+void cuda_step_clear(struct cuda_step *st);
 /* Copy host bytes into device memory at compile time, landed when it returns (never from a run). */
 int cuda_upload(void *dst, const void *src, size_t bytes, char **cause);
 /* Zero device memory at compile time, done when it returns (never from a run). */

@@ -481,11 +481,7 @@ prec_step_reset(struct cuda_step *st)
 {
 	const struct graph_node *n = st->n;
 
-	if (st->fini != NULL)
-		st->fini(st);
-	free(st->p);
-	cuda_step_ws_free(st);
-	memset(st, 0, sizeof *st);
+	cuda_step_clear(st);
 	st->n = n;
 }
 

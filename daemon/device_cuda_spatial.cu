@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
+#include "device_resize.h"
 #include "error.h"
 
 /* A window over 1 to 3 spatial dims, always described as 3 (missing leading dims of size 1). */
@@ -129,12 +130,6 @@ cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, str
 	return 0;
 }
 
-/* Per output coordinate of one axis: the two source indices and the weight of the second. */
-struct resize_tap {
-	int64_t i0, i1;
-	float w1;
-};
-
 /* Resize: taps per axis in the workspace (computed on the host at compile, as the CPU kernels compute them). */
 struct resize_params {
 	const float *x;
@@ -145,104 +140,12 @@ struct resize_params {
 	const struct resize_tap *taps;
 };
 
-/* Scale of axis i: the attribute's when scales are given, else output / input. */
-static float
-resize_scale(const struct graph_resize_attr *a, int i, int64_t in, int64_t out)
-{
-	if (a->nscales > i && a->nsizes == 0)
-		return a->scales[i];
-	return (float)out / (float)in;
-}
-
-/* Source coordinate of output coordinate x (float arithmetic, as onnxruntime does it). */
-static float
-resize_coord(int mode, float x, float scale, int64_t in, int64_t out)
-{
-	switch (mode) {
-	case CPU_RESIZE_ASYMMETRIC:
-		return x / scale;
-	case CPU_RESIZE_ALIGN_CORNERS:
-		return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
-	case CPU_RESIZE_PYTORCH_HALF_PIXEL:
-		return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
-	case CPU_RESIZE_HALF_PIXEL_SYMMETRIC: {
-		float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
-		return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
-	}
-	default:
-		return (x + 0.5f) / scale - 0.5f;
-	}
-}
-
-/* Nearest source index of coordinate f, clamped into [0, in). */
-static int64_t
-resize_nearest(int mode, float f, int64_t in)
-{
-	float fl = floorf(f), r;
-
-	switch (mode) {
-	case CPU_RESIZE_ROUND_PREFER_CEIL: r = f == fl + 0.5f ? ceilf(f) : roundf(f); break;
-	case CPU_RESIZE_FLOOR: r = fl; break;
-	case CPU_RESIZE_CEIL: r = ceilf(f); break;
-	default: r = f == fl + 0.5f ? fl : roundf(f); break;
-	}
-	if (!(r >= 0.0f))
-		return 0;
-	return r >= (float)(in - 1) ? in - 1 : (int64_t)r;
-}
-
-/* Taps of every output coordinate of one axis. */
-static void
-resize_axis_taps(const struct graph_resize_attr *a, int i, int64_t in, int64_t out, struct resize_tap *t)
-{
-	float scale = resize_scale(a, i, in, out);
-
-	for (int64_t o = 0; o < out; o++) {
-		float f = resize_coord(a->coord, (float)o, scale, in, out);
-		if (a->mode == GRAPH_RESIZE_NEAREST) {
-			t[o].i0 = t[o].i1 = resize_nearest(a->nearest, f, in);
-			t[o].w1 = 0.0f;
-			continue;
-		}
-		f = f < 0.0f ? 0.0f : f > (float)(in - 1) ? (float)(in - 1) : f;
-		t[o].i0 = (int64_t)f;
-		t[o].i1 = t[o].i0 + 1 < in ? t[o].i0 + 1 : in - 1;
-		t[o].w1 = f - (float)t[o].i0;
-	}
-}
-
 /* Output element o: a weighted sum over the 2^k corners of the interpolated axes. */
 static __global__ void
 resize_kernel(struct resize_params p)
 {
-	CUDA_FOR(o, p.n) {
-		const struct resize_tap *t[GRAPH_MAX_DIMS];
-		int lin[GRAPH_MAX_DIMS], nlin = 0;
-		int64_t base = 0, r = o;
-		float acc = 0.0f;
-		for (int i = p.nd - 1; i >= 0; i--) {
-			t[i] = &p.taps[p.tap0[i] + r % p.out[i]];
-			r /= p.out[i];
-			base += t[i]->i0 * p.ist[i];
-			if (t[i]->i1 != t[i]->i0)
-				lin[nlin++] = i;
-		}
-		for (int corner = 0; corner < 1 << nlin; corner++) {
-			int64_t off = base;
-			float w = 1.0f;
-			for (int k = 0; k < nlin; k++) {
-				const struct resize_tap *tp = t[lin[k]];
-				if (corner >> k & 1) {
-					off += (tp->i1 - tp->i0) * p.ist[lin[k]];
-					w *= tp->w1;
-				} else {
-					w *= 1.0f - tp->w1;
-				}
-			}
-			acc += w * p.x[off];
-		}
-		p.y[o] = acc;
-	}
+	CUDA_FOR(o, p.n)
+		p.y[o] = device_resize_one(p.nd, p.out, p.ist, p.tap0, p.taps, p.x, o);
 }
 
 /* Queue the resize. */
@@ -289,7 +192,7 @@ cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, s
 	if ((taps = (struct resize_tap *)calloc((size_t)ntaps, sizeof *taps)) == NULL)
 		return error_set(cause, "out of memory");
 	for (int i = 0; i < xs->ndims; i++)
-		resize_axis_taps(a, i, xs->dims[i], ys->dims[i], taps + p->tap0[i]);
+		device_resize_axis_taps(a, i, xs->dims[i], ys->dims[i], taps + p->tap0[i]);
 	rc = cuda_step_ws(st, (size_t)ntaps * sizeof *taps, cause) == 0 &&
 	    cuda_upload(st->ws, taps, (size_t)ntaps * sizeof *taps, cause) == 0 ? 0 : -1;
 	free(taps);

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
+#include "device_index.h"
 #include "error.h"
 
 /* Most pieces one step copies (Concat's inputs, Split's outputs). */
@@ -82,25 +83,6 @@ tensor_gather_kernel(const void *src, void *dst, const void *idx, int idx64, int
 	}
 }
 
-/* Source index of output index i along a dim of n with begin pad pb; -1 for the fill value. */
-static __device__ __forceinline__ int64_t
-tensor_pad_src(int64_t i, int64_t n, int64_t pb, int mode)
-{
-	int64_t s = i - pb;
-
-	if (s >= 0 && s < n)
-		return s;
-	if (mode == GRAPH_PAD_CONSTANT || n == 0)
-		return -1;
-	if (mode == GRAPH_PAD_EDGE || n == 1)
-		return s < 0 ? 0 : n - 1;
-	/* Reflect without repeating the edge: period 2 (n - 1). */
-	s %= 2 * (n - 1);
-	if (s < 0)
-		s += 2 * (n - 1);
-	return s < n ? s : 2 * (n - 1) - s;
-}
-
 /* Pad of T elements; the piece's map holds the output dims and the input strides. */
 template <typename T>
 static __global__ void
@@ -116,7 +98,7 @@ tensor_pad_kernel(struct tensor_piece c, struct tensor_pad p)
 		int64_t r = i, off = 0;
 		int outside = 0;
 		for (int d = m.nd - 1; d >= 0; d--) {
-			int64_t s = tensor_pad_src(r % m.dims[d], p.in[d], p.pb[d], p.mode);
+			int64_t s = device_pad_src(r % m.dims[d], p.in[d], p.pb[d], p.mode);
 			r /= m.dims[d];
 			outside |= s < 0;
 			off += s * m.st[0][d];
@@ -312,26 +294,6 @@ cuda_compile_expand(const struct cuda_compile *cc, const struct graph_node *n, s
 	return 0;
 }
 
-/* First index and count of a slice of dim n (ONNX clamping rules). */
-static int64_t
-tensor_slice_start(int64_t start, int64_t end, int64_t step, int64_t n, int64_t *count)
-{
-	if (start < 0)
-		start += n;
-	if (end < 0)
-		end += n;
-	if (step > 0) {
-		start = start < 0 ? 0 : start > n ? n : start;
-		end = end < 0 ? 0 : end > n ? n : end;
-		*count = end > start ? (end - start + step - 1) / step : 0;
-	} else {
-		start = start < 0 ? 0 : start > n - 1 ? n - 1 : start;
-		end = end < -1 ? -1 : end > n - 1 ? n - 1 : end;
-		*count = start > end ? (start - end - step - 1) / -step : 0;
-	}
-	return start;
-}
-
 /* SLICE: starts, ends, axes, steps (negative steps walk backwards). */
 int
 cuda_compile_slice(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
@@ -354,7 +316,7 @@ cuda_compile_slice(const struct cuda_compile *cc, const struct graph_node *n, st
 		if (ax < 0 || step == 0)
 			return error_set(cause, "slice axis %lld or step %lld invalid", (long long)n->attr.slice.axes[k],
 			    (long long)step);
-		start = tensor_slice_start(n->attr.slice.starts[k], n->attr.slice.ends[k], step, xs->dims[ax], &count);
+		start = device_slice_start(n->attr.slice.starts[k], n->attr.slice.ends[k], step, xs->dims[ax], &count);
 		dims[ax] = count;
 		sst[ax] = xst[ax] * step;
 		if (count > 0)

@@ -5,13 +5,15 @@
 
 #ifdef INFERD_FAULT_INJECTION
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 
 static const char *const fault_names[FAULT_NSITES] = {
-	"device_alloc", "host_alloc", "stream_create", "event_create", "copy", "launch",
+	"device_alloc", "host_alloc", "stream_create", "event_create", "copy", "launch", "malloc",
 };
 
 static unsigned long fault_armed[FAULT_NSITES];	/* 0: not armed */
@@ -80,5 +82,28 @@ fault_report(void)
 	for (i = 0; i < FAULT_NSITES; i++)
 		LOG_INFO("fault injection: %s called %lu times", fault_names[i],
 		    __atomic_load_n(&fault_calls[i], __ATOMIC_RELAXED));
+}
+
+/* Log the call counts so far on one line, labelled ("at LABEL: device_alloc 3, ..., malloc 812"). */
+void
+fault_mark(const char *fmt, ...)
+{
+	char what[256], line[512];
+	va_list ap;
+	size_t len = 0;
+	int i, n;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	pthread_once(&fault_once, fault_init);
+	for (i = 0; i < FAULT_NSITES && len < sizeof line; i++) {
+		n = snprintf(line + len, sizeof line - len, "%s%s %lu", i ? ", " : "", fault_names[i],
+		    __atomic_load_n(&fault_calls[i], __ATOMIC_RELAXED));
+		if (n < 0)
+			return;
+		len += (size_t)n;
+	}
+	LOG_INFO("fault injection: at %s: %s", what, line);
 }
 #endif

@@ -6,10 +6,13 @@
  * from process start) at each named site fail as the real call would fail,
  * with a message saying it was injected.  Sites: device_alloc, host_alloc,
  * stream_create, event_create, copy (host<->device copies), launch (a
- * plan run or graph launch: the kernels of a batch).  At exit
- * fault_report() logs how often each site was called, so a test can aim
- * at "the first call after start-up".  Without the configure switch
- * FAULT() is the constant 0 and nothing here is compiled in.
+ * plan run or graph launch: the kernels of a batch), malloc (the heap
+ * allocations routed through alloc.h, jansson's included).  At exit
+ * fault_report() logs how often each site was called, and FAULT_MARK(fmt, ...)
+ * logs the counts so far at a named point ("ready", "start of model m"),
+ * so a test can aim at "the first call after start-up" or "a call while m
+ * loads".  Without the configure switch FAULT() is the constant 0,
+ * FAULT_MARK() nothing, and nothing here is compiled in.
  */
 #ifndef INFERD_FAULT_H
 #define INFERD_FAULT_H
@@ -21,6 +24,7 @@ enum fault_site {
 	FAULT_EVENT_CREATE,
 	FAULT_COPY,
 	FAULT_LAUNCH,
+	FAULT_MALLOC,
 	FAULT_NSITES,
 };
 
@@ -29,9 +33,13 @@ enum fault_site {
 int fault_hit(enum fault_site site);
 /* Log every site's call count and what was armed (at info). */
 void fault_report(void);
+/* Log every site's call count so far, labelled with the formatted text (at info). */
+void fault_mark(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define FAULT(site) fault_hit(site)
+#define FAULT_MARK(...) fault_mark(__VA_ARGS__)
 #else
 #define FAULT(site) 0
+#define FAULT_MARK(...) ((void)0)
 #define fault_report() ((void)0)
 #endif
 

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cpu_kernels.h"
 #include "error.h"
 #include "graph.h"
@@ -147,7 +148,7 @@ resolve_split(graph_t *g, struct graph_node *n, char **cause)
 	if (!opt_ints(g, n, 1, v, 256, &cnt))
 		return 0;
 	if (cnt > 0) {
-		if ((n->attr.split.split = malloc(sizeof(int64_t) * (size_t)cnt)) == NULL)
+		if ((n->attr.split.split = xmalloc(sizeof(int64_t) * (size_t)cnt)) == NULL)
 			return error_set(cause, "out of memory");
 		memcpy(n->attr.split.split, v, sizeof(int64_t) * (size_t)cnt);
 		n->attr.split.nsplit = cnt;
@@ -218,7 +219,7 @@ fold_with_kernels(const graph_t *g, const struct graph_node *n, const struct gra
 
 	if (!cpu_node_supported(g, n, NULL))
 		return 0;
-	if ((ptrs = calloc(g->ntensors + 1, sizeof *ptrs)) == NULL)
+	if ((ptrs = xcalloc(g->ntensors + 1, sizeof *ptrs)) == NULL)
 		return error_set(cause, "out of memory");
 	for (k = 0; k < n->ninputs; k++)
 		if (n->inputs[k] >= 0)
@@ -230,11 +231,11 @@ fold_with_kernels(const graph_t *g, const struct graph_node *n, const struct gra
 			continue;
 		b = (size_t)graph_shape_elems(&shapes[n->outputs[k]]) *
 		    graph_dtype_size(g->tensors[n->outputs[k]].dtype);
-		if ((outs[k] = ptrs[n->outputs[k]] = malloc(b ? b : 1)) == NULL)
+		if ((outs[k] = ptrs[n->outputs[k]] = xmalloc(b ? b : 1)) == NULL)
 			goto out;
 	}
 	wsz = cpu_node_workspace(g, n, shapes);
-	if ((ws = malloc(wsz ? wsz : 1)) != NULL)
+	if ((ws = xmalloc(wsz ? wsz : 1)) != NULL)
 		rc = cpu_node_run(g, n, shapes, ptrs, ws, cause) < 0 ? -1 : 1;
 out:
 	if (rc < 0) {
@@ -303,7 +304,7 @@ const_input_shapes(const graph_t *g, const struct graph_node *n, struct graph_sh
 static void
 mark_dead(const graph_t *g, unsigned char *removed)
 {
-	size_t *uses = calloc(g->ntensors + 1, sizeof *uses), i;
+	size_t *uses = xcalloc(g->ntensors + 1, sizeof *uses), i;
 	int k, live;
 
 	if (uses == NULL)
@@ -367,7 +368,7 @@ remap(int *t, const int *map)
 static int
 compact_tensors(graph_t *g, char **cause)
 {
-	int *map = malloc(sizeof(int) * (g->ntensors + 1)), k;
+	int *map = xmalloc(sizeof(int) * (g->ntensors + 1)), k;
 	size_t i, keep = 0;
 
 	if (map == NULL)
@@ -415,8 +416,8 @@ compact_tensors(graph_t *g, char **cause)
 int
 graph_fold_constants(graph_t *g, size_t *nremoved, char **cause)
 {
-	struct graph_shape *shapes = calloc(g->ntensors + 1, sizeof *shapes);
-	unsigned char *removed = calloc(g->nnodes + 1, 1);
+	struct graph_shape *shapes = xcalloc(g->ntensors + 1, sizeof *shapes);
+	unsigned char *removed = xcalloc(g->nnodes + 1, 1);
 	size_t i;
 	int rc = -1, r;
 
@@ -504,10 +505,10 @@ spec_copy(struct graph_spec *sp, const graph_t *g, char **cause)
 
 	sp->source = g;
 	sp->graph = *g;
-	sp->graph.tensors = malloc(sizeof *g->tensors * (g->ntensors + 1));
-	sp->graph.nodes = malloc(sizeof *g->nodes * (g->nnodes + 1));
-	sp->node_src = malloc(sizeof *sp->node_src * (g->nnodes + 1));
-	sp->shapes = calloc(g->ntensors + 1, sizeof *sp->shapes);
+	sp->graph.tensors = xmalloc(sizeof *g->tensors * (g->ntensors + 1));
+	sp->graph.nodes = xmalloc(sizeof *g->nodes * (g->nnodes + 1));
+	sp->node_src = xmalloc(sizeof *sp->node_src * (g->nnodes + 1));
+	sp->shapes = xcalloc(g->ntensors + 1, sizeof *sp->shapes);
 	if (sp->graph.tensors == NULL || sp->graph.nodes == NULL || sp->node_src == NULL ||
 	    sp->shapes == NULL) {
 		sp->graph.nnodes = 0;
@@ -527,7 +528,7 @@ int
 graph_specialize(const graph_t *g, const struct graph_shape *input_shapes,
     struct graph_spec **out, char **cause)
 {
-	struct graph_spec *sp = calloc(1, sizeof *sp);
+	struct graph_spec *sp = xcalloc(1, sizeof *sp);
 	size_t i;
 	int rc;
 

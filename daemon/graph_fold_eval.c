@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_fold_eval.h"
@@ -97,7 +98,7 @@ alloc_elems(enum graph_dtype dt, int64_t n)
 {
 	size_t b = (size_t)n * graph_dtype_size(dt);
 
-	return calloc(1, b ? b : 1);
+	return xcalloc(1, b ? b : 1);
 }
 
 /* Integer binary op; -1 on integer division by zero. */

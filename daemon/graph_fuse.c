@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fuse.h"
 #include "graph_fuse_impl.h"
@@ -20,7 +21,7 @@ fuse_probe(const graph_t *g, graph_fuse_infer_fn infer, int64_t batch, int64_t v
 	char *cause = NULL;
 	int i, k, rc;
 
-	if ((in = calloc((size_t)g->ninputs + 1, sizeof *in)) == NULL)
+	if ((in = xcalloc((size_t)g->ninputs + 1, sizeof *in)) == NULL)
 		return -1;
 	for (i = 0; i < g->ninputs; i++) {
 		t = &g->tensors[g->inputs[i]];
@@ -71,11 +72,11 @@ fuse_ctx_init(struct fuse_ctx *c, graph_t *g, graph_fuse_infer_fn infer, char **
 	memset(c, 0, sizeof *c);
 	c->g = g;
 	c->cap = g->ntensors + 1;
-	c->dead = calloc(g->nnodes + 1, 1);
-	c->producer = malloc(c->cap * sizeof *c->producer);
-	c->uses = calloc(c->cap, sizeof *c->uses);
+	c->dead = xcalloc(g->nnodes + 1, 1);
+	c->producer = xmalloc(c->cap * sizeof *c->producer);
+	c->uses = xcalloc(c->cap, sizeof *c->uses);
 	for (p = 0; p < 2; p++)
-		c->probe[p] = calloc(c->cap, sizeof *c->probe[p]);
+		c->probe[p] = xcalloc(c->cap, sizeof *c->probe[p]);
 	if (c->dead == NULL || c->producer == NULL || c->uses == NULL || c->probe[0] == NULL ||
 	    c->probe[1] == NULL)
 		return error_set(cause, "graph fusion: out of memory");
@@ -213,7 +214,7 @@ fuse_set_input(struct fuse_ctx *c, int n, int i, int t, char **cause)
 	int *grown, k;
 
 	if (i >= node->ninputs) {
-		if ((grown = realloc(node->inputs, (size_t)(i + 1) * sizeof *grown)) == NULL)
+		if ((grown = xrealloc(node->inputs, (size_t)(i + 1) * sizeof *grown)) == NULL)
 			return error_set(cause, "graph fusion: out of memory");
 		for (k = node->ninputs; k <= i; k++)
 			grown[k] = -1;
@@ -238,19 +239,19 @@ fuse_grow(struct fuse_ctx *c, char **cause)
 	void *p;
 	int k;
 
-	if ((tensors = realloc(g->tensors, (g->ntensors + 1) * sizeof *tensors)) == NULL)
+	if ((tensors = xrealloc(g->tensors, (g->ntensors + 1) * sizeof *tensors)) == NULL)
 		return error_set(cause, "graph fusion: out of memory");
 	g->tensors = tensors;
 	if (g->ntensors < c->cap)
 		return 0;
-	if ((p = realloc(c->producer, cap * sizeof *c->producer)) == NULL)
+	if ((p = xrealloc(c->producer, cap * sizeof *c->producer)) == NULL)
 		return error_set(cause, "graph fusion: out of memory");
 	c->producer = p;
-	if ((p = realloc(c->uses, cap * sizeof *c->uses)) == NULL)
+	if ((p = xrealloc(c->uses, cap * sizeof *c->uses)) == NULL)
 		return error_set(cause, "graph fusion: out of memory");
 	c->uses = p;
 	for (k = 0; k < 2 && c->probe[0] != NULL; k++) {
-		if ((p = realloc(c->probe[k], cap * sizeof *c->probe[k])) == NULL)
+		if ((p = xrealloc(c->probe[k], cap * sizeof *c->probe[k])) == NULL)
 			return error_set(cause, "graph fusion: out of memory");
 		c->probe[k] = p;
 	}
@@ -270,7 +271,7 @@ fuse_add_const(struct fuse_ctx *c, const char *base, const char *suffix,
 	int k, idx;
 
 	len = strlen(base != NULL ? base : "") + strlen(suffix) + 1;
-	if ((name = malloc(len)) == NULL || fuse_grow(c, cause) < 0) {
+	if ((name = xmalloc(len)) == NULL || fuse_grow(c, cause) < 0) {
 		free(name);
 		free(data);
 		return error_set(cause, "graph fusion: out of memory");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fuse_impl.h"
 
@@ -61,8 +62,8 @@ bn_fold(struct fuse_ctx *c, int n, int b, int64_t m, char **cause)
 
 	if (conv->ninputs == 3 && conv->inputs[2] >= 0)
 		old = c->g->tensors[conv->inputs[2]].data;
-	nw = malloc(wt->nbytes);
-	nb = malloc((size_t)m * sizeof *nb);
+	nw = xmalloc(wt->nbytes);
+	nb = xmalloc((size_t)m * sizeof *nb);
 	if (nw == NULL || nb == NULL) {
 		free(nw);
 		free(nb);
@@ -160,7 +161,7 @@ lin_bias_values(const struct fuse_ctx *c, int n, int k, int64_t m)
 
 	if (node->ninputs >= 3 && node->inputs[2] >= 0)
 		old = c->g->tensors[node->inputs[2]].data;
-	if ((b = malloc((size_t)m * sizeof *b)) == NULL)
+	if ((b = xmalloc((size_t)m * sizeof *b)) == NULL)
 		return NULL;
 	for (i = 0; i < m; i++)
 		b[i] = (float)((old != NULL ? scale * old[i] : 0.0) + add[per_channel ? i : 0]);

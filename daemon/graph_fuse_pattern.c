@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fuse_impl.h"
 
@@ -15,7 +16,7 @@ fuse_rebuild(struct fuse_ctx *c, int n, enum graph_op op, const int *inputs, int
 	struct graph_node *node = &c->g->nodes[n];
 	int *in, k;
 
-	if ((in = malloc((size_t)nin * sizeof *in)) == NULL)
+	if ((in = xmalloc((size_t)nin * sizeof *in)) == NULL)
 		return error_set(cause, "graph fusion: out of memory");
 	for (k = 0; k < node->ninputs; k++)
 		if (node->inputs[k] >= 0)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_plan.h"
 
@@ -220,13 +221,13 @@ plan_state_init(struct plan_state *st, const graph_t *g, const struct graph_shap
 
 	memset(st, 0, sizeof *st);
 	st->g = g;
-	st->start = malloc(n * sizeof *st->start);
-	st->end = malloc(n * sizeof *st->end);
-	st->root = malloc(n * sizeof *st->root);
-	st->order = malloc(n * sizeof *st->order);
-	st->size = calloc(n, sizeof *st->size);
-	st->gsize = calloc(n, sizeof *st->gsize);
-	st->offset = calloc(n, sizeof *st->offset);
+	st->start = xmalloc(n * sizeof *st->start);
+	st->end = xmalloc(n * sizeof *st->end);
+	st->root = xmalloc(n * sizeof *st->root);
+	st->order = xmalloc(n * sizeof *st->order);
+	st->size = xcalloc(n, sizeof *st->size);
+	st->gsize = xcalloc(n, sizeof *st->gsize);
+	st->offset = xcalloc(n, sizeof *st->offset);
 	if (st->start == NULL || st->end == NULL || st->root == NULL || st->order == NULL ||
 	    st->size == NULL || st->gsize == NULL || st->offset == NULL)
 		return error_set(cause, "memory plan: out of memory");
@@ -277,7 +278,7 @@ plan_layout(struct plan_state *st, struct graph_memory_plan *out, char **cause)
 	size_t i, t, off;
 	int *live, r;
 
-	if ((live = malloc((st->nitems + 1) * sizeof *live)) == NULL)
+	if ((live = xmalloc((st->nitems + 1) * sizeof *live)) == NULL)
 		return error_set(cause, "memory plan: out of memory");
 	qsort_r(st->order, st->nitems, sizeof *st->order, plan_cmp, st);
 	for (i = 0; i < st->nitems; i++) {
@@ -319,8 +320,8 @@ graph_plan_memory(const graph_t *g, const struct graph_shape *shapes, size_t ali
 	if (plan_check_indices(g, cause) < 0)
 		return -1;
 	out->ntensors = g->ntensors;
-	out->offsets = calloc(g->ntensors + 1, sizeof *out->offsets);
-	out->sizes = calloc(g->ntensors + 1, sizeof *out->sizes);
+	out->offsets = xcalloc(g->ntensors + 1, sizeof *out->offsets);
+	out->sizes = xcalloc(g->ntensors + 1, sizeof *out->sizes);
 	if (out->offsets == NULL || out->sizes == NULL) {
 		graph_plan_free(out);
 		return error_set(cause, "memory plan: out of memory");

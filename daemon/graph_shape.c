@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_shape.h"
@@ -975,7 +976,7 @@ int
 graph_infer_shapes(const graph_t *g, const struct graph_shape *input_shapes,
     struct graph_shape *shapes, char **cause)
 {
-	unsigned char *known = calloc(g->ntensors + 1, 1);
+	unsigned char *known = xcalloc(g->ntensors + 1, 1);
 	size_t i;
 	int k, rc = -1;
 

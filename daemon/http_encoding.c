@@ -8,6 +8,7 @@
 
 #include <zlib.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "http_encoding.h"
 
@@ -51,7 +52,7 @@ static int
 coding_grow(char **buf, size_t *cap, size_t limit)
 {
 	size_t next = *cap > limit / 2 ? limit : *cap * 2;
-	char *p = realloc(*buf, next);
+	char *p = xrealloc(*buf, next);
 
 	if (p == NULL)
 		return -1;
@@ -101,7 +102,7 @@ coding_inflate(int bits, const void *in, size_t len, size_t max, char **out, siz
 		return HTTP_CODING_TOO_LARGE;
 	cap = cap < CODING_FIRST_MIN ? CODING_FIRST_MIN : cap > CODING_FIRST_MAX ? CODING_FIRST_MAX : cap;
 	cap = cap > limit ? limit : cap;
-	if ((buf = malloc(cap)) == NULL)
+	if ((buf = xmalloc(cap)) == NULL)
 		return HTTP_CODING_NO_MEMORY;
 	memset(&zs, 0, sizeof zs);
 	if (inflateInit2(&zs, bits) != Z_OK) {
@@ -219,7 +220,7 @@ http_coding_encode(enum http_coding coding, const void *in, size_t len, char **o
 	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return error_set(cause, "deflateInit2 failed");
 	cap = deflateBound(&zs, (uLong)len);
-	if ((buf = malloc(cap)) == NULL) {
+	if ((buf = xmalloc(cap)) == NULL) {
 		deflateEnd(&zs);
 		return error_set(cause, "out of memory compressing the response");
 	}

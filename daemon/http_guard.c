@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "http_guard.h"
@@ -118,7 +119,7 @@ http_guard_start(const struct daemon_config *c, http_guard_t **out, char **cause
 	http_guard_t *g;
 	int r;
 
-	if ((g = calloc(1, sizeof *g)) == NULL)
+	if ((g = xcalloc(1, sizeof *g)) == NULL)
 		return error_set(cause, "out of memory");
 	g->header_us = (uint64_t)c->http_header_timeout * 1000000;
 	g->min_rate = c->http_min_body_rate;
@@ -168,7 +169,7 @@ http_guard_add(http_guard_t *g, struct MHD_Connection *conn, void **socket_conte
 
 	*socket_context = NULL;
 	info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (info == NULL || (gc = calloc(1, sizeof *gc)) == NULL) {
+	if (info == NULL || (gc = xcalloc(1, sizeof *gc)) == NULL) {
 		LOG_WARN("http: a connection goes untimed (%s)", info ? "out of memory" : "no descriptor");
 		return;
 	}

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "ipc_impl.h"
@@ -426,7 +427,7 @@ ipc_setup(ipc_server_t *s, char **cause)
 	if (ipc_auth_init(&s->auth, s->ctx.config->allow_users, s->ctx.config->allow_groups,
 	    cause) != 0)
 		return -1;
-	if ((s->path = strdup(s->ctx.config->shm_socket)) == NULL)
+	if ((s->path = xstrdup(s->ctx.config->shm_socket)) == NULL)
 		return error_set(cause, "out of memory");
 	if ((s->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		return error_set(cause, "epoll_create1: %s", strerror(errno));
@@ -471,7 +472,7 @@ ipc_start(const struct ipc_context *ctx, ipc_server_t **out, char **cause)
 	int r;
 
 	*out = NULL;
-	if ((s = calloc(1, sizeof *s)) == NULL)
+	if ((s = xcalloc(1, sizeof *s)) == NULL)
 		return error_set(cause, "out of memory");
 	s->ctx = *ctx;
 	s->listen_fd = s->epoll_fd = s->wake_fd = s->spare_fd = -1;

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "ipc_impl.h"
 
@@ -87,7 +88,7 @@ ipc_auth_list(const char *list, int groups, unsigned int **out, size_t *n,
 	unsigned int *ids = NULL, *grown;
 
 	*n = 0;
-	if ((copy = strdup(list)) == NULL)
+	if ((copy = xstrdup(list)) == NULL)
 		return error_set(cause, "out of memory");
 	for (item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
 		while (*item == ' ' || *item == '\t')
@@ -97,7 +98,7 @@ ipc_auth_list(const char *list, int groups, unsigned int **out, size_t *n,
 			*--end = '\0';
 		if (*item == '\0')
 			continue;
-		if ((grown = realloc(ids, (*n + 1) * sizeof *ids)) == NULL) {
+		if ((grown = xrealloc(ids, (*n + 1) * sizeof *ids)) == NULL) {
 			error_set(cause, "out of memory");
 			goto fail;
 		}
@@ -133,7 +134,7 @@ ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **
 		ipc_auth_free(a);
 		return -1;
 	}
-	if ((grown = realloc(a->uids, (a->nuids + 2) * sizeof *a->uids)) == NULL) {
+	if ((grown = xrealloc(a->uids, (a->nuids + 2) * sizeof *a->uids)) == NULL) {
 		ipc_auth_free(a);
 		return error_set(cause, "out of memory");
 	}
@@ -190,7 +191,7 @@ ipc_auth_peer_groups(const struct ipc_auth *a, int fd)
 	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {
-		if (errno != ERANGE || len == 0 || (groups = malloc(len)) == NULL)
+		if (errno != ERANGE || len == 0 || (groups = xmalloc(len)) == NULL)
 			return -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0) {
 			free(groups);
@@ -220,7 +221,7 @@ ipc_auth_user_groups(const struct ipc_auth *a, uid_t uid, gid_t gid)
 	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || res == NULL)
 		return 0;
 	if (getgrouplist(pw.pw_name, gid, groups, &n) == -1) {
-		if (n <= 0 || (groups = calloc((size_t)n, sizeof *groups)) == NULL)
+		if (n <= 0 || (groups = xcalloc((size_t)n, sizeof *groups)) == NULL)
 			return 0;
 		if (getgrouplist(pw.pw_name, gid, groups, &n) == -1)
 			n = 0;

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "ipc_impl.h"
@@ -100,7 +101,7 @@ ipc_client_new(ipc_server_t *s, int fd, const struct ucred *cred)
 {
 	struct ipc_client *c;
 
-	if ((c = calloc(1, sizeof *c)) == NULL)
+	if ((c = xcalloc(1, sizeof *c)) == NULL)
 		return NULL;
 	if (clock_cond_init(&c->idle) != 0) {
 		free(c);

@@ -5,12 +5,13 @@ DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
 
 noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
-	daemon/error.c daemon/error.h \
+	common/error.c common/error.h \
 	daemon/clock.c daemon/clock.h \
-	daemon/fault.c daemon/fault.h \
+	daemon/fault.c daemon/fault.h daemon/alloc.c daemon/alloc.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
-	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h \
+	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h daemon/device_resize.h \
+	daemon/device_elementwise.h daemon/device_index.h \
 	daemon/device_spec.c daemon/device_spec.h \
 	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
@@ -71,7 +72,8 @@ CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_supp
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision device_cuda_copy
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
-	$(srcdir)/daemon/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_cuda_kernels.h \
+	$(srcdir)/common/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_resize.h $(srcdir)/daemon/device_elementwise.h \
+	$(srcdir)/daemon/device_index.h $(srcdir)/daemon/device_cuda_kernels.h \
 	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
 if HAVE_CUDA
 # nvcc compiles the CUDA backend; automake has no CUDA language, so the rules are explicit.
@@ -81,7 +83,7 @@ daemon_libinferd_core_a_DEPENDENCIES = $(daemon_libinferd_core_a_LIBADD)
 # deprecates its legacy API piece by piece, and the backend must not depend on any of it.
 NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -DCUDNN_WARN_DEPRECATED -Werror=deprecated-declarations \
 	-Xcompiler -fPIC,-Wall \
-	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include $(CUDNN_CFLAGS)
+	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include -I$(top_srcdir)/common $(CUDNN_CFLAGS)
 NVCC_COMPILE = $(MKDIR_P) daemon && $(NVCC) $(NVCC_FLAGS) -c -o $@
 daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(CUDA_DEP_FILES)
 	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda.cu

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "batcher.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
@@ -480,6 +481,7 @@ daemon_start(struct daemon *d, char **cause)
 	 * so: whoever waits on either then finds the summary and "ready" there.
 	 */
 	LOG_INFO("ready");
+	FAULT_MARK("ready");
 	if (d->http != NULL && d->port_file != NULL &&
 	    daemon_write_port_file(d, http_port(d->http), cause) != 0)
 		return -1;
@@ -572,6 +574,7 @@ main(int argc, char **argv)
 	sigset_t set;
 	int r;
 
+	alloc_install_json();
 	r = parse_options(argc, argv, &opts, &cause);
 	if (r == 1)
 		return 0;

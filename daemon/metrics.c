@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "metrics.h"
 
 const int metrics_batch_bounds[METRICS_BATCH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
@@ -25,7 +26,7 @@ metrics_init(struct metrics *m, const char *const *names, size_t n)
 
 	memset(m, 0, sizeof *m);
 	m->capacity = n > METRICS_MAX_MODELS ? n : METRICS_MAX_MODELS;
-	m->models = calloc(m->capacity, sizeof *m->models);
+	m->models = xcalloc(m->capacity, sizeof *m->models);
 	if (m->models == NULL || pthread_mutex_init(&m->add_lock, NULL) != 0) {
 		free(m->models);
 		m->models = NULL;
@@ -125,7 +126,7 @@ metrics_printf(struct metrics_buf *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		char *ns = realloc(b->s, b->cap * 2 + (size_t)n);
+		char *ns = xrealloc(b->s, b->cap * 2 + (size_t)n);
 		if (ns == NULL) {
 			b->failed = 1;
 			return;
@@ -215,7 +216,7 @@ metrics_render_one(struct metrics_buf *b, const char *name, const char *type,
 char *
 metrics_render(struct metrics *m, uint64_t allocations_now)
 {
-	struct metrics_buf b = { malloc(8192), 0, 8192, 0 };
+	struct metrics_buf b = { xmalloc(8192), 0, 8192, 0 };
 	uint64_t base = metrics_load(&m->allocations_baseline);
 
 	if (b.s == NULL)

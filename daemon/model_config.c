@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "model.h"
 #include "model_impl.h"
@@ -110,13 +111,13 @@ model_parse_labels(model_t *m, json_t *root, char **cause)
 		return 0;
 	if (!json_is_array(labels))
 		return error_set(cause, "\"labels\" must be an array of strings");
-	m->labels = calloc(json_array_size(labels) + 1, sizeof *m->labels);
+	m->labels = xcalloc(json_array_size(labels) + 1, sizeof *m->labels);
 	if (m->labels == NULL)
 		return error_set(cause, "out of memory");
 	json_array_foreach(labels, i, v) {
 		if (!json_is_string(v))
 			return error_set(cause, "labels[%zu] must be a string", i);
-		if ((m->labels[i] = strdup(json_string_value(v))) == NULL)
+		if ((m->labels[i] = xstrdup(json_string_value(v))) == NULL)
 			return error_set(cause, "out of memory");
 		m->nlabels++;
 	}

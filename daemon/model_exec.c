@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "model.h"
@@ -100,7 +101,7 @@ model_entry_consts(model_exec_t *x, struct model_plan_entry *e, void **addrs, ch
 			addrs[i] = (void *)t->data;
 			continue;
 		}
-		if (e->spec_consts == NULL && (e->spec_consts = calloc(g->ntensors, sizeof *e->spec_consts)) == NULL)
+		if (e->spec_consts == NULL && (e->spec_consts = xcalloc(g->ntensors, sizeof *e->spec_consts)) == NULL)
 			return error_set(cause, "out of memory");
 		if (t->nbytes > 0 && model_upload(m->dev, t->data, t->nbytes, &e->spec_consts[i], cause) != 0)
 			return -1;
@@ -140,7 +141,7 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	memset(e, 0, sizeof *e);
 	e->shape = *s;
 	model_graph_input_shapes(m, s, in);
-	if ((addrs = malloc(m->graph->ntensors * sizeof *addrs)) == NULL)
+	if ((addrs = xmalloc(m->graph->ntensors * sizeof *addrs)) == NULL)
 		return error_set(cause, "out of memory");
 	memcpy(addrs, x->addrs, m->graph->ntensors * sizeof *addrs);
 	if (graph_specialize(m->graph, in, &e->spec, cause) == 0 &&
@@ -316,13 +317,13 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 	model_exec_t *x;
 	int rc;
 
-	x = calloc(1, sizeof *x);
+	x = xcalloc(1, sizeof *x);
 	if (x == NULL)
 		return error_set(cause, "out of memory");
 	x->model = m;
 	x->nplans = m->nvars > 0 ? m->plan_cache : model_max_rows(m);
-	x->addrs = calloc(m->graph->ntensors, sizeof *x->addrs);
-	x->plans = calloc((size_t)x->nplans, sizeof *x->plans);
+	x->addrs = xcalloc(m->graph->ntensors, sizeof *x->addrs);
+	x->plans = xcalloc((size_t)x->nplans, sizeof *x->plans);
 	if (x->addrs == NULL || x->plans == NULL)
 		rc = error_set(cause, "out of memory");
 	else
@@ -541,8 +542,8 @@ model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
 	double *us, best;
 	int r, rc = -1, n = x->ngraphs, rowwise = strcmp(x->model->platform, "inferd_mlp") == 0;
 
-	us = calloc((size_t)n, sizeof *us);
-	x->graph_rows = calloc((size_t)n, sizeof *x->graph_rows);
+	us = xcalloc((size_t)n, sizeof *us);
+	x->graph_rows = xcalloc((size_t)n, sizeof *x->graph_rows);
 	if (us == NULL || x->graph_rows == NULL) {
 		free(us);
 		return error_set(cause, "out of memory");
@@ -588,7 +589,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		x->lazy_graph_rows = max_rows;
 		return 0;
 	}
-	x->graphs = calloc((size_t)max_rows, sizeof *x->graphs);
+	x->graphs = xcalloc((size_t)max_rows, sizeof *x->graphs);
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");
 	for (rows = 1; rows <= max_rows; rows++) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "model.h"
 #include "model_impl.h"
@@ -72,7 +73,7 @@ model_add_tensor(graph_t *g, const char *name, unsigned flags, int64_t d0,
 {
 	struct graph_tensor *t = &g->tensors[g->ntensors];
 
-	if ((t->name = strdup(name)) == NULL)
+	if ((t->name = xstrdup(name)) == NULL)
 		return -1;
 	t->dtype = GRAPH_DT_F32;
 	t->flags = flags;
@@ -93,8 +94,8 @@ model_add_node(struct model_builder *b, const char *name, enum graph_op op,
 
 	g->nnodes++;	/* first, so graph_free releases whatever is allocated below */
 	if ((out = model_add_tensor(g, name, 0, GRAPH_DIM_BATCH, width)) < 0 ||
-	    (n->name = strdup(name)) == NULL || (n->inputs = malloc((size_t)nin * sizeof *n->inputs)) == NULL ||
-	    (n->outputs = malloc(sizeof *n->outputs)) == NULL)
+	    (n->name = xstrdup(name)) == NULL || (n->inputs = xmalloc((size_t)nin * sizeof *n->inputs)) == NULL ||
+	    (n->outputs = xmalloc(sizeof *n->outputs)) == NULL)
 		return error_set(cause, "out of memory");
 	n->op = op;
 	n->ninputs = nin;
@@ -277,8 +278,8 @@ model_graph_finish(struct model_builder *b, char **cause)
 	    model_add_node(b, b->m->output.name, GRAPH_OP_COPY, &in, 1, b->width, cause) != 0)
 		return -1;
 	free(g->tensors[b->cur].name);
-	if ((g->tensors[b->cur].name = strdup(b->m->output.name)) == NULL ||
-	    (g->outputs = malloc(sizeof *g->outputs)) == NULL)
+	if ((g->tensors[b->cur].name = xstrdup(b->m->output.name)) == NULL ||
+	    (g->outputs = xmalloc(sizeof *g->outputs)) == NULL)
 		return error_set(cause, "out of memory");
 	g->tensors[b->cur].flags |= GRAPH_TENSOR_OUTPUT;
 	g->outputs[0] = b->cur;
@@ -290,12 +291,12 @@ model_graph_finish(struct model_builder *b, char **cause)
 static int
 model_graph_new(model_t *m, size_t nlayers, char **cause)
 {
-	graph_t *g = calloc(1, sizeof *g);
+	graph_t *g = xcalloc(1, sizeof *g);
 
 	m->graph = g;
-	if (g == NULL || (g->tensors = calloc(3 * nlayers + 2, sizeof *g->tensors)) == NULL ||
-	    (g->nodes = calloc(nlayers + 1, sizeof *g->nodes)) == NULL ||
-	    (g->inputs = malloc(sizeof *g->inputs)) == NULL ||
+	if (g == NULL || (g->tensors = xcalloc(3 * nlayers + 2, sizeof *g->tensors)) == NULL ||
+	    (g->nodes = xcalloc(nlayers + 1, sizeof *g->nodes)) == NULL ||
+	    (g->inputs = xmalloc(sizeof *g->inputs)) == NULL ||
 	    model_add_tensor(g, m->input.name, GRAPH_TENSOR_INPUT, GRAPH_DIM_BATCH, (int64_t)m->input.row_elems) != 0)
 		return error_set(cause, "out of memory");
 	g->inputs[0] = 0;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "graph_fuse.h"
@@ -29,7 +30,7 @@ model_onnx_align_constants(graph_t *g, char **cause)
 		if (!(t->flags & GRAPH_TENSOR_CONST) || t->data == NULL || t->owns_data || align <= 1 ||
 		    (uintptr_t)t->data % align == 0)
 			continue;
-		if ((copy = malloc(t->nbytes > 0 ? t->nbytes : 1)) == NULL)
+		if ((copy = xmalloc(t->nbytes > 0 ? t->nbytes : 1)) == NULL)
 			return error_set(cause, "out of memory aligning constant '%s' (%zu bytes)", t->name, t->nbytes);
 		memcpy(copy, t->data, t->nbytes);
 		t->data = copy;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "onnx_decode_impl.h"
 
@@ -51,7 +52,7 @@ dec_alloc(struct onnx_dec *d, size_t n)
 			dec_err(d, "the model's metadata needs more than %zu bytes of memory", pv->arena_limit);
 			return NULL;
 		}
-		if ((c = calloc(1, sizeof *c + size)) == NULL) {
+		if ((c = xcalloc(1, sizeof *c + size)) == NULL) {
 			dec_err(d, "out of memory (%zu bytes)", size);
 			return NULL;
 		}
@@ -696,7 +697,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd
 	struct onnx_dec d;
 
 	*out = NULL;
-	if ((pv = calloc(1, sizeof *pv)) == NULL) {
+	if ((pv = xcalloc(1, sizeof *pv)) == NULL) {
 		if (map != NULL)
 			munmap((void *)map, len);
 		return error_set(cause, "out of memory");
@@ -734,11 +735,11 @@ onnx_open_dir(const char *path, char **cause)
 	int fd;
 
 	if (slash == NULL)
-		dir = strdup(".");
+		dir = xstrdup(".");
 	else if (slash == path)
-		dir = strdup("/");
+		dir = xstrdup("/");
 	else
-		dir = strndup(path, (size_t)(slash - path));
+		dir = xstrndup(path, (size_t)(slash - path));
 	if (dir == NULL)
 		return error_set(cause, "out of memory");
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "onnx_decode_impl.h"
 
@@ -400,14 +401,14 @@ ext_file(struct onnx_dec *d, const char *location)
 		if (strcmp(pv->ext[i].location, location) == 0)
 			return &pv->ext[i];
 	if (pv->n_ext == pv->ext_cap) {
-		if ((grown = realloc(pv->ext, (pv->ext_cap * 2 + 4) * sizeof *grown)) == NULL) {
+		if ((grown = xrealloc(pv->ext, (pv->ext_cap * 2 + 4) * sizeof *grown)) == NULL) {
 			dec_err(d, "out of memory");
 			return NULL;
 		}
 		pv->ext = grown;
 		pv->ext_cap = pv->ext_cap * 2 + 4;
 	}
-	if ((e.location = strdup(location)) == NULL) {
+	if ((e.location = xstrdup(location)) == NULL) {
 		dec_err(d, "out of memory");
 		return NULL;
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_fold.h"
@@ -32,7 +33,7 @@ name_map_grow(struct name_map *nm, size_t need)
 		cap *= 2;
 	if (cap <= ocap)
 		return 0;
-	if ((nm->slots = calloc(cap, sizeof *nm->slots)) == NULL) {
+	if ((nm->slots = xcalloc(cap, sizeof *nm->slots)) == NULL) {
 		nm->slots = old;
 		return -1;
 	}
@@ -114,7 +115,7 @@ imp_tensor_add(struct imp *im, const char *name, enum graph_dtype dt, char **cau
 
 	if (g->ntensors == im->tcap) {
 		size_t cap = im->tcap ? 2 * im->tcap : 256;
-		struct graph_tensor *nt = realloc(g->tensors, cap * sizeof *nt);
+		struct graph_tensor *nt = xrealloc(g->tensors, cap * sizeof *nt);
 
 		if (nt == NULL)
 			return error_set(cause, "out of memory");
@@ -125,7 +126,7 @@ imp_tensor_add(struct imp *im, const char *name, enum graph_dtype dt, char **cau
 	memset(t, 0, sizeof *t);
 	t->dtype = dt;
 	t->ndims = -1;
-	if ((t->name = strdup(name)) == NULL)
+	if ((t->name = xstrdup(name)) == NULL)
 		return error_set(cause, "out of memory");
 	g->ntensors++;
 	if (name_map_put(&im->names, name, (int)g->ntensors - 1) < 0)
@@ -228,7 +229,7 @@ imp_inputs(struct imp *im, char **cause)
 	for (i = 0; i < og->ninitializers; i++)
 		if (imp_const_add(im, og->initializers[i].name, &og->initializers[i], cause) < 0)
 			return error_prefix(cause, "initializer %zu", i);
-	if ((im->g->inputs = calloc(og->ninputs ? og->ninputs : 1, sizeof(int))) == NULL)
+	if ((im->g->inputs = xcalloc(og->ninputs ? og->ninputs : 1, sizeof(int))) == NULL)
 		return error_set(cause, "out of memory");
 	for (i = 0; i < og->ninputs; i++) {
 		const struct onnx_value_info *vi = &og->inputs[i];
@@ -269,11 +270,11 @@ imp_toposort(struct imp *im, char **cause)
 {
 	const struct onnx_graph *og = &im->m->graph;
 	struct name_map avail = { 0 };
-	unsigned char *done = calloc(og->nnodes + 1, 1);
+	unsigned char *done = xcalloc(og->nnodes + 1, 1);
 	size_t i, k, n = 0, before;
 	int rc = -1;
 
-	im->order = calloc(og->nnodes + 1, sizeof *im->order);
+	im->order = xcalloc(og->nnodes + 1, sizeof *im->order);
 	if (done == NULL || im->order == NULL) {
 		error_set(cause, "out of memory");
 		goto out;
@@ -366,7 +367,7 @@ imp_outputs(struct imp *im, char **cause)
 
 	if (og->noutputs == 0)
 		return error_set(cause, "the graph has no outputs");
-	if ((im->g->outputs = calloc(og->noutputs, sizeof(int))) == NULL)
+	if ((im->g->outputs = xcalloc(og->noutputs, sizeof(int))) == NULL)
 		return error_set(cause, "out of memory");
 	for (i = 0; i < og->noutputs; i++) {
 		const struct onnx_value_info *vi = &og->outputs[i];
@@ -409,7 +410,7 @@ onnx_import(const onnx_model_t *m, graph_t **out, char **cause)
 		return error_set(cause, "ai.onnx opset %lld not supported (13 to 22 are)",
 		    (long long)im.opset);
 	}
-	if ((im.g = calloc(1, sizeof *im.g)) == NULL)
+	if ((im.g = xcalloc(1, sizeof *im.g)) == NULL)
 		return error_set(cause, "out of memory");
 	if (imp_inputs(&im, cause) < 0 || imp_toposort(&im, cause) < 0)
 		goto fail;

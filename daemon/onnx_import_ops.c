@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_fold.h"
@@ -829,7 +830,7 @@ imp_node_new(struct imp *im, const char *name, int ninputs, int noutputs, char *
 
 	if (g->nnodes == im->ncap) {
 		size_t cap = im->ncap ? 2 * im->ncap : 128;
-		struct graph_node *nn = realloc(g->nodes, cap * sizeof *nn);
+		struct graph_node *nn = xrealloc(g->nodes, cap * sizeof *nn);
 
 		if (nn == NULL)
 			return error_set(cause, "out of memory"), NULL;
@@ -839,9 +840,9 @@ imp_node_new(struct imp *im, const char *name, int ninputs, int noutputs, char *
 	n = &g->nodes[g->nnodes];
 	memset(n, 0, sizeof *n);
 	g->nnodes++;
-	n->name = strdup(name);
-	n->inputs = malloc(sizeof(int) * (size_t)(ninputs ? ninputs : 1));
-	n->outputs = malloc(sizeof(int) * (size_t)(noutputs ? noutputs : 1));
+	n->name = xstrdup(name);
+	n->inputs = xmalloc(sizeof(int) * (size_t)(ninputs ? ninputs : 1));
+	n->outputs = xmalloc(sizeof(int) * (size_t)(noutputs ? noutputs : 1));
 	if (n->name == NULL || n->inputs == NULL || n->outputs == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	n->ninputs = ninputs;

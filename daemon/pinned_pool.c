@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "log.h"
 #include "pinned_pool.h"
@@ -100,12 +101,12 @@ pinned_pool_create(device_t *dev, size_t pool_bytes, size_t slot_bytes,
 
 	if (slot_bytes == 0)
 		return error_set(cause, "pinned pool: zero-byte slots");
-	if ((p = calloc(1, sizeof *p)) == NULL)
+	if ((p = xcalloc(1, sizeof *p)) == NULL)
 		return error_set(cause, "pinned pool: out of memory");
 	p->dev = dev;
 	p->slot_bytes = slot_bytes;
 	p->nslots = pool_bytes / slot_bytes ? pool_bytes / slot_bytes : 1;
-	if (p->nslots > SIZE_MAX / slot_bytes || (p->free = calloc(p->nslots, sizeof *p->free)) == NULL) {
+	if (p->nslots > SIZE_MAX / slot_bytes || (p->free = xcalloc(p->nslots, sizeof *p->free)) == NULL) {
 		error_set(cause, "pinned pool: out of memory for %zu slots", p->nslots);
 		free(p);
 		return -1;

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "fault.h"
 #include "log.h"
 #include "model_warmup.h"
 #include "repository_impl.h"
@@ -143,9 +144,13 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		return error_set(cause, "out of memory");
 	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
 		goto oom;
+	FAULT_MARK("start of model %s", name);
 	if (repository_check_memory(r, what, bytes, cause) != 0 ||
-	    model_load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0)
+	    model_load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
+		FAULT_MARK("end of model %s", name);
 		goto fail;
+	}
+	FAULT_MARK("end of model %s", name);
 	if (strcmp(ref->model->name, name) != 0) {
 		error_set(cause, "%s/model.json names the model '%s': it must be its directory's name",
 		    dir, ref->model->name);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "safetensors.h"
 
@@ -101,7 +102,7 @@ st_parse_tensor(st_file_t *f, const char *name, json_t *obj,
 	if (count > UINT64_MAX / t->elem_size || t->end - t->begin != count * t->elem_size)
 		return error_set(cause, "tensor '%s': data_offsets cover %llu bytes but shape and dtype need %llu",
 		    name, (unsigned long long)(t->end - t->begin), (unsigned long long)(count * t->elem_size));
-	t->name = strdup(name);
+	t->name = xstrdup(name);
 	if (t->name == NULL)
 		return error_set(cause, "out of memory");
 	return 0;
@@ -126,7 +127,7 @@ st_check_overlap(st_file_t *f, char **cause)
 
 	if (f->count < 2)
 		return 0;
-	sorted = malloc(f->count * sizeof *sorted);
+	sorted = xmalloc(f->count * sizeof *sorted);
 	if (sorted == NULL)
 		return error_set(cause, "out of memory");
 	memcpy(sorted, f->tensors, f->count * sizeof *sorted);
@@ -150,13 +151,16 @@ st_parse_header(st_file_t *f, const char *text, size_t len, char **cause)
 	int rc = 0;
 
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* Every parse error has a text; jansson leaves none when it cannot allocate its lexer. */
+	if (root == NULL && (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0'))
+		return error_set(cause, "out of memory parsing the header");
 	if (root == NULL)
 		return error_set(cause, "header is not JSON (line %d, column %d: %s)", jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return error_set(cause, "header is not a JSON object");
 	}
-	f->tensors = calloc(json_object_size(root) + 1, sizeof *f->tensors);
+	f->tensors = xcalloc(json_object_size(root) + 1, sizeof *f->tensors);
 	if (f->tensors == NULL) {
 		json_decref(root);
 		return error_set(cause, "out of memory");
@@ -217,8 +221,8 @@ st_open(const char *path, st_file_t **out, char **cause)
 {
 	st_file_t *f;
 
-	f = calloc(1, sizeof *f);
-	if (f == NULL || (f->path = strdup(path)) == NULL) {
+	f = xcalloc(1, sizeof *f);
+	if (f == NULL || (f->path = xstrdup(path)) == NULL) {
 		free(f);
 		return error_set(cause, "out of memory");
 	}

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "ipc_impl.h"
 #include "log.h"
@@ -48,7 +49,7 @@ shm_registry_create(const struct shm_registry_config *cfg, shm_registry_t **out,
 	shm_registry_t *r;
 	int rc;
 
-	if ((r = calloc(1, sizeof *r)) == NULL)
+	if ((r = xcalloc(1, sizeof *r)) == NULL)
 		return error_set(cause, "shm registry: out of memory");
 	r->cfg = *cfg;
 	if (ipc_auth_init(&r->auth, cfg->allow_users ? cfg->allow_users : "",
@@ -239,9 +240,9 @@ shm_map_system(shm_registry_t *r, struct shm_region *reg, int fd, char **cause)
 static struct shm_region *
 shm_region_new(const char *name, enum shm_kind kind, size_t byte_size)
 {
-	struct shm_region *reg = calloc(1, sizeof *reg);
+	struct shm_region *reg = xcalloc(1, sizeof *reg);
 
-	if (reg == NULL || (reg->name = strdup(name)) == NULL) {
+	if (reg == NULL || (reg->name = xstrdup(name)) == NULL) {
 		free(reg);
 		return NULL;
 	}
@@ -273,7 +274,7 @@ shm_registry_add_system(shm_registry_t *r, const char *name, const char *key,
 		return e;
 	}
 	if ((reg = shm_region_new(name, SHM_KIND_SYSTEM, byte_size)) == NULL ||
-	    (reg->key = strdup(key)) == NULL) {
+	    (reg->key = xstrdup(key)) == NULL) {
 		close(fd);
 		if (reg != NULL)
 			shm_region_destroy(r, reg);

@@ -121,7 +121,7 @@ tests_fuzz_fuzz_tensor_text_LDADD = $(TEST_LDADD)
 
 # libFuzzer build (clang with libFuzzer; make fuzz runs it too, see "fuzzing" below):
 #   make fuzz-tensor-text && tests/fuzz/fuzz_tensor_text_libfuzzer -max_total_time=60 $(srcdir)/tests/data/tensor-text-corpus
-TENSOR_TEXT_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_tensor_text.c $(srcdir)/daemon/error.c
+TENSOR_TEXT_FUZZ_SRC = $(srcdir)/tests/fuzz/fuzz_tensor_text.c $(srcdir)/common/error.c
 fuzz-tensor-text: tests/fuzz/fuzz_tensor_text_libfuzzer
 tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/tensor_text.cc \
 		$(srcdir)/daemon/tensor_text.h config.h
@@ -130,7 +130,7 @@ tests/fuzz/fuzz_tensor_text_libfuzzer: $(TENSOR_TEXT_FUZZ_SRC) $(srcdir)/daemon/
 		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \
 		$(srcdir)/tests/fuzz/fuzz_tensor_text.c
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DAEMON_CPPFLAGS) -c -o tests/fuzz/fuzz_tensor_text_libfuzzer-error.o \
-		$(srcdir)/daemon/error.c
+		$(srcdir)/common/error.c
 	$(AM_V_CXX)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -std=c++17 -fno-exceptions $(DAEMON_CPPFLAGS) \
 		-c -o tests/fuzz/fuzz_tensor_text_libfuzzer-codec.o $(srcdir)/daemon/tensor_text.cc
 	$(AM_V_CCLD)$(FUZZ_CC)++ $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ tests/fuzz/fuzz_tensor_text_libfuzzer-main.o \

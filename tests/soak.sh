@@ -1,11 +1,15 @@
 #!/bin/sh
 # soak.sh: a long mixed run against a private CPU daemon (not part of make check):
 # HTTP inference from several threads, shared-memory clients checked against
-# references, and shm clients SIGKILLed with requests in flight, all at once for
-# SECONDS (default 600).  Every minute it prints the daemon's RSS and open
-# descriptors; at the end it fails when a well-behaved client saw an error, or
-# when descriptors or mapped regions did not come back to their baseline.
-# (The daemon has no model reload; when it gets one, add it to the mix here.)
+# references, shm clients SIGKILLed with requests in flight, and model reloads
+# (POST /v2/repository/models/{m}/load every SOAK_RELOAD_EVERY seconds, default 5,
+# in turn over SOAK_RELOAD_MODELS, default "fashion-mlp fashion-cnn": the model
+# the clients use and an idle one), all at once for SECONDS (default 600).  A
+# daemon that answers the first reload with 404 has no such endpoint: the run goes
+# on without reloads and says so.  Every minute it prints the daemon's RSS and
+# open descriptors, at the end their drift from the start; it fails when a
+# well-behaved client or a reload saw an error, or when descriptors or mapped
+# regions did not come back to their baseline.
 #
 # Usage: tests/soak.sh BUILD_DIR [SECONDS]     e.g. tests/soak.sh _b 600
 set -u
@@ -24,18 +28,9 @@ start_daemon --max_clients=256
 end=$(( $(date +%s) + SECONDS_TOTAL ))
 
 # References for the shm clients, over HTTP.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-rows = [[((r * 784 + i) * 2654435761 % 1000) / 1000.0 for i in range(784)] for r in range(8)]
-rows = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in r] for r in rows]
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [8, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
-PYEOF
+write_shm_references
 base_fds=$(daemon_fds)
+base_rss=$(rss)
 report 0
 
 # HTTP: 4 threads of inference until the end; any status but 200 is an error.
@@ -86,6 +81,41 @@ shm_pid=$!
 ) &
 kill_pid=$!
 
+# Reloads: in turn over the models, each answer must be 200 and the model ready after it.
+"$PY" - "$port" "$end" "${SOAK_RELOAD_EVERY:-5}" ${SOAK_RELOAD_MODELS:-fashion-mlp fashion-cnn} \
+	>"$tmp/reload.log" 2>&1 <<'PYEOF' &
+import sys, time, urllib.error, urllib.request
+port, end, every, models = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+base = "http://127.0.0.1:%d/v2" % port
+def call(path, method):
+    req = urllib.request.Request(base + path, data=b"" if method == "POST" else None, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+done, errors, n = 0, [], 0
+while time.time() + every < end:
+    m = models[n % len(models)]
+    n += 1
+    status, body = call("/repository/models/%s/load" % m, "POST")
+    if status == 404 and done == 0 and not errors:
+        print("reloads: skipped, POST /v2/repository/models/%s/load answered 404 (this daemon has no reload)" % m)
+        sys.exit(0)
+    if status != 200:
+        errors.append("%s: load answered %d %s" % (m, status, body[:200]))
+    else:
+        ready, _ = call("/models/%s/ready" % m, "GET")
+        if ready != 200:
+            errors.append("%s: not ready (%d) after its reload" % (m, ready))
+        else:
+            done += 1
+    time.sleep(every)
+print("reloads: %d done, %d errors %s" % (done, len(errors), errors[:3]))
+sys.exit(1 if errors else 0)
+PYEOF
+reload_pid=$!
+
 t=0
 while [ "$(date +%s)" -lt "$end" ]; do
 	step=$((end - $(date +%s)))
@@ -96,14 +126,17 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	report $t
 done
 wait $http_pid; http_status=$?
+wait $reload_pid; reload_status=$?
 wait $shm_pid
 wait $kill_pid
-cat "$tmp/http.log" "$tmp/kills.log"
+cat "$tmp/http.log" "$tmp/kills.log" "$tmp/reload.log"
 echo "shm rounds: $(grep -c . "$tmp/shm.log" 2>/dev/null || echo 0) lines of output"
 [ $http_status -eq 0 ] || fail "HTTP clients saw errors"
+[ $reload_status -eq 0 ] || fail "reloads saw errors"
 [ ! -s "$tmp/shm.err" ] || fail "shm clients saw errors: $(cat "$tmp/shm.err")"
 wait_for daemon_regions 0
 wait_for_at_most daemon_fds "$base_fds"
 report end
+echo "drift: rss $base_rss -> $(rss) KiB ($(( $(rss) - base_rss )) KiB), fds $base_fds -> $(daemon_fds)"
 stop_daemon
 echo "PASS: soak of $SECONDS_TOTAL s; descriptors back to $base_fds, no region left mapped"

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "tool_error.h"
+#include "error.h"
 
 /* Untimed round trips first (page faults, the scheduler settling). */
 #define FUTEX_WARMUP 200
@@ -67,18 +67,18 @@ futex_court_map(char **cause)
 	int fd;
 
 	if ((fd = memfd_create("inferd-bench-futex", MFD_CLOEXEC)) == -1) {
-		tool_error_set(cause, "memfd_create: %s", strerror(errno));
+		error_set(cause, "memfd_create: %s", strerror(errno));
 		return NULL;
 	}
 	if (ftruncate(fd, 4096) != 0) {
-		tool_error_set(cause, "ftruncate: %s", strerror(errno));
+		error_set(cause, "ftruncate: %s", strerror(errno));
 		close(fd);
 		return NULL;
 	}
 	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
-		tool_error_set(cause, "mmap: %s", strerror(errno));
+		error_set(cause, "mmap: %s", strerror(errno));
 		return NULL;
 	}
 	memset(p, 0, 4096);
@@ -112,9 +112,9 @@ bench_futex_rtt(int runs, struct bench_futex *f, char **cause)
 
 	memset(f, 0, sizeof *f);
 	if (runs < 1)
-		return tool_error_set(cause, "futex round trips: runs must be at least 1");
+		return error_set(cause, "futex round trips: runs must be at least 1");
 	if ((h = malloc(sizeof *h)) == NULL)
-		return tool_error_set(cause, "out of memory");
+		return error_set(cause, "out of memory");
 	if ((c = futex_court_map(cause)) == NULL) {
 		free(h);
 		return -1;
@@ -123,7 +123,7 @@ bench_futex_rtt(int runs, struct bench_futex *f, char **cause)
 	if ((pid = fork()) == -1) {
 		munmap(c, 4096);
 		free(h);
-		return tool_error_set(cause, "fork: %s", strerror(errno));
+		return error_set(cause, "fork: %s", strerror(errno));
 	}
 	if (pid == 0)
 		futex_child(c);
@@ -133,7 +133,7 @@ bench_futex_rtt(int runs, struct bench_futex *f, char **cause)
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		munmap(c, 4096);
 		free(h);
-		return tool_error_set(cause, "the futex partner process failed");
+		return error_set(cause, "the futex partner process failed");
 	}
 	f->p50_us = bench_hist_quantile(h, 0.50) / 1e3;
 	f->p99_us = bench_hist_quantile(h, 0.99) / 1e3;

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "bench.h"
-#include "tool_error.h"
+#include "error.h"
 
 /* Every this many responses one is parsed and its output checked (and the first). */
 #define BENCH_CHECK_EVERY 256
@@ -48,11 +48,11 @@ bench_tensor_meta(const json_t *root, const char *key, char *name, size_t name_l
 	const char *dt = json_string_value(json_object_get(t, "datatype"));
 
 	if (n == NULL || dt == NULL)
-		return tool_error_set(cause, "model metadata has no %s[0] with a name and datatype", key);
+		return error_set(cause, "model metadata has no %s[0] with a name and datatype", key);
 	if (strcmp(dt, "FP32") != 0)
-		return tool_error_set(cause, "%s[0] is %s: inferd-bench sends FP32 only", key, dt);
+		return error_set(cause, "%s[0] is %s: inferd-bench sends FP32 only", key, dt);
 	if ((*elems = bench_shape_elems(json_object_get(t, "shape"))) == 0)
-		return tool_error_set(cause, "%s[0] has a malformed shape", key);
+		return error_set(cause, "%s[0] has a malformed shape", key);
 	snprintf(name, name_len, "%s", n);
 	return 0;
 }
@@ -71,18 +71,18 @@ bench_http_model(const struct httpc_url *u, const char *name,
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
 	if (snprintf(path, sizeof path, "/v2/models/%s", name) >= (int)sizeof path)
-		return tool_error_set(cause, "model name too long");
+		return error_set(cause, "model name too long");
 	if (httpc_fetch(u, "GET", path, NULL, NULL, 0, 0, &status, &body, &len, cause) != 0)
 		return -1;
 	if (status != 200) {
-		tool_error_set(cause, "GET %s: status %d: %.200s", path, status, body);
+		error_set(cause, "GET %s: status %d: %.200s", path, status, body);
 		free(body);
 		return -1;
 	}
 	root = json_loadb(body, len, 0, &jerr);
 	free(body);
 	if (root == NULL)
-		return tool_error_set(cause, "GET %s: bad JSON: %s", path, jerr.text);
+		return error_set(cause, "GET %s: bad JSON: %s", path, jerr.text);
 	r = bench_tensor_meta(root, "inputs", m->input_name, sizeof m->input_name,
 	    &m->input_elems, cause);
 	if (r == 0)
@@ -205,7 +205,7 @@ bench_http_prepare(struct bench_run *r, char **cause)
 	int bad;
 
 	if (b.s == NULL)
-		return tool_error_set(cause, "out of memory");
+		return error_set(cause, "out of memory");
 	bad = r->set->binary ? bench_body_binary(r, &b) : bench_body_json(r, &b);
 	snprintf(path, sizeof path, "/v2/models/%s/infer", r->model.name);
 	snprintf(extra, sizeof extra, "Inference-Header-Content-Length: %zu\r\n", r->http_header_len);
@@ -216,7 +216,7 @@ bench_http_prepare(struct bench_run *r, char **cause)
 	r->http_body_len = b.len;
 	free(b.s);
 	if (bad != 0 || r->http_request == NULL)
-		return tool_error_set(cause, "out of memory building the request body");
+		return error_set(cause, "out of memory building the request body");
 	return 0;
 }
 
@@ -228,10 +228,10 @@ bench_output_tensor(const struct bench_run *r, const json_t *root, char **cause)
 	const char *name = json_string_value(json_object_get(out, "name"));
 
 	if (name == NULL || strcmp(name, r->model.output_name) != 0)
-		return tool_error_set(cause, "answer's outputs[0] is not named '%s'", r->model.output_name),
+		return error_set(cause, "answer's outputs[0] is not named '%s'", r->model.output_name),
 		    NULL;
 	if (json_integer_value(json_array_get(json_object_get(out, "shape"), 0)) != r->set->rows)
-		return tool_error_set(cause, "answer's shape does not start with %d rows", r->set->rows), NULL;
+		return error_set(cause, "answer's shape does not start with %d rows", r->set->rows), NULL;
 	return out;
 }
 
@@ -243,10 +243,10 @@ bench_check_json(const json_t *out, size_t want, char **cause)
 	size_t i;
 
 	if (!json_is_array(data) || json_array_size(data) != want)
-		return tool_error_set(cause, "answer's data is not an array of %zu numbers", want);
+		return error_set(cause, "answer's data is not an array of %zu numbers", want);
 	json_array_foreach(data, i, v)
 		if (!json_is_number(v))
-			return tool_error_set(cause, "answer's data element %zu is not a number", i);
+			return error_set(cause, "answer's data element %zu is not a number", i);
 	return 0;
 }
 
@@ -257,11 +257,11 @@ bench_check_binary(const json_t *out, size_t want, size_t raw, char **cause)
 	const json_t *size = json_object_get(json_object_get(out, "parameters"), "binary_data_size");
 
 	if (json_object_get(out, "data") != NULL)
-		return tool_error_set(cause, "binary answer also carries JSON data");
+		return error_set(cause, "binary answer also carries JSON data");
 	if (json_integer_value(size) != (json_int_t)(want * sizeof(float)))
-		return tool_error_set(cause, "answer's binary_data_size is not %zu", want * sizeof(float));
+		return error_set(cause, "answer's binary_data_size is not %zu", want * sizeof(float));
 	if (raw != want * sizeof(float))
-		return tool_error_set(cause, "answer has %zu binary bytes, expected %zu", raw,
+		return error_set(cause, "answer has %zu binary bytes, expected %zu", raw,
 		    want * sizeof(float));
 	return 0;
 }
@@ -274,14 +274,14 @@ bench_answer_header(const struct httpc_response *a, size_t *hlen, char **cause)
 	char num[32];
 
 	if (v == NULL)
-		return tool_error_set(cause, "binary answer without Inference-Header-Content-Length");
+		return error_set(cause, "binary answer without Inference-Header-Content-Length");
 	if (*hlen == 0 || *hlen >= sizeof num || strspn(v, "0123456789") < *hlen)
-		return tool_error_set(cause, "bad Inference-Header-Content-Length in the answer");
+		return error_set(cause, "bad Inference-Header-Content-Length in the answer");
 	memcpy(num, v, *hlen);
 	num[*hlen] = '\0';
 	*hlen = (size_t)strtoull(num, NULL, 10);
 	if (*hlen > a->body_len)
-		return tool_error_set(cause, "answer's Inference-Header-Content-Length %zu exceeds its "
+		return error_set(cause, "answer's Inference-Header-Content-Length %zu exceeds its "
 		    "%zu-byte body", *hlen, a->body_len);
 	return 0;
 }
@@ -299,7 +299,7 @@ bench_check_output(const struct bench_run *r, const struct httpc_response *a, ch
 	if (r->set->binary && bench_answer_header(a, &hlen, cause) != 0)
 		return -1;
 	if ((root = json_loadb(a->body, hlen, 0, &jerr)) == NULL)
-		return tool_error_set(cause, "answer is not JSON: %s", jerr.text);
+		return error_set(cause, "answer is not JSON: %s", jerr.text);
 	if ((out = bench_output_tensor(r, root, cause)) == NULL)
 		rc = -1;
 	else if (r->set->binary)
@@ -387,12 +387,12 @@ bench_metrics_read(const struct httpc_url *u, const char *model,
 	int status, r = 0;
 
 	if (httpc_fetch(u, "GET", "/metrics", NULL, NULL, 0, 0, &status, &body, &len, cause) != 0)
-		return tool_error_prefix(cause, "GET /metrics");
+		return error_prefix(cause, "GET /metrics");
 	if (status != 200)
-		r = tool_error_set(cause, "GET /metrics: status %d", status);
+		r = error_set(cause, "GET /metrics: status %d", status);
 	else if (bench_metric_value(body, "inferd_inference_count", model, inference) != 0 ||
 	    bench_metric_value(body, "inferd_execution_count", model, execution) != 0)
-		r = tool_error_set(cause, "GET /metrics has no inferd_inference_count or "
+		r = error_set(cause, "GET /metrics has no inferd_inference_count or "
 		    "inferd_execution_count for model %s", model);
 	free(body);
 	return r;

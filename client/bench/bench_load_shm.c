@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "tool_error.h"
+#include "error.h"
 #include "inferd.h"
 
 /* Every this many responses one output is checked (and the first). */
@@ -38,7 +38,7 @@ bench_shm_error(char **cause, const char *what, int code)
 {
 	const char *detail = inferd_last_error();
 
-	return tool_error_set(cause, "%s: %s%s%s", what, inferd_strerror(code),
+	return error_set(cause, "%s: %s%s%s", what, inferd_strerror(code),
 	    *detail ? ": " : "", detail);
 }
 
@@ -60,7 +60,7 @@ bench_shm_model(const char *socket_path, const char *name, struct bench_model *m
 		return -1;
 	}
 	if (strcmp(im->datatype, "FP32") != 0) {
-		tool_error_set(cause, "model %s is %s: inferd-bench sends FP32 only", name, im->datatype);
+		error_set(cause, "model %s is %s: inferd-bench sends FP32 only", name, im->datatype);
 		inferd_close(conn);
 		return -1;
 	}
@@ -105,7 +105,7 @@ bench_shm_open(struct bench_shm *s, const struct bench_run *r, char **cause)
 	if ((rc = inferd_model_get(s->conn, set->model_name, &s->m)) != 0)
 		return bench_shm_error(cause, set->model_name, rc);
 	if ((s->slots = calloc((size_t)set->async_depth, sizeof *s->slots)) == NULL)
-		return tool_error_set(cause, "out of memory");
+		return error_set(cause, "out of memory");
 	for (i = 0; i < set->async_depth; i++, s->nslots++) {
 		if ((rc = inferd_tensor_alloc(s->conn, in, &s->slots[i].in)) != 0 ||
 		    (rc = inferd_tensor_alloc(s->conn, out, &s->slots[i].out)) != 0)
@@ -154,7 +154,7 @@ bench_shm_check(struct bench_slot *sl, size_t out_bytes, char **cause)
 	sl->checking = 0;
 	for (k = 0; k < out_bytes / sizeof(float); k++)
 		if (!isfinite(((const float *)sl->out.data)[k]))
-			return tool_error_set(cause, "output float %zu was not written or is not finite", k);
+			return error_set(cause, "output float %zu was not written or is not finite", k);
 	return 0;
 }
 
@@ -246,11 +246,11 @@ bench_shm_async(struct bench_worker *w, struct bench_shm *s, char **cause)
 		if (got < 0)
 			return bench_shm_error(cause, "wait", got);
 		if (got == 0)
-			return tool_error_set(cause, "no completion in %d ms", BENCH_WAIT_MS);
+			return error_set(cause, "no completion in %d ms", BENCH_WAIT_MS);
 		for (k = 0; k < got; k++) {
 			i = (int)comp[k].user_data;
 			if (i < 0 || i >= s->nslots)
-				return tool_error_set(cause, "completion for unknown slot %d", i);
+				return error_set(cause, "completion for unknown slot %d", i);
 			sl = &s->slots[i];
 			outstanding--;
 			if (bench_shm_finish(w, s, sl, comp[k].status, cause) != 0)

@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "bench.h"
-#include "tool_error.h"
+#include "error.h"
 
 /* The protocol's name in reports. */
 static const char *
@@ -242,11 +242,11 @@ bench_report_json(FILE *f, const struct bench_run *r, const struct bench_result 
 		o = NULL;
 	}
 	if (o == NULL)
-		return tool_error_set(cause, "out of memory building the JSON report");
+		return error_set(cause, "out of memory building the JSON report");
 	bad = json_dumpf(o, f, JSON_COMPACT | JSON_REAL_PRECISION(9)) != 0 || fputc('\n', f) == EOF;
 	json_decref(o);
 	if (bad)
-		return tool_error_set(cause, "writing the JSON report failed");
+		return error_set(cause, "writing the JSON report failed");
 	return 0;
 }
 
@@ -262,7 +262,7 @@ bench_report_limits_read(const char *path, struct bench_limits *l, char **cause)
 
 	memset(l, 0, sizeof *l);
 	if ((root = json_load_file(path, 0, &jerr)) == NULL)
-		return tool_error_set(cause, "%s: %s (line %d)", path, jerr.text, jerr.line);
+		return error_set(cause, "%s: %s (line %d)", path, jerr.text, jerr.line);
 	/* The mapped and futex figures are optional: limits files written before they existed still read. */
 	bad = json_unpack_ex(root, &jerr, 0,
 	    "{s:{s:s, s:I, s:i, s:F, s:F, s:F, s:F, s:F, s:F, s:i, s?F, s?F, s?F, s?F, s?F, s?i}}",
@@ -284,6 +284,6 @@ bench_report_limits_read(const char *path, struct bench_limits *l, char **cause)
 	}
 	json_decref(root);
 	if (bad)
-		return tool_error_set(cause, "%s: not a limits report: %s", path, jerr.text);
+		return error_set(cause, "%s: not a limits report: %s", path, jerr.text);
 	return 0;
 }

@@ -21,7 +21,7 @@
 
 #include "bench.h"
 #include "inferd.h"
-#include "tool_error.h"
+#include "error.h"
 
 /* Print usage. */
 static void
@@ -180,7 +180,7 @@ bench_start(struct bench_run *r, struct bench_worker *w, int *started, char **ca
 		bench_hist_init(&w[i].hist);
 		if ((rc = pthread_create(&w[i].thread, NULL, fn, &w[i])) != 0) {
 			__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
-			return tool_error_set(cause, "starting worker %d: %s", i, strerror(rc));
+			return error_set(cause, "starting worker %d: %s", i, strerror(rc));
 		}
 		(*started)++;
 	}
@@ -260,7 +260,7 @@ bench_collect(struct bench_worker *w, int n, struct bench_result *res, char **ca
 			failed = i;
 	}
 	if (failed >= 0) {
-		tool_error_set(cause, "connection %d: %s", failed, w[failed].fatal);
+		error_set(cause, "connection %d: %s", failed, w[failed].fatal);
 		for (i = 0; i < n; i++)
 			free(w[i].fatal);
 		return -1;
@@ -276,7 +276,7 @@ bench_execute(struct bench_run *r, struct bench_result *res, char **cause)
 	int started = 0, rc;
 
 	if ((w = calloc((size_t)r->set->concurrency, sizeof *w)) == NULL)
-		return tool_error_set(cause, "out of memory for %d workers", r->set->concurrency);
+		return error_set(cause, "out of memory for %d workers", r->set->concurrency);
 	r->tickets = r->set->requests;
 	rc = bench_start(r, w, &started, cause);
 	if (rc == 0)
@@ -304,11 +304,11 @@ bench_resolve_model(struct bench_run *r, struct bench_settings *s, char **cause)
 	row = r->model.input_elems * sizeof(float);
 	if (s->input_bytes != 0) {
 		if (s->input_bytes / row > (size_t)(1 << 20))
-			return tool_error_set(cause, "--input-bytes=%zu needs too many rows", s->input_bytes);
+			return error_set(cause, "--input-bytes=%zu needs too many rows", s->input_bytes);
 		s->rows = (int)((s->input_bytes + row - 1) / row);
 	}
 	if (r->model.max_batch_size > 0 && s->rows > r->model.max_batch_size)
-		return tool_error_set(cause, "%d rows of %zu bytes per request, but model %s takes at most %d "
+		return error_set(cause, "%d rows of %zu bytes per request, but model %s takes at most %d "
 		    "(for a larger tensor use a model with wider rows)", s->rows, row, r->model.name,
 		    r->model.max_batch_size);
 	return 0;

@@ -16,7 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "tool_error.h"
+#include "error.h"
 #include "http_client.h"
 
 /* Headers larger than this are refused; so are bodies above the max. */
@@ -31,9 +31,9 @@ httpc_url_set(struct httpc_url *u, const char *host, const char *port, char **ca
 
 	memset(u, 0, sizeof *u);
 	if (hlen == 0 || hlen >= sizeof u->host)
-		return tool_error_set(cause, "bad host '%s'", host);
+		return error_set(cause, "bad host '%s'", host);
 	if (plen == 0 || plen >= sizeof u->port || strspn(port, "0123456789") != plen)
-		return tool_error_set(cause, "bad port '%s'", port);
+		return error_set(cause, "bad port '%s'", port);
 	memcpy(u->host, host, hlen);
 	memcpy(u->port, port, plen);
 	snprintf(u->hostport, sizeof u->hostport, "%s%s%s:%s", strchr(host, ':') ? "[" : "",
@@ -50,12 +50,12 @@ httpc_url_parse(const char *s, struct httpc_url *u, char **cause)
 	size_t hlen, plen;
 
 	if (strncmp(p, "http://", 7) != 0)
-		return tool_error_set(cause, "URL '%s' must start with http://", s);
+		return error_set(cause, "URL '%s' must start with http://", s);
 	p += 7;
 	if (*p == '[') {
 		host = p + 1;
 		if ((end = strchr(host, ']')) == NULL)
-			return tool_error_set(cause, "URL '%s': unclosed [", s);
+			return error_set(cause, "URL '%s': unclosed [", s);
 		hlen = (size_t)(end - host);
 		colon = end[1] == ':' ? end + 1 : NULL;
 	} else {
@@ -64,18 +64,18 @@ httpc_url_parse(const char *s, struct httpc_url *u, char **cause)
 		hlen = colon ? (size_t)(colon - host) : strcspn(host, "/");
 	}
 	if (hlen == 0 || hlen >= sizeof h)
-		return tool_error_set(cause, "URL '%s': bad host", s);
+		return error_set(cause, "URL '%s': bad host", s);
 	memcpy(h, host, hlen);
 	h[hlen] = '\0';
 	if (colon != NULL) {
 		plen = strcspn(colon + 1, "/");
 		if (plen == 0 || plen >= sizeof port || strspn(colon + 1, "0123456789") != plen)
-			return tool_error_set(cause, "URL '%s': bad port", s);
+			return error_set(cause, "URL '%s': bad port", s);
 		memcpy(port, colon + 1, plen);
 		port[plen] = '\0';
 		end = colon + 1 + plen;
 		if (*end != '\0' && strcmp(end, "/") != 0)
-			return tool_error_set(cause, "URL '%s': give no path, only http://HOST:PORT", s);
+			return error_set(cause, "URL '%s': give no path, only http://HOST:PORT", s);
 	}
 	return httpc_url_set(u, h, port, cause);
 }
@@ -123,16 +123,16 @@ httpc_connect(struct httpc_conn *c, const struct httpc_url *u, int timeout_s, ch
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
 	if ((rc = getaddrinfo(u->host, u->port, &hints, &res)) != 0)
-		return tool_error_set(cause, "%s: %s", u->hostport, gai_strerror(rc));
+		return error_set(cause, "%s: %s", u->hostport, gai_strerror(rc));
 	for (ai = res; ai != NULL && fd == -1; ai = ai->ai_next)
 		if ((fd = httpc_dial(ai, timeout_s)) == -1)
 			err = errno;
 	freeaddrinfo(res);
 	if (fd == -1)
-		return tool_error_set(cause, "connect to %s: %s", u->hostport, strerror(err));
+		return error_set(cause, "connect to %s: %s", u->hostport, strerror(err));
 	/* Requests go out in one write: Nagle would only delay them. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) {
-		tool_error_set(cause, "TCP_NODELAY: %s", strerror(errno));
+		error_set(cause, "TCP_NODELAY: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -214,7 +214,7 @@ httpc_fill(struct httpc_conn *c, size_t want, char **cause)
 		while (cap - c->len < want || cap - c->len < 4096)
 			cap *= 2;
 		if ((nb = realloc(c->buf, cap)) == NULL)
-			return tool_error_set(cause, "out of memory");
+			return error_set(cause, "out of memory");
 		c->buf = nb;
 		c->cap = cap;
 	}
@@ -222,10 +222,10 @@ httpc_fill(struct httpc_conn *c, size_t want, char **cause)
 		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
 	while (n == -1 && errno == EINTR);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return tool_error_set(cause, "%s did not answer within %d s", c->url->hostport,
+		return error_set(cause, "%s did not answer within %d s", c->url->hostport,
 		    c->timeout_s);
 	if (n == -1)
-		return tool_error_set(cause, "recv from %s: %s", c->url->hostport, strerror(errno));
+		return error_set(cause, "recv from %s: %s", c->url->hostport, strerror(errno));
 	c->len += (size_t)n;
 	return n > 0;
 }
@@ -273,21 +273,21 @@ httpc_parse_head(const char *buf, size_t hlen, struct httpc_response *r,
 
 	if (hlen < 12 || strncmp(buf, "HTTP/1.", 7) != 0 || buf[8] != ' ' ||
 	    (line2 = memmem(buf, hlen, "\r\n", 2)) == NULL)
-		return tool_error_set(cause, "bad HTTP status line");
+		return error_set(cause, "bad HTTP status line");
 	r->status = atoi(buf + 9);
 	r->head = line2 + 2;
 	r->head_len = (size_t)(end - r->head);
 	if (httpc_header(r, "Transfer-Encoding", &vlen) != NULL)
-		return tool_error_set(cause, "chunked responses are not supported");
+		return error_set(cause, "chunked responses are not supported");
 	if ((v = httpc_header(r, "Content-Length", &vlen)) == NULL || vlen == 0 ||
 	    vlen >= sizeof num || strspn(v, "0123456789") < vlen)
-		return tool_error_set(cause, "response without a valid Content-Length");
+		return error_set(cause, "response without a valid Content-Length");
 	memcpy(num, v, vlen);
 	num[vlen] = '\0';
 	errno = 0;
 	r->body_len = strtoull(num, NULL, 10);
 	if (errno != 0 || r->body_len > HTTPC_MAX_BODY)
-		return tool_error_set(cause, "response body of %s bytes is too large", num);
+		return error_set(cause, "response body of %s bytes is too large", num);
 	v = httpc_header(r, "Connection", &vlen);
 	*close_after = v != NULL && vlen == 5 && strncasecmp(v, "close", 5) == 0;
 	return 0;
@@ -306,13 +306,13 @@ httpc_read_head(struct httpc_conn *c, size_t *hlen, char **cause)
 			return 1;
 		}
 		if (c->len > HTTPC_MAX_HEADER)
-			return tool_error_set(cause, "response header over %d bytes", HTTPC_MAX_HEADER);
+			return error_set(cause, "response header over %d bytes", HTTPC_MAX_HEADER);
 		if ((r = httpc_fill(c, 0, cause)) < 0)
 			return -1;
 		if (r == 0 && c->len == 0)
 			return 0;
 		if (r == 0)
-			return tool_error_set(cause, "%s closed the connection mid-response",
+			return error_set(cause, "%s closed the connection mid-response",
 			    c->url->hostport);
 	}
 }
@@ -336,7 +336,7 @@ httpc_read(struct httpc_conn *c, struct httpc_response *resp, char **cause)
 		if ((r = httpc_fill(c, hlen + resp->body_len - c->len, cause)) < 0)
 			return -1;
 		if (r == 0)
-			return tool_error_set(cause, "%s closed the connection mid-body", c->url->hostport);
+			return error_set(cause, "%s closed the connection mid-body", c->url->hostport);
 	}
 	/* The buffer may have moved while the body came in. */
 	resp->head = c->buf + head_at;
@@ -370,18 +370,18 @@ httpc_roundtrip(struct httpc_conn *c, const char *req, size_t len,
 		}
 		if (httpc_send(c->fd, req, len) != 0) {
 			if (fresh || (errno != EPIPE && errno != ECONNRESET))
-				return tool_error_set(cause, "send to %s: %s", c->url->hostport, strerror(errno));
+				return error_set(cause, "send to %s: %s", c->url->hostport, strerror(errno));
 			r = 0;
 		} else if ((r = httpc_read(c, resp, cause)) != 0)
 			return r > 0 ? 0 : -1;
 		if (fresh)
-			return tool_error_set(cause, "%s closed a new connection without answering",
+			return error_set(cause, "%s closed a new connection without answering",
 			    c->url->hostport);
 		close(c->fd);
 		c->fd = -1;
 		c->reconnects++;
 	}
-	return tool_error_set(cause, "%s keeps closing the connection", c->url->hostport);
+	return error_set(cause, "%s keeps closing the connection", c->url->hostport);
 }
 
 /* One request on a fresh connection; the body is malloc'ed and NUL-terminated. */
@@ -397,12 +397,12 @@ httpc_fetch(const struct httpc_url *u, const char *method, const char *path,
 	int r = -1;
 
 	if ((req = httpc_build(u, method, path, NULL, type, body, body_len, &len)) == NULL)
-		return tool_error_set(cause, "out of memory (or a path too long) building %s %s",
+		return error_set(cause, "out of memory (or a path too long) building %s %s",
 		    method, path);
 	if (httpc_connect(&c, u, timeout_s, cause) == 0 &&
 	    httpc_roundtrip(&c, req, len, &resp, cause) == 0) {
 		if ((*out = malloc(resp.body_len + 1)) == NULL)
-			tool_error_set(cause, "out of memory");
+			error_set(cause, "out of memory");
 		else {
 			memcpy(*out, resp.body, resp.body_len);
 			(*out)[resp.body_len] = '\0';

@@ -12,12 +12,11 @@ Outputs:
   <sample>                       KServe v2 request body for t10k image 0
   <sample minus .json>.expected  "<pred> <name> (label <label>)" for that image
 
-Reads the gzipped IDX files directly (gzip + numpy); needs no network and no
-torchvision.
+Reads the gzipped IDX files and writes the reference files through
+fashion_data.py beside it (gzip + numpy); needs no network and no torchvision.
 """
 
 import argparse
-import gzip
 import json
 import os
 import struct
@@ -27,14 +26,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from fashion_data import LABELS, load_split, write_expected, write_reference, write_request
+
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
 
 MODEL_NAME = "fashion-mlp"
-LABELS = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
-IDX_MAGIC_IMAGES = 0x00000803
-IDX_MAGIC_LABELS = 0x00000801
 NUM_REF = 32
 SEED = 0
 
@@ -73,40 +70,6 @@ class FashionMLP(nn.Module):
         x = torch.relu(self.fc1(x))
         x = torch.relu(self.fc2(x))
         return self.fc3(x)
-
-
-def read_idx(path, expect_magic):
-    """Read a gzipped IDX file and return a uint8 numpy array.
-
-    Images come back as (N, 28, 28), labels as (N,).
-    """
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    magic, count = struct.unpack(">II", raw[:8])
-    if magic != expect_magic:
-        raise ValueError(f"{path}: bad IDX magic 0x{magic:08x}")
-    if magic == IDX_MAGIC_IMAGES:
-        rows, cols = struct.unpack(">II", raw[8:16])
-        shape, offset = (count, rows, cols), 16
-    else:
-        shape, offset = (count,), 8
-    expected = offset + int(np.prod(shape))
-    if len(raw) != expected:
-        raise ValueError(f"{path}: {len(raw)} bytes, expected {expected}")
-    return np.frombuffer(raw, dtype=np.uint8, offset=offset).reshape(shape)
-
-
-def load_split(data_dir, split):
-    """Return (inputs float32 [N,784] in [0,1], labels int64 [N]) for a split."""
-    images = read_idx(os.path.join(data_dir, f"{split}-images-idx3-ubyte.gz"),
-                      IDX_MAGIC_IMAGES)
-    labels = read_idx(os.path.join(data_dir, f"{split}-labels-idx1-ubyte.gz"),
-                      IDX_MAGIC_LABELS)
-    if images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{split}: {images.shape[0]} images but "
-                         f"{labels.shape[0]} labels")
-    x = images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
-    return x, labels.astype(np.int64)
 
 
 def train(model, x_train, y_train, epochs, batch_size, lr):
@@ -166,37 +129,6 @@ def write_safetensors(path, tensors, metadata):
             f.write(blob)
 
 
-def fmt_floats(values):
-    """Format floats with %.9g, enough digits to round-trip float32."""
-    return "[" + ",".join("%.9g" % float(v) for v in values) + "]"
-
-
-def write_reference(path, indices, labels, inputs, logits):
-    """Write the reference inputs/logits JSON used by the C tests."""
-    rows_in = ",\n    ".join(fmt_floats(r) for r in inputs)
-    rows_out = ",\n    ".join(fmt_floats(r) for r in logits)
-    compact = {"separators": (",", ":")}
-    text = ('{"model":"%s",\n'
-            ' "indices":%s,\n'
-            ' "labels":%s,\n'
-            ' "inputs":[\n    %s],\n'
-            ' "logits":[\n    %s]}\n') % (
-        MODEL_NAME, json.dumps([int(i) for i in indices], **compact),
-        json.dumps([int(v) for v in labels], **compact), rows_in, rows_out)
-    json.loads(text)
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def write_request(path, image):
-    """Write a KServe v2 inference request body for one flattened image."""
-    text = ('{"id":"fashion-0","inputs":[{"name":"input","shape":[1,784],'
-            '"datatype":"FP32","data":%s}]}\n') % fmt_floats(image)
-    json.loads(text)
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
@@ -221,6 +153,8 @@ def main():
 
     x_train, y_train = load_split(args.data, "train")
     x_test, y_test = load_split(args.data, "t10k")
+    x_train = x_train.reshape(x_train.shape[0], 784)
+    x_test = x_test.reshape(x_test.shape[0], 784)
     print(f"train {x_train.shape}  test {x_test.shape}")
 
     model = FashionMLP()
@@ -251,16 +185,11 @@ def main():
         f.write(MODEL_JSON)
 
     ref_idx = np.arange(NUM_REF)
-    write_reference(args.ref, ref_idx, y_test[ref_idx], x_test[ref_idx],
+    write_reference(args.ref, MODEL_NAME, ref_idx, y_test[ref_idx], x_test[ref_idx],
                     predict_logits(model, x_test[ref_idx]))
 
-    write_request(args.sample, x_test[0])
-    pred = int(test_logits[0].argmax())
-    label = int(y_test[0])
-    expected = f"{pred} {LABELS[pred]} (label {label})"
-    with open(os.path.splitext(args.sample)[0] + ".expected", "w") as f:
-        f.write(expected + "\n")
-    print(f"image 0: predicted {pred} {LABELS[pred]}, label {label} {LABELS[label]}")
+    write_request(args.sample, "fashion-0", [1, 784], x_test[0])
+    write_expected(args.sample, test_logits[0], y_test[0])
 
     for p in (weights_path, os.path.join(args.out, "model.json"), args.ref,
               args.sample):

@@ -41,8 +41,18 @@ start_daemon() {
 		${INFERD_TEST_COPY_MODE:+--copy_mode="$INFERD_TEST_COPY_MODE"} "$@" \
 		>>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
+	await_daemon daemon_answers
+}
+
+# 0 when the daemon has written its port file and answers on the shm socket.
+daemon_answers() {
+	[ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1
+}
+
+# Wait (bounded, 30 s) until the command "$@" succeeds while the daemon runs; then read its port.
+await_daemon() {
 	i=0
-	until [ -s "$tmp/port" ] && "$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1; do
+	until "$@"; do
 		i=$((i + 1))
 		[ $i -le 300 ] || fail "the daemon did not come up within 30 s"
 		kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon exited at start"
@@ -102,5 +112,21 @@ for line in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout
         break
 else:
     print("missing")
+PYEOF
+}
+
+# Write $tmp/in.bin (8 rows of fashion-mlp input) and $tmp/ref.bin (their 80 logits, from
+# the daemon over HTTP), the input and references of tests/helpers/ipc_client's load mode.
+write_shm_references() {
+	"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
+import json, struct, sys, urllib.request
+port, tmp = sys.argv[1], sys.argv[2]
+rows = [[((r * 784 + i) * 2654435761 % 1000) / 1000.0 for i in range(784)] for r in range(8)]
+rows = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in r] for r in rows]
+open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
+body = {"inputs": [{"name": "input", "shape": [8, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
+data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
 PYEOF
 }

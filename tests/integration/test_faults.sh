@@ -1,8 +1,10 @@
 #!/bin/sh
-# test_faults.sh: injected device failures (a build with --enable-fault-injection; skipped
-# otherwise).  A failing copy or kernel launch fails only its batch's requests (500) and the
-# daemon keeps serving; a failing device allocation in a model's batch contexts fails only that
-# model's load (at start-up or over HTTP); the daemon still exits 0 (under ASan: without a leak).
+# test_faults.sh: injected failures (a build with --enable-fault-injection; skipped otherwise).
+# A failing copy or kernel launch fails only its batch's requests (500) and the daemon keeps
+# serving; a failing device allocation in a model's batch contexts fails only that model's load
+# (at start-up or over HTTP); a failing heap allocation (malloc:N) while a model loads refuses
+# only that model, and one during an HTTP request fails only that request; the daemon still
+# exits 0 (under ASan: without a leak).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 infer() {	# infer MODEL: print the HTTP status of one inference
@@ -97,4 +99,127 @@ for site in copy launch; do
 	stop_daemon
 	echo "ok: a failing $site failed only its batch (500), then 200"
 done
+
+# Heap allocations.  These daemons are awaited through their port file, not polled, so nothing
+# but the test's own requests allocates after "ready"; the shm socket is off unless
+# shm_socket is set.
+shm_socket=
+start_http_daemon() {
+	rm -f "$tmp/port"
+	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" \
+		--http_port=0 --port-file="$tmp/port" --shm_socket="$shm_socket" >>"$tmp/daemon.log" 2>&1 &
+	daemon_pid=$!
+	await_daemon test -s "$tmp/port"
+}
+mark() {	# mark LABEL: the malloc count logged by FAULT_MARK at LABEL
+	sed -n "s/.*fault injection: at $1: .*malloc \([0-9]*\).*/\1/p" "$tmp/daemon.log" | head -n 1
+}
+spread() {	# spread FIRST LAST: FIRST, FIRST+1, FIRST+2, the quarters and LAST, once each
+	span=$(( $2 - $1 ))
+	for k in 0 1 2 $((span / 4)) $((span / 2)) $((3 * span / 4)) "$span"; do
+		[ "$k" -le "$span" ] && echo $(( $1 + k ))
+	done | sort -nu
+}
+ready_status() {	# ready_status MODEL: the HTTP status of GET /v2/models/MODEL/ready
+	"$PY" - "$port" "$1" <<'PYEOF'
+import sys, urllib.error, urllib.request
+try:
+    with urllib.request.urlopen("http://127.0.0.1:%s/v2/models/%s/ready" % (sys.argv[1], sys.argv[2]), timeout=30) as r:
+        print(r.status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+PYEOF
+}
+
+# While b-mlp loads: the marks around its load name its calls; each of several fails in turn.
+: >"$tmp/daemon.log"
+start_http_daemon
+stop_daemon
+first=$(( $(mark "start of model b-mlp") + 1 )); last=$(mark "end of model b-mlp")
+echo "b-mlp's load makes malloc calls $first to $last"
+[ "$last" -ge "$first" ] || fail "no heap allocation counted while b-mlp loads"
+for n in $(spread "$first" "$last"); do
+	: >"$tmp/daemon.log"
+	INFERD_FAULT=malloc:$n start_http_daemon
+	grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
+	why=$(sed -n "s/.*model 'b-mlp' not loaded: //p" "$tmp/daemon.log")
+	[ -n "$why" ] || fail "malloc:$n: b-mlp loaded although an allocation of its load failed"
+	[ "$(ready_status b-mlp)" = 400 ] || fail "malloc:$n: b-mlp is not reported as failed to load"
+	[ "$(infer a-mlp)" = 200 ] || fail "malloc:$n: a-mlp does not serve"
+	stop_daemon
+	echo "ok: malloc:$n refused b-mlp ($why); a-mlp served"
+done
+
+# During HTTP requests: count the calls one inference makes after "ready", then fail each of
+# several; that request fails with an error body (or, where the allocation was optional, is
+# answered correctly), the next is answered correctly, and the daemon exits cleanly.
+request() {	# request MODEL: "STATUS BODY" of one inference (the same input every time)
+	"$PY" - "$port" "$1" <<'PYEOF'
+import json, sys, urllib.error, urllib.request
+body = json.dumps({"inputs": [{"name": "input", "shape": [1, 784], "datatype": "FP32", "data": [0.25] * 784}]}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/%s/infer" % (sys.argv[1], sys.argv[2]), data=body)
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        out = json.loads(r.read())["outputs"][0]
+        print(r.status, json.dumps([round(v, 5) for v in out["data"]]))
+except urllib.error.HTTPError as e:
+    err = e.read().decode(errors="replace")
+    try:
+        err = json.loads(err)["error"]
+    except (ValueError, KeyError, TypeError):
+        err = "NO-ERROR-MESSAGE " + err
+    print(e.code, err)
+PYEOF
+}
+total() { sed -n 's/.*fault injection: malloc called \([0-9]*\) times.*/\1/p' "$tmp/daemon.log" | tail -n 1; }
+: >"$tmp/daemon.log"
+start_http_daemon
+stop_daemon
+idle=$(total); ready=$(mark ready)
+: >"$tmp/daemon.log"
+start_http_daemon
+want=$(request b-mlp)
+stop_daemon
+[ "$(mark ready)" = "$ready" ] || fail "start-up allocations differ between runs ($ready, then $(mark ready))"
+case $want in 200\ *) ;; *) fail "an inference without a fault answered $want" ;; esac
+per=$(( $(total) - idle ))
+echo "start-up makes $ready malloc calls, one inference $per"
+[ "$per" -ge 1 ] || fail "an inference made no heap allocation"
+failed=0
+for n in $(spread $((ready + 1)) $((ready + per))); do
+	: >"$tmp/daemon.log"
+	INFERD_FAULT=malloc:$n start_http_daemon
+	got=$(request b-mlp)
+	next=$(request b-mlp)
+	other=$(request a-mlp)
+	grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
+	case $got in
+	"$want") echo "ok: malloc:$n: an optional allocation; the request was answered correctly" ;;
+	200\ *) fail "malloc:$n: a wrong answer: $got" ;;
+	*NO-ERROR-MESSAGE*) fail "malloc:$n: an error without a message: $got" ;;
+	*) failed=$((failed + 1)); echo "ok: malloc:$n: the request failed: $got" ;;
+	esac
+	[ "$next" = "$want" ] || fail "malloc:$n: the next request got $next"
+	case $other in 200\ *) ;; *) fail "malloc:$n: a-mlp got $other" ;; esac
+	stop_daemon
+done
+[ "$failed" -ge 1 ] || fail "no injected allocation failure reached a request"
+
+# While an shm client connects: the first client after "ready" is refused with a message
+# when its record cannot be allocated, and the next one is served.
+shm_socket=$sock
+: >"$tmp/daemon.log"
+start_http_daemon
+stop_daemon
+n=$(( $(mark ready) + 1 ))
+: >"$tmp/daemon.log"
+INFERD_FAULT=malloc:$n start_http_daemon
+out=$("$top_builddir/client/tools/inferctl" --socket="$sock" health 2>&1) &&
+	fail "malloc:$n: the shm client was served although its record could not be allocated"
+grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
+case $out in *"out of memory"*) ;; *) fail "malloc:$n: the refused shm client read '$out'" ;; esac
+"$top_builddir/client/tools/inferctl" --socket="$sock" health >/dev/null 2>&1 ||
+	fail "malloc:$n: the next shm client was not served"
+stop_daemon
+echo "ok: malloc:$n refused the connecting shm client ($out); the next was served"
 echo "PASS"

@@ -8,17 +8,7 @@ fds_before=$(daemon_fds)
 [ "$(daemon_regions)" -eq 0 ] || fail "regions mapped before any client"
 
 # A well-behaved client running throughout, checked against references from HTTP.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-rows = [[((r * 784 + i) * 2654435761 % 1000) / 1000.0 for i in range(784)] for r in range(8)]
-rows = [[struct.unpack("<f", struct.pack("<f", v))[0] for v in r] for r in rows]
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [8, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-open(tmp + "/ref.bin", "wb").write(struct.pack("<80f", *data))
-PYEOF
+write_shm_references
 "$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" 3000 4 1 >"$tmp/bystander.log" 2>&1 &
 bystander=$!
 

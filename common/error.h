@@ -1,4 +1,9 @@
-/* error.h: recoverable errors as malloc'ed messages (tmux's char **cause). */
+/*
+ * error.h: recoverable errors as malloc'ed messages (tmux's char **cause),
+ * one unit shared by the daemon and the client tools (inferctl, the
+ * benchmarks, their HTTP client): it lives in common/, which every target
+ * has on its include path, so the tools use it without seeing daemon/.
+ */
 #ifndef INFERD_ERROR_H
 #define INFERD_ERROR_H
 

@@ -1,4 +1,4 @@
-/* tool_error.c: error messages for the client tools (see tool_error.h). */
+/* error.c: building error messages for callers (the daemon and the client tools; see error.h). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool_error.h"
+#include "error.h"
 
 /* Format into a fresh string; NULL only if memory is exhausted. */
 static char *
-tool_error_vformat(const char *fmt, va_list ap)
+error_vformat(const char *fmt, va_list ap)
 {
 	char *s;
 
@@ -21,7 +21,7 @@ tool_error_vformat(const char *fmt, va_list ap)
 
 /* Store a formatted message in *cause; always returns -1. */
 int
-tool_error_set(char **cause, const char *fmt, ...)
+error_set(char **cause, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -29,7 +29,7 @@ tool_error_set(char **cause, const char *fmt, ...)
 		return -1;
 	free(*cause);
 	va_start(ap, fmt);
-	*cause = tool_error_vformat(fmt, ap);
+	*cause = error_vformat(fmt, ap);
 	va_end(ap);
 	if (*cause == NULL)
 		*cause = strdup("out of memory");
@@ -38,7 +38,7 @@ tool_error_set(char **cause, const char *fmt, ...)
 
 /* Prefix the message in *cause with formatted context; returns -1. */
 int
-tool_error_prefix(char **cause, const char *fmt, ...)
+error_prefix(char **cause, const char *fmt, ...)
 {
 	va_list ap;
 	char *ctx, *joined;
@@ -46,7 +46,7 @@ tool_error_prefix(char **cause, const char *fmt, ...)
 	if (cause == NULL)
 		return -1;
 	va_start(ap, fmt);
-	ctx = tool_error_vformat(fmt, ap);
+	ctx = error_vformat(fmt, ap);
 	va_end(ap);
 	if (ctx == NULL)
 		return -1;
