@@ -308,6 +308,9 @@ model_config_parse_override(const char *text, json_t **out, char **cause)
 	json_error_t jerr;
 
 	*out = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	/* jansson leaves no text when it cannot allocate its lexer. */
+	if (*out == NULL && (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0'))
+		return error_set(cause, "config override: out of memory parsing it");
 	if (*out == NULL)
 		return error_set(cause, "config override: line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(*out)) {
@@ -324,7 +327,11 @@ model_config_load_file(const char *path, json_t **out, char **cause)
 {
 	json_error_t jerr;
 
-	if ((*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr)) == NULL)
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	/* jansson leaves no text when it cannot allocate its lexer. */
+	if (*out == NULL && (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0'))
+		return error_set(cause, "%s: out of memory parsing it", path);
+	if (*out == NULL)
 		return error_set(cause, "%s: line %d, column %d: %s", path, jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(*out)) {
 		json_decref(*out);

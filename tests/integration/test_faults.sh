@@ -142,7 +142,7 @@ for n in $(spread "$first" "$last"); do
 	: >"$tmp/daemon.log"
 	INFERD_FAULT=malloc:$n start_http_daemon
 	grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
-	why=$(sed -n "s/.*model 'b-mlp' not loaded: //p" "$tmp/daemon.log")
+	why=$(sed -n "s/.*model 'b-mlp' \(version [0-9]* \)\{0,1\}not loaded: //p" "$tmp/daemon.log")
 	[ -n "$why" ] || fail "malloc:$n: b-mlp loaded although an allocation of its load failed"
 	[ "$(ready_status b-mlp)" = 400 ] || fail "malloc:$n: b-mlp is not reported as failed to load"
 	[ "$(infer a-mlp)" = 200 ] || fail "malloc:$n: a-mlp does not serve"
