@@ -349,18 +349,27 @@ http_parse_version(const char *v, size_t n, int64_t *out)
 	return 0;
 }
 
+
+/* Copy the model name that starts rest (up to the next '/') into req->model; its length (0: none). */
+static size_t
+http_route_name(struct http_request *req, const char *rest)
+{
+	size_t n = strcspn(rest, "/");
+
+	if (n >= sizeof req->model)
+		req->flags |= HTTP_F_NAME_TOO_LONG;
+	else if (n > 0)
+		memcpy(req->model, rest, n);
+	return n;
+}
 /* Parse the rest of /v2/repository/models/{m}/load|unload. */
 static const char *
 http_route_repository(struct http_request *req, const char *rest)
 {
-	size_t n = strcspn(rest, "/");
+	size_t n = http_route_name(req, rest);
 
 	if (n == 0)
 		return NULL;
-	if (n >= sizeof req->model)
-		req->flags |= HTTP_F_NAME_TOO_LONG;
-	else
-		memcpy(req->model, rest, n);
 	if (strcmp(rest + n, "/load") == 0)
 		return req->route = ROUTE_REPO_LOAD, HTTP_ALLOW_POST;
 	if (strcmp(rest + n, "/unload") == 0)
@@ -372,15 +381,11 @@ http_route_repository(struct http_request *req, const char *rest)
 static const char *
 http_route_model(struct http_request *req, const char *rest)
 {
-	size_t n = strcspn(rest, "/");
+	size_t n = http_route_name(req, rest);
 	const char *tail = rest + n, *v;
 
 	if (n == 0)
 		return NULL;
-	if (n >= sizeof req->model)
-		req->flags |= HTTP_F_NAME_TOO_LONG;
-	else
-		memcpy(req->model, rest, n);
 	if (strncmp(tail, "/versions/", 10) == 0) {
 		v = tail + 10;
 		n = strcspn(v, "/");
