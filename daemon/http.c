@@ -349,7 +349,6 @@ http_parse_version(const char *v, size_t n, int64_t *out)
 	return 0;
 }
 
-
 /* Copy the model name that starts rest (up to the next '/') into req->model; its length (0: none). */
 static size_t
 http_route_name(struct http_request *req, const char *rest)
@@ -362,6 +361,7 @@ http_route_name(struct http_request *req, const char *rest)
 		memcpy(req->model, rest, n);
 	return n;
 }
+
 /* Parse the rest of /v2/repository/models/{m}/load|unload. */
 static const char *
 http_route_repository(struct http_request *req, const char *rest)
