@@ -116,14 +116,32 @@ class LeNet5(nn.Module):
         return self.classifier(self.features(x))
 
 
+class ExportableEncoderLayer(nn.TransformerEncoderLayer):
+    """nn.TransformerEncoderLayer whose self-attention asks for the weights.
+
+    With need_weights=False, PyTorch 2.x computes the attention with
+    aten::scaled_dot_product_attention, which the TorchScript exporter has no
+    opset-13 form for; with need_weights=True it writes the attention out
+    (MatMul, Softmax, MatMul) on every PyTorch version, as 1.13 always did.
+    The weights themselves are unused, so the export drops them: same model,
+    same parameters, same graph patterns.
+    """
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask,
+                           key_padding_mask=key_padding_mask,
+                           need_weights=True, average_attn_weights=False)[0]
+        return self.dropout1(x)
+
+
 class TokenEncoder(nn.Module):
     """Embedding + 2-layer nn.TransformerEncoder; optional key padding mask."""
 
     def __init__(self, vocab=1000, d_model=64, heads=4, ff=128, layers=2):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout=0.1,
-                                           batch_first=True)
+        layer = ExportableEncoderLayer(d_model, heads, ff, dropout=0.1,
+                                       batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers,
                                              enable_nested_tensor=False)
 
