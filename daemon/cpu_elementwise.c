@@ -214,13 +214,26 @@ binary_span_compare(struct binary_arg *p, int64_t yo, const int64_t *xo, const i
 	}
 }
 
+/* And, Or over BOOL inputs (any nonzero byte is true) into BOOL. */
+static void
+binary_span_logical(struct binary_arg *p, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
+{
+	uint8_t *y = (uint8_t *)p->y + yo;
+	const uint8_t *a = (const uint8_t *)p->a + xo[0], *b = (const uint8_t *)p->b + xo[1];
+
+	for (int64_t i = 0; i < n; i++)
+		y[i] = p->fn == GRAPH_BINARY_AND ? a[i * st[0]] && b[i * st[1]] : a[i * st[0]] || b[i * st[1]];
+}
+
 /* One span of a binary op, by dtype. */
 static void
 binary_span(void *arg, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
 {
 	struct binary_arg *p = arg;
 
-	if (graph_binary_is_compare(p->fn)) {
+	if (graph_binary_is_logical(p->fn)) {
+		binary_span_logical(p, yo, xo, st, n);
+	} else if (graph_binary_is_compare(p->fn)) {
 		binary_span_compare(p, yo, xo, st, n);
 	} else if (p->dt == GRAPH_DT_F32) {
 		binary_span_f32(p, (float *)p->y + yo, (const float *)p->a + xo[0], st[0],

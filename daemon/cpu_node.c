@@ -131,6 +131,10 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 
 	switch (n->op) {
 	case GRAPH_OP_BINARY:
+		if (graph_binary_is_logical(n->attr.binary.fn))
+			return out == GRAPH_DT_BOOL && in0 == GRAPH_DT_BOOL &&
+			    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_BOOL ? 0 :
+			    cpu_fail(why, "And/Or need BOOL inputs and a BOOL output");
 		if (graph_binary_is_compare(n->attr.binary.fn))
 			return out == GRAPH_DT_BOOL && in0 == tensor_dtype(g, n->inputs[1]) ? 0 :
 			    cpu_fail(why, "a comparison needs two inputs of one dtype and a BOOL output");
@@ -171,7 +175,7 @@ node_check_dtypes(const graph_t *g, const struct graph_node *n, const struct cpu
 	for (int i = 0; i < n->noutputs; i++)
 		if (tensor_dtype(g, n->outputs[i]) != out || out == GRAPH_DT_COUNT)
 			return cpu_fail(why, "output %d has no valid tensor or another dtype", i);
-	if (n->op == GRAPH_OP_BINARY && graph_binary_is_compare(n->attr.binary.fn))
+	if (n->op == GRAPH_OP_BINARY && graph_binary_out_bool(n->attr.binary.fn))
 		return node_check_dtypes_special(g, n, out, why);
 	if (!(op->dtypes & (1u << out)))
 		return cpu_fail(why, "dtype %s", dt_name(out));

@@ -87,7 +87,7 @@ ew_binary_int_kernel(struct ew_params p)
 template <typename T> struct ew_cmp_type { typedef T type; };
 template <> struct ew_cmp_type<__half> { typedef float type; };
 
-/* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) of a and b; NaN compares false. */
+/* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) or logical And/Or of a and b; NaN compares false. */
 template <typename V>
 static __device__ __forceinline__ uint8_t
 ew_compare(int fn, V a, V b)
@@ -97,11 +97,13 @@ ew_compare(int fn, V a, V b)
 	case GRAPH_BINARY_GREATER: return a > b;
 	case GRAPH_BINARY_LESS: return a < b;
 	case GRAPH_BINARY_GREATER_OR_EQUAL: return a >= b;
+	case GRAPH_BINARY_AND: return a != V(0) && b != V(0);
+	case GRAPH_BINARY_OR: return a != V(0) || b != V(0);
 	default: return a <= b;
 	}
 }
 
-/* A comparison of T elements (float, __half, int64_t, int32_t), broadcast, into BOOL. */
+/* A comparison of T elements (float, __half, int64_t, int32_t) or And/Or of BOOL (uint8_t), broadcast, into BOOL. */
 template <typename T>
 static __global__ void
 ew_compare_kernel(struct ew_params p)
@@ -249,9 +251,11 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		}
 		break;
 	default:	/* BINARY, PRELU */
-		if (st->n->op == GRAPH_OP_BINARY && graph_binary_is_compare((enum graph_binary)p->fn)) {
+		if (st->n->op == GRAPH_OP_BINARY && graph_binary_out_bool((enum graph_binary)p->fn)) {
 			name = "ew_compare_kernel";
-			if (f16)
+			if (p->in_dt == GRAPH_DT_BOOL)
+				ew_compare_kernel<uint8_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else if (f16)
 				ew_compare_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 			else if (p->in_dt == GRAPH_DT_F32)
 				ew_compare_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);

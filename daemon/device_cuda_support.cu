@@ -76,15 +76,18 @@ cuda_check_arity(const graph_t *g, const struct graph_node *n, const struct cuda
 	return 1;
 }
 
-/* Binary: FP32 (any function, fused act), or INT64/INT32 arithmetic; the comparisons write BOOL. */
+/* Binary: FP32 (any function, fused act), or INT64/INT32 arithmetic; the comparisons write BOOL; And/Or on BOOL. */
 static int
 cuda_check_binary(const graph_t *g, const struct graph_node *n, char **why)
 {
 	enum graph_dtype a = cuda_tdt(g, n->inputs[0]), b = cuda_tdt(g, n->inputs[1]), y = cuda_tdt(g, n->outputs[0]);
-	int eq = graph_binary_is_compare(n->attr.binary.fn);
+	int eq = graph_binary_out_bool(n->attr.binary.fn);
 
 	if ((unsigned)n->attr.binary.fn >= GRAPH_BINARY_COUNT)
 		return error_set(why, "unknown binary function %d", (int)n->attr.binary.fn), 0;
+	if (graph_binary_is_logical(n->attr.binary.fn))
+		return a == GRAPH_DT_BOOL && b == GRAPH_DT_BOOL && y == GRAPH_DT_BOOL && n->act == GRAPH_UNARY_NONE ? 1 :
+		    (error_set(why, "And/Or need BOOL inputs and a BOOL output"), 0);
 	if (a != b || (a != GRAPH_DT_F32 && a != GRAPH_DT_I64 && a != GRAPH_DT_I32))
 		return error_set(why, "inputs must be both FP32, INT64 or INT32"), 0;
 	if (eq ? y != GRAPH_DT_BOOL : y != a)

@@ -73,6 +73,8 @@ enum graph_binary {
 	GRAPH_BINARY_LESS,		/* output BOOL */
 	GRAPH_BINARY_GREATER_OR_EQUAL,	/* output BOOL */
 	GRAPH_BINARY_LESS_OR_EQUAL,	/* output BOOL */
+	GRAPH_BINARY_AND,		/* logical, BOOL inputs and output */
+	GRAPH_BINARY_OR,		/* logical, BOOL inputs and output */
 	GRAPH_BINARY_COUNT
 };
 
@@ -82,6 +84,20 @@ graph_binary_is_compare(enum graph_binary fn)
 {
 	return fn == GRAPH_BINARY_EQUAL || fn == GRAPH_BINARY_GREATER || fn == GRAPH_BINARY_LESS ||
 	    fn == GRAPH_BINARY_GREATER_OR_EQUAL || fn == GRAPH_BINARY_LESS_OR_EQUAL;
+}
+
+/* Whether fn is a logical op (And, Or: BOOL inputs, BOOL output). */
+static inline int
+graph_binary_is_logical(enum graph_binary fn)
+{
+	return fn == GRAPH_BINARY_AND || fn == GRAPH_BINARY_OR;
+}
+
+/* Whether fn writes BOOL (a comparison or a logical op). */
+static inline int
+graph_binary_out_bool(enum graph_binary fn)
+{
+	return graph_binary_is_compare(fn) || graph_binary_is_logical(fn);
 }
 
 /* Operations.  Inputs and outputs are listed per op as in ONNX unless noted. */

@@ -332,7 +332,7 @@ op_matmul(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	return 0;
 }
 
-/* Binary element-wise ops (the comparisons' output is BOOL). */
+/* Binary element-wise ops (the comparisons' and logical ops' output is BOOL). */
 static int
 op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
@@ -343,6 +343,7 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 		{ "Greater", GRAPH_BINARY_GREATER }, { "Less", GRAPH_BINARY_LESS },
 		{ "GreaterOrEqual", GRAPH_BINARY_GREATER_OR_EQUAL },
 		{ "LessOrEqual", GRAPH_BINARY_LESS_OR_EQUAL },
+		{ "And", GRAPH_BINARY_AND }, { "Or", GRAPH_BINARY_OR },
 	};
 	size_t i;
 
@@ -351,7 +352,7 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	for (i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(on->op_type, map[i].name) == 0)
 			gn->attr.binary.fn = map[i].fn;
-	if (graph_binary_is_compare(gn->attr.binary.fn))
+	if (graph_binary_out_bool(gn->attr.binary.fn))
 		im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
 	return 0;
 }
@@ -792,6 +793,7 @@ static const struct imp_op imp_ops[] = {
 	{ "Max", op_binary, "", 2, 2, 0 }, { "Min", op_binary, "", 2, 2, 0 },
 	{ "Greater", op_binary, "", 2, 2, 0 }, { "Less", op_binary, "", 2, 2, 0 },
 	{ "GreaterOrEqual", op_binary, "", 2, 2, 0 }, { "LessOrEqual", op_binary, "", 2, 2, 0 },
+	{ "And", op_binary, "", 2, 2, 0 }, { "Or", op_binary, "", 2, 2, 0 },
 	{ "Relu", op_unary, "", 1, 1, 0 }, { "Sigmoid", op_unary, "", 1, 1, 0 },
 	{ "Tanh", op_unary, "", 1, 1, 0 }, { "Exp", op_unary, "", 1, 1, 0 },
 	{ "Log", op_unary, "", 1, 1, 0 }, { "Sqrt", op_unary, "", 1, 1, 0 },

@@ -250,6 +250,7 @@ UNARY = [("Relu", 1, {}), ("Sigmoid", 4, {}), ("Tanh", 5, {}), ("LeakyRelu", 6, 
 BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Equal", "Max", "Min"]
 # The comparisons, by their graph_binary number (output BOOL).
 COMPARE = {"Equal": 5, "Greater": 8, "Less": 9, "GreaterOrEqual": 10, "LessOrEqual": 11}
+LOGICAL = {"And": 12, "Or": 13}
 
 
 def elementwise_cases(w, rng, n):
@@ -306,6 +307,12 @@ def compare_cases(w, rng, n):
             a, b = b, a
         w.case(f"compare{t}_{op}_{np.dtype(dt).name}", op, {}, [a, b], "BINARY", {"fn": COMPARE[op]},
                out_type=TensorProto.BOOL)
+        op = list(LOGICAL)[t % 2]
+        a = rng.integers(0, 2, size=shape).astype(np.bool_)
+        b = rng.integers(0, 2, size=bshape).astype(np.bool_)
+        if t % 2:
+            a, b = b, a
+        w.case(f"logical{t}_{op}", op, {}, [a, b], "BINARY", {"fn": LOGICAL[op]}, out_type=TensorProto.BOOL)
 
 
 def gather_elements_cases(w, rng, n):

@@ -676,12 +676,15 @@ rnd_bcast(const int64_t *d, int nd, int64_t *o)
 	return nd - drop;
 }
 
-/* BINARY (FP32 with act, integer, the comparisons into BOOL; mode 2: a comparison) and PRELU (mode 1), broadcast. */
+/*
+ * BINARY (FP32 with act, integer; mode 2: a comparison, or And/Or on BOOL,
+ * into BOOL) and PRELU (mode 1), with broadcasting.
+ */
 static void
 case_binary(int mode)
 {
-	static const enum graph_binary cmps[] = { GRAPH_BINARY_EQUAL, GRAPH_BINARY_GREATER, GRAPH_BINARY_LESS,
-	    GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL };
+	static const enum graph_binary bools[] = { GRAPH_BINARY_EQUAL, GRAPH_BINARY_GREATER, GRAPH_BINARY_LESS,
+	    GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL, GRAPH_BINARY_AND, GRAPH_BINARY_OR };
 	int prelu = mode == 1;
 	struct tc c;
 	struct graph_node *n = tc_init(&c, prelu ? GRAPH_OP_PRELU : GRAPH_OP_BINARY, prelu ? "PRelu" : "Binary");
@@ -693,17 +696,21 @@ case_binary(int mode)
 
 	rnd_shape(a, nd, 1, 12);
 	nb = rnd_bcast(a, nd, b);
-	if (dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW)
+	if ((dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW) || graph_binary_out_bool(fn))
 		fn = GRAPH_BINARY_MUL;
 	if (mode == 2)
-		fn = cmps[rnd(0, 4)];
+		fn = bools[rnd(0, 6)];
+	if (graph_binary_is_logical(fn))
+		dt = GRAPH_DT_BOOL;
 	n->attr.binary.fn = fn;
-	cmp = !prelu && graph_binary_is_compare(fn);
+	cmp = mode == 2;
 	if (dt == GRAPH_DT_F32 && !cmp && !prelu)
 		rnd_act(n);
 	/* Comparisons get few distinct values (integral floats too), so ties occur. */
-	fa = fn == GRAPH_BINARY_POW ? FILL_POS : dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
-	fb = fn == GRAPH_BINARY_DIV ? FILL_AWAY0 : dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
+	fa = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_POW ? FILL_POS :
+	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
+	fb = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_DIV ? FILL_AWAY0 :
+	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
 	if (rnd(0, 1) && !prelu) {	/* the broadcast operand first */
 		tc_in(&c, dt, nb, b, fa, cmp ? 2 : 5);
 		tc_in(&c, dt, nd, a, fb, cmp ? 2 : 5);

@@ -629,7 +629,7 @@ test_binary_f32(void)
 		double *ref;
 		char what[64];
 
-		if (graph_binary_is_compare(fn))
+		if (graph_binary_out_bool(fn))
 			fn = GRAPH_BINARY_ADD;
 		if (t >= 72) {
 			/* Large: same shape, scalar and row broadcasts over several threads. */
