@@ -367,7 +367,7 @@ cpu_gather_elements_run(const struct cpu_node_ctx *c, char **cause)
 		dst[d] = dst[d + 1] * ds->dims[d + 1];
 	inner = is->dims[nd - 1];
 	rows = cpu_elems(is) / inner;
-	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(cpu_elems(is) / 4))
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * inner / 4))
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t rem = r, base = 0;
 

@@ -87,7 +87,7 @@ ew_binary_int_kernel(struct ew_params p)
 template <typename T> struct ew_cmp_type { typedef T type; };
 template <> struct ew_cmp_type<__half> { typedef float type; };
 
-/* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) or logical And/Or of a and b; NaN compares false. */
+/* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) or And/Or of a and b; NaN compares false. */
 template <typename V>
 static __device__ __forceinline__ uint8_t
 ew_compare(int fn, V a, V b)

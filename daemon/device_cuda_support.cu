@@ -86,8 +86,8 @@ cuda_check_binary(const graph_t *g, const struct graph_node *n, char **why)
 	if ((unsigned)n->attr.binary.fn >= GRAPH_BINARY_COUNT)
 		return error_set(why, "unknown binary function %d", (int)n->attr.binary.fn), 0;
 	if (graph_binary_is_logical(n->attr.binary.fn))
-		return a == GRAPH_DT_BOOL && b == GRAPH_DT_BOOL && y == GRAPH_DT_BOOL && n->act == GRAPH_UNARY_NONE ? 1 :
-		    (error_set(why, "And/Or need BOOL inputs and a BOOL output"), 0);
+		return a == GRAPH_DT_BOOL && b == GRAPH_DT_BOOL && y == GRAPH_DT_BOOL &&
+		    n->act == GRAPH_UNARY_NONE ? 1 : (error_set(why, "And/Or need BOOL inputs and a BOOL output"), 0);
 	if (a != b || (a != GRAPH_DT_F32 && a != GRAPH_DT_I64 && a != GRAPH_DT_I32))
 		return error_set(why, "inputs must be both FP32, INT64 or INT32"), 0;
 	if (eq ? y != GRAPH_DT_BOOL : y != a)
