@@ -154,23 +154,45 @@ load_int(enum graph_dtype dt, const void *p, int64_t i)
 	}
 }
 
-/* Equal over any dtype into BOOL. */
+/* Comparison fn of a and b (any arithmetic type): 1 or 0; NaN compares false (not-equal is not an op). */
+#define CMP_APPLY(fn, a, b) ((fn) == GRAPH_BINARY_EQUAL ? (a) == (b) : (fn) == GRAPH_BINARY_GREATER ? (a) > (b) : \
+	(fn) == GRAPH_BINARY_LESS ? (a) < (b) : (fn) == GRAPH_BINARY_GREATER_OR_EQUAL ? (a) >= (b) : (a) <= (b))
+
+/* A comparison (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) over any dtype into BOOL. */
 static void
-binary_span_equal(struct binary_arg *p, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
+binary_span_compare(struct binary_arg *p, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
 {
 	uint8_t *y = (uint8_t *)p->y + yo;
 
 	for (int64_t i = 0; i < n; i++) {
 		int64_t ia = xo[0] + i * st[0], ib = xo[1] + i * st[1];
 
-		if (p->dt == GRAPH_DT_F32)
-			y[i] = ((const float *)p->a)[ia] == ((const float *)p->b)[ib];
-		else if (p->dt == GRAPH_DT_F16)
-			y[i] = cpu_f16_to_f32(((const uint16_t *)p->a)[ia]) ==
-			    cpu_f16_to_f32(((const uint16_t *)p->b)[ib]);
-		else
-			y[i] = load_int(p->dt, p->a, ia) == load_int(p->dt, p->b, ib);
+		if (p->dt == GRAPH_DT_F32) {
+			float a = ((const float *)p->a)[ia], b = ((const float *)p->b)[ib];
+
+			y[i] = CMP_APPLY(p->fn, a, b);
+		} else if (p->dt == GRAPH_DT_F16) {
+			float a = cpu_f16_to_f32(((const uint16_t *)p->a)[ia]);
+			float b = cpu_f16_to_f32(((const uint16_t *)p->b)[ib]);
+
+			y[i] = CMP_APPLY(p->fn, a, b);
+		} else {
+			int64_t a = load_int(p->dt, p->a, ia), b = load_int(p->dt, p->b, ib);
+
+			y[i] = CMP_APPLY(p->fn, a, b);
+		}
 	}
+}
+
+/* And, Or over BOOL inputs (any nonzero byte is true) into BOOL. */
+static void
+binary_span_logical(struct binary_arg *p, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
+{
+	uint8_t *y = (uint8_t *)p->y + yo;
+	const uint8_t *a = (const uint8_t *)p->a + xo[0], *b = (const uint8_t *)p->b + xo[1];
+
+	for (int64_t i = 0; i < n; i++)
+		y[i] = p->fn == GRAPH_BINARY_AND ? a[i * st[0]] && b[i * st[1]] : a[i * st[0]] || b[i * st[1]];
 }
 
 /* One span of a binary op, by dtype. */
@@ -179,8 +201,10 @@ binary_span(void *arg, int64_t yo, const int64_t *xo, const int64_t *st, int64_t
 {
 	struct binary_arg *p = arg;
 
-	if (p->fn == GRAPH_BINARY_EQUAL) {
-		binary_span_equal(p, yo, xo, st, n);
+	if (graph_binary_is_logical(p->fn)) {
+		binary_span_logical(p, yo, xo, st, n);
+	} else if (graph_binary_is_compare(p->fn)) {
+		binary_span_compare(p, yo, xo, st, n);
 	} else if (p->dt == GRAPH_DT_F32) {
 		binary_span_f32(p, (float *)p->y + yo, (const float *)p->a + xo[0], st[0],
 		    (const float *)p->b + xo[1], st[1], n);

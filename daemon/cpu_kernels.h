@@ -17,7 +17,7 @@ extern "C" {
  * graph_infer_shapes) and host address (from its memory plan) and, per node,
  * a scratch buffer of cpu_node_workspace() bytes aligned to at least 16
  * bytes.  cpu_node_run never allocates (only an error message on failure),
- * checks every shape it relies on and every runtime index (Gather), and
+ * checks every shape it relies on and every runtime index (Gather, GatherElements), and
  * fails with a message naming the node instead of reading or writing out of
  * bounds.  cpu_node_supported looks only at the graph (op, attributes,
  * dtypes), so it can be asked at load time.  Outputs must not overlap inputs,

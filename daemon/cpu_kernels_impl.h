@@ -151,6 +151,7 @@ int cpu_concat_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_split_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_slice_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_gather_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_gather_elements_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_expand_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_pad_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_resize_run(const struct cpu_node_ctx *c, char **cause);

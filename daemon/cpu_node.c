@@ -47,6 +47,7 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CAST] = { "Cast", cpu_cast_run, NULL, 1, 1, 1, 1, DT_ANY },
 	[GRAPH_OP_WHERE] = { "Where", cpu_where_run, NULL, 3, 3, 1, 1, DT_ANY },
 	[GRAPH_OP_COPY] = { "Copy", cpu_copy_run, NULL, 1, 1, 1, 1, DT_ANY },
+	[GRAPH_OP_GATHER_ELEMENTS] = { "GatherElements", cpu_gather_elements_run, NULL, 2, 2, 1, 1, DT_ANY },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -122,7 +123,7 @@ window_check(const struct graph_window_attr *w, int need_kernel, char **why)
 	return 0;
 }
 
-/* Dtype rules special to Binary, Cast, Where and Gather. */
+/* Dtype rules special to Binary, Cast, Where, Gather and GatherElements. */
 static int
 node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum graph_dtype out, char **why)
 {
@@ -130,9 +131,13 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 
 	switch (n->op) {
 	case GRAPH_OP_BINARY:
-		if (n->attr.binary.fn == GRAPH_BINARY_EQUAL)
+		if (graph_binary_is_logical(n->attr.binary.fn))
+			return out == GRAPH_DT_BOOL && in0 == GRAPH_DT_BOOL &&
+			    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_BOOL ? 0 :
+			    cpu_fail(why, "And/Or need BOOL inputs and a BOOL output");
+		if (graph_binary_is_compare(n->attr.binary.fn))
 			return out == GRAPH_DT_BOOL && in0 == tensor_dtype(g, n->inputs[1]) ? 0 :
-			    cpu_fail(why, "Equal needs two inputs of one dtype and a BOOL output");
+			    cpu_fail(why, "a comparison needs two inputs of one dtype and a BOOL output");
 		if (n->attr.binary.fn == GRAPH_BINARY_POW && in0 != GRAPH_DT_F32)
 			return cpu_fail(why, "Pow on %s (FP32 only)", dt_name(in0));
 		if (n->act != GRAPH_UNARY_NONE && in0 != GRAPH_DT_F32)
@@ -145,11 +150,12 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		    tensor_dtype(g, n->inputs[2]) != out)
 			return cpu_fail(why, "Where needs a BOOL condition and X, Y of the output's dtype");
 		return 0;
-	case GRAPH_OP_GATHER: {
+	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS: {
 		enum graph_dtype it = tensor_dtype(g, n->inputs[1]);
 
 		return it == GRAPH_DT_I64 || it == GRAPH_DT_I32 ? 0 :
-		    cpu_fail(why, "Gather indices must be INT64 or INT32");
+		    cpu_fail(why, "%s indices must be INT64 or INT32",
+		    n->op == GRAPH_OP_GATHER ? "Gather" : "GatherElements");
 	}
 	default:
 		return 0;
@@ -169,7 +175,7 @@ node_check_dtypes(const graph_t *g, const struct graph_node *n, const struct cpu
 	for (int i = 0; i < n->noutputs; i++)
 		if (tensor_dtype(g, n->outputs[i]) != out || out == GRAPH_DT_COUNT)
 			return cpu_fail(why, "output %d has no valid tensor or another dtype", i);
-	if (n->op == GRAPH_OP_BINARY && n->attr.binary.fn == GRAPH_BINARY_EQUAL)
+	if (n->op == GRAPH_OP_BINARY && graph_binary_out_bool(n->attr.binary.fn))
 		return node_check_dtypes_special(g, n, out, why);
 	if (!(op->dtypes & (1u << out)))
 		return cpu_fail(why, "dtype %s", dt_name(out));

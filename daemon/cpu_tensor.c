@@ -1,4 +1,4 @@
-/* cpu_tensor.c: data movement for any dtype: reshape/copy, transpose, concat, split, slice, gather, expand. */
+/* cpu_tensor.c: data movement for any dtype: reshape/copy, transpose, concat, split, slice, gather, gather-elements, expand. */
 #include "config.h"
 
 #include <string.h>
@@ -296,6 +296,76 @@ cpu_gather_run(const struct cpu_node_ctx *c, char **cause)
 				v += dim;
 			memcpy(dst + (size_t)(o * nidx + j) * inner, src + (size_t)(o * dim + v) * inner, inner);
 		}
+	return 0;
+}
+
+/* GatherElements' checks: ranks, dims (as shape inference), and every index within [-dim, dim). */
+static int
+gather_elements_check(const struct cpu_node_ctx *c, int axis, char **cause)
+{
+	const struct graph_shape *ds = cpu_in_shape(c, 0), *is = cpu_in_shape(c, 1), *ys = cpu_out_shape(c, 0);
+	int is64 = cpu_in_dtype(c, 1) == GRAPH_DT_I64;
+	int64_t dim, n = cpu_elems(is);
+
+	if (axis < 0)
+		return cpu_fail(cause, "axis %lld outside rank %d", (long long)c->n->attr.gather.axis, ds->ndims);
+	if (is->ndims != ds->ndims || ys->ndims != ds->ndims)
+		return cpu_fail(cause, "indices (rank %d) and output (rank %d) must have the data's rank %d",
+		    is->ndims, ys->ndims, ds->ndims);
+	for (int d = 0; d < ds->ndims; d++)
+		if (ys->dims[d] != is->dims[d] || (d != axis && is->dims[d] > ds->dims[d]))
+			return cpu_fail(cause, "dim %d: indices %lld, output %lld, data %lld do not fit", d,
+			    (long long)is->dims[d], (long long)ys->dims[d], (long long)ds->dims[d]);
+	dim = ds->dims[axis];
+	for (int64_t j = 0; j < n; j++) {
+		int64_t v = gather_index(cpu_in(c, 1), is64, j);
+
+		if (v < -dim || v >= dim)
+			return cpu_fail(cause, "index %lld at position %lld is out of range for axis %d of size %lld",
+			    (long long)v, (long long)j, axis, (long long)dim);
+	}
+	return 0;
+}
+
+/* GATHER_ELEMENTS: y[p] = data[p with p[axis] = indices[p]]; negative indices count from the end. */
+int
+cpu_gather_elements_run(const struct cpu_node_ctx *c, char **cause)
+{
+	const struct graph_shape *ds = cpu_in_shape(c, 0), *is = cpu_in_shape(c, 1);
+	int axis = cpu_axis(c->n->attr.gather.axis, ds->ndims), nd = ds->ndims;
+	int is64 = cpu_in_dtype(c, 1) == GRAPH_DT_I64;
+	size_t es = cpu_dtype_size(cpu_in_dtype(c, 0));
+	int64_t dst[GRAPH_MAX_DIMS], inner, rows;
+	const char *src = cpu_in(c, 0);
+	char *y = cpu_out(c, 0);
+
+	if (gather_elements_check(c, axis, cause) != 0)
+		return -1;
+	if (cpu_elems(is) == 0)
+		return 0;
+	dst[nd - 1] = 1;
+	for (int d = nd - 2; d >= 0; d--)
+		dst[d] = dst[d + 1] * ds->dims[d + 1];
+	inner = is->dims[nd - 1];
+	rows = cpu_elems(is) / inner;
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * inner / 4))
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t rem = r, base = 0;
+
+		/* The row's offset in data from every coordinate but the last and the axis. */
+		for (int d = nd - 2; d >= 0; d--) {
+			if (d != axis)
+				base += (rem % is->dims[d]) * dst[d];
+			rem /= is->dims[d];
+		}
+		for (int64_t k = 0; k < inner; k++) {
+			int64_t v = gather_index(cpu_in(c, 1), is64, r * inner + k);
+			int64_t off = base + (v < 0 ? v + ds->dims[axis] : v) * dst[axis] +
+			    (axis == nd - 1 ? 0 : k);
+
+			memcpy(y + (size_t)(r * inner + k) * es, src + (size_t)off * es, es);
+		}
+	}
 	return 0;
 }
 

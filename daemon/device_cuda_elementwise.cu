@@ -39,7 +39,7 @@ ew_binary_f_kernel(struct ew_params p)
 	}
 }
 
-/* y = a op b on integers of type T (Equal writes a BOOL). */
+/* y = a op b on integers of type T. */
 template <typename T>
 static __global__ void
 ew_binary_int_kernel(struct ew_params p)
@@ -49,24 +49,42 @@ ew_binary_int_kernel(struct ew_params p)
 	CUDA_FOR(i, p.n) {
 		int64_t off[2];
 		cuda_map_offsets(p.map, i, 2, off);
-		if (p.fn == GRAPH_BINARY_EQUAL)
-			((uint8_t *)p.y)[i] = a[off[0]] == b[off[1]];
-		else
-			((T *)p.y)[i] = (T)device_binary_i64(p.fn, (int64_t)a[off[0]], (int64_t)b[off[1]]);
+		((T *)p.y)[i] = (T)device_binary_i64(p.fn, (int64_t)a[off[0]], (int64_t)b[off[1]]);
 	}
 }
 
-/* Equal on floats of T (float or __half). */
+/* The type a comparison of T elements is made in (FP16 in float, the rest as they are). */
+template <typename T> struct ew_cmp_type { typedef T type; };
+template <> struct ew_cmp_type<__half> { typedef float type; };
+
+/* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) or And/Or of a and b; NaN compares false. */
+template <typename V>
+static __device__ __forceinline__ uint8_t
+ew_compare(int fn, V a, V b)
+{
+	switch (fn) {
+	case GRAPH_BINARY_EQUAL: return a == b;
+	case GRAPH_BINARY_GREATER: return a > b;
+	case GRAPH_BINARY_LESS: return a < b;
+	case GRAPH_BINARY_GREATER_OR_EQUAL: return a >= b;
+	case GRAPH_BINARY_AND: return a != V(0) && b != V(0);
+	case GRAPH_BINARY_OR: return a != V(0) || b != V(0);
+	default: return a <= b;
+	}
+}
+
+/* A comparison of T elements (float, __half, int64_t, int32_t) or And/Or of BOOL (uint8_t), broadcast, into BOOL. */
 template <typename T>
 static __global__ void
-ew_equal_f_kernel(struct ew_params p)
+ew_compare_kernel(struct ew_params p)
 {
+	typedef typename ew_cmp_type<T>::type V;
 	const T *a = (const T *)p.a, *b = (const T *)p.b;
 
 	CUDA_FOR(i, p.n) {
 		int64_t off[2];
 		cuda_map_offsets(p.map, i, 2, off);
-		((uint8_t *)p.y)[i] = (float)a[off[0]] == (float)b[off[1]];
+		((uint8_t *)p.y)[i] = ew_compare<V>(p.fn, (V)a[off[0]], (V)b[off[1]]);
 	}
 }
 
@@ -190,12 +208,18 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		}
 		break;
 	default:	/* BINARY, PRELU */
-		if ((f16 || p->in_dt == GRAPH_DT_F32) && p->fn == GRAPH_BINARY_EQUAL) {
-			name = "ew_equal_f_kernel";
-			if (f16)
-				ew_equal_f_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		if (st->n->op == GRAPH_OP_BINARY && graph_binary_out_bool((enum graph_binary)p->fn)) {
+			name = "ew_compare_kernel";
+			if (p->in_dt == GRAPH_DT_BOOL)
+				ew_compare_kernel<uint8_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else if (f16)
+				ew_compare_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else if (p->in_dt == GRAPH_DT_F32)
+				ew_compare_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else if (p->in_dt == GRAPH_DT_I64)
+				ew_compare_kernel<int64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 			else
-				ew_equal_f_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+				ew_compare_kernel<int32_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		} else if (f16) {
 			ew_binary_f_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		} else if (p->in_dt == GRAPH_DT_F32) {

@@ -229,6 +229,8 @@ int cuda_compile_slice(const struct cuda_compile *cc, const struct graph_node *n
 int cuda_compile_concat(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_split(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_gather_elements(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
 int cuda_compile_pad(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);

@@ -37,6 +37,7 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CAST] = { cuda_compile_cast, 1, 1, 1, 1, 0 },
 	[GRAPH_OP_WHERE] = { cuda_compile_where, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_COPY] = { cuda_compile_copy, 1, 1, 1, 1, 0 },
+	[GRAPH_OP_GATHER_ELEMENTS] = { cuda_compile_gather_elements, 2, 2, 1, 1, 0 },
 };
 
 /* The compiler of op (NULL when the backend has none). */
@@ -75,15 +76,18 @@ cuda_check_arity(const graph_t *g, const struct graph_node *n, const struct cuda
 	return 1;
 }
 
-/* Binary: FP32 (any function, fused act), or INT64/INT32 arithmetic; Equal writes BOOL. */
+/* Binary: FP32 (any function, fused act), or INT64/INT32 arithmetic; the comparisons write BOOL; And/Or on BOOL. */
 static int
 cuda_check_binary(const graph_t *g, const struct graph_node *n, char **why)
 {
 	enum graph_dtype a = cuda_tdt(g, n->inputs[0]), b = cuda_tdt(g, n->inputs[1]), y = cuda_tdt(g, n->outputs[0]);
-	int eq = n->attr.binary.fn == GRAPH_BINARY_EQUAL;
+	int eq = graph_binary_out_bool(n->attr.binary.fn);
 
 	if ((unsigned)n->attr.binary.fn >= GRAPH_BINARY_COUNT)
 		return error_set(why, "unknown binary function %d", (int)n->attr.binary.fn), 0;
+	if (graph_binary_is_logical(n->attr.binary.fn))
+		return a == GRAPH_DT_BOOL && b == GRAPH_DT_BOOL && y == GRAPH_DT_BOOL &&
+		    n->act == GRAPH_UNARY_NONE ? 1 : (error_set(why, "And/Or need BOOL inputs and a BOOL output"), 0);
 	if (a != b || (a != GRAPH_DT_F32 && a != GRAPH_DT_I64 && a != GRAPH_DT_I32))
 		return error_set(why, "inputs must be both FP32, INT64 or INT32"), 0;
 	if (eq ? y != GRAPH_DT_BOOL : y != a)
@@ -114,9 +118,9 @@ cuda_check_dtypes(const graph_t *g, const struct graph_node *n, char **why)
 		if (x != GRAPH_DT_F32 || y != GRAPH_DT_F32)
 			return error_set(why, "Resize on FP32 only"), 0;
 		return 1;
-	case GRAPH_OP_GATHER:
+	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS:
 		if (cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I64 && cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I32)
-			return error_set(why, "Gather indices must be INT64 or INT32"), 0;
+			return error_set(why, "%s indices must be INT64 or INT32", graph_op_name(n->op)), 0;
 		break;
 	default:
 		break;

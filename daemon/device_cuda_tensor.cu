@@ -1,4 +1,4 @@
-/* device_cuda_tensor.cu: data-movement CUDA steps for any dtype: copy/reshape, transpose, expand, slice, concat, split, gather, pad. */
+/* device_cuda_tensor.cu: data-movement CUDA steps for any dtype: copy/reshape, transpose, expand, slice, concat, split, gather, gather-elements, pad. */
 #include "config.h"
 
 #include <math.h>
@@ -28,6 +28,13 @@ struct tensor_pad {
 	unsigned char fill[8];
 };
 
+/* GatherElements geometry: the indices' (and output's) dims, data's element strides, the axis. */
+struct tensor_gather_el {
+	int nd, axis;
+	int64_t idims[GRAPH_MAX_DIMS], dst[GRAPH_MAX_DIMS];
+	int64_t dim, n;			/* data's size along the axis; elements of indices */
+};
+
 /* Parameters of a data-movement step. */
 struct tensor_params {
 	size_t es;			/* element size */
@@ -38,6 +45,7 @@ struct tensor_params {
 	const void *idx;
 	int idx64;
 	struct tensor_pad pad;
+	struct tensor_gather_el ge;	/* GATHER_ELEMENTS */
 };
 
 /* Strided copy of elements of type T. */
@@ -80,6 +88,37 @@ tensor_gather_kernel(const void *src, void *dst, const void *idx, int idx64, int
 			continue;
 		}
 		out[i] = data[(o * dim + v) * inner + k];
+	}
+}
+
+/*
+ * GatherElements of T elements: out[p] = data[p with p[axis] = idx[p]].  As
+ * Gather: an index outside [-dim, dim) writes a zero and sets *err, and the
+ * kernel never reads out of bounds.
+ */
+template <typename T>
+static __global__ void
+tensor_gather_elements_kernel(const void *src, void *dst, const void *idx, int idx64, struct tensor_gather_el ge,
+    int *err)
+{
+	const T *data = (const T *)src;
+	T *out = (T *)dst;
+
+	CUDA_FOR(i, ge.n) {
+		int64_t v = idx64 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i], r = i, off = 0;
+		if (v < 0)
+			v += ge.dim;
+		if (v < 0 || v >= ge.dim) {
+			out[i] = T();
+			*err = 1;
+			continue;
+		}
+		for (int d = ge.nd - 1; d >= 0; d--) {
+			int64_t c = r % ge.idims[d];
+			r /= ge.idims[d];
+			off += (d == ge.axis ? v : c) * ge.dst[d];
+		}
+		out[i] = data[off];
 	}
 }
 
@@ -151,6 +190,10 @@ tensor_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		    c->src, c->dst, p->idx, p->idx64,
 		    p->outer, p->dim, p->nidx, p->inner, (int *)st->ws);
 		return cuda_launched("tensor_gather_kernel", cause);
+	case GRAPH_OP_GATHER_ELEMENTS:
+		TENSOR_LAUNCH(tensor_gather_elements_kernel, p->es, cuda_grid(p->ge.n), ex->stream,
+		    c->src, c->dst, p->idx, p->idx64, p->ge, (int *)st->ws);
+		return cuda_launched("tensor_gather_elements_kernel", cause);
 	case GRAPH_OP_PAD:
 		TENSOR_LAUNCH(tensor_pad_kernel, p->es, cuda_grid(c->n), ex->stream, *c, p->pad);
 		return cuda_launched("tensor_pad_kernel", cause);
@@ -415,6 +458,57 @@ cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *n, s
 		return -1;
 	if (cuda_zero(st->ws, sizeof(int), cause) != 0)
 		return error_prefix(cause, "the gather error word");
+	st->run = tensor_run;
+	return 0;
+}
+
+/* GatherElements' geometry from the shapes: ranks and dims as shape inference requires. */
+static int
+tensor_gather_el_init(const struct cuda_compile *cc, const struct graph_node *n, struct tensor_gather_el *ge,
+    char **cause)
+{
+	const struct graph_shape *ds = cuda_in_shape(cc, n, 0), *is = cuda_in_shape(cc, n, 1);
+	const struct graph_shape *ys = cuda_out_shape(cc, n, 0);
+
+	ge->nd = ds->ndims;
+	ge->axis = cuda_axis(n->attr.gather.axis, ds->ndims);
+	if (ge->axis < 0)
+		return error_set(cause, "axis %lld outside rank %d", (long long)n->attr.gather.axis, ds->ndims);
+	if (is->ndims != ds->ndims || ys->ndims != ds->ndims)
+		return error_set(cause, "indices (rank %d) and output (rank %d) must have the data's rank %d",
+		    is->ndims, ys->ndims, ds->ndims);
+	for (int d = ge->nd - 1; d >= 0; d--) {
+		if (ys->dims[d] != is->dims[d] || (d != ge->axis && is->dims[d] > ds->dims[d]))
+			return error_set(cause, "dim %d: indices %lld, output %lld, data %lld do not fit", d,
+			    (long long)is->dims[d], (long long)ys->dims[d], (long long)ds->dims[d]);
+		ge->idims[d] = is->dims[d];
+		ge->dst[d] = d == ge->nd - 1 ? 1 : ge->dst[d + 1] * ds->dims[d + 1];
+	}
+	ge->dim = ds->dims[ge->axis];
+	ge->n = graph_shape_elems(is);
+	return 0;
+}
+
+/* GATHER_ELEMENTS along axis with I64/I32 indices; an error word in the workspace records out-of-range indices. */
+int
+cuda_compile_gather_elements(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause)
+{
+	struct tensor_params *p = tensor_params_init(cc, n, st, cause);
+
+	if (p == NULL || tensor_gather_el_init(cc, n, &p->ge, cause) != 0)
+		return -1;
+	p->idx = cuda_in(cc, n, 1);
+	p->idx64 = cuda_in_dtype(cc, n, 1) == GRAPH_DT_I64;
+	p->npieces = 1;
+	p->piece[0].src = (const char *)cuda_in(cc, n, 0);
+	p->piece[0].dst = (char *)cuda_out(cc, n, 0);
+	if (p->ge.n == 0)
+		return 0;
+	if (cuda_step_ws(st, sizeof(int), cause) != 0)
+		return -1;
+	if (cuda_zero(st->ws, sizeof(int), cause) != 0)
+		return error_prefix(cause, "the gather-elements error word");
 	st->run = tensor_run;
 	return 0;
 }

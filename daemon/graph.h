@@ -69,8 +69,36 @@ enum graph_binary {
 	GRAPH_BINARY_EQUAL,	/* output BOOL */
 	GRAPH_BINARY_MAX,
 	GRAPH_BINARY_MIN,
+	GRAPH_BINARY_GREATER,		/* output BOOL */
+	GRAPH_BINARY_LESS,		/* output BOOL */
+	GRAPH_BINARY_GREATER_OR_EQUAL,	/* output BOOL */
+	GRAPH_BINARY_LESS_OR_EQUAL,	/* output BOOL */
+	GRAPH_BINARY_AND,		/* logical, BOOL inputs and output */
+	GRAPH_BINARY_OR,		/* logical, BOOL inputs and output */
 	GRAPH_BINARY_COUNT
 };
+
+/* Whether fn is a comparison (its output is BOOL; its inputs may be of any one dtype). */
+static inline int
+graph_binary_is_compare(enum graph_binary fn)
+{
+	return fn == GRAPH_BINARY_EQUAL || fn == GRAPH_BINARY_GREATER || fn == GRAPH_BINARY_LESS ||
+	    fn == GRAPH_BINARY_GREATER_OR_EQUAL || fn == GRAPH_BINARY_LESS_OR_EQUAL;
+}
+
+/* Whether fn is a logical op (And, Or: BOOL inputs, BOOL output). */
+static inline int
+graph_binary_is_logical(enum graph_binary fn)
+{
+	return fn == GRAPH_BINARY_AND || fn == GRAPH_BINARY_OR;
+}
+
+/* Whether fn writes BOOL (a comparison or a logical op). */
+static inline int
+graph_binary_out_bool(enum graph_binary fn)
+{
+	return graph_binary_is_compare(fn) || graph_binary_is_logical(fn);
+}
 
 /* Operations.  Inputs and outputs are listed per op as in ONNX unless noted. */
 enum graph_op {
@@ -98,6 +126,8 @@ enum graph_op {
 	GRAPH_OP_CAST,		/* to: a graph_dtype */
 	GRAPH_OP_WHERE,		/* inputs cond (BOOL), X, Y, broadcast */
 	GRAPH_OP_COPY,		/* identity that must produce a distinct tensor (e.g. input == output) */
+	GRAPH_OP_GATHER_ELEMENTS,	/* inputs data, indices (I64/I32) of data's rank; axis; output
+				 * shaped as indices: y[p] = data[p with p[axis] = indices[p]] */
 	/* Shape arithmetic: graph_specialize (graph_fold.h) folds these away for concrete input shapes. */
 	GRAPH_OP_SHAPE,		/* input X; output I64 [end - start]: X's dims; shape attr */
 	GRAPH_OP_CONSTANT_OF_SHAPE,	/* input shape (I64); output of that shape filled with fill.value */
@@ -212,7 +242,7 @@ struct graph_node {
 		struct { int64_t axis; int nsplit; int64_t *split; } split;	/* split owned by the node */
 		struct { int naxes; int64_t starts[GRAPH_MAX_DIMS], ends[GRAPH_MAX_DIMS],
 		    axes[GRAPH_MAX_DIMS], steps[GRAPH_MAX_DIMS]; } slice;
-		struct { int64_t axis; } gather;
+		struct { int64_t axis; } gather;	/* GATHER, GATHER_ELEMENTS */
 		struct { enum graph_pad_mode mode; int npads; int64_t pads[2 * GRAPH_MAX_DIMS];
 		    float value; } pad;
 		struct { enum graph_dtype to; } cast;

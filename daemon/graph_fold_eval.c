@@ -123,6 +123,12 @@ bin_i(enum graph_binary fn, int64_t a, int64_t b, int64_t *r)
 	case GRAPH_BINARY_EQUAL: *r = a == b; return 0;
 	case GRAPH_BINARY_MAX: *r = a > b ? a : b; return 0;
 	case GRAPH_BINARY_MIN: *r = a < b ? a : b; return 0;
+	case GRAPH_BINARY_GREATER: *r = a > b; return 0;
+	case GRAPH_BINARY_LESS: *r = a < b; return 0;
+	case GRAPH_BINARY_GREATER_OR_EQUAL: *r = a >= b; return 0;
+	case GRAPH_BINARY_LESS_OR_EQUAL: *r = a <= b; return 0;
+	case GRAPH_BINARY_AND: *r = a != 0 && b != 0; return 0;
+	case GRAPH_BINARY_OR: *r = a != 0 || b != 0; return 0;
 	default: return -1;
 	}
 }
@@ -139,6 +145,12 @@ bin_d(enum graph_binary fn, double a, double b)
 	case GRAPH_BINARY_POW: return pow(a, b);
 	case GRAPH_BINARY_EQUAL: return a == b;
 	case GRAPH_BINARY_MAX: return a > b ? a : b;
+	case GRAPH_BINARY_GREATER: return a > b;
+	case GRAPH_BINARY_LESS: return a < b;
+	case GRAPH_BINARY_GREATER_OR_EQUAL: return a >= b;
+	case GRAPH_BINARY_LESS_OR_EQUAL: return a <= b;
+	case GRAPH_BINARY_AND: return a != 0 && b != 0;
+	case GRAPH_BINARY_OR: return a != 0 || b != 0;
 	default: return a < b ? a : b;
 	}
 }

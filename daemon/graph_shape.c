@@ -679,6 +679,26 @@ shape_gather(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	return set_out(n, s, 0, &r, cause);
 }
 
+/* GATHER_ELEMENTS: indices' shape; same rank as data, no dim beyond data's off the axis (as onnxruntime). */
+static int
+shape_gather_elements(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0), *ix = in_shape(n, s, 1);
+	int64_t ax;
+	int i;
+
+	(void)g;
+	if (norm_axis(n->attr.gather.axis, x->ndims, &ax) < 0)
+		return node_shape_error(n, cause, "GatherElements axis out of range", x);
+	if (ix->ndims != x->ndims)
+		return node_shape_error(n, cause, "GatherElements indices must have the data's rank", ix);
+	for (i = 0; i < x->ndims; i++)
+		if (i != ax && ix->dims[i] > x->dims[i])
+			return node_shape_error(n, cause,
+			    "GatherElements indices exceed the data's dims off the axis", ix);
+	return set_out(n, s, 0, ix, cause);
+}
+
 /* EXPAND: broadcast of the input with the shape tensor's values. */
 static int
 shape_expand(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
@@ -838,6 +858,7 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CAST] = shape_same,
 	[GRAPH_OP_WHERE] = shape_broadcast,
 	[GRAPH_OP_COPY] = shape_same,
+	[GRAPH_OP_GATHER_ELEMENTS] = shape_gather_elements,
 	[GRAPH_OP_SHAPE] = shape_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = shape_constant_of_shape,
 	[GRAPH_OP_RANGE] = shape_range,
@@ -852,7 +873,8 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_TRANSPOSE] = 1, [GRAPH_OP_RESHAPE] = 1, [GRAPH_OP_CONCAT] = 1,
 	[GRAPH_OP_SPLIT] = 1, [GRAPH_OP_SLICE] = 1, [GRAPH_OP_GATHER] = 2, [GRAPH_OP_EXPAND] = 2,
 	[GRAPH_OP_PAD] = 1, [GRAPH_OP_RESIZE] = 1, [GRAPH_OP_CAST] = 1, [GRAPH_OP_WHERE] = 3,
-	[GRAPH_OP_COPY] = 1, [GRAPH_OP_SHAPE] = 1, [GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
+	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_SHAPE] = 1,
+	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
 	[GRAPH_OP_RANGE] = 3,
 };
 

@@ -333,7 +333,7 @@ op_matmul(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	return 0;
 }
 
-/* Binary element-wise ops (Equal's output is BOOL). */
+/* Binary element-wise ops (the comparisons' and logical ops' output is BOOL). */
 static int
 op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
@@ -341,6 +341,10 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 		{ "Add", GRAPH_BINARY_ADD }, { "Sub", GRAPH_BINARY_SUB }, { "Mul", GRAPH_BINARY_MUL },
 		{ "Div", GRAPH_BINARY_DIV }, { "Pow", GRAPH_BINARY_POW }, { "Equal", GRAPH_BINARY_EQUAL },
 		{ "Max", GRAPH_BINARY_MAX }, { "Min", GRAPH_BINARY_MIN },
+		{ "Greater", GRAPH_BINARY_GREATER }, { "Less", GRAPH_BINARY_LESS },
+		{ "GreaterOrEqual", GRAPH_BINARY_GREATER_OR_EQUAL },
+		{ "LessOrEqual", GRAPH_BINARY_LESS_OR_EQUAL },
+		{ "And", GRAPH_BINARY_AND }, { "Or", GRAPH_BINARY_OR },
 	};
 	size_t i;
 
@@ -349,7 +353,7 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	for (i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(on->op_type, map[i].name) == 0)
 			gn->attr.binary.fn = map[i].fn;
-	if (gn->attr.binary.fn == GRAPH_BINARY_EQUAL)
+	if (graph_binary_out_bool(gn->attr.binary.fn))
 		im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
 	return 0;
 }
@@ -557,6 +561,16 @@ op_gather(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 {
 	(void)im; (void)cause;
 	gn->op = GRAPH_OP_GATHER;
+	gn->attr.gather.axis = a_int(on, "axis", 0);
+	return 0;
+}
+
+/* GatherElements (indices of data's rank, negative ones counting from the end). */
+static int
+op_gather_elements(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	(void)im; (void)cause;
+	gn->op = GRAPH_OP_GATHER_ELEMENTS;
 	gn->attr.gather.axis = a_int(on, "axis", 0);
 	return 0;
 }
@@ -778,6 +792,9 @@ static const struct imp_op imp_ops[] = {
 	{ "Mul", op_binary, "", 2, 2, 0 }, { "Div", op_binary, "", 2, 2, 0 },
 	{ "Pow", op_binary, "", 2, 2, 0 }, { "Equal", op_binary, "", 2, 2, 0 },
 	{ "Max", op_binary, "", 2, 2, 0 }, { "Min", op_binary, "", 2, 2, 0 },
+	{ "Greater", op_binary, "", 2, 2, 0 }, { "Less", op_binary, "", 2, 2, 0 },
+	{ "GreaterOrEqual", op_binary, "", 2, 2, 0 }, { "LessOrEqual", op_binary, "", 2, 2, 0 },
+	{ "And", op_binary, "", 2, 2, 0 }, { "Or", op_binary, "", 2, 2, 0 },
 	{ "Relu", op_unary, "", 1, 1, 0 }, { "Sigmoid", op_unary, "", 1, 1, 0 },
 	{ "Tanh", op_unary, "", 1, 1, 0 }, { "Exp", op_unary, "", 1, 1, 0 },
 	{ "Log", op_unary, "", 1, 1, 0 }, { "Sqrt", op_unary, "", 1, 1, 0 },
@@ -804,6 +821,7 @@ static const struct imp_op imp_ops[] = {
 	{ "Split", op_split, "axis:i num_outputs:i", 1, 2, 0 },
 	{ "Slice", op_slice, "", 3, 5, 0 },
 	{ "Gather", op_gather, "axis:i", 2, 2, 0 },
+	{ "GatherElements", op_gather_elements, "axis:i", 2, 2, 0 },
 	{ "Expand", op_expand, "", 2, 2, 0 },
 	{ "Pad", op_pad, "mode:s", 2, 4, 0 },
 	{ "Resize", op_resize, "mode:s coordinate_transformation_mode:s nearest_mode:s "

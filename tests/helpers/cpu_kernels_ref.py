@@ -248,6 +248,9 @@ UNARY = [("Relu", 1, {}), ("Sigmoid", 4, {}), ("Tanh", 5, {}), ("LeakyRelu", 6, 
          ("HardSigmoid", 8, {"alpha": 0.2, "beta": 0.5}), ("HardSwish", 9, {}), ("Exp", 10, {}),
          ("Log", 11, {}), ("Sqrt", 12, {}), ("Neg", 13, {}), ("Reciprocal", 14, {}), ("Erf", 15, {}), ("Abs", 16, {})]
 BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Equal", "Max", "Min"]
+# The comparisons, by their graph_binary number (output BOOL).
+COMPARE = {"Equal": 5, "Greater": 8, "Less": 9, "GreaterOrEqual": 10, "LessOrEqual": 11}
+LOGICAL = {"And": 12, "Or": 13}
 
 
 def elementwise_cases(w, rng, n):
@@ -287,6 +290,51 @@ def elementwise_cases(w, rng, n):
         w.case(f"batchnorm{t}", "BatchNormalization", {"epsilon": 1e-3}, [x] + p, "BATCHNORM", {"eps": 1e-3})
 
 
+def compare_cases(w, rng, n):
+    """Comparisons with broadcasting (either side), FP32 (NaN included) and INT64/INT32, few distinct values."""
+    for t in range(n):
+        op = list(COMPARE)[t % len(COMPARE)]
+        shape = [int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 5)))]
+        bshape = [d if rng.integers(0, 3) else 1 for d in shape[int(rng.integers(0, len(shape) + 1)):]]
+        dt = [np.float32, np.int64, np.int32][t % 3]
+        a = rng.integers(-2, 3, size=shape).astype(dt)
+        b = rng.integers(-2, 3, size=bshape).astype(dt)
+        if dt == np.float32:
+            a = a + rng.choice([0, 0.5], size=shape).astype(dt)
+            if a.size > 1:
+                a.flat[int(rng.integers(0, a.size))] = np.nan
+        if t % 2:
+            a, b = b, a
+        w.case(f"compare{t}_{op}_{np.dtype(dt).name}", op, {}, [a, b], "BINARY", {"fn": COMPARE[op]},
+               out_type=TensorProto.BOOL)
+        op = list(LOGICAL)[t % 2]
+        a = rng.integers(0, 2, size=shape).astype(np.bool_)
+        b = rng.integers(0, 2, size=bshape).astype(np.bool_)
+        if t % 2:
+            a, b = b, a
+        w.case(f"logical{t}_{op}", op, {}, [a, b], "BINARY", {"fn": LOGICAL[op]}, out_type=TensorProto.BOOL)
+
+
+def gather_elements_cases(w, rng, n):
+    """GatherElements on axes 0, 1 and -1 (and others), negative indices, INT64/INT32 indices,
+    indices smaller than the data off the axis."""
+    for t in range(n):
+        shape = [int(rng.integers(1, 6)) for _ in range(int(rng.integers(1, 5)))]
+        nd = len(shape)
+        ax = [0, 1, -1][t % 3] if nd > 1 else [0, -1][t % 2]
+        if t >= 12:
+            ax = int(rng.integers(-nd, nd))
+        dt = [np.float32, np.int64, np.bool_][t % 3]
+        x = rng.integers(-100, 100, size=shape).astype(dt) if dt != np.bool_ else \
+            rng.integers(0, 2, size=shape).astype(dt)
+        dim = shape[ax]
+        ishape = [int(rng.integers(1, 7)) if i == ax % nd else int(rng.integers(1, d + 1))
+                  for i, d in enumerate(shape)]
+        idx = rng.integers(-dim, dim, size=ishape).astype([np.int64, np.int32][t % 4 == 1])
+        w.case(f"gather_elements{t}_axis{ax}", "GatherElements", {"axis": ax}, [x, idx], "GATHER_ELEMENTS",
+               {"axis": ax})
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -304,6 +352,8 @@ def main():
     gather_slice_cases(w, rng, 20)
     misc_cases(w, rng, 10)
     elementwise_cases(w, rng, 16)
+    compare_cases(w, rng, 30)
+    gather_elements_cases(w, rng, 24)
     with open(os.path.join(outdir, "cases.json"), "w") as f:
         json.dump({"seed": seed, "cases": w.cases}, f, indent=0)
     print(f"{len(w.cases)} cases from onnxruntime {ort.__version__} (seed {seed})")

@@ -20,7 +20,8 @@ SUPPORTED = set("""Conv ConvTranspose BatchNormalization Gemm MatMul Add Sub Mul
 Relu Sigmoid Tanh Exp Log Sqrt Neg Reciprocal Erf Abs HardSwish LeakyRelu HardSigmoid Gelu Clip PRelu
 Softmax LogSoftmax MaxPool AveragePool GlobalAveragePool GlobalMaxPool ReduceMean ReduceSum ReduceMax
 LayerNormalization Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slice Gather Expand Pad
-Resize Shape Cast ConstantOfShape Range Where Constant Identity Dropout""".split())
+Resize Shape Cast ConstantOfShape Range Where Constant Identity Dropout GatherElements Greater Less
+GreaterOrEqual LessOrEqual And Or""".split())
 
 # Tests whose expected data disagree with onnxruntime, which inferd follows.
 EXCLUDED = {

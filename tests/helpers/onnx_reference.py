@@ -92,6 +92,7 @@ ONNX_DATATYPES = {1: "FP32", 2: "UINT8", 3: "INT8", 6: "INT32", 7: "INT64",
 try:
     import torch
     from torch import nn
+    import torch.nn.functional as F
 except ImportError as e:
     print(f"onnx_reference.py: skipped, cannot import torch: {e}", file=sys.stderr)
     sys.exit(EXIT_SKIP)
@@ -116,14 +117,53 @@ class LeNet5(nn.Module):
         return self.classifier(self.features(x))
 
 
+def attention_mask_add(scores, mask):
+    """Apply a mask to attention scores [N, H, S, S]: a BOOL mask (true =
+    masked) fills -inf, a float one is added (as nn.MultiheadAttention)."""
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(mask, float("-inf"))
+    return scores + mask
+
+
+class ExportableEncoderLayer(nn.TransformerEncoderLayer):
+    """nn.TransformerEncoderLayer with its self-attention written out.
+
+    PyTorch 2.x computes nn.MultiheadAttention with
+    aten::scaled_dot_product_attention, which the TorchScript exporter cannot
+    write at opset 13 (and its need_weights path bakes the export's shapes
+    into Reshapes).  This layer keeps nn.MultiheadAttention's parameters
+    (in_proj_weight/in_proj_bias, out_proj) and semantics (scaled dot
+    product per head, key padding mask, dropout only in training) but writes
+    the attention as MatMul, Softmax, MatMul with shapes taken from the input,
+    so every PyTorch version exports the same graph at every opset.
+    """
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        mha = self.self_attn
+        n, s, d = x.shape
+        h = mha.num_heads
+        qkv = F.linear(x, mha.in_proj_weight, mha.in_proj_bias)
+        q, k, v = qkv.reshape(n, s, 3, h, d // h).permute(2, 0, 3, 1, 4).unbind(0)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // h)
+        if attn_mask is not None:
+            scores = attention_mask_add(scores, attn_mask)
+        if key_padding_mask is not None:
+            scores = attention_mask_add(scores, key_padding_mask[:, None, None, :])
+        att = F.dropout(torch.softmax(scores, dim=-1), mha.dropout, self.training)
+        y = (att @ v).transpose(1, 2).reshape(n, s, d)
+        return self.dropout1(mha.out_proj(y))
+
+
 class TokenEncoder(nn.Module):
     """Embedding + 2-layer nn.TransformerEncoder; optional key padding mask."""
 
     def __init__(self, vocab=1000, d_model=64, heads=4, ff=128, layers=2):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, heads, ff, dropout=0.1,
-                                           batch_first=True)
+        layer = ExportableEncoderLayer(d_model, heads, ff, dropout=0.1,
+                                       batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers,
                                              enable_nested_tensor=False)
 

@@ -676,32 +676,49 @@ rnd_bcast(const int64_t *d, int nd, int64_t *o)
 	return nd - drop;
 }
 
-/* BINARY (FP32 with act, integer, Equal) and PRELU, with broadcasting. */
+/*
+ * BINARY (FP32 with act, integer; mode 2: a comparison, or And/Or on BOOL,
+ * into BOOL) and PRELU (mode 1), with broadcasting.
+ */
 static void
-case_binary(int prelu)
+case_binary(int mode)
 {
+	static const enum graph_binary bools[] = { GRAPH_BINARY_EQUAL, GRAPH_BINARY_GREATER, GRAPH_BINARY_LESS,
+	    GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL, GRAPH_BINARY_AND, GRAPH_BINARY_OR };
+	int prelu = mode == 1;
 	struct tc c;
 	struct graph_node *n = tc_init(&c, prelu ? GRAPH_OP_PRELU : GRAPH_OP_BINARY, prelu ? "PRelu" : "Binary");
 	int64_t a[4], b[4];
-	int nd = (int)rnd(1, 4), nb;
+	int nd = (int)rnd(1, 4), nb, cmp;
 	enum graph_binary fn = (enum graph_binary)rnd(0, GRAPH_BINARY_COUNT - 1);
 	enum graph_dtype dt = prelu || rnd(0, 2) ? GRAPH_DT_F32 : rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32;
+	enum fill fa, fb;
 
 	rnd_shape(a, nd, 1, 12);
 	nb = rnd_bcast(a, nd, b);
-	if (dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW)
+	if ((dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW) || graph_binary_out_bool(fn))
 		fn = GRAPH_BINARY_MUL;
+	if (mode == 2)
+		fn = bools[rnd(0, 6)];
+	if (graph_binary_is_logical(fn))
+		dt = GRAPH_DT_BOOL;
 	n->attr.binary.fn = fn;
-	if (dt == GRAPH_DT_F32 && fn != GRAPH_BINARY_EQUAL && !prelu)
+	cmp = mode == 2;
+	if (dt == GRAPH_DT_F32 && !cmp && !prelu)
 		rnd_act(n);
+	/* Comparisons get few distinct values (integral floats too), so ties occur. */
+	fa = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_POW ? FILL_POS :
+	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
+	fb = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_DIV ? FILL_AWAY0 :
+	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
 	if (rnd(0, 1) && !prelu) {	/* the broadcast operand first */
-		tc_in(&c, dt, nb, b, fn == GRAPH_BINARY_POW ? FILL_POS : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
-		tc_in(&c, dt, nd, a, fn == GRAPH_BINARY_DIV ? FILL_AWAY0 : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+		tc_in(&c, dt, nb, b, fa, cmp ? 2 : 5);
+		tc_in(&c, dt, nd, a, fb, cmp ? 2 : 5);
 	} else {
-		tc_in(&c, dt, nd, a, fn == GRAPH_BINARY_POW ? FILL_POS : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
-		tc_in(&c, dt, nb, b, fn == GRAPH_BINARY_DIV ? FILL_AWAY0 : dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 5);
+		tc_in(&c, dt, nd, a, fa, cmp ? 2 : 5);
+		tc_in(&c, dt, nb, b, fb, cmp ? 2 : 5);
 	}
-	tc_out(&c, fn == GRAPH_BINARY_EQUAL && !prelu ? GRAPH_DT_BOOL : dt);
+	tc_out(&c, cmp ? GRAPH_DT_BOOL : dt);
 	tc_run(&c);
 }
 
@@ -925,6 +942,28 @@ case_gather(void)
 	n->attr.gather.axis = ax - (rnd(0, 1) ? nd : 0);
 	tc_in(&c, dt, nd, d, FILL_INT, 100);
 	tc_in(&c, rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32, ni, id, FILL_INDEX, d[ax]);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* GATHER_ELEMENTS: rank 1 to 4, any axis (negative too), INT64/INT32 indices with negative values. */
+static void
+case_gather_elements(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_GATHER_ELEMENTS, "GatherElements");
+	int nd = (int)rnd(1, 4), ax = (int)rnd(0, nd - 1);
+	int64_t d[4], id[4];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 10);
+	if (rnd(0, 3) == 0)
+		d[nd - 1] = rnd(200, 2000);
+	for (int k = 0; k < nd; k++)
+		id[k] = k == ax ? rnd(1, 12) : rnd(1, d[k]);
+	n->attr.gather.axis = ax - (rnd(0, 1) ? nd : 0);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_in(&c, rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32, nd, id, FILL_INDEX, d[ax]);
 	tc_out(&c, dt);
 	tc_run(&c);
 }
@@ -1159,6 +1198,7 @@ run_precision(void)
 		case_unary();
 		case_binary(0);
 		case_binary(1);
+		case_binary(2);
 		case_softmax();
 		case_layernorm();
 		case_batchnorm();
@@ -1169,6 +1209,7 @@ run_precision(void)
 		case_concat_split(1);
 		case_slice();
 		case_gather();
+		case_gather_elements();
 		case_expand();
 		case_pad();
 		case_resize();

@@ -629,7 +629,7 @@ test_binary_f32(void)
 		double *ref;
 		char what[64];
 
-		if (fn == GRAPH_BINARY_EQUAL)
+		if (graph_binary_out_bool(fn))
 			fn = GRAPH_BINARY_ADD;
 		if (t >= 72) {
 			/* Large: same shape, scalar and row broadcasts over several threads. */
@@ -682,22 +682,24 @@ test_binary_f32(void)
 	}
 }
 
-/* Integer binary ops (INT64, INT32) and Equal into BOOL: exact. */
+/* Integer binary ops (INT64, INT32) and the comparisons into BOOL: exact. */
 static void
 test_binary_int(void)
 {
 	static const enum graph_binary fns[] = { GRAPH_BINARY_ADD, GRAPH_BINARY_SUB, GRAPH_BINARY_MUL,
-	    GRAPH_BINARY_DIV, GRAPH_BINARY_MAX, GRAPH_BINARY_MIN, GRAPH_BINARY_EQUAL };
+	    GRAPH_BINARY_DIV, GRAPH_BINARY_MAX, GRAPH_BINARY_MIN, GRAPH_BINARY_EQUAL, GRAPH_BINARY_GREATER,
+	    GRAPH_BINARY_LESS, GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL };
 
-	for (int t = 0; t < 42; t++) {
+	for (int t = 0; t < 66; t++) {
 		struct fix f;
-		enum graph_binary fn = fns[t % 7];
+		enum graph_binary fn = fns[t % 11];
+		int cmp = graph_binary_is_compare(fn);
 		enum graph_dtype dt = t % 3 == 0 ? GRAPH_DT_I64 : t % 3 == 1 ? GRAPH_DT_I32 : GRAPH_DT_F32;
 		int64_t yd[8], ad[8], bd[8], n, bad = 0;
 		int nd, ar, br;
 		void *a, *b, *y;
 
-		if (dt == GRAPH_DT_F32 && fn != GRAPH_BINARY_EQUAL)
+		if (dt == GRAPH_DT_F32 && !cmp)
 			dt = GRAPH_DT_I64;
 		nd = random_shape(yd, 1, 4, 5);
 		ar = nd;
@@ -717,13 +719,13 @@ test_binary_int(void)
 		for (int64_t i = 0; i < prod(bd, br); i++) {
 			int64_t v = rnd(1, 7) * (rnd(0, 1) ? 1 : -1);
 
-			if (fn == GRAPH_BINARY_EQUAL)
+			if (cmp)
 				v = rnd(-2, 2);
 			if (dt == GRAPH_DT_I64) ((int64_t *)b)[i] = v;
 			else if (dt == GRAPH_DT_I32) ((int32_t *)b)[i] = (int32_t)v;
 			else ((float *)b)[i] = (float)v;
 		}
-		y = fix_output(&f, fn == GRAPH_BINARY_EQUAL ? GRAPH_DT_BOOL : dt, nd, yd);
+		y = fix_output(&f, cmp ? GRAPH_DT_BOOL : dt, nd, yd);
 		n = prod(yd, nd);
 		if (!run_ok(&f, "binary int")) {
 			fix_free(&f);
@@ -746,9 +748,13 @@ test_binary_int(void)
 			case GRAPH_BINARY_DIV: v = va / vb; break;
 			case GRAPH_BINARY_MAX: v = va > vb ? va : vb; break;
 			case GRAPH_BINARY_MIN: v = va < vb ? va : vb; break;
+			case GRAPH_BINARY_GREATER: v = va > vb; break;
+			case GRAPH_BINARY_LESS: v = va < vb; break;
+			case GRAPH_BINARY_GREATER_OR_EQUAL: v = va >= vb; break;
+			case GRAPH_BINARY_LESS_OR_EQUAL: v = va <= vb; break;
 			default: v = va == vb; break;
 			}
-			got = fn == GRAPH_BINARY_EQUAL ? ((uint8_t *)y)[i] : dt == GRAPH_DT_I64 ?
+			got = cmp ? ((uint8_t *)y)[i] : dt == GRAPH_DT_I64 ?
 			    ((int64_t *)y)[i] : ((int32_t *)y)[i];
 			bad += got != v;
 		}
@@ -1363,6 +1369,60 @@ test_gather(void)
 	}
 }
 
+/* GatherElements on every axis with negative INT64/INT32 indices; an out-of-range index is an error. */
+static void
+test_gather_elements(void)
+{
+	for (int t = 0; t < 30; t++) {
+		struct fix f;
+		enum graph_dtype dt = move_dts[t % 5], it = t % 2 ? GRAPH_DT_I32 : GRAPH_DT_I64;
+		size_t es = esize(dt);
+		int64_t d[4], id[4], bad = 0, ni;
+		int nd = random_shape(d, 1, 4, 5), ax = (int)rnd(0, nd - 1);
+		char *x, *y, *cause = NULL;
+		void *ind;
+
+		if (t >= 28) {
+			/* Large enough for threads. */
+			nd = 2; d[0] = 700; d[1] = 300; ax = t % 2;
+		}
+		for (int k = 0; k < nd; k++)
+			id[k] = t >= 28 ? d[k] : k == ax ? rnd(1, 6) : rnd(1, d[k]);
+		fix_init(&f, GRAPH_OP_GATHER_ELEMENTS);
+		f.n.attr.gather.axis = rnd(0, 1) ? ax : ax - nd;
+		x = fix_input(&f, dt, nd, d);
+		ind = fix_input(&f, it, nd, id);
+		y = fix_output(&f, dt, nd, id);
+		ni = prod(id, nd);
+		fill_bytes(x, (size_t)prod(d, nd) * es);
+		for (int64_t j = 0; j < ni; j++) {
+			int64_t v = rnd(-d[ax], d[ax] - 1);
+
+			if (it == GRAPH_DT_I64) ((int64_t *)ind)[j] = v; else ((int32_t *)ind)[j] = (int32_t)v;
+		}
+		if (run_ok(&f, "gather_elements"))
+			for (int64_t i = 0; i < ni; i++) {
+				int64_t xi[4], v = it == GRAPH_DT_I64 ? ((int64_t *)ind)[i] : ((int32_t *)ind)[i];
+
+				unravel(i, id, nd, xi);
+				xi[ax] = v < 0 ? v + d[ax] : v;
+				bad += memcmp(y + i * (int64_t)es, x + ravel(xi, d, nd) * (int64_t)es, es) != 0;
+			}
+		CHECK(bad == 0, "gather_elements axis %d rank %d: %lld wrong", ax, nd, (long long)bad);
+		/* Runtime data out of range: refused with a message, never read. */
+		{
+			int64_t v = rnd(0, 1) ? d[ax] : -d[ax] - 1;
+
+			if (it == GRAPH_DT_I64) ((int64_t *)ind)[ni - 1] = v; else ((int32_t *)ind)[ni - 1] = (int32_t)v;
+			CHECK(fix_run(&f, &cause) != 0 && cause != NULL && strstr(cause, "out of range") != NULL,
+			    "gather_elements index %lld for dim %lld: %s", (long long)v, (long long)d[ax],
+			    cause ? cause : "accepted");
+			free(cause);
+		}
+		fix_free(&f);
+	}
+}
+
 /* Expand to a broadcast shape, exact. */
 static void
 test_expand(void)
@@ -1723,6 +1783,7 @@ main(void)
 		test_concat_split();
 		test_slice();
 		test_gather();
+		test_gather_elements();
 		test_expand();
 		test_pad();
 		test_resize();

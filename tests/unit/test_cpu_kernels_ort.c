@@ -68,12 +68,12 @@ op_parse(const char *op, enum graph_op *out)
 {
 	static const char *const names[] = { "GEMM", "MATMUL", "CONV", "CONV_TRANSPOSE", "POOL", "SOFTMAX",
 	    "LAYERNORM", "GATHER", "SLICE", "RESIZE", "PAD", "REDUCE", "CAST", "UNARY", "BINARY", "PRELU",
-	    "WHERE", "TRANSPOSE", "EXPAND", "CONCAT", "BATCHNORM" };
+	    "WHERE", "TRANSPOSE", "EXPAND", "CONCAT", "BATCHNORM", "GATHER_ELEMENTS" };
 	static const enum graph_op ops[] = { GRAPH_OP_GEMM, GRAPH_OP_MATMUL, GRAPH_OP_CONV,
 	    GRAPH_OP_CONV_TRANSPOSE, GRAPH_OP_POOL, GRAPH_OP_SOFTMAX, GRAPH_OP_LAYERNORM, GRAPH_OP_GATHER,
 	    GRAPH_OP_SLICE, GRAPH_OP_RESIZE, GRAPH_OP_PAD, GRAPH_OP_REDUCE, GRAPH_OP_CAST, GRAPH_OP_UNARY,
 	    GRAPH_OP_BINARY, GRAPH_OP_PRELU, GRAPH_OP_WHERE, GRAPH_OP_TRANSPOSE, GRAPH_OP_EXPAND, GRAPH_OP_CONCAT,
-	    GRAPH_OP_BATCHNORM };
+	    GRAPH_OP_BATCHNORM, GRAPH_OP_GATHER_ELEMENTS };
 
 	for (size_t k = 0; op != NULL && k < sizeof(names) / sizeof(names[0]); k++)
 		if (strcmp(names[k], op) == 0) {
@@ -118,7 +118,7 @@ set_shape_attrs(struct graph_node *n, json_t *a)
 	case GRAPH_OP_RESIZE:
 		set_resize(&n->attr.resize, a);
 		break;
-	case GRAPH_OP_GATHER:
+	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS:
 		n->attr.gather.axis = attr_int(a, "axis", 0);
 		break;
 	case GRAPH_OP_SLICE:

@@ -552,6 +552,65 @@ test_fold_at_load(void)
 	graph_free(g);
 }
 
+/*
+ * GatherElements and LessOrEqual on constants fold at load (GatherElements
+ * through the CPU kernels, the comparison through the exact evaluator), with
+ * values written out here; an index out of range refuses the fold.
+ */
+static void
+test_fold_gather_elements(void)
+{
+	static const float data[6] = { 1, 2, 3, 4, 5, 6 }, three = 3;
+	static const int64_t idx[4] = { 2, -3, -1, 1 }, bad[4] = { 2, 3, 0, 0 };
+	static const int64_t dd[2] = { 2, 3 }, di[2] = { 2, 2 }, d1 = 1;
+	static const float want_ge[4] = { 3, 1, 6, 5 };
+	static const uint8_t want_le[4] = { 1, 1, 0, 0 };
+
+	for (int round = 0; round < 2; round++) {
+		struct tg b;
+		struct graph_node *n;
+		graph_t *g;
+		char *cause = NULL;
+		size_t removed = 0;
+		int td, ti, tc, tx, ge, le, rc;
+
+		tg_init(&b);
+		tx = tg_input(&b, "x");
+		td = tg_tensor(&b, "data", GRAPH_TENSOR_CONST, GRAPH_DT_F32, 2, dd, data, sizeof data);
+		ti = tg_tensor(&b, "idx", GRAPH_TENSOR_CONST, GRAPH_DT_I64, 2, di, round ? bad : idx, sizeof idx);
+		tc = tg_tensor(&b, "three", GRAPH_TENSOR_CONST, GRAPH_DT_F32, 1, &d1, &three, sizeof three);
+		n = tg_node(&b, GRAPH_OP_GATHER_ELEMENTS, "ge", 2, (int[]){ td, ti }, 1);
+		n->attr.gather.axis = -1;
+		ge = n->outputs[0];
+		n = tg_node(&b, GRAPH_OP_BINARY, "le", 2, (int[]){ ge, tc }, 1);
+		n->attr.binary.fn = GRAPH_BINARY_LESS_OR_EQUAL;
+		le = n->outputs[0];
+		b.t[le].dtype = GRAPH_DT_BOOL;
+		b.gout[b.g.noutputs++] = tg_node(&b, GRAPH_OP_WHERE, "where", 3, (int[]){ le, ge, tx }, 1)->outputs[0];
+		b.t[b.gout[0]].flags = GRAPH_TENSOR_OUTPUT;
+		g = tg_heap(&b);
+		rc = graph_fold_constants(g, &removed, &cause);
+		if (round == 1) {
+			CHECK(rc != 0 && cause != NULL && strstr(cause, "out of range") != NULL,
+			    "fold with index 3 of 3: %s", cause ? cause : "accepted");
+		} else {
+			CHECK(rc == 0, "fold: %s", cause);
+			CHECK(g->nnodes == 1 && g->nodes[0].op == GRAPH_OP_WHERE, "%zu nodes left", g->nnodes);
+		}
+		if (round == 0 && g->nnodes == 1) {
+			const struct graph_tensor *c = &g->tensors[g->nodes[0].inputs[0]];
+			const struct graph_tensor *v = &g->tensors[g->nodes[0].inputs[1]];
+
+			CHECK((c->flags & GRAPH_TENSOR_CONST) && c->dtype == GRAPH_DT_BOOL && c->nbytes == 4 &&
+			    memcmp(c->data, want_le, 4) == 0, "folded LessOrEqual wrong");
+			CHECK((v->flags & GRAPH_TENSOR_CONST) && v->nbytes == sizeof want_ge &&
+			    memcmp(v->data, want_ge, sizeof want_ge) == 0, "folded GatherElements wrong");
+		}
+		free(cause);
+		graph_free(g);
+	}
+}
+
 int
 main(void)
 {
@@ -566,5 +625,6 @@ main(void)
 	test_declared();
 	test_specialize();
 	test_fold_at_load();
+	test_fold_gather_elements();
 	return test_finish("test_graph_shape");
 }
