@@ -442,6 +442,9 @@ model_entry_capture(struct model_plan_entry *e, device_stream_t *st, char **caus
 	device_graph_t *g = NULL;
 	int rc;
 
+	/* Run once first: a first launch may load a kernel's module, not allowed while capturing (model_exec_capture). */
+	if (device_plan_run(e->plan, st, cause) != 0 || device_stream_sync(st, cause) != 0)
+		return error_prefix(cause, "running a plan before capturing it");
 	if (device_graph_capture_begin(st, cause) != 0)
 		return error_prefix(cause, "capturing a graph");
 	rc = device_plan_run(e->plan, st, cause);
@@ -593,10 +596,18 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");
 	for (rows = 1; rows <= max_rows; rows++) {
-		if (device_graph_capture_begin(s, cause) != 0)
-			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
 		g = NULL;
 		model_shape_max(m, rows, &sh);
+		/*
+		 * Run once before capturing: a kernel's first launch may load its
+		 * module (CUDA's lazy loading, cuBLAS picking a kernel for a new
+		 * size), which is not allowed inside a capture while other streams
+		 * work, as when a model is reloaded beside a serving version.
+		 */
+		if (model_exec_queue(x, &sh, s, cause) != 0 || device_stream_sync(s, cause) != 0)
+			return error_prefix(cause, "model '%s': running %d rows before capturing them", m->name, rows);
+		if (device_graph_capture_begin(s, cause) != 0)
+			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
 		rc = model_exec_queue(x, &sh, s, cause);
 		/* End the capture even after a failure, so the stream is usable again. */
 		if (device_graph_capture_end(s, &g, rc == 0 ? cause : NULL) != 0) {

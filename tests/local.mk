@@ -163,7 +163,7 @@ check_PROGRAMS += tests/helpers/ipc_client tests/helpers/ipc_hostile
 tests_helpers_ipc_client_SOURCES = tests/helpers/ipc_client.c
 tests_helpers_ipc_client_LDADD = client/lib/libinferd.la -lm
 tests_helpers_ipc_hostile_SOURCES = tests/helpers/ipc_hostile.c include/inferd_wire.h
-tests_helpers_ipc_hostile_LDADD = -lpthread
+tests_helpers_ipc_hostile_LDADD = -lpthread -lm
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
 	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh \
 	tests/integration/test_faults.sh

@@ -32,6 +32,11 @@ def post(path, body=None, method="POST"):
 def register(name, t):
     """Register t's CUDA allocation; returns the tensor's offset in it."""
     _, handle, _, offset = t.untyped_storage()._share_cuda_()[:4]
+    # Recent PyTorch puts a type byte before the cudaIpcMemHandle_t (64 bytes) of a plain
+    # cudaMalloc block; the handle itself is the last 64 bytes either way.
+    if len(handle) < 64:
+        sys.exit("PyTorch's IPC handle is %d bytes, not a cudaIpcMemHandle_t" % len(handle))
+    handle = handle[-64:]
     st, body = post("/v2/cudasharedmemory/region/%s/register" % name, {
         "raw_handle": {"b64": base64.b64encode(handle).decode()}, "device_id": t.device.index,
         "byte_size": offset + t.numel() * 4})

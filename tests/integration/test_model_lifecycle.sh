@@ -205,7 +205,9 @@ echo "ok: inferctl load, index, unload"
 
 # --- instance_group: two instances of a model on the daemon's device, answers unchanged ---------
 mkdir -p "$repo/inst" && cp "$mlp/model.safetensors" "$repo/inst/" || exit 99
-sed 's/"fashion-mlp"/"inst"/; s/^{/{ "instance_group": [{"count": 2, "devices": "cpu"}],/' "$mlp/model.json" \
+here=${INFERD_TEST_DEVICE:-cpu}
+case "$here" in cpu) elsewhere=cuda:3 ;; *) elsewhere=cpu ;; esac
+sed "s/\"fashion-mlp\"/\"inst\"/; s/^{/{ \"instance_group\": [{\"count\": 2, \"devices\": \"$here\"}],/" "$mlp/model.json" \
 	>"$repo/inst/model.json" || exit 99
 out=$(post /v2/repository/models/inst/load)
 [ "$(echo "$out" | status_of)" = 200 ] || fail "load inst: $out"
@@ -225,7 +227,7 @@ threads = [threading.Thread(target=run) for _ in range(8)]
 [t.join() for t in threads]
 assert not bad, bad[:1]
 PYEOF
-sed -i 's/"devices": "cpu"/"devices": "cuda:3"/' "$repo/inst/model.json"
+sed -i "s/\"devices\": \"$here\"/\"devices\": \"$elsewhere\"/" "$repo/inst/model.json"
 out=$(post /v2/repository/models/inst/load)
 [ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "instance_group 0 names a device" ||
 	fail "an instance on another device: $out"
