@@ -79,6 +79,7 @@ struct model_queue {
 	device_stream_t *compute;
 	uint64_t seq;
 	int stopping, sched_done;
+	int launching;				/* a batch is being formed or launched (by sched_main or a submitter) */
 	pthread_t sched, completion;
 	int threads_started;
 };
@@ -94,6 +95,7 @@ struct batcher {
 	int shut;
 	size_t mapped_max;			/* tensors up to this size go through the batch kernels */
 	int busy_clients;			/* clients with a request queued or in flight (atomic) */
+	int inline_dispatch;			/* a submitter launches a batch itself when it may */
 };
 
 #define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
@@ -379,6 +381,8 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 			METRICS_ADD(q->mm->queue_us, now - r->submit_us);
 	}
 	s->shape.rows = s->rows;
+	if (q->queued == 0)
+		q->next_deadline = UINT64_MAX;	/* nothing queued can expire: spares the scan */
 }
 
 /*
@@ -536,9 +540,13 @@ push_inflight(struct model_queue *q, struct batch_slot *s)
 	pthread_cond_signal(&q->landed);
 }
 
-/* Launch a formed batch outside the lock; a failure fails the batch, in order. */
+/*
+ * Launch a formed batch outside the lock (the caller set q->launching, this
+ * clears it once the batch is in flight); a failure fails the batch, in
+ * order.  submitter: called by batcher_submit's thread, not sched_main.
+ */
 static void
-dispatch(struct model_queue *q, struct batch_slot *s)
+dispatch(struct model_queue *q, struct batch_slot *s, int submitter)
 {
 	char *cause = NULL;
 
@@ -558,7 +566,50 @@ dispatch(struct model_queue *q, struct batch_slot *s)
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
 	push_inflight(q, s);
+	q->launching = 0;
+	/* A submitter launched it: the scheduler may have work it deferred meanwhile, or must stop. */
+	if (submitter && (q->queued > 0 || q->stopping))
+		pthread_cond_signal(&q->work);
 	pthread_mutex_unlock(&q->lock);
+}
+
+/* Take a free slot, fill it with up to limit rows and mark q launching (q->lock held, a slot free). */
+static struct batch_slot *
+take_batch(struct model_queue *q, int limit, uint64_t now)
+{
+	struct batch_slot *s = q->free_slots;
+
+	q->free_slots = s->next;
+	q->launching = 1;
+	form_batch(q, s, limit, now);
+	if (s->nreqs == 0)	/* no request fits the preferred size: take what fits the maximum */
+		form_batch(q, s, model_rows_max(q->model), now);
+	return s;
+}
+
+/*
+ * After an enqueue (q->lock held): when the scheduler would dispatch at once
+ * and nobody is launching, take the batch here and return it for the
+ * caller to dispatch after unlocking (no hand-off to sched_main); NULL
+ * leaves the work to sched_main, woken.  Requests past their deadline stay
+ * with sched_main, so no done callback runs on the submitter's thread.
+ */
+static struct batch_slot *
+inline_batch(struct model_queue *q)
+{
+	uint64_t now, wake = UINT64_MAX;
+	int limit;
+
+	if (q->batcher->inline_dispatch && !q->launching && !q->stopping && q->free_slots != NULL) {
+		now = clock_now_us();
+		if (now < q->next_deadline && (limit = batch_limit(q, now, &wake)) > 0) {
+			if (q->mm != NULL)
+				METRICS_ADD(q->mm->inline_batches, 1);
+			return take_batch(q, limit, now);
+		}
+	}
+	pthread_cond_signal(&q->work);
+	return NULL;
 }
 
 /* The scheduling thread of one model: wait, form fair batches, launch them. */
@@ -573,6 +624,11 @@ sched_main(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
+		if (q->launching) {
+			/* A submitter is launching: never two launches at once (launch order is completion order). */
+			pthread_cond_wait(&q->work, &q->lock);
+			continue;
+		}
 		if (q->queued == 0) {
 			if (q->stopping)
 				break;
@@ -598,13 +654,9 @@ sched_main(void *arg)
 				clock_cond_wait_until(&q->work, &q->lock, wake);
 			continue;
 		}
-		s = q->free_slots;
-		q->free_slots = s->next;
-		form_batch(q, s, limit, now);
-		if (s->nreqs == 0)	/* no request fits the preferred size: take what fits the maximum */
-			form_batch(q, s, model_rows_max(q->model), now);
+		s = take_batch(q, limit, now);
 		pthread_mutex_unlock(&q->lock);
-		dispatch(q, s);
+		dispatch(q, s, 0);
 		pthread_mutex_lock(&q->lock);
 	}
 	q->sched_done = 1;
@@ -787,7 +839,7 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 	if (q->slots == NULL)
 		return error_set(cause, "out of memory");
 	q->nslots = inflight;
-	q->next_deadline = 0;		/* the first wake-up scans and sets it */
+	q->next_deadline = UINT64_MAX;	/* nothing queued yet; enqueue lowers it */
 	for (i = 0; i < inflight; i++) {
 		if (slot_create(q, &q->slots[i], cause) != 0 ||
 		    model_exec_capture(q->slots[i].exec, q->compute, graph_rows, cause) != 0)
@@ -1014,6 +1066,13 @@ const char *
 batch_copy_mode_name(enum batch_copy_mode mode)
 {
 	return mode == BATCH_COPY_DMA ? "dma" : mode == BATCH_COPY_MAPPED ? "mapped" : "auto";
+}
+
+/* Whether a submitter may launch a batch itself (batcher_set_inline_dispatch). */
+void
+batcher_set_inline_dispatch(batcher_t *b, int on)
+{
+	b->inline_dispatch = on != 0;
 }
 
 /* Resolve the mode into the largest tensor the batch kernels copy. */
@@ -1302,7 +1361,7 @@ enqueue_fifo(struct model_queue *q, batch_client_t *c)
 	return f;
 }
 
-/* Append req to its client's fifo and wake the scheduler (q->lock held). */
+/* Append req to its client's fifo (q->lock held); the caller wakes the scheduler or dispatches. */
 static enum batch_status
 enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 {
@@ -1343,7 +1402,6 @@ enqueue(struct model_queue *q, struct batch_request *req, char **cause)
 		ring_push(q, f);
 	q->queued++;
 	q->queued_rows += (size_t)req->rows;
-	pthread_cond_signal(&q->work);
 	return BATCH_OK;
 }
 
@@ -1410,6 +1468,7 @@ enum batch_status
 batcher_submit_queue(batcher_t *b, batcher_queue_t *q, struct batch_request *req,
     char **cause)
 {
+	struct batch_slot *s = NULL;
 	enum batch_status st;
 
 	(void)b;
@@ -1417,7 +1476,12 @@ batcher_submit_queue(batcher_t *b, batcher_queue_t *q, struct batch_request *req
 	if (st == BATCH_OK) {
 		pthread_mutex_lock(&q->lock);
 		st = enqueue(q, req, cause);
+		if (st == BATCH_OK)
+			s = inline_batch(q);
 		pthread_mutex_unlock(&q->lock);
+		/* req may be finished (and reused) once s is in flight: not touched after this. */
+		if (s != NULL)
+			dispatch(q, s, 1);
 	}
 	if (st != BATCH_OK)
 		batcher_count(q, NULL, st);

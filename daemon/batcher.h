@@ -178,6 +178,18 @@ void batcher_set_copy_mode(batcher_t *b, enum batch_copy_mode mode, size_t mappe
  */
 int batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, char **cause);
 
+/*
+ * Inline dispatch (batcher_create starts with it off): when a submission
+ * finds its queue's scheduler with nothing to do and the dispatch rule says
+ * go now (a free batch context, nobody launching, e.g. the device idle for
+ * it), batcher_submit forms and launches the batch on the caller's thread
+ * instead of waking the scheduling thread: one thread hand-off less for a
+ * lone request.  The caller then spends the launch (host work; on the CPU
+ * backend the whole compute) inside batcher_submit.  Done callbacks still
+ * run on the completion thread.  Call before any queue is attached.
+ */
+void batcher_set_inline_dispatch(batcher_t *b, int on);
+
 /* Human-readable text of a status (the TEXT column of inferd_outcome.h). */
 const char *batch_status_str(enum batch_status s);
 

@@ -150,6 +150,12 @@ static const struct config_key config_keys[] = {
 	  "On CUDA, batches of up to this many rows replay a CUDA graph captured\n"
 	  "at start-up (one launch instead of one per kernel), 0 to 65536.\n"
 	  "0 turns graphs off; each captured size costs a little device memory." },
+	{ "MODELS AND DEVICE", "inline_dispatch", CONFIG_BOOL, "yes", KEY(inline_dispatch), 0, 1, NULL,
+	  "Let the thread that takes a request launch its batch itself when the\n"
+	  "model's scheduler would dispatch at once (nothing being launched, a free\n"
+	  "batch context, e.g. the device idle for it): a lone request reaches the\n"
+	  "device without a thread hand-off (yes or no).  Under load batches still\n"
+	  "form as before; no sends every batch through the scheduling thread." },
 	{ "MODELS AND DEVICE", "cpu_threads", CONFIG_INT, "0", KEY(cpu_threads), 0, 1024, NULL,
 	  "Threads the CPU backend computes a batch with (OpenMP loops and sgemm), 0 to 1024.\n"
 	  "0 takes every online core.  Every model computing at the same moment uses\n"

@@ -32,6 +32,7 @@ struct daemon_config {
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
+	int inline_dispatch;		/* inline_dispatch = yes (submitter launches when the scheduler is idle) */
 	int cpu_threads;		/* cpu_threads = 0 (every online core) */
 	char *copy_mode;		/* copy_mode = auto | dma | mapped */
 	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */

@@ -297,8 +297,10 @@ def test_errors(srv, example, tally):
         tally["invalid"] += 1
     e("POST", "/infer", example, 400, ["missing field 'model'"])
     # A timeout shorter than the batching delay expires in the queue: 503, as Triton answers it.
-    e("POST", infer, json.dumps(dict(req, parameters={"timeout_us": 1})), 503, ["timed out"])
-    tally["timeout"] += 1
+    # fashion-slow waits out its window (no eager dispatch); fashion-mlp would run it at once.
+    e("POST", "/v2/models/fashion-slow/infer", json.dumps(dict(req, parameters={"timeout_us": 1})), 503,
+      ["timed out"])
+    tally["timeout_slow"] += 1
     tally["rows"] += 1      # decoded into its slot before it expired
 
 
@@ -574,7 +576,7 @@ def test_concurrent_batching(srv, example):
 
 def test_metrics(srv, example):
     """Counters move by exactly what a known sequence of requests did."""
-    tally = {"success": 0, "rows": 0, "invalid": 0, "timeout": 0}
+    tally = {"success": 0, "rows": 0, "invalid": 0, "timeout": 0, "timeout_slow": 0}
     before = srv.metrics()
     sent0, errors0 = srv.sent, srv.errors
     test_health_and_metadata(srv)
@@ -593,6 +595,8 @@ def test_metrics(srv, example):
     check(d(m("success")) == tally["success"], "successes counted %d, had %d" % (d(m("success")), tally["success"]))
     check(d(m("invalid")) == tally["invalid"], "invalid counted %d, sent %d" % (d(m("invalid")), tally["invalid"]))
     check(d(m("timeout")) == tally["timeout"], "timeouts counted %d, had %d" % (d(m("timeout")), tally["timeout"]))
+    slow = 'inferd_requests_total{model="fashion-slow",status="timeout"}'
+    check(d(slow) == tally["timeout_slow"], "fashion-slow timeouts counted %d, had %d" % (d(slow), tally["timeout_slow"]))
     check(d("inferd_staged_bytes_total") == tally["rows"] * 784 * 4,
           "staged bytes %d for %d rows" % (d("inferd_staged_bytes_total"), tally["rows"]))
     test_concurrent_batching(srv, example)

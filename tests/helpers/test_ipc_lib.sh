@@ -33,12 +33,14 @@ fail() {
 }
 
 # Start inferd on the CPU with any extra flags; wait (bounded) until both doors answer.
-# INFERD_TEST_COPY_MODE (auto, dma, mapped) sets its copy_mode (test_ipc_copy_modes.sh runs the tests in each).
+# INFERD_TEST_COPY_MODE (auto, dma, mapped) sets its copy_mode (test_ipc_copy_modes.sh runs the tests in each);
+# INFERD_TEST_INLINE (yes, no) its inline_dispatch.
 start_daemon() {
 	rm -f "$tmp/port"
 	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$top_srcdir/conf/models" \
 		--http_port=0 --port-file="$tmp/port" --shm_socket="$sock" \
-		${INFERD_TEST_COPY_MODE:+--copy_mode="$INFERD_TEST_COPY_MODE"} "$@" \
+		${INFERD_TEST_COPY_MODE:+--copy_mode="$INFERD_TEST_COPY_MODE"} \
+		${INFERD_TEST_INLINE:+--inline_dispatch="$INFERD_TEST_INLINE"} "$@" \
 		>>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	await_daemon daemon_answers

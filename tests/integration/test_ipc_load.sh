@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked;
-# then one client's doorbells and wake-ups with the daemon polling and not.
+# then one client's doorbells and wake-ups with the daemon polling and not, and that a lone client's
+# batches are launched inline (inline_dispatch, INFERD_TEST_INLINE=no checks they are not).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 start_daemon
@@ -41,6 +42,11 @@ done
 grep -h 'requests' "$tmp"/client*.log | sort | uniq -c
 [ "$(cat "$tmp"/client*.log | grep -c '1000 requests, 0 wrong')" -eq 16 ] || fail "not every client finished"
 
+# Under load batches still form (inline dispatch or not).
+rows=$(metric 'inferd_inference_count{model="fashion-mlp"}') batches=$(metric 'inferd_execution_count{model="fashion-mlp"}')
+echo "16 clients: $rows rows in $batches batches, $(metric 'inferd_batches_inline_total{model="fashion-mlp"}') launched inline"
+[ "$batches" -gt 0 ] && [ "$rows" -gt $((batches + batches / 2)) ] || fail "16 clients: $rows rows in $batches batches: mean batch under 1.5"
+
 wait_for "metric inferd_shm_clients" 0
 wait_for_at_most daemon_fds "$fds_before"
 [ "$(metric inferd_allocations_after_startup)" = 0 ] || fail "allocations after start-up under shm load"
@@ -49,18 +55,25 @@ stop_daemon
 # Doorbells: with the daemon polling (a window wide enough for a loaded machine), one client's
 # back-to-back requests ring almost never; with polling off every request rings.  Wake-ups:
 # at most one per sleep, so completions landing in one batch wake their client once.
-# run_load NREQ DEPTH: one client; prints "doorbells wakeups executions" over the run.
+# run_load NREQ DEPTH: one client; prints "doorbells wakeups executions inline-executions" over the run.
 run_load() {
 	d0=$(metric inferd_shm_doorbells_total) w0=$(metric inferd_shm_wakeups_total)
-	e0=$(metric 'inferd_execution_count{model="fashion-mlp"}')
+	e0=$(metric 'inferd_execution_count{model="fashion-mlp"}') i0=$(metric 'inferd_batches_inline_total{model="fashion-mlp"}')
 	"$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" "$tmp/ref.bin" "$1" "$2" 7 \
 		>"$tmp/one.log" 2>&1 || { cat "$tmp/one.log"; fail "one client, depth $2: errors"; }
 	echo $(($(metric inferd_shm_doorbells_total) - d0)) $(($(metric inferd_shm_wakeups_total) - w0)) \
-		$(($(metric 'inferd_execution_count{model="fashion-mlp"}') - e0))
+		$(($(metric 'inferd_execution_count{model="fashion-mlp"}') - e0)) \
+		$(($(metric 'inferd_batches_inline_total{model="fashion-mlp"}') - i0))
 }
 start_daemon --shm_poll_us=2000
 set -- $(run_load 1000 1)
-echo "polling, 1000 requests one at a time: $1 doorbells, $2 wake-ups, $3 batches"
+echo "polling, 1000 requests one at a time: $1 doorbells, $2 wake-ups, $3 batches, $4 inline"
+# A lone client's request finds the scheduler idle: the IPC thread launches it (no hand-off).
+if [ "${INFERD_TEST_INLINE:-yes}" = no ]; then
+	[ "$4" -eq 0 ] || fail "inline_dispatch=no: $4 of $3 batches launched inline"
+else
+	[ "$4" -ge $(($3 * 9 / 10)) ] || fail "a lone client: only $4 of $3 batches launched inline"
+fi
 [ "$1" -le 100 ] || fail "$1 doorbells for 1000 back-to-back requests while the daemon polls"
 [ "$2" -le 1000 ] || fail "$2 wake-ups for 1000 requests (more than one each)"
 set -- $(run_load 4000 64)

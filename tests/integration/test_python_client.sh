@@ -47,11 +47,24 @@ case $? in
 77) echo "note: $(cat "$tmp/multi.log"): the multi-input tests skip" ;;
 *) cat "$tmp/multi.log"; fail "make_multi_onnx.py" ;;
 esac
+# The demo model's twin without eager dispatch: a request waits out its 500 ms window, so a 1 us
+# timeout expires in the queue whatever the dispatch path (the demo model may run it at once).
+"$PY" - "$top_srcdir/conf/models/fashion-mlp" "$tmp/models/fashion-slow" <<'PYEOF' || fail "fashion-slow"
+import json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+spec = json.load(open(os.path.join(src, "model.json")))
+spec["name"] = "fashion-slow"
+spec["dynamic_batching"] = dict(spec.get("dynamic_batching", {}), max_queue_delay_us=500000, eager_dispatch=False)
+os.makedirs(dst)
+json.dump(spec, open(os.path.join(dst, "model.json"), "w"))
+w = spec.get("weights", "model.safetensors")
+os.symlink(os.path.join(os.path.abspath(src), w), os.path.join(dst, w))
+PYEOF
 # Explicit mode, every model loaded at start: the repository tests load and unload over HTTP.
-start_daemon --model_repository="$tmp/models" --model_control_mode=explicit --load_model=fashion-mlp,multi
+start_daemon --model_repository="$tmp/models" --model_control_mode=explicit --load_model=fashion-mlp,multi,fashion-slow
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \
     LD_PRELOAD="${preload# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-    INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" \
+    INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" INFERD_TEST_SLOW_MODEL=fashion-slow \
     INFERD_TEST_MODEL_DIR="$top_srcdir/conf/models/fashion-mlp" INFERD_TEST_DAEMON="$top_builddir/inferd" \
     INFERD_ABI_PROBE="$top_builddir/tests/helpers/inferd_abi" \
     INFERD_TEST_IPC_CLIENT="$top_builddir/tests/helpers/ipc_client" \

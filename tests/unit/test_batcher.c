@@ -22,6 +22,7 @@
 static device_t *dev;
 static uint64_t rng = 777;
 static float weights[OUT * IN], bias[OUT];
+static int inline_on;			/* every batcher of this pass: batcher_set_inline_dispatch */
 
 /* A finished request as the test sees it. */
 struct result {
@@ -125,7 +126,7 @@ env_open(struct env *e, int max_batch, int delay_us, const char *preferred, int 
 	e->m = e->model;
 	if (metrics_init(&e->metrics, names, 1) != 0 ||
 	    batcher_create(dev, &e->metrics, 2, 256, &e->b, &cause) != 0 ||
-	    batcher_attach(e->b, e->model, &e->q, &cause) != 0) {
+	    (batcher_set_inline_dispatch(e->b, inline_on), batcher_attach(e->b, e->model, &e->q, &cause)) != 0) {
 		fprintf(stderr, "FAIL: batcher_create: %s\n", cause);
 		exit(1);
 	}
@@ -230,6 +231,9 @@ test_no_delay(void)
 	}
 	CHECK(e.metrics.models[0].execution_count == 20, "%llu executions, want 20",
 	    (unsigned long long)e.metrics.models[0].execution_count);
+	/* A lone client's request finds the scheduler idle: launched by the submitter, or never when off. */
+	CHECK(e.metrics.models[0].inline_batches == (inline_on ? 20u : 0u), "inline dispatch %s: %llu of 20 batches inline",
+	    inline_on ? "on" : "off", (unsigned long long)e.metrics.models[0].inline_batches);
 	batcher_client_close(e.b, c);
 	env_close(&e);
 }
@@ -755,7 +759,7 @@ test_two_shapes(void)
 
 	repo = make_sum_repo(&dir, 300000, 0);
 	CHECK(metrics_init(&metrics, names, 1) == 0 && batcher_create(dev, &metrics, 2, 0, &b, &cause) == 0 &&
-	    batcher_attach(b, repo, &bq, &cause) == 0,
+	    (batcher_set_inline_dispatch(b, inline_on), batcher_attach(b, repo, &bq, &cause)) == 0,
 	    "batcher: %s", cause);
 	CHECK(batcher_client_create(b, "a", &c1, &cause) == 0 && batcher_client_create(b, "b", &c2, &cause) == 0,
 	    "%s", cause);
@@ -913,13 +917,10 @@ test_attach_detach(void)
 	env_close(&e);
 }
 
-int
-main(void)
+/* Every scenario once (main runs them with inline dispatch off, then on). */
+static void
+run_all(void)
 {
-	dev = test_open_device();
-	log_set_level("warn");
-	test_fill_random(weights, OUT * IN, &rng, -0.25f, 0.25f);
-	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
 	test_batch_count();
 	test_no_delay();
 	test_preferred();
@@ -935,6 +936,19 @@ main(void)
 	test_tensor_lists();
 	test_two_shapes();
 	test_attach_detach();
+}
+
+int
+main(void)
+{
+	dev = test_open_device();
+	log_set_level("warn");
+	test_fill_random(weights, OUT * IN, &rng, -0.25f, 0.25f);
+	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
+	for (inline_on = 0; inline_on <= 1; inline_on++) {
+		printf("inline dispatch %s\n", inline_on ? "on" : "off");
+		run_all();
+	}
 	device_close(dev);
 	return test_finish("test_batcher");
 }
