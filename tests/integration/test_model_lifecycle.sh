@@ -168,8 +168,17 @@ exec 7>"$tmp/hold.in"
 echo infer >&7
 wait_for "grep -c '^ok' $tmp/hold.out" 1
 [ "$(post /v2/repository/models/fashion-mlp/unload | status_of)" = 200 ] || fail "unload"
-post /v2/repository/index | grep -q '"name":"fashion-mlp","state":"UNAVAILABLE","reason":"unloaded"' ||
-	post /v2/repository/index | grep -q '"name":"fashion-mlp","state":"UNLOADING"' || fail "index after unload"
+# The version drains (UNLOADING, its version named) and then reads UNAVAILABLE "unloaded"; on a
+# GPU the drain takes a moment, so wait for it (at most 10 s).
+i=0
+until idx=$(post /v2/repository/index) &&
+	echo "$idx" | grep -q '"name":"fashion-mlp","state":"UNAVAILABLE","reason":"unloaded"'; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "index after unload: $idx"
+	echo "$idx" | grep -q '"name":"fashion-mlp",\("version":"[0-9]*",\)\{0,1\}"state":"UNLOADING"' ||
+		fail "index after unload, neither unloading nor unloaded: $idx"
+	sleep 0.1
+done
 echo infer >&7
 wait_for "grep -c 'model unloaded' $tmp/hold.out" 1
 [ "$(post /v2/models/fashion-mlp/infer "@$request" | status_of)" = 503 ] || fail "HTTP infer of an unloaded model"
