@@ -24,7 +24,9 @@ export top_srcdir top_builddir PYTHON3
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$daemon_pid/status"; }
 report() { echo "$(date +%T) t=${1}s rss=$(rss) KiB fds=$(daemon_fds) regions=$(daemon_regions)"; }
 
-start_daemon --max_clients=256
+# Explicit model control, so the reloads are allowed; every model of conf/models loaded at start.
+start_daemon --max_clients=256 --model_control_mode=explicit \
+	--load_model="$(ls "$src/conf/models" | while read -r m; do [ -d "$src/conf/models/$m" ] && printf '%s,' "$m"; done | sed 's/,$//')"
 end=$(( $(date +%s) + SECONDS_TOTAL ))
 
 # References for the shm clients, over HTTP.
