@@ -19,9 +19,10 @@ static device_t *dev;
 
 /* A setup step that must hold for the rest to mean anything: count the failure and stop the test. */
 #define REQUIRE(cond, ...) do {						\
-	CHECK(cond, __VA_ARGS__);					\
-	if (!(cond))							\
+	if (!(cond)) {		/* evaluated once: cond allocates */	\
+		CHECK(!#cond, __VA_ARGS__);				\
 		exit(test_finish("test_copy_batch"));			\
+	}								\
 } while (0)
 
 /* One copy of the test: offsets into the source and destination, and a length. */
