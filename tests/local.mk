@@ -253,7 +253,7 @@ FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tens
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
-FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(abs_top_srcdir)/daemon \
+FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(abs_top_srcdir)/common -I$(abs_top_srcdir)/daemon \
 	-I$(abs_top_srcdir)/tests/helpers -DINFERD_SYSCONFDIR='"$(sysconfdir)/inferd"' -DINFERD_DATADIR='"$(pkgdatadir)"' \
 	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
