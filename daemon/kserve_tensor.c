@@ -94,6 +94,12 @@ kserve_put_float(enum graph_dtype dt, const json_t *v, void *dst)
 		memcpy(dst, &h, sizeof h);
 		return KSERVE_PUT_OK;
 	}
+	if (json_is_integer(v)) {
+		/* One rounding, int64 -> float (through double it could round twice). */
+		f = (float)json_integer_value(v);
+		memcpy(dst, &f, sizeof f);
+		return KSERVE_PUT_OK;
+	}
 	if (fabs(d) > FLT_MAX) {
 		/* Within half an ulp of FLT_MAX still rounds to it (as "3.40282347e+38" does). */
 		if (!(fabs(d) < (double)FLT_MAX * (1.0 + 0x1p-24)))

@@ -15,6 +15,7 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,6 +111,39 @@ fuzz_encode(const model_t *m, const struct kserve_infer *ki, const float *buf)
 }
 
 /*
+ * jansson reads a JSON real as a double, so the tree path rounds decimal ->
+ * double -> float and can land one float away from the correctly rounded
+ * value the fast path gives: only when the double is exactly a midpoint
+ * between two floats, which ties-to-even then resolves to the even one.
+ */
+static int
+fuzz_rounded_twice(float tree, float fast)
+{
+	uint32_t tb;
+
+	if (!isfinite(tree) || !isfinite(fast) || nextafterf(tree, fast) != fast)
+		return 0;
+	memcpy(&tb, &tree, sizeof tb);
+	return (tb & 1) == 0;
+}
+
+/*
+ * The same double rounding at the top of the range: text just under
+ * FLT_MAX + half an ulp rounds to FLT_MAX on the fast path but can reach the
+ * midpoint as a double, which the tree path refuses as out of range.
+ */
+static int
+fuzz_holds_flt_max(const float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fabsf(v[i]) == FLT_MAX)
+			return 1;
+	return 0;
+}
+
+/*
  * The fast path (data decoded from the text at located spans) must answer
  * as the tree path did: accepted with equal values (== : "-0" is -0.0f
  * there, as strtof reads it, where jansson's integer 0 gives +0.0f; the
@@ -133,10 +167,13 @@ fuzz_fast_path(const char *text, size_t len, const struct kserve_binary *binp, c
 		kserve_infer_release(&ki, NULL);
 		json_decref(root);
 	}
-	if (rc != tree_rc || (rc != 0 && cause == NULL))
+	if (rc != 0 && cause == NULL)
 		abort();
-	for (i = 0; rc == 0 && i < tree->input_bytes / sizeof(float); i++)
-		if (!(buf[i] == tree_buf[i]) && memcmp(&buf[i], &tree_buf[i], sizeof buf[i]) != 0)
+	if (rc != tree_rc && !(rc == 0 && fuzz_holds_flt_max(buf, ki.input_bytes / sizeof(float))))
+		abort();
+	for (i = 0; rc == 0 && tree_rc == 0 && i < tree->input_bytes / sizeof(float); i++)
+		if (!(buf[i] == tree_buf[i]) && memcmp(&buf[i], &tree_buf[i], sizeof buf[i]) != 0 &&
+		    !fuzz_rounded_twice(tree_buf[i], buf[i]))
 			abort();	/* binary data may hold NaNs: those must be the same bits */
 	free(cause);
 }

@@ -85,6 +85,17 @@ test_valid(void)
 	CHECK(buf[6] == FLT_MAX && buf[7] == -FLT_MAX && buf[8] > 0 && buf[9] == 9223372036854775807.0f,
 	    "extremes %g %g %g %g", buf[6], buf[7], buf[8], buf[9]);
 
+	/*
+	 * 2^60 + 2^36 + 1 is just above the midpoint between the floats 2^60 and
+	 * 2^60 + 2^37: it rounds up; through a double it would become the midpoint
+	 * and round to even (down).
+	 */
+	CHECK(decode("{\"inputs\":[{\"name\":\"input\",\"shape\":[1,2,3],\"datatype\":\"FP32\","
+	    "\"data\":[1152921573326323713,-1152921573326323713,0,0,0,0]}]}", &ki, &cause) == 0,
+	    "integer rounding: %s", cause);
+	CHECK(buf[0] == 0x1p60f + 0x1p37f && buf[1] == -(0x1p60f + 0x1p37f),
+	    "integer rounded twice: %a %a", buf[0], buf[1]);
+
 	CHECK(decode("{\"inputs\":[{\"name\":\"input\",\"shape\":[4,2,3],\"datatype\":\"FP32\","
 	    "\"data\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}]}", &ki, &cause) == 0,
 	    "max batch: %s", cause);
