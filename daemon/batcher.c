@@ -80,6 +80,7 @@ struct model_queue {
 	uint64_t seq;
 	int stopping, sched_done;
 	int launching;				/* a batch is being formed or launched (by sched_main or a submitter) */
+	int completing;				/* a submitter completes the batch it launched (completion thread waits) */
 	pthread_t sched, completion;
 	int threads_started;
 };
@@ -96,6 +97,7 @@ struct batcher {
 	size_t mapped_max;			/* tensors up to this size go through the batch kernels */
 	int busy_clients;			/* clients with a request queued or in flight (atomic) */
 	int inline_dispatch;			/* a submitter launches a batch itself when it may */
+	int inline_complete;			/* ... and completes it when it has ended by then */
 };
 
 #define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
@@ -540,6 +542,28 @@ push_inflight(struct model_queue *q, struct batch_slot *s)
 	pthread_cond_signal(&q->landed);
 }
 
+static void complete_batch(struct model_queue *q, struct batch_slot *s);
+
+/*
+ * Complete a batch on the thread that launched it (q->completing set by
+ * it): finish its requests and free its context.  q is not touched after
+ * the last unlock: a detach may free it then.
+ */
+static void
+complete_inline(struct model_queue *q, struct batch_slot *s)
+{
+	complete_batch(q, s);
+	if (q->mm != NULL)
+		METRICS_ADD(q->mm->inline_completions, 1);
+	pthread_mutex_lock(&q->lock);
+	s->next = q->free_slots;
+	q->free_slots = s;
+	q->completing = 0;
+	pthread_cond_signal(&q->work);
+	pthread_cond_broadcast(&q->landed);
+	pthread_mutex_unlock(&q->lock);
+}
+
 /*
  * Launch a formed batch outside the lock (the caller set q->launching, this
  * clears it once the batch is in flight); a failure fails the batch, in
@@ -549,6 +573,7 @@ static void
 dispatch(struct model_queue *q, struct batch_slot *s, int submitter)
 {
 	char *cause = NULL;
+	int ended, own;
 
 	s->status = BATCH_OK;
 	s->error[0] = '\0';
@@ -563,14 +588,27 @@ dispatch(struct model_queue *q, struct batch_slot *s, int submitter)
 			LOG_ERROR("model '%s': the compute stream failed too", q->model->name);
 	}
 	s->launch_us = clock_now_us() - s->launch_us;
+	/*
+	 * A batch that has already ended (the CPU backend computes at launch) is
+	 * completed here rather than by waking the completion thread, unless an
+	 * earlier one is still to be completed (completions keep launch order).
+	 */
+	ended = submitter && q->batcher->inline_complete && s->status == BATCH_OK &&
+	    device_event_query(s->ev_compute1, NULL) == 1;
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
-	push_inflight(q, s);
+	own = ended && q->inflight_head == NULL && !q->completing;
+	if (own)
+		q->completing = 1;
+	else
+		push_inflight(q, s);
 	q->launching = 0;
 	/* A submitter launched it: the scheduler may have work it deferred meanwhile, or must stop. */
 	if (submitter && (q->queued > 0 || q->stopping))
 		pthread_cond_signal(&q->work);
 	pthread_mutex_unlock(&q->lock);
+	if (own)
+		complete_inline(q, s);
 }
 
 /* Take a free slot, fill it with up to limit rows and mark q launching (q->lock held, a slot free). */
@@ -748,8 +786,9 @@ completion_main(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		if (q->inflight_head == NULL) {
-			if (q->sched_done)
+		/* A submitter completing its own batch goes first: it was launched before any queued here. */
+		if (q->inflight_head == NULL || q->completing) {
+			if (q->sched_done && !q->completing)
 				break;
 			pthread_cond_wait(&q->landed, &q->lock);
 			continue;
@@ -925,6 +964,7 @@ batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_r
 	b->metrics = metrics;
 	b->inflight = inflight;
 	b->graph_rows = graph_rows;
+	b->inline_complete = 1;
 	batcher_set_copy_mode(b, BATCH_COPY_AUTO, BATCH_MAPPED_MAX_DEFAULT);
 	if (batcher_record_epoch(b, cause) != 0) {
 		batcher_free(b);
@@ -1066,6 +1106,13 @@ const char *
 batch_copy_mode_name(enum batch_copy_mode mode)
 {
 	return mode == BATCH_COPY_DMA ? "dma" : mode == BATCH_COPY_MAPPED ? "mapped" : "auto";
+}
+
+/* Whether a submitter completes a batch it launched that has already ended (batcher_set_inline_complete). */
+void
+batcher_set_inline_complete(batcher_t *b, int on)
+{
+	b->inline_complete = on != 0;
 }
 
 /* Whether a submitter may launch a batch itself (batcher_set_inline_dispatch). */
@@ -1463,6 +1510,69 @@ batcher_cancel(batcher_t *b, const model_t *m, struct batch_request *req)
 	return 1;
 }
 
+/*
+ * Queues whose dispatch this thread deferred to batcher_defer_end, each
+ * pinned (a detach waits) until then.  Per thread: the IPC thread sweeping
+ * every client's ring is the user.
+ */
+#define DEFER_MAX 16
+static __thread struct {
+	int depth;
+	int n;
+	struct model_queue *q[DEFER_MAX];
+} deferred;
+
+/* Defer q's dispatch (not under q->lock: b->lock is taken); 0 when it cannot be, and the submit dispatches now. */
+static int
+defer_add(struct model_queue *q)
+{
+	batcher_t *b = q->batcher;
+	int i;
+
+	for (i = 0; i < deferred.n; i++)
+		if (deferred.q[i] == q)
+			return 1;
+	if (deferred.n == DEFER_MAX)
+		return 0;
+	pthread_mutex_lock(&b->lock);
+	q->pins++;
+	pthread_mutex_unlock(&b->lock);
+	deferred.q[deferred.n++] = q;
+	return 1;
+}
+
+/* Start a batch of submissions on this thread (nests): their dispatch waits for batcher_defer_end. */
+void
+batcher_defer_begin(void)
+{
+	deferred.depth++;
+}
+
+/* Dispatch what the submissions since batcher_defer_begin queued: one batch per queue where the rule says go. */
+void
+batcher_defer_end(void)
+{
+	struct model_queue *q;
+	struct batch_slot *s;
+	batcher_t *b;
+
+	if (--deferred.depth > 0)
+		return;
+	while (deferred.n > 0) {
+		q = deferred.q[--deferred.n];
+		b = q->batcher;
+		pthread_mutex_lock(&q->lock);
+		s = inline_batch(q);
+		pthread_mutex_unlock(&q->lock);
+		if (s != NULL)
+			dispatch(q, s, 1);
+		pthread_mutex_lock(&b->lock);
+		if (--q->pins == 0)
+			pthread_cond_broadcast(&b->unpinned);
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
 /* Queue req on q. */
 enum batch_status
 batcher_submit_queue(batcher_t *b, batcher_queue_t *q, struct batch_request *req,
@@ -1470,13 +1580,15 @@ batcher_submit_queue(batcher_t *b, batcher_queue_t *q, struct batch_request *req
 {
 	struct batch_slot *s = NULL;
 	enum batch_status st;
+	int defer;
 
 	(void)b;
 	st = submit_check(q, req, cause);
 	if (st == BATCH_OK) {
+		defer = deferred.depth > 0 && defer_add(q);
 		pthread_mutex_lock(&q->lock);
 		st = enqueue(q, req, cause);
-		if (st == BATCH_OK)
+		if (st == BATCH_OK && !defer)
 			s = inline_batch(q);
 		pthread_mutex_unlock(&q->lock);
 		/* req may be finished (and reused) once s is in flight: not touched after this. */

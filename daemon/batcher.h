@@ -185,10 +185,33 @@ int batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes
  * it), batcher_submit forms and launches the batch on the caller's thread
  * instead of waking the scheduling thread: one thread hand-off less for a
  * lone request.  The caller then spends the launch (host work; on the CPU
- * backend the whole compute) inside batcher_submit.  Done callbacks still
- * run on the completion thread.  Call before any queue is attached.
+ * backend the whole compute) inside batcher_submit.  Call before any queue
+ * is attached.
  */
 void batcher_set_inline_dispatch(batcher_t *b, int on);
+
+/*
+ * Inline completion (on by default): a submitter that launched a batch
+ * itself also completes it when the batch has already ended by the time the
+ * launch returns (the CPU backend computes at launch) and nothing earlier is
+ * still to be completed: the done callbacks then run inside batcher_submit,
+ * on the caller's thread, before it returns, so a done callback must not
+ * take a lock its submitter holds.  Other batches go to the completion
+ * thread.  Call before any queue is attached.
+ */
+void batcher_set_inline_complete(batcher_t *b, int on);
+
+/*
+ * Deferred dispatch, for a thread that takes many submissions in one go
+ * (the IPC thread sweeping every client's ring): between
+ * batcher_defer_begin and batcher_defer_end (they nest) a submission is
+ * queued but not dispatched; batcher_defer_end then dispatches each queue
+ * it touched as a submitter would (inline when the rule says go, else by
+ * waking its scheduler), so requests taken together form one batch.  The
+ * touched queues are pinned meanwhile (a detach waits).
+ */
+void batcher_defer_begin(void);
+void batcher_defer_end(void);
 
 /* Human-readable text of a status (the TEXT column of inferd_outcome.h). */
 const char *batch_status_str(enum batch_status s);

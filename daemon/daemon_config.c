@@ -156,6 +156,12 @@ static const struct config_key config_keys[] = {
 	  "batch context, e.g. the device idle for it): a lone request reaches the\n"
 	  "device without a thread hand-off (yes or no).  Under load batches still\n"
 	  "form as before; no sends every batch through the scheduling thread." },
+	{ "MODELS AND DEVICE", "inline_complete", CONFIG_BOOL, "yes", KEY(inline_complete), 0, 1, NULL,
+	  "With inline_dispatch, let the thread that launched a batch also answer\n"
+	  "its clients when the batch has already ended by then (the CPU backend\n"
+	  "computes at launch) and no earlier batch is still to be answered: the\n"
+	  "answer skips the completion thread's wake-up (yes or no).  Batches still\n"
+	  "running on a GPU always go to the completion thread."},
 	{ "MODELS AND DEVICE", "cpu_threads", CONFIG_INT, "0", KEY(cpu_threads), 0, 1024, NULL,
 	  "Threads the CPU backend computes a batch with (OpenMP loops and sgemm), 0 to 1024.\n"
 	  "0 takes every online core.  Every model computing at the same moment uses\n"

@@ -33,6 +33,7 @@ struct daemon_config {
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int inline_dispatch;		/* inline_dispatch = yes (submitter launches when the scheduler is idle) */
+	int inline_complete;		/* inline_complete = yes (... and completes it when it has already ended) */
 	int cpu_threads;		/* cpu_threads = 0 (every online core) */
 	char *copy_mode;		/* copy_mode = auto | dma | mapped */
 	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */

@@ -330,14 +330,19 @@ ipc_thread(void *arg)
 {
 	ipc_server_t *s = arg;
 	struct epoll_event ev[64];
-	int i, n, polling;
+	int i, n, polling, taken;
 
 	while (!__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
 		polling = ipc_polling(s);
 		if (polling && s->armed)
 			ipc_need_wakeup(s, 0);
-		if (!polling && !s->armed && ipc_arm(s))
-			continue;
+		if (!polling && !s->armed) {
+			batcher_defer_begin();
+			taken = ipc_arm(s);
+			batcher_defer_end();
+			if (taken)
+				continue;
+		}
 		n = epoll_wait(s->epoll_fd, ev, 64, polling ? 0 : ipc_poll_timeout(s));
 		if (n == -1) {
 			if (errno == EINTR)
@@ -346,10 +351,14 @@ ipc_thread(void *arg)
 			    strerror(errno));
 			break;
 		}
+		/* Everything taken in one pass is queued before any of it is dispatched, so it batches. */
+		batcher_defer_begin();
 		for (i = 0; i < n; i++)
 			ipc_event(s, &ev[i]);
+		taken = polling ? ipc_sweep(s) : 1;
+		batcher_defer_end();
 		/* Polling must not starve the threads that compute what was taken. */
-		if (polling && ipc_sweep(s) == 0)
+		if (taken == 0)
 			sched_yield();
 		ipc_expire(s);
 		ipc_reap(s);

@@ -389,15 +389,18 @@ ipc_ring_submit(ipc_server_t *s, struct ipc_client *c, int slot,
 	sl->req.timeout_us = e->timeout_us;
 	sl->req.done = ipc_ring_done;
 	sl->req.user = sl;
-	/* The slot holds the reference from before the submit: done may run at once. */
+	/*
+	 * The slot holds the reference and its model from before the submit:
+	 * done may run at once, even inside batcher_submit_queue (inline completion).
+	 */
 	sl->ref = ref;
+	sl->model = m;
 	if (__atomic_load_n(&s->shutting_down, __ATOMIC_ACQUIRE))
 		st = BATCH_SHUTDOWN;
 	else
 		st = batcher_submit_queue(s->ctx.batcher, repository_queue(ref), &sl->req, &cause);
-	if (st == BATCH_OK)
-		sl->model = m;
-	else {
+	if (st != BATCH_OK) {
+		sl->model = NULL;
 		sl->ref = NULL;
 		repository_release(ref);
 		LOG_DEBUG("ipc: %s request %llu: %s", c->label, (unsigned long long)e->user_data,

@@ -439,7 +439,9 @@ daemon_copy_mode(struct daemon *d, char **cause)
 		return error_set(cause, "copy_mode '%s' is not auto, dma or mapped", d->config.copy_mode);
 	batcher_set_copy_mode(d->batcher, mode, d->config.mapped_copy_max_bytes);
 	batcher_set_inline_dispatch(d->batcher, d->config.inline_dispatch);
-	LOG_INFO("inline dispatch: %s", d->config.inline_dispatch ? "on" : "off");
+	batcher_set_inline_complete(d->batcher, d->config.inline_complete);
+	LOG_INFO("inline dispatch: %s, inline completion: %s", d->config.inline_dispatch ? "on" : "off",
+	    d->config.inline_dispatch && d->config.inline_complete ? "on" : "off");
 	if (mode == BATCH_COPY_DMA)
 		LOG_INFO("copy mode: dma (every tensor by a DMA copy)");
 	else if (mode == BATCH_COPY_MAPPED || device_is_integrated(d->dev))
