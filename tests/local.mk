@@ -189,6 +189,9 @@ tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_repository_LDADD = $(TEST_LDADD)
 TESTS += tests/unit/test_repository tests/integration/test_model_lifecycle.sh
 dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
+# The device memory report of a loaded version: load line, /stats and /metrics against the weights file.
+TESTS += tests/integration/test_model_memory.sh
+dist_check_SCRIPTS += tests/integration/test_model_memory.sh
 
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
