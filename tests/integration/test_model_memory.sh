@@ -72,7 +72,10 @@ arena, instances, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
 logged = dict(zip(kinds, map(int, m.group(4, 5, 6, 7))))
 if instances != int(ninstances):
     fail("expected %s instances: %s" % (ninstances, line))
-if expect_weights is not None and logged["weights"] != expect_weights:
+# On a GPU a specialisation's folded constants (an ONNX graph's shape arithmetic) are uploaded too.
+exact = device == "cpu" or weights_file.endswith(".safetensors")
+if expect_weights is not None and (logged["weights"] < expect_weights or
+                                   (exact and logged["weights"] != expect_weights)):
     fail("weights %d, the file declares %d bytes" % (logged["weights"], expect_weights))
 # Both models take 784 floats a row and give 10, at most 256 rows a batch.
 if arena < 256 * (784 + 10) * 4:
