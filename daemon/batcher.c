@@ -1051,6 +1051,18 @@ batcher_queue_busy_seconds(const batcher_queue_t *q)
 	return q != NULL ? (double)__atomic_load_n(&q->busy_us, __ATOMIC_RELAXED) / 1e6 : 0;
 }
 
+/* The device memory of q's batch contexts and compute stream, added to *sum. */
+void
+batcher_queue_memory(const batcher_queue_t *q, struct model_memory *sum)
+{
+	int i;
+
+	for (i = 0; i < q->nslots; i++)
+		if (q->slots[i].exec != NULL)
+			model_memory_add(sum, &q->slots[i].exec->memory);
+	sum->workspace += device_stream_bytes(q->compute);
+}
+
 /* Stop accepting new requests; queued ones still run. */
 void
 batcher_shutdown(batcher_t *b)

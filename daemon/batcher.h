@@ -100,6 +100,12 @@ void batcher_detach(batcher_t *b, batcher_queue_t *q);
 size_t batcher_queue_load(batcher_queue_t *q);
 /* Seconds the device spent on q's batches so far (compute, from device events; 0 for NULL). */
 double batcher_queue_busy_seconds(const batcher_queue_t *q);
+/*
+ * Add the device memory q holds to *sum: every batch context's (its
+ * model_exec_t.memory) and its compute stream's own (workspace).  The
+ * figures are fixed once batcher_attach returned.
+ */
+void batcher_queue_memory(const batcher_queue_t *q, struct model_memory *sum);
 /* Stop, drain, join and free every queue still attached, then b (NULL is ignored). */
 void batcher_free(batcher_t *b);
 /* Stop accepting new requests (they get BATCH_SHUTDOWN) and new queues; queued ones still run. */

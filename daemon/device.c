@@ -650,6 +650,21 @@ device_plan_free(device_plan_t *p)
 	free(p);
 }
 
+/* What the plan's compile allocated (set by the backend's plan_compile). */
+void
+device_plan_memory(const device_plan_t *p, size_t *own_bytes, size_t *weight_bytes)
+{
+	*own_bytes = p != NULL ? p->own_bytes : 0;
+	*weight_bytes = p != NULL ? p->weight_bytes : 0;
+}
+
+/* The stream's own device memory (set by the backend's stream_create). */
+size_t
+device_stream_bytes(const device_stream_t *s)
+{
+	return s != NULL ? s->bytes : 0;
+}
+
 /* 1 when the backend can capture and replay graphs. */
 int
 device_has_graphs(const device_t *dev)

@@ -197,6 +197,16 @@ int device_plan_compile_shared(device_t *dev, const graph_t *g,
 int device_plan_run(device_plan_t *p, device_stream_t *s, char **cause);
 /* Free a plan and its workspaces (NULL is ignored). */
 void device_plan_free(device_plan_t *p);
+/*
+ * Device memory the plan allocated at compile beyond what it was given
+ * (memory reports): *own_bytes its steps' own scratch and buffers (FP16
+ * activations at fp16), *weight_bytes the FP16 weight copies it created
+ * (copies another plan already made are shared, not counted again); 0 and 0
+ * on the CPU backend.
+ */
+void device_plan_memory(const device_plan_t *p, size_t *own_bytes, size_t *weight_bytes);
+/* Device memory a stream holds of its own (a compute stream's BLAS workspace); 0 on the CPU backend. */
+size_t device_stream_bytes(const device_stream_t *s);
 
 #ifdef __cplusplus
 }

@@ -318,6 +318,7 @@ cuda_stream_create(device_stream_t *s, char **cause)
 		return -1;
 	}
 	s->handle = cs;
+	s->bytes = s->kind == DEVICE_STREAM_COMPUTE ? CUDA_BLAS_WORKSPACE : 0;
 	return 0;
 }
 
@@ -611,6 +612,19 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 	return 0;
 }
 
+/* Record what the compile allocated: the steps' own scratch, the FP16 buffers, the FP16 weights it created. */
+static void
+cuda_plan_tally(device_plan_t *p, const struct cuda_plan *c)
+{
+	size_t own = c->prec.owned_bytes;
+
+	for (size_t i = 0; i < c->nsteps; i++)
+		if (c->steps[i].ws != NULL && !c->steps[i].ws_shared)
+			own += c->steps[i].ws_bytes;
+	p->own_bytes = own;
+	p->weight_bytes = c->prec.new_weight_bytes;
+}
+
 /* Resolve every node into a step, allocating every workspace now (runs never allocate). */
 static int
 cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
@@ -650,6 +664,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
 	}
 	p->ws_need = c->ws.need;
+	cuda_plan_tally(p, c);
 	return 0;
 }
 

@@ -178,6 +178,8 @@ struct cuda_prec {
 	size_t nowned;
 	struct prec_shared **weights;	/* FP16 weight copies this plan holds (shared between plans, counted) */
 	size_t nweights;
+	size_t owned_bytes;		/* device bytes of owned[] (memory reports) */
+	size_t new_weight_bytes;	/* device bytes of the FP16 weight copies this plan created */
 };
 /* Fill cc's dtypes/addrs for g at its precision, allocating FP16 buffers at fp16; pre-steps cast inputs. */
 int cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *addrs,

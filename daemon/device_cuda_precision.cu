@@ -104,6 +104,7 @@ prec_alloc(struct cuda_prec *pr, size_t bytes, char **cause)
 		return NULL;
 	}
 	pr->owned[pr->nowned++] = d;
+	pr->owned_bytes += bytes ? bytes : 1;
 	return d;
 }
 
@@ -168,6 +169,7 @@ prec_weight(struct cuda_prec *pr, int ordinal, const void *f32, int64_t n, char 
 	if (e == NULL && (e = prec_shared_new(ordinal, f32, n, cause)) != NULL) {
 		e->next = prec_cache;
 		prec_cache = e;
+		pr->new_weight_bytes += (size_t)(n > 0 ? n : 1) * 2;
 	}
 	if (e != NULL) {
 		e->refs++;

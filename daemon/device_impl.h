@@ -79,6 +79,7 @@ struct device_stream {
 	device_t *dev;
 	enum device_stream_kind kind;
 	void *handle;			/* the backend's per-stream state */
+	size_t bytes;			/* set by stream_create: device memory of its own (device_stream_bytes) */
 };
 
 struct device_graph {
@@ -113,6 +114,8 @@ struct device_plan {
 	void *ws;			/* DEVICE_WS_SHARED: the workspace */
 	size_t ws_bytes;
 	size_t ws_need;			/* set by plan_compile: the most scratch one step takes from ws */
+	size_t own_bytes;		/* set by plan_compile: device memory its steps allocated (device_plan_memory) */
+	size_t weight_bytes;		/* set by plan_compile: FP16 weight copies it created */
 };
 
 /* Backend constructors: fill dev->ops, dev->ctx, dev->name. */

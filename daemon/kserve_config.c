@@ -132,6 +132,33 @@ kserve_config_inference_stats(const struct metrics_model *mm)
 	    "cache_miss", kserve_config_duration(0, 0));
 }
 
+/* Triton's memory_usage: the version's total on its device, [{"type", "id", "byte_size"}]. */
+static json_t *
+kserve_config_memory_usage(const model_t *m)
+{
+	int id;
+	const char *type = model_memory_device(m->dev, &id);
+
+	return json_pack("[{s:s, s:i, s:I}]", "type", type, "id", id, "byte_size",
+	    (json_int_t)model_memory_total(&m->memory));
+}
+
+/* inferd's breakdown: {"weights", "activations", "workspace", "graphs", "total"} in bytes. */
+static json_t *
+kserve_config_memory(const model_t *m)
+{
+	json_t *o = json_object();
+	int k;
+
+	for (k = 0; o != NULL && k < MODEL_MEMORY_KINDS; k++)
+		if (json_object_set_new(o, model_memory_kind_name(k),
+		    json_integer((json_int_t)model_memory_get(&m->memory, k))) != 0)
+			o = (json_decref(o), NULL);
+	if (o != NULL && json_object_set_new(o, "total", json_integer((json_int_t)model_memory_total(&m->memory))) != 0)
+		o = (json_decref(o), NULL);
+	return o;
+}
+
 /* The model's statistics. */
 char *
 kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
@@ -143,11 +170,12 @@ kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size
 	if (mm == NULL)
 		mm = &none;
 	snprintf(version, sizeof version, "%lld", (long long)m->version);
-	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[]}]}",
+	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[], s:o, s:o}]}",
 	    "model_stats", "name", m->name, "version", version,
 	    "last_inference", (json_int_t)0,
 	    "inference_count", kserve_config_load(&mm->inference_count),
 	    "execution_count", kserve_config_load(&mm->execution_count),
 	    "inference_stats", kserve_config_inference_stats(mm),
-	    "batch_stats"), len, cause);
+	    "batch_stats", "memory_usage", kserve_config_memory_usage(m), "memory", kserve_config_memory(m)),
+	    len, cause);
 }

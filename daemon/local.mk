@@ -18,7 +18,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
-	daemon/model_onnx.c daemon/model_shape.c \
+	daemon/model_onnx.c daemon/model_shape.c daemon/model_memory.c daemon/model_memory.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h \

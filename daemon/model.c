@@ -85,6 +85,7 @@ model_bind_consts(model_t *m, char **cause)
 			m->consts[i] = (void *)t->data;
 		else if (model_upload(m->dev, t->data, t->nbytes, &m->consts[i], cause) != 0)
 			return error_prefix(cause, "constant '%s'", t->name);
+		m->memory.weights += t->nbytes;
 	}
 	return 0;
 }

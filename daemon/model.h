@@ -9,6 +9,7 @@
 #include "device_spec.h"
 #include "graph.h"
 #include "graph_plan.h"
+#include "model_memory.h"
 
 /*
  * Contract.  A model directory holds either model.json + weights in the
@@ -149,6 +150,12 @@ typedef struct model {
 	int nvars;			/* variable dims of the graph (0: plans per batch size at create) */
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */
+	/*
+	 * The version's device memory (model_memory.h): weights counted when the
+	 * constants are bound; the serving contexts' figures added by whoever
+	 * creates them (the repository, from model_exec_t.memory and its queues).
+	 */
+	struct model_memory memory;
 } model_t;
 
 /* The concrete shape of one batch: rows and every input's non-batch dims. */
@@ -175,6 +182,12 @@ typedef struct model_exec {
 	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */
+	/*
+	 * What this context allocated (model_memory.h), counted by
+	 * model_exec_create (arena, workspace, pool, its plans' own memory and
+	 * the FP16 weight copies they created) and model_exec_capture (graphs).
+	 */
+	struct model_memory memory;
 } model_exec_t;
 
 /*

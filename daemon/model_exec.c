@@ -310,6 +310,51 @@ model_exec_first_plan(model_exec_t *x, char **cause)
 	return 0;
 }
 
+/* Bytes of a context's arena (never 0: a graph whose tensors are all constants still gets an address). */
+static size_t
+model_exec_arena_bytes(const model_t *m)
+{
+	return m->arena_bytes > 0 ? m->arena_bytes : 64;
+}
+
+/* Device bytes of the constants entry e's specialization folded and uploaded for itself (GPU, fixed dims). */
+static uint64_t
+model_entry_spec_bytes(const model_t *m, const struct model_plan_entry *e)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; e->spec_consts != NULL && i < m->graph->ntensors; i++)
+		if (e->spec_consts[i] != NULL)
+			bytes += e->spec->graph.tensors[i].nbytes;
+	return bytes;
+}
+
+/*
+ * Count what the context holds once created: its arena (activations), its
+ * shared workspace and what its plans allocated of their own (workspace),
+ * the constants its shapes folded (the pool, or each plan's uploads) and the
+ * FP16 weight copies its plans created (weights).
+ */
+static void
+model_exec_tally(model_exec_t *x)
+{
+	const model_t *m = x->model;
+	size_t own, half;
+	int i;
+
+	x->memory.activations = model_exec_arena_bytes(m);
+	x->memory.workspace = x->ws_bytes;
+	x->memory.weights = x->pool != NULL ? (uint64_t)x->pool_slot * (uint64_t)x->nplans : 0;
+	for (i = 0; i < x->nplans; i++) {
+		if (!x->plans[i].valid)
+			continue;
+		device_plan_memory(x->plans[i].plan, &own, &half);
+		x->memory.workspace += own;
+		x->memory.weights += half + model_entry_spec_bytes(m, &x->plans[i]);
+	}
+}
+
 /* Allocate a context's arena for the model's largest batch and compile its plans. */
 int
 model_exec_create(const model_t *m, model_exec_t **out, char **cause)
@@ -327,7 +372,7 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 	if (x->addrs == NULL || x->plans == NULL)
 		rc = error_set(cause, "out of memory");
 	else
-		rc = device_alloc(m->dev, m->arena_bytes > 0 ? m->arena_bytes : 64, &x->arena, cause);
+		rc = device_alloc(m->dev, model_exec_arena_bytes(m), &x->arena, cause);
 	if (rc != 0)
 		error_prefix(cause, "model '%s': allocating the batch arena", m->name);
 	else {
@@ -342,6 +387,7 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		model_exec_free(x);
 		return -1;
 	}
+	model_exec_tally(x);
 	*out = x;
 	return 0;
 }
@@ -574,6 +620,23 @@ out:
 	return rc;
 }
 
+/*
+ * The device's free memory now into *free_bytes; 0 when the backend cannot
+ * tell.  Capturing allocates inside CUDA, out of reach of any counter, so the
+ * graphs' memory is the free memory before minus after (at the driver's page
+ * granularity; another model loading on the device at the same time blurs it).
+ */
+static int
+model_exec_free_bytes(device_t *dev, size_t *free_bytes, char **cause)
+{
+	size_t total;
+	int rc = device_memory_info(dev, free_bytes, &total, cause);
+
+	if (rc == 1)
+		*free_bytes = 0;
+	return rc < 0 ? error_prefix(cause, "reading the device's free memory") : 0;
+}
+
 /* Capture one graph per batch size 1..max_rows, then choose which each size runs. */
 int
 model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause)
@@ -581,6 +644,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	const model_t *m = x->model;
 	struct model_shape sh;
 	device_graph_t *g;
+	size_t before, after;
 	int rows, rc;
 
 	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nconst_out > 0)
@@ -592,6 +656,8 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		x->lazy_graph_rows = max_rows;
 		return 0;
 	}
+	if (model_exec_free_bytes(m->dev, &before, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
 	x->graphs = xcalloc((size_t)max_rows, sizeof *x->graphs);
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");
@@ -622,5 +688,8 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	}
 	if (model_exec_choose(x, s, cause) != 0)
 		return error_prefix(cause, "model '%s': timing its graphs", m->name);
+	if (model_exec_free_bytes(m->dev, &after, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
+	x->memory.graphs = before > after ? before - after : 0;
 	return 0;
 }

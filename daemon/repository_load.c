@@ -126,6 +126,9 @@ repository_attach(repository_t *r, model_ref_t *ref, int n, char **cause)
 		if (batcher_attach(r->o.batcher, ref->model, &ref->queues[ref->nqueues], cause) != 0)
 			return error_prefix(cause, "instance %d", ref->nqueues);
 	ref->queue = ref->queues[0];
+	/* The version's memory report: the weights bound at load, plus every instance's contexts. */
+	for (int i = 0; i < ref->nqueues; i++)
+		batcher_queue_memory(ref->queues[i], &ref->model->memory);
 	return 0;
 }
 
@@ -221,9 +224,12 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	old = repository_publish(m, ref);
 	pthread_mutex_unlock(&r->lock);
 	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, "
-	    "arena %zu bytes, %d instance%s)", m->name, old != NULL ? "reloaded" : "loaded", v,
+	    "arena %zu bytes, %d instance%s; device memory %" PRIu64 " bytes: weights %" PRIu64 ", activations %"
+	    PRIu64 ", workspace %" PRIu64 ", graphs %" PRIu64 ")", m->name, old != NULL ? "reloaded" : "loaded", v,
 	    ref->model->version_dir, ref->load_seconds, ref->model->ninputs, ref->model->noutputs,
-	    ref->model->max_batch_size, ref->model->mem.arena_bytes, ref->nqueues, ref->nqueues == 1 ? "" : "s");
+	    ref->model->max_batch_size, ref->model->mem.arena_bytes, ref->nqueues, ref->nqueues == 1 ? "" : "s",
+	    model_memory_total(&ref->model->memory), ref->model->memory.weights, ref->model->memory.activations,
+	    ref->model->memory.workspace, ref->model->memory.graphs);
 	repository_release(old);
 	return 0;
 }

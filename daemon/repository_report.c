@@ -172,6 +172,24 @@ repository_metrics_state(struct repository_text *t, const struct repository_mode
 		    m->name, repository_state_name(m->state));
 }
 
+/* The memory lines of every loaded version: one per kind (lock held). */
+static void
+repository_metrics_memory(struct repository_text *t, repository_t *r)
+{
+	const model_ref_t *ref;
+	size_t i;
+	int k;
+
+	repository_printf(t, "# HELP inferd_model_memory_bytes Device memory the loaded version holds, by kind "
+	    "(counted at load).\n# TYPE inferd_model_memory_bytes gauge\n");
+	for (i = 0; i < r->nmodels; i++)
+		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
+			for (k = 0; k < MODEL_MEMORY_KINDS; k++)
+				repository_printf(t, "inferd_model_memory_bytes{model=\"%s\",version=\"%" PRId64
+				    "\",kind=\"%s\"} %" PRIu64 "\n", r->models[i]->name, ref->version,
+				    model_memory_kind_name(k), model_memory_get(&ref->model->memory, k));
+}
+
 /* Prometheus lines per model and version. */
 char *
 repository_metrics_text(repository_t *r)
@@ -200,6 +218,7 @@ repository_metrics_text(repository_t *r)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
 			repository_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
 			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
+	repository_metrics_memory(&t, r);
 	pthread_mutex_unlock(&r->lock);
 	if (t.failed) {
 		free(t.s);

@@ -189,6 +189,18 @@ tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_repository_LDADD = $(TEST_LDADD)
 TESTS += tests/unit/test_repository tests/integration/test_model_lifecycle.sh
 dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
+# The device memory report of a loaded version: load line, /stats and /metrics against the weights file.
+TESTS += tests/integration/test_model_memory.sh
+dist_check_SCRIPTS += tests/integration/test_model_memory.sh
+# The report's counting in model_load and model_exec_create/capture, on the CPU and (skipped without a GPU) CUDA.
+check_PROGRAMS += tests/unit/test_model_memory tests/unit/test_model_memory_cuda
+TESTS += tests/unit/test_model_memory tests/unit/test_model_memory_cuda
+tests_unit_test_model_memory_SOURCES = tests/unit/test_model_memory.c $(TEST_COMMON)
+tests_unit_test_model_memory_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_model_memory_LDADD = $(TEST_LDADD)
+tests_unit_test_model_memory_cuda_SOURCES = $(tests_unit_test_model_memory_SOURCES)
+tests_unit_test_model_memory_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_model_memory_cuda_LDADD = $(TEST_LDADD)
 
 # --- several named tensors per model (multitensor) ---
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
