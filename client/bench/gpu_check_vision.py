@@ -156,13 +156,13 @@ def strict_part(torch, model, model_dir, names, output, kind, args, name):
     rng = np.random.default_rng(1000 + 17)
     dev = torch_device(args)
     model64 = copy.deepcopy(model).double()
+    model64.failed = None
     cases, want = [], {}
     for b in args.batches:
         for k in range(args.strict_cases):
             _, (x,) = gc_inputs(kind, b, rng)
             y = torch_logits(torch, model, x, dev)
-            with torch.no_grad():
-                y64 = model64(torch.from_numpy(x).to(dev).double()).cpu().numpy()
+            y64 = float64_logits(torch, model64, x, dev)
             case = f"b{b}_{k}"
             cases.append(gc.write_case(model_dir, case, names, [x], [(output, y.shape)]))
             want[case] = (b, y, y64)
@@ -171,8 +171,32 @@ def strict_part(torch, model, model_dir, names, output, kind, args, name):
     rows = [strict_row(model_dir, c, output, want[c["dir"]], args.tol, name) for c in cases]
     worst = max(r["error"] for r in rows)
     return {"tol": args.tol, "cases": rows, "worst_error": worst, "ok": worst <= args.tol,
-            "worst_inferd_vs_fp64": max(r["inferd_vs_fp64"] for r in rows),
-            "worst_torch_vs_fp64": max(r["torch_vs_fp64"] for r in rows)}
+            "worst_inferd_vs_fp64": worst_of(r["inferd_vs_fp64"] for r in rows),
+            "worst_torch_vs_fp64": worst_of(r["torch_vs_fp64"] for r in rows)}
+
+
+def worst_of(errors):
+    """The largest of errors, None when any is missing."""
+    errors = list(errors)
+    return None if any(e is None for e in errors) else max(errors)
+
+
+def fmt_err(e):
+    """An error figure or 'n/a'."""
+    return "n/a" if e is None else f"{e:.3g}"
+
+
+def float64_logits(torch, model64, x, dev):
+    """The model's output in float64 (the noise floor's reference), or None once float64 failed on dev."""
+    if model64.failed:
+        return None
+    try:
+        with torch.no_grad():
+            return model64(torch.from_numpy(x).to(dev).double()).cpu().numpy()
+    except Exception as e:  # only context is lost: the bar is against PyTorch fp32
+        model64.failed = f"{type(e).__name__}: {e}"
+        print(f"PyTorch float64 reference failed on {dev}, the noise floor is not reported: {model64.failed}")
+        return None
 
 
 def strict_row(model_dir, case, output, want, tol, name):
@@ -181,9 +205,10 @@ def strict_row(model_dir, case, output, want, tol, name):
     got = gc.read_output(model_dir, case["dir"], output, y.shape)
     err = gc.rel_error(got, y)
     row = {"case": case["dir"], "batch": b, "error": err, "scale": float(np.max(np.abs(y))), "ok": err <= tol,
-           "inferd_vs_fp64": gc.rel_error(got, y64), "torch_vs_fp64": gc.rel_error(y, y64)}
+           "inferd_vs_fp64": gc.rel_error(got, y64) if y64 is not None else None,
+           "torch_vs_fp64": gc.rel_error(y, y64) if y64 is not None else None}
     print(f"{name} fp32 {case['dir']}: max|inferd - torch| / max|torch| = {err:.3g} (scale {row['scale']:.3g}; "
-          f"against float64: inferd {row['inferd_vs_fp64']:.3g}, torch fp32 {row['torch_vs_fp64']:.3g}) "
+          f"against float64: inferd {fmt_err(row['inferd_vs_fp64'])}, torch fp32 {fmt_err(row['torch_vs_fp64'])}) "
           f"{'ok' if row['ok'] else 'FAIL'}")
     return row
 
@@ -371,7 +396,7 @@ def summary_lines(rec, args):
         lines.append(f"SUMMARY {name} fp32 on {dev} vs PyTorch fp32 (TF32 off): worst error {s['worst_error']:.3g} "
                      f"of the output scale over {len(s['cases'])} cases at batch "
                      f"{','.join(str(b) for b in args.batches)} (tolerance {s['tol']:g}; against PyTorch float64: inferd "
-                     f"{s['worst_inferd_vs_fp64']:.3g}, PyTorch fp32 {s['worst_torch_vs_fp64']:.3g}) "
+                     f"{fmt_err(s['worst_inferd_vs_fp64'])}, PyTorch fp32 {fmt_err(s['worst_torch_vs_fp64'])}) "
                      f"{'PASS' if s['ok'] else 'FAIL'}")
         failed |= not s["ok"]
     f = rec["fp16"]

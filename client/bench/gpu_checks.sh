@@ -9,7 +9,8 @@
 #                calibrated on random inputs): fp32 vs PyTorch fp32 within 1e-4 of the output scale at batch
 #                1, 8, 64 (with the float64 noise floor), fp16 top-1 agreement >= 99 % on 1,000 random images,
 #                speed of inferd's backend alone vs PyTorch eager and CUDA graph at batch 1, 8, 64, fp32 and
-#                fp16; every figure in OUTDIR/vision.json (VISION_ARGS adds options, e.g. "--models resnet50")
+#                fp16; every figure in OUTDIR/vision.json (VISION_ARGS adds options); vision:MODEL (e.g.
+#                vision:vit_b_16) checks one model into OUTDIR/vision-MODEL.json, to split the run into slots
 #   e2e          gpu_e2e_shm.py: ResNet-50 fp16, 16 shm clients of one image through the daemon against the
 #                engine alone at the mean batch the batcher formed (target >= 0.9 x), p50/p99 latency;
 #                OUTDIR/e2e-shm.json, the daemon's log OUTDIR/e2e-daemon.log (E2E_ARGS adds options)
@@ -33,12 +34,16 @@ for check in $checks; do
 		# shellcheck disable=SC2086
 		"$py" client/bench/gpu_check_vision.py --build "$build" --device "$device" --json "$out/vision.json" \
 			${VISION_ARGS:-} || rc=1 ;;
+	vision:*)
+		# shellcheck disable=SC2086
+		"$py" client/bench/gpu_check_vision.py --build "$build" --device "$device" --models "${check#vision:}" \
+			--json "$out/vision-${check#vision:}.json" ${VISION_ARGS:-} || rc=1 ;;
 	e2e)
 		# shellcheck disable=SC2086
 		"$py" client/bench/gpu_e2e_shm.py --build "$build" --device "$device" --json "$out/e2e-shm.json" \
 			--daemon-log "$out/e2e-daemon.log" ${E2E_ARGS:-} || rc=1 ;;
 	*)
-		echo "gpu_checks.sh: unknown check '$check' (encoders resnet_fp16 fashion vision e2e)" >&2
+		echo "gpu_checks.sh: unknown check '$check' (encoders resnet_fp16 fashion vision vision:MODEL e2e)" >&2
 		rc=1 ;;
 	esac
 done

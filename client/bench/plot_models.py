@@ -23,8 +23,10 @@ import json
 import os
 import sys
 
-PEERS = [("inferd_ms", "inferd (engine alone)"), ("torch_eager_ms", "PyTorch eager"),
-         ("torch_cudagraph_ms", "PyTorch + CUDA graph"), ("torch_compile_ms", "torch.compile")]
+PEERS = [("inferd_ms", "inferd (engine alone)", "tab:blue"), ("torch_eager_ms", "PyTorch eager", "tab:orange"),
+         ("torch_cudagraph_ms", "PyTorch + CUDA graph", "tab:green"),
+         ("torch_compile_ms", "torch.compile", "tab:purple")]
+PRECISIONS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange"}
 
 
 def load(paths):
@@ -48,15 +50,16 @@ def load(paths):
 
 def plot_model(plt, name, rows, path):
     """One model: a panel per precision, bars per peer at each batch."""
-    precisions = sorted({r["precision"] for r in rows})
+    precisions = sorted({r["precision"] for r in rows}, key=lambda p: (list(PRECISIONS).index(p)
+                                                                     if p in PRECISIONS else 9, p))
     fig, axes = plt.subplots(1, len(precisions), figsize=(6 * len(precisions), 4.2), squeeze=False)
     for ax, prec in zip(axes[0], precisions):
         pts = sorted((r for r in rows if r["precision"] == prec), key=lambda r: r["batch"])
-        peers = [(k, label) for k, label in PEERS if any(r.get(k) for r in pts)]
+        peers = [p for p in PEERS if any(r.get(p[0]) for r in pts)]
         width = 0.8 / max(1, len(peers))
-        for i, (key, label) in enumerate(peers):
+        for i, (key, label, color) in enumerate(peers):
             xs = [j + (i - (len(peers) - 1) / 2) * width for j in range(len(pts))]
-            ax.bar(xs, [r.get(key) or 0 for r in pts], width, label=label)
+            ax.bar(xs, [r.get(key) or 0 for r in pts], width, label=label, color=color)
         ax.set_xticks(range(len(pts)))
         ax.set_xticklabels([f"batch {r['batch']}" for r in pts])
         ax.set_ylabel("median ms per batch (lower is better)")
@@ -73,17 +76,20 @@ def plot_ratios(plt, rows, path):
     pts = [r for r in rows if r.get("torch_cudagraph_ratio")]
     if not pts:
         return False
-    pts.sort(key=lambda r: (r["model"], r["precision"], r["batch"]))
+    pts.sort(key=lambda r: (r["model"], list(PRECISIONS).index(r["precision"]) if r["precision"] in PRECISIONS
+                            else 9, r["batch"]))
     fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(pts) + 2), 4.5))
-    colors = {"fp32": "tab:blue", "fp16": "tab:orange"}
     ax.bar(range(len(pts)), [r["torch_cudagraph_ratio"] for r in pts],
-           color=[colors.get(r["precision"], "tab:gray") for r in pts])
+           color=[PRECISIONS.get(r["precision"], "tab:gray") for r in pts])
+    for prec in sorted({r["precision"] for r in pts}):
+        ax.bar([0], [0], color=PRECISIONS.get(prec, "tab:gray"), label=prec)
+    ax.legend(fontsize=8)
     ax.axhline(1.0, color="black", linewidth=1)
     ax.set_xticks(range(len(pts)))
     ax.set_xticklabels([f"{r['model']} {r['precision']} b{r['batch']}" for r in pts], rotation=70,
                        ha="right", fontsize=8)
     ax.set_ylabel("PyTorch + CUDA graph ms / inferd ms")
-    ax.set_title("inferd's backend against PyTorch replaying a CUDA graph (> 1: inferd faster)")
+    ax.set_title("inferd's backend vs PyTorch + CUDA graph (> 1: inferd faster)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -99,13 +105,15 @@ def plot_e2e(plt, recs, path):
         ax.bar(i + 0.2, r["engine_images_per_s"], 0.4, color="tab:green",
                label="engine alone at the mean batch" if i == 0 else None)
         ax.text(i, max(r["e2e_images_per_s"], r["engine_images_per_s"]), f"{r['ratio']:.2f}x", ha="center",
-                va="bottom")
+                va="bottom", fontsize=9)
     ax.set_xticks(range(len(recs)))
     ax.set_xticklabels([f"{r['model']} {r['precision']}\n{r['clients']} clients, batch {r['mean_batch']:.1f}"
                         for r in recs], fontsize=8)
+    top = max(max(r["e2e_images_per_s"], r["engine_images_per_s"]) for r in recs)
+    ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("images/s")
     ax.set_title("end to end over shm against the engine alone")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
