@@ -302,7 +302,7 @@ def speed_precision(ref, torch, peer, name, kind, precision, model_dir, args):
     if not skip_peer:
         model = torch_model(ref, torch, name, precision, dev, args.state)
         if args.compile:
-            compiled = torch.compile(model) if hasattr(torch, "compile") else None
+            compiled = torch.compile(model, dynamic=False) if hasattr(torch, "compile") else None
     rows = []
     for b in args.batches:
         row = {"model": name, "precision": precision, "batch": b, "device": args.device, "errors": {}}
