@@ -44,7 +44,8 @@ reference runs on the CPU, the CUDA-graph and fp16 PyTorch peers are skipped
 --batches 1,2 --inputs 20 --side 64 (--side: the CNNs' image side; ViT-B/16 needs 224).
 
 Prints a line per case, a SUMMARY line per model and part, and a final verdict;
---json PATH gets every figure.  Exit 0 when every correctness bar holds, 1 when
+--json PATH gets every figure, rewritten after each model ("pass" is null until
+the last one is done).  Exit 0 when every correctness bar holds, 1 when
 one fails (or a model could not be exported, run or timed by inferd), 77
 without torch/torchvision/onnx, or without CUDA in PyTorch for a GPU device.
 """
@@ -456,6 +457,16 @@ def parse_args():
     return args
 
 
+def write_json(path, doc):
+    """Write doc to path (when given) through a temporary file."""
+    if not path:
+        return
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
 def versions(torch, args):
     """What the run was made with, for the JSON file."""
     import onnx
@@ -486,16 +497,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gpu_check_vision.") as tmp:
         work = args.workdir or tmp
         for name in args.models:
+            t0 = time.monotonic()
             rec = check_model(ref, torch, peer, name, args, work)
+            rec["elapsed_s"] = time.monotonic() - t0
             doc["models"].append(rec)
             lines, bad = summary_lines(rec, args)
-            print("\n".join(lines), flush=True)
+            print("\n".join(lines) + f"\n{name}: {rec['elapsed_s']:.0f} s", flush=True)
             failed += bad
-    doc["pass"] = failed == 0
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+            doc["pass"] = None if name != args.models[-1] else failed == 0
+            write_json(args.json, doc)	# after each model, so a run cut short keeps what it measured
     print(f"gpu_check_vision: {'PASS' if failed == 0 else 'FAIL'} ({failed} of {len(args.models)} models failed)")
     return 0 if failed == 0 else 1
 
