@@ -81,6 +81,7 @@ struct model_queue {
 	int stopping, sched_done;
 	int launching;				/* a batch is being formed or launched (by sched_main or a submitter) */
 	int completing;				/* a submitter completes the batch it launched (completion thread waits) */
+	int draining;				/* the completion thread completes a batch it took off the FIFO */
 	pthread_t sched, completion;
 	int threads_started;
 };
@@ -597,7 +598,7 @@ dispatch(struct model_queue *q, struct batch_slot *s, int submitter)
 	    device_event_query(s->ev_compute1, NULL) == 1;
 	pthread_mutex_lock(&q->lock);
 	s->seq = q->seq++;
-	own = ended && q->inflight_head == NULL && !q->completing;
+	own = ended && q->inflight_head == NULL && !q->completing && !q->draining;
 	if (own)
 		q->completing = 1;
 	else
@@ -797,9 +798,11 @@ completion_main(void *arg)
 		q->inflight_head = s->next;
 		if (q->inflight_head == NULL)
 			q->inflight_tail = NULL;
+		q->draining = 1;
 		pthread_mutex_unlock(&q->lock);
 		complete_batch(q, s);
 		pthread_mutex_lock(&q->lock);
+		q->draining = 0;
 		s->next = q->free_slots;
 		q->free_slots = s;
 		pthread_cond_signal(&q->work);

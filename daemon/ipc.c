@@ -351,14 +351,19 @@ ipc_thread(void *arg)
 			    strerror(errno));
 			break;
 		}
-		/* Everything taken in one pass is queued before any of it is dispatched, so it batches. */
+		/*
+		 * Everything taken in one pass is queued before any of it is
+		 * dispatched, so it batches; any wake-up also sweeps every ring (two
+		 * loads each), so a submission whose client did not ring is taken
+		 * with the next one that did.
+		 */
 		batcher_defer_begin();
 		for (i = 0; i < n; i++)
 			ipc_event(s, &ev[i]);
-		taken = polling ? ipc_sweep(s) : 1;
+		taken = polling || n > 0 ? ipc_sweep(s) : 0;
 		batcher_defer_end();
 		/* Polling must not starve the threads that compute what was taken. */
-		if (taken == 0)
+		if (polling && taken == 0)
 			sched_yield();
 		ipc_expire(s);
 		ipc_reap(s);

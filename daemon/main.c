@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -224,6 +225,26 @@ fail:
 	return -1;
 }
 
+/* The main thread's id, for signals_forward. */
+static pid_t main_tid;
+
+/*
+ * A stop or rescan signal delivered to a thread that does not block it
+ * (threads libraries start before main(), such as OpenBLAS's pool or the
+ * sanitizer runtimes', never inherited our mask) is sent on to the main
+ * thread, which blocks it until sigwaitinfo takes it: without this the
+ * default action would end the daemon when the signal arrives while the main
+ * thread is not yet waiting.  tgkill is async-signal-safe.
+ */
+static void
+signals_forward(int sig)
+{
+	int saved = errno;
+
+	(void)syscall(SYS_tgkill, getpid(), main_tid, sig);
+	errno = saved;
+}
+
 /* Ignore SIGPIPE and block the signals the main loop waits for, before any thread starts. */
 static int
 signals_setup(sigset_t *set, char **cause)
@@ -242,6 +263,12 @@ signals_setup(sigset_t *set, char **cause)
 	r = pthread_sigmask(SIG_BLOCK, set, NULL);
 	if (r != 0)
 		return error_set(cause, "blocking signals: %s", strerror(r));
+	main_tid = (pid_t)syscall(SYS_gettid);
+	sa.sa_handler = signals_forward;
+	sa.sa_flags = SA_RESTART;
+	if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
+	    sigaction(SIGHUP, &sa, NULL) != 0)
+		return error_set(cause, "installing the signal forwarder: %s", strerror(errno));
 	return 0;
 }
 

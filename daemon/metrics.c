@@ -228,7 +228,7 @@ metrics_render(struct metrics *m, uint64_t allocations_now)
 	    offsetof(struct metrics_model, execution_count));
 	metrics_render_per_model(&b, m, "inferd_batches_inline_total", "Batches launched by the submitting thread itself (inline_dispatch), without a hand-off to the scheduler.",
 	    offsetof(struct metrics_model, inline_batches));
-	metrics_render_per_model(&b, m, "inferd_batches_completed_inline_total", "Batches the submitting thread also completed itself (inline_complete_us), without a hand-off to the completion thread.",
+	metrics_render_per_model(&b, m, "inferd_batches_completed_inline_total", "Batches the submitting thread also completed itself (inline_complete), without a hand-off to the completion thread.",
 	    offsetof(struct metrics_model, inline_completions));
 	metrics_render_per_model(&b, m, "inferd_queue_duration_us", "Microseconds requests waited before their batch started, summed.",
 	    offsetof(struct metrics_model, queue_us));
