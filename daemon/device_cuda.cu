@@ -108,7 +108,7 @@ cuda_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 
 	if (cuda_use(dev, cause) != 0)
 		return -1;
-	err = cudaMalloc(ptr, size);
+	err = CUDA_QUIET(cudaMalloc(ptr, size));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMalloc(%zu bytes)", size);
 	return 0;
@@ -132,7 +132,7 @@ cuda_mem_info(device_t *dev, size_t *free_bytes, size_t *total_bytes, char **cau
 static void
 cuda_free(device_t *dev, void *ptr)
 {
-	if (cuda_use(dev, NULL) == 0 && cudaFree(ptr) != cudaSuccess)
+	if (cuda_use(dev, NULL) == 0 && CUDA_QUIET(cudaFree(ptr)) != cudaSuccess)
 		(void)cudaGetLastError();
 }
 
@@ -144,7 +144,7 @@ cuda_host_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 
 	if (cuda_use(dev, cause) != 0)
 		return -1;
-	err = cudaHostAlloc(ptr, size, cudaHostAllocPortable);
+	err = CUDA_QUIET(cudaHostAlloc(ptr, size, cudaHostAllocPortable));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostAlloc(%zu bytes)", size);
 	return 0;
@@ -154,7 +154,7 @@ cuda_host_alloc(device_t *dev, size_t size, void **ptr, char **cause)
 static void
 cuda_host_free(device_t *dev, void *ptr)
 {
-	if (cuda_use(dev, NULL) == 0 && cudaFreeHost(ptr) != cudaSuccess)
+	if (cuda_use(dev, NULL) == 0 && CUDA_QUIET(cudaFreeHost(ptr)) != cudaSuccess)
 		(void)cudaGetLastError();
 }
 
@@ -167,7 +167,7 @@ cuda_host_register(device_t *dev, void *ptr, size_t size, char **cause)
 	if (cuda_use(dev, cause) != 0)
 		return -1;
 	/* Mapped too: small tensors are read and written there by the batched-copy kernel. */
-	err = cudaHostRegister(ptr, size, cudaHostRegisterPortable | cudaHostRegisterMapped);
+	err = CUDA_QUIET(cudaHostRegister(ptr, size, cudaHostRegisterPortable | cudaHostRegisterMapped));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostRegister(%zu bytes)", size);
 	return 0;
@@ -181,7 +181,7 @@ cuda_host_unregister(device_t *dev, void *ptr, char **cause)
 
 	if (cuda_use(dev, cause) != 0)
 		return -1;
-	err = cudaHostUnregister(ptr);
+	err = CUDA_QUIET(cudaHostUnregister(ptr));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostUnregister");
 	return 0;
@@ -263,14 +263,14 @@ cuda_blas_create(cudaStream_t stream, cublasHandle_t *out, void **workspace,
 	cublasStatus_t st;
 	cudaError_t err;
 
-	err = cudaMalloc(workspace, CUDA_BLAS_WORKSPACE);
+	err = CUDA_QUIET(cudaMalloc(workspace, CUDA_BLAS_WORKSPACE));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaMalloc(cuBLAS workspace, %d bytes)", CUDA_BLAS_WORKSPACE);
-	st = cublasCreate(&h);
+	CUDA_QUIETLY(st = cublasCreate(&h));
 	if (st == CUBLAS_STATUS_SUCCESS && (st = cublasSetWorkspace(h, *workspace, CUDA_BLAS_WORKSPACE)) != CUBLAS_STATUS_SUCCESS)
-		cublasDestroy(h);
+		CUDA_QUIETLY((void)cublasDestroy(h));
 	if (st != CUBLAS_STATUS_SUCCESS) {
-		cudaFree(*workspace);
+		CUDA_QUIET(cudaFree(*workspace));
 		*workspace = NULL;
 		return cuda_blas_fail(cause, st, "cublasCreate/cublasSetWorkspace");
 	}
@@ -278,8 +278,8 @@ cuda_blas_create(cudaStream_t stream, cublasHandle_t *out, void **workspace,
 	if (st == CUBLAS_STATUS_SUCCESS)
 		st = cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
 	if (st != CUBLAS_STATUS_SUCCESS) {
-		cublasDestroy(h);
-		cudaFree(*workspace);
+		CUDA_QUIETLY((void)cublasDestroy(h));
+		CUDA_QUIET(cudaFree(*workspace));
 		*workspace = NULL;
 		return cuda_blas_fail(cause, st, "cublasSetStream/cublasSetMathMode");
 	}
@@ -306,14 +306,14 @@ cuda_stream_create(device_stream_t *s, char **cause)
 	}
 	if (s->kind == DEVICE_STREAM_COMPUTE &&
 	    cuda_blas_create(cs->stream, &cs->blas, &cs->workspace, cause) != 0) {
-		cudaStreamDestroy(cs->stream);
+		CUDA_QUIET(cudaStreamDestroy(cs->stream));
 		free(cs);
 		return -1;
 	}
 	if (s->kind == DEVICE_STREAM_COMPUTE && cuda_dnn_handle_create(cs->stream, &cs->dnn, cause) != 0) {
-		(void)cublasDestroy(cs->blas);
-		(void)cudaFree(cs->workspace);
-		(void)cudaStreamDestroy(cs->stream);
+		CUDA_QUIETLY((void)cublasDestroy(cs->blas));
+		(void)CUDA_QUIET(cudaFree(cs->workspace));
+		(void)CUDA_QUIET(cudaStreamDestroy(cs->stream));
 		free(cs);
 		return -1;
 	}
@@ -332,11 +332,11 @@ cuda_stream_destroy(device_stream_t *s)
 		return;
 	(void)cudaStreamSynchronize(cs->stream);
 	if (cs->blas != NULL)
-		(void)cublasDestroy(cs->blas);
+		CUDA_QUIETLY((void)cublasDestroy(cs->blas));
 	cuda_dnn_handle_destroy(cs->dnn);
 	if (cs->workspace != NULL)
-		(void)cudaFree(cs->workspace);
-	(void)cudaStreamDestroy(cs->stream);
+		(void)CUDA_QUIET(cudaFree(cs->workspace));
+	(void)CUDA_QUIET(cudaStreamDestroy(cs->stream));
 	(void)cudaGetLastError();
 	free(cs);
 	s->handle = NULL;
@@ -505,12 +505,12 @@ cuda_copy_table_create(device_copy_table_t *t, char **cause)
 
 	if (cuda_use(t->dev, cause) != 0)
 		return -1;
-	err = cudaHostAlloc(&host, bytes, cudaHostAllocPortable | cudaHostAllocMapped);
+	err = CUDA_QUIET(cudaHostAlloc(&host, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaHostAlloc(copy table, %zu bytes)", bytes);
 	err = cudaHostGetDevicePointer(&dptr, host, 0);
 	if (err != cudaSuccess) {
-		(void)cudaFreeHost(host);
+		(void)CUDA_QUIET(cudaFreeHost(host));
 		return cuda_fail(cause, err, "cudaHostGetDevicePointer(copy table)");
 	}
 	t->entries = (struct device_copy_entry *)host;
@@ -522,7 +522,7 @@ cuda_copy_table_create(device_copy_table_t *t, char **cause)
 static void
 cuda_copy_table_destroy(device_copy_table_t *t)
 {
-	if (t->entries != NULL && cuda_use(t->dev, NULL) == 0 && cudaFreeHost(t->entries) != cudaSuccess)
+	if (t->entries != NULL && cuda_use(t->dev, NULL) == 0 && CUDA_QUIET(cudaFreeHost(t->entries)) != cudaSuccess)
 		(void)cudaGetLastError();
 	t->entries = NULL;
 }
@@ -706,6 +706,8 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	return cuda_plan_steps(c, &ex, cause);
 }
 
+pthread_rwlock_t cuda_quiet_lock = PTHREAD_RWLOCK_INITIALIZER;
+
 /*
  * Record the stream's work instead of running it.  Thread-local capture mode:
  * other threads (other models, shm clients registering memory) go on working.
@@ -717,9 +719,12 @@ cuda_graph_capture_begin(device_stream_t *s, char **cause)
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
+	(void)pthread_rwlock_rdlock(&cuda_quiet_lock);
 	err = cudaStreamBeginCapture(cuda_stream(s), cudaStreamCaptureModeThreadLocal);
-	if (err != cudaSuccess)
+	if (err != cudaSuccess) {
+		(void)pthread_rwlock_unlock(&cuda_quiet_lock);
 		return cuda_fail(cause, err, "cudaStreamBeginCapture");
+	}
 	return 0;
 }
 
@@ -734,6 +739,7 @@ cuda_graph_capture_end(device_stream_t *s, device_graph_t *g, char **cause)
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
 	err = cudaStreamEndCapture(cuda_stream(s), &graph);
+	(void)pthread_rwlock_unlock(&cuda_quiet_lock);	/* held since cuda_graph_capture_begin */
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaStreamEndCapture");
 	err = cudaGraphInstantiate(&exec, graph, 0);
@@ -764,7 +770,7 @@ cuda_graph_destroy(device_graph_t *g)
 {
 	if (cuda_use(g->dev, NULL) != 0)
 		return;
-	(void)cudaGraphExecDestroy((cudaGraphExec_t)g->handle);
+	(void)CUDA_QUIET(cudaGraphExecDestroy((cudaGraphExec_t)g->handle));
 	(void)cudaGetLastError();
 }
 
@@ -854,7 +860,7 @@ device_cuda_open(device_t *dev, int ordinal, char **cause)
 	if (cuda_use_ordinal(ordinal, cause) != 0)
 		return -1;
 	/* Creating the context here makes driver and memory errors surface at open. */
-	err = cudaFree(0);
+	err = CUDA_QUIET(cudaFree(0));
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cuda:%d: cudaFree(0) (creating the context)", ordinal);
 	c = (struct cuda_ctx *)calloc(1, sizeof *c);

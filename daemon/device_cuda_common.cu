@@ -60,7 +60,7 @@ cuda_step_ws(struct cuda_step *st, size_t bytes, char **cause)
 
 	if (bytes == 0)
 		return 0;
-	err = cudaMalloc(&st->ws, bytes);
+	err = CUDA_QUIET(cudaMalloc(&st->ws, bytes));
 	if (err != cudaSuccess) {
 		st->ws = NULL;
 		return cuda_fail(cause, err, "cudaMalloc(workspace, %zu bytes)", bytes);
@@ -109,7 +109,7 @@ void
 cuda_step_ws_free(struct cuda_step *st)
 {
 	if (st->ws != NULL && !st->ws_shared)
-		(void)cudaFree(st->ws);
+		(void)CUDA_QUIET(cudaFree(st->ws));
 	st->ws = NULL;
 	st->ws_bytes = 0;
 	st->ws_shared = 0;

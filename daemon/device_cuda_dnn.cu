@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "device_cuda_dnn.h"
+#include "device_cuda_impl.h"
 #include "error.h"
 
 #ifdef HAVE_CUDNN
@@ -327,10 +328,11 @@ cuda_dnn_handle_create(void *stream, void **out, char **cause)
 	cudnnStatus_t s;
 
 	*out = NULL;
-	if ((s = cudnnCreate(&h)) != CUDNN_STATUS_SUCCESS)
+	CUDA_QUIETLY(s = cudnnCreate(&h));
+	if (s != CUDNN_STATUS_SUCCESS)
 		return dnn_fail(cause, s, "cudnnCreate");
 	if ((s = cudnnSetStream(h, (cudaStream_t)stream)) != CUDNN_STATUS_SUCCESS) {
-		(void)cudnnDestroy(h);
+		CUDA_QUIETLY((void)cudnnDestroy(h));
 		return dnn_fail(cause, s, "cudnnSetStream");
 	}
 	*out = (void *)h;
@@ -342,7 +344,7 @@ void
 cuda_dnn_handle_destroy(void *handle)
 {
 	if (handle != NULL)
-		(void)cudnnDestroy((cudnnHandle_t)handle);
+		CUDA_QUIETLY((void)cudnnDestroy((cudnnHandle_t)handle));
 }
 
 #else /* !HAVE_CUDNN */

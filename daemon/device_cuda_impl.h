@@ -2,6 +2,7 @@
 #ifndef INFERD_DEVICE_CUDA_IMPL_H
 #define INFERD_DEVICE_CUDA_IMPL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,6 +10,34 @@
 #include <cuda_runtime.h>
 
 #include "graph.h"
+
+/*
+ * Captures against device-wide calls.  A CUDA graph capture (thread-local
+ * mode) is broken when another thread meanwhile frees, allocates, registers
+ * or destroys (calls that may synchronise the device), as when a retired
+ * version is freed, or a client's region unregistered, beside a loading
+ * version.  A capture holds cuda_quiet_lock shared from its begin to its end;
+ * every such call goes through CUDA_QUIET, which holds it exclusively.  None
+ * of them is on the serving path (buffers are preallocated), and a capture
+ * never makes one, so nothing waits for long and nothing deadlocks.
+ */
+extern pthread_rwlock_t cuda_quiet_lock;
+
+/* Release the exclusive hold CUDA_QUIET took, passing the call's result on. */
+static inline cudaError_t
+cuda_quiet_done(cudaError_t err)
+{
+	(void)pthread_rwlock_unlock(&cuda_quiet_lock);
+	return err;
+}
+
+#define CUDA_QUIET(call) cuda_quiet_done(((void)pthread_rwlock_wrlock(&cuda_quiet_lock), (call)))
+/* The same for a statement (library handles: cuBLAS, cuDNN). */
+#define CUDA_QUIETLY(stmt) do { \
+	(void)pthread_rwlock_wrlock(&cuda_quiet_lock); \
+	stmt; \
+	(void)pthread_rwlock_unlock(&cuda_quiet_lock); \
+} while (0)
 
 /*
  * Contract.  device_cuda.cu compiles a graph by calling, per node, the

@@ -97,7 +97,7 @@ static void *
 prec_alloc(struct cuda_prec *pr, size_t bytes, char **cause)
 {
 	void *d = NULL;
-	cudaError_t err = cudaMalloc(&d, bytes ? bytes : 1);
+	cudaError_t err = CUDA_QUIET(cudaMalloc(&d, bytes ? bytes : 1));
 
 	if (err != cudaSuccess) {
 		cuda_fail(cause, err, "cudaMalloc(FP16 tensor, %zu bytes)", bytes);
@@ -138,14 +138,14 @@ prec_shared_new(int ordinal, const void *f32, int64_t n, char **cause)
 		error_set(cause, "out of memory");
 		return NULL;
 	}
-	err = cudaMalloc(&e->half, (size_t)(n > 0 ? n : 1) * 2);
+	err = CUDA_QUIET(cudaMalloc(&e->half, (size_t)(n > 0 ? n : 1) * 2));
 	if (err == cudaSuccess)
 		err = cuda_launch_cast_f(0, f32, GRAPH_DT_F32, e->half, GRAPH_DT_F16, n);
 	if (err == cudaSuccess)
 		err = cudaStreamSynchronize(0);
 	if (err != cudaSuccess) {
 		if (e->half != NULL)
-			(void)cudaFree(e->half);
+			(void)CUDA_QUIET(cudaFree(e->half));
 		free(e);
 		cuda_fail(cause, err, "converting a weight to FP16 (%lld elements)", (long long)n);
 		return NULL;
@@ -191,7 +191,7 @@ prec_weight_release(struct prec_shared *e)
 			;
 		if (*pp == e)
 			*pp = e->next;
-		(void)cudaFree(e->half);
+		(void)CUDA_QUIET(cudaFree(e->half));
 		free(e);
 	}
 	pthread_mutex_unlock(&prec_lock);
@@ -328,7 +328,7 @@ void
 cuda_prec_free(struct cuda_prec *pr)
 {
 	for (size_t i = 0; i < pr->nowned; i++)
-		(void)cudaFree(pr->owned[i]);
+		(void)CUDA_QUIET(cudaFree(pr->owned[i]));
 	for (size_t i = 0; i < pr->nweights; i++)
 		prec_weight_release(pr->weights[i]);
 	(void)cudaGetLastError();
