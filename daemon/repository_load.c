@@ -111,7 +111,7 @@ repository_instances(repository_t *r, const model_t *m, int *n, char **cause)
 		for (d = 0; d < g->ndevices; d++)
 			if (!repository_same_device(r->o.dev, &g->devices[d]))
 				return error_set(cause, "instance_group %d names a device this daemon does not run "
-				    "on (it runs on %s; instances on other devices are not implemented)", k,
+				    "on (it runs on %s and loads each model on that device only)", k,
 				    device_name(r->o.dev));
 	}
 	*n = model_instance_count(m);
