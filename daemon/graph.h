@@ -75,6 +75,8 @@ enum graph_binary {
 	GRAPH_BINARY_LESS_OR_EQUAL,	/* output BOOL */
 	GRAPH_BINARY_AND,		/* logical, BOOL inputs and output */
 	GRAPH_BINARY_OR,		/* logical, BOOL inputs and output */
+	GRAPH_BINARY_MOD,		/* ONNX Mod, fmod=0: the remainder takes the divisor's sign */
+	GRAPH_BINARY_FMOD,		/* ONNX Mod, fmod=1: C's fmod, the dividend's sign */
 	GRAPH_BINARY_COUNT
 };
 

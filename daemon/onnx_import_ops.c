@@ -353,6 +353,9 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	for (i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(on->op_type, map[i].name) == 0)
 			gn->attr.binary.fn = map[i].fn;
+	/* Mod: Python's remainder, or with fmod=1 C's fmod (which ONNX requires for floats). */
+	if (strcmp(on->op_type, "Mod") == 0)
+		gn->attr.binary.fn = a_int(on, "fmod", 0) != 0 ? GRAPH_BINARY_FMOD : GRAPH_BINARY_MOD;
 	if (graph_binary_out_bool(gn->attr.binary.fn))
 		im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
 	return 0;
@@ -795,6 +798,7 @@ static const struct imp_op imp_ops[] = {
 	{ "Greater", op_binary, "", 2, 2, 0 }, { "Less", op_binary, "", 2, 2, 0 },
 	{ "GreaterOrEqual", op_binary, "", 2, 2, 0 }, { "LessOrEqual", op_binary, "", 2, 2, 0 },
 	{ "And", op_binary, "", 2, 2, 0 }, { "Or", op_binary, "", 2, 2, 0 },
+	{ "Mod", op_binary, "fmod:i", 2, 2, 0 },
 	{ "Relu", op_unary, "", 1, 1, 0 }, { "Sigmoid", op_unary, "", 1, 1, 0 },
 	{ "Tanh", op_unary, "", 1, 1, 0 }, { "Exp", op_unary, "", 1, 1, 0 },
 	{ "Log", op_unary, "", 1, 1, 0 }, { "Sqrt", op_unary, "", 1, 1, 0 },

@@ -315,6 +315,26 @@ def compare_cases(w, rng, n):
         w.case(f"logical{t}_{op}", op, {}, [a, b], "BINARY", {"fn": LOGICAL[op]}, out_type=TensorProto.BOOL)
 
 
+def mod_cases(w, rng, n):
+    """Mod: fmod=0 (the divisor's sign) on INT64/INT32, fmod=1 (the dividend's) on those and FP32, signs mixed,
+    broadcast either way."""
+    for t in range(n):
+        shape = [int(rng.integers(1, 5)) for _ in range(int(rng.integers(1, 5)))]
+        bshape = [d if rng.integers(0, 3) else 1 for d in shape[int(rng.integers(0, len(shape) + 1)):]]
+        fmod = t % 2 if t % 3 != 2 else 1
+        dt = [np.int64, np.int32, np.float32][t % 3]
+        a = rng.integers(-50, 51, size=shape).astype(dt)
+        b = np.asarray(rng.integers(1, 9, size=bshape) * rng.choice([-1, 1], size=bshape), dtype=dt)
+        if dt == np.float32:
+            a = a + rng.uniform(-1, 1, size=shape).astype(dt)
+            b = np.asarray(b * rng.uniform(0.5, 1.5, size=bshape), dtype=dt)
+        if t % 4 == 3 and dt != np.float32:
+            a, b = b, a  # small dividends, large divisors
+            b[b == 0] = 7
+        w.case(f"mod{t}_{np.dtype(dt).name}_fmod{fmod}", "Mod", {"fmod": fmod}, [a, b], "BINARY",
+               {"fn": 15 if fmod else 14})
+
+
 def gather_elements_cases(w, rng, n):
     """GatherElements on axes 0, 1 and -1 (and others), negative indices, INT64/INT32 indices,
     indices smaller than the data off the axis."""
@@ -354,6 +374,7 @@ def main():
     elementwise_cases(w, rng, 16)
     compare_cases(w, rng, 30)
     gather_elements_cases(w, rng, 24)
+    mod_cases(w, rng, 24)
     with open(os.path.join(outdir, "cases.json"), "w") as f:
         json.dump({"seed": seed, "cases": w.cases}, f, indent=0)
     print(f"{len(w.cases)} cases from onnxruntime {ort.__version__} (seed {seed})")

@@ -49,6 +49,8 @@ ev_bin(enum graph_binary fn, double a, double b)
 	case GRAPH_BINARY_POW: return pow(a, b);
 	case GRAPH_BINARY_MAX: return a > b ? a : b;
 	case GRAPH_BINARY_MIN: return a < b ? a : b;
+	case GRAPH_BINARY_FMOD: return fmod(a, b);
+	case GRAPH_BINARY_MOD: return a - b * floor(a / b);
 	default: return NAN;
 	}
 }

@@ -709,7 +709,9 @@ case_binary(int mode)
 	/* Comparisons get few distinct values (integral floats too), so ties occur. */
 	fa = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_POW ? FILL_POS :
 	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
-	fb = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_DIV ? FILL_AWAY0 :
+	/* Float divisors stay away from 0; integer ones may be 0, which both backends define as giving 0. */
+	fb = dt == GRAPH_DT_BOOL ? FILL_BOOL : fn == GRAPH_BINARY_DIV || (dt == GRAPH_DT_F32 &&
+	    (fn == GRAPH_BINARY_MOD || fn == GRAPH_BINARY_FMOD)) ? FILL_AWAY0 :
 	    dt == GRAPH_DT_F32 && !cmp ? FILL_F32 : FILL_INT;
 	if (rnd(0, 1) && !prelu) {	/* the broadcast operand first */
 		tc_in(&c, dt, nb, b, fa, cmp ? 2 : 5);
