@@ -26,16 +26,30 @@ struct client_fifo {
 	struct client_fifo *next_fifo;		/* the queue's list of fifos */
 };
 
+/*
+ * A client's state on one device: the copy stream its requests' DMA copies
+ * take there, and its mapped region's address as that device sees it.  The
+ * first is the batcher's own device, made with the client; one for another
+ * device (a model instance there) is made on the client's first request to
+ * it, and all live until the client is closed.
+ */
+struct client_device {
+	device_t *dev;
+	device_stream_t *stream;
+	char *map_dev;			/* NULL when the region is not mapped */
+};
+
 struct batch_client {
 	batcher_t *batcher;
 	char label[64];
-	device_stream_t *stream;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	uint64_t outstanding;		/* queued + in flight, all models */
 	int closing;
-	char *map_base, *map_dev;	/* batcher_client_map: the region, and its device address */
+	char *map_base;			/* batcher_client_map: the region */
 	size_t map_bytes;
+	struct client_device devs[BATCH_MAX_DEVICES];
+	int ndevs;			/* published with release order; entries never change once published */
 };
 
 /* One preallocated batch context: buffers, events and the requests it carries. */
@@ -61,6 +75,7 @@ struct batch_slot {
 struct model_queue {
 	batcher_t *batcher;
 	const model_t *model;
+	device_t *dev;				/* the model's device: its contexts, streams and events live there */
 	struct model_queue *next_queue;		/* the batcher's list (batcher->lock) */
 	int pins;				/* batcher_client_close working on it (batcher->lock) */
 	int unloading;				/* batcher_detach: refuse with "being unloaded" */
@@ -394,18 +409,31 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
  * *dev gets its device address.
  */
 static int
-copy_mapped(const struct model_queue *q, const batch_client_t *c, const void *p, size_t bytes, void **dev)
+copy_mapped(const struct model_queue *q, const batch_client_t *c, const struct client_device *cd,
+    const void *p, size_t bytes, void **dev)
 {
 	const char *h = p;
 	size_t off;
 
-	if (c->map_base == NULL || bytes > q->batcher->mapped_max || h < c->map_base)
+	if (cd->map_dev == NULL || bytes > q->batcher->mapped_max || h < c->map_base)
 		return 0;
 	off = (size_t)(h - c->map_base);
 	if (off > c->map_bytes || bytes > c->map_bytes - off)
 		return 0;
-	*dev = c->map_dev + off;
+	*dev = cd->map_dev + off;
 	return 1;
+}
+
+/* c's state on dev, made before any request of c reached a queue there (see client_on). */
+static const struct client_device *
+client_device(const batch_client_t *c, const device_t *dev)
+{
+	int i, n = __atomic_load_n(&c->ndevs, __ATOMIC_ACQUIRE);
+
+	for (i = 1; i < n; i++)
+		if (c->devs[i].dev == dev)
+			return &c->devs[i];
+	return &c->devs[0];
 }
 
 /* Add one entry to a batch kernel's table (sized at creation for every tensor a batch can hold). */
@@ -428,7 +456,8 @@ static int
 launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
-	device_stream_t *cs = r->client->stream;
+	const struct client_device *cd = client_device(r->client, q->dev);
+	device_stream_t *cs = cd->stream;
 	size_t bytes = 0;
 	void *dev;
 	char *dst;
@@ -441,7 +470,7 @@ launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 		dst = (char *)model_exec_input(s->exec, k) +
 		    (size_t)r->offset_rows * model_input_row_bytes(q->model, k, &s->shape);
 		bytes += r->input_bytes[k];
-		if (copy_mapped(q, r->client, r->inputs[k], r->input_bytes[k], &dev)) {
+		if (copy_mapped(q, r->client, cd, r->inputs[k], r->input_bytes[k], &dev)) {
 			copy_entry_add(s->gather, &s->ngather, dst, dev, r->input_bytes[k]);
 			continue;
 		}
@@ -467,7 +496,8 @@ static int
 launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, char **cause)
 {
 	struct batch_request *r = s->reqs[i];
-	device_stream_t *cs = r->client->stream;
+	const struct client_device *cd = client_device(r->client, q->dev);
+	device_stream_t *cs = cd->stream;
 	size_t bytes = 0;
 	const char *src;
 	void *dev;
@@ -483,7 +513,7 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, ch
 		src = (const char *)model_exec_output(s->exec, k) +
 		    (size_t)r->offset_rows * model_output_row_bytes(q->model, k, &s->shape);
 		bytes += r->output_bytes[k];
-		if (copy_mapped(q, r->client, r->outputs[k], r->output_bytes[k], &dev)) {
+		if (copy_mapped(q, r->client, cd, r->outputs[k], r->output_bytes[k], &dev)) {
 			if (pass == 0)
 				copy_entry_add(s->scatter, &s->nscatter, dev, src, r->output_bytes[k]);
 		} else if (pass == 0)
@@ -711,7 +741,8 @@ log_batch_timeline(struct model_queue *q, struct batch_slot *s)
 	double t_begin = 0, t_c0 = 0, t_c1 = 0, t_end = 0;
 	device_event_t *epoch = q->batcher->ev_epoch;
 
-	if (log_threshold < LOG_LEVEL_DEBUG)
+	/* Events of two devices have no common clock: the timeline covers the batcher's device. */
+	if (log_threshold < LOG_LEVEL_DEBUG || q->dev != q->batcher->dev)
 		return;
 	if (device_event_elapsed_us(epoch, s->ev_begin, &t_begin, NULL) != 0 ||
 	    device_event_elapsed_us(epoch, s->ev_compute0, &t_c0, NULL) != 0 ||
@@ -815,7 +846,7 @@ completion_main(void *arg)
 static int
 slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 {
-	device_t *dev = q->batcher->dev;
+	device_t *dev = q->dev;
 	int n = model_rows_max(q->model), i;
 
 	s->reqs = calloc((size_t)n, sizeof *s->reqs);
@@ -871,11 +902,12 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 
 	q->batcher = b;
 	q->model = m;
+	q->dev = m->dev;
 	q->mm = b->metrics != NULL ? metrics_model_add(b->metrics, m->name) : NULL;
 	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
 	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
-	if (device_stream_create(b->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
+	if (device_stream_create(q->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
 		return error_prefix(cause, "model '%s': compute stream", m->name);
 	q->slots = calloc((size_t)inflight, sizeof *q->slots);
 	if (q->slots == NULL)
@@ -1048,6 +1080,13 @@ batcher_queue_load(batcher_queue_t *q)
 }
 
 /* Seconds of device time q's batches took so far. */
+device_t *
+batcher_queue_device(const batcher_queue_t *q)
+{
+	return q->dev;
+}
+
+/* Device seconds of q's batches. */
 double
 batcher_queue_busy_seconds(const batcher_queue_t *q)
 {
@@ -1162,7 +1201,7 @@ batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, ch
 	if (device_host_mapped(b->dev, base, &dev, cause) != 0)
 		return error_prefix(cause, "client %s: the region's device address", c->label);
 	c->map_base = base;
-	c->map_dev = dev;
+	c->devs[0].map_dev = dev;
 	c->map_bytes = bytes;
 	return 0;
 }
@@ -1196,7 +1235,9 @@ batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
 		free(c);
 		return error_set(cause, "client %s: pthread init: %s", label, strerror(rc));
 	}
-	if (device_stream_create(b->dev, DEVICE_STREAM_COPY, &c->stream, cause) != 0) {
+	c->devs[0].dev = b->dev;
+	c->ndevs = 1;
+	if (device_stream_create(b->dev, DEVICE_STREAM_COPY, &c->devs[0].stream, cause) != 0) {
 		pthread_mutex_destroy(&c->lock);
 		pthread_cond_destroy(&c->idle);
 		free(c);
@@ -1289,7 +1330,8 @@ batcher_client_close(batcher_t *b, batch_client_t *c)
 	while (c->outstanding > 0)
 		pthread_cond_wait(&c->idle, &c->lock);
 	pthread_mutex_unlock(&c->lock);
-	device_stream_destroy(c->stream);
+	for (int i = 0; i < c->ndevs; i++)
+		device_stream_destroy(c->devs[i].stream);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->idle);
 	free(c);
@@ -1370,6 +1412,41 @@ submit_check_tensors(const model_t *m, struct batch_request *req, char **cause)
 	return BATCH_OK;
 }
 
+/*
+ * Make c's state on dev (a queue on another device than the batcher's) if
+ * it has none yet: a copy stream, and the region's address there.  Once per
+ * client and device, on its first request there.
+ */
+static int
+client_on(batch_client_t *c, device_t *dev, char **cause)
+{
+	struct client_device *cd;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (client_device(c, dev)->dev == dev)
+		goto out;
+	if (c->ndevs == BATCH_MAX_DEVICES) {
+		rc = error_set(cause, "client %s: more than %d devices", c->label, BATCH_MAX_DEVICES);
+		goto out;
+	}
+	cd = &c->devs[c->ndevs];
+	cd->dev = dev;
+	if (device_stream_create(dev, DEVICE_STREAM_COPY, &cd->stream, cause) != 0) {
+		rc = error_prefix(cause, "client %s: copy stream on %s", c->label, device_name(dev));
+		goto out;
+	}
+	if (c->map_base != NULL && device_host_mapped(dev, c->map_base, (void **)&cd->map_dev, cause) != 0) {
+		device_stream_destroy(cd->stream);
+		rc = error_prefix(cause, "client %s: the region's address on %s", c->label, device_name(dev));
+		goto out;
+	}
+	__atomic_store_n(&c->ndevs, c->ndevs + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 /* Check what can be checked before queueing. */
 static enum batch_status
 submit_check(struct model_queue *q, struct batch_request *req, char **cause)
@@ -1384,10 +1461,19 @@ submit_check(struct model_queue *q, struct batch_request *req, char **cause)
 		error_set(cause, "model '%s': %d rows (must be 1 to %d)", q->model->name, req->rows, model_rows_max(q->model));
 		return BATCH_INVALID;
 	}
+	if (req->device_memory && !device_is_gpu(q->dev)) {
+		error_set(cause, "model '%s': an instance on %s cannot read CUDA shared memory", q->model->name,
+		    device_name(q->dev));
+		return BATCH_INVALID;
+	}
 	if (req->input != NULL && (st = submit_single(q->model, req, cause)) != BATCH_OK)
 		return st;
 	req->shape.rows = req->rows;
-	return submit_check_tensors(q->model, req, cause);
+	if ((st = submit_check_tensors(q->model, req, cause)) != BATCH_OK)
+		return st;
+	if (q->dev != q->batcher->dev && client_on(req->client, q->dev, cause) != 0)
+		return BATCH_INTERNAL;
+	return BATCH_OK;
 }
 
 /* Why q takes no request now, or BATCH_OK (q->lock held). */

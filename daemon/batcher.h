@@ -23,6 +23,8 @@ enum batch_status {
 #undef BATCH_STATUS_ENUM
 
 typedef struct batcher batcher_t;
+/* Devices one client may use: the batcher's own and those of model instances elsewhere. */
+#define BATCH_MAX_DEVICES 16
 typedef struct batch_client batch_client_t;
 typedef struct model_queue batcher_queue_t;
 struct batch_request;
@@ -65,6 +67,7 @@ struct batch_request {
 	void *outputs[MODEL_MAX_IO];
 	size_t output_bytes[MODEL_MAX_IO];
 	struct model_shape shape;	/* dims of every input; rows is set by batcher_submit */
+	int device_memory;		/* some tensor is in device memory (CUDA IPC): only a GPU instance takes it */
 	/* Private to the batcher. */
 	struct batch_request *next;
 	uint64_t submit_us, deadline_us, start_us;
@@ -98,6 +101,8 @@ int batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char *
 void batcher_detach(batcher_t *b, batcher_queue_t *q);
 /* How busy q is now: requests queued plus batches in flight (for choosing among instances). */
 size_t batcher_queue_load(batcher_queue_t *q);
+/* The device q's instance runs on (its model's). */
+device_t *batcher_queue_device(const batcher_queue_t *q);
 /* Seconds the device spent on q's batches so far (compute, from device events; 0 for NULL). */
 double batcher_queue_busy_seconds(const batcher_queue_t *q);
 /*

@@ -870,6 +870,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 	req->breq.rows = ki->rows;
 	http_tensor_lists(req, ki);
 	req->breq.timeout_us = ki->timeout_us;
+	req->breq.device_memory = kserve_infer_device_memory(ki);
 	req->breq.done = http_done;
 	req->breq.user = req;
 	pthread_mutex_lock(&srv->lock);
@@ -885,7 +886,8 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 	req->flags |= HTTP_F_ACTIVE;
 	srv->active++;
 	pthread_mutex_unlock(&srv->lock);
-	st = batcher_submit_queue(srv->ctx.batcher, repository_queue(req->ref), &req->breq, &cause);
+	st = batcher_submit_queue(srv->ctx.batcher, req->breq.device_memory ? repository_queue_gpu(req->ref) :
+	    repository_queue(req->ref), &req->breq, &cause);
 	if (st != BATCH_OK) {
 		pthread_mutex_lock(&srv->lock);
 		req->refs--;

@@ -275,6 +275,16 @@ kserve_shm_take(const struct kserve_source *src, const struct kserve_shm_ref *re
 	return 0;
 }
 
+/* Whether a tensor of the request lies in a CUDA shared-memory region (device memory). */
+int
+kserve_infer_device_memory(const struct kserve_infer *ki)
+{
+	for (int k = 0; k < ki->nregions; k++)
+		if (shm_region_kind(ki->regions[k]) == SHM_KIND_CUDA)
+			return 1;
+	return 0;
+}
+
 /* Drop the regions a request referenced. */
 void
 kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm)

@@ -147,6 +147,8 @@ int kserve_decode_request(const json_t *root, const struct kserve_source *src,
     struct kserve_infer *out, char **cause);
 /* Drop the region references a decoded request holds (the regions go back to shm). */
 void kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm);
+/* 1 when a tensor of ki lies in a CUDA shared-memory region (device memory), else 0. */
+int kserve_infer_device_memory(const struct kserve_infer *ki);
 
 /*
  * Encode the answer to an inference request decoded into ki: its wanted

@@ -12,7 +12,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h daemon/device_resize.h \
 	daemon/device_elementwise.h daemon/device_index.h \
-	daemon/device_spec.c daemon/device_spec.h \
+	daemon/device_spec.c daemon/device_spec.h daemon/device_set.c daemon/device_set.h \
 	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \

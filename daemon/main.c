@@ -16,6 +16,7 @@
 #include "batcher.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
+#include "device_set.h"
 #include "device.h"
 #include "error.h"
 #include "fault.h"
@@ -40,6 +41,7 @@ struct daemon {
 	const char *port_file;
 	int port_file_written;
 	device_t *dev;
+	device_set_t *devices;		/* dev plus the devices model instances name */
 	repository_t *repo;
 	struct metrics metrics;
 	batcher_t *batcher;
@@ -367,7 +369,7 @@ static int
 daemon_load_models(struct daemon *d, char **cause)
 {
 	struct repository_options o = {
-		.dev = d->dev, .batcher = d->batcher, .metrics = &d->metrics,
+		.dev = d->dev, .devices = d->devices, .batcher = d->batcher, .metrics = &d->metrics,
 		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
 		.inflight = d->config.inflight_batches,
 	};
@@ -484,14 +486,18 @@ daemon_copy_mode(struct daemon *d, char **cause)
 static int
 daemon_start(struct daemon *d, char **cause)
 {
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int cpu_threads = d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1;
+
 	if (device_open(d->config.device, &d->dev, cause) != 0)
 		return -1;
 	LOG_INFO("device: %s", device_name(d->dev));
 	if (!device_is_gpu(d->dev)) {
-		long cores = sysconf(_SC_NPROCESSORS_ONLN);
-		cpu_kernels_set_threads(d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1);
+		cpu_kernels_set_threads(cpu_threads);
 		LOG_INFO("cpu threads: %d", cpu_kernels_threads());
 	}
+	if (device_set_create(d->dev, strcmp(d->config.device, "auto") == 0, cpu_threads, &d->devices, cause) != 0)
+		return -1;
 	if (daemon_init_metrics(d, cause) != 0)
 		return -1;
 	if (batcher_create(d->dev, &d->metrics, d->config.inflight_batches,
@@ -545,6 +551,7 @@ daemon_stop(struct daemon *d, int started)
 	if (d->batcher != NULL)
 		batcher_free(d->batcher);
 	metrics_free(&d->metrics);
+	device_set_free(d->devices);
 	if (d->dev != NULL)
 		device_close(d->dev);
 	if (d->port_file_written && unlink(d->port_file) != 0)

@@ -34,6 +34,8 @@ repository_version_free(repository_t *r, model_ref_t *ref)
 
 	for (i = 0; i < ref->nqueues; i++)
 		batcher_detach(r->o.batcher, ref->queues[i]);
+	for (i = 0; i < ref->ncopies; i++)
+		model_free(ref->copies[i]);
 	if (!ref->borrowed)
 		model_free(ref->model);
 	free(ref->config_override);
@@ -209,23 +211,36 @@ repository_unpublish(model_ref_t *ref)
 	repository_model_settle(m);
 }
 
+/* The least busy instance's queue among all (gpu_only 0) or those on a GPU. */
+static batcher_queue_t *
+repository_least_busy(const model_ref_t *ref, int gpu_only)
+{
+	batcher_queue_t *best = NULL;
+	size_t load, least = SIZE_MAX;
+	int i;
+
+	if (ref->nqueues < 2)
+		return ref->queue;
+	for (i = 0; i < ref->nqueues && least > 0; i++)
+		if ((!gpu_only || ref->queue_on_gpu[i]) && (load = batcher_queue_load(ref->queues[i])) < least) {
+			least = load;
+			best = ref->queues[i];
+		}
+	return best != NULL ? best : ref->queue;
+}
+
 /* The least busy instance's queue. */
 batcher_queue_t *
 repository_queue(const model_ref_t *ref)
 {
-	batcher_queue_t *best = ref->queue;
-	size_t load, least;
-	int i;
+	return repository_least_busy(ref, 0);
+}
 
-	if (ref->nqueues < 2)
-		return best;
-	least = batcher_queue_load(best);
-	for (i = 1; i < ref->nqueues && least > 0; i++)
-		if ((load = batcher_queue_load(ref->queues[i])) < least) {
-			least = load;
-			best = ref->queues[i];
-		}
-	return best;
+/* The least busy queue of an instance on a GPU. */
+batcher_queue_t *
+repository_queue_gpu(const model_ref_t *ref)
+{
+	return repository_least_busy(ref, 1);
 }
 
 /* Drop a reference; the last one queues the version for the reaper. */

@@ -31,6 +31,7 @@
 
 #include "batcher.h"
 #include "device.h"
+#include "device_set.h"
 #include "metrics.h"
 #include "model.h"
 
@@ -62,7 +63,10 @@ typedef struct model_ref {
 	/* Private to repository.c. */
 	unsigned refs;			/* atomic; the registry holds one while published */
 	batcher_queue_t *queues[MODEL_MAX_INSTANCES];	/* one per instance of its instance_group */
+	unsigned char queue_on_gpu[MODEL_MAX_INSTANCES];	/* queues[i]'s instance runs on a GPU */
 	int nqueues;
+	model_t *copies[DEVICE_SET_MAX];	/* the model bound to each other device with instances */
+	int ncopies;
 	double load_seconds;
 	int borrowed;			/* repository_adopt without ownership: never freed here */
 	uint64_t signature;		/* of its files when loaded */
@@ -80,7 +84,8 @@ enum repository_miss {
 };
 
 struct repository_options {
-	device_t *dev;
+	device_t *dev;			/* the daemon's device: every version is loaded there first */
+	device_set_t *devices;		/* where instances may run (NULL: dev only) */
 	batcher_t *batcher;
 	struct metrics *metrics;	/* may be NULL */
 	const char *dir;
@@ -138,9 +143,12 @@ int repository_id(repository_t *r, const char *name, int64_t version, uint32_t *
 /*
  * The queue a request of ref goes to: with several instances
  * (instance_group), the least busy one, so formed batches run on free
- * instances side by side.
+ * instances side by side.  repository_queue_gpu picks among the instances on
+ * a GPU only (a request whose tensors are in CUDA memory); with none there,
+ * the first queue (which refuses such a request with the reason).
  */
 batcher_queue_t *repository_queue(const model_ref_t *ref);
+batcher_queue_t *repository_queue_gpu(const model_ref_t *ref);
 /* Drop a reference (NULL is ignored); the last one of an unpublished version hands it to the reaper. */
 void repository_release(model_ref_t *ref);
 /* How many ids there are (0 .. count-1). */

@@ -69,65 +69,166 @@ repository_signature(const char *model_dir, int64_t version, uint64_t *bytes)
 	return h;
 }
 
-/* Refuse a load that would not fit in the device's free memory (where the device can tell). */
+/* Refuse a load that would not fit in dev's free memory (where the device can tell). */
 static int
-repository_check_memory(repository_t *r, const char *what, uint64_t need, char **cause)
+repository_check_memory(device_t *dev, const char *what, uint64_t need, char **cause)
 {
 	size_t free_bytes = 0, total = 0;
-	int rc = device_memory_info(r->o.dev, &free_bytes, &total, cause);
+	int rc = device_memory_info(dev, &free_bytes, &total, cause);
 
 	if (rc != 0)
-		return rc > 0 ? 0 : error_prefix(cause, "checking device memory");
+		return rc > 0 ? 0 : error_prefix(cause, "checking device memory of %s", device_name(dev));
 	if (need > free_bytes)
-		return error_set(cause, "not enough device memory for %s: it needs %" PRIu64 " bytes, "
-		    "%zu of %zu are free", what, need, free_bytes, total);
+		return error_set(cause, "not enough device memory on %s for %s: it needs %" PRIu64 " bytes, "
+		    "%zu of %zu are free", device_name(dev), what, need, free_bytes, total);
 	return 0;
 }
 
-/* Whether spec names the device the daemon runs on. */
-static int
-repository_same_device(device_t *dev, const struct device_spec *spec)
-{
-	int ordinal;
+/* Where a version's instances run: a device, how many instances there, and the model copy bound to it. */
+struct placement {
+	device_t *dev;
+	int count;
+	model_t *model;
+};
+struct placements {
+	struct placement p[DEVICE_SET_MAX];
+	int n;
+};
 
-	if (spec->kind == DEVICE_SPEC_CPU)
-		return !device_is_gpu(dev);
-	return device_is_gpu(dev) && sscanf(device_name(dev), "cuda:%d", &ordinal) == 1 &&
-	    ordinal == spec->ordinal;
+/* Add count instances on dev (merged with the device's earlier ones). */
+static int
+placement_add(struct placements *pl, device_t *dev, int count, char **cause)
+{
+	int i;
+
+	for (i = 0; i < pl->n && pl->p[i].dev != dev; i++)
+		;
+	if (i == pl->n) {
+		if (pl->n == DEVICE_SET_MAX)
+			return error_set(cause, "instance_group: more than %d devices", DEVICE_SET_MAX);
+		pl->p[pl->n++] = (struct placement){ dev, 0, NULL };
+	}
+	pl->p[i].count += count;
+	return 0;
+}
+
+/* The devices one group runs on: its own, or the default placement; returns how many. */
+static int
+group_devices(repository_t *r, const struct model_instance_group *g, int k, device_t **devs, char **cause)
+{
+	int d;
+
+	if (g == NULL || g->ndevices == 0) {
+		if (r->o.devices == NULL) {
+			devs[0] = r->o.dev;
+			return 1;
+		}
+		return device_set_defaults(r->o.devices, devs, cause);
+	}
+	for (d = 0; d < g->ndevices; d++) {
+		if (r->o.devices != NULL) {
+			if (device_set_get(r->o.devices, &g->devices[d], &devs[d], cause) != 0)
+				return error_prefix(cause, "instance_group %d", k);
+		} else if (device_set_matches(r->o.dev, &g->devices[d])) {
+			devs[d] = r->o.dev;
+		} else {
+			return error_set(cause, "instance_group %d names a device other than %s, the only one "
+			    "here", k, device_name(r->o.dev));
+		}
+	}
+	return g->ndevices;
+}
+
+/* Where m's instance_group puts its instances (one on the default placement without one). */
+static int
+repository_placements(repository_t *r, const model_t *m, struct placements *pl, char **cause)
+{
+	device_t *devs[DEVICE_SET_MAX > MODEL_MAX_GROUP_DEVICES ? DEVICE_SET_MAX : MODEL_MAX_GROUP_DEVICES];
+	int k, d, n, total = 0, ngroups = m->instances.ngroups > 0 ? m->instances.ngroups : 1;
+
+	pl->n = 0;
+	for (k = 0; k < ngroups; k++) {
+		const struct model_instance_group *g = m->instances.ngroups > 0 ? &m->instances.groups[k] : NULL;
+		int count = g != NULL ? g->count : 1;
+
+		if ((n = group_devices(r, g, k, devs, cause)) < 0)
+			return -1;
+		for (d = 0; d < n; d++) {
+			if (placement_add(pl, devs[d], count, cause) != 0)
+				return -1;
+			total += count;
+		}
+	}
+	if (total > MODEL_MAX_INSTANCES)
+		return error_set(cause, "instance_group: %d instances in all (at most %d)", total, MODEL_MAX_INSTANCES);
+	return 0;
 }
 
 /*
- * How many instances m's instance_group asks for on the daemon's device;
- * a group naming another device is refused (one device per daemon).
+ * Bind a copy of the model to every placement's device: the one already
+ * loaded (on the daemon's device) where it is placed, a fresh load of the
+ * same files elsewhere.  When the daemon's device has no instance, the
+ * loaded copy is freed and the first placement's becomes ref->model.
  */
 static int
-repository_instances(repository_t *r, const model_t *m, int *n, char **cause)
+repository_bind_copies(repository_t *r, model_ref_t *ref, const char *dir, int64_t version, const char *what,
+    uint64_t bytes, struct placements *pl, char **cause)
 {
-	const struct model_instance_group *g;
-	int k, d;
+	model_t *m0 = ref->model;
+	int i, used = 0;
 
-	for (k = 0; k < m->instances.ngroups; k++) {
-		g = &m->instances.groups[k];
-		for (d = 0; d < g->ndevices; d++)
-			if (!repository_same_device(r->o.dev, &g->devices[d]))
-				return error_set(cause, "instance_group %d names a device this daemon does not run "
-				    "on (it runs on %s and loads each model on that device only)", k,
-				    device_name(r->o.dev));
+	for (i = 0; i < pl->n; i++) {
+		if (pl->p[i].dev == m0->dev) {
+			pl->p[i].model = m0;
+			used = 1;
+			continue;
+		}
+		if (repository_check_memory(pl->p[i].dev, what, bytes, cause) != 0 ||
+		    model_load_version(pl->p[i].dev, dir, version, ref->config_override, &pl->p[i].model, cause) != 0)
+			return error_prefix(cause, "the copy for %s", device_name(pl->p[i].dev));
+		ref->copies[ref->ncopies++] = pl->p[i].model;
 	}
-	*n = model_instance_count(m);
+	if (!used) {
+		/* The first copy stands for the version (names, shapes, memory report). */
+		ref->model = ref->copies[0];
+		memmove(ref->copies, ref->copies + 1, (size_t)--ref->ncopies * sizeof ref->copies[0]);
+		model_free(m0);
+	}
 	return 0;
 }
 
-/* One batcher queue per instance; -1 with the ones made detached again. */
+/* Check each device's room for its contexts, warm every copy up. */
 static int
-repository_attach(repository_t *r, model_ref_t *ref, int n, char **cause)
+repository_prepare(repository_t *r, const char *what, struct placements *pl, char **cause)
 {
-	for (ref->nqueues = 0; ref->nqueues < n; ref->nqueues++)
-		if (batcher_attach(r->o.batcher, ref->model, &ref->queues[ref->nqueues], cause) != 0)
-			return error_prefix(cause, "instance %d", ref->nqueues);
+	int i;
+
+	for (i = 0; i < pl->n; i++)
+		if (repository_check_memory(pl->p[i].dev, what, (uint64_t)pl->p[i].model->mem.arena_bytes *
+		    (uint64_t)r->o.inflight * (uint64_t)pl->p[i].count, cause) != 0 ||
+		    model_warmup(pl->p[i].model, cause) != 0)
+			return -1;
+	return 0;
+}
+
+/* One batcher queue per instance, on its placement's copy; -1 with the ones made detached again. */
+static int
+repository_attach(repository_t *r, model_ref_t *ref, const struct placements *pl, char **cause)
+{
+	int i, k;
+
+	ref->nqueues = 0;
+	for (i = 0; i < pl->n; i++)
+		for (k = 0; k < pl->p[i].count; k++) {
+			if (batcher_attach(r->o.batcher, pl->p[i].model, &ref->queues[ref->nqueues], cause) != 0)
+				return error_prefix(cause, "instance %d (%s)", ref->nqueues, device_name(pl->p[i].dev));
+			ref->queue_on_gpu[ref->nqueues++] = (unsigned char)device_is_gpu(pl->p[i].dev);
+		}
 	ref->queue = ref->queues[0];
-	/* The version's memory report: the weights bound at load, plus every instance's contexts. */
-	for (int i = 0; i < ref->nqueues; i++)
+	/* The version's memory report: the weights of every copy, plus every instance's contexts. */
+	for (i = 0; i < ref->ncopies; i++)
+		model_memory_add(&ref->model->memory, &ref->copies[i]->memory);
+	for (i = 0; i < ref->nqueues; i++)
 		batcher_queue_memory(ref->queues[i], &ref->model->memory);
 	return 0;
 }
@@ -139,8 +240,9 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 {
 	uint64_t t0 = clock_now_us(), bytes, sig = repository_signature(dir, version, &bytes);
 	model_ref_t *ref = calloc(1, sizeof *ref);
+	struct placements pl;
 	char what[256];
-	int n = 1, i;
+	int i;
 
 	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
 	if (ref == NULL)
@@ -148,7 +250,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
 		goto oom;
 	FAULT_MARK("start of model %s", name);
-	if (repository_check_memory(r, what, bytes, cause) != 0 ||
+	if (repository_check_memory(r->o.dev, what, bytes, cause) != 0 ||
 	    model_load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
 		FAULT_MARK("end of model %s", name);
 		goto fail;
@@ -159,9 +261,9 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		    dir, ref->model->name);
 		goto fail;
 	}
-	if (repository_instances(r, ref->model, &n, cause) != 0 ||
-	    repository_check_memory(r, what, (uint64_t)ref->model->mem.arena_bytes * (uint64_t)r->o.inflight *
-	    (uint64_t)n, cause) != 0 || model_warmup(ref->model, cause) != 0 || repository_attach(r, ref, n, cause) != 0)
+	if (repository_placements(r, ref->model, &pl, cause) != 0 ||
+	    repository_bind_copies(r, ref, dir, version, what, bytes, &pl, cause) != 0 ||
+	    repository_prepare(r, what, &pl, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)
 		goto fail;
 	ref->version = version;
 	ref->signature = sig;
@@ -175,10 +277,31 @@ fail:
 	error_prefix(cause, "%s not loaded", what);
 	for (i = 0; i < ref->nqueues; i++)
 		batcher_detach(r->o.batcher, ref->queues[i]);
+	for (i = 0; i < ref->ncopies; i++)
+		model_free(ref->copies[i]);
 	model_free(ref->model);
 	free(ref->config_override);
 	free(ref);
 	return -1;
+}
+
+/* " on cuda:0 x1, cpu x1": the devices of ref's instances, in queue order. */
+static void
+repository_where(const model_ref_t *ref, char *buf, size_t len)
+{
+	size_t n = 0;
+	const char *name, *prev = NULL;
+	int i, count = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i <= ref->nqueues; i++) {
+		name = i < ref->nqueues ? device_name(batcher_queue_device(ref->queues[i])) : NULL;
+		if (prev != NULL && name != prev && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%.*s x%d", n == 0 ? " on " : ", ",
+			    (int)strcspn(prev, " "), prev, count);
+		count = name == prev ? count + 1 : 1;
+		prev = name;
+	}
 }
 
 /* Whether m's published version v is there with the same files and override (lock held). */
@@ -200,7 +323,8 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
     int64_t v, const char *override, char **cause)
 {
 	uint64_t bytes, sig = repository_signature(e->dir, v, &bytes);
-	model_ref_t *ref, *old;
+	model_ref_t *ref = NULL, *old;
+	char where[256];
 	int same;
 
 	pthread_mutex_lock(&r->lock);
@@ -220,15 +344,16 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 		pthread_mutex_unlock(&r->lock);
 		return -1;
 	}
+	repository_where(ref, where, sizeof where);
 	pthread_mutex_lock(&r->lock);
 	old = repository_publish(m, ref);
 	pthread_mutex_unlock(&r->lock);
 	LOG_INFO("model '%s' %s (version %" PRId64 ") from %s in %.3f s (%d inputs, %d outputs, max batch %d, "
-	    "arena %zu bytes, %d instance%s; device memory %" PRIu64 " bytes: weights %" PRIu64 ", activations %"
+	    "arena %zu bytes, %d instance%s%s; device memory %" PRIu64 " bytes: weights %" PRIu64 ", activations %"
 	    PRIu64 ", workspace %" PRIu64 ", graphs %" PRIu64 ")", m->name, old != NULL ? "reloaded" : "loaded", v,
 	    ref->model->version_dir, ref->load_seconds, ref->model->ninputs, ref->model->noutputs,
 	    ref->model->max_batch_size, ref->model->mem.arena_bytes, ref->nqueues, ref->nqueues == 1 ? "" : "s",
-	    model_memory_total(&ref->model->memory), ref->model->memory.weights, ref->model->memory.activations,
+	    where, model_memory_total(&ref->model->memory), ref->model->memory.weights, ref->model->memory.activations,
 	    ref->model->memory.workspace, ref->model->memory.graphs);
 	repository_release(old);
 	return 0;

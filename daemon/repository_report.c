@@ -172,6 +172,28 @@ repository_metrics_state(struct repository_text *t, const struct repository_mode
 		    m->name, repository_state_name(m->state));
 }
 
+/* Each instance's busy seconds, labelled with its index and device (lock held). */
+static void
+repository_metrics_instances(struct repository_text *t, repository_t *r)
+{
+	const model_ref_t *ref;
+	const char *name;
+	size_t i;
+	int k;
+
+	repository_printf(t, "# HELP inferd_model_instance_busy_seconds Seconds the device spent on one instance's "
+	    "batches.\n# TYPE inferd_model_instance_busy_seconds counter\n");
+	for (i = 0; i < r->nmodels; i++)
+		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
+			for (k = 0; k < ref->nqueues; k++) {
+				name = device_name(batcher_queue_device(ref->queues[k]));
+				/* "cuda:0 (NVIDIA H100 ...)" is labelled cuda:0. */
+				repository_printf(t, "inferd_model_instance_busy_seconds{model=\"%s\",version=\"%" PRId64
+				    "\",instance=\"%d\",device=\"%.*s\"} %.6f\n", r->models[i]->name, ref->version, k,
+				    (int)strcspn(name, " "), name, batcher_queue_busy_seconds(ref->queues[k]));
+			}
+}
+
 /* The memory lines of every loaded version: one per kind (lock held). */
 static void
 repository_metrics_memory(struct repository_text *t, repository_t *r)
@@ -218,6 +240,7 @@ repository_metrics_text(repository_t *r)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
 			repository_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
 			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
+	repository_metrics_instances(&t, r);
 	repository_metrics_memory(&t, r);
 	pthread_mutex_unlock(&r->lock);
 	if (t.failed) {

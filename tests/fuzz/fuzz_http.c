@@ -70,7 +70,8 @@ fuzz_init(void)
 		fuzz_die("metrics", NULL);
 	if (batcher_create(dev, &metrics, 2, 0, &batcher, &cause) != 0)
 		fuzz_die("batcher", cause);
-	struct repository_options o = { dev, batcher, &metrics, FUZZ_SRCDIR "/conf/models", REPOSITORY_CONTROL_EXPLICIT, 2 };
+	struct repository_options o = { .dev = dev, .batcher = batcher, .metrics = &metrics,
+	    .dir = FUZZ_SRCDIR "/conf/models", .control = REPOSITORY_CONTROL_EXPLICIT, .inflight = 2 };
 	char *load[] = { "fashion-mlp", NULL };
 	if (repository_create(&o, &repo, &cause) != 0 || repository_load_startup(repo, load, &cause) != 0)
 		fuzz_die("repository", cause);

@@ -45,15 +45,16 @@ read_floats(const char *path, size_t *n)
 	return buf;
 }
 
-/* Connect and find fashion-mlp, or exit. */
+/* Connect and find fashion-mlp (or the model $IPC_CLIENT_MODEL names), or exit. */
 static inferd_conn_t *
 open_model(const char *sock, const struct inferd_model **m)
 {
+	const char *name = getenv("IPC_CLIENT_MODEL");
 	inferd_conn_t *c;
 	int r;
 
 	if ((r = inferd_connect(sock, NULL, &c)) != 0 ||
-	    (r = inferd_model_get(c, "fashion-mlp", m)) != 0) {
+	    (r = inferd_model_get(c, name != NULL ? name : "fashion-mlp", m)) != 0) {
 		fprintf(stderr, "ipc_client: %s: %s\n", inferd_strerror(r), inferd_last_error());
 		exit(1);
 	}

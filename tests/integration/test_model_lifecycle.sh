@@ -215,13 +215,13 @@ echo "ok: inferctl load, index, unload"
 # --- instance_group: two instances of a model on the daemon's device, answers unchanged ---------
 mkdir -p "$repo/inst" && cp "$mlp/model.safetensors" "$repo/inst/" || exit 99
 here=${INFERD_TEST_DEVICE:-cpu}
-case "$here" in cpu) elsewhere=cuda:3 ;; *) elsewhere=cpu ;; esac
+# A device this daemon may not or cannot open: a GPU beside a CPU daemon, a GPU not present.
+case "$here" in cpu) elsewhere=cuda:3 why="GPU instances need device" ;; *) elsewhere=cuda:63 why="opening cuda:63" ;; esac
 sed "s/\"fashion-mlp\"/\"inst\"/; s/^{/{ \"instance_group\": [{\"count\": 2, \"devices\": \"$here\"}],/" "$mlp/model.json" \
 	>"$repo/inst/model.json" || exit 99
-out=$(post /v2/repository/models/inst/load)
-[ "$(echo "$out" | status_of)" = 200 ] || fail "load inst: $out"
-grep -q "model 'inst' loaded (version 1).*2 instances" "$tmp/daemon.log" || fail "inst did not get 2 instances"
-"$PY" - "$port" "$tmp/http-ref.json" "$request" <<'PYEOF' || fail "requests to two instances"
+# 8 threads x 25 HTTP requests to inst, every answer the reference's.
+inst_requests() {
+	"$PY" - "$port" "$tmp/http-ref.json" "$request" <<'PYEOF'
 import json, sys, threading, urllib.request
 port, ref = sys.argv[1], json.load(open(sys.argv[2]))["outputs"][0]["data"]
 body, bad = open(sys.argv[3], "rb").read(), []
@@ -236,9 +236,19 @@ threads = [threading.Thread(target=run) for _ in range(8)]
 [t.join() for t in threads]
 assert not bad, bad[:1]
 PYEOF
+}
+# Busy seconds of inst's instance on device $1 (0 when it has none).
+inst_busy() {
+	curl -s "http://127.0.0.1:$port/metrics" | awk -v d="$1" '$1 ~ /^inferd_model_instance_busy_seconds[{]model="inst"/ &&
+		index($1, "device=\"" d "\"") { s += $2 } END { print s + 0 }'
+}
+out=$(post /v2/repository/models/inst/load)
+[ "$(echo "$out" | status_of)" = 200 ] || fail "load inst: $out"
+grep -q "model 'inst' loaded (version 1).*2 instances on $here x2" "$tmp/daemon.log" || fail "inst did not get 2 instances"
+inst_requests || fail "requests to two instances"
 sed -i "s/\"devices\": \"$here\"/\"devices\": \"$elsewhere\"/" "$repo/inst/model.json"
 out=$(post /v2/repository/models/inst/load)
-[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "instance_group 0 names a device" ||
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "instance_group 0: .*$why" ||
 	fail "an instance on another device: $out"
 [ "$(post /v2/models/inst/infer "@$request" | status_of)" = 200 ] || fail "inst stopped serving"
 curl -s "http://127.0.0.1:$port/metrics" |
@@ -246,6 +256,35 @@ curl -s "http://127.0.0.1:$port/metrics" |
 	fail "no busy time for inst: $(curl -s "http://127.0.0.1:$port/metrics" | grep busy)"
 [ "$(post /v2/repository/models/inst/unload | status_of)" = 200 ] || fail "unload inst"
 echo "ok: instance_group of 2 on the daemon's device; another device refused"
+
+# --- On a GPU daemon: one instance on the GPU and one on the CPU, both serving -------------------
+# The CPU instance is a second copy of the model on a second device (its own batcher contexts and
+# the clients' per-device streams): what an instance on another GPU takes, on a machine of one GPU.
+if [ "$here" != cpu ]; then
+	sed -i "s/\"count\": 2, \"devices\": \"$elsewhere\"/\"count\": 1, \"devices\": \"$here,cpu\"/" \
+		"$repo/inst/model.json"
+	out=$(post /v2/repository/models/inst/load)
+	[ "$(echo "$out" | status_of)" = 200 ] || fail "load inst on $here and cpu: $out"
+	grep -q "model 'inst' loaded (version 1).*2 instances on $here x1, cpu x1" "$tmp/daemon.log" ||
+		fail "inst is not on $here and cpu: $(grep "model 'inst'" "$tmp/daemon.log" | tail -1)"
+	for round in 1 2 3; do
+		pids=
+		for i in 1 2 3 4; do
+			IPC_CLIENT_MODEL=inst "$top_builddir/tests/helpers/ipc_client" "$sock" load "$tmp/in.bin" \
+				"$tmp/ref.bin" 300 4 "$round$i" >"$tmp/mixed$i.log" 2>&1 &
+			pids="$pids $!"
+		done
+		inst_requests || fail "HTTP requests to instances on $here and cpu"
+		for p in $pids; do wait "$p" || fail "shm client of inst on $here and cpu: $(cat "$tmp"/mixed*.log)"; done
+		[ "$(cat "$tmp"/mixed*.log | grep -c '300 requests, 0 wrong')" = 4 ] ||
+			fail "shm answers of inst on $here and cpu: $(cat "$tmp"/mixed*.log)"
+		[ "$(inst_busy cpu)" != 0 ] && [ "$(inst_busy "$here")" != 0 ] && break
+	done
+	[ "$(inst_busy cpu)" != 0 ] && [ "$(inst_busy "$here")" != 0 ] ||
+		fail "not both instances served: $(curl -s "http://127.0.0.1:$port/metrics" | grep instance_busy)"
+	[ "$(post /v2/repository/models/inst/unload | status_of)" = 200 ] || fail "unload inst (two devices)"
+	echo "ok: instances on $here and on the cpu both answer (busy $(inst_busy "$here") s, $(inst_busy cpu) s)"
+fi
 
 # --- RSS back near the baseline after an unload ------------------------------------------------
 # cnn's two batch arenas (32 MB each) are touched by a full batch, then unloaded: each unload

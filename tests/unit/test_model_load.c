@@ -246,7 +246,7 @@ test_refusals(void)
 static repository_t *
 registry_open(const char *root, batcher_t **b, char **cause)
 {
-	struct repository_options o = { dev, NULL, NULL, root, REPOSITORY_CONTROL_NONE, 2 };
+	struct repository_options o = { .dev = dev, .dir = root, .control = REPOSITORY_CONTROL_NONE, .inflight = 2 };
 	repository_t *r = NULL;
 
 	if (batcher_create(dev, NULL, 2, 0, b, cause) != 0)

@@ -82,7 +82,7 @@ found_id(repository_t *r, uint32_t id, char **why)
 static void
 test_registry(void)
 {
-	struct repository_options o = { dev, NULL, NULL, NULL, REPOSITORY_CONTROL_EXPLICIT, 2 };
+	struct repository_options o = { .dev = dev, .control = REPOSITORY_CONTROL_EXPLICIT, .inflight = 2 };
 	char *root = test_mkdtemp(), *cause = NULL;
 	repository_t *r = NULL;
 	model_ref_t *held;
