@@ -388,6 +388,15 @@ tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMO
 tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)
 
+# --- per-step plan profiles (profile) ---
+# device_plan_profile on a MatMul-heavy graph (entries, the MatMul's share, the output against the
+# reference evaluator); model_exec_profile on fashion-mlp.
+check_PROGRAMS += tests/unit/test_plan_profile
+TESTS += tests/unit/test_plan_profile
+tests_unit_test_plan_profile_SOURCES = tests/unit/test_plan_profile.c $(GRAPH_TEST_COMMON)
+tests_unit_test_plan_profile_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_plan_profile_LDADD = $(TEST_LDADD)
+
 # --- install and first use (usability) ---
 # configure --prefix + make install, the example built with pkg-config against the installed files.
 # Triton's /config and /stats, and unimplemented request parameters refused by name.
