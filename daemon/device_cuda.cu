@@ -725,13 +725,15 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	return cuda_plan_steps(c, &ex, NULL, cause);
 }
 
-/* Destroy the first n of marks, then the array. */
+/* Destroy the first n of marks (quietly: beside another thread's capture), then the array. */
 static void
 cuda_marks_free(cudaEvent_t *marks, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (cudaEventDestroy(marks[i]) != cudaSuccess)
-			(void)cudaGetLastError();
+	CUDA_QUIETLY(
+		for (size_t i = 0; i < n; i++)
+			if (cudaEventDestroy(marks[i]) != cudaSuccess)
+				(void)cudaGetLastError();
+	);
 	free(marks);
 }
 
