@@ -205,12 +205,16 @@ void device_plan_free(device_plan_t *p);
  * plan inserts node "(precision cast)" and op "Cast (precision)", and its
  * microseconds (CUDA: events recorded around the step on s, so a step's time
  * includes the gaps between its kernels; CPU: the clock around the step).
- * The names point into the plan's graph and static strings: valid while the
- * graph lives.  Events and the array are allocated here, never by a run.
+ * how says what ran it: "cpu" on the CPU backend; on CUDA the plan's
+ * precision ("fp32", "tf32", "fp16"), or "fp32 island" for a node an fp16
+ * plan runs in FP32 between casts (the casts are in its time).  The names
+ * point into the plan's graph and static strings: valid while the graph
+ * lives.  Events and the array are allocated here, never by a run.
  */
 struct device_step_time {
 	const char *node;
 	const char *op;
+	const char *how;
 	double us;
 };
 int device_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,

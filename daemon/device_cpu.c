@@ -325,6 +325,7 @@ cpu_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time *
 		const struct graph_node *nd = &g->nodes[i];
 		t[i].node = nd->name ? nd->name : "?";
 		t[i].op = graph_op_name(nd->op);
+		t[i].how = "cpu";
 		if (cpu_now_us(&t0, cause) != 0 ||
 		    cpu_node_run(g, nd, c->shapes, c->ptrs, c->workspace, cause) != 0 || cpu_now_us(&t1, cause) != 0) {
 			free(t);

@@ -769,6 +769,7 @@ cuda_marks_read(const struct cuda_plan *c, cudaEvent_t *marks, struct device_ste
 			return cuda_fail(cause, err, "cudaEventElapsedTime (profile step %zu)", i);
 		t[i].node = n == NULL ? "(precision cast)" : n->name ? n->name : "?";
 		t[i].op = n == NULL ? "Cast (precision)" : graph_op_name(n->op);
+		t[i].how = cuda_prec_step_island(&c->steps[i]) ? "fp32 island" : graph_precision_name(c->precision);
 		t[i].us = (double)ms * 1000.0;
 	}
 	return 0;

@@ -9,9 +9,10 @@
 #include "bench_profile.h"
 #include "error.h"
 
-/* One op's total over the plan. */
+/* One op's total over the plan, for one way of running it (device_step_time.how). */
 struct profile_group {
 	const char *op;
+	const char *how;
 	double us;
 	int count;
 };
@@ -25,14 +26,15 @@ bench_profile_init(struct bench_profile *p, int reps, int rows)
 	p->rows = rows;
 }
 
-/* 1 when t lists the same steps as p's first profile. */
+/* 1 when t lists the same steps (node, op, how) as p's first profile. */
 static int
 profile_same_steps(const struct bench_profile *p, const struct device_step_time *t, size_t n)
 {
 	if (n != p->n)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].node, p->steps[i].node) != 0 || strcmp(t[i].op, p->steps[i].op) != 0)
+		if (strcmp(t[i].node, p->steps[i].node) != 0 || strcmp(t[i].op, p->steps[i].op) != 0 ||
+		    strcmp(t[i].how, p->steps[i].how) != 0)
 			return 0;
 	return 1;
 }
@@ -114,7 +116,7 @@ profile_cmp_group(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-/* The steps grouped by op, largest total first, into *out (malloc'ed, *ng of them); -1 when out of memory. */
+/* The steps grouped by op and how they ran, largest total first, into *out (malloc'ed, *ng of them); -1 when out of memory. */
 static int
 profile_groups(const struct bench_profile *p, struct profile_group **out, size_t *ng)
 {
@@ -124,10 +126,13 @@ profile_groups(const struct bench_profile *p, struct profile_group **out, size_t
 	if (g == NULL)
 		return -1;
 	for (i = 0; i < p->n; i++) {
-		for (j = 0; j < n && strcmp(g[j].op, p->steps[i].op) != 0; j++)
+		const struct device_step_time *t = &p->steps[i];
+		for (j = 0; j < n && (strcmp(g[j].op, t->op) != 0 || strcmp(g[j].how, t->how) != 0); j++)
 			;
-		if (j == n)
-			g[n++].op = p->steps[i].op;
+		if (j == n) {
+			g[n].op = t->op;
+			g[n++].how = t->how;
+		}
 		g[j].us += p->steps[i].us;
 		g[j].count++;
 	}
@@ -184,13 +189,14 @@ bench_profile_print(FILE *f, const struct bench_profile *p)
 		return;
 	}
 	fprintf(f, "  profile of the %d-row plan: %zu steps, medians of %d runs\n", p->rows, p->n, p->taken);
-	fprintf(f, "    %-24s %12s %6s %7s\n", "op", "total us", "count", "share");
+	fprintf(f, "    %-20s %-12s %12s %6s %7s\n", "op", "ran as", "total us", "count", "share");
 	for (i = 0; i < ng; i++)
-		fprintf(f, "    %-24s %12.1f %6d %6.1f%%\n", g[i].op, g[i].us, g[i].count, profile_pct(g[i].us, sum));
+		fprintf(f, "    %-20s %-12s %12.1f %6d %6.1f%%\n", g[i].op, g[i].how, g[i].us, g[i].count,
+		    profile_pct(g[i].us, sum));
 	fprintf(f, "    slowest %zu nodes:\n", nt);
 	for (i = 0; i < nt; i++)
-		fprintf(f, "    %10.1f us %6.1f%%  %s (%s)\n", top[i]->us, profile_pct(top[i]->us, sum), top[i]->node,
-		    top[i]->op);
+		fprintf(f, "    %10.1f us %6.1f%%  %s (%s, %s)\n", top[i]->us, profile_pct(top[i]->us, sum), top[i]->node,
+		    top[i]->op, top[i]->how);
 	fprintf(f, "    sum of steps %.1f us; whole run %.1f us (steps are %.1f%% of it)\n", sum, p->whole_us,
 	    profile_pct(sum, p->whole_us));
 	free(g);
@@ -201,8 +207,8 @@ bench_profile_print(FILE *f, const struct bench_profile *p)
 static int
 profile_json_group(json_t *arr, const struct profile_group *g, double sum)
 {
-	return json_array_append_new(arr, json_pack("{s:s, s:f, s:i, s:f}", "op", g->op, "us", g->us, "count",
-	    g->count, "share", profile_pct(g->us, sum) / 100.0));
+	return json_array_append_new(arr, json_pack("{s:s, s:s, s:f, s:i, s:f}", "op", g->op, "how", g->how, "us",
+	    g->us, "count", g->count, "share", profile_pct(g->us, sum) / 100.0));
 }
 
 /* The op groups and the slowest nodes into o; -1 when out of memory. */
@@ -218,8 +224,8 @@ profile_json_tables(json_t *o, const struct bench_profile *p, double sum)
 	for (i = 0; !bad && i < ng; i++)
 		bad = profile_json_group(ops, &g[i], sum) != 0;
 	for (i = 0; !bad && i < nt; i++)
-		bad = json_array_append_new(nodes, json_pack("{s:s, s:s, s:f, s:f}", "node", top[i]->node, "op",
-		    top[i]->op, "us", top[i]->us, "share", profile_pct(top[i]->us, sum) / 100.0)) != 0;
+		bad = json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:f, s:f}", "node", top[i]->node, "op",
+		    top[i]->op, "how", top[i]->how, "us", top[i]->us, "share", profile_pct(top[i]->us, sum) / 100.0)) != 0;
 	free(g);
 	free(top);
 	if (bad || json_object_set_new(o, "ops", ops) != 0) {

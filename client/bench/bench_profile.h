@@ -11,8 +11,9 @@
  * Contract.  The engine bench profiles the plan of one batch size reps times
  * (model_exec_profile); each profile is added here, and must list the same
  * steps (node and op) in the same order as the first.  bench_profile_finish
- * takes each step's median; the report groups the medians by op (total,
- * count, share of the steps' sum, largest first), lists the slowest nodes,
+ * takes each step's median; the report groups the medians by op and how it
+ * ran (total, count, share of the steps' sum, largest first: an fp16 plan's
+ * FP32 islands apart from its FP16 steps), lists the slowest nodes,
  * and sets the steps' sum beside the whole run's time measured normally
  * (a captured graph's launch where there is one), so what launching adds shows.
  */

@@ -208,7 +208,7 @@ run_engine --engine="$tmp/no-such-model" --duration=0.1
 run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.2 --warmup=0.05 --profile=3
 [ $rc -eq 0 ] || fail "--engine --profile exited $rc: $(cat "$tmp/err")"
 grep -q "profile of the 4-row plan: 3 steps, medians of 3 runs" "$tmp/out" &&
-    grep -Eq "^ +Gemm +[0-9.]+ +3 +100.0%" "$tmp/out" && grep -q " fc1 (Gemm)" "$tmp/out" &&
+    grep -Eq "^ +Gemm +cpu +[0-9.]+ +3 +100.0%" "$tmp/out" && grep -q " fc1 (Gemm, cpu)" "$tmp/out" &&
     grep -q "sum of steps" "$tmp/out" || fail "--engine --profile text: $(cat "$tmp/out")"
 run_engine --json --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.2 --warmup=0.05 --profile=5
 [ $rc -eq 0 ] || fail "--engine --profile --json exited $rc"
@@ -217,7 +217,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 p = r["profile"]
 assert p["rows"] == 4 and p["steps"] == 3 and p["reps"] == 5, p
-assert [o["op"] for o in p["ops"]] == ["Gemm"] and p["ops"][0]["count"] == 3, p
+assert [(o["op"], o["how"]) for o in p["ops"]] == [("Gemm", "cpu")] and p["ops"][0]["count"] == 3, p
 assert sorted(n["node"] for n in p["top_nodes"]) == ["fc1", "fc2", "fc3"], p
 us = [n["us"] for n in p["top_nodes"]]
 assert us == sorted(us, reverse=True) and min(us) >= 0, p

@@ -25,6 +25,8 @@
 
 /* The MatMul's sizes: 256x1024 by 1024x512 on the CPU, each doubled on a GPU, where small kernels cost relatively more. */
 static int64_t M = 256, K = 1024, N = 512;
+/* How every step of the FP32 graph ran: "cpu" on the CPU backend, the plan's precision on CUDA (no islands). */
+static const char *want_how = "cpu";
 
 /* The graph: y = relu(x @ w) + b, tensors x, w, b, h, r, y. */
 static graph_t *
@@ -58,6 +60,8 @@ check_entries(const struct device_step_time *t, size_t n)
 		CHECK(strcmp(t[i].node, nodes[i]) == 0 && strcmp(t[i].op, ops[i]) == 0, "step %zu is %s (%s), expected "
 		    "%s (%s)", i, t[i].node, t[i].op, nodes[i], ops[i]);
 		CHECK(isfinite(t[i].us) && t[i].us >= 0, "step %zu took %g us", i, t[i].us);
+		CHECK(t[i].how != NULL && strcmp(t[i].how, want_how) == 0, "step %zu ran as %s, expected %s", i,
+		    t[i].how ? t[i].how : "(null)", want_how);
 	}
 }
 
@@ -219,7 +223,7 @@ test_model(device_t *dev)
 	for (size_t i = 0; i < n && i < 3; i++) {
 		char want[8];
 		snprintf(want, sizeof want, "fc%zu", i + 1);
-		CHECK(strcmp(t[i].node, want) == 0 && strcmp(t[i].op, "Gemm") == 0 && t[i].us >= 0,
+		CHECK(strcmp(t[i].node, want) == 0 && strcmp(t[i].op, "Gemm") == 0 && t[i].us >= 0 && t[i].how != NULL,
 		    "step %zu: %s (%s) %g us", i, t[i].node, t[i].op, t[i].us);
 	}
 	free(t);
@@ -244,6 +248,7 @@ main(void)
 		M *= 2;
 		K *= 2;
 		N *= 2;
+		want_how = "fp32";
 	}
 	test_plan(dev);
 	test_model(dev);
