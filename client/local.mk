@@ -72,7 +72,8 @@ client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 noinst_PROGRAMS += client/bench/inferd-bench-engine
 client_bench_inferd_bench_engine_SOURCES = client/bench/inferd-bench-engine.c client/bench/bench.h \
 	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_report.c \
-	client/bench/bench_engine.c client/bench/bench_futex.c
+	client/bench/bench_engine.c client/bench/bench_futex.c \
+	client/bench/bench_profile.c client/bench/bench_profile.h
 if HAVE_CUDA
 client_bench_inferd_bench_engine_SOURCES += client/bench/bench_limits.c
 endif

@@ -640,6 +640,24 @@ device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	return p->dev->ops->plan_run(p, s, cause);
 }
 
+/* Run the plan once, timing each step (device.h: a diagnostic). */
+int
+device_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,
+    char **cause)
+{
+	*out = NULL;
+	*n = 0;
+	if (s->kind != DEVICE_STREAM_COMPUTE)
+		return error_set(cause, "plan: stream was not created for compute");
+	if (s->dev != p->dev)
+		return error_set(cause, "plan: stream belongs to another device");
+	if (p->ws_mode == DEVICE_WS_PROBE)
+		return error_set(cause, "plan: compiled only to measure its workspace");
+	if (p->dev->ops->plan_profile == NULL)
+		return error_set(cause, "the %s backend cannot profile a plan", p->dev->ops->name);
+	return p->dev->ops->plan_profile(p, s, out, n, cause);
+}
+
 /* Free a plan (NULL is ignored). */
 void
 device_plan_free(device_plan_t *p)

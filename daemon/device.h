@@ -198,6 +198,28 @@ int device_plan_run(device_plan_t *p, device_stream_t *s, char **cause);
 /* Free a plan and its workspaces (NULL is ignored). */
 void device_plan_free(device_plan_t *p);
 /*
+ * Profiling, a diagnostic off the serving path: run the plan's steps once on
+ * compute stream s, not captured (refused while s is capturing), timing each
+ * step, and wait for them.  *out (malloc'ed, *n entries; free() it) has one
+ * entry per step in run order: its node's name and op, or for a cast an fp16
+ * plan inserts node "(precision cast)" and op "Cast (precision)", and its
+ * microseconds (CUDA: events recorded around the step on s, so a step's time
+ * includes the gaps between its kernels; CPU: the clock around the step).
+ * how says what ran it: "cpu" on the CPU backend; on CUDA the plan's
+ * precision ("fp32", "tf32", "fp16"), or "fp32 island" for a node an fp16
+ * plan runs in FP32 between casts (the casts are in its time).  The names
+ * point into the plan's graph and static strings: valid while the graph
+ * lives.  Events and the array are allocated here, never by a run.
+ */
+struct device_step_time {
+	const char *node;
+	const char *op;
+	const char *how;
+	double us;
+};
+int device_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,
+    char **cause);
+/*
  * Device memory the plan allocated at compile beyond what it was given
  * (memory reports): *own_bytes its steps' own scratch and buffers (FP16
  * activations at fp16), *weight_bytes the FP16 weight copies it created

@@ -296,6 +296,48 @@ cpu_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	return 0;
 }
 
+/* Microseconds on the monotonic clock into *us. */
+static int
+cpu_now_us(double *us, char **cause)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return error_set(cause, "clock_gettime failed");
+	*us = ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+	return 0;
+}
+
+/* Run every node in order like cpu_plan_run, timing each one on the clock. */
+static int
+cpu_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,
+    char **cause)
+{
+	const struct cpu_plan *c = p->handle;
+	const graph_t *g = p->g;
+	struct device_step_time *t = xcalloc(g->nnodes ? g->nnodes : 1, sizeof *t);
+	double t0 = 0, t1 = 0;
+	size_t i;
+
+	if (t == NULL)
+		return error_set(cause, "out of memory");
+	for (i = 0; i < g->nnodes; i++) {
+		const struct graph_node *nd = &g->nodes[i];
+		t[i].node = nd->name ? nd->name : "?";
+		t[i].op = graph_op_name(nd->op);
+		t[i].how = "cpu";
+		if (cpu_now_us(&t0, cause) != 0 ||
+		    cpu_node_run(g, nd, c->shapes, c->ptrs, c->workspace, cause) != 0 || cpu_now_us(&t1, cause) != 0) {
+			free(t);
+			return error_prefix(cause, "node '%s' (%s)", nd->name ? nd->name : "?", graph_op_name(nd->op));
+		}
+		t[i].us = t1 - t0;
+	}
+	*out = t;
+	*n = g->nnodes;
+	return 0;
+}
+
 /* Nothing beyond the struct to release. */
 static void
 cpu_close(device_t *dev)
@@ -331,6 +373,7 @@ static const struct device_ops cpu_ops = {
 	.plan_compile = cpu_plan_compile,
 	.plan_run = cpu_plan_run,
 	.plan_free = cpu_plan_free,
+	.plan_profile = cpu_plan_profile,
 };
 
 /* Fill dev with the CPU backend. */

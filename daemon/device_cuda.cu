@@ -668,9 +668,24 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	return 0;
 }
 
-/* Run every step; the cuBLAS math mode is the plan's (TF32 tensor ops unless fp32), the handle's restored after. */
+/* Record mark (NULL: none, when not profiling) on the stream; -1 naming the step when that fails. */
 static int
-cuda_plan_steps(const struct cuda_plan *c, const struct cuda_exec *ex, char **cause)
+cuda_plan_mark(cudaEvent_t mark, const struct cuda_exec *ex, size_t step, char **cause)
+{
+	cudaError_t err;
+
+	if (mark == NULL || (err = cudaEventRecord(mark, ex->stream)) == cudaSuccess)
+		return 0;
+	return cuda_fail(cause, err, "cudaEventRecord (profile mark %zu)", step);
+}
+
+/*
+ * Run every step; the cuBLAS math mode is the plan's (TF32 tensor ops unless
+ * fp32), the handle's restored after.  marks (NULL when not profiling):
+ * nsteps + 1 events, marks[i] recorded before step i and marks[nsteps] after the last.
+ */
+static int
+cuda_plan_steps(const struct cuda_plan *c, const struct cuda_exec *ex, cudaEvent_t *marks, char **cause)
 {
 	cublasMath_t old = CUBLAS_DEFAULT_MATH;
 	cublasStatus_t bs;
@@ -683,10 +698,14 @@ cuda_plan_steps(const struct cuda_plan *c, const struct cuda_exec *ex, char **ca
 	}
 	for (size_t i = 0; i < c->nsteps && rc == 0; i++) {
 		const struct graph_node *n = c->steps[i].n;
+		if ((rc = cuda_plan_mark(marks ? marks[i] : NULL, ex, i, cause)) != 0)
+			break;
 		if ((rc = c->steps[i].run(&c->steps[i], ex, cause)) != 0)
 			error_prefix(cause, "node '%s' (%s)", n == NULL ? "(precision cast)" : n->name ? n->name : "?",
 			    n == NULL ? "Cast" : graph_op_name(n->op));
 	}
+	if (rc == 0)
+		rc = cuda_plan_mark(marks ? marks[c->nsteps] : NULL, ex, c->nsteps, cause);
 	if (c->precision != GRAPH_PRECISION_FP32 && (bs = cublasSetMathMode(ex->blas, old)) != CUBLAS_STATUS_SUCCESS &&
 	    rc == 0)
 		return cuda_blas_fail(cause, bs, "cublasSetMathMode(restore)");
@@ -703,7 +722,108 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
-	return cuda_plan_steps(c, &ex, cause);
+	return cuda_plan_steps(c, &ex, NULL, cause);
+}
+
+/* Destroy the first n of marks (quietly: beside another thread's capture), then the array. */
+static void
+cuda_marks_free(cudaEvent_t *marks, size_t n)
+{
+	CUDA_QUIETLY(
+		for (size_t i = 0; i < n; i++)
+			if (cudaEventDestroy(marks[i]) != cudaSuccess)
+				(void)cudaGetLastError();
+	);
+	free(marks);
+}
+
+/* n timing events into *out (a diagnostic: allocated per profile, never by a run). */
+static int
+cuda_marks_create(size_t n, cudaEvent_t **out, char **cause)
+{
+	cudaEvent_t *marks = (cudaEvent_t *)calloc(n, sizeof *marks);
+	cudaError_t err;
+
+	if (marks == NULL)
+		return error_set(cause, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if ((err = cudaEventCreateWithFlags(&marks[i], cudaEventDefault)) != cudaSuccess) {
+			cuda_marks_free(marks, i);
+			return cuda_fail(cause, err, "cudaEventCreateWithFlags (profile mark %zu)", i);
+		}
+	}
+	*out = marks;
+	return 0;
+}
+
+/* Each step's name, op and time between its marks, into t (nsteps entries); the marks have completed. */
+static int
+cuda_marks_read(const struct cuda_plan *c, cudaEvent_t *marks, struct device_step_time *t, char **cause)
+{
+	cudaError_t err;
+	float ms;
+
+	for (size_t i = 0; i < c->nsteps; i++) {
+		const struct graph_node *n = c->steps[i].n;
+		if ((err = cudaEventElapsedTime(&ms, marks[i], marks[i + 1])) != cudaSuccess)
+			return cuda_fail(cause, err, "cudaEventElapsedTime (profile step %zu)", i);
+		t[i].node = n == NULL ? "(precision cast)" : n->name ? n->name : "?";
+		t[i].op = n == NULL ? "Cast (precision)" : graph_op_name(n->op);
+		t[i].how = cuda_prec_step_island(&c->steps[i]) ? "fp32 island" : graph_precision_name(c->precision);
+		t[i].us = (double)ms * 1000.0;
+	}
+	return 0;
+}
+
+/* Refuse a stream that is capturing: the marks would be captured, not timed. */
+static int
+cuda_not_capturing(cudaStream_t stream, char **cause)
+{
+	cudaStreamCaptureStatus cs;
+	cudaError_t err = cudaStreamIsCapturing(stream, &cs);
+
+	if (err != cudaSuccess)
+		return cuda_fail(cause, err, "cudaStreamIsCapturing");
+	if (cs != cudaStreamCaptureStatusNone)
+		return error_set(cause, "cannot profile a plan on a stream that is capturing a graph");
+	return 0;
+}
+
+/* Run every step once with an event before and after each, wait, and read the steps' times. */
+static int
+cuda_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n, char **cause)
+{
+	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
+	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
+	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
+	struct device_step_time *t;
+	cudaEvent_t *marks = NULL;
+	cudaError_t err;
+	int rc;
+
+	if (cuda_use(s->dev, cause) != 0 || cuda_not_capturing(cs->stream, cause) != 0)
+		return -1;
+	if ((t = (struct device_step_time *)calloc(c->nsteps + 1, sizeof *t)) == NULL)
+		return error_set(cause, "out of memory");
+	if (cuda_marks_create(c->nsteps + 1, &marks, cause) != 0) {
+		free(t);
+		return -1;
+	}
+	rc = cuda_plan_steps(c, &ex, marks, cause);
+	/* Wait even after a failure: queued steps may still be running against the marks. */
+	err = cudaStreamSynchronize(cs->stream);
+	if (rc == 0 && err != cudaSuccess)
+		rc = cuda_fail(cause, err, "cudaStreamSynchronize (profile)");
+	if (rc == 0)
+		rc = cuda_marks_read(c, marks, t, cause);
+	cuda_marks_free(marks, c->nsteps + 1);
+	if (rc != 0) {
+		free(t);
+		return -1;
+	}
+	*out = t;
+	*n = c->nsteps;
+	return 0;
 }
 
 pthread_rwlock_t cuda_quiet_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -807,6 +927,7 @@ static const struct device_ops cuda_ops = {
 	.plan_compile = cuda_plan_compile,
 	.plan_run = cuda_plan_run,
 	.plan_free = cuda_plan_free,
+	.plan_profile = cuda_plan_profile,
 	.graph_capture_begin = cuda_graph_capture_begin,
 	.graph_capture_end = cuda_graph_capture_end,
 	.graph_launch = cuda_graph_launch,

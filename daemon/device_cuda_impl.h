@@ -221,6 +221,8 @@ void cuda_prec_free(struct cuda_prec *pr);
 /* Compile n at fp16: natively when its compiler takes F16, else in FP32 between casts (the step's fini frees). */
 int cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_node *n, cuda_compile_fn fn,
     struct cuda_step *st, char **cause);
+/* 1 when st runs its node in FP32 between casts (an FP16 plan's FP32 island; profiles say so). */
+int cuda_prec_step_island(const struct cuda_step *st);
 /* Queue an element-wise cast of n elements between F32 and F16 (either way). */
 cudaError_t cuda_launch_cast_f(cudaStream_t stream, const void *x, enum graph_dtype xdt, void *y,
     enum graph_dtype ydt, int64_t n);

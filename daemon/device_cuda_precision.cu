@@ -478,6 +478,13 @@ prec_wrap_compile(const struct cuda_compile *cc, const struct graph_node *n, cud
 	return rc;
 }
 
+/* 1 when st runs its node in FP32 between casts (an FP16 plan's FP32 island). */
+int
+cuda_prec_step_island(const struct cuda_step *st)
+{
+	return st->run == prec_wrap_run;
+}
+
 /* Forget what a compiler that answered CUDA_COMPILE_FALLBACK set up (keeping the node). */
 static void
 prec_step_reset(struct cuda_step *st)

@@ -59,6 +59,9 @@ struct device_ops {
 	    void *const *addrs, char **cause);
 	int (*plan_run)(device_plan_t *p, device_stream_t *s, char **cause);
 	void (*plan_free)(device_plan_t *p);
+	/* device_plan_profile: one entry per step, malloc'ed; NULL on a backend that cannot. */
+	int (*plan_profile)(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,
+	    char **cause);
 	/* Graphs: NULL on backends without them (device_has_graphs says 0). */
 	int (*graph_capture_begin)(device_stream_t *s, char **cause);
 	int (*graph_capture_end)(device_stream_t *s, device_graph_t *g, char **cause);

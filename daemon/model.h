@@ -249,5 +249,13 @@ int model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **c
  * graphs, for models with variable dims, or when max_rows is 0.
  */
 int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cause);
+/*
+ * Profile (a diagnostic, device_plan_profile) the plan model_exec_run_rows
+ * would run for rows rows: the plan of the rows a captured graph pads the
+ * batch to, *ran_rows, run once uncaptured on st with each step timed.  The
+ * inputs are whatever the arena holds.  *out is malloc'ed (*n entries).
+ */
+int model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device_step_time **out, size_t *n,
+    int *ran_rows, char **cause);
 
 #endif

@@ -557,6 +557,31 @@ model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **cause
 	return model_exec_run(x, &s, st, cause);
 }
 
+/* Profile the plan model_exec_run_rows runs for rows rows (model.h), at the rows its graph pads to. */
+int
+model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device_step_time **out, size_t *n,
+    int *ran_rows, char **cause)
+{
+	const model_t *m = x->model;
+	struct model_shape want, s;
+	struct model_plan_entry *e;
+
+	model_shape_max(m, rows, &want);
+	if (model_shape_normalise(m, &want, &s, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
+	if (s.rows <= x->ngraphs && x->graph_rows != NULL)
+		s.rows = x->graph_rows[s.rows - 1];
+	if (m->nvars == 0)
+		e = &x->plans[s.rows - 1];
+	else if (model_exec_lookup(x, &s, st, &e, cause) != 0)
+		return error_prefix(cause, "model '%s'", m->name);
+	e->used = ++x->clock;
+	*ran_rows = s.rows;
+	if (device_plan_profile(e->plan, st, out, n, cause) != 0)
+		return error_prefix(cause, "model '%s': profiling %d rows", m->name, s.rows);
+	return 0;
+}
+
 /* Launches of each graph timed when choosing; the median is kept. */
 #define MODEL_TUNE_RUNS 5
 

@@ -388,6 +388,18 @@ tests_unit_test_backend_ops_SOURCES = tests/unit/test_backend_ops.c $(TEST_COMMO
 tests_unit_test_backend_ops_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_backend_ops_LDADD = $(TEST_LDADD)
 
+# --- per-step plan profiles (profile) ---
+# device_plan_profile on a MatMul-heavy graph (entries, the MatMul's share, the output against the
+# reference evaluator); model_exec_profile on fashion-mlp.  The _cuda build runs it on cuda:0 (skips without a GPU).
+check_PROGRAMS += tests/unit/test_plan_profile tests/unit/test_plan_profile_cuda
+TESTS += tests/unit/test_plan_profile tests/unit/test_plan_profile_cuda
+tests_unit_test_plan_profile_SOURCES = tests/unit/test_plan_profile.c $(GRAPH_TEST_COMMON)
+tests_unit_test_plan_profile_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_plan_profile_LDADD = $(TEST_LDADD)
+tests_unit_test_plan_profile_cuda_SOURCES = $(tests_unit_test_plan_profile_SOURCES)
+tests_unit_test_plan_profile_cuda_CPPFLAGS = $(TEST_CUDA_CPPFLAGS)
+tests_unit_test_plan_profile_cuda_LDADD = $(TEST_LDADD)
+
 # --- install and first use (usability) ---
 # configure --prefix + make install, the example built with pkg-config against the installed files.
 # Triton's /config and /stats, and unimplemented request parameters refused by name.

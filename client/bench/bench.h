@@ -95,6 +95,7 @@ struct bench_settings {
 	int target_given;			/* --protocol, --socket or --url */
 	const char *engine_dir;			/* --engine=DIR: time the backend alone */
 	const char *engine_device;		/* --device for --engine */
+	int profile_reps;			/* --engine --profile[=REPS]: per-step profiles taken, 0 none */
 };
 
 /* ---- bench_engine.c: inferd-bench-engine --engine, the backend alone in this process. ---- */

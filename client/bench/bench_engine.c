@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_profile.h"
 #include "cpu_kernels.h"
 #include "error.h"
 #include "model.h"
@@ -110,28 +111,59 @@ engine_loop(model_exec_t *x, const struct engine_inputs *in, device_stream_t *s,
 	return 0;
 }
 
-/* Print the result as text or one JSON object. */
-static void
+/*
+ * Profile the plan of set->rows rows set->profile_reps times into prof, the
+ * inputs copied in before each as for a timed run.
+ */
+static int
+engine_profile(model_exec_t *x, const struct engine_inputs *in, device_stream_t *s,
+    const struct bench_settings *set, struct bench_profile *prof, char **cause)
+{
+	struct device_step_time *t;
+	size_t n;
+	int r, rows;
+
+	for (r = 0; r < set->profile_reps; r++) {
+		if (engine_copy_in(x, in, s, cause) != 0 || model_exec_profile(x, set->rows, s, &t, &n, &rows, cause) != 0)
+			return -1;
+		if (r == 0)
+			bench_profile_init(prof, set->profile_reps, rows);
+		if (bench_profile_add(prof, t, n, cause) != 0)
+			return -1;
+	}
+	bench_profile_finish(prof);
+	return 0;
+}
+
+/* Print the result as text or one JSON object (with "profile" when prof has one). */
+static int
 engine_report(const struct bench_settings *set, const device_t *dev, const model_t *m,
-    const struct bench_hist *h, uint64_t batches)
+    const struct bench_hist *h, uint64_t batches, const struct bench_profile *prof, char **cause)
 {
 	double rows_per_s = (double)batches * set->rows / set->duration_s;
+	char *pj = NULL;
 
 	if (set->json) {
+		if (prof->taken > 0 && (pj = bench_profile_json(prof)) == NULL)
+			return error_set(cause, "out of memory writing the profile");
 		printf("{\"mode\":\"engine\",\"label\":\"%s\",\"device\":\"%s\",\"model\":\"%s\",\"rows\":%d,"
 		    "\"duration_s\":%g,\"batches\":%llu,\"rows_per_s\":%.1f,"
-		    "\"batch_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"mean\":%.2f}}\n",
+		    "\"batch_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"mean\":%.2f}%s%s}\n",
 		    set->label ? set->label : "", device_name(dev), m->name, set->rows, set->duration_s,
 		    (unsigned long long)batches, rows_per_s, bench_hist_quantile(h, 0.5) / 1e3,
 		    bench_hist_quantile(h, 0.9) / 1e3, bench_hist_quantile(h, 0.99) / 1e3,
-		    h->count ? (double)h->sum_ns / (double)h->count / 1e3 : 0.0);
-		return;
+		    h->count ? (double)h->sum_ns / (double)h->count / 1e3 : 0.0, pj ? ",\"profile\":" : "", pj ? pj : "");
+		free(pj);
+		return 0;
 	}
 	printf("engine: %s on %s (%d threads), %d rows a batch\n", m->name, device_name(dev),
 	    device_is_gpu(dev) ? 0 : cpu_kernels_threads(), set->rows);
 	printf("  %llu batches in %.1f s: %.0f rows/s, batch p50 %.1f us, p99 %.1f us\n",
 	    (unsigned long long)batches, set->duration_s, rows_per_s,
 	    bench_hist_quantile(h, 0.5) / 1e3, bench_hist_quantile(h, 0.99) / 1e3);
+	if (prof->taken > 0)
+		bench_profile_print(stdout, prof);
+	return 0;
 }
 
 /* Load, capture graphs where the backend has them, warm up, measure. */
@@ -143,6 +175,7 @@ engine_measure(const struct bench_settings *set, device_t *dev, char **cause)
 	model_exec_t *x = NULL;
 	model_t *m = NULL;
 	struct engine_inputs in = { 0 };
+	struct bench_profile prof = { 0 };
 	uint64_t batches;
 	int rc = -1;
 
@@ -162,9 +195,13 @@ engine_measure(const struct bench_settings *set, device_t *dev, char **cause)
 	    engine_loop(x, &in, s, set->rows, set->warmup_s, NULL, &batches, cause) != 0 ||
 	    engine_loop(x, &in, s, set->rows, set->duration_s, h, &batches, cause) != 0)
 		goto out;
-	engine_report(set, dev, m, h, batches);
-	rc = 0;
+	if (set->profile_reps > 0 && engine_profile(x, &in, s, set, &prof, cause) != 0)
+		goto out;
+	/* The whole run's time as measured normally (graph launch + sync), beside the steps' sum. */
+	prof.whole_us = bench_hist_quantile(h, 0.5) / 1e3;
+	rc = engine_report(set, dev, m, h, batches, &prof, cause);
 out:
+	bench_profile_free(&prof);
 	engine_inputs_free(&in);
 	device_stream_destroy(s);
 	model_exec_free(x);

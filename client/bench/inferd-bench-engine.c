@@ -23,13 +23,15 @@
 
 /* When --limits has no --input-bytes to size its copies by: the 64 MiB large tensor. */
 #define BENCH_LIMITS_DEFAULT_BYTES ((size_t)64 << 20)
+/* Profiles --profile takes without a count. */
+#define BENCH_PROFILE_REPS 20
 
 /* Print usage. */
 static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: inferd-bench-engine --engine=MODEL_DIR [--device=cpu|cuda:N] [--rows=R]\n"
-	    "                    [--duration=S] [--warmup=S] [--label=TEXT] [--json]\n"
+	    "                    [--duration=S] [--warmup=S] [--profile[=REPS]] [--label=TEXT] [--json]\n"
 	    "       inferd-bench-engine --limits [--limits-device=cuda:N] [--input-bytes=B] [--json]\n"
 	    "       inferd-bench-engine --futex [--label=TEXT] [--json]\n"
 	    "\n"
@@ -40,6 +42,9 @@ usage(FILE *f)
 	    "  --rows=R           rows a batch (default 1)\n"
 	    "  --duration=S       measure for S seconds (default 5)\n"
 	    "  --warmup=S         unmeasured seconds first (default 1)\n"
+	    "  --profile[=REPS]   --engine: then run the plan REPS times (default 20)\n"
+	    "                     uncaptured, timing each step, and report the medians\n"
+	    "                     by op and the slowest nodes beside the whole run\n"
 	    "  --limits           CUDA builds: measure the device's copy bandwidths and the\n"
 	    "                     small-request floor (for inferd-bench --limits-from)\n"
 	    "  --limits-device=D  device for --limits (default cuda:0)\n"
@@ -58,7 +63,7 @@ static void
 parse_args(int argc, char **argv, struct bench_settings *s)
 {
 	enum { O_ROWS = 256, O_INBYTES, O_DURATION, O_WARMUP, O_LIMITS, O_LIMDEV, O_LABEL,
-	    O_JSON, O_ENGINE, O_DEVICE, O_FUTEX };
+	    O_JSON, O_ENGINE, O_DEVICE, O_FUTEX, O_PROFILE };
 	static const struct option longopts[] = {
 		{ "rows", required_argument, NULL, O_ROWS },
 		{ "input-bytes", required_argument, NULL, O_INBYTES },
@@ -71,6 +76,7 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "engine", required_argument, NULL, O_ENGINE },
 		{ "device", required_argument, NULL, O_DEVICE },
+		{ "profile", optional_argument, NULL, O_PROFILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -90,6 +96,9 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		case O_JSON: s->json = 1; break;
 		case O_ENGINE: s->engine_dir = optarg; break;
 		case O_DEVICE: s->engine_device = optarg; break;
+		case O_PROFILE:
+			s->profile_reps = optarg ? (int)bench_parse_int("profile", optarg, 1, 100000) : BENCH_PROFILE_REPS;
+			break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("inferd-bench-engine (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); exit(0);
 		default: usage(stderr); exit(2);
@@ -103,6 +112,8 @@ parse_args(int argc, char **argv, struct bench_settings *s)
 		s->engine_device = "cpu";
 	else if (s->engine_dir == NULL)
 		bench_usage_error("--device is for --engine (--limits takes --limits-device)");
+	if (s->profile_reps != 0 && s->engine_dir == NULL)
+		bench_usage_error("--profile is for --engine");
 	if (s->input_bytes != 0 && s->engine_dir != NULL)
 		bench_usage_error("--input-bytes is for --limits (--engine takes --rows)");
 }

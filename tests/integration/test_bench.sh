@@ -203,6 +203,32 @@ assert 0 < r["batch_us"]["p50"] <= r["batch_us"]["p99"], r
 EOF
 run_engine --engine="$tmp/no-such-model" --duration=0.1
 [ $rc -eq 1 ] && grep -q "no-such-model" "$tmp/err" || fail "--engine on a missing model: exit $rc"
+# --profile: per-step medians of the plan (fashion-mlp: three Gemm nodes fc1..fc3), by op and by node,
+# their sum beside the whole run, in text and under "profile" in the JSON.
+run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.2 --warmup=0.05 --profile=3
+[ $rc -eq 0 ] || fail "--engine --profile exited $rc: $(cat "$tmp/err")"
+grep -q "profile of the 4-row plan: 3 steps, medians of 3 runs" "$tmp/out" &&
+    grep -Eq "^ +Gemm +cpu +[0-9.]+ +3 +100.0%" "$tmp/out" && grep -q " fc1 (Gemm, cpu)" "$tmp/out" &&
+    grep -q "sum of steps" "$tmp/out" || fail "--engine --profile text: $(cat "$tmp/out")"
+run_engine --json --engine="$top_srcdir/conf/models/fashion-mlp" --rows=4 --duration=0.2 --warmup=0.05 --profile=5
+[ $rc -eq 0 ] || fail "--engine --profile --json exited $rc"
+"$PY" - "$tmp/out" <<'EOF' || fail "--engine --profile report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["profile"]
+assert p["rows"] == 4 and p["steps"] == 3 and p["reps"] == 5, p
+assert [(o["op"], o["how"]) for o in p["ops"]] == [("Gemm", "cpu")] and p["ops"][0]["count"] == 3, p
+assert sorted(n["node"] for n in p["top_nodes"]) == ["fc1", "fc2", "fc3"], p
+us = [n["us"] for n in p["top_nodes"]]
+assert us == sorted(us, reverse=True) and min(us) >= 0, p
+assert abs(sum(us) - p["sum_us"]) <= 1e-6 * p["sum_us"] + 1e-3 and abs(p["ops"][0]["us"] - p["sum_us"]) < 1e-3, p
+assert p["sum_us"] == 0 or abs(sum(n["share"] for n in p["top_nodes"]) - 1) < 1e-6, p
+assert abs(p["whole_us"] - r["batch_us"]["p50"]) < 0.01, p
+EOF
+run_engine --futex --profile
+[ $rc -eq 2 ] || fail "--profile without --engine: exit $rc, expected 2"
+run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --profile=0
+[ $rc -eq 2 ] || fail "--profile=0: exit $rc, expected 2"
 run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --socket="$tmp/sock"
 [ $rc -eq 2 ] || fail "--engine with --socket: exit $rc, expected 2"
 run_engine --engine="$top_srcdir/conf/models/fashion-mlp" --limits
