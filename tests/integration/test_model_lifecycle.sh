@@ -280,10 +280,11 @@ if [ "$here" != cpu ]; then
 			fail "shm answers of inst on $here and cpu: $(cat "$tmp"/mixed*.log)"
 		[ "$(inst_busy cpu)" != 0 ] && [ "$(inst_busy "$here")" != 0 ] && break
 	done
-	[ "$(inst_busy cpu)" != 0 ] && [ "$(inst_busy "$here")" != 0 ] ||
+	busy_gpu=$(inst_busy "$here") busy_cpu=$(inst_busy cpu)
+	[ "$busy_cpu" != 0 ] && [ "$busy_gpu" != 0 ] ||
 		fail "not both instances served: $(curl -s "http://127.0.0.1:$port/metrics" | grep instance_busy)"
 	[ "$(post /v2/repository/models/inst/unload | status_of)" = 200 ] || fail "unload inst (two devices)"
-	echo "ok: instances on $here and on the cpu both answer (busy $(inst_busy "$here") s, $(inst_busy cpu) s)"
+	echo "ok: instances on $here and on the cpu both answer (busy $busy_gpu s, $busy_cpu s)"
 fi
 
 # --- RSS back near the baseline after an unload ------------------------------------------------
@@ -313,6 +314,11 @@ device_mib() {
 	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
 		awk -F', *' -v p="$daemon_pid" '$1 == p { print $2 }'
 }
+# The daemon's RSS in KiB per mapping name ("[anon]" for the unnamed ones), one "KIB NAME" line each.
+smaps_by_name() {
+	awk '/^[0-9a-f]+-[0-9a-f]+ / { name = NF >= 6 ? $6 : "[anon]" } /^Rss:/ { s[name] += $2 }
+		END { for (n in s) print s[n], n }' "/proc/$daemon_pid/smaps"
+}
 base=$(rss_kib)
 for k in 1 2 3 4 5 6 7 8; do
 	[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "load cnn"
@@ -329,8 +335,13 @@ for k in 1 2 3 4 5 6 7 8; do
 		[ $((dev_loaded - dev_after)) -gt 16 ] || fail "the unload gave back less than 16 MiB of device memory"
 	fi
 	[ $gpu = 0 ] || [ "$k" != 1 ] || base=$after
-	[ "$k" != 4 ] || first=$after
+	[ "$k" != 4 ] || { first=$after; smaps_by_name >"$tmp/smaps4"; }
 done
+smaps_by_name >"$tmp/smaps8"
+# Where RSS grew over cycles 5 to 8, by mapping (file, [heap], [anon]): printed for the log.
+echo "RSS growth by mapping over cycles 5 to 8 (KiB):"
+awk 'NR == FNR { a[$2] = $1; next } { d = $1 - a[$2]; if (d > 256 || d < -256) print d, $2 }' \
+	"$tmp/smaps4" "$tmp/smaps8" | sort -rn | head -n 8
 if [ $asan = 0 ]; then
 	[ $((after - first)) -lt 12288 ] || fail "RSS grew by $((after - first)) KiB over cycles 5 to 8 (a leak)"
 	[ $((after - base)) -lt 32768 ] || fail "RSS stayed $((after - base)) KiB above the baseline after the unloads"
