@@ -83,6 +83,63 @@ red_softmax_rows(struct red_params p)
 	}
 }
 
+/* Rows of at most this many elements take red_softmax_warps: 32 per lane in registers. */
+#define RED_WARP_ROW_MAX 1024
+
+/* Max over the warp (NaN wins), every lane gets it. */
+static __device__ __forceinline__ float
+red_warp_max(float v)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		float u = __shfl_xor_sync(0xffffffffu, v, o);
+		v = u > v || isnan(u) ? u : v;
+	}
+	return v;
+}
+
+/*
+ * Softmax of short rows (inner == 1, len <= RED_WARP_ROW_MAX): one warp per
+ * row, the row in registers, no block barriers.  Attention's rows (a few
+ * hundred keys, hundreds of thousands of rows) spent most of a block-per-row
+ * launch idle: the profile put ViT-B/16's softmax at 15 % of its batch.  The
+ * same math as red_softmax_rows: FP32 values, a double sum, NaN propagates.
+ */
+template <typename T>
+static __global__ void
+red_softmax_warps(struct red_params p)
+{
+	const int lane = threadIdx.x & 31, nk = (int)((p.len + 31) / 32);
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+
+	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.outer; r += warps) {
+		const T *x = (const T *)(const void *)p.x + r * p.len;
+		T *y = (T *)(void *)p.y + r * p.len;
+		float v[RED_WARP_ROW_MAX / 32], mx = -INFINITY;
+		double sum = 0.0;
+
+#pragma unroll
+		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++) {
+			int64_t i = lane + 32 * k;
+			v[k] = k < nk && i < p.len ? (float)x[i] : -INFINITY;
+			mx = v[k] > mx || isnan(v[k]) ? v[k] : mx;
+		}
+		mx = red_warp_max(mx);
+#pragma unroll
+		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++)
+			if (k < nk && lane + 32 * k < p.len)
+				sum += expf(v[k] - mx);
+		for (int o = 16; o > 0; o >>= 1)
+			sum += __shfl_xor_sync(0xffffffffu, sum, o);
+		float ls = (float)log(sum), inv = (float)(1.0 / sum);
+#pragma unroll
+		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++) {
+			int64_t i = lane + 32 * k;
+			if (k < nk && i < p.len)
+				y[i] = (T)(p.as_log ? v[k] - mx - ls : expf(v[k] - mx) * inv);
+		}
+	}
+}
+
 /* Softmax along a strided axis (inner > 1): one thread per (outer, inner) column; storage T, math FP32. */
 template <typename T>
 static __global__ void
@@ -194,6 +251,16 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 
 	switch (st->n->op) {
 	case GRAPH_OP_SOFTMAX:
+		if (p->inner == 1 && p->len <= RED_WARP_ROW_MAX) {
+			/* RED_THREADS / 32 rows per block. */
+			int64_t blocks = (p->outer + RED_THREADS / 32 - 1) / (RED_THREADS / 32);
+			unsigned int grid = (unsigned int)(blocks < 1 ? 1 : blocks > 65535 * 16 ? 65535 * 16 : blocks);
+			if (p->f16)
+				red_softmax_warps<__half><<<grid, RED_THREADS, 0, ex->stream>>>(*p);
+			else
+				red_softmax_warps<float><<<grid, RED_THREADS, 0, ex->stream>>>(*p);
+			return cuda_launched("red_softmax_warps", cause);
+		}
 		if (p->inner == 1) {
 			if (p->f16)
 				red_softmax_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);

@@ -19,6 +19,7 @@ struct tensor_piece {
 	const char *src;
 	char *dst;
 	int64_t n;
+	int wide;			/* copies move wide-byte units (tensor_piece_widen), 0: the step's elements */
 };
 
 /* Pad geometry: begin pads and input dims per output dim, mode, the fill element's bytes. */
@@ -170,7 +171,10 @@ tensor_run_copy(const struct tensor_params *p, const struct cuda_exec *ex, char 
 				return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", (size_t)c->n * p->es);
 			continue;
 		}
-		TENSOR_LAUNCH(tensor_copy_kernel, p->es, cuda_grid(c->n), ex->stream, *c);
+		if (c->wide == 16)
+			tensor_copy_kernel<uint4><<<cuda_grid(c->n), CUDA_THREADS, 0, ex->stream>>>(*c);
+		else
+			TENSOR_LAUNCH(tensor_copy_kernel, c->wide ? (size_t)c->wide : p->es, cuda_grid(c->n), ex->stream, *c);
 		if (cuda_launched("tensor_copy_kernel", cause) != 0)
 			return -1;
 	}
@@ -254,6 +258,41 @@ tensor_piece_add(struct tensor_params *p, int nd, const int64_t *dims, const voi
 	return 0;
 }
 
+/*
+ * Copy a piece in units of up to 16 bytes when its innermost dim is
+ * contiguous on both sides and every stride, the run and both addresses
+ * allow: a transpose that keeps the last dim (attention's [B, S, H, D] to
+ * [B, H, S, D]) then moves D elements in a few 16-byte loads with one index
+ * computation each, instead of one 2-byte element per index computation
+ * (the profile had ViT-B/16's transposes at under a sixth of the memory
+ * bandwidth).  The map is rewritten in units; the bytes moved are the same.
+ */
+static void
+tensor_piece_widen(const struct tensor_params *p, struct tensor_piece *c)
+{
+	int last = c->map.nd - 1;
+
+	if (last < 0 || c->map.st[0][last] != 1 || c->map.st[1][last] != 1)
+		return;
+	for (int w = 16; w > (int)p->es; w /= 2) {
+		int64_t f = w / (int64_t)p->es;
+		int ok = (c->map.dims[last] % f) == 0 && ((uintptr_t)c->src % w) == 0 && ((uintptr_t)c->dst % w) == 0;
+
+		for (int d = 0; d < last && ok; d++)
+			ok = c->map.st[0][d] % f == 0 && c->map.st[1][d] % f == 0;
+		if (!ok)
+			continue;
+		for (int d = 0; d < last; d++) {
+			c->map.st[0][d] /= f;
+			c->map.st[1][d] /= f;
+		}
+		c->map.dims[last] /= f;
+		c->n /= f;
+		c->wide = w;
+		return;
+	}
+}
+
 /* A step with pieces runs when any piece has elements. */
 static void
 tensor_arm(struct cuda_step *st, const struct tensor_params *p)
@@ -308,6 +347,7 @@ cuda_compile_transpose(const struct cuda_compile *cc, const struct graph_node *n
 	if (tensor_piece_add(p, ys->ndims, ys->dims, cuda_in(cc, n, 0), 0, sst, cuda_out(cc, n, 0), 0, yst,
 	    cause) != 0)
 		return -1;
+	tensor_piece_widen(p, &p->piece[0]);
 	tensor_arm(st, p);
 	return 0;
 }

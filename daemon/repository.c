@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 
 #include "error.h"
@@ -42,6 +45,21 @@ repository_version_free(repository_t *r, model_ref_t *ref)
 	free(ref);
 }
 
+/*
+ * Give the C library's free memory back to the system.  Loading a model
+ * allocates from whichever thread loads it (an HTTP connection's, SIGHUP's,
+ * the poller's), and glibc keeps what such a thread's arena freed: on a GPU
+ * the CUDA libraries' load-time work left hundreds of MiB of free but
+ * resident memory per load, so an unload seemed to leak.
+ */
+void
+repository_trim(void)
+{
+#ifdef __GLIBC__
+	(void)malloc_trim(0);
+#endif
+}
+
 /* The reaper thread: free versions whose last reference went (never on a batcher thread). */
 static void *
 repository_reaper_main(void *arg)
@@ -65,6 +83,7 @@ repository_reaper_main(void *arg)
 		version = ref->version;
 		pthread_mutex_unlock(&r->lock);
 		repository_version_free(r, ref);
+		repository_trim();
 		/* Logged once freed: whoever waits for this line finds the memory given back. */
 		LOG_INFO("model '%s' version %lld unloaded", m->name, (long long)version);
 		pthread_mutex_lock(&r->lock);

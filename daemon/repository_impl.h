@@ -61,4 +61,7 @@ void repository_model_settle(struct repository_model *m);
 /* Triton's name of a state. */
 const char *repository_state_name(enum repository_state s);
 
+/* Return the C library's free memory to the system (after a load or an unload). */
+void repository_trim(void);
+
 #endif

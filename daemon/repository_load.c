@@ -325,7 +325,7 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	uint64_t bytes, sig = repository_signature(e->dir, v, &bytes);
 	model_ref_t *ref = NULL, *old;
 	char where[256];
-	int same;
+	int same, rc;
 
 	pthread_mutex_lock(&r->lock);
 	same = repository_unchanged(m, v, sig, override);
@@ -334,7 +334,9 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	pthread_mutex_unlock(&r->lock);
 	if (same)
 		return 0;
-	if (repository_build(r, m->name, e->dir, v, override, &ref, cause) != 0) {
+	rc = repository_build(r, m->name, e->dir, v, override, &ref, cause);
+	repository_trim();	/* what the load freed (parsing, library set-up) goes back to the system */
+	if (rc != 0) {
 		LOG_ERROR("%s", *cause);
 		pthread_mutex_lock(&r->lock);
 		repository_model_fail(m, v, *cause);

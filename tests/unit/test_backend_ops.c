@@ -852,11 +852,16 @@ case_transpose(void)
 	int64_t d[5];
 	enum graph_dtype dt = rnd_data_dt();
 
+	/* Half the cases keep the last dim, often a multiple of 8 (the wide-copy path: attention's heads). */
+	int keep_last = nd > 1 && rnd(0, 1);
+
 	rnd_shape(d, nd, 1, 9);
+	if (keep_last && rnd(0, 1))
+		d[nd - 1] = 8 * rnd(1, 8);
 	n->attr.transpose.nperm = nd;
 	for (int i = 0; i < nd; i++)
 		n->attr.transpose.perm[i] = i;
-	for (int i = nd - 1; i > 0; i--) {
+	for (int i = nd - 1 - keep_last; i > 0; i--) {
 		int j = (int)rnd(0, i);
 		int64_t t = n->attr.transpose.perm[i];
 		n->attr.transpose.perm[i] = n->attr.transpose.perm[j];
