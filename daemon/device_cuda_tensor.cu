@@ -164,17 +164,18 @@ tensor_run_copy(const struct tensor_params *p, const struct cuda_exec *ex, char 
 		const struct tensor_piece *c = &p->piece[k];
 		if (c->n == 0)
 			continue;
+		size_t unit = c->wide ? (size_t)c->wide : p->es;
 		if (c->map.nd == 0 || (c->map.nd == 1 && c->map.st[0][0] == 1 && c->map.st[1][0] == 1)) {
-			cudaError_t err = cudaMemcpyAsync(c->dst, c->src, (size_t)c->n * p->es, cudaMemcpyDeviceToDevice,
+			cudaError_t err = cudaMemcpyAsync(c->dst, c->src, (size_t)c->n * unit, cudaMemcpyDeviceToDevice,
 			    ex->stream);
 			if (err != cudaSuccess)
-				return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", (size_t)c->n * p->es);
+				return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", (size_t)c->n * unit);
 			continue;
 		}
 		if (c->wide == 16)
 			tensor_copy_kernel<uint4><<<cuda_grid(c->n), CUDA_THREADS, 0, ex->stream>>>(*c);
 		else
-			TENSOR_LAUNCH(tensor_copy_kernel, c->wide ? (size_t)c->wide : p->es, cuda_grid(c->n), ex->stream, *c);
+			TENSOR_LAUNCH(tensor_copy_kernel, unit, cuda_grid(c->n), ex->stream, *c);
 		if (cuda_launched("tensor_copy_kernel", cause) != 0)
 			return -1;
 	}
