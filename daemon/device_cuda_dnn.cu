@@ -224,54 +224,14 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 	return ok;
 }
 
-static int dnn_pick_plan_pass(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32, size_t ws_cap,
-    int rtc);
-
-/* 1 when the config's engine compiles its kernel at plan time (NVRTC). */
-static int
-dnn_cfg_compiles(cudnnBackendDescriptor_t cfg)
-{
-	cudnnBackendDescriptor_t eng = NULL;
-	cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-	int64_t n = 0, got = 0;
-	int rtc = 0;
-
-	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
-		return 0;
-	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
-	    &eng) == CUDNN_STATUS_SUCCESS && got == 1 &&
-	    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-	    CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
-		for (int64_t i = 0; i < n; i++)
-			rtc |= notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-	(void)cudnnBackendDestroyDescriptor(eng);
-	return rtc;
-}
-
-/*
- * An execution plan from the first strict engine config that finalizes
- * within the workspace cap.  Engines that compile their kernel at plan time
- * come last: each such plan loaded a module that outlived it (on an H100 a
- * model's load and unload left ~30 MiB of host and 2 MiB of device memory
- * behind every time), so a daemon that reloads models would grow.
- */
+/* An execution plan from the first strict engine config that finalizes within the workspace cap. */
 static int
 dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32, size_t ws_cap)
-{
-	for (int rtc = 0; rtc < 2; rtc++)
-		if (dnn_pick_plan_pass(p, count, c, tf32, ws_cap, rtc))
-			return 1;
-	return 0;
-}
-
-/* dnn_pick_plan among the engines that do (rtc 1) or do not (rtc 0) compile at plan time. */
-static int
-dnn_pick_plan_pass(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32, size_t ws_cap, int rtc)
 {
 	int64_t got = 0, cap = (int64_t)(ws_cap < CUDA_DNN_WS_CAP ? ws_cap : CUDA_DNN_WS_CAP);
 
 	for (int64_t i = 0; i < count && i < DNN_MAX_CFGS; i++) {
-		if (!dnn_cfg_strict(p->cfg[i], tf32) || dnn_cfg_compiles(p->cfg[i]) != rtc)
+		if (!dnn_cfg_strict(p->cfg[i], tf32))
 			continue;
 		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan) != CUDNN_STATUS_SUCCESS)
 			return 0;
