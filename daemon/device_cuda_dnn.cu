@@ -1,8 +1,6 @@
 /* device_cuda_dnn.cu: cuDNN graph-API convolution plans (strict fp32 engines only), or answers "unavailable" without cuDNN. */
 #include "config.h"
 
-#include <pthread.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,53 +320,17 @@ cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 	free(c);
 }
 
-/*
- * Handles given back, per GPU, for the next compute stream: on an H100 every
- * cudnnCreate/cudnnDestroy pair left ~30 MiB of host memory behind, so a
- * daemon that loads and unloads models (each load makes compute streams)
- * grew without bound.  At most DNN_POOL_MAX are kept; they live until exit.
- */
-#define DNN_POOL_MAX 64
-static pthread_mutex_t dnn_pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	cudnnHandle_t h;
-	int ordinal;
-} dnn_pool[DNN_POOL_MAX];
-static int dnn_pool_n;
-
-/* A pooled handle of the current GPU, or NULL. */
-static cudnnHandle_t
-dnn_pool_take(void)
-{
-	cudnnHandle_t h = NULL;
-	int ordinal;
-
-	if (cudaGetDevice(&ordinal) != cudaSuccess)
-		return NULL;
-	pthread_mutex_lock(&dnn_pool_lock);
-	for (int i = 0; i < dnn_pool_n; i++)
-		if (dnn_pool[i].ordinal == ordinal) {
-			h = dnn_pool[i].h;
-			dnn_pool[i] = dnn_pool[--dnn_pool_n];
-			break;
-		}
-	pthread_mutex_unlock(&dnn_pool_lock);
-	return h;
-}
-
-/* A cuDNN handle that queues on stream (the calling thread's current GPU's). */
+/* A cuDNN handle that queues on stream. */
 int
 cuda_dnn_handle_create(void *stream, void **out, char **cause)
 {
-	cudnnHandle_t h = dnn_pool_take();
+	cudnnHandle_t h;
 	cudnnStatus_t s;
 
 	*out = NULL;
-	if (h == NULL) {
-		CUDA_QUIETLY(s = cudnnCreate(&h));
-		if (s != CUDNN_STATUS_SUCCESS)
-			return dnn_fail(cause, s, "cudnnCreate");
-	}
+	CUDA_QUIETLY(s = cudnnCreate(&h));
+	if (s != CUDNN_STATUS_SUCCESS)
+		return dnn_fail(cause, s, "cudnnCreate");
 	if ((s = cudnnSetStream(h, (cudaStream_t)stream)) != CUDNN_STATUS_SUCCESS) {
 		CUDA_QUIETLY((void)cudnnDestroy(h));
 		return dnn_fail(cause, s, "cudnnSetStream");
@@ -377,25 +339,11 @@ cuda_dnn_handle_create(void *stream, void **out, char **cause)
 	return 0;
 }
 
-/* Give a handle back to the pool, or destroy it when the pool is full (NULL is ignored). */
+/* Destroy a handle (NULL is ignored). */
 void
 cuda_dnn_handle_destroy(void *handle)
 {
-	int ordinal, kept = 0;
-
-	if (handle == NULL)
-		return;
-	/* Detached from its stream, which is destroyed next; the caller made the handle's GPU current. */
-	if (cudnnSetStream((cudnnHandle_t)handle, NULL) == CUDNN_STATUS_SUCCESS && cudaGetDevice(&ordinal) == cudaSuccess) {
-		pthread_mutex_lock(&dnn_pool_lock);
-		if (dnn_pool_n < DNN_POOL_MAX) {
-			dnn_pool[dnn_pool_n].h = (cudnnHandle_t)handle;
-			dnn_pool[dnn_pool_n++].ordinal = ordinal;
-			kept = 1;
-		}
-		pthread_mutex_unlock(&dnn_pool_lock);
-	}
-	if (!kept)
+	if (handle != NULL)
 		CUDA_QUIETLY((void)cudnnDestroy((cudnnHandle_t)handle));
 }
 
