@@ -183,6 +183,11 @@ TESTS += tests/integration/test_ipc_copy_modes.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_copy_modes.sh
 
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
+check_PROGRAMS += tests/unit/test_device_set
+tests_unit_test_device_set_SOURCES = tests/unit/test_device_set.c $(TEST_COMMON)
+tests_unit_test_device_set_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_device_set_LDADD = $(TEST_LDADD)
+TESTS += tests/unit/test_device_set
 check_PROGRAMS += tests/unit/test_repository
 tests_unit_test_repository_SOURCES = tests/unit/test_repository.c $(TEST_COMMON)
 tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
