@@ -64,7 +64,7 @@ lines = [l for l in open(log) if "model '%s' " % model in l and "device memory" 
 if not lines:
     fail("no load line of %s with its memory report" % model)
 line = lines[-1]
-m = re.search(r"arena (\d+) bytes, (\d+) instances?; device memory (\d+) bytes: weights (\d+), activations (\d+), "
+m = re.search(r"arena (\d+) bytes, (\d+) instances?(?: on [^;]*)?; device memory (\d+) bytes: weights (\d+), activations (\d+), "
               r"workspace (\d+), graphs (\d+)\)", line)
 if m is None:
     fail("load line without the memory report: " + line)

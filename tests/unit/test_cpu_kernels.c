@@ -652,7 +652,8 @@ test_binary_f32(void)
 		a = fix_input(&f, GRAPH_DT_F32, ar, ad);
 		b = fix_input(&f, GRAPH_DT_F32, br, bd);
 		fill(a, prod(ad, ar), fn == GRAPH_BINARY_POW ? 0.1f : -2, 2);
-		fill(b, prod(bd, br), fn == GRAPH_BINARY_DIV ? 0.5f : -2, 2);
+		fill(b, prod(bd, br), fn == GRAPH_BINARY_DIV || fn == GRAPH_BINARY_MOD || fn == GRAPH_BINARY_FMOD ?
+		    0.5f : -2, 2);
 		y = fix_output(&f, GRAPH_DT_F32, nd, yd);
 		n = prod(yd, nd);
 		ref = malloc((size_t)n * sizeof(double));
@@ -670,6 +671,8 @@ test_binary_f32(void)
 			case GRAPH_BINARY_DIV: v = va / vb; break;
 			case GRAPH_BINARY_POW: v = pow(va, vb); break;
 			case GRAPH_BINARY_MAX: v = fmax(va, vb); break;
+			case GRAPH_BINARY_FMOD: v = fmod(va, vb); break;
+			case GRAPH_BINARY_MOD: v = va - vb * floor(va / vb); break;
 			default: v = fmin(va, vb); break;
 			}
 			ref[i] = ref_act(v, f.n.act, f.n.act_alpha, f.n.act_beta);
