@@ -625,9 +625,9 @@ device_plan_measure(device_t *dev, const graph_t *g,
 	return 0;
 }
 
-/* Queue the plan on compute stream s. */
-int
-device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
+/* Whether p may run on s: a compute stream of its device, and a plan compiled to run. */
+static int
+plan_stream_check(const device_plan_t *p, const device_stream_t *s, char **cause)
 {
 	if (s->kind != DEVICE_STREAM_COMPUTE)
 		return error_set(cause, "plan: stream was not created for compute");
@@ -635,6 +635,15 @@ device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 		return error_set(cause, "plan: stream belongs to another device");
 	if (p->ws_mode == DEVICE_WS_PROBE)
 		return error_set(cause, "plan: compiled only to measure its workspace");
+	return 0;
+}
+
+/* Queue the plan on compute stream s. */
+int
+device_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
+{
+	if (plan_stream_check(p, s, cause) != 0)
+		return -1;
 	if (FAULT(FAULT_LAUNCH))
 		return error_set(cause, "launching the plan's kernels failed (injected)");
 	return p->dev->ops->plan_run(p, s, cause);
@@ -647,12 +656,8 @@ device_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_tim
 {
 	*out = NULL;
 	*n = 0;
-	if (s->kind != DEVICE_STREAM_COMPUTE)
-		return error_set(cause, "plan: stream was not created for compute");
-	if (s->dev != p->dev)
-		return error_set(cause, "plan: stream belongs to another device");
-	if (p->ws_mode == DEVICE_WS_PROBE)
-		return error_set(cause, "plan: compiled only to measure its workspace");
+	if (plan_stream_check(p, s, cause) != 0)
+		return -1;
 	if (p->dev->ops->plan_profile == NULL)
 		return error_set(cause, "the %s backend cannot profile a plan", p->dev->ops->name);
 	return p->dev->ops->plan_profile(p, s, out, n, cause);

@@ -108,9 +108,19 @@ repository_create(const struct repository_options *o, repository_t **out, char *
 	}
 	r->o = *o;
 	r->o.dir = r->dir;
+	/* Without the daemon's set (tests, tools), one of the registry's own around its device. */
+	if (r->o.devices == NULL && r->o.dev != NULL) {
+		if (device_set_create(r->o.dev, 0, 1, &r->own_devices, cause) != 0) {
+			free(r->dir);
+			free(r);
+			return -1;
+		}
+		r->o.devices = r->own_devices;
+	}
 	if ((rc = pthread_mutex_init(&r->lock, NULL)) != 0 || (rc = pthread_mutex_init(&r->load_lock, NULL)) != 0 ||
 	    (rc = pthread_cond_init(&r->reap, NULL)) != 0 || (rc = pthread_cond_init(&r->reaped, NULL)) != 0 ||
 	    (rc = pthread_create(&r->reaper, NULL, repository_reaper_main, r)) != 0) {
+		device_set_free(r->own_devices);
 		free(r->dir);
 		free(r);
 		return error_set(cause, "repository: pthread: %s", strerror(rc));
@@ -525,6 +535,7 @@ repository_free(repository_t *r)
 	pthread_mutex_destroy(&r->load_lock);
 	pthread_cond_destroy(&r->reap);
 	pthread_cond_destroy(&r->reaped);
+	device_set_free(r->own_devices);
 	free(r->dir);
 	free(r);
 }

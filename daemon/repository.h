@@ -85,7 +85,7 @@ enum repository_miss {
 
 struct repository_options {
 	device_t *dev;			/* the daemon's device: every version is loaded there first */
-	device_set_t *devices;		/* where instances may run (NULL: dev only) */
+	device_set_t *devices;		/* where instances may run (NULL: a set of dev alone, made here) */
 	batcher_t *batcher;
 	struct metrics *metrics;	/* may be NULL */
 	const char *dir;

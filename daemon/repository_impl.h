@@ -32,6 +32,7 @@ struct repository_pin {
 struct repository {
 	struct repository_options o;
 	char *dir;
+	device_set_t *own_devices;	/* made when the options gave none (freed with the registry) */
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t reap;		/* dead grew, or stopping */
 	pthread_cond_t reaped;		/* a version was freed */

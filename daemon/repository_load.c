@@ -118,24 +118,11 @@ group_devices(repository_t *r, const struct model_instance_group *g, int k, devi
 {
 	int d;
 
-	if (g == NULL || g->ndevices == 0) {
-		if (r->o.devices == NULL) {
-			devs[0] = r->o.dev;
-			return 1;
-		}
+	if (g == NULL || g->ndevices == 0)
 		return device_set_defaults(r->o.devices, devs, cause);
-	}
-	for (d = 0; d < g->ndevices; d++) {
-		if (r->o.devices != NULL) {
-			if (device_set_get(r->o.devices, &g->devices[d], &devs[d], cause) != 0)
-				return error_prefix(cause, "instance_group %d", k);
-		} else if (device_set_matches(r->o.dev, &g->devices[d])) {
-			devs[d] = r->o.dev;
-		} else {
-			return error_set(cause, "instance_group %d names a device other than %s, the only one "
-			    "here", k, device_name(r->o.dev));
-		}
-	}
+	for (d = 0; d < g->ndevices; d++)
+		if (device_set_get(r->o.devices, &g->devices[d], &devs[d], cause) != 0)
+			return error_prefix(cause, "instance_group %d", k);
 	return g->ndevices;
 }
 

@@ -108,16 +108,21 @@ def rel_error(got, want):
     return float(np.max(np.abs(got - want))) / scale
 
 
-def bench_engine(build, model_dir, device, rows, duration=1.5, warmup=0.5):
-    """inferd's backend alone: median ms per batch of rows (host time of run + sync)."""
+def engine_json(build, model_dir, device, rows, duration=1.5, warmup=0.5, extra=()):
+    """inferd-bench-engine --engine=model_dir --json (with extra options): its JSON document."""
     exe = os.path.join(build, "client", "bench", "inferd-bench-engine")
     p = subprocess.run([exe, f"--engine={model_dir}", f"--device={device}", f"--rows={rows}",
-                        f"--duration={duration}", f"--warmup={warmup}", "--json"],
+                        f"--duration={duration}", f"--warmup={warmup}", "--json", *extra],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"inferd-bench-engine {model_dir} rows {rows}: {p.stderr.strip()[-2000:]}")
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
-    return json.loads(line)["batch_us"]["p50"] / 1e3
+    return json.loads(line)
+
+
+def bench_engine(build, model_dir, device, rows, duration=1.5, warmup=0.5):
+    """inferd's backend alone: median ms per batch of rows (host time of run + sync)."""
+    return engine_json(build, model_dir, device, rows, duration, warmup)["batch_us"]["p50"] / 1e3
 
 
 def add_common_args(ap):

@@ -22,7 +22,6 @@ or (for a cuda device) without CUDA in PyTorch.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -60,15 +59,8 @@ def model_dir(work, name, precision, onnx_path, names, kind, max_rows, seq):
 
 
 def profile(build, d, device, rows, reps):
-    """inferd-bench-engine --profile's JSON document (and its text) for one run."""
-    exe = os.path.join(build, "client", "bench", "inferd-bench-engine")
-    p = subprocess.run([exe, f"--engine={d}", f"--device={device}", f"--rows={rows}", "--duration=1",
-                        "--warmup=0.3", f"--profile={reps}", "--json"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"inferd-bench-engine {d} rows {rows}: {p.stderr.strip()[-2000:]}")
-    line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")][-1]
-    return json.loads(line)
+    """inferd-bench-engine --profile's JSON document for one run."""
+    return gc.engine_json(build, d, device, rows, duration=1, warmup=0.3, extra=(f"--profile={reps}",))
 
 
 def print_profile(name, precision, rows, prof):
