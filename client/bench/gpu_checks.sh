@@ -2,7 +2,8 @@
 # gpu_checks.sh: the ONNX-on-GPU checks of issue 12 in one go, on the GPU machine, from the repository root:
 #     client/bench/gpu_checks.sh [BUILD_DIR [PYTHON [OUTDIR]]]   (defaults: _g, /opt/torch/.venv/bin/python3, gpu-checks)
 # Runs, in order (CHECKS="encoders resnet_fp16 fashion vision e2e" picks some, e.g. one per 10-minute slot):
-#   encoders     gpu_check_encoders.py: BERT-base, DistilBERT fp32 vs PyTorch, speed at batch 1 and 8
+#   encoders     gpu_check_encoders.py: BERT-base, DistilBERT (seq 128) fp32 and fp16 vs PyTorch fp32, speed at
+#                batch 1, 8, 64 against PyTorch eager / CUDA graph (ENCODERS_ARGS adds options, e.g. --compile)
 #   resnet_fp16  gpu_check_resnet_fp16.py: ResNet-50 fp16 top-1 agreement on 1,000 random images
 #   fashion      gpu_check_fashion.py: Fashion CNN fp16 vs fp32
 #   vision       gpu_check_vision.py: ResNet-50, MobileNetV3, EfficientNet-B0, ViT-B/16 (BatchNorm statistics
@@ -14,7 +15,7 @@
 #   e2e          gpu_e2e_shm.py: ResNet-50 fp16, 16 shm clients of one image through the daemon against the
 #                engine alone at the mean batch the batcher formed (target >= 0.9 x), p50/p99 latency;
 #                OUTDIR/e2e-shm.json, the daemon's log OUTDIR/e2e-daemon.log (E2E_ARGS adds options)
-# DEVICE (default cuda:0) is inferd's device; DEVICE=cpu with small VISION_ARGS/E2E_ARGS is a dry run of the
+# DEVICE (default cuda:0) is inferd's device; DEVICE=cpu with small ENCODERS_ARGS/VISION_ARGS/E2E_ARGS is a dry run of the
 # plumbing on a CPU build (see each script's --help).
 # Then plot_models.py OUTDIR (PNG charts when PYTHON has matplotlib); prints each SUMMARY line; exits 1 if
 # any check failed (a missed speed or end-to-end target is reported, not a failure).
@@ -28,7 +29,11 @@ rc=0
 for check in $checks; do
 	echo "== $check"
 	case $check in
-	encoders | resnet_fp16 | fashion)
+	encoders)
+		# shellcheck disable=SC2086
+		"$py" client/bench/gpu_check_encoders.py --build "$build" --device "$device" --json "$out/encoders.json" \
+			${ENCODERS_ARGS:-} || rc=1 ;;
+	resnet_fp16 | fashion)
 		"$py" "client/bench/gpu_check_$check.py" --build "$build" --device "$device" || rc=1 ;;
 	vision)
 		# shellcheck disable=SC2086
