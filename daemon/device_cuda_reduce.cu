@@ -83,7 +83,7 @@ red_softmax_rows(struct red_params p)
 	}
 }
 
-/* Rows of at most this many elements take red_softmax_warps: 32 per lane in registers. */
+/* Rows of at most this many elements take the warp-per-row kernels: up to 32 per lane in registers. */
 #define RED_WARP_ROW_MAX 1024
 
 /* Max over the warp (NaN wins), every lane gets it. */
@@ -99,43 +99,52 @@ red_warp_max(float v)
 
 /*
  * Softmax of short rows (inner == 1, len <= RED_WARP_ROW_MAX): one warp per
- * row, the row in registers, no block barriers.  Attention's rows (a few
- * hundred keys, hundreds of thousands of rows) spent most of a block-per-row
- * launch idle: the profile put ViT-B/16's softmax at 15 % of its batch.  The
- * same math as red_softmax_rows: FP32 values, a double sum, NaN propagates.
+ * row, the row in registers (NK per lane, the smallest power of two that
+ * holds it: a fixed 32 left attention's 128-key rows at a fifth of the
+ * memory rate in register traffic and predicated loads), no block barriers.
+ * Attention's rows (a few hundred keys, hundreds of thousands of rows) spent
+ * most of a block-per-row launch idle.  The same math as red_softmax_rows:
+ * FP32 values, a double sum, NaN propagates.
  */
-template <typename T>
+template <typename T, int NK>
 static __global__ void
 red_softmax_warps(struct red_params p)
 {
-	const int lane = threadIdx.x & 31, nk = (int)((p.len + 31) / 32);
+	const int lane = threadIdx.x & 31, len = (int)p.len;
 	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
 
 	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.outer; r += warps) {
-		const T *x = (const T *)(const void *)p.x + r * p.len;
-		T *y = (T *)(void *)p.y + r * p.len;
-		float v[RED_WARP_ROW_MAX / 32], mx = -INFINITY;
+		const T *x = (const T *)(const void *)p.x + r * len;
+		T *y = (T *)(void *)p.y + r * len;
+		float v[NK], mx = -INFINITY;
 		double sum = 0.0;
 
 #pragma unroll
-		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++) {
-			int64_t i = lane + 32 * k;
-			v[k] = k < nk && i < p.len ? (float)x[i] : -INFINITY;
+		for (int k = 0; k < NK; k++) {
+			int i = lane + 32 * k;
+			v[k] = i < len ? (float)x[i] : -INFINITY;
 			mx = v[k] > mx || isnan(v[k]) ? v[k] : mx;
 		}
 		mx = red_warp_max(mx);
 #pragma unroll
-		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++)
-			if (k < nk && lane + 32 * k < p.len)
-				sum += expf(v[k] - mx);
+		for (int k = 0; k < NK; k++) {
+			v[k] = expf(v[k] - mx);		/* 0 past the row's end */
+			sum += v[k];
+		}
 		for (int o = 16; o > 0; o >>= 1)
 			sum += __shfl_xor_sync(0xffffffffu, sum, o);
-		float ls = (float)log(sum), inv = (float)(1.0 / sum);
+		if (p.as_log) {
+			float ls = (float)log(sum);
 #pragma unroll
-		for (int k = 0; k < RED_WARP_ROW_MAX / 32; k++) {
-			int64_t i = lane + 32 * k;
-			if (k < nk && i < p.len)
-				y[i] = (T)(p.as_log ? v[k] - mx - ls : expf(v[k] - mx) * inv);
+			for (int k = 0; k < NK; k++)
+				if (lane + 32 * k < len)
+					y[lane + 32 * k] = (T)((float)x[lane + 32 * k] - mx - ls);
+		} else {
+			float inv = (float)(1.0 / sum);
+#pragma unroll
+			for (int k = 0; k < NK; k++)
+				if (lane + 32 * k < len)
+					y[lane + 32 * k] = (T)(v[k] * inv);
 		}
 	}
 }
@@ -193,6 +202,80 @@ red_layernorm_rows(struct red_params p)
 		}
 	}
 }
+
+/* Sum over the warp in double, every lane gets it. */
+static __device__ __forceinline__ double
+red_warp_sum(double v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/*
+ * Layer norm of short rows (len <= RED_WARP_ROW_MAX): one warp per row, the
+ * row in registers (NK per lane), the same two passes in double as
+ * red_layernorm_rows.  A block per 768-element row spent its time in block
+ * barriers and re-reading the row: BERT-base's 25 layer norms took 9 % of a
+ * batch at a third of the memory rate.
+ */
+template <typename T, int NK>
+static __global__ void
+red_layernorm_warps(struct red_params p)
+{
+	const T *s = (const T *)(const void *)p.s, *b = (const T *)(const void *)p.b;
+	const int lane = threadIdx.x & 31, len = (int)p.len;
+	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+
+	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.outer; r += warps) {
+		const T *x = (const T *)(const void *)p.x + r * len;
+		T *y = (T *)(void *)p.y + r * len;
+		float v[NK];
+		double mean = 0.0, var = 0.0;
+
+#pragma unroll
+		for (int k = 0; k < NK; k++) {
+			int i = lane + 32 * k;
+			v[k] = i < len ? (float)x[i] : 0.0f;
+			mean += v[k];
+		}
+		mean = red_warp_sum(mean) / (double)len;
+#pragma unroll
+		for (int k = 0; k < NK; k++)
+			if (lane + 32 * k < len)
+				var += ((double)v[k] - mean) * ((double)v[k] - mean);
+		var = red_warp_sum(var) / (double)len;
+		float inv = (float)(1.0 / sqrt(var + (double)p.eps)), m = (float)mean;
+#pragma unroll
+		for (int k = 0; k < NK; k++) {
+			int i = lane + 32 * k;
+			if (i >= len)
+				continue;
+			float u = (v[k] - m) * inv;
+			if (s != NULL)
+				u *= (float)s[i * p.sst];
+			if (b != NULL)
+				u += (float)b[i * p.bst];
+			y[i] = (T)u;
+		}
+	}
+}
+
+/*
+ * Launch KERNEL<T, NK> over p's rows, one warp each, NK the smallest power of
+ * two with 32 * NK >= len (len <= RED_WARP_ROW_MAX).
+ */
+#define RED_WARPS_LAUNCH(KERNEL, T, p, stream) do {							\
+	int64_t blocks_ = ((p)->outer + RED_THREADS / 32 - 1) / (RED_THREADS / 32);			\
+	unsigned int grid_ = (unsigned int)(blocks_ < 1 ? 1 : blocks_ > 65535 * 16 ? 65535 * 16 : blocks_);	\
+	int64_t nk_ = ((p)->len + 31) / 32;								\
+	if (nk_ <= 1) KERNEL<T, 1><<<grid_, RED_THREADS, 0, stream>>>(*(p));				\
+	else if (nk_ <= 2) KERNEL<T, 2><<<grid_, RED_THREADS, 0, stream>>>(*(p));			\
+	else if (nk_ <= 4) KERNEL<T, 4><<<grid_, RED_THREADS, 0, stream>>>(*(p));			\
+	else if (nk_ <= 8) KERNEL<T, 8><<<grid_, RED_THREADS, 0, stream>>>(*(p));			\
+	else if (nk_ <= 16) KERNEL<T, 16><<<grid_, RED_THREADS, 0, stream>>>(*(p));			\
+	else KERNEL<T, 32><<<grid_, RED_THREADS, 0, stream>>>(*(p));					\
+} while (0)
 
 /* Batch norm in inference form: y = x a + b per channel, a and b folded in double as the CPU kernels do. */
 static __global__ void
@@ -252,13 +335,10 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	switch (st->n->op) {
 	case GRAPH_OP_SOFTMAX:
 		if (p->inner == 1 && p->len <= RED_WARP_ROW_MAX) {
-			/* RED_THREADS / 32 rows per block. */
-			int64_t blocks = (p->outer + RED_THREADS / 32 - 1) / (RED_THREADS / 32);
-			unsigned int grid = (unsigned int)(blocks < 1 ? 1 : blocks > 65535 * 16 ? 65535 * 16 : blocks);
 			if (p->f16)
-				red_softmax_warps<__half><<<grid, RED_THREADS, 0, ex->stream>>>(*p);
+				RED_WARPS_LAUNCH(red_softmax_warps, __half, p, ex->stream);
 			else
-				red_softmax_warps<float><<<grid, RED_THREADS, 0, ex->stream>>>(*p);
+				RED_WARPS_LAUNCH(red_softmax_warps, float, p, ex->stream);
 			return cuda_launched("red_softmax_warps", cause);
 		}
 		if (p->inner == 1) {
@@ -274,6 +354,13 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 			red_softmax_cols<float><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
 		return cuda_launched("red_softmax_cols", cause);
 	case GRAPH_OP_LAYERNORM:
+		if (p->len <= RED_WARP_ROW_MAX) {
+			if (p->f16)
+				RED_WARPS_LAUNCH(red_layernorm_warps, __half, p, ex->stream);
+			else
+				RED_WARPS_LAUNCH(red_layernorm_warps, float, p, ex->stream);
+			return cuda_launched("red_layernorm_warps", cause);
+		}
 		if (p->f16)
 			red_layernorm_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
 		else

@@ -695,6 +695,8 @@ case_binary(int mode)
 	enum fill fa, fb;
 
 	rnd_shape(a, nd, 1, 12);
+	if (dt == GRAPH_DT_F32 && rnd(0, 1))	/* rows of whole 16-byte vectors: the vector kernels */
+		a[nd - 1] = 8 * rnd(1, 8);
 	nb = rnd_bcast(a, nd, b);
 	if ((dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW) || graph_binary_out_bool(fn))
 		fn = GRAPH_BINARY_MUL;
@@ -736,6 +738,8 @@ case_softmax(void)
 	rnd_shape(d, nd, 1, 20);
 	if (rnd(0, 3) == 0)
 		d[nd - 1] = rnd(500, 3000);
+	else if (rnd(0, 2) == 0)	/* attention-length rows: the warp kernel's middle register counts */
+		d[nd - 1] = rnd(21, 300);
 	n->attr.softmax.axis = rnd(-nd, nd - 1);
 	n->attr.softmax.log = (int)rnd(0, 1);
 	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_WIDE, 0);
