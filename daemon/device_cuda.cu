@@ -17,7 +17,6 @@
 #include "error.h"
 
 /* cuBLAS workspace per compute stream, set explicitly so graph capture never allocates (cuBLAS recommends 4 MiB; Hopper up to 32 MiB). */
-#define CUDA_BLAS_WORKSPACE (32 * 1024 * 1024)
 
 /* The backend's state behind dev->ctx. */
 struct cuda_ctx {
@@ -31,6 +30,7 @@ struct cuda_stream {
 	cublasHandle_t blas;		/* compute streams only */
 	void *dnn;			/* compute streams: cuDNN handle (NULL without cuDNN) */
 	void *workspace;		/* fixed cuBLAS workspace, so graph capture never allocates */
+	cublasLtHandle_t lt;		/* compute streams: cuBLASLt, on the same workspace (one stream, one at a time) */
 };
 
 /* A plan behind p->handle: one step per node with work to do (plus casts at fp16), and its precision's state. */
@@ -292,6 +292,7 @@ static int
 cuda_stream_create(device_stream_t *s, char **cause)
 {
 	struct cuda_stream *cs;
+	cublasStatus_t bst;
 	cudaError_t err;
 
 	if (cuda_use(s->dev, cause) != 0)
@@ -310,7 +311,13 @@ cuda_stream_create(device_stream_t *s, char **cause)
 		free(cs);
 		return -1;
 	}
-	if (s->kind == DEVICE_STREAM_COMPUTE && cuda_dnn_handle_create(cs->stream, &cs->dnn, cause) != 0) {
+	if (s->kind == DEVICE_STREAM_COMPUTE && (bst = cublasLtCreate(&cs->lt)) != CUBLAS_STATUS_SUCCESS) {
+		cs->lt = NULL;
+		cuda_blas_fail(cause, bst, "cublasLtCreate");
+	}
+	if (s->kind == DEVICE_STREAM_COMPUTE && (cs->lt == NULL || cuda_dnn_handle_create(cs->stream, &cs->dnn, cause) != 0)) {
+		if (cs->lt != NULL)
+			(void)cublasLtDestroy(cs->lt);
 		CUDA_QUIETLY((void)cublasDestroy(cs->blas));
 		(void)CUDA_QUIET(cudaFree(cs->workspace));
 		(void)CUDA_QUIET(cudaStreamDestroy(cs->stream));
@@ -333,6 +340,8 @@ cuda_stream_destroy(device_stream_t *s)
 	(void)cudaStreamSynchronize(cs->stream);
 	if (cs->blas != NULL)
 		CUDA_QUIETLY((void)cublasDestroy(cs->blas));
+	if (cs->lt != NULL)
+		(void)cublasLtDestroy(cs->lt);
 	cuda_dnn_handle_destroy(cs->dnn);
 	if (cs->workspace != NULL)
 		(void)CUDA_QUIET(cudaFree(cs->workspace));
@@ -718,7 +727,7 @@ cuda_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 {
 	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
 	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
-	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
+	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn, cs->lt, cs->workspace, CUDA_BLAS_WORKSPACE };
 
 	if (cuda_use(s->dev, cause) != 0)
 		return -1;
@@ -795,7 +804,7 @@ cuda_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time 
 {
 	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
 	const struct cuda_stream *cs = (const struct cuda_stream *)s->handle;
-	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn };
+	struct cuda_exec ex = { cs->stream, cs->blas, cs->dnn, cs->lt, cs->workspace, CUDA_BLAS_WORKSPACE };
 	struct device_step_time *t;
 	cudaEvent_t *marks = NULL;
 	cudaError_t err;

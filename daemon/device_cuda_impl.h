@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -61,10 +62,16 @@ cuda_quiet_done(cudaError_t err)
 #define CUDA_MAX_BLOCKS 4096
 
 /* What a run function may use: the compute stream, its cuBLAS handle and cuDNN handle (NULL without cuDNN). */
+/* Each compute stream's cuBLAS (and cuBLASLt) workspace, fixed so that captured work never allocates. */
+#define CUDA_BLAS_WORKSPACE (32 * 1024 * 1024)
+
 struct cuda_exec {
 	cudaStream_t stream;
 	cublasHandle_t blas;
 	void *dnn;
+	cublasLtHandle_t lt;		/* cuBLASLt (GEMMs with bias epilogues), sharing blas's workspace */
+	void *blas_ws;
+	size_t blas_ws_bytes;
 };
 
 struct cuda_step;

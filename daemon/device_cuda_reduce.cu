@@ -203,31 +203,25 @@ red_layernorm_rows(struct red_params p)
 	}
 }
 
-/* Sum over the warp in double, every lane gets it. */
-static __device__ __forceinline__ double
-red_warp_sum(double v)
-{
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
+/* Threads of red_layernorm_regs: a block per row, NK elements a thread. */
+#define RED_LN_THREADS 128
 
 /*
- * Layer norm of short rows (len <= RED_WARP_ROW_MAX): one warp per row, the
- * row in registers (NK per lane), the same two passes in double as
- * red_layernorm_rows.  A block per 768-element row spent its time in block
- * barriers and re-reading the row: BERT-base's 25 layer norms took 9 % of a
- * batch at a third of the memory rate.
+ * Layer norm of rows of at most RED_LN_THREADS * 8 elements: one block per
+ * row with the row in registers (NK a thread), the same two passes in double
+ * as red_layernorm_rows.  That kernel re-read the row three times through a
+ * 256-thread block; a warp per row left too few warps in flight for
+ * BERT-base's 1,024 rows of 768 (13.9 us against 9.3).
  */
 template <typename T, int NK>
 static __global__ void
-red_layernorm_warps(struct red_params p)
+red_layernorm_regs(struct red_params p)
 {
+	__shared__ double sh[RED_LN_THREADS / 32];
 	const T *s = (const T *)(const void *)p.s, *b = (const T *)(const void *)p.b;
-	const int lane = threadIdx.x & 31, len = (int)p.len;
-	const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+	const int len = (int)p.len;
 
-	for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < p.outer; r += warps) {
+	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
 		const T *x = (const T *)(const void *)p.x + r * len;
 		T *y = (T *)(void *)p.y + r * len;
 		float v[NK];
@@ -235,20 +229,20 @@ red_layernorm_warps(struct red_params p)
 
 #pragma unroll
 		for (int k = 0; k < NK; k++) {
-			int i = lane + 32 * k;
+			int i = threadIdx.x + RED_LN_THREADS * k;
 			v[k] = i < len ? (float)x[i] : 0.0f;
 			mean += v[k];
 		}
-		mean = red_warp_sum(mean) / (double)len;
+		mean = red_block_sum(mean, sh) / (double)len;
 #pragma unroll
 		for (int k = 0; k < NK; k++)
-			if (lane + 32 * k < len)
+			if (threadIdx.x + RED_LN_THREADS * k < len)
 				var += ((double)v[k] - mean) * ((double)v[k] - mean);
-		var = red_warp_sum(var) / (double)len;
+		var = red_block_sum(var, sh) / (double)len;
 		float inv = (float)(1.0 / sqrt(var + (double)p.eps)), m = (float)mean;
 #pragma unroll
 		for (int k = 0; k < NK; k++) {
-			int i = lane + 32 * k;
+			int i = threadIdx.x + RED_LN_THREADS * k;
 			if (i >= len)
 				continue;
 			float u = (v[k] - m) * inv;
@@ -260,6 +254,16 @@ red_layernorm_warps(struct red_params p)
 		}
 	}
 }
+
+/* Launch red_layernorm_regs<T, NK> over p's rows (len <= RED_LN_THREADS * 8). */
+#define RED_LN_LAUNCH(T, p, stream) do {								\
+	int64_t nk_ = ((p)->len + RED_LN_THREADS - 1) / RED_LN_THREADS;					\
+	unsigned int grid_ = red_rows_grid((p)->outer);							\
+	if (nk_ <= 1) red_layernorm_regs<T, 1><<<grid_, RED_LN_THREADS, 0, stream>>>(*(p));		\
+	else if (nk_ <= 2) red_layernorm_regs<T, 2><<<grid_, RED_LN_THREADS, 0, stream>>>(*(p));	\
+	else if (nk_ <= 4) red_layernorm_regs<T, 4><<<grid_, RED_LN_THREADS, 0, stream>>>(*(p));	\
+	else red_layernorm_regs<T, 8><<<grid_, RED_LN_THREADS, 0, stream>>>(*(p));			\
+} while (0)
 
 /*
  * Launch KERNEL<T, NK> over p's rows, one warp each, NK the smallest power of
@@ -354,12 +358,12 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 			red_softmax_cols<float><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
 		return cuda_launched("red_softmax_cols", cause);
 	case GRAPH_OP_LAYERNORM:
-		if (p->len <= RED_WARP_ROW_MAX) {
+		if (p->len <= RED_LN_THREADS * 8) {
 			if (p->f16)
-				RED_WARPS_LAUNCH(red_layernorm_warps, __half, p, ex->stream);
+				RED_LN_LAUNCH(__half, p, ex->stream);
 			else
-				RED_WARPS_LAUNCH(red_layernorm_warps, float, p, ex->stream);
-			return cuda_launched("red_layernorm_warps", cause);
+				RED_LN_LAUNCH(float, p, ex->stream);
+			return cuda_launched("red_layernorm_regs", cause);
 		}
 		if (p->f16)
 			red_layernorm_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
