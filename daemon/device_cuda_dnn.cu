@@ -1,6 +1,7 @@
 /* device_cuda_dnn.cu: cuDNN graph-API convolution plans (strict fp32 engines only), with the bias + residual + ReLU epilogue fused where an engine takes it, or answers "unavailable" without cuDNN. */
 #include "config.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,11 +217,16 @@ dnn_pointwise(struct dnn_parts *p, int i, cudnnPointwiseMode_t mode, cudnnBacken
     cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t out)
 {
 	cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+	/* ReLU is max(v, 0): clipped below at 0, above at FP32's largest value (FP32 math cannot hold the default). */
+	double lo = 0.0, hi = FLT_MAX;
+	int relu = mode == CUDNN_POINTWISE_RELU_FWD;
 	cudnnStatus_t s;
 
 	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &p->pw[i])) ||
 	    (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)) ||
 	    (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec)) ||
+	    (relu && (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo))) ||
+	    (relu && (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &hi))) ||
 	    (s = cudnnBackendFinalize(p->pw[i])))
 		return s;
 	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &p->pwop[i])) ||
@@ -232,22 +238,31 @@ dnn_pointwise(struct dnn_parts *p, int i, cudnnPointwiseMode_t mode, cudnnBacken
 	return cudnnBackendFinalize(p->pwop[i]);
 }
 
-/* The epilogue's tensors: bias [1, M, 1...], residual like y, and k virtual FP32 intermediates like y. */
+/*
+ * The fused graph's tensors: x, w, y, bias [1, M, 1...] and residual like y
+ * at the alignment their addresses really keep (d->align, d->epi_align), and
+ * k virtual FP32 intermediates like y (no memory: any alignment holds).
+ */
 static cudnnStatus_t
-dnn_epilogue_tensors(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p, int nd, const int64_t *y, int k)
+dnn_fused_tensors(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p, int nd, const int64_t *x, const int64_t *w,
+    const int64_t *y, int k)
 {
 	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-	int64_t bdims[5], align = d->f16 ? d->epi_align : 4;
+	int64_t bdims[5];
 	cudnnStatus_t s;
 
 	for (int i = 0; i < nd; i++)
 		bdims[i] = i == 1 ? y[1] : 1;
-	if (d->has_bias && (s = dnn_tensor_as(&p->b, nd, bdims, DNN_ID_B, dt, align, false)))
+	if ((s = dnn_tensor_as(&p->x, nd, x, DNN_ID_X, dt, d->align, false)) ||
+	    (s = dnn_tensor_as(&p->w, nd, w, DNN_ID_W, dt, d->align, false)) ||
+	    (s = dnn_tensor_as(&p->y, nd, y, DNN_ID_Y, dt, d->align, false)))
 		return s;
-	if (d->has_z && (s = dnn_tensor_as(&p->z, nd, y, DNN_ID_Z, dt, align, false)))
+	if (d->has_bias && (s = dnn_tensor_as(&p->b, nd, bdims, DNN_ID_B, dt, d->epi_align, false)))
+		return s;
+	if (d->has_z && (s = dnn_tensor_as(&p->z, nd, y, DNN_ID_Z, dt, d->epi_align, false)))
 		return s;
 	for (int i = 0; i < k; i++)
-		if ((s = dnn_tensor_as(&p->v[i], nd, y, DNN_ID_V + i, CUDNN_DATA_FLOAT, 4, true)))
+		if ((s = dnn_tensor_as(&p->v[i], nd, y, DNN_ID_V + i, CUDNN_DATA_FLOAT, 16, true)))
 			return s;
 	return CUDNN_STATUS_SUCCESS;
 }
@@ -261,9 +276,8 @@ dnn_graph_fused(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
 	cudnnBackendDescriptor_t ops[1 + DNN_MAX_PW];
 	cudnnStatus_t s;
 
-	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X, d)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W, d)) ||
-	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y, d)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)) ||
-	    (s = dnn_epilogue_tensors(d, p, n + 2, y, k)) || (s = dnn_op_fwd(p, p->v[0])))
+	if ((s = dnn_fused_tensors(d, p, n + 2, x, w, y, k)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)) ||
+	    (s = dnn_op_fwd(p, p->v[0])))
 		return s;
 	/* Op i reads v[i] and writes v[i + 1], the last one y. */
 	if (d->has_bias && (s = dnn_pointwise(p, i, CUDNN_POINTWISE_ADD, p->v[i], p->b, i + 1 < k ? p->v[i + 1] : p->y)))

@@ -43,11 +43,11 @@ struct cuda_dnn_conv_desc {
 	int64_t stride[3], dilation[3], pad_begin[3], pad_end[3];
 	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
 	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
-	int64_t align;			/* f16: byte alignment x, w and y keep (2 to 16) */
+	int64_t align;			/* byte alignment x, w and y keep (2 to 16; FP32: only the fused graph uses it) */
 	int has_bias;			/* fuse + bias[m] (a [M] vector) */
 	int has_z;			/* fuse + z (the residual, y's shape and dtype) */
 	int relu;			/* fuse ReLU after the adds */
-	int64_t epi_align;		/* f16 with has_bias or has_z: byte alignment bias and z keep (2 to 16) */
+	int64_t epi_align;		/* with has_bias or has_z: byte alignment bias and z keep (2 to 16) */
 	size_t ws_cap;			/* the most workspace the engine may take (at most CUDA_DNN_WS_CAP) */
 };
 
