@@ -765,6 +765,19 @@ cuda_marks_create(size_t n, cudaEvent_t **out, char **cause)
 	return 0;
 }
 
+/* How a step ran for the profile: the plan's precision, "fp32 island", or the precision and "fused" (a Conv with its epilogue in cuDNN). */
+static const char *
+cuda_step_how(const struct cuda_plan *c, const struct cuda_step *st)
+{
+	static const char *const fused[GRAPH_PRECISION_COUNT] = { "fp32 fused", "tf32 fused", "fp16 fused" };
+
+	if (cuda_prec_step_island(st))
+		return "fp32 island";
+	if (cuda_conv_step_fused(st) && c->precision >= 0 && c->precision < GRAPH_PRECISION_COUNT)
+		return fused[c->precision];
+	return graph_precision_name(c->precision);
+}
+
 /* Each step's name, op and time between its marks, into t (nsteps entries); the marks have completed. */
 static int
 cuda_marks_read(const struct cuda_plan *c, cudaEvent_t *marks, struct device_step_time *t, char **cause)
@@ -778,7 +791,7 @@ cuda_marks_read(const struct cuda_plan *c, cudaEvent_t *marks, struct device_ste
 			return cuda_fail(cause, err, "cudaEventElapsedTime (profile step %zu)", i);
 		t[i].node = n == NULL ? "(precision cast)" : n->name ? n->name : "?";
 		t[i].op = n == NULL ? "Cast (precision)" : graph_op_name(n->op);
-		t[i].how = cuda_prec_step_island(&c->steps[i]) ? "fp32 island" : graph_precision_name(c->precision);
+		t[i].how = cuda_step_how(c, &c->steps[i]);
 		t[i].us = (double)ms * 1000.0;
 	}
 	return 0;

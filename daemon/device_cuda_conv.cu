@@ -1,4 +1,4 @@
-/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine (TF32 or FP16 ones at those precisions), else im2col/col2im around cuBLAS SGEMM; a fused bias + residual + activation epilogue. */
+/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine (TF32 or FP16 ones at those precisions; bias + residual + ReLU fused into cuDNN's graph where it can), else im2col/col2im around cuBLAS SGEMM; a one-kernel bias + residual + activation epilogue otherwise. */
 #include "config.h"
 
 #include <limits.h>
@@ -23,6 +23,7 @@ struct conv_params {
 	int direct;			/* 1x1, stride 1, no pad: the input is its own column matrix */
 	int transpose;
 	struct cuda_dnn_conv *dnn;	/* the cuDNN plan, or NULL for im2col */
+	int fused;			/* dnn computes the whole epilogue: no epilogue kernel */
 	int f16;			/* x, w, b, z, y stored as F16: cuDNN only (im2col is FP32) */
 	int act;
 	float act_alpha, act_beta;
@@ -150,7 +151,7 @@ conv_dnn_run(const struct cuda_step *st, const struct cuda_exec *ex, char **caus
 		return error_set(cause, "the stream has no cuDNN handle");
 	if (cuda_dnn_conv_run(p->dnn, ex->dnn, cause) != 0)
 		return -1;
-	return conv_epilogue(p, ex, cause);
+	return p->fused ? 0 : conv_epilogue(p, ex, cause);
 }
 
 /* Queue the conv chunk by chunk, then the epilogue over the whole output. */
@@ -259,13 +260,26 @@ conv_fini(struct cuda_step *st)
 	}
 }
 
-/* The largest power of two up to 16 dividing the bound addresses (FP16 cuDNN descriptors promise it). */
+/* The largest power of two up to 16 dividing every address or'ed into u (FP16 cuDNN descriptors promise it). */
 static int64_t
-conv_align(const struct conv_params *p)
+conv_align(uintptr_t u)
 {
-	uintptr_t u = (uintptr_t)p->x | (uintptr_t)p->w | (uintptr_t)p->y | 16;
-
+	u |= 16;
 	return (int64_t)(u & (~u + 1));
+}
+
+/* Ask cuDNN to fuse the epilogue when it is bias, residual and at most a ReLU (INFERD_CUDA_CONV_FUSE=0: never). */
+static void
+conv_fuse_desc(const struct conv_params *p, const char *fuse, struct cuda_dnn_conv_desc *d)
+{
+	/* Another activation keeps the whole epilogue in the kernel: it is never split with cuDNN. */
+	if (p->transpose || (fuse != NULL && strcmp(fuse, "0") == 0) ||
+	    (p->act != GRAPH_UNARY_NONE && p->act != GRAPH_UNARY_RELU))
+		return;
+	d->has_bias = p->b != NULL;
+	d->has_z = p->z != NULL;
+	d->relu = p->act == GRAPH_UNARY_RELU;
+	d->epi_align = conv_align((uintptr_t)p->b | (uintptr_t)p->z);
 }
 
 /* 1 when every operand and the output are stored as F16, 0 when all FP32, else -1 with *cause. */
@@ -281,8 +295,9 @@ conv_f16(const struct cuda_compile *cc, const struct graph_node *n, char **cause
 }
 
 /*
- * Try cuDNN for this shape: 1 when its plan, workspace and addresses are set,
- * 0 when cuDNN cannot (or INFERD_CUDA_CONV=im2col asks for the fallback), -1 on error.
+ * Try cuDNN for this shape: 1 when its plan, workspace and addresses are set
+ * (p->fused when the plan also runs the epilogue), 0 when cuDNN cannot (or
+ * INFERD_CUDA_CONV=im2col asks for the fallback), -1 on error.
  */
 static int
 conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, struct conv_params *p,
@@ -300,7 +315,8 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	d.transpose = p->transpose;
 	d.tf32 = cc->precision != GRAPH_PRECISION_FP32;
 	d.f16 = p->f16;
-	d.align = conv_align(p);
+	d.align = conv_align((uintptr_t)p->x | (uintptr_t)p->w | (uintptr_t)p->y);
+	conv_fuse_desc(p, getenv("INFERD_CUDA_CONV_FUSE"), &d);
 	d.nspatial = a->nspatial;
 	d.ws_cap = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP);
 	memcpy(d.x, cuda_in_shape(cc, n, 0)->dims, sizeof d.x);
@@ -314,12 +330,13 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	}
 	if ((rc = cuda_dnn_conv_build(cc->ordinal, &d, &p->dnn, &ws, cause)) != 1)
 		return rc;
+	p->fused = cuda_dnn_conv_fused(p->dnn);
 	st->fini = conv_fini;
 	if (cuda_step_scratch(cc, st, ws, cause) != 0)
 		return -1;
 	/* A probe's workspace is no memory: it only measures, and never runs. */
 	if ((cc->ws == NULL || cc->ws->mode != CUDA_WS_PROBE) &&
-	    cuda_dnn_conv_bind(p->dnn, p->x, p->w, p->y, st->ws, cause) != 0)
+	    cuda_dnn_conv_bind(p->dnn, p->x, p->w, p->b, p->z, p->y, st->ws, cause) != 0)
 		return -1;
 	st->run = conv_dnn_run;
 	return 1;
@@ -386,6 +403,13 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	p->col = (float *)st->ws;
 	st->run = conv_run;
 	return 0;
+}
+
+/* 1 when st is a conv step whose cuDNN plan runs its epilogue too (the profile says so). */
+int
+cuda_conv_step_fused(const struct cuda_step *st)
+{
+	return st->run == conv_dnn_run && ((const struct conv_params *)st->p)->fused;
 }
 
 /* CONV: y = act(conv(x, W) + B + Z). */

@@ -1,6 +1,7 @@
-/* device_cuda_dnn.cu: cuDNN graph-API convolution plans (strict fp32 engines only), or answers "unavailable" without cuDNN. */
+/* device_cuda_dnn.cu: cuDNN graph-API convolution plans (strict fp32 engines only), with the bias + residual + ReLU epilogue fused where an engine takes it, or answers "unavailable" without cuDNN. */
 #include "config.h"
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +17,11 @@
 /* Engines tried from the heuristics' list, and the largest workspace one may ask for. */
 #define DNN_MAX_CFGS 32
 
-/* Unique ids of the three tensors in the variant pack. */
-enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y' };
+/* The most pointwise operations a fused epilogue chains (bias add, residual add, ReLU). */
+#define DNN_MAX_PW 3
+
+/* Unique ids of the tensors: those in the variant pack, then the fused graph's virtual ones (DNN_ID_V + i). */
+enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y', DNN_ID_B = 'b', DNN_ID_Z = 'z', DNN_ID_V = 1000 };
 
 /* "what: cuDNN's message" in *cause. */
 static int
@@ -26,12 +30,12 @@ dnn_fail(char **cause, cudnnStatus_t st, const char *what)
 	return error_set(cause, "%s: %s", what, cudnnGetErrorString(st));
 }
 
-/* A finalized tensor descriptor of nd dims (dense row-major strides), FP32 or (d->f16) FP16 at d's alignment. */
+/* A finalized tensor descriptor of nd dims (dense row-major strides) of type dt at align bytes; virt: never in memory. */
 static cudnnStatus_t
-dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, const struct cuda_dnn_conv_desc *d)
+dnn_tensor_as(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, cudnnDataType_t dt, int64_t align,
+    bool virt)
 {
-	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-	int64_t st[5], align = d->f16 ? d->align : 4, acc = 1;
+	int64_t st[5], acc = 1;
 	cudnnStatus_t s;
 
 	for (int d = nd - 1; d >= 0; d--) {
@@ -44,9 +48,17 @@ dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id,
 	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims)) ||
 	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, st)) ||
 	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id)) ||
-	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)))
+	    (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align)) ||
+	    (virt && (s = cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt))))
 		return s;
 	return cudnnBackendFinalize(*t);
+}
+
+/* A finalized in-memory tensor of nd dims, FP32 or (d->f16) FP16 at d's alignment. */
+static cudnnStatus_t
+dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, const struct cuda_dnn_conv_desc *d)
+{
+	return dnn_tensor_as(t, nd, dims, id, d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT, d->f16 ? d->align : 4, false);
 }
 
 /* The convolution descriptor: fp32 compute, cross-correlation, the window of n spatial dims. */
@@ -75,6 +87,9 @@ dnn_conv_desc(cudnnBackendDescriptor_t *c, int n, const int64_t *stride, const i
 /* Descriptors a build creates, destroyed together. */
 struct dnn_parts {
 	cudnnBackendDescriptor_t x, w, y, conv, op, graph, heur, devprop;
+	cudnnBackendDescriptor_t b, z;			/* a fused epilogue's bias and residual */
+	cudnnBackendDescriptor_t v[DNN_MAX_PW];		/* its virtual FP32 intermediates (v[0]: the conv's output) */
+	cudnnBackendDescriptor_t pw[DNN_MAX_PW], pwop[DNN_MAX_PW];	/* its pointwise descriptors and operations */
 	cudnnBackendDescriptor_t cfg[DNN_MAX_CFGS];
 };
 
@@ -82,21 +97,30 @@ struct dnn_parts {
 struct cuda_dnn_conv {
 	cudnnBackendDescriptor_t plan, pack;
 	int64_t ws;
+	int fused;			/* the plan adds the bias (has_bias) and residual (has_z), then ReLU (relu) */
+	int has_bias, has_z;		/* fused: the variant pack binds these too */
 	struct dnn_parts parts;
 };
 
-/* Destroy every descriptor a build created. */
+/* Destroy every descriptor a build created and clear the parts for another build. */
 static void
 dnn_parts_free(struct dnn_parts *p)
 {
-	cudnnBackendDescriptor_t all[] = { p->x, p->w, p->y, p->conv, p->op, p->graph, p->heur, p->devprop };
+	cudnnBackendDescriptor_t all[] = { p->x, p->w, p->y, p->conv, p->op, p->graph, p->heur, p->devprop, p->b, p->z };
 
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (all[i] != NULL)
 			(void)cudnnBackendDestroyDescriptor(all[i]);
+	for (int i = 0; i < DNN_MAX_PW; i++) {
+		cudnnBackendDescriptor_t pi[] = { p->v[i], p->pw[i], p->pwop[i] };
+		for (size_t j = 0; j < sizeof pi / sizeof pi[0]; j++)
+			if (pi[j] != NULL)
+				(void)cudnnBackendDestroyDescriptor(pi[j]);
+	}
 	for (int i = 0; i < DNN_MAX_CFGS; i++)
 		if (p->cfg[i] != NULL)
 			(void)cudnnBackendDestroyDescriptor(p->cfg[i]);
+	memset(p, 0, sizeof *p);
 }
 
 /* Shapes with a 1-D window lifted to 2-D (cuDNN takes 4-D and 5-D tensors). */
@@ -124,43 +148,150 @@ dnn_lift(const struct cuda_dnn_conv_desc *d, int64_t *x, int64_t *w, int64_t *y,
 	return n;
 }
 
+/* The forward convolution x (*) w into the tensor y (the real y, or the fused graph's virtual output). */
+static cudnnStatus_t
+dnn_op_fwd(struct dnn_parts *p, cudnnBackendDescriptor_t y)
+{
+	float alpha = 1.0f, beta = 0.0f;
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
+		return s;
+	return cudnnBackendFinalize(p->op);
+}
+
+/* ConvTranspose(x) = the data gradient of a convolution whose output has x's shape. */
+static cudnnStatus_t
+dnn_op_bwd(struct dnn_parts *p)
+{
+	float alpha = 1.0f, beta = 0.0f;
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &p->op)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->y)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
+	    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
+		return s;
+	return cudnnBackendFinalize(p->op);
+}
+
+/* The finalized operation graph of ops[0 .. nops). */
+static cudnnStatus_t
+dnn_graph_of(struct dnn_parts *p, cudnnBackendDescriptor_t *ops, int64_t nops)
+{
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph)) ||
+	    (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops)))
+		return s;
+	return cudnnBackendFinalize(p->graph);
+}
+
 /* The operation (forward, or backward data for a transpose) and its one-op graph. */
 static cudnnStatus_t
 dnn_graph(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
 {
 	int64_t x[5], w[5], y[5], st[3], dil[3], pre[3], post[3];
 	int n = dnn_lift(d, x, w, y, st, dil, pre, post);
-	float alpha = 1.0f, beta = 0.0f;
 	cudnnStatus_t s;
 
 	if ((s = dnn_tensor(&p->x, n + 2, x, DNN_ID_X, d)) || (s = dnn_tensor(&p->w, n + 2, w, DNN_ID_W, d)) ||
-	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y, d)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)))
+	    (s = dnn_tensor(&p->y, n + 2, y, DNN_ID_Y, d)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)) ||
+	    (s = d->transpose ? dnn_op_bwd(p) : dnn_op_fwd(p, p->y)))
 		return s;
-	if (!d->transpose) {
-		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &p->op)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->y)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
-			return s;
-	} else {
-		/* ConvTranspose(x) = the data gradient of a convolution whose output has x's shape. */
-		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &p->op)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->x)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->w)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->y)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->conv)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha)) ||
-		    (s = cudnnBackendSetAttribute(p->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta)))
-			return s;
-	}
-	if ((s = cudnnBackendFinalize(p->op)) ||
-	    (s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph)) ||
-	    (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->op)))
+	return dnn_graph_of(p, &p->op, 1);
+}
+
+/* Pointwise operation i: out = mode(in, b) (b NULL for a unary mode), computed in FP32. */
+static cudnnStatus_t
+dnn_pointwise(struct dnn_parts *p, int i, cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t in,
+    cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t out)
+{
+	cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+	/* ReLU is max(v, 0): clipped below at 0, above at FP32's largest value (FP32 math cannot hold the default). */
+	double lo = 0.0, hi = FLT_MAX;
+	int relu = mode == CUDNN_POINTWISE_RELU_FWD;
+	cudnnStatus_t s;
+
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &p->pw[i])) ||
+	    (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)) ||
+	    (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec)) ||
+	    (relu && (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, 1, &lo))) ||
+	    (relu && (s = cudnnBackendSetAttribute(p->pw[i], CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, 1, &hi))) ||
+	    (s = cudnnBackendFinalize(p->pw[i])))
 		return s;
-	return cudnnBackendFinalize(p->graph);
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &p->pwop[i])) ||
+	    (s = cudnnBackendSetAttribute(p->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->pw[i])) ||
+	    (s = cudnnBackendSetAttribute(p->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &in)) ||
+	    (b != NULL && (s = cudnnBackendSetAttribute(p->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b))) ||
+	    (s = cudnnBackendSetAttribute(p->pwop[i], CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out)))
+		return s;
+	return cudnnBackendFinalize(p->pwop[i]);
+}
+
+/*
+ * The fused graph's tensors: x, w, y, bias [1, M, 1...] and residual like y
+ * at the alignment their addresses really keep (d->align, d->epi_align), and
+ * k virtual FP32 intermediates like y (no memory: any alignment holds).
+ */
+static cudnnStatus_t
+dnn_fused_tensors(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p, int nd, const int64_t *x, const int64_t *w,
+    const int64_t *y, int k)
+{
+	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	int64_t bdims[5];
+	cudnnStatus_t s;
+
+	for (int i = 0; i < nd; i++)
+		bdims[i] = i == 1 ? y[1] : 1;
+	if ((s = dnn_tensor_as(&p->x, nd, x, DNN_ID_X, dt, d->align, false)) ||
+	    (s = dnn_tensor_as(&p->w, nd, w, DNN_ID_W, dt, d->align, false)) ||
+	    (s = dnn_tensor_as(&p->y, nd, y, DNN_ID_Y, dt, d->align, false)))
+		return s;
+	if (d->has_bias && (s = dnn_tensor_as(&p->b, nd, bdims, DNN_ID_B, dt, d->epi_align, false)))
+		return s;
+	if (d->has_z && (s = dnn_tensor_as(&p->z, nd, y, DNN_ID_Z, dt, d->epi_align, false)))
+		return s;
+	for (int i = 0; i < k; i++)
+		if ((s = dnn_tensor_as(&p->v[i], nd, y, DNN_ID_V + i, CUDNN_DATA_FLOAT, 16, true)))
+			return s;
+	return CUDNN_STATUS_SUCCESS;
+}
+
+/* The fused graph: conv into v[0], then + bias, + z, ReLU as a chain of pointwise ops, the last one writing y. */
+static cudnnStatus_t
+dnn_graph_fused(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p)
+{
+	int64_t x[5], w[5], y[5], st[3], dil[3], pre[3], post[3];
+	int n = dnn_lift(d, x, w, y, st, dil, pre, post), k = !!d->has_bias + !!d->has_z + !!d->relu, i = 0;
+	cudnnBackendDescriptor_t ops[1 + DNN_MAX_PW];
+	cudnnStatus_t s;
+
+	if ((s = dnn_fused_tensors(d, p, n + 2, x, w, y, k)) || (s = dnn_conv_desc(&p->conv, n, st, dil, pre, post)) ||
+	    (s = dnn_op_fwd(p, p->v[0])))
+		return s;
+	/* Op i reads v[i] and writes v[i + 1], the last one y. */
+	if (d->has_bias && (s = dnn_pointwise(p, i, CUDNN_POINTWISE_ADD, p->v[i], p->b, i + 1 < k ? p->v[i + 1] : p->y)))
+		return s;
+	i += !!d->has_bias;
+	if (d->has_z && (s = dnn_pointwise(p, i, CUDNN_POINTWISE_ADD, p->v[i], p->z, i + 1 < k ? p->v[i + 1] : p->y)))
+		return s;
+	i += !!d->has_z;
+	if (d->relu && (s = dnn_pointwise(p, i, CUDNN_POINTWISE_RELU_FWD, p->v[i], NULL, p->y)))
+		return s;
+	ops[0] = p->op;
+	for (i = 0; i < k; i++)
+		ops[1 + i] = p->pwop[i];
+	return dnn_graph_of(p, ops, 1 + k);
 }
 
 /* The device's properties (plans are built from them, not from a handle). */
@@ -249,29 +380,42 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int t
 	return 0;
 }
 
-/* Build a strict-fp32 plan for the convolution; 0 (no error) when cuDNN cannot. */
-int
-cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
-    size_t *ws_bytes, char **cause)
+/* Plan one graph (fused: with the epilogue) into c: 1 when an engine took it, else 0 with its descriptors released. */
+static int
+dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv *c, int fused)
 {
-	struct cuda_dnn_conv *c;
-	struct dnn_parts *p;
+	struct dnn_parts *p = &c->parts;
 	int64_t count = 0;
 	int found = 0;
 
-	*out = NULL;
-	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
-		return error_set(cause, "out of memory");
-	p = &c->parts;
-	/* Any failure below means this cuDNN cannot take the shape: the caller falls back to im2col. */
-	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS && dnn_graph(d, p) == CUDNN_STATUS_SUCCESS) {
+	/* Any failure below means this cuDNN cannot take the graph: the caller falls back. */
+	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS &&
+	    (fused ? dnn_graph_fused(d, p) : dnn_graph(d, p)) == CUDNN_STATUS_SUCCESS) {
 		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
 			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
 		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
 			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
 	}
-	if (!found) {
+	if (!found)
 		dnn_parts_free(p);
+	return found;
+}
+
+/* Build a strict-fp32 plan for the convolution, with its epilogue fused when an engine takes it; 0 when cuDNN cannot. */
+int
+cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
+    size_t *ws_bytes, char **cause)
+{
+	struct cuda_dnn_conv *c;
+
+	*out = NULL;
+	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
+		return error_set(cause, "out of memory");
+	if (!d->transpose && (d->has_bias || d->has_z || d->relu) && dnn_try(ordinal, d, c, 1)) {
+		c->fused = 1;
+		c->has_bias = d->has_bias != 0;
+		c->has_z = d->has_z != 0;
+	} else if (!dnn_try(ordinal, d, c, 0)) {
 		free(c);
 		return 0;
 	}
@@ -280,17 +424,35 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 	return 1;
 }
 
-/* Fix the tensors' and workspace's addresses in a variant pack. */
+/* 1 when the plan runs the bias, residual and ReLU epilogue itself. */
 int
-cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const float *x, const float *w, float *y, void *ws, char **cause)
+cuda_dnn_conv_fused(const struct cuda_dnn_conv *c)
 {
-	void *ptrs[3] = { (void *)x, (void *)w, (void *)y };
-	int64_t ids[3] = { DNN_ID_X, DNN_ID_W, DNN_ID_Y };
+	return c != NULL && c->fused;
+}
+
+/* Fix the tensors' and workspace's addresses in a variant pack (bias and z when the fused graph reads them). */
+int
+cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const void *b, const void *z, void *y,
+    void *ws, char **cause)
+{
+	void *ptrs[5] = { (void *)x, (void *)w, y };
+	int64_t ids[5] = { DNN_ID_X, DNN_ID_W, DNN_ID_Y }, n = 3;
 	cudnnStatus_t s;
 
+	if ((c->has_bias && b == NULL) || (c->has_z && z == NULL))
+		return error_set(cause, "the fused cuDNN convolution needs its %s address", b == NULL ? "bias" : "residual");
+	if (c->has_bias) {
+		ptrs[n] = (void *)b;
+		ids[n++] = DNN_ID_B;
+	}
+	if (c->has_z) {
+		ptrs[n] = (void *)z;
+		ids[n++] = DNN_ID_Z;
+	}
 	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &c->pack)) ||
-	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) ||
-	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids)) ||
+	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs)) ||
+	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, ids)) ||
 	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws)) ||
 	    (s = cudnnBackendFinalize(c->pack)))
 		return dnn_fail(cause, s, "cuDNN variant pack");
@@ -359,9 +521,17 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 	return 0;
 }
 
+/* Without a plan nothing is fused. */
+int
+cuda_dnn_conv_fused(const struct cuda_dnn_conv *c)
+{
+	return 0;
+}
+
 /* Never called without a plan. */
 int
-cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const float *x, const float *w, float *y, void *ws, char **cause)
+cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const void *b, const void *z, void *y,
+    void *ws, char **cause)
 {
 	return error_set(cause, "built without cuDNN");
 }

@@ -1,4 +1,4 @@
-/* device_cuda_dnn.h: convolutions through cuDNN's graph (backend) API, behind a small interface the conv steps call (nvcc only). */
+/* device_cuda_dnn.h: convolutions (with their bias + residual + ReLU epilogue where cuDNN fuses it) through cuDNN's graph (backend) API, behind a small interface the conv steps call (nvcc only). */
 #ifndef INFERD_DEVICE_CUDA_DNN_H
 #define INFERD_DEVICE_CUDA_DNN_H
 
@@ -16,10 +16,23 @@
  * whose workspace fits d->ws_cap are taken.  It returns
  * 1 with *ws_bytes (the workspace the caller allocates once), 0 when cuDNN is
  * absent or has no accurate engine for the shape (the caller uses im2col),
- * -1 on a failure that is not that.  cuda_dnn_conv_bind fixes the device
- * addresses once (at plan compile); cuda_dnn_conv_run queues the convolution
- * on the handle's stream and never allocates, so it can be captured.
- * Without HAVE_CUDNN every build answers 0.
+ * -1 on a failure that is not that.
+ *
+ * Epilogue.  A forward convolution (not transpose) with has_bias, has_z or
+ * relu set is first planned as one fused graph: y = relu?(conv(x, w) + bias
+ * + z), bias a [M] vector broadcast over [1, M, 1...], z shaped like y, the
+ * conv's output and every intermediate a virtual FP32 tensor and the adds
+ * and ReLU in FP32, under the same engine filter and workspace cap.  When no
+ * engine takes it the plain convolution is planned instead; then
+ * cuda_dnn_conv_fused answers 0 and the caller runs the whole epilogue
+ * itself (never a part of it).  Fused, it answers 1 and the plan writes the
+ * finished y.
+ *
+ * cuda_dnn_conv_bind fixes the device addresses once (at plan compile): x,
+ * w, y, and bias and z, which a fused plan that reads them needs (NULL
+ * otherwise; they are ignored by a plan that does not read them);
+ * cuda_dnn_conv_run queues the convolution on the handle's stream and never
+ * allocates, so it can be captured.  Without HAVE_CUDNN every build answers 0.
  */
 struct cuda_dnn_conv;
 
@@ -30,7 +43,11 @@ struct cuda_dnn_conv_desc {
 	int64_t stride[3], dilation[3], pad_begin[3], pad_end[3];
 	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
 	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
-	int64_t align;			/* f16: byte alignment every bound address keeps (2 to 16) */
+	int64_t align;			/* byte alignment x, w and y keep (2 to 16; FP32: only the fused graph uses it) */
+	int has_bias;			/* fuse + bias[m] (a [M] vector) */
+	int has_z;			/* fuse + z (the residual, y's shape and dtype) */
+	int relu;			/* fuse ReLU after the adds */
+	int64_t epi_align;		/* with has_bias or has_z: byte alignment bias and z keep (2 to 16) */
 	size_t ws_cap;			/* the most workspace the engine may take (at most CUDA_DNN_WS_CAP) */
 };
 
@@ -39,8 +56,10 @@ struct cuda_dnn_conv_desc {
 
 int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
     size_t *ws_bytes, char **cause);
-int cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const float *x, const float *w, float *y, void *ws,
-    char **cause);
+/* 1 when c's plan computes the epilogue the desc asked for, 0 when the caller must run it. */
+int cuda_dnn_conv_fused(const struct cuda_dnn_conv *c);
+int cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const void *b, const void *z, void *y,
+    void *ws, char **cause);
 int cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause);
 void cuda_dnn_conv_free(struct cuda_dnn_conv *c);
 /* A cuDNN handle bound to stream (NULL *out without cuDNN); -1 on failure. */

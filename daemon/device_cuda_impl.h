@@ -249,6 +249,8 @@ cudaError_t cuda_launch_copy_batch(cudaStream_t stream, const struct device_copy
 int cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_conv(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+/* 1 when st is a Conv whose cuDNN plan also runs its bias + residual + ReLU epilogue. */
+int cuda_conv_step_fused(const struct cuda_step *st);
 int cuda_compile_conv_transpose(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_unary(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
