@@ -268,12 +268,20 @@ conv_align(uintptr_t u)
 	return (int64_t)(u & (~u + 1));
 }
 
-/* Ask cuDNN to fuse the epilogue when it is bias, residual and at most a ReLU (INFERD_CUDA_CONV_FUSE=0: never). */
+/*
+ * Ask cuDNN to fuse the epilogue when it is bias, residual and at most a ReLU
+ * (INFERD_CUDA_CONV_FUSE=0: never, =1: at FP16 too).  FP16 storage keeps the
+ * separate epilogue by default: on an H100 ResNet-50's batch of 8 took 1.25 ms
+ * with cuDNN's fused FP16 engines against 1.14 ms with the vectorized
+ * epilogue kernel, while FP32 gained 2.5-3.6 % from fusing.
+ */
 static void
 conv_fuse_desc(const struct conv_params *p, const char *fuse, struct cuda_dnn_conv_desc *d)
 {
+	int never = fuse != NULL && strcmp(fuse, "0") == 0, f16_too = fuse != NULL && strcmp(fuse, "1") == 0;
+
 	/* Another activation keeps the whole epilogue in the kernel: it is never split with cuDNN. */
-	if (p->transpose || (fuse != NULL && strcmp(fuse, "0") == 0) ||
+	if (p->transpose || never || (p->f16 && !f16_too) ||
 	    (p->act != GRAPH_UNARY_NONE && p->act != GRAPH_UNARY_RELU))
 		return;
 	d->has_bias = p->b != NULL;
