@@ -30,7 +30,7 @@ PRECISIONS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange"}
 
 
 def load(paths):
-    """(vision speed rows, e2e records) from the JSON files under paths."""
+    """(vision and encoder speed rows, e2e records) from the JSON files under paths."""
     files = []
     for p in paths:
         files += sorted(glob.glob(os.path.join(p, "*.json"))) if os.path.isdir(p) else [p]
@@ -40,7 +40,7 @@ def load(paths):
             doc = json.load(fh)
         if not isinstance(doc, dict):
             continue
-        if doc.get("tool") == "gpu_check_vision":
+        if doc.get("tool") in ("gpu_check_vision", "gpu_check_encoders"):
             for m in doc.get("models", []):
                 rows += [dict(r, gpu=doc.get("versions", {}).get("gpu")) for r in m.get("speed", [])]
         elif doc.get("tool") == "gpu_e2e_shm":
