@@ -13,6 +13,7 @@ each output from <case>/<output>.inferd.bin.  Speed comes from
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -51,6 +52,21 @@ def engine_run_path(build):
         subprocess.run(["make", "-C", build, "tests/helpers/onnx_engine_run"], check=True,
                        stdout=subprocess.DEVNULL)
     return path
+
+
+def torch_device(args):
+    """Where PyTorch runs: the GPU when inferd runs on one (a CPU dry run: the CPU)."""
+    return "cuda" if args.device.startswith("cuda") else "cpu"
+
+
+def link_or_copy(src, dst):
+    """dst as a hard link to src, or a copy where links are refused."""
+    if os.path.exists(dst):
+        os.unlink(dst)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def write_model_dir(model_dir, onnx_path, config):

@@ -64,7 +64,6 @@ inferd), 77 without torch/onnx/transformers, or without CUDA in PyTorch for a GP
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -75,19 +74,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_check_common as gc  # noqa: E402
 
 
-def torch_device(args):
-    """Where the PyTorch reference runs: the GPU when inferd runs on one (a CPU dry run: the CPU)."""
-    return "cuda" if args.device.startswith("cuda") else "cpu"
-
-
-def link_or_copy(src, dst):
-    """dst as a hard link to src, or a copy where links are refused."""
-    if os.path.exists(dst):
-        os.unlink(dst)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def export_dirs(ref, name, args, work):
@@ -104,16 +90,16 @@ def export_dirs(ref, name, args, work):
     for p, d in dirs.items():
         os.makedirs(d, exist_ok=True)
         if d != first:
-            link_or_copy(path, os.path.join(d, "model.onnx"))
+            gc.link_or_copy(path, os.path.join(d, "model.onnx"))
         gc.write_model_dir(d, os.path.join(d, "model.onnx"),
                            {"platform": "onnx", "max_batch_size": max(args.batch),
                             "max_dims": {n: [args.seq] for n in names}, "precision": p})
-    return model.to(torch_device(args)).eval(), kind, names, outputs, dirs
+    return model.to(gc.torch_device(args)).eval(), kind, names, outputs, dirs
 
 
 def reference_cases(ref, torch, model, kind, names, output, args, dirs):
     """PyTorch fp32 outputs of each case, inputs written to every directory; returns (cases, want)."""
-    dev = torch_device(args)
+    dev = gc.torch_device(args)
     rng = np.random.default_rng(ref.SEED + 7)
     cases, want = [], {}
     for b in args.batch:
@@ -157,7 +143,7 @@ def correctness(ref, torch, name, args, work, rec):
     model, kind, names, outputs, dirs = export_dirs(ref, name, args, work)
     cases, want = reference_cases(ref, torch, model, kind, names, outputs[0], args, dirs)
     del model
-    if torch_device(args) == "cuda":
+    if gc.torch_device(args) == "cuda":
         torch.cuda.empty_cache()
     for p in args.precisions:
         rec["precisions"][p] = check_precision(args, name, p, dirs[p], cases, want, outputs[0])
@@ -353,7 +339,7 @@ def versions(torch, args):
         tf = transformers.__version__
     except ImportError:
         tf = None
-    gpu = torch.cuda.get_device_name(0) if torch_device(args) == "cuda" else None
+    gpu = torch.cuda.get_device_name(0) if gc.torch_device(args) == "cuda" else None
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "transformers": tf, "onnx": onnx.__version__,
             "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None}
 
@@ -364,10 +350,10 @@ def setup(ap, args):
     gc.need_modules("onnx")
     if any(m in ("bert", "distilbert") for m in args.models):
         gc.need_modules("transformers")
-    if torch_device(args) == "cuda" and not torch.cuda.is_available():
+    if gc.torch_device(args) == "cuda" and not torch.cuda.is_available():
         print("SKIP: torch.cuda is not available (the reference runs on the GPU)", file=sys.stderr)
         sys.exit(gc.EXIT_SKIP)
-    if torch_device(args) == "cpu":
+    if gc.torch_device(args) == "cpu":
         args.no_speed = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -65,10 +65,6 @@ import gpu_check_common as gc  # noqa: E402
 MODELS = ["resnet50", "mobilenetv3", "efficientnet_b0", "vit_b_16"]
 
 
-def torch_device(args):
-    """Where PyTorch runs: the GPU when inferd runs on one (a CPU dry run: the CPU)."""
-    return "cuda" if args.device.startswith("cuda") else "cpu"
-
 
 def model_kind(ref, name, side):
     """The model's input kind from onnx_reference.py, at --side for the CNNs."""
@@ -109,7 +105,7 @@ def built_model(ref, torch, name, kind, args):
     """The model as exported and compared: onnx_reference.py's, BatchNorm calibrated unless --weights reference."""
     model, _, outputs = ref.build(name)
     if args.weights == "calibrated":
-        model = calibrate_bn(torch, model, kind, torch_device(args))
+        model = calibrate_bn(torch, model, kind, gc.torch_device(args))
     return model, outputs
 
 
@@ -128,21 +124,11 @@ def export_dirs(ref, torch, name, kind, args, work):
     for p, d in dirs.items():
         os.makedirs(d, exist_ok=True)
         if p != "fp32":
-            link_or_copy(path, os.path.join(d, "model.onnx"))
+            gc.link_or_copy(path, os.path.join(d, "model.onnx"))
         gc.write_model_dir(d, os.path.join(d, "model.onnx"),
                            {"platform": "onnx", "max_batch_size": max_batch, "precision": p})
-    return model.to(torch_device(args)).eval(), dirs, names, outputs[0]
+    return model.to(gc.torch_device(args)).eval(), dirs, names, outputs[0]
 
-
-def link_or_copy(src, dst):
-    """dst as a hard link to src, or a copy where links are refused."""
-    import shutil
-    if os.path.exists(dst):
-        os.unlink(dst)
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)
 
 
 def torch_logits(torch, model, x, dev):
@@ -155,7 +141,7 @@ def strict_part(torch, model, model_dir, names, output, kind, args, name):
     """fp32 inferd vs PyTorch on --strict-cases inputs per batch size; returns the part's record."""
     import copy
     rng = np.random.default_rng(1000 + 17)
-    dev = torch_device(args)
+    dev = gc.torch_device(args)
     model64 = copy.deepcopy(model).double()
     model64.failed = None
     cases, want = [], {}
@@ -223,7 +209,7 @@ def gc_inputs(kind, batch, rng):
 def fp16_part(torch, model, model_dir, names, output, kind, args, name):
     """fp16 inferd vs fp32 PyTorch on --inputs images: top-1 agreement; returns the part's record."""
     rng = np.random.default_rng(2000 + 11)
-    dev = torch_device(args)
+    dev = gc.torch_device(args)
     cases, want = [], []
     for k in range(0, args.inputs, args.case_batch):
         n = min(args.case_batch, args.inputs - k)
@@ -279,7 +265,7 @@ def torch_peers(torch, peer, model, compiled, x, args):
         with torch.no_grad():
             m(x)
     res, errs = {}, {}
-    if torch_device(args) == "cpu":
+    if gc.torch_device(args) == "cpu":
         res["torch_eager_ms"], errs["torch_eager"] = time_peer(peer.time_host, eager, args.runs, args.warmup)
         res["torch_cudagraph_ms"], errs["torch_cudagraph"] = None, "skipped: no CUDA graphs on the CPU"
     else:
@@ -289,7 +275,7 @@ def torch_peers(torch, peer, model, compiled, x, args):
             return peer.time_cuda(torch, peer.cuda_graph(torch, model, [x]), args.runs, args.warmup)
         res["torch_cudagraph_ms"], errs["torch_cudagraph"] = time_peer(graph_times)
     if compiled is not None:
-        timer = peer.time_host if torch_device(args) == "cpu" else (lambda f, r, w: peer.time_cuda(torch, f, r, w))
+        timer = peer.time_host if gc.torch_device(args) == "cpu" else (lambda f, r, w: peer.time_cuda(torch, f, r, w))
         res["torch_compile_ms"], errs["torch_compile"] = time_peer(timer, lambda: eager(compiled), args.runs,
                                                                    args.warmup)
     return res, {k: v for k, v in errs.items() if v is not None}
@@ -297,7 +283,7 @@ def torch_peers(torch, peer, model, compiled, x, args):
 
 def speed_precision(ref, torch, peer, name, kind, precision, model_dir, args):
     """Speed rows of one precision: inferd engine vs the PyTorch peers at each batch."""
-    dev = torch_device(args)
+    dev = gc.torch_device(args)
     model = compiled = None
     skip_peer = dev == "cpu" and precision == "fp16"
     if not skip_peer:
@@ -353,7 +339,7 @@ def speed_text(row):
 
 def speed_part(ref, torch, peer, name, kind, dirs, args):
     """Speed rows for both precisions; cudnn.benchmark on for the peers (what a PyTorch user tuning does)."""
-    if torch_device(args) == "cuda":
+    if gc.torch_device(args) == "cuda":
         torch.backends.cudnn.benchmark = True
     try:
         rows = []
@@ -376,7 +362,7 @@ def check_model(ref, torch, peer, name, args, work):
         if not args.no_fp16:
             rec["fp16"] = fp16_part(torch, model, dirs["fp16"], names, output, kind, args, name)
         del model
-        if torch_device(args) == "cuda":
+        if gc.torch_device(args) == "cuda":
             torch.cuda.empty_cache()
         if not args.no_speed:
             rec["speed"] = speed_part(ref, torch, peer, name, kind, dirs, args)
@@ -471,7 +457,7 @@ def versions(torch, args):
     """What the run was made with, for the JSON file."""
     import onnx
     import torchvision
-    gpu = torch.cuda.get_device_name(0) if torch_device(args) == "cuda" else None
+    gpu = torch.cuda.get_device_name(0) if gc.torch_device(args) == "cuda" else None
     return {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__,
             "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None}
 
@@ -480,7 +466,7 @@ def main():
     args = parse_args()
     (torch,) = gc.need_modules("torch")
     gc.need_modules("torchvision", "onnx")
-    if torch_device(args) == "cuda" and not torch.cuda.is_available():
+    if gc.torch_device(args) == "cuda" and not torch.cuda.is_available():
         print("SKIP: torch.cuda is not available (the reference runs on the GPU)", file=sys.stderr)
         return gc.EXIT_SKIP
     torch.backends.cuda.matmul.allow_tf32 = False
