@@ -73,24 +73,31 @@ cpu_softmax_run(const struct cpu_node_ctx *c, char **cause)
 	return 0;
 }
 
-/* Normalise one row of len values: (x - mean) / sqrt(var + eps) * scale + bias. */
+/* Element i of the normalised row: x[i], plus the residual's when there is one (a fused Add, in FP32). */
+static inline float
+layernorm_in(const float *x, const float *z, int64_t i)
+{
+	return z != NULL ? x[i] + z[i] : x[i];
+}
+
+/* Normalise one row of len values (x + z when z): (x - mean) / sqrt(var + eps) * scale + bias. */
 static void
-layernorm_row(const float *x, float *y, int64_t len, float eps, const float *scale, int64_t sst,
+layernorm_row(const float *x, const float *z, float *y, int64_t len, float eps, const float *scale, int64_t sst,
     const float *bias, int64_t bst)
 {
 	double mean = 0.0, var = 0.0;
 	float inv, m;
 
 	for (int64_t i = 0; i < len; i++)
-		mean += x[i];
+		mean += layernorm_in(x, z, i);
 	mean /= (double)len;
 	for (int64_t i = 0; i < len; i++)
-		var += ((double)x[i] - mean) * ((double)x[i] - mean);
+		var += ((double)layernorm_in(x, z, i) - mean) * ((double)layernorm_in(x, z, i) - mean);
 	var /= (double)len;
 	inv = (float)(1.0 / sqrt(var + (double)eps));
 	m = (float)mean;
 	for (int64_t i = 0; i < len; i++) {
-		float v = (x[i] - m) * inv;
+		float v = (layernorm_in(x, z, i) - m) * inv;
 
 		if (scale != NULL)
 			v *= scale[i * sst];
@@ -126,13 +133,18 @@ cpu_layernorm_run(const struct cpu_node_ctx *c, char **cause)
 	const struct graph_shape *xs = cpu_in_shape(c, 0);
 	int axis = cpu_axis(c->n->attr.norm.axis, xs->ndims);
 	int64_t rows = 1, len = 1, sst, bst;
-	const float *scale, *bias, *x = cpu_in(c, 0);
+	const float *scale, *bias, *x = cpu_in(c, 0), *z = NULL;
 	float *y = cpu_out(c, 0);
 
 	if (axis < 0)
 		return cpu_fail(cause, "axis %lld outside rank %d", (long long)c->n->attr.norm.axis, xs->ndims);
 	if (!cpu_shape_equal(xs, cpu_out_shape(c, 0)))
 		return cpu_fail(cause, "output shape differs from the input's");
+	if (cpu_has_in(c, 3)) {
+		if (!cpu_shape_equal(xs, cpu_in_shape(c, 3)))
+			return cpu_fail(cause, "the residual's shape differs from the input's");
+		z = cpu_in(c, 3);
+	}
 	for (int i = 0; i < xs->ndims; i++)
 		*(i < axis ? &rows : &len) *= xs->dims[i];
 	if (norm_param_step(c, 1, len, &sst, &scale, cause) != 0 ||
@@ -142,7 +154,8 @@ cpu_layernorm_run(const struct cpu_node_ctx *c, char **cause)
 		return 0;
 	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * len))
 	for (int64_t r = 0; r < rows; r++)
-		layernorm_row(x + r * len, y + r * len, len, c->n->attr.norm.eps, scale, sst, bias, bst);
+		layernorm_row(x + r * len, z != NULL ? z + r * len : NULL, y + r * len, len, c->n->attr.norm.eps, scale,
+		    sst, bias, bst);
 	return 0;
 }
 

@@ -478,7 +478,10 @@ device_node_check_shapes(const graph_t *g, const struct graph_node *n,
 		return 0;
 	axis = (int)(n->attr.norm.axis < 0 ? n->attr.norm.axis + x->ndims : n->attr.norm.axis);
 	device_rows_cols(x, axis, &rows, &cols);
-	for (i = 1; i < n->ninputs; i++)
+	if (n->ninputs > 3 && n->inputs[3] >= 0 && graph_shape_elems(&shapes[n->inputs[3]]) != rows * cols)
+		return error_set(cause, "the residual has %lld elements, not X's %lld",
+		    (long long)graph_shape_elems(&shapes[n->inputs[3]]), (long long)(rows * cols));
+	for (i = 1; i < n->ninputs && i < 3; i++)
 		if (n->inputs[i] >= 0 && (e = graph_shape_elems(&shapes[n->inputs[i]])) != cols && e != 1)
 			return error_set(cause, "%s has %lld elements, not 1 or the %lld of a normalised row",
 			    i == 1 ? "scale" : "bias", (long long)e, (long long)cols);

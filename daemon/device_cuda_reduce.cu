@@ -14,6 +14,7 @@
 /* Parameters of a reduce-family step. */
 struct red_params {
 	const float *x, *s, *b, *mean, *var;
+	const float *z;			/* LAYERNORM: the fused residual added to x (NULL: none) */
 	float *y;
 	int64_t outer, len, inner;	/* SOFTMAX, LAYERNORM: [outer, len, inner]; BATCHNORM: [outer, len=C, inner] */
 	int64_t sst, bst;		/* LAYERNORM: scale/bias step along the row (0 or 1) */
@@ -173,6 +174,14 @@ red_softmax_cols(struct red_params p)
 	}
 }
 
+/* Element i of a layer-norm row: x's, plus the fused residual's (in FP32) when there is one. */
+template <typename T>
+static __device__ __forceinline__ float
+red_ln_in(const T *x, const T *z, int64_t i)
+{
+	return z != NULL ? (float)x[i] + (float)z[i] : (float)x[i];
+}
+
 /* Layer norm of rows: mean, then the biased variance around it (two passes, double), then the scaled row; storage T. */
 template <typename T>
 static __global__ void
@@ -183,17 +192,18 @@ red_layernorm_rows(struct red_params p)
 
 	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
 		const T *x = (const T *)(const void *)p.x + r * p.len;
+		const T *z = p.z != NULL ? (const T *)(const void *)p.z + r * p.len : NULL;
 		T *y = (T *)(void *)p.y + r * p.len;
 		double mean = 0.0, var = 0.0;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			mean += (float)x[i];
+			mean += red_ln_in(x, z, i);
 		mean = red_block_sum(mean, sh) / (double)p.len;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			var += ((double)(float)x[i] - mean) * ((double)(float)x[i] - mean);
+			var += ((double)red_ln_in(x, z, i) - mean) * ((double)red_ln_in(x, z, i) - mean);
 		var = red_block_sum(var, sh) / (double)p.len;
 		float inv = (float)(1.0 / sqrt(var + (double)p.eps)), m = (float)mean;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x) {
-			float v = ((float)x[i] - m) * inv;
+			float v = (red_ln_in(x, z, i) - m) * inv;
 			if (s != NULL)
 				v *= (float)s[i * p.sst];
 			if (b != NULL)
@@ -223,6 +233,7 @@ red_layernorm_regs(struct red_params p)
 
 	for (int64_t r = blockIdx.x; r < p.outer; r += gridDim.x) {
 		const T *x = (const T *)(const void *)p.x + r * len;
+		const T *z = p.z != NULL ? (const T *)(const void *)p.z + r * len : NULL;
 		T *y = (T *)(void *)p.y + r * len;
 		float v[NK];
 		double mean = 0.0, var = 0.0;
@@ -230,7 +241,7 @@ red_layernorm_regs(struct red_params p)
 #pragma unroll
 		for (int k = 0; k < NK; k++) {
 			int i = threadIdx.x + RED_LN_THREADS * k;
-			v[k] = i < len ? (float)x[i] : 0.0f;
+			v[k] = i < len ? red_ln_in(x, z, i) : 0.0f;
 			mean += v[k];
 		}
 		mean = red_block_sum(mean, sh) / (double)len;
@@ -479,6 +490,12 @@ cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_node *n
 	if (red_param_step(cc, n, 1, p->len, &p->sst, &p->s, cause) != 0 ||
 	    red_param_step(cc, n, 2, p->len, &p->bst, &p->b, cause) != 0)
 		return -1;
+	if (n->ninputs > 3 && n->inputs[3] >= 0) {
+		if (graph_shape_elems(cuda_in_shape(cc, n, 3)) != p->outer * p->len ||
+		    cuda_in_dtype(cc, n, 3) != cuda_in_dtype(cc, n, 0))
+			return error_set(cause, "the residual differs from the input in size or dtype");
+		p->z = (const float *)cuda_in(cc, n, 3);
+	}
 	if (p->outer * p->len > 0)
 		st->run = red_run;
 	return 0;

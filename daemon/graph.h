@@ -112,7 +112,7 @@ enum graph_op {
 	GRAPH_OP_BINARY,	/* inputs A, B; binary attrs; act fused onto the result */
 	GRAPH_OP_PRELU,		/* inputs X, slope (broadcast) */
 	GRAPH_OP_SOFTMAX,	/* axis attr; log = 1 for LogSoftmax */
-	GRAPH_OP_LAYERNORM,	/* inputs X[, scale[, bias]]; axis, eps */
+	GRAPH_OP_LAYERNORM,	/* inputs X[, scale[, bias[, residual]]]; axis, eps; normalises X (+ residual, a fused Add of X's shape) */
 	GRAPH_OP_BATCHNORM,	/* inputs X, scale, bias, mean, var; eps (left only when not folded) */
 	GRAPH_OP_POOL,		/* max/average, incl. global; pool attrs */
 	GRAPH_OP_REDUCE,	/* mean/sum/max over axes; reduce attrs */

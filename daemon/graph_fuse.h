@@ -27,6 +27,8 @@
  *    dim for Gemm/MatMul) -> the node's bias input (a new 1-D constant).
  *  - Conv + Add of a non-constant tensor of the conv output's shape -> Conv
  *    with the residual as 4th input Z: y = act(conv + B + Z).
+ *  - Add of two non-constant tensors of one shape read only by a
+ *    LayerNormalization -> the norm normalises input 0 + its 4th input.
  *  - Conv/Gemm/MatMul (with any of the above) + Relu, Clip, Sigmoid, Tanh,
  *    Gelu, LeakyRelu, HardSigmoid, HardSwish -> the node's act.
  *

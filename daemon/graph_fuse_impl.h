@@ -71,6 +71,7 @@ int fuse_pass_layernorm(struct fuse_ctx *c, char **cause);
 int fuse_pass_batchnorm(struct fuse_ctx *c, char **cause);
 int fuse_pass_bias(struct fuse_ctx *c, char **cause);
 int fuse_pass_residual(struct fuse_ctx *c, char **cause);
+int fuse_pass_residual_norm(struct fuse_ctx *c, char **cause);
 int fuse_pass_act(struct fuse_ctx *c, char **cause);
 
 #endif

@@ -170,6 +170,8 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 		return node_shape_error(n, cause, "softmax axis out of range", x);
 	if (n->op == GRAPH_OP_LAYERNORM && norm_axis(n->attr.norm.axis, x->ndims, &ax) < 0)
 		return node_shape_error(n, cause, "layer-norm axis out of range", x);
+	if (n->op == GRAPH_OP_LAYERNORM && n->ninputs > 3 && n->inputs[3] >= 0 && !shape_eq(in_shape(n, s, 3), x))
+		return node_shape_error(n, cause, "layer-norm residual differs from X's shape", x);
 	if (n->op == GRAPH_OP_BATCHNORM && (x->ndims < 2 || n->ninputs < 5 ||
 	    graph_shape_elems(in_shape(n, s, 1)) != x->dims[1]))
 		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);

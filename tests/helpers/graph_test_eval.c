@@ -235,19 +235,21 @@ ev_reduce(const struct graph_node *n, const struct gt_value *x, struct gt_value 
 	return 0;
 }
 
-/* LayerNorm over the last axis with optional scale and bias. */
+/* LayerNorm over the last axis with optional scale and bias, of input 0 plus the optional residual (input 3). */
 static int
-ev_layernorm(const struct graph_node *n, const struct gt_value *in[3], struct gt_value *y)
+ev_layernorm(const struct graph_node *n, const struct gt_value *in[4], struct gt_value *y)
 {
 	int64_t D = in[0]->s.dims[in[0]->s.ndims - 1], rows = ev_elems(&in[0]->s) / D, r, j;
-	const double *x;
-	double mean, var;
+	const struct gt_value *z = n->ninputs > 3 ? in[3] : NULL;
+	double mean, var, *x;
 
-	if (n->attr.norm.axis != -1 && n->attr.norm.axis != in[0]->s.ndims - 1)
+	if ((n->attr.norm.axis != -1 && n->attr.norm.axis != in[0]->s.ndims - 1) ||
+	    (z != NULL && ev_elems(&z->s) != ev_elems(&in[0]->s)) || (x = malloc((size_t)D * sizeof *x)) == NULL)
 		return -1;
 	*y = ev_alloc(&in[0]->s);
 	for (r = 0; r < rows; r++) {
-		x = in[0]->v + r * D;
+		for (j = 0; j < D; j++)
+			x[j] = in[0]->v[r * D + j] + (z != NULL ? z->v[r * D + j] : 0);
 		for (mean = 0, j = 0; j < D; j++)
 			mean += x[j] / (double)D;
 		for (var = 0, j = 0; j < D; j++)
@@ -256,6 +258,7 @@ ev_layernorm(const struct graph_node *n, const struct gt_value *in[3], struct gt
 			y->v[r * D + j] = (x[j] - mean) / sqrt(var + n->attr.norm.eps) *
 			    (in[1] != NULL ? in[1]->v[j] : 1) + (in[2] != NULL ? in[2]->v[j] : 0);
 	}
+	free(x);
 	return 0;
 }
 

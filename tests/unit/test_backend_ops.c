@@ -747,7 +747,7 @@ case_softmax(void)
 	tc_run(&c);
 }
 
-/* LAYERNORM over trailing axes, scale/bias full, scalar or omitted. */
+/* LAYERNORM over trailing axes, scale/bias full, scalar or omitted, with or without the fused residual. */
 static void
 case_layernorm(void)
 {
@@ -762,12 +762,16 @@ case_layernorm(void)
 		len *= d[i];
 	n->attr.norm.axis = ax - (rnd(0, 1) ? nd : 0);
 	n->attr.norm.eps = 1e-5f;
+	int resid = (int)rnd(0, 1);	/* the fused residual Add: input 3, X's shape */
+
 	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
 	for (int k = 0; k < 2; k++)
 		if (rnd(0, 2) > 0)
 			tc_in(&c, GRAPH_DT_F32, 1, rnd(0, 3) ? &len : &one, FILL_F32, 0);
-		else if (k == 0)
+		else if (k == 0 || resid)
 			tc_omit(&c);
+	if (resid)
+		tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
 	tc_out(&c, GRAPH_DT_F32);
 	tc_run(&c);
 }

@@ -620,6 +620,60 @@ test_layernorm(void)
 	}
 }
 
+enum { N_GOOD = 0, N_SUM_OUT, N_CONST, N_BROADCAST };
+
+/* x, r [N, 4, 8] -> Add -> LayerNormalization (gamma, beta) -> y: a post-norm transformer's residual. */
+static graph_t *
+build_residual_norm(int v)
+{
+	static const int64_t xd[] = { 4, 8 }, gd[] = { 8 }, bd[] = { 1, 8 };
+	graph_t *g = gt_new();
+	int x = batch_input(g, "x", 3, xd), s = gt_temp(g, "s"), y = gt_temp(g, "y"), in[3], n;
+	int r = v == N_CONST ? rand_const(g, "r", 2, bd, -1, 1) : v == N_BROADCAST ? batch_input(g, "r", 3, bd) :
+	    batch_input(g, "r", 3, xd);
+
+	gt_binary(g, "sum", GRAPH_BINARY_ADD, x, r, s);
+	in[0] = s;
+	in[1] = rand_const(g, "gamma", 1, gd, 0.5, 2);
+	in[2] = rand_const(g, "beta", 1, gd, -1, 1);
+	n = gt_node(g, "ln", GRAPH_OP_LAYERNORM, 3, in, y);
+	g->nodes[n].attr.norm.axis = -1;
+	g->nodes[n].attr.norm.eps = 1e-5f;
+	gt_output(g, y);
+	if (v == N_SUM_OUT)
+		gt_output(g, s);
+	return g;
+}
+
+/* The Add joins the LayerNorm as its residual only for two computed tensors of one shape read by the norm alone. */
+static void
+test_residual_norm(void)
+{
+	graph_t *g;
+	double err;
+	int v, n, ln;
+
+	for (v = N_GOOD; v <= N_BROADCAST; v++) {
+		err = fuse_equiv(build_residual_norm, v, &g, &n);
+		CHECK(err < TOL, "residual norm variant %d: error %g", v, err);
+		CHECK(topological(g), "residual norm variant %d: order broken", v);
+		ln = gt_find(g, GRAPH_OP_LAYERNORM, -1);
+		CHECK(ln >= 0, "residual norm variant %d: no LayerNorm", v);
+		if (ln < 0) {
+			graph_free(g);
+			continue;
+		}
+		if (v == N_GOOD)
+			CHECK(g->nnodes == 1 && g->nodes[ln].ninputs == 4 && g->nodes[ln].inputs[0] == g->inputs[0] &&
+			    g->nodes[ln].inputs[3] == g->inputs[1], "residual norm: not fused (%zu nodes, %d inputs)",
+			    g->nnodes, g->nodes[ln].ninputs);
+		else
+			CHECK(g->nnodes == 2 && g->nodes[ln].ninputs == 3 && n == 0,
+			    "residual norm variant %d: fused (%zu nodes, %d rewrites)", v, g->nnodes, n);
+		graph_free(g);
+	}
+}
+
 /* A node naming a tensor outside the graph is refused with its name, and the graph is left as it was. */
 static void
 test_errors(void)
@@ -648,6 +702,7 @@ main(void)
 	test_gelu_tanh();
 	test_residual();
 	test_layernorm();
+	test_residual_norm();
 	test_errors();
 	printf("graph_fuse with the library's shape inference: %d graphs compared\n", real_runs);
 	return test_finish("test_graph_fuse");
