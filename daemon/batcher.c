@@ -327,7 +327,10 @@ batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 {
 	const struct model_batching *cfg = &q->model->batching;
 	int max = model_rows_max(q->model), best = 0, i;
+	uint64_t oldest;
 
+	if (q->queued == 0)
+		return 0;	/* nothing to batch (oldest_submit would be UINT64_MAX, the wake time past it) */
 	if (q->queued_rows >= (size_t)max)
 		return max;
 	for (i = 0; i < cfg->npreferred; i++)
@@ -335,7 +338,8 @@ batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 			best = cfg->preferred[i];
 	if (best > 0)
 		return best;
-	*wake = oldest_submit(q) + cfg->max_queue_delay_us;
+	oldest = oldest_submit(q);
+	*wake = oldest > UINT64_MAX - cfg->max_queue_delay_us ? UINT64_MAX : oldest + cfg->max_queue_delay_us;
 	if (q->stopping || now >= *wake || (cfg->eager_dispatch && batch_cannot_grow(q)))
 		return max;
 	return 0;

@@ -865,6 +865,42 @@ test_deferred(void)
 	env_close(&e);
 }
 
+/*
+ * A deferral whose request the scheduler took meanwhile (its window ran out
+ * and it batched everything queued) dispatches nothing at its end.  The
+ * deferral's end once formed an empty batch there: with nothing queued the
+ * window's wake-up time overflowed past UINT64_MAX into the past.
+ */
+static void
+test_deferred_taken(void)
+{
+	struct env e;
+	batch_client_t *c;
+	struct result *a, *b;
+	uint64_t batches, inl;
+	char *cause = NULL;
+
+	env_open(&e, 64, 20000, "", 100, 10000000, 0);
+	CHECK(batcher_client_create(e.b, "t", &c, &cause) == 0, "%s", cause);
+	submit_ok(&e, a = result_new(c, 1));	/* waits out the 20 ms window in the scheduler */
+	batcher_defer_begin();
+	submit_ok(&e, b = result_new(c, 1));
+	CHECK(wait_done(a) == 0 && a->status == BATCH_OK && wait_done(b) == 0 && b->status == BATCH_OK,
+	    "the scheduler's batch of the deferred request");
+	batches = e.metrics.models[0].execution_count;
+	inl = e.metrics.models[0].inline_batches;
+	batcher_defer_end();
+	usleep(20000);
+	CHECK(e.metrics.models[0].execution_count == batches && e.metrics.models[0].inline_batches == inl,
+	    "the deferral's end dispatched %llu batches (%llu inline) with nothing queued",
+	    (unsigned long long)(e.metrics.models[0].execution_count - batches),
+	    (unsigned long long)(e.metrics.models[0].inline_batches - inl));
+	result_free(a);
+	result_free(b);
+	batcher_client_close(e.b, c);
+	env_close(&e);
+}
+
 /* A client with 1,000 queued requests delays another's single request by at most one batch. */
 static void
 test_fairness(void)
@@ -987,6 +1023,7 @@ run_all(void)
 	test_lone_client_window();
 	test_load_batches();
 	test_deferred();
+	test_deferred_taken();
 	test_copy_modes();
 	test_timeout();
 	test_queue_full_and_cancel();
