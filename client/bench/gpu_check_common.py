@@ -69,6 +69,24 @@ def link_or_copy(src, dst):
         shutil.copyfile(src, dst)
 
 
+def write_json(path, doc):
+    """Write doc to path (when given) through a temporary file."""
+    if not path:
+        return
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def versions(torch, args, **extra):
+    """What a run was made with, for its JSON file (extra: the check's own libraries' versions)."""
+    import onnx
+    gpu = torch.cuda.get_device_name(0) if torch_device(args) == "cuda" else None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, **extra, "onnx": onnx.__version__,
+            "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None}
+
+
 def write_model_dir(model_dir, onnx_path, config):
     """model_dir/model.onnx (moved there) and model.json from config."""
     os.makedirs(model_dir, exist_ok=True)

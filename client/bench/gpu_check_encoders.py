@@ -62,7 +62,6 @@ inferd), 77 without torch/onnx/transformers, or without CUDA in PyTorch for a GP
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -321,27 +320,15 @@ def parse_args():
     return ap, args
 
 
-def write_json(path, doc):
-    """Write doc to path (when given) through a temporary file."""
-    if not path:
-        return
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
-
 
 def versions(torch, args):
     """What the run was made with, for the JSON file."""
-    import onnx
     try:
         import transformers
         tf = transformers.__version__
     except ImportError:
         tf = None
-    gpu = torch.cuda.get_device_name(0) if gc.torch_device(args) == "cuda" else None
-    return {"torch": torch.__version__, "cuda": torch.version.cuda, "transformers": tf, "onnx": onnx.__version__,
-            "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None}
+    return gc.versions(torch, args, transformers=tf)
 
 
 def setup(ap, args):
@@ -383,7 +370,7 @@ def main():
             print("\n".join(lines) + f"\n{name}: {rec['elapsed_s']:.0f} s", flush=True)
             failed += bad
             doc["pass"] = None if name != args.models[-1] else failed == 0
-            write_json(args.json, doc)	# after each model, so a run cut short keeps what it measured
+            gc.write_json(args.json, doc)	# after each model, so a run cut short keeps what it measured
     print(f"gpu_check_encoders: {'PASS' if failed == 0 else 'FAIL'} ({failed} of {len(args.models)} models failed)")
     return 0 if failed == 0 else 1
 

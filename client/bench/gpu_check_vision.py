@@ -51,7 +51,6 @@ without torch/torchvision/onnx, or without CUDA in PyTorch for a GPU device.
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -443,23 +442,11 @@ def parse_args():
     return args
 
 
-def write_json(path, doc):
-    """Write doc to path (when given) through a temporary file."""
-    if not path:
-        return
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
-
 
 def versions(torch, args):
     """What the run was made with, for the JSON file."""
-    import onnx
     import torchvision
-    gpu = torch.cuda.get_device_name(0) if gc.torch_device(args) == "cuda" else None
-    return {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__,
-            "gpu": gpu, "cudnn": torch.backends.cudnn.version() if gpu else None}
+    return gc.versions(torch, args, torchvision=torchvision.__version__)
 
 
 def main():
@@ -491,7 +478,7 @@ def main():
             print("\n".join(lines) + f"\n{name}: {rec['elapsed_s']:.0f} s", flush=True)
             failed += bad
             doc["pass"] = None if name != args.models[-1] else failed == 0
-            write_json(args.json, doc)	# after each model, so a run cut short keeps what it measured
+            gc.write_json(args.json, doc)	# after each model, so a run cut short keeps what it measured
     print(f"gpu_check_vision: {'PASS' if failed == 0 else 'FAIL'} ({failed} of {len(args.models)} models failed)")
     return 0 if failed == 0 else 1
 
