@@ -102,10 +102,9 @@ ew_vec_load(const T *src, int at, uint32_t cols, uint32_t span, uint32_t i0, T *
 	    i0 / span * cols + i0 % cols));
 }
 
-/* 1 when n elements of esize bytes can take the vector paths with these operands (at/cols/span as ew_access said). */
+/* 1 when n elements of esize bytes can take the vector paths with these operands (at/cols as ew_access said). */
 static int
-ew_vec_ok(int64_t n, size_t esize, const void *const *ptrs, int nptrs, const int *at, const int64_t *cols,
-    const int64_t *span, int nat)
+ew_vec_ok(int64_t n, size_t esize, const void *const *ptrs, int nptrs, const int *at, const int64_t *cols, int nat)
 {
 	int64_t v = (int64_t)(16 / esize);
 
@@ -116,8 +115,7 @@ ew_vec_ok(int64_t n, size_t esize, const void *const *ptrs, int nptrs, const int
 			return 0;
 	for (int k = 0; k < nat; k++)
 		if (at[k] == EW_AT_MAP || ((at[k] == EW_AT_ROW || at[k] == EW_AT_MID) && cols[k] % v != 0))
-			return 0;
-	(void)span;	/* cols and span are at most n, which fits */
+			return 0;	/* (cols and a middle broadcast's span are at most n, which fits in 32 bits) */
 	return 1;
 }
 
@@ -437,7 +435,7 @@ cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *n, s
 	if ((p->in_dt == GRAPH_DT_F16 || p->in_dt == GRAPH_DT_F32) && p->out_dt == p->in_dt &&
 	    !(n->op == GRAPH_OP_BINARY && graph_binary_out_bool((enum graph_binary)p->fn))) {
 		const void *ptrs[3] = { p->a, p->b, p->y };
-		p->vec = ew_vec_ok(p->n, graph_dtype_size(p->in_dt), ptrs, 3, p->at, p->cols, p->span, 2);
+		p->vec = ew_vec_ok(p->n, graph_dtype_size(p->in_dt), ptrs, 3, p->at, p->cols, 2);
 	}
 	return 0;
 }
@@ -515,7 +513,7 @@ cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const
 	if (n == 0)
 		return cudaSuccess;
 	const void *ptrs[2] = { y, b };
-	if (ew_vec_ok(n, f16 ? 2 : 4, ptrs, 2, &at, &cols, &span, b != NULL)) {
+	if (ew_vec_ok(n, f16 ? 2 : 4, ptrs, 2, &at, &cols, b != NULL)) {
 		if (f16)
 			ew_bias_act_vec_kernel<__half><<<cuda_grid(n / 8), CUDA_THREADS, 0, stream>>>((__half *)y,
 			    (const __half *)b, (uint32_t)n, at, (uint32_t)cols, (uint32_t)span, act, act_alpha, act_beta);
@@ -586,7 +584,7 @@ cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const 
 	const void *ptrs[2] = { y, z };		/* b is read one value a vector */
 	int at = EW_AT_I;
 	int64_t one = 1;
-	if (inner % (f16 ? 8 : 4) == 0 && c <= (int64_t)UINT32_MAX && ew_vec_ok(total, f16 ? 2 : 4, ptrs, 2, &at, &one, &one, 1)) {
+	if (inner % (f16 ? 8 : 4) == 0 && c <= (int64_t)UINT32_MAX && ew_vec_ok(total, f16 ? 2 : 4, ptrs, 2, &at, &one, 1)) {
 		if (f16)
 			ew_channel_vec_kernel<__half><<<cuda_grid(total / 8), CUDA_THREADS, 0, stream>>>((__half *)y,
 			    (const __half *)b, (const __half *)z, (uint32_t)total, (uint32_t)c, (uint32_t)inner, act,

@@ -324,7 +324,7 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 	cublasStatus_t bs;
 
 	if ((off != NULL && strcmp(off, "0") == 0) || p->batch != 1 || p->pointers || p->k == 0 || p->c == NULL ||
-	    cs == NULL || graph_shape_elems(cs) != p->n || cs->dims[cs->ndims - 1] != p->n ||
+	    cs == NULL || cs->ndims < 1 || graph_shape_elems(cs) != p->n || cs->dims[cs->ndims - 1] != p->n ||
 	    (p->act != GRAPH_UNARY_NONE && p->act != GRAPH_UNARY_RELU) || gemm_lt_align(p->c) < 16)
 		return 0;
 	if ((l = (struct gemm_lt *)calloc(1, sizeof *l)) == NULL)

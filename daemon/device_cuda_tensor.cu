@@ -219,9 +219,10 @@ tensor_run_copy(const struct tensor_params *p, const struct cuda_exec *ex, char 
 				return cuda_fail(cause, err, "cudaMemcpyAsync(d2d, %zu bytes)", (size_t)c->n * unit);
 			continue;
 		}
-		if (tensor_piece_fits32(c) && unit == 16)
+		int fits32 = tensor_piece_fits32(c);
+		if (fits32 && unit == 16)
 			tensor_copy32_kernel<uint4><<<cuda_grid(c->n), CUDA_THREADS, 0, ex->stream>>>(*c);
-		else if (tensor_piece_fits32(c))
+		else if (fits32)
 			TENSOR_LAUNCH(tensor_copy32_kernel, unit, cuda_grid(c->n), ex->stream, *c);
 		else if (c->wide == 16)
 			tensor_copy_kernel<uint4><<<cuda_grid(c->n), CUDA_THREADS, 0, ex->stream>>>(*c);
