@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <pthread.h>
 
 /* Engines tried from the heuristics' list, and the largest workspace one may ask for. */
 #define DNN_MAX_CFGS 32
@@ -93,13 +94,35 @@ struct dnn_parts {
 	cudnnBackendDescriptor_t cfg[DNN_MAX_CFGS];
 };
 
-/* A plan keeps the descriptors it was built from alive as long as itself. */
-struct cuda_dnn_conv {
-	cudnnBackendDescriptor_t plan, pack;
+/* What makes two convolutions' plans interchangeable: every field of the desc but the workspace cap, canonical. */
+struct dnn_key {
+	int ordinal, transpose, nspatial, tf32, f16, has_bias, has_z, relu;
+	int64_t x[5], w[5], y[5], stride[3], dilation[3], pad_begin[3], pad_end[3], align, epi_align;
+};
+
+/*
+ * A finalized plan with the engine config and device properties it was
+ * made from (what cuDNN's own frontend keeps a plan with); the heuristics,
+ * the other configs, the operation graph and its tensors are destroyed once
+ * the plan is finalized: kept, they cost about 1.4 MB of host memory a plan
+ * (measured on an H100), against about 45 KB without them.  Unused plans
+ * wait in a process-wide pool (see dnn_pool_take) for the next convolution
+ * of the same key.
+ */
+struct dnn_plan {
+	struct dnn_key key;
+	size_t cap;			/* the workspace cap it was picked under */
+	cudnnBackendDescriptor_t plan, cfg, devprop;
 	int64_t ws;
 	int fused;			/* the plan adds the bias (has_bias) and residual (has_z), then ReLU (relu) */
 	int has_bias, has_z;		/* fused: the variant pack binds these too */
-	struct dnn_parts parts;
+	struct dnn_plan *next;		/* in the pool */
+};
+
+/* One convolution's plan (its own while it lives) and the addresses bound to it. */
+struct cuda_dnn_conv {
+	struct dnn_plan *pl;
+	cudnnBackendDescriptor_t pack;
 };
 
 /* Destroy every descriptor a build created and clear the parts for another build. */
@@ -355,9 +378,9 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 	return ok;
 }
 
-/* An execution plan from the first strict engine config that finalizes within the workspace cap. */
+/* An execution plan from the first strict engine config that finalizes within the workspace cap: its index, or -1. */
 static int
-dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int tf32, size_t ws_cap)
+dnn_pick_plan(struct dnn_parts *p, int64_t count, struct dnn_plan *c, int tf32, size_t ws_cap)
 {
 	int64_t got = 0, cap = (int64_t)(ws_cap < CUDA_DNN_WS_CAP ? ws_cap : CUDA_DNN_WS_CAP);
 
@@ -365,7 +388,7 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int t
 		if (!dnn_cfg_strict(p->cfg[i], tf32))
 			continue;
 		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan) != CUDNN_STATUS_SUCCESS)
-			return 0;
+			return -1;
 		if (cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
 		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->cfg[i]) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
@@ -373,32 +396,227 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct cuda_dnn_conv *c, int t
 		    cudnnBackendFinalize(c->plan) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
 		    &c->ws) == CUDNN_STATUS_SUCCESS && c->ws >= 0 && c->ws <= cap)
-			return 1;
+			return (int)i;
 		(void)cudnnBackendDestroyDescriptor(c->plan);
 		c->plan = NULL;
 	}
-	return 0;
+	return -1;
 }
 
-/* Plan one graph (fused: with the epilogue) into c: 1 when an engine took it, else 0 with its descriptors released. */
+/*
+ * Plan one graph (fused: with the epilogue) into c: 1 when an engine took it
+ * (c keeps the plan, its engine config and the device properties), else 0.
+ * Every other descriptor of the build is destroyed either way.
+ */
 static int
-dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv *c, int fused)
+dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int fused)
 {
-	struct dnn_parts *p = &c->parts;
+	struct dnn_parts p;
 	int64_t count = 0;
-	int found = 0;
+	int pick = -1;
 
+	memset(&p, 0, sizeof p);
 	/* Any failure below means this cuDNN cannot take the graph: the caller falls back. */
-	if (dnn_devprop(ordinal, p) == CUDNN_STATUS_SUCCESS &&
-	    (fused ? dnn_graph_fused(d, p) : dnn_graph(d, p)) == CUDNN_STATUS_SUCCESS) {
-		if (dnn_heuristics(p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
-		if (!found && dnn_heuristics(p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			found = dnn_pick_plan(p, count, c, d->tf32, d->ws_cap);
+	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
+	    (fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS) {
+		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
+			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap);
+		if (pick < 0 && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
+			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap);
 	}
-	if (!found)
-		dnn_parts_free(p);
-	return found;
+	if (pick >= 0) {
+		c->cfg = p.cfg[pick];
+		c->devprop = p.devprop;
+		p.cfg[pick] = NULL;
+		p.devprop = NULL;
+	}
+	dnn_parts_free(&p);
+	return pick >= 0;
+}
+
+/*
+ * The plan pool.  Building a plan (heuristics, then finalizing engines
+ * until one fits) is the slow part of compiling a convolution, and cuDNN
+ * keeps host and device memory from every plan it builds and destroys
+ * (measured on an H100: about 50 KB of RSS a plan, and 2 MiB of device
+ * memory per load of the Fashion CNN, whose load holds 1,024 plans), so a
+ * daemon that reloads models would grow without bound.  A freed plan
+ * therefore waits here, idle, and the next convolution with the same key
+ * takes it instead of building: reloading a model, and compiling after
+ * measuring, build nothing.  A plan belongs to one convolution at a time
+ * (two instances of a model on one device each get their own), so plans are
+ * never shared between streams.  At most INFERD_CUDA_DNN_PLAN_POOL idle
+ * plans (default DNN_POOL_DEFAULT; 0: none) are kept; a plan freed into a
+ * full pool is destroyed.
+ */
+#define DNN_POOL_DEFAULT 4096
+
+static pthread_mutex_t dnn_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dnn_plan *dnn_pool;	/* idle plans, most recently freed first */
+static size_t dnn_pool_count;
+static long dnn_pool_cap = -1;		/* read from the environment at first use */
+
+/* The canonical key of d on device ordinal (dims past the rank and windows past nspatial are zero). */
+static void
+dnn_key_of(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_key *k)
+{
+	memset(k, 0, sizeof *k);
+	k->ordinal = ordinal;
+	k->transpose = d->transpose != 0;
+	k->nspatial = d->nspatial;
+	k->tf32 = d->tf32 != 0;
+	k->f16 = d->f16 != 0;
+	k->has_bias = d->has_bias != 0;
+	k->has_z = d->has_z != 0;
+	k->relu = d->relu != 0;
+	k->align = d->align;
+	k->epi_align = d->has_bias || d->has_z ? d->epi_align : 0;
+	for (int i = 0; i < d->nspatial + 2 && i < 5; i++) {
+		k->x[i] = d->x[i];
+		k->w[i] = d->w[i];
+		k->y[i] = d->y[i];
+	}
+	for (int i = 0; i < d->nspatial && i < 3; i++) {
+		k->stride[i] = d->stride[i];
+		k->dilation[i] = d->dilation[i];
+		k->pad_begin[i] = d->pad_begin[i];
+		k->pad_end[i] = d->pad_end[i];
+	}
+}
+
+/* Destroy a plan and everything it was built from. */
+static void
+dnn_plan_destroy(struct dnn_plan *pl)
+{
+	cudnnBackendDescriptor_t all[] = { pl->plan, pl->cfg, pl->devprop };
+
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (all[i] != NULL)
+			(void)cudnnBackendDestroyDescriptor(all[i]);
+	free(pl);
+}
+
+/* The pool's limit: INFERD_CUDA_DNN_PLAN_POOL when it is a count, else the default (called locked). */
+static size_t
+dnn_pool_limit(void)
+{
+	if (dnn_pool_cap < 0) {
+		const char *e = getenv("INFERD_CUDA_DNN_PLAN_POOL");
+		char *end;
+		long v = e != NULL ? strtol(e, &end, 10) : -1;
+
+		dnn_pool_cap = e != NULL && *e != '\0' && *end == '\0' && v >= 0 ? v : DNN_POOL_DEFAULT;
+	}
+	return (size_t)dnn_pool_cap;
+}
+
+/*
+ * An idle plan for key k that a fresh build under workspace cap `cap` would
+ * pick too, taken out of the pool; NULL when none.  Heuristics rank engines
+ * the same way for the same key, and a build takes the first strict engine
+ * whose workspace fits: a plan picked under a cap at least as large, whose
+ * workspace fits this cap, is that engine (every engine ranked before it was
+ * refused under the larger cap already).
+ */
+static struct dnn_plan *
+dnn_pool_take(const struct dnn_key *k, size_t cap)
+{
+	struct dnn_plan **pp, *pl = NULL;
+
+	if (pthread_mutex_lock(&dnn_pool_lock) != 0)
+		return NULL;
+	for (pp = &dnn_pool; *pp != NULL; pp = &(*pp)->next)
+		if (memcmp(&(*pp)->key, k, sizeof *k) == 0 && (*pp)->cap >= cap && (size_t)(*pp)->ws <= cap) {
+			pl = *pp;
+			*pp = pl->next;
+			pl->next = NULL;
+			dnn_pool_count--;
+			break;
+		}
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+	return pl;
+}
+
+/* Put an unused plan in the pool, or destroy it when the pool is full. */
+static void
+dnn_pool_give(struct dnn_plan *pl)
+{
+	int kept = 0;
+
+	if (pthread_mutex_lock(&dnn_pool_lock) == 0) {
+		if (dnn_pool_count < dnn_pool_limit()) {
+			pl->next = dnn_pool;
+			dnn_pool = pl;
+			dnn_pool_count++;
+			kept = 1;
+		}
+		(void)pthread_mutex_unlock(&dnn_pool_lock);
+	}
+	if (!kept)
+		dnn_plan_destroy(pl);
+}
+
+/* Destroy the idle plans of device ordinal (its context is going away). */
+void
+cuda_dnn_pool_drain(int ordinal)
+{
+	struct dnn_plan **pp, *gone = NULL;
+
+	if (pthread_mutex_lock(&dnn_pool_lock) != 0)
+		return;
+	for (pp = &dnn_pool; *pp != NULL;) {
+		struct dnn_plan *pl = *pp;
+
+		if (pl->key.ordinal != ordinal) {
+			pp = &pl->next;
+			continue;
+		}
+		*pp = pl->next;
+		dnn_pool_count--;
+		pl->next = gone;
+		gone = pl;
+	}
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+	while (gone != NULL) {
+		struct dnn_plan *next = gone->next;
+
+		dnn_plan_destroy(gone);
+		gone = next;
+	}
+}
+
+/* How many idle plans the pool holds (for tests and logs). */
+size_t
+cuda_dnn_pool_size(void)
+{
+	size_t n = 0;
+
+	if (pthread_mutex_lock(&dnn_pool_lock) == 0) {
+		n = dnn_pool_count;
+		(void)pthread_mutex_unlock(&dnn_pool_lock);
+	}
+	return n;
+}
+
+/* Build a new plan for d (fused when an engine takes the epilogue); NULL when cuDNN cannot. */
+static struct dnn_plan *
+dnn_plan_build(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, size_t cap)
+{
+	struct dnn_plan *pl = (struct dnn_plan *)calloc(1, sizeof *pl);
+
+	if (pl == NULL)
+		return NULL;
+	pl->key = *k;
+	pl->cap = cap;
+	if (!d->transpose && (d->has_bias || d->has_z || d->relu) && dnn_try(ordinal, d, pl, 1)) {
+		pl->fused = 1;
+		pl->has_bias = d->has_bias != 0;
+		pl->has_z = d->has_z != 0;
+	} else if (!dnn_try(ordinal, d, pl, 0)) {
+		free(pl);
+		return NULL;
+	}
+	return pl;
 }
 
 /* Build a strict-fp32 plan for the convolution, with its epilogue fused when an engine takes it; 0 when cuDNN cannot. */
@@ -406,20 +624,19 @@ int
 cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
     size_t *ws_bytes, char **cause)
 {
+	size_t cap = d->ws_cap < CUDA_DNN_WS_CAP ? d->ws_cap : CUDA_DNN_WS_CAP;
 	struct cuda_dnn_conv *c;
+	struct dnn_key k;
 
 	*out = NULL;
 	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
-	if (!d->transpose && (d->has_bias || d->has_z || d->relu) && dnn_try(ordinal, d, c, 1)) {
-		c->fused = 1;
-		c->has_bias = d->has_bias != 0;
-		c->has_z = d->has_z != 0;
-	} else if (!dnn_try(ordinal, d, c, 0)) {
+	dnn_key_of(ordinal, d, &k);
+	if ((c->pl = dnn_pool_take(&k, cap)) == NULL && (c->pl = dnn_plan_build(ordinal, d, &k, cap)) == NULL) {
 		free(c);
 		return 0;
 	}
-	*ws_bytes = (size_t)c->ws;
+	*ws_bytes = (size_t)c->pl->ws;
 	*out = c;
 	return 1;
 }
@@ -428,7 +645,7 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 int
 cuda_dnn_conv_fused(const struct cuda_dnn_conv *c)
 {
-	return c != NULL && c->fused;
+	return c != NULL && c->pl->fused;
 }
 
 /* Fix the tensors' and workspace's addresses in a variant pack (bias and z when the fused graph reads them). */
@@ -440,15 +657,19 @@ cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const 
 	int64_t ids[5] = { DNN_ID_X, DNN_ID_W, DNN_ID_Y }, n = 3;
 	cudnnStatus_t s;
 
-	if ((c->has_bias && b == NULL) || (c->has_z && z == NULL))
+	if ((c->pl->has_bias && b == NULL) || (c->pl->has_z && z == NULL))
 		return error_set(cause, "the fused cuDNN convolution needs its %s address", b == NULL ? "bias" : "residual");
-	if (c->has_bias) {
+	if (c->pl->has_bias) {
 		ptrs[n] = (void *)b;
 		ids[n++] = DNN_ID_B;
 	}
-	if (c->has_z) {
+	if (c->pl->has_z) {
 		ptrs[n] = (void *)z;
 		ids[n++] = DNN_ID_Z;
+	}
+	if (c->pack != NULL) {
+		(void)cudnnBackendDestroyDescriptor(c->pack);
+		c->pack = NULL;
 	}
 	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &c->pack)) ||
 	    (s = cudnnBackendSetAttribute(c->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs)) ||
@@ -463,12 +684,12 @@ cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const 
 int
 cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
 {
-	cudnnStatus_t s = cudnnBackendExecute((cudnnHandle_t)handle, c->plan, c->pack);
+	cudnnStatus_t s = cudnnBackendExecute((cudnnHandle_t)handle, c->pl->plan, c->pack);
 
 	return s == CUDNN_STATUS_SUCCESS ? 0 : dnn_fail(cause, s, "cudnnBackendExecute(convolution)");
 }
 
-/* Destroy the plan and variant pack. */
+/* Destroy the variant pack; the plan goes back to the pool. */
 void
 cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 {
@@ -476,9 +697,7 @@ cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 		return;
 	if (c->pack != NULL)
 		(void)cudnnBackendDestroyDescriptor(c->pack);
-	if (c->plan != NULL)
-		(void)cudnnBackendDestroyDescriptor(c->plan);
-	dnn_parts_free(&c->parts);
+	dnn_pool_give(c->pl);
 	free(c);
 }
 
@@ -547,6 +766,19 @@ cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
 void
 cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 {
+}
+
+/* No pool without cuDNN. */
+void
+cuda_dnn_pool_drain(int ordinal)
+{
+}
+
+/* No pool without cuDNN. */
+size_t
+cuda_dnn_pool_size(void)
+{
+	return 0;
 }
 
 /* No handle without cuDNN. */

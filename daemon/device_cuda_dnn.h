@@ -33,6 +33,12 @@
  * otherwise; they are ignored by a plan that does not read them);
  * cuda_dnn_conv_run queues the convolution on the handle's stream and never
  * allocates, so it can be captured.  Without HAVE_CUDNN every build answers 0.
+ *
+ * Pool.  cuda_dnn_conv_free does not destroy the plan: it waits, idle, in a
+ * process-wide pool, and a later build of the same convolution (same shapes,
+ * flags, alignments and device, and a workspace cap it fits under) takes it
+ * instead of asking cuDNN again.  Each plan serves one convolution at a time.
+ * cuda_dnn_pool_drain destroys a device's idle plans.
  */
 struct cuda_dnn_conv;
 
@@ -62,6 +68,9 @@ int cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, co
     void *ws, char **cause);
 int cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause);
 void cuda_dnn_conv_free(struct cuda_dnn_conv *c);
+/* Destroy the idle pooled plans of device ordinal; how many idle plans the pool holds. */
+void cuda_dnn_pool_drain(int ordinal);
+size_t cuda_dnn_pool_size(void);
 /* A cuDNN handle bound to stream (NULL *out without cuDNN); -1 on failure. */
 int cuda_dnn_handle_create(void *stream, void **out, char **cause);
 void cuda_dnn_handle_destroy(void *handle);

@@ -194,6 +194,9 @@ tests_unit_test_repository_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_repository_LDADD = $(TEST_LDADD)
 TESTS += tests/unit/test_repository tests/integration/test_model_lifecycle.sh
 dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
+# Instances spread over two GPUs (skips with fewer).
+TESTS += tests/integration/test_multi_gpu.sh
+dist_check_SCRIPTS += tests/integration/test_multi_gpu.sh
 # The device memory report of a loaded version: load line, /stats and /metrics against the weights file.
 TESTS += tests/integration/test_model_memory.sh
 dist_check_SCRIPTS += tests/integration/test_model_memory.sh

@@ -304,9 +304,9 @@ PYEOF
 # (Under AddressSanitizer freed memory waits in its quarantine: the cycles run, RSS is not judged.)
 # On a GPU the arenas are device memory: the daemon's device memory (nvidia-smi, per process) is
 # what each unload must give back, and the first load brings the CUDA libraries' kernels into host
-# memory for good (hundreds of MiB), so RSS is judged from after the first cycle on.  Known on the
-# H100 (docs/BENCHMARKS.md): with cuDNN each cycle still leaves ~25-30 MiB of host memory, which this
-# check reports as a leak; with INFERD_CUDA_CONV=im2col the cycles are flat and it passes.
+# memory for good (hundreds of MiB), so RSS is judged from after the first cycle on.  cuDNN keeps
+# memory from every plan it destroys (~50 MiB a cycle here with INFERD_CUDA_DNN_PLAN_POOL=0, which
+# this check reports as a leak); the plan pool makes the later loads reuse the first one's plans.
 asan=0
 grep -q '^SANITIZER_FLAGS = .*fsanitize=address' "$top_builddir/Makefile" && asan=1
 gpu=0
