@@ -659,24 +659,30 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	c->precision = g->precision;
 	cuda_plan_ws(p, &c->ws);
 	cc.ws = &c->ws;
+	cc.dnn = cuda_dnn_scope_new();
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
-		cuda_plan_free(p);
-		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		goto fail;
 	}
 	for (i = 0; i < g->nnodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
 		if (cuda_plan_add(c, &cc, n, cause) != 0) {
-			cuda_plan_free(p);
-			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
+			error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
+			goto fail;
 		}
 	}
 	if (cuda_prec_finish(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
-		cuda_plan_free(p);
-		return error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		goto fail;
 	}
+	cuda_dnn_scope_free(cc.dnn);
 	p->ws_need = c->ws.need;
 	cuda_plan_tally(p, c);
 	return 0;
+fail:
+	cuda_dnn_scope_free(cc.dnn);
+	cuda_plan_free(p);
+	return -1;
 }
 
 /* Record mark (NULL: none, when not profiling) on the stream; -1 naming the step when that fails. */

@@ -116,7 +116,21 @@ struct dnn_plan {
 	int64_t ws;
 	int fused;			/* the plan adds the bias (has_bias) and residual (has_z), then ReLU (relu) */
 	int has_bias, has_z;		/* fused: the variant pack binds these too */
+	int refs;			/* convolutions and scopes holding it (0 in the pool); under dnn_pool_lock */
 	struct dnn_plan *next;		/* in the pool */
+};
+
+/*
+ * The plans one device plan's compile has used, each held once by the
+ * scope, so that identical convolutions of the same compile share one plan.
+ * A compiled device plan runs on one stream from one thread at a time, so
+ * its convolutions execute a shared plan one after another, never at once:
+ * cuDNN's execution plans are not safe to execute from several threads at
+ * once, which is why plans are never shared between compiles.
+ */
+struct cuda_dnn_scope {
+	struct dnn_plan **plans;
+	size_t n, cap;
 };
 
 /* One convolution's plan (its own while it lives) and the addresses bound to it. */
@@ -537,23 +551,87 @@ dnn_pool_take(const struct dnn_key *k, size_t cap)
 	return pl;
 }
 
-/* Put an unused plan in the pool, or destroy it when the pool is full. */
+/* Take one more reference to pl. */
 static void
-dnn_pool_give(struct dnn_plan *pl)
+dnn_plan_hold(struct dnn_plan *pl)
 {
-	int kept = 0;
+	(void)pthread_mutex_lock(&dnn_pool_lock);
+	pl->refs++;
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+}
 
-	if (pthread_mutex_lock(&dnn_pool_lock) == 0) {
-		if (dnn_pool_count < dnn_pool_limit()) {
+/* Drop a reference; the last one puts the plan in the pool, or destroys it when the pool is full. */
+static void
+dnn_plan_release(struct dnn_plan *pl)
+{
+	int keep = 1;
+
+	if (pthread_mutex_lock(&dnn_pool_lock) != 0)
+		return;		/* cannot happen with a default mutex; leaking beats a race */
+	if (--pl->refs == 0) {
+		keep = dnn_pool_count < dnn_pool_limit();
+		if (keep) {
 			pl->next = dnn_pool;
 			dnn_pool = pl;
 			dnn_pool_count++;
-			kept = 1;
 		}
-		(void)pthread_mutex_unlock(&dnn_pool_lock);
 	}
-	if (!kept)
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+	if (!keep)
 		dnn_plan_destroy(pl);
+}
+
+/* An empty scope; NULL when out of memory (the compile then shares nothing). */
+struct cuda_dnn_scope *
+cuda_dnn_scope_new(void)
+{
+	return (struct cuda_dnn_scope *)calloc(1, sizeof(struct cuda_dnn_scope));
+}
+
+/* Drop the scope's references (its plans stay with the convolutions that use them). */
+void
+cuda_dnn_scope_free(struct cuda_dnn_scope *sc)
+{
+	if (sc == NULL)
+		return;
+	for (size_t i = 0; i < sc->n; i++)
+		dnn_plan_release(sc->plans[i]);
+	free(sc->plans);
+	free(sc);
+}
+
+/* A plan of the scope that a fresh build for k under cap would pick too (see dnn_pool_take), held; NULL when none. */
+static struct dnn_plan *
+dnn_scope_find(struct cuda_dnn_scope *sc, const struct dnn_key *k, size_t cap)
+{
+	for (size_t i = 0; sc != NULL && i < sc->n; i++) {
+		struct dnn_plan *pl = sc->plans[i];
+
+		if (memcmp(&pl->key, k, sizeof *k) == 0 && pl->cap >= cap && (size_t)pl->ws <= cap) {
+			dnn_plan_hold(pl);
+			return pl;
+		}
+	}
+	return NULL;
+}
+
+/* Let the rest of the compile share pl (the scope holds it); without memory it just is not shared. */
+static void
+dnn_scope_add(struct cuda_dnn_scope *sc, struct dnn_plan *pl)
+{
+	if (sc == NULL)
+		return;
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? 2 * sc->cap : 16;
+		struct dnn_plan **p = (struct dnn_plan **)realloc(sc->plans, cap * sizeof *p);
+
+		if (p == NULL)
+			return;
+		sc->plans = p;
+		sc->cap = cap;
+	}
+	dnn_plan_hold(pl);
+	sc->plans[sc->n++] = pl;
 }
 
 /* Destroy the idle plans of device ordinal (its context is going away). */
@@ -621,8 +699,8 @@ dnn_plan_build(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn
 
 /* Build a strict-fp32 plan for the convolution, with its epilogue fused when an engine takes it; 0 when cuDNN cannot. */
 int
-cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
-    size_t *ws_bytes, char **cause)
+cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
+    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
 {
 	size_t cap = d->ws_cap < CUDA_DNN_WS_CAP ? d->ws_cap : CUDA_DNN_WS_CAP;
 	struct cuda_dnn_conv *c;
@@ -632,9 +710,13 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 	if ((c = (struct cuda_dnn_conv *)calloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
 	dnn_key_of(ordinal, d, &k);
-	if ((c->pl = dnn_pool_take(&k, cap)) == NULL && (c->pl = dnn_plan_build(ordinal, d, &k, cap)) == NULL) {
-		free(c);
-		return 0;
+	if ((c->pl = dnn_scope_find(scope, &k, cap)) == NULL) {
+		if ((c->pl = dnn_pool_take(&k, cap)) == NULL && (c->pl = dnn_plan_build(ordinal, d, &k, cap)) == NULL) {
+			free(c);
+			return 0;
+		}
+		c->pl->refs = 1;	/* not in the pool any more, nobody else's yet: no lock needed */
+		dnn_scope_add(scope, c->pl);
 	}
 	*ws_bytes = (size_t)c->pl->ws;
 	*out = c;
@@ -689,7 +771,7 @@ cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
 	return s == CUDNN_STATUS_SUCCESS ? 0 : dnn_fail(cause, s, "cudnnBackendExecute(convolution)");
 }
 
-/* Destroy the variant pack; the plan goes back to the pool. */
+/* Destroy the variant pack; the plan goes back to the pool once no convolution or scope holds it. */
 void
 cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 {
@@ -697,7 +779,7 @@ cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 		return;
 	if (c->pack != NULL)
 		(void)cudnnBackendDestroyDescriptor(c->pack);
-	dnn_pool_give(c->pl);
+	dnn_plan_release(c->pl);
 	free(c);
 }
 
@@ -732,8 +814,8 @@ cuda_dnn_handle_destroy(void *handle)
 
 /* Without cuDNN no plan is ever built: convolutions use im2col. */
 int
-cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
-    size_t *ws_bytes, char **cause)
+cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
+    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
 {
 	*out = NULL;
 	*ws_bytes = 0;
@@ -765,6 +847,19 @@ cuda_dnn_conv_run(const struct cuda_dnn_conv *c, void *handle, char **cause)
 /* Nothing to free. */
 void
 cuda_dnn_conv_free(struct cuda_dnn_conv *c)
+{
+}
+
+/* No scope without cuDNN. */
+struct cuda_dnn_scope *
+cuda_dnn_scope_new(void)
+{
+	return NULL;
+}
+
+/* Nothing to free. */
+void
+cuda_dnn_scope_free(struct cuda_dnn_scope *sc)
 {
 }
 

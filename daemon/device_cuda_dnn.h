@@ -37,8 +37,15 @@
  * Pool.  cuda_dnn_conv_free does not destroy the plan: it waits, idle, in a
  * process-wide pool, and a later build of the same convolution (same shapes,
  * flags, alignments and device, and a workspace cap it fits under) takes it
- * instead of asking cuDNN again.  Each plan serves one convolution at a time.
- * cuda_dnn_pool_drain destroys a device's idle plans.
+ * instead of asking cuDNN again.  cuda_dnn_pool_drain destroys a device's
+ * idle plans.
+ *
+ * Scope.  Convolutions built with the same scope (one device plan's compile,
+ * whose steps run one after another on one stream) share one plan when
+ * their keys match; a plan is never shared across scopes, since cuDNN's
+ * plans must not be executed from several threads at once.  Each
+ * convolution still binds its own variant pack.  The scope may be freed
+ * once the compile ends (NULL: nothing shared).
  */
 struct cuda_dnn_conv;
 
@@ -60,8 +67,12 @@ struct cuda_dnn_conv_desc {
 /* The largest workspace any engine may ask for. */
 #define CUDA_DNN_WS_CAP ((size_t)256 << 20)
 
-int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_conv **out,
-    size_t *ws_bytes, char **cause);
+struct cuda_dnn_scope;
+/* A compile's scope (NULL without cuDNN or memory: nothing is shared), and its end. */
+struct cuda_dnn_scope *cuda_dnn_scope_new(void);
+void cuda_dnn_scope_free(struct cuda_dnn_scope *sc);
+int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
+    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause);
 /* 1 when c's plan computes the epilogue the desc asked for, 0 when the caller must run it. */
 int cuda_dnn_conv_fused(const struct cuda_dnn_conv *c);
 int cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const void *b, const void *z, void *y,

@@ -120,6 +120,7 @@ struct cuda_compile {
 	int precision;
 	struct cuda_ws *ws;		/* the plan's scratch rule (NULL: each step its own) */
 	size_t ws_off;			/* where this step's scratch starts in a shared workspace */
+	struct cuda_dnn_scope *dnn;	/* cuDNN plans identical convolutions of this compile share (NULL: none) */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
