@@ -23,6 +23,17 @@ device_cuda_count(void)
 #endif
 }
 
+/* Idle cuDNN convolution plans in the process's pool; -1 when built without CUDA or cuDNN. */
+long
+device_conv_plans_idle(void)
+{
+#ifdef HAVE_CUDA
+	return device_cuda_plans_idle_impl();
+#else
+	return -1;
+#endif
+}
+
 /* Open the backend that spec names. */
 static int
 device_open_backend(device_t *dev, const char *spec, char **cause)

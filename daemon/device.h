@@ -53,6 +53,12 @@ const char *device_name(const device_t *dev);
 int device_is_gpu(const device_t *dev);
 /* Number of CUDA devices usable now; 0 when no driver or GPU (never fails). */
 int device_cuda_count(void);
+/*
+ * How many cuDNN convolution plans wait idle in the process-wide pool for a
+ * later compile of the same convolution (see ARCHITECTURE.md); -1 when built
+ * without CUDA or cuDNN.
+ */
+long device_conv_plans_idle(void);
 /* Device and pinned allocations made so far (the daemon checks it stays flat). */
 uint64_t device_allocation_count(const device_t *dev);
 

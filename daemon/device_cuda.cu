@@ -964,6 +964,17 @@ static const struct device_ops cuda_ops = {
 	.graph_destroy = cuda_graph_destroy,
 };
 
+/* Idle cuDNN plans in the pool; -1 without cuDNN. */
+extern "C" long
+device_cuda_plans_idle_impl(void)
+{
+#ifdef HAVE_CUDNN
+	return (long)cuda_dnn_pool_size();
+#else
+	return -1;
+#endif
+}
+
 /* Number of usable CUDA devices; 0 on any error (no driver, no GPU). */
 extern "C" int
 device_cuda_count_impl(void)

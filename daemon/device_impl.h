@@ -126,6 +126,7 @@ int device_cpu_open(device_t *dev, char **cause);
 #ifdef HAVE_CUDA
 int device_cuda_open(device_t *dev, int ordinal, char **cause);
 int device_cuda_count_impl(void);
+long device_cuda_plans_idle_impl(void);
 #endif
 
 /*

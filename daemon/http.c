@@ -1060,7 +1060,7 @@ static enum MHD_Result
 http_metrics(struct http_request *req)
 {
 	const struct http_context *ctx = &req->srv->ctx;
-	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev));
+	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev), device_conv_plans_idle());
 	char *more = text != NULL ? repository_metrics_text(ctx->repo) : NULL, *all = NULL;
 
 	if (more != NULL && asprintf(&all, "%s%s", text, more) != -1) {

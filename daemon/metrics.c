@@ -214,7 +214,7 @@ metrics_render_one(struct metrics_buf *b, const char *name, const char *type,
 
 /* Render everything in Prometheus text format. */
 char *
-metrics_render(struct metrics *m, uint64_t allocations_now)
+metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans)
 {
 	struct metrics_buf b = { xmalloc(8192), 0, 8192, 0 };
 	uint64_t base = metrics_load(&m->allocations_baseline);
@@ -241,6 +241,8 @@ metrics_render(struct metrics *m, uint64_t allocations_now)
 	metrics_render_one(&b, "inferd_copy_d2h_bytes_total", "counter", "Bytes copied device to host by the pipeline.", (long long)metrics_load(&m->bytes_d2h));
 	metrics_render_one(&b, "inferd_staged_bytes_total", "counter", "Bytes that went through a staging buffer (HTTP bodies; 0 for shared memory).", (long long)metrics_load(&m->staged_bytes));
 	metrics_render_one(&b, "inferd_allocations_after_startup", "gauge", "Device and pinned allocations made since start-up finished.", (long long)(allocations_now - base));
+	if (idle_plans >= 0)
+		metrics_render_one(&b, "inferd_cudnn_plans_idle", "gauge", "cuDNN convolution plans waiting in the pool for a later load of the same shapes.", (long long)idle_plans);
 	metrics_render_one(&b, "inferd_shm_clients", "gauge", "Shared-memory clients connected.", (long long)__atomic_load_n(&m->shm_clients, __ATOMIC_RELAXED));
 	metrics_render_one(&b, "inferd_shm_clients_refused_total", "counter", "Shared-memory connections refused.", (long long)metrics_load(&m->shm_clients_refused));
 	metrics_render_one(&b, "inferd_shm_doorbells_total", "counter", "Submission doorbells (eventfd wake-ups) the shared-memory thread handled; none while it polls.", (long long)metrics_load(&m->shm_doorbells));

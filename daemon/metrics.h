@@ -76,9 +76,10 @@ struct metrics_model *metrics_find(struct metrics *m, const char *name);
 void metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us);
 /*
  * Render everything in Prometheus text format into a malloc'ed string;
- * allocations_now is the device's current allocation count.  NULL on
+ * allocations_now is the device's current allocation count, idle_plans the
+ * cuDNN plan pool's size (-1: no pool, the gauge is left out).  NULL on
  * allocation failure.
  */
-char *metrics_render(struct metrics *m, uint64_t allocations_now);
+char *metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans);
 
 #endif

@@ -338,7 +338,12 @@ for k in 1 2 3 4 5 6 7 8; do
 	fi
 	[ $gpu = 0 ] || [ "$k" != 1 ] || base=$after
 	[ "$k" != 4 ] || { first=$after; smaps_by_name >"$tmp/smaps4"; }
+	# cuDNN's idle plans ("missing" without cuDNN): the later loads take the first one's, so the pool stays put.
+	plans=$(metric inferd_cudnn_plans_idle)
+	[ "$k" != 2 ] || plans2=$plans
+	[ "$k" -le 2 ] || [ "$plans" = "$plans2" ] || fail "cuDNN plans idle after cycle $k: $plans, after cycle 2: $plans2"
 done
+echo "cuDNN plans idle after the unloads: $plans"
 smaps_by_name >"$tmp/smaps8"
 # Where RSS grew over cycles 5 to 8, by mapping (file, [heap], [anon]): printed for the log.
 echo "RSS growth by mapping over cycles 5 to 8 (KiB):"

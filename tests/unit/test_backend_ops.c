@@ -1200,6 +1200,60 @@ open_backends(void)
 	printf("cpu: %s\ngpu: %s\n", device_name(cpu), device_name(gpu));
 }
 
+/* A fixed 3x3 convolution with bias and ReLU (one key for cuDNN's plan pool). */
+static void
+fixed_conv(struct tc *c)
+{
+	struct graph_node *n = tc_init(c, GRAPH_OP_CONV, "Conv (plan pool)");
+	int64_t x[4] = { 2, 8, 16, 16 }, w[4] = { 16, 8, 3, 3 }, m = 16;
+
+	n->attr.conv.nspatial = 2;
+	n->attr.conv.group = 1;
+	for (int i = 0; i < 2; i++) {
+		n->attr.conv.kernel[i] = 3;
+		n->attr.conv.stride[i] = 1;
+		n->attr.conv.dilation[i] = 1;
+		n->attr.conv.pad_begin[i] = 1;
+		n->attr.conv.pad_end[i] = 1;
+	}
+	n->act = GRAPH_UNARY_RELU;
+	tc_in(c, GRAPH_DT_F32, 4, x, FILL_F32, 0);
+	tc_in(c, GRAPH_DT_F32, 4, w, FILL_F32, 0);
+	tc_in(c, GRAPH_DT_F32, 1, &m, FILL_F32, 0);
+	tc_out(c, GRAPH_DT_F32);
+}
+
+/*
+ * cuDNN's plan pool (at fp32, on cuDNN's path): a compiled and freed
+ * convolution leaves its plan in the pool, and compiling the same
+ * convolution again takes that plan instead of building another.  Each
+ * compile is also checked against the CPU backend, as every case is.
+ */
+static void
+check_plan_pool(void)
+{
+	const char *pool = getenv("INFERD_CUDA_DNN_PLAN_POOL");
+	long before = device_conv_plans_idle(), once, twice;
+	struct tc c;
+
+	if (before < 0 || (pool != NULL && strcmp(pool, "0") == 0)) {
+		printf("plan pool: not checked (%s)\n", before < 0 ? "built without cuDNN" : "INFERD_CUDA_DNN_PLAN_POOL=0");
+		return;
+	}
+	fixed_conv(&c);
+	tc_run(&c);
+	once = device_conv_plans_idle();
+	fixed_conv(&c);
+	tc_run(&c);
+	twice = device_conv_plans_idle();
+	CHECK(once > before, "a compiled and freed convolution left no plan in the pool (%ld idle, then %ld)", before,
+	    once);
+	CHECK(twice == once, "compiling the same convolution again built another plan (%ld idle, then %ld)", once,
+	    twice);
+	printf("plan pool: %ld idle plans before, %ld after one compile, %ld after the same again\n", before, once,
+	    twice);
+}
+
 /* Every op's cases at the current precision, the convolutions again on the im2col path; then the table. */
 static void
 run_precision(void)
@@ -1260,6 +1314,9 @@ main(void)
 	    "data movement; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32, TOL_TF32_GEMM,
 	    TOL_F32, TOL_F16_GEMM, TOL_F16_EW);
 	open_backends();
+	precision = GRAPH_PRECISION_FP32;
+	unsetenv("INFERD_CUDA_CONV");
+	check_plan_pool();
 	for (precision = 0; precision < GRAPH_PRECISION_COUNT; precision++)
 		if (one < 0 || one == precision)
 			run_precision();
