@@ -117,6 +117,33 @@ else:
 PYEOF
 }
 
+# 64 distinct fashion-mlp rows from seed $1 (an LCG) and their answers from model $2 over HTTP:
+# $tmp/in.bin and $tmp/body.json (the rows, raw FP32 and as a KServe request), $tmp/ref.bin and
+# $tmp/ref.json (the 640 logits, raw FP32 and as a JSON list).
+write_row_references() {
+	"$PY" - "$port" "$tmp" "$1" "$2" <<'PYEOF' || fail "references over HTTP"
+import json, struct, sys, urllib.request
+port, tmp, seed, model = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+rows = []
+for r in range(64):
+    row = []
+    for i in range(784):
+        seed = (seed * 1103515245 + 12345) % 2**31
+        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
+    rows.append(row)
+open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
+body = json.dumps({"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32",
+                               "data": [v for r in rows for v in r]}]})
+open(tmp + "/body.json", "w").write(body)
+req = urllib.request.Request("http://127.0.0.1:%s/v2/models/%s/infer" % (port, model), data=body.encode(),
+                             headers={"Content-Type": "application/json"})
+data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
+assert len(data) == 640, len(data)
+open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
+open(tmp + "/ref.json", "w").write(json.dumps(data))
+PYEOF
+}
+
 # Write $tmp/in.bin (8 rows of fashion-mlp input) and $tmp/ref.bin (their 80 logits, from
 # the daemon over HTTP), the input and references of tests/helpers/ipc_client's load mode.
 write_shm_references() {

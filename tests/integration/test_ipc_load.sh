@@ -7,25 +7,7 @@
 start_daemon
 
 # 64 distinct rows and their reference outputs, computed once over HTTP.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-seed, rows = 777, []
-for r in range(64):
-    row = []
-    for i in range(784):
-        seed = (seed * 1103515245 + 12345) % 2**31
-        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
-    rows.append(row)
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32",
-                    "data": [v for r in rows for v in r]}]}
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port,
-                             data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-assert len(data) == 640
-open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
-PYEOF
+write_row_references 777 fashion-mlp
 
 fds_before=$(daemon_fds)
 pids=

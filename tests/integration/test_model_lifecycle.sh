@@ -39,22 +39,7 @@ echo "$index" | grep -q '"name":"fashion-mlp","version":"1","state":"READY"' || 
 echo "$index" | grep -q '{"name":"cnn"}' || fail "index lacks the repository's unloaded model: $index"
 
 # References: 64 rows over HTTP (the ipc_client reference) and the answer to the example request.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "references over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-seed, rows = 4242, []
-for r in range(64):
-    row = []
-    for i in range(784):
-        seed = (seed * 1103515245 + 12345) % 2**31
-        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
-    rows.append(row)
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/fashion-mlp/infer" % port, data=json.dumps(body).encode())
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
-PYEOF
+write_row_references 4242 fashion-mlp
 post /v2/models/fashion-mlp/infer "@$request" | head -n 1 >"$tmp/http-ref.json"
 grep -q '"model_version":"1"' "$tmp/http-ref.json" || fail "reference answer: $(cat "$tmp/http-ref.json")"
 

@@ -27,24 +27,7 @@ grep -q "model 'second' loaded (version 1).*on cuda:1" "$tmp/daemon.log" ||
 	fail "'second' is not on cuda:1: $(grep "model 'second'" "$tmp/daemon.log")"
 
 # 64 pseudo-random rows; their answers from the CPU instance are the reference for both GPU models.
-"$PY" - "$port" "$tmp" <<'PYEOF' || fail "reference over HTTP"
-import json, struct, sys, urllib.request
-port, tmp = sys.argv[1], sys.argv[2]
-seed, rows = 99, []
-for r in range(64):
-    row = []
-    for i in range(784):
-        seed = (seed * 1103515245 + 12345) % 2**31
-        row.append(struct.unpack("<f", struct.pack("<f", (seed >> 7) / 2**24))[0])
-    rows.append(row)
-open(tmp + "/in.bin", "wb").write(b"".join(struct.pack("<784f", *r) for r in rows))
-body = {"inputs": [{"name": "input", "shape": [64, 784], "datatype": "FP32", "data": [v for r in rows for v in r]}]}
-open(tmp + "/body.json", "w").write(json.dumps(body))
-req = urllib.request.Request("http://127.0.0.1:%s/v2/models/ref/infer" % port, data=json.dumps(body).encode())
-data = json.load(urllib.request.urlopen(req, timeout=60))["outputs"][0]["data"]
-open(tmp + "/ref.bin", "wb").write(struct.pack("<640f", *data))
-open(tmp + "/ref.json", "w").write(json.dumps(data))
-PYEOF
+write_row_references 99 ref
 
 # 8 threads x 40 HTTP requests of the 64 rows to model $1, every answer within 1e-4 of the CPU's.
 http_requests() {
