@@ -100,6 +100,6 @@ client_bench_bench_tensor_text_SOURCES = client/bench/bench_tensor_text.c
 client_bench_bench_tensor_text_CPPFLAGS = $(DAEMON_CPPFLAGS)
 client_bench_bench_tensor_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 client_bench_bench_tensor_text_LDADD = $(INFERD_CORE_LIBS)
-EXTRA_DIST += client/bench/gpu_profile_models.py client/bench/gpu_torch_profile.py
+EXTRA_DIST += client/bench/gpu_profile_models.py client/bench/gpu_torch_profile.py client/bench/gpu_instances.sh
 EXTRA_DIST += client/bench/gpu_checks.sh client/bench/gpu_check_common.py client/bench/gpu_check_encoders.py \
 	client/bench/gpu_check_resnet_fp16.py client/bench/gpu_check_fashion.py
