@@ -4,7 +4,8 @@
 #    answer checked against its reference) and 8 HTTP clients (curl) send requests: none fails;
 #  - a broken new version (truncated weights, unknown op) is refused naming the file and the old
 #    version serves on; version routing; explicit load/unload over HTTP; unloading under an shm
-#    client (its next request gets "model unloaded"); RSS back near the baseline after an unload;
+#    client (its next request gets "model unloaded"); a CNN reloaded 5 times under 4 HTTP clients;
+#    RSS (and on a GPU device memory and cuDNN's idle plans) back where it was after an unload;
 #  - poll mode picks up a new version directory; none mode refuses load/unload with 403.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
@@ -272,6 +273,50 @@ if [ "$here" != cpu ]; then
 	echo "ok: instances on $here and on the cpu both answer (busy $busy_gpu s, $busy_cpu s)"
 fi
 
+# --- A convolutional model reloaded under HTTP traffic (on a GPU its cuDNN plans change hands) ----
+# Every answer must be the first version's (the files are the same); a GPU reload takes the plans
+# the previous version left in the pool while that version still serves its queued requests.
+[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "load cnn"
+cnn_unloads=$(log_count "model 'cnn' version 1 unloaded")
+rm -f "$tmp/cnn-stop" "$tmp/cnn-ready"
+"$PY" - "$port" "$tmp" <<'PYEOF' &
+import json, os, sys, threading, urllib.request
+port, tmp = sys.argv[1], sys.argv[2]
+rows = [((i * 7919) % 256) / 255.0 for i in range(4 * 784)]
+body = json.dumps({"inputs": [{"name": "input", "shape": [4, 1, 28, 28], "datatype": "FP32", "data": rows}]}).encode()
+url = "http://127.0.0.1:%s/v2/models/cnn/infer" % port
+def ask():
+    return json.load(urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=60))["outputs"][0]["data"]
+ref, bad, done = ask(), [], []
+open(tmp + "/cnn-ready", "w").close()
+def run():
+    while not os.path.exists(tmp + "/cnn-stop"):
+        try:
+            out = ask()
+            if len(out) != 40 or any(abs(a - b) > 1e-4 * max(1.0, abs(b)) for a, b in zip(out, ref)):
+                bad.append(out[:4])
+        except Exception as e:
+            bad.append(repr(e))
+        done.append(1)
+threads = [threading.Thread(target=run) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("cnn: %d answers during its reloads, %d wrong or failed %s" % (len(done), len(bad), bad[:2]))
+sys.exit(1 if bad or not done else 0)
+PYEOF
+cnn_clients=$!
+wait_for "[ -f $tmp/cnn-ready ] && echo yes" yes
+for k in 1 2 3 4 5; do
+	touch "$repo/cnn/model.onnx"	# new files: a real reload
+	[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "reload cnn $k"
+	wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((cnn_unloads + k))
+done
+touch "$tmp/cnn-stop"
+wait $cnn_clients || fail "cnn requests during its reloads"
+[ "$(post /v2/repository/models/cnn/unload | status_of)" = 200 ] || fail "unload cnn"
+wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((cnn_unloads + 6))
+echo "ok: cnn reloaded 5 times under 4 HTTP clients, every answer the first version's"
+
 # --- RSS back near the baseline after an unload ------------------------------------------------
 # cnn's two batch arenas (32 MB each) are touched by a full batch, then unloaded: each unload
 # gives the arenas back (over 16 MiB each time); the heap keeps steps of a few MiB of fragments
@@ -307,12 +352,13 @@ smaps_by_name() {
 		END { for (n in s) print s[n], n }' "/proc/$daemon_pid/smaps"
 }
 base=$(rss_kib)
+cnn_unloads=$(log_count "model 'cnn' version 1 unloaded")
 for k in 1 2 3 4 5 6 7 8; do
 	[ "$(post /v2/repository/models/cnn/load | status_of)" = 200 ] || fail "load cnn"
 	infer_cnn || fail "cnn inference"
 	loaded=$(rss_kib) dev_loaded=$(device_mib)
 	[ "$(post /v2/repository/models/cnn/unload | status_of)" = 200 ] || fail "unload cnn"
-	wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((k + 1))
+	wait_for "log_count \"model 'cnn' version 1 unloaded\"" $((cnn_unloads + k))
 	after=$(rss_kib) dev_after=$(device_mib)
 	echo "RSS cycle $k: $base KiB before, $loaded KiB with cnn loaded and run, $after KiB after its unload" \
 		"(device: ${dev_loaded:-?} MiB loaded, ${dev_after:-?} MiB after)"
