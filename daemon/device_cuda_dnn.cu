@@ -457,9 +457,9 @@ dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int
  * daemon that reloads models would grow without bound.  A freed plan
  * therefore waits here, idle, and the next convolution with the same key
  * takes it instead of building: reloading a model, and compiling after
- * measuring, build nothing.  A plan belongs to one convolution at a time
- * (two instances of a model on one device each get their own), so plans are
- * never shared between streams.  At most INFERD_CUDA_DNN_PLAN_POOL idle
+ * measuring, build nothing.  A plan serves one compile at a time (see
+ * struct cuda_dnn_scope; two instances of a model on one device each get
+ * their own), so it never runs on two streams at once.  At most INFERD_CUDA_DNN_PLAN_POOL idle
  * plans (default DNN_POOL_DEFAULT; 0: none) are kept; a plan freed into a
  * full pool is destroyed.
  */
@@ -525,13 +525,19 @@ dnn_pool_limit(void)
 }
 
 /*
- * An idle plan for key k that a fresh build under workspace cap `cap` would
- * pick too, taken out of the pool; NULL when none.  Heuristics rank engines
- * the same way for the same key, and a build takes the first strict engine
- * whose workspace fits: a plan picked under a cap at least as large, whose
- * workspace fits this cap, is that engine (every engine ranked before it was
- * refused under the larger cap already).
+ * Whether pl is what a fresh build for key k under workspace cap `cap` would
+ * pick.  Heuristics rank engines the same way for the same key, and a build
+ * takes the first strict engine whose workspace fits: a plan picked under a
+ * cap at least as large, whose workspace fits this cap, is that engine
+ * (every engine ranked before it was refused under the larger cap already).
  */
+static int
+dnn_plan_fits(const struct dnn_plan *pl, const struct dnn_key *k, size_t cap)
+{
+	return memcmp(&pl->key, k, sizeof *k) == 0 && pl->cap >= cap && (size_t)pl->ws <= cap;
+}
+
+/* An idle plan that fits key k under cap, taken out of the pool; NULL when none. */
 static struct dnn_plan *
 dnn_pool_take(const struct dnn_key *k, size_t cap)
 {
@@ -540,7 +546,7 @@ dnn_pool_take(const struct dnn_key *k, size_t cap)
 	if (pthread_mutex_lock(&dnn_pool_lock) != 0)
 		return NULL;
 	for (pp = &dnn_pool; *pp != NULL; pp = &(*pp)->next)
-		if (memcmp(&(*pp)->key, k, sizeof *k) == 0 && (*pp)->cap >= cap && (size_t)(*pp)->ws <= cap) {
+		if (dnn_plan_fits(*pp, k, cap)) {
 			pl = *pp;
 			*pp = pl->next;
 			pl->next = NULL;
@@ -600,14 +606,14 @@ cuda_dnn_scope_free(struct cuda_dnn_scope *sc)
 	free(sc);
 }
 
-/* A plan of the scope that a fresh build for k under cap would pick too (see dnn_pool_take), held; NULL when none. */
+/* A plan of the scope that fits key k under cap, held; NULL when none. */
 static struct dnn_plan *
 dnn_scope_find(struct cuda_dnn_scope *sc, const struct dnn_key *k, size_t cap)
 {
 	for (size_t i = 0; sc != NULL && i < sc->n; i++) {
 		struct dnn_plan *pl = sc->plans[i];
 
-		if (memcmp(&pl->key, k, sizeof *k) == 0 && pl->cap >= cap && (size_t)pl->ws <= cap) {
+		if (dnn_plan_fits(pl, k, cap)) {
 			dnn_plan_hold(pl);
 			return pl;
 		}
@@ -663,7 +669,7 @@ cuda_dnn_pool_drain(int ordinal)
 	}
 }
 
-/* How many idle plans the pool holds (for tests and logs). */
+/* How many idle plans the pool holds (for /metrics and the tests). */
 size_t
 cuda_dnn_pool_size(void)
 {
