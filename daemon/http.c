@@ -1298,7 +1298,14 @@ http_start_daemon(http_server_t *s, char **cause)
 	const struct daemon_config *c = s->ctx.config;
 	struct sockaddr_storage addr;
 	const union MHD_DaemonInfo *info;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+	/*
+	 * poll(), not epoll: libmicrohttpd's epoll mode is edge-triggered, and a
+	 * client's FIN that arrives with its request (or with part of one) is
+	 * never seen, so the connection sits in CLOSE_WAIT until the header
+	 * deadline and counts against the per-client limit meanwhile.  poll() is
+	 * level-triggered; each pool thread polls only its own connections.
+	 */
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
 	    MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	int ipv6 = 0;
 

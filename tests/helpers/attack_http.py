@@ -246,6 +246,36 @@ def attack_content_length():
     served_during("after the conflicting Content-Length", 5.0)
 
 
+def attack_half_close():
+    """8: a client that half-closes (FIN) right after its request still gets its answer, and the
+    server closes at once rather than holding the connection for the header deadline (2 s):
+    more such clients than one address may hold (50) come and go in a second without locking
+    anyone out.  Partial headers followed by FIN are closed at once as well."""
+    live = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+    infer = (b"POST /v2/models/fashion-mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+             % len(GOOD)) + GOOD
+    cases = [("request then FIN", live, b"HTTP/1.1 200"), ("inference then FIN", infer, b"HTTP/1.1 200"),
+             ("partial headers then FIN", live[:20], b""), ("partial body then FIN", infer[:-100], b"")]
+    slowest, t0 = 0.0, time.monotonic()
+    for i in range(60):
+        what, data, want = cases[i % len(cases)]
+        s = dial()
+        t = time.monotonic()
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        answer = read_answer(s, 5.0)
+        took = time.monotonic() - t
+        slowest = max(slowest, took)
+        s.close()
+        if not check(answer.startswith(want), "%s: answered %r" % (what, answer[:40])):
+            break
+        if not check(took < 1.0, "%s: the server kept the half-closed connection %.2f s" % (what, took)):
+            break
+    print("half-close: 60 half-closed connections in %.2f s, the slowest closed by the server in %.3f s"
+          % (time.monotonic() - t0, slowest), flush=True)
+    served_during("after 60 half-closed connections", 1.0)
+
+
 ATTACKS = {
     "chunked": attack_chunked,
     "budget": attack_budget,
@@ -253,6 +283,7 @@ ATTACKS = {
     "slow": attack_slow,
     "connections": attack_connections,
     "content-length": attack_content_length,
+    "half-close": attack_half_close,
 }
 
 if __name__ == "__main__":

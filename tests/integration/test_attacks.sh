@@ -8,7 +8,7 @@
 start_daemon --max_body_bytes=1M --http_body_budget_bytes=4M --http_header_timeout=2 \
 	--http_min_body_rate=1K --http_max_connections=400 --http_max_connections_per_client=50 \
 	--http_threads=2
-for attack in chunked budget content-length connections; do
+for attack in chunked budget content-length connections half-close; do
 	echo "--- $attack"
 	"$PY" "$top_srcdir/tests/helpers/attack_http.py" "$port" "$daemon_pid" "$attack" ||
 		fail "attack $attack"
