@@ -247,18 +247,21 @@ def attack_content_length():
 
 
 def attack_half_close():
-    """8: a client that half-closes (FIN) right after its request still gets its answer, and the
-    server closes at once rather than holding the connection for the header deadline (2 s):
-    more such clients than one address may hold (50) come and go in a second without locking
-    anyone out.  Partial headers followed by FIN are closed at once as well."""
+    """8: a client that half-closes (FIN) right after its request is released at once, not held
+    until the header deadline (2 s): more such clients than one address may hold (50) come and
+    go in a second without locking anyone out.  A request the server can answer on the spot is
+    answered; one that waits for inference is answered or dropped whole, as libmicrohttpd takes a
+    FIN before the answer for a client that is gone (RFC 2616 8.1.4), never half an answer.
+    Partial headers or a partial body followed by FIN are closed at once."""
     live = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
     infer = (b"POST /v2/models/fashion-mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
              % len(GOOD)) + GOOD
-    cases = [("request then FIN", live, b"HTTP/1.1 200"), ("inference then FIN", infer, b"HTTP/1.1 200"),
-             ("partial headers then FIN", live[:20], b""), ("partial body then FIN", infer[:-100], b"")]
-    slowest, t0 = 0.0, time.monotonic()
+    cases = [("request then FIN", live, (b"HTTP/1.1 200",)),
+             ("inference then FIN", infer, (b"HTTP/1.1 200", b"")),
+             ("partial headers then FIN", live[:20], (b"",)), ("partial body then FIN", infer[:-100], (b"",))]
+    slowest, answered, t0 = 0.0, 0, time.monotonic()
     for i in range(60):
-        what, data, want = cases[i % len(cases)]
+        what, data, wants = cases[i % len(cases)]
         s = dial()
         t = time.monotonic()
         s.sendall(data)
@@ -267,12 +270,16 @@ def attack_half_close():
         took = time.monotonic() - t
         slowest = max(slowest, took)
         s.close()
-        if not check(answer.startswith(want), "%s: answered %r" % (what, answer[:40])):
+        whole = answer == b"" or (answer.startswith(b"HTTP/1.1 200") and
+                                  (b'"outputs"' in answer or data is live))
+        if not check(whole and any(answer.startswith(w) if w else answer == b"" for w in wants),
+                     "%s: answered %r" % (what, answer[:40])):
             break
+        answered += data is infer and answer != b""
         if not check(took < 1.0, "%s: the server kept the half-closed connection %.2f s" % (what, took)):
             break
-    print("half-close: 60 half-closed connections in %.2f s, the slowest closed by the server in %.3f s"
-          % (time.monotonic() - t0, slowest), flush=True)
+    print("half-close: 60 half-closed connections in %.2f s, the slowest released in %.3f s; "
+          "%d of 15 inferences answered" % (time.monotonic() - t0, slowest, answered), flush=True)
     served_during("after 60 half-closed connections", 1.0)
 
 
