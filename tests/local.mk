@@ -308,7 +308,9 @@ fuzz: $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%_libfuzzer)
 		ASAN_OPTIONS=protect_shadow_gap=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		tests/fuzz/fuzz_$${t}_libfuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 \
 			-print_final_stats=1 -artifact_prefix=$$corpus/ $$opts $$scratch $$corpus \
-			>tests/fuzz/$$t.log 2>&1 || { failed="$$failed $$t"; tail -n 60 tests/fuzz/$$t.log; }; \
+			>tests/fuzz/$$t.log 2>&1 || { failed="$$failed $$t"; tail -n 60 tests/fuzz/$$t.log; \
+			echo "fuzz: $$t: the finding's first lines:"; \
+			grep -E -m 8 '^(==[0-9]+== ?ERROR|SUMMARY|fuzz_[a-z_]+: |.*runtime error)' tests/fuzz/$$t.log; }; \
 		grep -h '^stat::number_of_executed_units\|^Done' tests/fuzz/$$t.log | tr '\n' ' '; echo; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs kept in tests/data/*-corpus)"; exit 1; fi
