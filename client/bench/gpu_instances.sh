@@ -29,7 +29,8 @@ fi
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 work=$(mktemp -d) || exit 1
-trap 'rm -rf "$work"' EXIT
+daemon=
+trap '[ -z "$daemon" ] || kill "$daemon" 2>/dev/null; rm -rf "$work"' EXIT
 echo "GPUs: ${gpus:-0}; runs: $runs"
 
 "$py" tests/helpers/onnx_reference.py --out "$work/src" --model resnet50 --opset 17 --batch 1 --bn fold \
@@ -71,6 +72,7 @@ done
 curl -s "$url/metrics" | grep '^inferd_model_instance_busy_seconds' >"$out/busy.txt"
 cat "$out/busy.txt"
 kill "$daemon" && wait "$daemon"
+daemon=
 # Each model's mean rows/s over one's mean.
 awk '$1 == "run" && $4 != "?" { s[$3] += $4; c[$3]++ }
 	END { if (!c["one"]) exit; base = s["one"] / c["one"];
