@@ -39,18 +39,33 @@ fi
 cd "$src"
 [ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi
 
+# After a failed `make check`: each failing test's own "FAIL:" lines and its log's tail, so a
+# cut CI output still says what failed and why (test-suite.log stays in the build tree).
+show_failures() {
+	find "$1" -name '*.trs' -exec grep -l '^:test-result: \(FAIL\|ERROR\|XPASS\)' {} + 2>/dev/null |
+	while read -r trs; do
+		log=${trs%.trs}.log
+		echo "== failed: $log"
+		grep -m 10 '^FAIL' "$log"
+		echo "-- its last 30 lines:"
+		tail -n 30 "$log"
+	done
+}
+
 run_pass() {
 	name=$1; shift
 	rm -rf "$root/$name"
 	mkdir -p "$root/$name"
-	(cd "$root/$name" && "$src/configure" -q "$@" && make -j"$jobs" && make -j"$jobs" check) || status=1
+	(cd "$root/$name" && "$src/configure" -q "$@" && make -j"$jobs" && make -j"$jobs" check) ||
+	    { status=1; show_failures "$root/$name"; }
 	echo "== $name: test logs in $root/$name/test-suite.log"
 }
 
 status=0
 run_pass plain
 if [ "${INFERD_SKIP_DISTCHECK:-0}" != 1 ]; then
-	(cd "$root/plain" && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) || status=1
+	(cd "$root/plain" && make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--without-cuda) ||
+	    { status=1; show_failures "$root/plain/inferd-"*; }
 fi
 run_pass sanitizers --enable-sanitizers --enable-fault-injection
 if [ "${INFERD_SKIP_FUZZ:-0}" != 1 ]; then

@@ -47,7 +47,7 @@ run_load() {
 		$(($(metric 'inferd_execution_count{model="fashion-mlp"}') - e0)) \
 		$(($(metric 'inferd_batches_inline_total{model="fashion-mlp"}') - i0))
 }
-start_daemon --shm_poll_us=2000
+start_daemon --shm_poll_us=10000
 set -- $(run_load 1000 1)
 echo "polling, 1000 requests one at a time: $1 doorbells, $2 wake-ups, $3 batches, $4 inline"
 # A lone client's request finds the scheduler idle: the IPC thread launches it (no hand-off).
