@@ -281,7 +281,7 @@ def attack_half_close():
             break
     print("half-close: %d half-closed connections in %.2f s, the slowest released in %.3f s; "
           "%d of %d inferences answered" % (runs, time.monotonic() - t0, slowest, answered, inferences), flush=True)
-    served_during("after 60 half-closed connections", 1.0)
+    served_during("after %d half-closed connections" % runs, 1.0)
 
 
 ATTACKS = {
