@@ -38,12 +38,13 @@ fail() {
 	exit 1
 }
 
-# Wait (bounded, 30 s) until test $1 holds for path $2 while process $3 runs.
+# Wait (bounded, 120 s, as test_ipc_lib.sh's await_daemon: a GPU daemon builds its cuDNN plans
+# first) until test $1 holds for path $2 while process $3 runs.
 wait_path() {
 	i=0
 	until [ "$1" "$2" ]; do
 		i=$((i + 1))
-		[ $i -le 300 ] || fail "$2 did not appear within 30 s"
+		[ $i -le 1200 ] || fail "$2 did not appear within 120 s"
 		kill -0 "$3" 2>/dev/null || fail "process $3 exited at start"
 		sleep 0.1
 	done
