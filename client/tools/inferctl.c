@@ -485,9 +485,12 @@ run_shm(const struct ctl_args *a, const float *in, size_t count)
 		    inferd_model_count(c) == 1 ? "" : "s");
 		r = 0;
 	} else if (strcmp(a->command, "models") == 0) {
+		/* The served ones, as over HTTP: a name whose version failed to load or went is left out. */
 		for (i = 0, r = 0; i < inferd_model_count(c) && r == 0; i++) {
 			if ((r = inferd_model_get_id(c, i, &im)) == 0)
 				printf("%s\n", im->name);
+			else if (r == INFERD_ENOMODEL)
+				r = 0;
 			else
 				fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
 		}

@@ -60,16 +60,31 @@ json.dump(spec, open(os.path.join(dst, "model.json"), "w"))
 w = spec.get("weights", "model.safetensors")
 os.symlink(os.path.join(os.path.abspath(src), w), os.path.join(dst, w))
 PYEOF
+# A model whose load fails (its weights file cut short): named by the daemon, served by neither door.
+mkdir "$tmp/models/broken" && cp "$top_srcdir/conf/models/fashion-mlp/model.json" "$tmp/models/broken/" &&
+	head -c 1000 "$top_srcdir/conf/models/fashion-mlp/model.safetensors" >"$tmp/models/broken/model.safetensors" &&
+	sed -i 's/"fashion-mlp"/"broken"/' "$tmp/models/broken/model.json" || fail "the broken model"
 # Explicit mode, every model loaded at start: the repository tests load and unload over HTTP.
-start_daemon --model_repository="$tmp/models" --model_control_mode=explicit --load_model=fashion-mlp,multi,fashion-slow
+start_daemon --model_repository="$tmp/models" --model_control_mode=explicit \
+	--load_model=fashion-mlp,multi,fashion-slow,broken
+grep -q "model 'broken'.*model.safetensors" "$tmp/daemon.log" || fail "the broken model's load error names no file"
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \
     LD_PRELOAD="${preload# }" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
     INFERD_TEST_SOCKET="$sock" INFERD_TEST_URL="http://127.0.0.1:$port" INFERD_TEST_SLOW_MODEL=fashion-slow \
+    INFERD_TEST_BROKEN_MODEL=broken \
     INFERD_TEST_MODEL_DIR="$top_srcdir/conf/models/fashion-mlp" INFERD_TEST_DAEMON="$top_builddir/inferd" \
     INFERD_ABI_PROBE="$top_builddir/tests/helpers/inferd_abi" \
     INFERD_TEST_IPC_CLIENT="$top_builddir/tests/helpers/ipc_client" \
     "$PY" -m pytest -p no:cacheprovider -q -rs "$top_srcdir/client/python/tests") || fail "pytest client/python/tests"
 kill -0 "$daemon_pid" 2>/dev/null || fail "the daemon died during the tests"
+# inferctl lists the served models over shm as over HTTP: the broken one left out, and no error.
+for door in "--socket=$sock" "--http=127.0.0.1:$port"; do
+	listed=$("$top_builddir/client/tools/inferctl" "$door" models 2>"$tmp/ctl.err") ||
+		fail "inferctl $door models: $(cat "$tmp/ctl.err")"
+	echo "$listed" | grep -qx fashion-mlp && ! echo "$listed" | grep -qx broken ||
+		fail "inferctl $door models listed: $listed"
+done
+echo "ok: a model that failed to load is left out of both clients' model lists"
 grep -q "ERROR: AddressSanitizer\|runtime error:" "$tmp/daemon.log" && fail "sanitizer report in the daemon"
 wait_for daemon_regions 0
 stop_daemon

@@ -279,7 +279,7 @@ class Client:
         return m
 
     def models(self) -> List[str]:
-        """The names of the models the daemon serves."""
+        """The names of the models the daemon serves (ready ones, as the HTTP client's models())."""
         lib, conn = self._r.lib, self._r.conn
         with self._r.lock:
             self._check_open()
@@ -287,6 +287,8 @@ class Client:
             for i in range(lib.inferd_model_count(conn)):
                 ptr = ctypes.POINTER(_lib.Model)()
                 rc = lib.inferd_model_get_id(conn, i, ctypes.byref(ptr))
+                if rc == _lib.ENOMODEL:
+                    continue  # a name the repository knows but does not serve: failed to load, or unloaded
                 if rc != 0:
                     raise self._r.fail(rc, "model %d" % i)
                 names.append(ptr.contents.name.decode())

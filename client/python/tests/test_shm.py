@@ -23,6 +23,17 @@ def test_models_and_metadata(client):
     assert m.input().dtype == np.float32
 
 
+def test_models_leaves_out_a_model_that_failed_to_load(client, http_client):
+    broken = os.environ.get("INFERD_TEST_BROKEN_MODEL")
+    if not broken:
+        pytest.skip("INFERD_TEST_BROKEN_MODEL names no model that failed to load")
+    # The daemon names it (its load failed), but serves it not: both clients list the served ones alone.
+    assert broken not in client.models() and MODEL in client.models()
+    assert client.models() == http_client.models()
+    with pytest.raises(inferd.ModelNotFound, match="failed to load"):
+        client.metadata(broken)
+
+
 def test_empty_is_in_the_region_and_the_daemon_reads_it(client, http_client, rng, reference):
     x = client.empty(MODEL, 3)
     assert x.shape == (3, 784) and x.dtype == np.float32 and client.in_region(x)
