@@ -28,6 +28,9 @@ EXCLUDED = {
     "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True":
         "the ONNX reference counts ceil_mode's overhang past the end padding in the divisor; "
         "onnxruntime (and PyTorch) do not (onnxruntime's own output differs by 19%)",
+    "test_averagepool_2d_ceil_last_window_starts_on_pad":
+        "its expected values are written rounded to 4 decimals (0.1511 for 0.151056); onnxruntime "
+        "differs from them by 5.6e-5 as inferd does, past this harness's 1e-5 tolerance",
 }
 
 DTYPES = {np.dtype("float32"): "FP32", np.dtype("int64"): "INT64", np.dtype("int32"): "INT32",
