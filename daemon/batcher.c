@@ -514,8 +514,7 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, ch
 	for (k = 0; k < r->noutputs; k++) {
 		if (r->outputs[k] == NULL)
 			continue;
-		src = (const char *)model_exec_output(s->exec, k) +
-		    (size_t)r->offset_rows * model_output_row_bytes(q->model, k, &s->shape);
+		src = (const char *)model_exec_output(s->exec, k) + (size_t)r->offset_rows * r->layout.row_bytes[k];
 		bytes += r->output_bytes[k];
 		if (copy_mapped(q, r->client, cd, r->outputs[k], r->output_bytes[k], &dev)) {
 			if (pass == 0)
@@ -1365,8 +1364,12 @@ submit_single(const model_t *m, struct batch_request *req, char **cause)
 	req->ninputs = req->noutputs = 1;
 	req->inputs[0] = req->input;
 	req->outputs[0] = req->output;
+	req->shape.rows = req->rows;
+	if (model_output_layout(m, &req->shape, &req->layout, cause) != 0)
+		return BATCH_INVALID;
+	req->layout_set = 1;
 	req->input_bytes[0] = (size_t)req->rows * model_input_row_bytes(m, 0, &req->shape);
-	req->output_bytes[0] = (size_t)req->rows * model_output_row_bytes(m, 0, &req->shape);
+	req->output_bytes[0] = (size_t)req->rows * req->layout.row_bytes[0];
 	return BATCH_OK;
 }
 
@@ -1399,11 +1402,14 @@ submit_check_tensors(const model_t *m, struct batch_request *req, char **cause)
 			return BATCH_INVALID;
 		}
 	}
+	if (!req->layout_set && model_output_layout(m, &req->shape, &req->layout, cause) != 0)
+		return BATCH_INVALID;
+	req->layout_set = 1;
 	for (i = 0; i < m->noutputs; i++) {
 		if (req->outputs[i] == NULL)
 			continue;
 		nwanted++;
-		if (!submit_length_ok(req->rows, model_output_row_bytes(m, i, &req->shape), req->output_bytes[i], &want)) {
+		if (!submit_length_ok(req->rows, req->layout.row_bytes[i], req->output_bytes[i], &want)) {
 			error_set(cause, "output '%s': %zu bytes given, %d rows need %zu", m->outputs[i].name,
 			    req->output_bytes[i], req->rows, want);
 			return BATCH_INVALID;

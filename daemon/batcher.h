@@ -48,7 +48,8 @@ typedef void (*batch_done_fn)(struct batch_request *req, enum batch_status statu
  *    holding input_bytes[i] == rows x the row bytes of input i for the
  *    non-batch dims shape.dims[i]; noutputs == the model's outputs, outputs[o]
  *    NULL when that output is not wanted, else output_bytes[o] long.
- * batcher_submit checks every count, dim (model_check_dims) and length, and
+ * batcher_submit checks every count, dim (model_check_dims) and length
+ * (outputs against the layout: exactly this request's rows and dims), and
  * fills the tensor lists from the single-tensor form, so the batcher works on
  * lists only.  Requests in one batch agree on every input's dims.
  */
@@ -67,6 +68,13 @@ struct batch_request {
 	void *outputs[MODEL_MAX_IO];
 	size_t output_bytes[MODEL_MAX_IO];
 	struct model_shape shape;	/* dims of every input; rows is set by batcher_submit */
+	/*
+	 * The outputs' dims and row bytes for shape (model_output_layout), when
+	 * layout_set; otherwise batcher_submit computes it.  The answer's shapes
+	 * and every copy of the outputs use it.
+	 */
+	struct model_layout layout;
+	int layout_set;
 	int device_memory;		/* some tensor is in device memory (CUDA IPC): only a GPU instance takes it */
 	/* Private to the batcher. */
 	struct batch_request *next;

@@ -844,6 +844,8 @@ http_tensor_lists(struct http_request *req, const struct kserve_infer *ki)
 	b->ninputs = req->m->ninputs;
 	b->noutputs = req->m->noutputs;
 	b->shape = ki->shape;
+	b->layout = ki->layout;
+	b->layout_set = 1;
 	for (i = 0; i < b->ninputs; i++) {
 		b->inputs[i] = ki->input_at[i] != NULL ? ki->input_at[i] : slot + ki->input_offset[i];
 		b->input_bytes[i] = ki->input_len[i];

@@ -280,39 +280,21 @@ ipc_conn_fill_tensor(const struct model_io *io, struct inferd_wire_tensor_info *
 	}
 }
 
-/* Output o's dim d at shape s, or -1 when it cannot be found. */
-static int64_t
-ipc_conn_out_dim(const model_t *m, int o, int d, const struct model_shape *s)
-{
-	int64_t dims[MODEL_MAX_DIMS];
-
-	return model_output_dims(m, o, s, dims, NULL) == 0 ? dims[d] : -1;
-}
-
 /*
- * Which input dim output o's variable dim d equals: varied alone from its
- * maximum to 1, it must carry the output dim along (and no other does).
+ * Which input dim output o's variable dim d equals (as input * 256 + dim):
+ * the first input dim of the graph variable that the output dim's function
+ * is exactly; -2 when it is computed otherwise.
  */
 static int32_t
 ipc_conn_follows(const model_t *m, int o, int d)
 {
-	struct model_shape s;
-	int i, k, found = -2, matches = 0;
+	int v = m->outputs[o].var[d], i, k;
 
-	model_shape_max(m, 1, &s);
-	for (i = 0; i < m->ninputs; i++) {
-		for (k = 0; k < m->inputs[i].ndims; k++) {
-			if (m->inputs[i].dims[k] >= 0 || m->inputs[i].max_dims[k] < 2)
-				continue;
-			if (ipc_conn_out_dim(m, o, d, &s) != s.dims[i][k])
-				continue;
-			s.dims[i][k] = 1;
-			if (ipc_conn_out_dim(m, o, d, &s) == 1)
-				found = i * 256 + k, matches++;
-			s.dims[i][k] = m->inputs[i].max_dims[k];
-		}
-	}
-	return matches == 1 ? found : -2;
+	for (i = 0; v >= 0 && i < m->ninputs; i++)
+		for (k = 0; k < m->inputs[i].ndims; k++)
+			if (m->inputs[i].var[k] == v)
+				return i * 256 + k;
+	return -2;
 }
 
 /* Bytes of one row of io when its dims are fixed, else 0. */

@@ -188,6 +188,7 @@ static int
 ipc_ring_single_rows(const model_t *m, uint32_t rows, uint64_t *in, uint64_t *out)
 {
 	struct model_shape shape;
+	struct model_layout layout;
 	int d;
 
 	if (m->ninputs != 1 || m->noutputs != 1)
@@ -196,8 +197,11 @@ ipc_ring_single_rows(const model_t *m, uint32_t rows, uint64_t *in, uint64_t *ou
 	for (d = 0; d < m->inputs[0].ndims; d++)
 		if ((shape.dims[0][d] = m->inputs[0].dims[d]) < 0)
 			return 0;
+	shape.rows = (int)rows;
+	if (model_output_layout(m, &shape, &layout, NULL) != 0)
+		return 0;
 	return !__builtin_mul_overflow((uint64_t)model_input_row_bytes(m, 0, &shape), rows, in) &&
-	    !__builtin_mul_overflow((uint64_t)model_output_row_bytes(m, 0, &shape), rows, out);
+	    !__builtin_mul_overflow((uint64_t)layout.row_bytes[0], rows, out);
 }
 
 /* Validate a copied single-form submission of model m. */
@@ -263,14 +267,17 @@ ipc_ring_list_inputs(const model_t *m, const struct ipc_submission *sub, struct 
 	return INFERD_WIRE_DETAIL_NONE;
 }
 
-/* The list's outputs: each at most once, with its datatype and the dims the inputs make. */
+/* The list's outputs: each at most once, with its datatype and the dims the inputs make (r's layout). */
 static uint32_t
-ipc_ring_list_outputs(const model_t *m, const struct ipc_submission *sub, const struct model_shape *shape)
+ipc_ring_list_outputs(const model_t *m, const struct ipc_submission *sub, struct batch_request *r)
 {
 	const struct inferd_wire_tensor *t;
-	int64_t dims[MODEL_MAX_DIMS];
 	int seen[MODEL_MAX_IO] = { 0 };
 	uint32_t k;
+
+	if (model_output_layout(m, &r->shape, &r->layout, NULL) != 0)
+		return INFERD_WIRE_DETAIL_DIMS;
+	r->layout_set = 1;
 
 	for (k = sub->e.ninputs; k < sub->e.ninputs + sub->e.noutputs; k++) {
 		t = &sub->t[k];
@@ -280,8 +287,7 @@ ipc_ring_list_outputs(const model_t *m, const struct ipc_submission *sub, const 
 		if (t->datatype != ipc_wire_datatype(m->outputs[t->index].dtype))
 			return INFERD_WIRE_DETAIL_DATATYPE;
 		if (t->ndims != (uint32_t)m->outputs[t->index].ndims ||
-		    model_output_dims(m, (int)t->index, shape, dims, NULL) != 0 ||
-		    memcmp(dims, t->dims, t->ndims * sizeof dims[0]) != 0)
+		    memcmp(r->layout.dims[t->index], t->dims, t->ndims * sizeof t->dims[0]) != 0)
 			return INFERD_WIRE_DETAIL_DIMS;
 	}
 	return INFERD_WIRE_DETAIL_NONE;
@@ -303,7 +309,7 @@ ipc_ring_validate_list(const struct ipc_client *c, const model_t *m,
 		return INFERD_WIRE_DETAIL_TENSORS;
 	r->shape.rows = (int)sub->e.rows;
 	if ((detail = ipc_ring_list_inputs(m, sub, r)) != INFERD_WIRE_DETAIL_NONE ||
-	    (detail = ipc_ring_list_outputs(m, sub, &r->shape)) != INFERD_WIRE_DETAIL_NONE)
+	    (detail = ipc_ring_list_outputs(m, sub, r)) != INFERD_WIRE_DETAIL_NONE)
 		return detail;
 	r->shape.rows = (int)sub->e.rows;
 	r->ninputs = m->ninputs;
@@ -311,7 +317,7 @@ ipc_ring_validate_list(const struct ipc_client *c, const model_t *m,
 	for (k = 0; k < sub->e.ninputs + sub->e.noutputs; k++) {
 		t = &sub->t[k];
 		row = k < sub->e.ninputs ? model_input_row_bytes(m, (int)t->index, &r->shape) :
-		    model_output_row_bytes(m, (int)t->index, &r->shape);
+		    r->layout.row_bytes[t->index];
 		if ((detail = ipc_ring_check_place(c, t, (int)sub->e.rows, row)) != INFERD_WIRE_DETAIL_NONE)
 			return detail;
 		if (k < sub->e.ninputs) {

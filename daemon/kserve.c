@@ -599,6 +599,8 @@ kserve_layout(const model_t *m, size_t buf_bytes, struct kserve_infer *out, char
 	size_t off = 0, row;
 	int i;
 
+	if (model_output_layout(m, &out->shape, &out->layout, cause) != 0)
+		return -1;
 	for (i = 0; i < m->ninputs; i++) {
 		row = model_input_row_bytes(m, i, &out->shape);
 		if (kserve_place(&off, out->rows, row, buf_bytes, &out->input_offset[i], &out->input_len[i]) != 0)
@@ -607,7 +609,7 @@ kserve_layout(const model_t *m, size_t buf_bytes, struct kserve_infer *out, char
 		out->input_bytes += out->input_len[i];
 	}
 	for (i = 0; i < m->noutputs; i++) {
-		row = model_output_row_bytes(m, i, &out->shape);
+		row = out->layout.row_bytes[i];
 		if (kserve_place(&off, out->rows, row, buf_bytes, &out->output_offset[i], &out->output_len[i]) != 0)
 			return error_set(cause, "output '%s': %zu bytes do not fit the %zu-byte staging slot",
 			    m->outputs[i].name, (size_t)out->rows * row, buf_bytes);
@@ -849,13 +851,10 @@ static json_t *
 kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, char **cause)
 {
 	const struct model_io *io = &m->outputs[o];
-	int64_t dims[MODEL_MAX_DIMS];
 	json_t *t;
 
-	if (model_output_dims(m, o, &ki->shape, dims, cause) != 0)
-		return NULL;
 	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "datatype", graph_dtype_name(io->dtype),
-	    "shape", kserve_shape(m, ki->rows, io->ndims, dims));
+	    "shape", kserve_shape(m, ki->rows, io->ndims, ki->layout.dims[o]));
 	/*
 	 * An output written to shared memory is described by name, datatype and
 	 * shape only, as Triton answers: Triton's C++ client (perf_analyzer)

@@ -50,6 +50,7 @@ struct kserve_infer {
 	uint64_t timeout_us;	/* parameters.timeout_us (or Triton's "timeout"); 0 when absent */
 	const char *id;		/* "id", borrowed from the parsed tree; NULL when absent */
 	struct model_shape shape;	/* rows and every input's non-batch dims */
+	struct model_layout layout;	/* the outputs' dims and row bytes for shape (model_output_layout) */
 	size_t input_offset[MODEL_MAX_IO], input_len[MODEL_MAX_IO];
 	size_t output_offset[MODEL_MAX_IO], output_len[MODEL_MAX_IO];
 	size_t input_bytes;	/* bytes written to the caller's buffer */

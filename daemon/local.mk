@@ -41,6 +41,10 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
 	daemon/graph_fuse_query.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
 	daemon/graph_plan.c daemon/graph_plan.h
+# Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
+daemon_libinferd_core_a_SOURCES += \
+	daemon/graph_sym.c daemon/graph_sym.h daemon/graph_shapefn.c daemon/graph_shapefn.h daemon/graph_shapefn_impl.h \
+	daemon/graph_shapefn_ops.c daemon/graph_shapefn_values.c daemon/model_shapefn.c
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ZLIB_CFLAGS)
 # The tensor data codec is the one C++ unit here: no exceptions or RTTI, so it links with -lstdc++ alone.

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "graph_fold.h"
+#include "log.h"
 #include "model.h"
 #include "model_impl.h"
 #include "onnx_decode.h"
@@ -90,9 +91,9 @@ model_bind_consts(model_t *m, char **cause)
 	return 0;
 }
 
-/* Name, dtype and dims (batch stripped) of graph input k; variable dims bounded from cfg. */
+/* Name, dtype and dims (batch stripped) of graph input k; variable dims bounded from cfg (from_cfg[v] set when so). */
 static int
-model_describe_input(model_t *m, json_t *cfg, int k, char **cause)
+model_describe_input(model_t *m, json_t *cfg, int k, unsigned char *from_cfg, char **cause)
 {
 	const struct graph_tensor *t = &m->graph->tensors[m->graph->inputs[k]];
 	struct model_io *io = &m->inputs[k];
@@ -117,7 +118,9 @@ model_describe_input(model_t *m, json_t *cfg, int k, char **cause)
 		io->max_dims[d] = io->dims[d];
 		if (io->var[d] >= 0) {
 			int vi = io->var[d];
-			if (bound == 0)
+			if (bound != 0)
+				from_cfg[vi] = 1;
+			else
 				bound = MODEL_DEFAULT_MAX_DIM;
 			if (m->var_max[vi] == 0 || bound < m->var_max[vi])
 				m->var_max[vi] = bound;
@@ -140,11 +143,46 @@ model_graph_has_batch(const graph_t *g)
 	return 0;
 }
 
-/* Describe every input; variable dims take the smallest bound any input gives them. */
+/* Every input's variable dims at their variable's maximum. */
+static void
+model_inputs_max(model_t *m)
+{
+	int k, d;
+
+	for (k = 0; k < m->ninputs; k++)
+		for (d = 0; d < m->inputs[k].ndims; d++)
+			if (m->inputs[k].var[d] >= 0)
+				m->inputs[k].max_dims[d] = m->var_max[m->inputs[k].var[d]];
+}
+
+/*
+ * The output dims as functions of the input dims; a graph whose shapes they
+ * cannot follow has each request's outputs found by specialising the graph
+ * for its shape instead (exact, but slower), said once in the log.
+ */
+static int
+model_output_functions(model_t *m, const unsigned char *from_cfg, char **cause)
+{
+	char *why = NULL;
+
+	if (model_shapefn_build(m, &why) != 0) {
+		LOG_WARN("model '%s': %s; each request's output shapes are found by specialising the graph instead",
+		    m->name, why ? why : "out of memory");
+		free(why);
+		return 0;
+	}
+	if (model_shapefn_bound(m, from_cfg, cause) != 0)
+		return -1;
+	model_inputs_max(m);
+	return 0;
+}
+
+/* Describe every input; variable dims take the smallest bound any input gives them, then the graph's own. */
 static int
 model_describe_inputs(model_t *m, json_t *cfg, char **cause)
 {
-	int k, d;
+	unsigned char from_cfg[MODEL_MAX_IO * MODEL_MAX_DIMS] = { 0 };
+	int k;
 
 	if (m->graph->ninputs < 1 || m->graph->ninputs > MODEL_MAX_IO || m->graph->noutputs < 1 ||
 	    m->graph->noutputs > MODEL_MAX_IO)
@@ -155,68 +193,34 @@ model_describe_inputs(model_t *m, json_t *cfg, char **cause)
 		return error_set(cause, "%d variable dims (at most %d)", m->nvars, MODEL_MAX_IO * MODEL_MAX_DIMS);
 	m->ninputs = m->graph->ninputs;
 	for (k = 0; k < m->ninputs; k++)
-		if (model_describe_input(m, cfg, k, cause) != 0)
+		if (model_describe_input(m, cfg, k, from_cfg, cause) != 0)
 			return -1;
-	for (k = 0; k < m->ninputs; k++)
-		for (d = 0; d < m->inputs[k].ndims; d++)
-			if (m->inputs[k].var[d] >= 0)
-				m->inputs[k].max_dims[d] = m->var_max[m->inputs[k].var[d]];
-	return 0;
+	model_inputs_max(m);
+	return model_output_functions(m, from_cfg, cause);
 }
 
-/* A probe shape: rows and variable dims at their maximum (less[k] subtracted, at least 1). */
-static void
-model_probe_shape(const model_t *m, int rows, int less, struct model_shape *s)
-{
-	int k, d;
-
-	memset(s, 0, sizeof *s);
-	s->rows = rows;
-	for (k = 0; k < m->ninputs; k++)
-		for (d = 0; d < m->inputs[k].ndims; d++) {
-			int v = m->inputs[k].var[d];
-			int64_t x = m->inputs[k].max_dims[d] - (v >= 0 && less ? 1 + v : 0);
-			s->dims[k][d] = x < 1 ? 1 : x;
-		}
-}
-
-/* The value variable dim v takes in shape s. */
-static int64_t
-model_var_value(const model_t *m, const struct model_shape *s, int v)
-{
-	int k, d;
-
-	for (k = 0; k < m->ninputs; k++)
-		for (d = 0; d < m->inputs[k].ndims; d++)
-			if (m->inputs[k].var[d] == v)
-				return s->dims[k][d];
-	return -1;
-}
-
-/* Output o's dims from the largest shape a and a smaller probe b: fixed, following a variable dim, or computed. */
+/* Output o's dims: from its function when derived (fixed, one variable dim, or computed), else the largest shape's. */
 static int
-model_describe_output(model_t *m, int o, const struct graph_spec *a, const struct graph_spec *b,
-    const struct model_shape *sa, const struct model_shape *sb, char **cause)
+model_describe_output(model_t *m, int o, const struct graph_spec *a, const struct model_shape *sa, char **cause)
 {
 	struct model_io *io = &m->outputs[o];
 	const char *name = a->graph.tensors[io->tensor].name;
-	const struct graph_shape *ya = &a->shapes[io->tensor], *yb = &b->shapes[io->tensor];
-	int skip = m->max_batch_size > 0, d, v;
+	const struct graph_shape *ya = &a->shapes[io->tensor];
+	int skip = m->max_batch_size > 0, d;
 
 	io->dtype = a->graph.tensors[io->tensor].dtype;
 	io->ndims = ya->ndims - skip;
 	if (io->ndims < 0 || io->ndims > MODEL_MAX_DIMS)
 		return error_set(cause, "output '%s' has rank %d", name, ya->ndims);
-	if (skip && (ya->dims[0] != sa->rows || yb->dims[0] != sb->rows))
+	if (skip && ya->dims[0] != sa->rows)
 		return error_set(cause, "output '%s' does not have the batch dimension first", name);
+	if (m->shapefn != NULL && m->shapefn->out_ndims[o] != io->ndims)
+		return error_set(cause, "output '%s': its derived rank %d differs from inference's %d", name,
+		    m->shapefn->out_ndims[o], io->ndims);
 	for (d = 0; d < io->ndims; d++) {
-		int64_t x = ya->dims[d + skip], y = yb->dims[d + skip];
-		io->max_dims[d] = x;
-		io->dims[d] = x == y ? x : -1;
-		io->var[d] = x == y ? -1 : -2;
-		for (v = 0; v < m->nvars && io->var[d] == -2; v++)
-			if (x == model_var_value(m, sa, v) && y == model_var_value(m, sb, v))
-				io->var[d] = (int8_t)v;
+		io->max_dims[d] = ya->dims[d + skip];
+		io->var[d] = m->shapefn != NULL ? (int8_t)m->shapefn->out_var[o][d] : m->nvars > 0 ? -2 : -1;
+		io->dims[d] = io->var[d] == -1 ? io->max_dims[d] : -1;
 	}
 	return 0;
 }
@@ -247,33 +251,28 @@ model_const_outputs(model_t *m, const struct graph_spec *a, char **cause)
 	return 0;
 }
 
-/* Specialize at the largest shape and a smaller probe; describe the outputs and plan the arena. */
+/* Specialize at the largest shape; describe the outputs and plan the arena. */
 static int
 model_describe_outputs(model_t *m, char **cause)
 {
 	struct graph_shape in[MODEL_MAX_IO];
-	struct graph_spec *a = NULL, *b = NULL;
-	struct model_shape sa, sb;
+	struct graph_spec *a = NULL;
+	struct model_shape sa;
 	int o, rows = model_max_rows(m), rc = -1;
 
-	model_probe_shape(m, rows, 0, &sa);
-	model_probe_shape(m, rows > 1 ? rows - 1 : 1, 1, &sb);
+	model_shape_max(m, rows, &sa);
 	model_graph_input_shapes(m, &sa, in);
 	if (graph_specialize(m->graph, in, &a, cause) != 0) {
-		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum)", rows);
+		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum; model.json "
+		    "\"max_batch_size\" and \"max_dims\" set them)", rows);
 		goto out;
 	}
 	if (model_check_nodes(m, &a->graph, cause) != 0)
 		goto out;
-	model_graph_input_shapes(m, &sb, in);
-	if (graph_specialize(m->graph, in, &b, cause) != 0) {
-		error_prefix(cause, "at a smaller probe shape (%d rows, variable dims 1 to 3 below their maximum)", sb.rows);
-		goto out;
-	}
 	m->noutputs = m->graph->noutputs;
 	for (o = 0; o < m->noutputs; o++) {
 		m->outputs[o].tensor = m->graph->outputs[o];
-		if (model_describe_output(m, o, a, b, &sa, &sb, cause) != 0)
+		if (model_describe_output(m, o, a, &sa, cause) != 0)
 			goto out;
 	}
 	rc = graph_plan_memory(&a->graph, a->shapes, MODEL_ALIGN, &m->mem, cause);
@@ -281,7 +280,6 @@ model_describe_outputs(model_t *m, char **cause)
 		rc = model_const_outputs(m, a, cause);
 out:
 	graph_spec_free(a);
-	graph_spec_free(b);
 	return rc;
 }
 
@@ -476,6 +474,7 @@ model_free(model_t *m)
 		device_free(m->dev, m->consts[i]);
 	free(m->consts);
 	graph_plan_free(&m->mem);
+	model_shapefn_free(m->shapefn);
 	graph_free(m->graph);
 	if (m->onnx != NULL)
 		onnx_model_free(m->onnx);

@@ -62,12 +62,14 @@ struct model_io {
 	enum graph_dtype dtype;
 	int ndims;
 	int64_t dims[MODEL_MAX_DIMS];		/* -1: variable (reported as -1 in metadata) */
-	int64_t max_dims[MODEL_MAX_DIMS];	/* the largest value each dim may take (== dims[i] when fixed) */
+	int64_t max_dims[MODEL_MAX_DIMS];	/* inputs: the largest value each dim may take (== dims[i] when fixed);
+						 * outputs: each dim at the largest input shape */
 	char datatype[16];			/* graph_dtype_name(dtype), the KServe name */
 	size_t row_elems;			/* product of max_dims */
 	/* Private to the engine: */
 	int tensor;				/* graph tensor index */
-	int8_t var[MODEL_MAX_DIMS];		/* per dim: the graph's variable index, -1 fixed, -2 computed */
+	int8_t var[MODEL_MAX_DIMS];		/* per dim: the graph's variable index, -1 fixed, -2 computed
+						 * (an output dim that is a function of several or none exactly) */
 };
 
 /* Dynamic batching settings from model.json. */
@@ -116,6 +118,7 @@ struct model_instances {
 
 struct onnx_model;
 struct st_file;
+struct model_shapefn;
 
 typedef struct model {
 	char name[MODEL_NAME_MAX];
@@ -148,6 +151,7 @@ typedef struct model {
 	size_t const_out_bytes[MODEL_MAX_IO];	/* that slot's size */
 	int nconst_out;			/* outputs that specialization folds to constants (e.g. a Shape) */
 	int nvars;			/* variable dims of the graph (0: plans per batch size at create) */
+	struct model_shapefn *shapefn;	/* the output dims as functions of the input dims (model_impl.h) */
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */
 	/*
@@ -215,11 +219,26 @@ void model_free(model_t *m);
 
 /* Check a request's non-batch dims of input i (fixed dims equal, variable dims in [1, max]); -1 naming input and dim. */
 int model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause);
-/* Bytes of input i / output o for one row of the shape s (product of the non-batch dims * dtype size). */
+/* Bytes of input i for one row of the shape s (product of the non-batch dims * dtype size). */
 size_t model_input_row_bytes(const model_t *m, int i, const struct model_shape *s);
-size_t model_output_row_bytes(const model_t *m, int o, const struct model_shape *s);
-/* Non-batch dims of output o for input shape s (outputs[o].ndims of them). */
-int model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause);
+
+/* A request's output layout: every output's non-batch dims and the bytes of one row, for its input shape. */
+struct model_layout {
+	int64_t dims[MODEL_MAX_IO][MODEL_MAX_DIMS];	/* outputs[o].ndims of them per output */
+	size_t row_bytes[MODEL_MAX_IO];
+};
+/*
+ * The output layout of input shape s (rows and every input's dims, already
+ * checked by model_check_dims): the functions of the input dims derived at
+ * load (model_shapefn_build), evaluated for s in well under a microsecond,
+ * never by running or specialising the graph.  -1 with a cause naming the
+ * node when the graph cannot take s (a Reshape that does not divide, dims
+ * that do not broadcast), or when an output would be larger than at the
+ * largest shape the model's memory was planned for.
+ */
+int model_output_layout(const model_t *m, const struct model_shape *s, struct model_layout *out, char **cause);
+/* Bytes of one row of output o at the largest input shape (what staging slots are sized for). */
+size_t model_output_max_row_bytes(const model_t *m, int o);
 /* Index of the input/output named name, or -1. */
 int model_input_index(const model_t *m, const char *name);
 int model_output_index(const model_t *m, const char *name);

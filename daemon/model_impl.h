@@ -3,7 +3,9 @@
 #define INFERD_MODEL_IMPL_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
+#include "graph_sym.h"
 #include "model.h"
 
 /*
@@ -25,6 +27,38 @@
 #define MODEL_DEFAULT_PLAN_CACHE 64
 /* Arena and tensor alignment in bytes. */
 #define MODEL_ALIGN 64
+
+/*
+ * The output dims as functions of the input dims (graph_shapefn.h), as one
+ * program: out_slot[o][d] is output o's dim d among the values sym_prog_eval
+ * computes, and each guard's slot is 1 when the input shape is one the graph
+ * takes (else the named node refuses it).
+ */
+struct model_guard {
+	int32_t slot;
+	const char *node;		/* the node's name in m->graph */
+	const char *what;
+};
+struct model_shapefn {
+	struct sym_prog prog;
+	int out_ndims[MODEL_MAX_IO];
+	int32_t out_slot[MODEL_MAX_IO][MODEL_MAX_DIMS];
+	int out_var[MODEL_MAX_IO][MODEL_MAX_DIMS];	/* -1 constant, v >= 0 exactly graph variable v, -2 computed */
+	size_t nguards;
+	struct model_guard *guards;
+};
+/* Derive m->shapefn from m->graph; errors name the node whose shapes cannot be followed. */
+int model_shapefn_build(model_t *m, char **cause);
+/* Evaluate m->shapefn at s into vals and bad (prog.n each): -1 naming the node whose condition s fails. */
+int model_shapefn_eval(const model_t *m, const struct model_shape *s, int64_t *vals, unsigned char *bad, char **cause);
+/*
+ * Lower each variable dim that from_cfg[v] says model.json did not bound to
+ * the largest value at which every guard holds (the bound a constant table
+ * the graph slices implies), logging each; -1 when no value fits, or when a
+ * guard fails at the configured maxima, naming the node and max_dims.
+ */
+int model_shapefn_bound(model_t *m, const unsigned char *from_cfg, char **cause);
+void model_shapefn_free(struct model_shapefn *f);
 
 /* Rows a run may have: max_batch_size, or 1 for a model without a batch dimension. */
 int model_max_rows(const model_t *m);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "model.h"
@@ -44,21 +45,6 @@ model_input_row_bytes(const model_t *m, int i, const struct model_shape *s)
 	return n;
 }
 
-/* Bytes of one row of output o at shape s (0 when its dims cannot be found for s). */
-size_t
-model_output_row_bytes(const model_t *m, int o, const struct model_shape *s)
-{
-	int64_t dims[MODEL_MAX_DIMS];
-	size_t n = graph_dtype_size(m->outputs[o].dtype);
-	int d;
-
-	if (model_output_dims(m, o, s, dims, NULL) != 0)
-		return 0;
-	for (d = 0; d < m->outputs[o].ndims; d++)
-		n *= (size_t)dims[d];
-	return n;
-}
-
 /* The value variable dim v takes in s, or -1. */
 static int64_t
 model_shape_var(const model_t *m, const struct model_shape *s, int v)
@@ -72,41 +58,102 @@ model_shape_var(const model_t *m, const struct model_shape *s, int v)
 	return -1;
 }
 
-/* Output o's dims by specializing the graph at s (a dim computed from the inputs in another way). */
+/*
+ * Every output's dims at s without a shape function: the fixed dims when all
+ * are, else by specialising the graph (a graph whose function could not be
+ * derived).
+ */
 static int
-model_output_dims_slow(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause)
+model_layout_specialise(const model_t *m, const struct model_shape *s, struct model_layout *out, char **cause)
 {
 	struct graph_shape in[MODEL_MAX_IO];
 	struct graph_spec *spec;
-	const struct graph_shape *y;
-	int d, skip = m->max_batch_size > 0;
+	int o, d, skip = m->max_batch_size > 0, fixed = 1;
 
+	for (o = 0; o < m->noutputs; o++)
+		for (d = 0; d < m->outputs[o].ndims; d++)
+			fixed &= (out->dims[o][d] = m->outputs[o].dims[d]) >= 0;
+	if (fixed)
+		return 0;
 	model_graph_input_shapes(m, s, in);
 	if (graph_specialize(m->graph, in, &spec, cause) != 0)
 		return -1;
-	y = &spec->shapes[m->outputs[o].tensor];
-	for (d = 0; d < m->outputs[o].ndims && d + skip < y->ndims; d++)
-		dims[d] = y->dims[d + skip];
+	for (o = 0; o < m->noutputs; o++) {
+		const struct graph_shape *y = &spec->shapes[m->outputs[o].tensor];
+		for (d = 0; d < m->outputs[o].ndims && d + skip < y->ndims; d++)
+			out->dims[o][d] = y->dims[d + skip];
+	}
 	graph_spec_free(spec);
 	return 0;
 }
 
-/* Output o's non-batch dims for input shape s. */
-int
-model_output_dims(const model_t *m, int o, const struct model_shape *s, int64_t *dims, char **cause)
+/* Every output's dims at s from the shape function (a stack of values, or heap for a large program). */
+static int
+model_layout_evaluate(const model_t *m, const struct model_shape *s, struct model_layout *out, char **cause)
 {
-	const struct model_io *io;
-	int d;
+	const struct model_shapefn *f = m->shapefn;
+	int64_t stack_vals[256], *vals = stack_vals;
+	unsigned char stack_bad[256], *bad = stack_bad;
+	int o, d, rc = -1;
 
-	if (o < 0 || o >= m->noutputs)
-		return error_set(cause, "output %d does not exist (the model has %d)", o, m->noutputs);
-	io = &m->outputs[o];
-	for (d = 0; d < io->ndims; d++) {
-		if (io->var[d] == -2)
-			return model_output_dims_slow(m, o, s, dims, cause);
-		dims[d] = io->var[d] >= 0 ? model_shape_var(m, s, io->var[d]) : io->dims[d];
+	if (f->prog.n > 256 && ((vals = xmalloc(f->prog.n * sizeof *vals)) == NULL ||
+	    (bad = xmalloc(f->prog.n)) == NULL)) {
+		error_set(cause, "out of memory");
+		goto out;
+	}
+	if (model_shapefn_eval(m, s, vals, bad, cause) != 0)
+		goto out;
+	for (o = 0; o < m->noutputs; o++)
+		for (d = 0; d < m->outputs[o].ndims; d++) {
+			int32_t k = f->out_slot[o][d];
+			if (bad[k] || vals[k] < 0) {
+				error_set(cause, "output '%s' dim %d cannot be computed for this input shape "
+				    "(its shape arithmetic overflows)", m->outputs[o].name, d + (m->max_batch_size > 0));
+				goto out;
+			}
+			out->dims[o][d] = vals[k];
+		}
+	rc = 0;
+out:
+	if (vals != stack_vals)
+		free(vals);
+	if (bad != stack_bad)
+		free(bad);
+	return rc;
+}
+
+/* The output layout of input shape s. */
+int
+model_output_layout(const model_t *m, const struct model_shape *s, struct model_layout *out, char **cause)
+{
+	int o, d;
+
+	if ((m->shapefn != NULL ? model_layout_evaluate(m, s, out, cause) : model_layout_specialise(m, s, out, cause)) != 0)
+		return -1;
+	for (o = 0; o < m->noutputs; o++) {
+		size_t n = graph_dtype_size(m->outputs[o].dtype);
+		for (d = 0; d < m->outputs[o].ndims; d++)
+			if (__builtin_mul_overflow(n, (size_t)out->dims[o][d], &n))
+				return error_set(cause, "output '%s' is too large for this input shape", m->outputs[o].name);
+		if (n > model_output_max_row_bytes(m, o))
+			return error_set(cause, "output '%s' would take %zu bytes a row at this input shape, more than "
+			    "the %zu of the largest shape its memory is planned for", m->outputs[o].name, n,
+			    model_output_max_row_bytes(m, o));
+		out->row_bytes[o] = n;
 	}
 	return 0;
+}
+
+/* Bytes of one row of output o at the largest input shape. */
+size_t
+model_output_max_row_bytes(const model_t *m, int o)
+{
+	size_t n = graph_dtype_size(m->outputs[o].dtype);
+	int d;
+
+	for (d = 0; d < m->outputs[o].ndims; d++)
+		n *= (size_t)m->outputs[o].max_dims[d];
+	return n;
 }
 
 /* Index of the input named name, or -1. */

@@ -145,7 +145,7 @@ warmup_check_outputs(struct warmup_run *r, const struct model_warmup_entry *w, c
 
 	for (o = 0; o < r->m->noutputs; o++) {
 		const struct model_io *io = &r->m->outputs[o];
-		bytes = model_output_row_bytes(r->m, o, sh) * (size_t)sh->rows;
+		bytes = model_output_max_row_bytes(r->m, o) * (size_t)sh->rows;	/* warm-up runs at the largest dims */
 		if (device_copy_d2h(r->s, r->out, model_exec_output(r->x, o), bytes, cause) != 0 ||
 		    device_stream_sync(r->s, cause) != 0)
 			return error_prefix(cause, "reading output '%s'", io->name);
@@ -191,7 +191,7 @@ warmup_buffers(struct warmup_run *r, char **cause)
 		if ((r->in[i] = malloc(model_input_row_bytes(r->m, i, &sh) * (size_t)sh.rows + 1)) == NULL)
 			return error_set(cause, "out of memory");
 	for (i = 0; i < r->m->noutputs; i++)
-		if ((bytes = model_output_row_bytes(r->m, i, &sh) * (size_t)sh.rows) > most)
+		if ((bytes = model_output_max_row_bytes(r->m, i) * (size_t)sh.rows) > most)
 			most = bytes;
 	if ((r->out = malloc(most + 1)) == NULL)
 		return error_set(cause, "out of memory");

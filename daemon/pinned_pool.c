@@ -50,7 +50,7 @@ pinned_tensors_bytes(const model_t *m, int n, int output, const struct model_sha
 	int i;
 
 	for (i = 0; i < n; i++) {
-		row = output ? model_output_row_bytes(m, i, s) : model_input_row_bytes(m, i, s);
+		row = output ? model_output_max_row_bytes(m, i) : model_input_row_bytes(m, i, s);
 		if (__builtin_mul_overflow(row, (size_t)s->rows, &one))
 			return 0;
 		if (one != 0 && (one = pinned_round_up(one, PINNED_POOL_OUTPUT_ALIGN)) == 0)

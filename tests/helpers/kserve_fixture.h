@@ -53,6 +53,8 @@ kserve_fixture_encode(const model_t *m, const char *id, int rows, int binary, co
 
 	memset(&ki, 0, sizeof ki);
 	ki.rows = ki.shape.rows = rows;
+	if (model_output_layout(m, &ki.shape, &ki.layout, cause) != 0)
+		return NULL;
 	ki.output_len[0] = (size_t)rows * m->outputs[0].row_elems * sizeof(float);
 	ki.nwanted = 1;
 	ki.binary[0] = ki.binary_output = binary;

@@ -381,11 +381,12 @@ run_add(model_exec_t *ex, device_stream_t *s, int rows, int seq)
 	float a[4 * 6], b[4 * 6], y[4 * 6];
 	size_t n = (size_t)rows * seq, i;
 	char *cause = NULL;
-	int64_t od[MODEL_MAX_DIMS];
+	struct model_layout lay;
 
 	CHECK(model_input_row_bytes(ex->model, 0, &sh) == (size_t)seq * 4, "input row bytes");
-	CHECK(model_output_row_bytes(ex->model, 0, &sh) == (size_t)seq * 4, "output row bytes");
-	CHECK(model_output_dims(ex->model, 0, &sh, od, &cause) == 0 && od[0] == seq, "output dims: %s", cause);
+	CHECK(model_output_layout(ex->model, &sh, &lay, &cause) == 0, "output layout: %s", cause);
+	CHECK(lay.row_bytes[0] == (size_t)seq * 4, "output row bytes");
+	CHECK(lay.dims[0][0] == seq, "output dims");
 	fill_input(ex, s, 0, a, n);
 	fill_input(ex, s, 1, b, n);
 	CHECK(model_exec_run(ex, &sh, s, &cause) == 0, "%d x %d: %s", rows, seq, cause);
