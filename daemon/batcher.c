@@ -10,6 +10,7 @@
 
 #include "batcher.h"
 #include "clock.h"
+#include "alloc.h"
 #include "error.h"
 #include "log.h"
 
@@ -852,10 +853,10 @@ slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
 	device_t *dev = q->dev;
 	int n = model_rows_max(q->model), i;
 
-	s->reqs = calloc((size_t)n, sizeof *s->reqs);
-	s->ev_in = calloc((size_t)n, sizeof *s->ev_in);
-	s->ev_out = calloc((size_t)n, sizeof *s->ev_out);
-	s->dma_out = calloc((size_t)n, sizeof *s->dma_out);
+	s->reqs = xcalloc((size_t)n, sizeof *s->reqs);
+	s->ev_in = xcalloc((size_t)n, sizeof *s->ev_in);
+	s->ev_out = xcalloc((size_t)n, sizeof *s->ev_out);
+	s->dma_out = xcalloc((size_t)n, sizeof *s->dma_out);
 	if (s->reqs == NULL || s->ev_in == NULL || s->ev_out == NULL || s->dma_out == NULL)
 		return error_set(cause, "out of memory");
 	/* Every request has at least one row, so a batch holds at most n of each tensor. */
@@ -912,7 +913,7 @@ queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
 	if (device_stream_create(q->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
 		return error_prefix(cause, "model '%s': compute stream", m->name);
-	q->slots = calloc((size_t)inflight, sizeof *q->slots);
+	q->slots = xcalloc((size_t)inflight, sizeof *q->slots);
 	if (q->slots == NULL)
 		return error_set(cause, "out of memory");
 	q->nslots = inflight;
@@ -992,7 +993,7 @@ batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_r
 
 	if (inflight < 1)
 		return error_set(cause, "inflight batches must be at least 1");
-	if ((b = calloc(1, sizeof *b)) == NULL)
+	if ((b = xcalloc(1, sizeof *b)) == NULL)
 		return error_set(cause, "out of memory");
 	if ((rc = pthread_mutex_init(&b->lock, NULL)) != 0 || (rc = pthread_cond_init(&b->unpinned, NULL)) != 0) {
 		free(b);
@@ -1016,7 +1017,7 @@ batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_r
 int
 batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char **cause)
 {
-	struct model_queue *q = calloc(1, sizeof *q);
+	struct model_queue *q = xcalloc(1, sizeof *q);
 
 	if (q == NULL)
 		return error_set(cause, "out of memory");
@@ -1230,7 +1231,7 @@ batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
 	batch_client_t *c;
 	int rc;
 
-	if ((c = calloc(1, sizeof *c)) == NULL)
+	if ((c = xcalloc(1, sizeof *c)) == NULL)
 		return error_set(cause, "out of memory");
 	c->batcher = b;
 	snprintf(c->label, sizeof c->label, "%s", label);
@@ -1511,7 +1512,7 @@ enqueue_fifo(struct model_queue *q, batch_client_t *c)
 {
 	struct client_fifo *f = fifo_find(q, c, NULL);
 
-	if (f == NULL && (f = calloc(1, sizeof *f)) != NULL) {
+	if (f == NULL && (f = xcalloc(1, sizeof *f)) != NULL) {
 		f->client = c;
 		f->next_fifo = q->fifos;
 		q->fifos = f;

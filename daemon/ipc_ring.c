@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "alloc.h"
 #include "error.h"
 #include "ipc_impl.h"
 #include "log.h"
@@ -23,7 +24,7 @@ ipc_ring_init(struct ipc_client *c, char **cause)
 {
 	uint32_t i;
 
-	if ((c->slots = calloc(c->cq_entries, sizeof *c->slots)) == NULL)
+	if ((c->slots = xcalloc(c->cq_entries, sizeof *c->slots)) == NULL)
 		return error_set(cause, "out of memory for %u request slots", c->cq_entries);
 	for (i = 0; i < c->cq_entries; i++) {
 		c->slots[i].client = c;

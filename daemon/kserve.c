@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "kserve.h"
 #include "kserve_params.h"
@@ -61,7 +62,7 @@ kserve_parse_fast(const char *body, size_t len, struct tensor_text_span *spans,
 	if (len == 0 || tensor_text_find_data(body, len, spans, KSERVE_MAX_SPANS, &n, NULL) != 0 ||
 	    n == 0)
 		return kserve_parse(body, len, cause);
-	if ((masked = malloc(TENSOR_TEXT_MASK_BOUND(len, n))) == NULL)
+	if ((masked = xmalloc(TENSOR_TEXT_MASK_BOUND(len, n))) == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	if (tensor_text_mask_data(body, len, spans, n, masked, TENSOR_TEXT_MASK_BOUND(len, n),
 	    &mlen, NULL) != 0) {
@@ -898,7 +899,7 @@ kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsign
 		if (kserve_json_output(ki, ki->wanted[k]))
 			cap += tensor_text_encode_bound(m->outputs[ki->wanted[k]].dtype,
 			    ki->output_len[ki->wanted[k]]);
-	if ((out = malloc(cap)) == NULL) {
+	if ((out = xmalloc(cap)) == NULL) {
 		free(s);
 		return error_set(cause, "out of memory"), NULL;
 	}
@@ -924,7 +925,7 @@ kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsign
 	used += *len - from;
 	free(s);
 	*len = used;
-	if ((grown = realloc(out, used + 1)) != NULL)
+	if ((grown = xrealloc(out, used + 1)) != NULL)
 		out = grown;
 	return out;
 }
@@ -941,7 +942,7 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 	for (k = 0; k < ki->nwanted; k++)
 		if (ki->binary[ki->wanted[k]])
 			total += ki->output_len[ki->wanted[k]];
-	if ((p = realloc(s, total + 1)) == NULL) {
+	if ((p = xrealloc(s, total + 1)) == NULL) {
 		free(s);
 		return NULL;
 	}
@@ -1036,7 +1037,7 @@ kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 static char *
 kserve_ascii(const char *s)
 {
-	char *t = strdup(s), *p;
+	char *t = xstrdup(s), *p;
 
 	if (t == NULL)
 		return NULL;
@@ -1088,7 +1089,7 @@ kserve_decode_load_request(const char *body, size_t len, char **config, char **c
 			error_set(cause, "load parameter \"config\" must be a string holding model.json's JSON");
 			goto out;
 		}
-		if ((*config = strdup(json_string_value(v))) == NULL) {
+		if ((*config = xstrdup(json_string_value(v))) == NULL) {
 			error_set(cause, "out of memory");
 			goto out;
 		}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "log.h"
@@ -75,7 +76,7 @@ model_bind_consts(model_t *m, char **cause)
 	const graph_t *g = m->graph;
 	size_t i;
 
-	if ((m->consts = calloc(g->ntensors, sizeof *m->consts)) == NULL)
+	if ((m->consts = xcalloc(g->ntensors, sizeof *m->consts)) == NULL)
 		return error_set(cause, "out of memory");
 	m->consts_owned = device_is_gpu(m->dev);
 	for (i = 0; i < g->ntensors; i++) {
@@ -407,8 +408,8 @@ model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t ver
 	char *onnx = NULL;
 	int rc;
 
-	m = calloc(1, sizeof *m);
-	if (m == NULL || (m->dir = strdup(dir)) == NULL || (m->version_dir = strdup(files_dir)) == NULL ||
+	m = xcalloc(1, sizeof *m);
+	if (m == NULL || (m->dir = xstrdup(dir)) == NULL || (m->version_dir = xstrdup(files_dir)) == NULL ||
 	    asprintf(&onnx, "%s/model.onnx", files_dir) == -1) {
 		model_free(m);
 		return error_set(cause, "out of memory");

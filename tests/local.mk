@@ -335,6 +335,12 @@ TESTS += tests/unit/test_graph_shape tests/unit/test_onnx_import.sh tests/unit/t
 tests_unit_test_graph_shape_SOURCES = tests/unit/test_graph_shape.c $(TEST_COMMON)
 tests_unit_test_graph_shape_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_graph_shape_LDADD = $(TEST_LDADD)
+# The symbolic dim expressions behind the output-shape functions, against a direct evaluation.
+check_PROGRAMS += tests/unit/test_graph_sym
+TESTS += tests/unit/test_graph_sym
+tests_unit_test_graph_sym_SOURCES = tests/unit/test_graph_sym.c $(TEST_COMMON)
+tests_unit_test_graph_sym_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_graph_sym_LDADD = $(TEST_LDADD)
 tests_unit_test_onnx_import_SOURCES = tests/unit/test_onnx_import.c $(TEST_COMMON)
 tests_unit_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

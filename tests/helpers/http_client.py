@@ -181,10 +181,16 @@ def expect_error(srv, method, path, body, status, words, headers=None):
     return hdrs, err
 
 
+def unencodable(status, doc):
+    """A 500 for a request that ran but whose output JSON cannot carry (an infinity the inputs overflowed to)."""
+    err = doc.get("error", "") if isinstance(doc, dict) else ""
+    return status == 500 and "has no JSON form" in err
+
+
 def account(tally, status, doc, rows=1):
     """Book an answer to a fashion-mlp inference the way the daemon's counters see it."""
     err = doc.get("error", "") if isinstance(doc, dict) else ""
-    if status == 200 or (status == 400 and "JSON cannot carry" in err):
+    if status == 200 or unencodable(status, doc):
         # Decoded and run: the batcher counted a success; its output may not fit JSON.
         tally["success"] += 1
         tally["rows"] += rows
@@ -488,7 +494,10 @@ def test_hostile(srv, example, tally):
     infer = "/v2/models/fashion-mlp/infer"
     for b in hostile_bodies(example):
         status, _, doc = srv.json("POST", infer, b)
-        check(status in (200, 400) and isinstance(doc, dict), "hostile body %r...: %d" % (b[:40], status))
+        # Huge finite inputs may overflow the logits to an infinity, depending on the BLAS kernel's summation
+        # order: the answer is then a 500 naming the unencodable element, which is the documented rule.
+        check((status in (200, 400) or unencodable(status, doc)) and isinstance(doc, dict),
+              "hostile body %r...: %d" % (b[:40], status))
         account(tally, status, doc)
     head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" % infer).encode()
     # Bodies cut short by the client closing: no answer is owed, nothing may leak or crash.
@@ -545,7 +554,7 @@ def test_concurrent_mixed(srv, example, tally):
             check(status == 200 and argmax(doc["outputs"][0]["data"]) == 9,
                   "mixed valid request %d: %r" % (i, brief(r)))
         else:
-            check(status in (200, 400), "mixed hostile request %d: %r" % (i, brief(r)))
+            check(status in (200, 400) or unencodable(status, doc), "mixed hostile request %d: %r" % (i, brief(r)))
         account(tally, status, doc)
     check(srv.alive(), "daemon alive after 100 concurrent requests")
 

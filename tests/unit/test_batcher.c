@@ -269,7 +269,7 @@ test_preferred(void)
 	env_close(&e);
 }
 
-/* Rows of one batch equal the same rows run alone (bit for bit on CPU, 1e-5 on GPU). */
+/* Rows of one batch equal the same rows run alone (within 1e-5 of the output scale). */
 static void
 test_batched_equals_unbatched(void)
 {
@@ -277,7 +277,7 @@ test_batched_equals_unbatched(void)
 	struct result *batched[16], *alone;
 	batch_client_t *c;
 	char *cause = NULL;
-	int i, k, gpu = device_is_gpu(dev);
+	int i, k;
 	double maxdiff = 0, maxval = 0, rel;
 
 	env_open(&e, 16, 200000, "", 100, 10000000, 0);
@@ -298,17 +298,19 @@ test_batched_equals_unbatched(void)
 				float a = alone->out[k], b = batched[i]->out[row * OUT + k];
 				maxdiff = fmax(maxdiff, fabs((double)a - b));
 				maxval = fmax(maxval, fabs((double)a));
-				if (!gpu)
-					CHECK(memcmp(&a, &b, sizeof a) == 0, "request %d row %d col %d: batched %.9g alone %.9g", i, row, k, b, a);
 			}
 			result_free(alone);
 		}
 		result_free(batched[i]);
 	}
-	/* Normwise, as the engine tests measure: cuBLAS may sum a 1-row product in another order. */
+	/*
+	 * Normwise, as the engine tests measure: cuBLAS, and OpenBLAS on processors
+	 * where a 1-row product takes another kernel than a batch (AVX-512), sum
+	 * in another order.
+	 */
 	rel = maxval > 0 ? maxdiff / maxval : maxdiff;
 	CHECK(rel <= 1e-5, "batched vs alone relative difference %g", rel);
-	printf("batched vs unbatched: max relative difference %g%s\n", rel, gpu ? "" : " (bit-identical required on CPU)");
+	printf("batched vs unbatched: max relative difference %g\n", rel);
 	batcher_client_close(e.b, c);
 	env_close(&e);
 }
@@ -978,6 +980,7 @@ test_attach_detach(void)
 	batcher_queue_t *q2;
 	model_t *m2;
 	char *cause = NULL, *dir;
+	double diff, scale;
 	int i, k;
 
 	env_open(&e, 8, 10000000, "", 100, 60000000, 0);
@@ -1000,8 +1003,12 @@ test_attach_detach(void)
 	submit_ok(&e, ref);
 	batcher_shutdown(e.b);	/* no 10 s wait: run what is queued */
 	CHECK(wait_done(ref) == 0 && ref->status == BATCH_OK, "the first queue stopped serving");
-	for (k = 0; k < 2 * OUT; k++)
-		CHECK(ref->out[k] == r[0]->out[k], "queue 2 computed %g, queue 1 %g", r[0]->out[k], ref->out[k]);
+	/* The same rows within 1e-5 of the scale: queue 2 ran them in a batch of 6 rows, queue 1 alone. */
+	for (k = 0, diff = 0, scale = 0; k < 2 * OUT; k++) {
+		diff = fmax(diff, fabs((double)ref->out[k] - r[0]->out[k]));
+		scale = fmax(scale, fabs((double)ref->out[k]));
+	}
+	CHECK(diff <= 1e-5 * scale, "queue 2 and queue 1 differ by %g (scale %g)", diff, scale);
 	result_free(ref);
 	for (i = 0; i < 3; i++)
 		result_free(r[i]);
