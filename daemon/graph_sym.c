@@ -454,6 +454,54 @@ sum_div_exact(struct sym_pool *p, int a, int64_t c)
 	return sum_make(p, k / c, t, nt);
 }
 
+/* Greatest common divisor of |a| and |b| (b != 0). */
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+	uint64_t x = a < 0 ? 0 - (uint64_t)a : (uint64_t)a, y = b < 0 ? 0 - (uint64_t)b : (uint64_t)b, t;
+
+	while (y != 0) {
+		t = x % y;
+		x = y;
+		y = t;
+	}
+	return x > INT64_MAX ? 1 : (int64_t)x;
+}
+
+/*
+ * a / b with the factors they share cancelled: a truncated quotient depends
+ * only on the rational a / b, so dividing both by a common non-zero factor
+ * (a shared factor that is at least 1, the coefficients' gcd) keeps it.
+ * *ra and *rb get the reduced operands; 1 when anything was cancelled.
+ */
+static int
+div_reduce(struct sym_pool *p, int a, int b, int *ra, int *rb)
+{
+	int32_t fa[SYM_MAX_TERMS], fb[SYM_MAX_TERMS], keep_a[SYM_MAX_TERMS], keep_b[SYM_MAX_TERMS];
+	int64_t ca, cb, g;
+	int na, nb, i = 0, j = 0, ka = 0, kb = 0, cut = 0;
+
+	if (prod_split(p, a, &ca, fa, &na) != 0 || prod_split(p, b, &cb, fb, &nb) != 0 || cb == 0 || ca == INT64_MIN ||
+	    cb == INT64_MIN)
+		return 0;
+	while (i < na || j < nb) {
+		if (i < na && j < nb && fa[i] == fb[j] && p->nodes[fa[i]].lo >= 1) {
+			i++, j++, cut = 1;
+		} else if (j >= nb || (i < na && fa[i] < fb[j]))
+			keep_a[ka++] = fa[i++];
+		else
+			keep_b[kb++] = fb[j++];
+	}
+	g = ca != 0 ? gcd64(ca, cb) : 1;
+	if (g > 1)
+		ca /= g, cb /= g, cut = 1;
+	if (!cut)
+		return 0;
+	*ra = prod_make(p, ca, keep_a, ka);
+	*rb = prod_make(p, cb, keep_b, kb);
+	return *ra >= 0 && *rb >= 0;
+}
+
 /* a / b when b's factors are among a's and its coefficient divides a's (exact): the id, else SYM_NONE. */
 static int
 prod_div_exact(struct sym_pool *p, int a, int b)
@@ -495,7 +543,7 @@ sym_div(struct sym_pool *p, int a, int b)
 {
 	int64_t x, y, lo, hi;
 	int32_t args[2];
-	int r;
+	int r, ra, rb;
 
 	if (a < 0 || b < 0)
 		return SYM_NONE;
@@ -508,6 +556,8 @@ sym_div(struct sym_pool *p, int a, int b)
 		return r;
 	if (p->oom)
 		return SYM_NONE;
+	if (div_reduce(p, a, b, &ra, &rb))
+		return sym_div(p, ra, rb);
 	div_bounds(p, a, b, 0, &lo, &hi);
 	args[0] = a;
 	args[1] = b;

@@ -211,6 +211,10 @@ test_normal_form(void)
 	CHECK(sym_div(&p, sym_add(&p, sym_mul(&p, T, two), sym_const(&p, 4)), two) == sym_add(&p, T, two),
 	    "(2T + 4) / 2 == T + 2");
 	CHECK(sym_mod(&p, sym_mul(&p, N, T), T) == zero, "N T mod T == 0");
+	CHECK(sym_div(&p, sym_mul(&p, N, T), sym_mul(&p, N, sym_const(&p, 4))) == sym_div(&p, T, sym_const(&p, 4)),
+	    "N T / 4 N == T / 4 (a shared factor >= 1 cancels)");
+	CHECK(sym_div(&p, sym_mul(&p, T, sym_const(&p, 6)), sym_const(&p, 4)) ==
+	    sym_div(&p, sym_mul(&p, T, sym_const(&p, 3)), two), "6 T / 4 == 3 T / 2");
 	CHECK(sym_min(&p, T, sym_const(&p, INT64_MAX)) == T, "min(T, INT64_MAX) == T");
 	CHECK(sym_max(&p, sym_sub(&p, T, one), zero) == sym_sub(&p, T, one), "max(T - 1, 0) == T - 1");
 	CHECK(sym_is_const(&p, sym_eq(&p, T, T), &v) && v == 1, "T == T");
