@@ -159,6 +159,16 @@ kserve_config_memory(const model_t *m)
 	return o;
 }
 
+/* inferd's precision figure: the mode, and the relative error against FP32 measured at load (null when not measured). */
+static json_t *
+kserve_config_precision(const model_t *m)
+{
+	int p = m->graph != NULL ? m->graph->precision : GRAPH_PRECISION_FP32;
+
+	return json_pack("{s:s, s:o}", "mode", graph_precision_name(p),
+	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null());
+}
+
 /* The model's statistics. */
 char *
 kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
@@ -170,12 +180,13 @@ kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size
 	if (mm == NULL)
 		mm = &none;
 	snprintf(version, sizeof version, "%lld", (long long)m->version);
-	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[], s:o, s:o}]}",
+	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[], s:o, s:o, s:o}]}",
 	    "model_stats", "name", m->name, "version", version,
 	    "last_inference", (json_int_t)0,
 	    "inference_count", kserve_config_load(&mm->inference_count),
 	    "execution_count", kserve_config_load(&mm->execution_count),
 	    "inference_stats", kserve_config_inference_stats(mm),
-	    "batch_stats", "memory_usage", kserve_config_memory_usage(m), "memory", kserve_config_memory(m)),
+	    "batch_stats", "memory_usage", kserve_config_memory_usage(m), "memory", kserve_config_memory(m),
+	    "precision", kserve_config_precision(m)),
 	    len, cause);
 }

@@ -417,6 +417,11 @@ model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t ver
 	m->dev = dev;
 	m->version = version;
 	m->platform = "inferd_mlp";
+	m->precision_error = -1;
+	if (override != NULL && (m->config_override = xstrdup(override)) == NULL) {
+		model_free(m);
+		return error_set(cause, "out of memory");
+	}
 	rc = stat(onnx, &st) == 0 ? model_load_onnx(m, onnx, override, cause) : model_load_mlp(m, override, cause);
 	free(onnx);
 	if (rc != 0) {
@@ -486,5 +491,6 @@ model_free(model_t *m)
 	free(m->labels);
 	free(m->dir);
 	free(m->version_dir);
+	free(m->config_override);
 	free(m);
 }

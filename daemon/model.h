@@ -152,6 +152,13 @@ typedef struct model {
 	int nconst_out;			/* outputs that specialization folds to constants (e.g. a Shape) */
 	int nvars;			/* variable dims of the graph (0: plans per batch size at create) */
 	struct model_shapefn *shapefn;	/* the output dims as functions of the input dims (model_impl.h) */
+	char *config_override;		/* the load's config override (NULL: none), for loading the same model again */
+	/*
+	 * At tf32 or fp16: the largest relative error of a floating output against
+	 * the same model at FP32, measured at load (model_precision_check); -1 when
+	 * not measured.
+	 */
+	double precision_error;
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */
 	/*

@@ -1,12 +1,15 @@
-/* model_warmup.c: the model's warm-up requests (zeros, random or a sample file) run in a context of their own. */
+/* model_warmup.c: runs of a model at load: its warm-up requests, and the check of a reduced precision against FP32. */
 #include "config.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "log.h"
 #include "model.h"
@@ -242,4 +245,162 @@ model_warmup(model_t *m, char **cause)
 		return error_prefix(cause, "model '%s' version %lld: warm-up", m->name, (long long)m->version);
 	LOG_INFO("model '%s' version %lld: warm-up done (%d entries)", m->name, (long long)m->version, m->warmup.count);
 	return 0;
+}
+
+/* One row of every input at the largest dims into r->in: the first sample file "warmup" lists, else seeded random. */
+static int
+precision_inputs(struct warmup_run *r, struct model_shape *sh, char **cause)
+{
+	const struct model_warmup_entry random_data = { .data = MODEL_WARMUP_RANDOM }, *w = &random_data;
+	int k;
+
+	for (k = 0; k < r->m->warmup.count; k++)
+		if (r->m->warmup.entries[k].data == MODEL_WARMUP_FILE) {
+			w = &r->m->warmup.entries[k];
+			break;
+		}
+	model_shape_max(r->m, 1, sh);
+	return warmup_fill(r, w, sh, cause);
+}
+
+/* Run m on one row (inputs in, shape sh) in a context of its own; out[o] gets each output, malloc'ed. */
+static int
+precision_run(model_t *m, void *const *in, const struct model_shape *sh, void **out, char **cause)
+{
+	model_exec_t *x = NULL;
+	device_stream_t *s = NULL;
+	int i, rc;
+
+	rc = model_exec_create(m, &x, cause);
+	if (rc == 0)
+		rc = device_stream_create(m->dev, DEVICE_STREAM_COMPUTE, &s, cause);
+	for (i = 0; rc == 0 && i < m->ninputs; i++)
+		rc = device_copy_h2d(s, model_exec_input(x, i), in[i], model_input_row_bytes(m, i, sh), cause);
+	if (rc == 0)
+		rc = model_exec_run(x, sh, s, cause);
+	for (i = 0; rc == 0 && i < m->noutputs; i++) {
+		size_t bytes = model_output_max_row_bytes(m, i);	/* one row at the largest dims */
+		if ((out[i] = xmalloc(bytes + 1)) == NULL)
+			rc = error_set(cause, "out of memory");
+		else
+			rc = device_copy_d2h(s, out[i], model_exec_output(x, i), bytes, cause);
+	}
+	if (rc == 0)
+		rc = device_stream_sync(s, cause);
+	if (s != NULL)
+		device_stream_destroy(s);
+	model_exec_free(x);
+	return rc;
+}
+
+/* Largest relative error of FP32 output y against y32 (n floats): max |y - y32| / max |y32|, or max |y|. */
+static double
+precision_error(const float *y, const float *y32, size_t n)
+{
+	double diff = 0, scale = 0, mag = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double d = fabs((double)y[i] - (double)y32[i]);
+		if (!(d <= diff))	/* NaN counts as the largest error */
+			diff = d == d ? d : INFINITY;
+		scale = fmax(scale, fabs((double)y32[i]));
+		mag = fmax(mag, fabs((double)y[i]));
+	}
+	return scale > 0 ? diff / scale : mag;
+}
+
+/* Compare m with ref (the same model at FP32 on the CPU) on one row; the worst output's error and name. */
+static int
+precision_compare(model_t *m, model_t *ref, double *worst, const char **name, char **cause)
+{
+	struct warmup_run r = { .m = m, .rng = 0x9e3779b97f4a7c15ULL };
+	void *y[MODEL_MAX_IO] = { 0 }, *y32[MODEL_MAX_IO] = { 0 };
+	struct model_shape sh, checked;
+	int o, rc;
+
+	*worst = 0;
+	*name = NULL;
+	rc = warmup_buffers(&r, cause);
+	if (rc == 0)
+		rc = precision_inputs(&r, &sh, cause);
+	if (rc == 0 && model_shape_normalise(ref, &sh, &checked, cause) != 0)
+		rc = error_prefix(cause, "the FP32 reference takes other dims");
+	if (rc == 0)
+		rc = precision_run(m, r.in, &sh, y, cause);
+	if (rc == 0)
+		rc = precision_run(ref, r.in, &sh, y32, cause);
+	for (o = 0; rc == 0 && o < m->noutputs; o++) {
+		double e;
+		if (m->outputs[o].dtype != GRAPH_DT_F32)
+			continue;
+		e = precision_error(y[o], y32[o], model_output_max_row_bytes(m, o) / sizeof(float));
+		if (*name == NULL || !(e <= *worst)) {
+			*worst = e;
+			*name = m->outputs[o].name;
+		}
+	}
+	for (o = 0; o < MODEL_MAX_IO; o++) {
+		free(y[o]);
+		free(y32[o]);
+		free(r.in[o]);
+	}
+	free(r.out);
+	return rc;
+}
+
+/*
+ * The configuration of the FP32 reference: the load's own override, with one
+ * row per batch (the arena of a single row), default batching and no warm-up
+ * of its own.
+ */
+static int
+precision_override(const model_t *m, char **out, char **cause)
+{
+	json_t *o = m->config_override != NULL ? json_loads(m->config_override, 0, NULL) : json_object();
+
+	*out = NULL;
+	if (o == NULL || !json_is_object(o) ||
+	    json_object_set_new(o, "max_batch_size", json_integer(m->max_batch_size > 0 ? 1 : 0)) != 0 ||
+	    json_object_set_new(o, "warmup", json_array()) != 0 ||
+	    json_object_set_new(o, "dynamic_batching", json_object()) != 0 || (*out = json_dumps(o, JSON_COMPACT)) == NULL) {
+		json_decref(o);
+		return error_set(cause, "out of memory");
+	}
+	json_decref(o);
+	return 0;
+}
+
+/* Measure m at its reduced precision against itself at FP32 on the CPU; log, and keep the figure in m. */
+void
+model_precision_check(model_t *m)
+{
+	device_t *cpu = NULL;
+	model_t *ref = NULL;
+	const char *name = NULL;
+	char *cause = NULL, *override = NULL;
+	double err;
+
+	m->precision_error = -1;
+	if (m->graph == NULL || m->graph->precision == GRAPH_PRECISION_FP32)
+		return;
+	if (precision_override(m, &override, &cause) != 0 || device_open("cpu", &cpu, &cause) != 0 ||
+	    model_load_version(cpu, m->dir, m->version, override, &ref, &cause) != 0 ||
+	    precision_compare(m, ref, &err, &name, &cause) != 0) {
+		LOG_WARN("model '%s' version %lld: no precision check (%s): its %s answers are not compared with FP32",
+		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->graph->precision));
+	} else if (name != NULL) {
+		m->precision_error = err;
+		LOG_AT(err > MODEL_PRECISION_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
+		    "model '%s' version %lld: at %s its outputs differ from FP32 by %.3g relative (output '%s', one row "
+		    "at the largest dims)%s%s", m->name, (long long)m->version, graph_precision_name(m->graph->precision),
+		    err, name, device_is_gpu(m->dev) ? "" : " (the CPU backend computes FP32 at every precision)",
+		    err > MODEL_PRECISION_WARN ? ": check that the model is meant to run at this precision "
+		    "(values beyond or below its range, e.g. underflowing to zeros)" : "");
+	}
+	free(cause);
+	free(override);
+	model_free(ref);
+	if (cpu != NULL)
+		device_close(cpu);
 }

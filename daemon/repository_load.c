@@ -195,6 +195,7 @@ repository_prepare(repository_t *r, const char *what, struct placements *pl, cha
 		    (uint64_t)r->o.inflight * (uint64_t)pl->p[i].count, cause) != 0 ||
 		    model_warmup(pl->p[i].model, cause) != 0)
 			return -1;
+	model_precision_check(pl->p[0].model);
 	return 0;
 }
 
