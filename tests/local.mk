@@ -376,6 +376,9 @@ tests_helpers_onnx_engine_run_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_helpers_onnx_engine_run_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_helpers_onnx_engine_run_LDADD = $(TEST_LDADD)
 TESTS += tests/integration/test_onnx_models.sh
+# A model served at fp16 measured against FP32 at load (its stats and log).
+TESTS += tests/integration/test_precision_check.sh
+dist_check_SCRIPTS += tests/integration/test_precision_check.sh
 dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
 # The ONNX package's node tests, each loaded and run by the engine (test_onnx_node.sh).
 check_PROGRAMS += tests/helpers/onnx_node_engine
