@@ -1,7 +1,9 @@
 # daemon/local.mk: the daemon's core library (shared with the tests) and the inferd program.
 
-# Only the daemon, its tests and the in-process bench tool see daemon/'s headers.
-DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon
+# Only the daemon, its tests and the in-process bench tool see daemon/'s headers.  The backends live in
+# folders of their own (daemon/backend/cpu, daemon/backend/cuda) beside the formula headers both compile
+# (daemon/backend/); the rest of the daemon reaches them through device.h.
+DAEMON_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/daemon -I$(top_srcdir)/daemon/backend -I$(top_srcdir)/daemon/backend/cpu
 
 noinst_LIBRARIES += daemon/libinferd_core.a
 daemon_libinferd_core_a_SOURCES = \
@@ -10,10 +12,10 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/fault.c daemon/fault.h daemon/alloc.c daemon/alloc.h \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
-	daemon/device.c daemon/device.h daemon/device_impl.h daemon/device_unary.h daemon/device_resize.h \
-	daemon/device_elementwise.h daemon/device_index.h \
+	daemon/device.c daemon/device.h daemon/device_impl.h daemon/backend/device_unary.h daemon/backend/device_resize.h \
+	daemon/backend/device_elementwise.h daemon/backend/device_index.h \
 	daemon/device_spec.c daemon/device_spec.h daemon/device_set.c daemon/device_set.h \
-	daemon/device_cpu.c daemon/device_cpu_kernels.c daemon/device_cpu_kernels.h \
+	daemon/backend/cpu/device_cpu.c daemon/backend/cpu/device_cpu_kernels.c daemon/backend/cpu/device_cpu_kernels.h \
 	daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
@@ -54,11 +56,11 @@ daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 
 # The CPU kernel library (one graph node at a time); OpenMP for its own loops.
 daemon_libinferd_core_a_SOURCES += \
-	daemon/cpu_kernels.h daemon/cpu_kernels_impl.h daemon/cpu_conv_geom.h \
-	daemon/cpu_node.c daemon/cpu_common.c daemon/cpu_broadcast.c \
-	daemon/cpu_gemm.c daemon/cpu_conv.c daemon/cpu_conv_transpose.c daemon/cpu_pool.c \
-	daemon/cpu_elementwise.c daemon/cpu_cast.c daemon/cpu_norm.c \
-	daemon/cpu_tensor.c daemon/cpu_pad.c daemon/cpu_resize.c
+	daemon/backend/cpu/cpu_kernels.h daemon/backend/cpu/cpu_kernels_impl.h daemon/backend/cpu/cpu_conv_geom.h \
+	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_broadcast.c \
+	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
+	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
+	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 
 # ONNX import: op mapping, constant folding and per-shape specialization of the graph.
@@ -71,54 +73,32 @@ daemon_libinferd_core_a_SOURCES += \
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
 	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
 
-# The CUDA backend's files: device_cuda.cu (streams, plans) and one file per concern of the per-op compilers.
+# The CUDA backend's files (daemon/backend/cuda): device_cuda.cu (streams, plans) and one file per concern
+# of the per-op compilers.
+CUDA_DIR = daemon/backend/cuda
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision device_cuda_copy
+CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
-	$(srcdir)/common/error.h $(srcdir)/daemon/device_unary.h $(srcdir)/daemon/device_resize.h $(srcdir)/daemon/device_elementwise.h \
-	$(srcdir)/daemon/device_index.h $(srcdir)/daemon/device_cuda_kernels.h \
-	$(srcdir)/daemon/device_cuda_impl.h $(srcdir)/daemon/device_cuda_dnn.h $(srcdir)/daemon/cpu_kernels.h config.h
+	$(srcdir)/common/error.h $(srcdir)/daemon/backend/device_unary.h $(srcdir)/daemon/backend/device_resize.h \
+	$(srcdir)/daemon/backend/device_elementwise.h $(srcdir)/daemon/backend/device_index.h \
+	$(CUDA_HDRS:%=$(srcdir)/%) $(srcdir)/daemon/backend/cpu/cpu_kernels.h config.h
 if HAVE_CUDA
-# nvcc compiles the CUDA backend; automake has no CUDA language, so the rules are explicit.
-daemon_libinferd_core_a_LIBADD = $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
+# nvcc compiles the CUDA backend; automake has no CUDA language, so the rule is explicit (a GNU make pattern).
+daemon_libinferd_core_a_LIBADD = $(CUDA_UNITS:%=$(CUDA_DIR)/%.$(OBJEXT))
 daemon_libinferd_core_a_DEPENDENCIES = $(daemon_libinferd_core_a_LIBADD)
 # Deprecated declarations are errors (cuDNN marks them only under CUDNN_WARN_DEPRECATED): cuDNN 9
 # deprecates its legacy API piece by piece, and the backend must not depend on any of it.
 NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -DCUDNN_WARN_DEPRECATED -Werror=deprecated-declarations \
 	-Xcompiler -fPIC,-Wall \
-	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/include -I$(top_srcdir)/common $(CUDNN_CFLAGS)
-NVCC_COMPILE = $(MKDIR_P) daemon && $(NVCC) $(NVCC_FLAGS) -c -o $@
-daemon/device_cuda.$(OBJEXT): $(srcdir)/daemon/device_cuda.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda.cu
-daemon/device_cuda_kernels.$(OBJEXT): $(srcdir)/daemon/device_cuda_kernels.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_kernels.cu
-daemon/device_cuda_common.$(OBJEXT): $(srcdir)/daemon/device_cuda_common.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_common.cu
-daemon/device_cuda_support.$(OBJEXT): $(srcdir)/daemon/device_cuda_support.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_support.cu
-daemon/device_cuda_gemm.$(OBJEXT): $(srcdir)/daemon/device_cuda_gemm.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_gemm.cu
-daemon/device_cuda_conv.$(OBJEXT): $(srcdir)/daemon/device_cuda_conv.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_conv.cu
-daemon/device_cuda_dnn.$(OBJEXT): $(srcdir)/daemon/device_cuda_dnn.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_dnn.cu
-daemon/device_cuda_elementwise.$(OBJEXT): $(srcdir)/daemon/device_cuda_elementwise.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_elementwise.cu
-daemon/device_cuda_reduce.$(OBJEXT): $(srcdir)/daemon/device_cuda_reduce.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_reduce.cu
-daemon/device_cuda_tensor.$(OBJEXT): $(srcdir)/daemon/device_cuda_tensor.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_tensor.cu
-daemon/device_cuda_spatial.$(OBJEXT): $(srcdir)/daemon/device_cuda_spatial.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_spatial.cu
-daemon/device_cuda_precision.$(OBJEXT): $(srcdir)/daemon/device_cuda_precision.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_precision.cu
-daemon/device_cuda_copy.$(OBJEXT): $(srcdir)/daemon/device_cuda_copy.cu $(CUDA_DEP_FILES)
-	$(AM_V_GEN)$(NVCC_COMPILE) $(srcdir)/daemon/device_cuda_copy.cu
-CLEANFILES += $(CUDA_UNITS:%=daemon/%.$(OBJEXT))
+	-I$(top_builddir) -I$(top_srcdir)/daemon -I$(top_srcdir)/daemon/backend -I$(top_srcdir)/$(CUDA_DIR) \
+	-I$(top_srcdir)/daemon/backend/cpu -I$(top_srcdir)/include -I$(top_srcdir)/common $(CUDNN_CFLAGS)
+$(CUDA_DIR)/%.$(OBJEXT): $(srcdir)/$(CUDA_DIR)/%.cu $(CUDA_DEP_FILES)
+	$(AM_V_GEN)$(MKDIR_P) $(CUDA_DIR) && $(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+CLEANFILES += $(CUDA_UNITS:%=$(CUDA_DIR)/%.$(OBJEXT))
 endif
-EXTRA_DIST += $(CUDA_UNITS:%=daemon/%.cu) daemon/device_cuda_kernels.h daemon/device_cuda_impl.h \
-	daemon/device_cuda_dnn.h
+EXTRA_DIST += $(CUDA_UNITS:%=$(CUDA_DIR)/%.cu) $(CUDA_HDRS)
 
 sbin_PROGRAMS += inferd
 inferd_SOURCES = daemon/main.c
