@@ -216,6 +216,13 @@ TESTS += tests/integration/test_multi_tensor.sh
 dist_check_SCRIPTS += tests/integration/test_multi_tensor.sh
 EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py
 
+# --- output shapes exact per request (shape-fuzz) ---
+# Generated graphs with variable dims (strided conv/pool, Resize, Slice clamping, Reshape, shape arithmetic)
+# and two exported encoders, over HTTP JSON, binary and shm, against onnxruntime (and PyTorch).
+TESTS += tests/integration/test_shape_fuzz.sh
+dist_check_SCRIPTS += tests/integration/test_shape_fuzz.sh
+EXTRA_DIST += tests/helpers/shape_fuzz.py tests/helpers/shape_encoder.py
+
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
 TESTS += tests/integration/test_bench.sh
