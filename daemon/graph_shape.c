@@ -761,6 +761,8 @@ shape_resize(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 			r.dims[i] = (int64_t)floor((double)x->dims[i] * (double)a->scales[i]);
 		else
 			return node_error(n, cause, "resize scale must be positive");
+		if (r.dims[i] < 1)
+			return node_shape_error(n, cause, "resize to an empty size", x);
 	}
 	return set_out(n, s, 0, &r, cause);
 }

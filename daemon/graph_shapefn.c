@@ -245,15 +245,18 @@ free_values(struct graph_shapefn *f, size_t ntensors)
 
 /* Derive the shape function of g. */
 int
-graph_shapefn_derive(const graph_t *g, struct graph_shapefn **out, char **cause)
+graph_shapefn_derive(const graph_t *g, const int64_t *var_hi, struct graph_shapefn **out, char **cause)
 {
 	struct graph_shapefn *f = xcalloc(1, sizeof *f);
 	struct sf s;
 	size_t i;
+	int v;
 
 	if (f == NULL)
 		return error_set(cause, "out of memory");
 	sym_pool_init(&f->pool);
+	for (v = 0; var_hi != NULL && v <= g->nvars && v < SYM_MAX_VARS; v++)
+		f->pool.var_hi[v] = var_hi[v];
 	f->shapes = xcalloc(g->ntensors + 1, sizeof *f->shapes);
 	f->values = xcalloc(g->ntensors + 1, sizeof *f->values);
 	f->nvalues = xcalloc(g->ntensors + 1, sizeof *f->nvalues);

@@ -54,8 +54,13 @@ struct graph_shapefn {
 	int *nvalues;
 };
 
-/* Derive the shape function of g (see above); free with graph_shapefn_free. */
-int graph_shapefn_derive(const graph_t *g, struct graph_shapefn **out, char **cause);
+/*
+ * Derive the shape function of g (see above); free with graph_shapefn_free.
+ * var_hi (NULL, or 1 + g->nvars entries) bounds each variable from above
+ * (0: unbounded), for dims the caller never lets exceed a maximum; the
+ * function then holds for values within those bounds.
+ */
+int graph_shapefn_derive(const graph_t *g, const int64_t *var_hi, struct graph_shapefn **out, char **cause);
 void graph_shapefn_free(struct graph_shapefn *f);
 
 #ifdef __cplusplus

@@ -780,6 +780,8 @@ sf_resize(struct sf *s)
 			r.dims[i] = sym_floor_scale(s->p, x->dims[i], (double)scales[i]);
 		else
 			return sf_fail(s, "resize scale must be positive");
+		if (sf_require(s, sym_le(s->p, K(s, 1), r.dims[i]), "resize to an empty size") < 0)
+			return -1;
 	}
 	return sf_set_out(s, 0, &r);
 }

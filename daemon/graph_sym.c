@@ -176,7 +176,9 @@ sym_const(struct sym_pool *p, int64_t v)
 int
 sym_var(struct sym_pool *p, int index)
 {
-	return intern(p, SYM_VAR, index, 0, NULL, 0, 1, SYM_DIM_MAX);
+	int64_t hi = index >= 0 && index < SYM_MAX_VARS && p->var_hi[index] > 0 ? p->var_hi[index] : SYM_DIM_MAX;
+
+	return intern(p, SYM_VAR, index, 0, NULL, 0, 1, hi);
 }
 
 /* Whether e is a constant. */

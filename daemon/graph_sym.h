@@ -23,9 +23,10 @@ extern "C" {
  *
  * Division and remainder are C's (truncation towards zero), as ONNX's
  * integer Div; comparisons and the logical ops give 0 or 1.  Each node
- * carries bounds known from its operands (a variable lies in [1, 2^40], the
- * largest dim a shape may have), which the normal form uses to drop clamps
- * and decide comparisons, such as min(x, INT64_MAX) on a dim.
+ * carries bounds known from its operands (a variable lies in [1, var_hi[v]],
+ * by default 2^40, the largest dim a shape may have), which the normal form
+ * uses to drop clamps and decide comparisons, such as min(x, INT64_MAX) on a
+ * dim, or min(T, 64) once T is known to be at most 64.
  *
  * A program (sym_prog) is the part of a pool that some roots reach, in
  * evaluation order, detached from the pool: sym_prog_eval computes every
@@ -65,7 +66,11 @@ struct sym_node {
 	int64_t lo, hi;		/* bounds: lo <= value <= hi for every variable value */
 };
 
+/* Variables a pool may bound below SYM_DIM_MAX (sym_pool.var_hi). */
+#define SYM_MAX_VARS 129
+
 struct sym_pool {
+	int64_t var_hi[SYM_MAX_VARS];	/* variable v's largest value (0: SYM_DIM_MAX), set before any sym_var */
 	struct sym_node *nodes;
 	size_t n, cap;
 	int32_t *args;

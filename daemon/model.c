@@ -172,10 +172,18 @@ model_output_functions(model_t *m, const unsigned char *from_cfg, char **cause)
 		free(why);
 		return 0;
 	}
-	if (model_shapefn_bound(m, from_cfg, cause) != 0)
+	switch (model_shapefn_bound(m, from_cfg, cause)) {
+	case -1:
 		return -1;
-	model_inputs_max(m);
-	return 0;
+	case 1:
+		/* Derived again within the lowered maxima, where clamps such as min(T, 64) drop. */
+		model_inputs_max(m);
+		model_shapefn_free(m->shapefn);
+		m->shapefn = NULL;
+		return model_shapefn_build(m, cause);
+	default:
+		return 0;
+	}
 }
 
 /* Describe every input; variable dims take the smallest bound any input gives them, then the graph's own. */

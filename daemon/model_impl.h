@@ -54,8 +54,9 @@ int model_shapefn_eval(const model_t *m, const struct model_shape *s, int64_t *v
 /*
  * Lower each variable dim that from_cfg[v] says model.json did not bound to
  * the largest value at which every guard holds (the bound a constant table
- * the graph slices implies), logging each; -1 when no value fits, or when a
- * guard fails at the configured maxima, naming the node and max_dims.
+ * the graph slices implies), logging each: 1 when some dim was lowered, 0
+ * when none; -1 when no value fits, or when a guard fails at the configured
+ * maxima, naming the node and max_dims.
  */
 int model_shapefn_bound(model_t *m, const unsigned char *from_cfg, char **cause);
 void model_shapefn_free(struct model_shapefn *f);

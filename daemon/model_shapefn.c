@@ -97,8 +97,14 @@ model_shapefn_build(model_t *m, char **cause)
 {
 	struct graph_shapefn *gf = NULL;
 	struct model_shapefn *f;
+	int64_t var_hi[1 + MODEL_MAX_IO * MODEL_MAX_DIMS];
+	int v;
 
-	if (graph_shapefn_derive(m->graph, &gf, cause) != 0)
+	/* Requests never exceed the maxima (model_check_dims), so the expressions may assume them. */
+	var_hi[0] = model_max_rows(m);
+	for (v = 0; v < m->nvars; v++)
+		var_hi[1 + v] = m->var_max[v];
+	if (graph_shapefn_derive(m->graph, var_hi, &gf, cause) != 0)
 		return error_prefix(cause, "deriving the output shapes from the input shapes");
 	if ((f = xcalloc(1, sizeof *f)) == NULL) {
 		graph_shapefn_free(gf);
@@ -248,10 +254,10 @@ model_shapefn_bound(model_t *m, const unsigned char *from_cfg, char **cause)
 		}
 	}
 	model_shape_max(m, model_max_rows(m), &s);
-	for (v = 0; v < m->nvars && rc == 0; v++)
+	for (v = 0; v < m->nvars && rc >= 0; v++)
 		if (!from_cfg[v] && !shapefn_holds(m, &s, vals, bad, &g))
-			rc = shapefn_lower_var(m, v, &s, vals, bad, cause);
-	if (rc == 0 && !shapefn_holds(m, &s, vals, bad, &g))
+			rc = shapefn_lower_var(m, v, &s, vals, bad, cause) != 0 ? -1 : 1;
+	if (rc >= 0 && !shapefn_holds(m, &s, vals, bad, &g))
 		rc = error_set(cause, "at the largest shape (variable dims at their maximum): node '%s': %s; "
 		    "lower model.json \"max_dims\" for the inputs it reads", f->guards[g].node, f->guards[g].what);
 out:
