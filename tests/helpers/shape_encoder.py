@@ -23,6 +23,7 @@ a 400 that names the dim (as 'dim 1' or 'T') and the bound 64 on every transport
 Exit 0 when every check passes, 1 otherwise, 77 without torch, onnx, onnxruntime or numpy.
 """
 import http.client
+import inspect
 import json
 import os
 import re
@@ -84,8 +85,10 @@ def export(name, d):
     else:
         example, axes = torch.randn(2, 23, 16), {"x": {0: "N", 1: "T"}, "y": {0: "N", 1: "T"}}
     # Exported with gradients on: under no_grad the encoder takes PyTorch's fused path, which does not export.
+    # The TorchScript exporter on every torch (the dynamo one, torch >= 2.9's default, needs onnxscript).
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(m, example, os.path.join(out, "model.onnx"), opset_version=17, input_names=["x"],
-                      output_names=["y"], dynamic_axes=axes)
+                      output_names=["y"], dynamic_axes=axes, **extra)
     with open(os.path.join(out, "model.json"), "w") as f:
         json.dump({"platform": "onnx", "max_batch_size": 4, "dynamic_batching": {"max_queue_delay_us": 2000}}, f)
 
