@@ -7,12 +7,13 @@
 lib_LTLIBRARIES += client/lib/libinferd.la
 client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
 	client/lib/inferd_wait_engine.c client/lib/inferd_async.c client/lib/inferd_reconnect.c \
-	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/libinferd_impl.h \
+	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/inferd_output_dims.c \
+	client/lib/libinferd_impl.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 client_lib_libinferd_la_LIBADD = $(PTHREAD_LIBS)
 # current:revision:age, libtool's rules: bump current on any interface change.
-client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 3:0:3 -no-undefined
+client_lib_libinferd_la_LDFLAGS = $(AM_LDFLAGS) -version-info 4:0:4 -no-undefined
 # Relinked when the prefix changes (make install prefix=DIR): libtool records libdir in it.
 EXTRA_client_lib_libinferd_la_DEPENDENCIES = inferd_paths.h
 

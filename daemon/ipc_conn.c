@@ -1,4 +1,4 @@
-/* ipc_conn.c: the control conversation with one client: hello, region checks, model queries. */
+/* ipc_conn.c: the control conversation with one client: hello, region checks, model and output-dims queries. */
 #include "config.h"
 
 #include <errno.h>
@@ -428,6 +428,111 @@ ipc_conn_query(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, ui
 	return 0;
 }
 
+/*
+ * Check OUTPUT_DIMS's structure (counts, reserved fields, the dims past
+ * ndims, the length) and copy its inputs' dims into in; -1 when malformed.
+ */
+static int
+ipc_conn_dims_parse(const uint8_t *payload, uint32_t len, struct inferd_wire_output_dims_query *q,
+    struct inferd_wire_dims *in)
+{
+	uint32_t k, d;
+
+	if (len < sizeof *q)
+		return -1;
+	memcpy(q, payload, sizeof *q);
+	if (q->reserved != 0 || q->ninputs < 1 || q->ninputs > INFERD_WIRE_MAX_TENSORS ||
+	    len != sizeof *q + q->ninputs * sizeof *in)
+		return -1;
+	memcpy(in, payload + sizeof *q, q->ninputs * sizeof *in);
+	for (k = 0; k < q->ninputs; k++) {
+		if (in[k].ndims > INFERD_WIRE_MAX_DIMS || in[k].reserved != 0)
+			return -1;
+		for (d = in[k].ndims; d < INFERD_WIRE_MAX_DIMS; d++)
+			if (in[k].dims[d] != 0)
+				return -1;
+	}
+	return 0;
+}
+
+/* The shape OUTPUT_DIMS asks about, checked as a list-form submission's inputs are; -1 naming what m refuses. */
+static int
+ipc_conn_dims_shape(const model_t *m, const struct inferd_wire_output_dims_query *q,
+    const struct inferd_wire_dims *in, struct model_shape *shape, char **why)
+{
+	uint32_t max_rows = (uint32_t)(m->max_batch_size > 0 ? m->max_batch_size : 1), k;
+
+	if (q->rows < 1 || q->rows > max_rows)
+		return error_set(why, "model '%s': %u rows, it takes 1 to %u", m->name, q->rows, max_rows);
+	if (q->ninputs != (uint32_t)m->ninputs)
+		return error_set(why, "model '%s' takes %d input%s, the query gives %u", m->name, m->ninputs,
+		    m->ninputs == 1 ? "" : "s", q->ninputs);
+	memset(shape, 0, sizeof *shape);
+	shape->rows = (int)q->rows;
+	for (k = 0; k < q->ninputs; k++) {
+		if (model_check_dims(m, (int)k, (int)in[k].ndims, in[k].dims, why) != 0)
+			return error_prefix(why, "model '%s'", m->name);
+		memcpy(shape->dims[k], in[k].dims, in[k].ndims * sizeof in[k].dims[0]);
+	}
+	return 0;
+}
+
+/* Send OUTPUT_DIMS_REPLY: every output's dims in layout l of model id. */
+static int
+ipc_conn_send_dims(struct ipc_client *c, const model_t *m, uint32_t id, const struct model_layout *l)
+{
+	struct {
+		struct inferd_wire_output_dims_reply h;
+		struct inferd_wire_dims t[INFERD_WIRE_MAX_TENSORS];
+	} r;
+	int o;
+
+	memset(&r, 0, sizeof r);
+	r.h.model_id = id;
+	r.h.noutputs = (uint32_t)m->noutputs;
+	for (o = 0; o < m->noutputs; o++) {
+		r.t[o].ndims = (uint32_t)m->outputs[o].ndims;
+		memcpy(r.t[o].dims, l->dims[o], (size_t)m->outputs[o].ndims * sizeof r.t[o].dims[0]);
+	}
+	return ipc_conn_send(c->control_fd, INFERD_WIRE_OUTPUT_DIMS_REPLY, &r,
+	    sizeof r.h + (size_t)m->noutputs * sizeof r.t[0]);
+}
+
+/*
+ * Handle OUTPUT_DIMS: the dims of every output of a model for a request's
+ * rows and input dims, from the same layout a submission of that shape is
+ * checked against (model_output_layout), or ERR_SHAPE naming what the
+ * model refuses.
+ */
+static int
+ipc_conn_output_dims(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, uint32_t len)
+{
+	struct inferd_wire_output_dims_query q;
+	struct inferd_wire_dims in[INFERD_WIRE_MAX_TENSORS];
+	struct model_shape shape;
+	struct model_layout layout;
+	model_ref_t *ref;
+	char *why = NULL;
+	int rc, r;
+
+	if (!c->ready || ipc_conn_dims_parse(payload, len, &q, in) != 0)
+		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: bad output dims query");
+	if (repository_acquire_id(s->ctx.repo, q.model_id, &ref, &why) != REPOSITORY_FOUND)
+		return ipc_conn_no_model(c, why);
+	rc = ipc_conn_dims_shape(ref->model, &q, in, &shape, &why);
+	if (rc == 0 && model_output_layout(ref->model, &shape, &layout, &why) != 0)
+		rc = error_prefix(&why, "model '%s'", ref->model->name);
+	if (rc == 0)
+		r = ipc_conn_send_dims(c, ref->model, q.model_id, &layout);
+	else
+		r = ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_SHAPE, "%s", why ? why : "out of memory");
+	repository_release(ref);
+	free(why);
+	if (r != 0)
+		ipc_kill(c, LOG_LEVEL_WARN, "not reading its replies");
+	return 0;
+}
+
 /* Handle CANCEL: take what was published before it, then cancel the request if still queued. */
 static int
 ipc_conn_cancel(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, uint32_t len)
@@ -465,6 +570,8 @@ ipc_conn_dispatch(ipc_server_t *s, struct ipc_client *c)
 		return ipc_conn_query(s, c, payload, h.length);
 	case INFERD_WIRE_CANCEL:
 		return ipc_conn_cancel(s, c, payload, h.length);
+	case INFERD_WIRE_OUTPUT_DIMS:
+		return ipc_conn_output_dims(s, c, payload, h.length);
 	default:
 		return ipc_conn_refuse(c, INFERD_WIRE_ERR_PROTOCOL, "protocol: unknown message type");
 	}

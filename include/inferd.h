@@ -75,7 +75,7 @@ extern "C" {
 
 /* Library version, also in inferd_version(). */
 #define INFERD_VERSION_MAJOR 0
-#define INFERD_VERSION_MINOR 1
+#define INFERD_VERSION_MINOR 2
 
 /* The socket the daemon listens on by default. */
 #define INFERD_DEFAULT_SOCKET "/run/inferd/inferd.sock"
@@ -99,7 +99,8 @@ extern "C" {
 	X(ENOMODEL, -9, "no such model")					\
 	X(ENOSPACE, -10, "no space left in the shared region")			\
 	X(EAGAIN, -11, "try again")	/* rings full, or no reply in time */ \
-	X(ENOPENDING, -101, "no request outstanding")	/* inferd_wait with nothing to wait for */
+	X(ENOPENDING, -101, "no request outstanding")	/* inferd_wait with nothing to wait for */ \
+	X(ESHAPE, -102, "the model cannot take these input dims") /* the daemon's reason in inferd_last_error */
 
 #define INFERD__LOCAL_ENUM(name, value, text) INFERD_##name = (value),
 #define INFERD__OUTCOME_ENUM(name, code, err, http, label, text, ctext) \
@@ -170,7 +171,11 @@ struct inferd_tensor_info {
 	int ndims;			/* dims exclude the batch dimension */
 	int64_t dims[8];		/* -1: variable, given per request */
 	int64_t max_dims[8];		/* the largest each dim may be */
-	/* Outputs: variable dim d equals dim follows_dim[d] of input follows_input[d]; -1 otherwise. */
+	/*
+	 * Outputs: variable dim d equals dim follows_dim[d] of input
+	 * follows_input[d]; -1 otherwise (fixed, or computed from the inputs
+	 * some other way: inferd_output_dims gives it).
+	 */
 	int follows_input[8], follows_dim[8];
 };
 
@@ -207,9 +212,11 @@ struct inferd_tensor {
 /*
  * One tensor of a request's list form, named as the model names it.  dims
  * are the non-batch dims; ndims 0 takes the model's when they are all
- * fixed.  An output's dims are those the inputs make (give them when the
- * model's output has variable dims).  The tensor holds at least rows times
- * the row bytes of those dims.
+ * fixed.  An output's dims are those the inputs make: with ndims 0 the
+ * library fills them (fixed dims, dims equal to an input dim, and dims the
+ * model computes otherwise, such as a strided convolution's, asked of the
+ * daemon as inferd_output_dims does).  The tensor holds at least rows
+ * times the row bytes of those dims.
  */
 struct inferd_io {
 	const char *name;
@@ -292,6 +299,24 @@ INFERD_EXPORT int inferd_tensor_alloc(inferd_conn_t *conn, size_t bytes,
     struct inferd_tensor *t);
 /* Return a tensor's block; t is cleared.  Not while a request uses it. */
 INFERD_EXPORT void inferd_tensor_free(inferd_conn_t *conn, struct inferd_tensor *t);
+
+/*
+ * The dims of outputs of model m for a request of rows rows whose inputs
+ * are inputs[0 .. ninputs): every input of the model once, by name, with
+ * its dims as a request gives them (ndims 0: the model's fixed dims);
+ * their tensors are not read and may be NULL.  Each of the noutputs
+ * outputs, named by name, gets its ndims and dims filled: exactly those a
+ * request of that shape must give.  The daemon evaluates the model's
+ * output-shape functions (one round trip; the connection keeps the
+ * answers for its last few shapes).  INFERD_ESHAPE when the model cannot
+ * take those rows or dims, with the daemon's reason in inferd_last_error()
+ * (the input and dim with its bound, or the graph node that cannot take
+ * them, such as a Reshape that does not divide).  inferd_run,
+ * inferd_submit and the other submissions ask by themselves for an output
+ * given with ndims 0 whose dims only the daemon can compute.
+ */
+INFERD_EXPORT int inferd_output_dims(inferd_conn_t *conn, const struct inferd_model *m, int rows,
+    const struct inferd_io *inputs, int ninputs, struct inferd_io *outputs, int noutputs);
 
 /*
  * Run rows rows through model m and wait: output receives rows x

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change to this file. */
-#define INFERD_PROTOCOL_VERSION 4
+#define INFERD_PROTOCOL_VERSION 5
 /* "INFD" as a little-endian u32: first field of both hellos. */
 #define INFERD_WIRE_MAGIC 0x44464e49u
 
@@ -40,7 +40,8 @@ extern "C" {
  *   daemon  -> SERVER_HELLO (or ERROR, then close: not allowed, too many clients)
  *   client  -> CLIENT_HELLO + SCM_RIGHTS { region memfd, submit eventfd, completion socket }
  *   daemon  -> READY (or ERROR, then close)
- *   then any number of MODEL_QUERY -> MODEL_INFO | ERROR (the connection stays up)
+ *   then any number of MODEL_QUERY -> MODEL_INFO | ERROR (the connection stays up),
+ *   of OUTPUT_DIMS -> OUTPUT_DIMS_REPLY | ERROR (NO_MODEL or SHAPE; the connection stays up)
  *   and of CANCEL (no reply: the request's completion says what became of it)
  * The client leaves by closing the socket; the daemon then releases the region.
  */
@@ -57,10 +58,15 @@ enum inferd_wire_type {
 	INFERD_WIRE_MODEL_QUERY = 5,
 	INFERD_WIRE_MODEL_INFO = 6,
 	INFERD_WIRE_CANCEL = 7,		/* since protocol 3 */
+	INFERD_WIRE_OUTPUT_DIMS = 8,	/* since protocol 5 */
+	INFERD_WIRE_OUTPUT_DIMS_REPLY = 9,	/* since protocol 5 */
 };
 
-/* Largest payload the daemon accepts from a client. */
-#define INFERD_WIRE_MAX_CLIENT_PAYLOAD 1024
+/*
+ * Largest payload the daemon accepts from a client: an OUTPUT_DIMS naming
+ * INFERD_WIRE_MAX_TENSORS inputs (a MODEL_QUERY is at most 143 bytes).
+ */
+#define INFERD_WIRE_MAX_CLIENT_PAYLOAD 1168
 /* Largest payload a client accepts from the daemon (MODEL_INFO with labels). */
 #define INFERD_WIRE_MAX_SERVER_PAYLOAD (1024 * 1024)
 /* File descriptors passed with CLIENT_HELLO, in this order. */
@@ -113,6 +119,7 @@ enum inferd_wire_error {
 	INFERD_WIRE_ERR_NO_MODEL = 5,	/* MODEL_QUERY names no loaded model */
 	INFERD_WIRE_ERR_SHUTDOWN = 6,	/* the daemon is stopping */
 	INFERD_WIRE_ERR_INTERNAL = 7,
+	INFERD_WIRE_ERR_SHAPE = 8,	/* OUTPUT_DIMS: the model cannot take these rows or input dims (since protocol 5) */
 };
 
 struct inferd_wire_error_msg {
@@ -147,6 +154,41 @@ struct inferd_wire_cancel {
 
 #define INFERD_WIRE_MAX_DIMS 8
 #define INFERD_WIRE_NAME_MAX 128
+
+/* One tensor's non-batch dims in OUTPUT_DIMS and its reply. */
+struct inferd_wire_dims {
+	uint32_t ndims;			/* 0 .. INFERD_WIRE_MAX_DIMS */
+	uint32_t reserved;		/* 0 */
+	int64_t dims[INFERD_WIRE_MAX_DIMS];	/* the first ndims; the rest 0 */
+};
+
+/*
+ * Ask for the dims of every output of model_id for a request of rows rows
+ * whose inputs have the dims that follow: ninputs struct inferd_wire_dims,
+ * by the model's input index, exactly filling the rest of the payload.
+ * The daemon checks them as a list-form submission's (rows 1 ..
+ * max_batch_size, or 1 without a batch dimension; every input's ndims and
+ * dims as the model takes them) and evaluates the model's output-shape
+ * functions; the reply's dims are exactly those a submission of that shape
+ * must give its outputs.  A count above INFERD_WIRE_MAX_TENSORS or
+ * INFERD_WIRE_MAX_DIMS, a reserved field or a dim past ndims not 0, or a
+ * length that does not match gets the client dropped (ERR_PROTOCOL); an id
+ * naming no loaded model is ERR_NO_MODEL; rows, inputs or dims the model
+ * does not take (or a node of its graph cannot: a Reshape that does not
+ * divide) are ERR_SHAPE, whose message names the input and dim or the node.
+ */
+struct inferd_wire_output_dims_query {
+	uint32_t model_id;
+	uint32_t rows;
+	uint32_t ninputs;		/* 1 .. INFERD_WIRE_MAX_TENSORS: the model's inputs */
+	uint32_t reserved;		/* 0 */
+};
+
+/* The reply: noutputs struct inferd_wire_dims follow, by output index (every output of the model). */
+struct inferd_wire_output_dims_reply {
+	uint32_t model_id;
+	uint32_t noutputs;		/* 1 .. INFERD_WIRE_MAX_TENSORS */
+};
 
 /*
  * A model's metadata.  Followed by ninputs + noutputs struct
@@ -393,6 +435,11 @@ _Static_assert(sizeof(struct inferd_wire_server_hello) == 24, "wire: server hell
 _Static_assert(sizeof(struct inferd_wire_client_hello) == 24, "wire: client hello");
 _Static_assert(sizeof(struct inferd_wire_ready) == 16, "wire: ready");
 _Static_assert(sizeof(struct inferd_wire_cancel) == 8, "wire: cancel");
+_Static_assert(sizeof(struct inferd_wire_dims) == 72, "wire: dims");
+_Static_assert(sizeof(struct inferd_wire_output_dims_query) == 16, "wire: output dims query");
+_Static_assert(sizeof(struct inferd_wire_output_dims_reply) == 8, "wire: output dims reply");
+_Static_assert(INFERD_WIRE_MAX_CLIENT_PAYLOAD == sizeof(struct inferd_wire_output_dims_query) +
+    INFERD_WIRE_MAX_TENSORS * sizeof(struct inferd_wire_dims), "wire: the largest client message");
 _Static_assert(sizeof(struct inferd_wire_header) == 512, "wire: region header");
 _Static_assert(offsetof(struct inferd_wire_header, sq_head) == 64, "wire: sq_head");
 _Static_assert(offsetof(struct inferd_wire_header, sq_tail) == 128, "wire: sq_tail");

@@ -215,6 +215,11 @@ tests_unit_test_model_memory_cuda_LDADD = $(TEST_LDADD)
 TESTS += tests/integration/test_multi_tensor.sh
 dist_check_SCRIPTS += tests/integration/test_multi_tensor.sh
 EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py
+# Output dims the inputs' dims compute (a strided Conv, a Reshape's guard) over shm: OUTPUT_DIMS through
+# inferctl, libinferd (ipc_client outdims) and the Python client, against onnxruntime.
+TESTS += tests/integration/test_shm_output_dims.sh
+dist_check_SCRIPTS += tests/integration/test_shm_output_dims.sh
+EXTRA_DIST += tests/helpers/make_conv_dims_onnx.py tests/helpers/shm_output_dims.py
 
 # --- output shapes exact per request (shape-fuzz) ---
 # Generated graphs with variable dims (strided conv/pool, Resize, Slice clamping, Reshape, shape arithmetic)

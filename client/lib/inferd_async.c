@@ -92,11 +92,12 @@ int
 inferd_submit_cb(inferd_conn_t *c, const struct inferd_request *r, inferd_callback_fn cb, void *user)
 {
 	struct inferd_request req = INFERD_REQUEST_INIT;
+	struct inferd_io outs[INFERD_WIRE_MAX_TENSORS];
 	int idx, rc;
 
 	if (c == NULL || r == NULL || cb == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit_cb: bad argument (NULL)");
-	if ((rc = inferd__request_copy(c, r, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req, outs)) != 0)
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	if (!c->thread_started) {
@@ -119,6 +120,7 @@ int
 inferd_submit_handle(inferd_conn_t *c, const struct inferd_request *r, inferd_handle_t **out)
 {
 	struct inferd_request req = INFERD_REQUEST_INIT;
+	struct inferd_io outs[INFERD_WIRE_MAX_TENSORS];
 	inferd_handle_t *h;
 	int idx, rc;
 
@@ -126,7 +128,7 @@ inferd_submit_handle(inferd_conn_t *c, const struct inferd_request *r, inferd_ha
 		*out = NULL;
 	if (c == NULL || r == NULL || out == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit_handle: bad argument (NULL)");
-	if ((rc = inferd__request_copy(c, r, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req, outs)) != 0)
 		return rc;
 	if ((h = calloc(1, sizeof *h)) == NULL)
 		return inferd__fail(INFERD_ENOMEM, "out of memory");

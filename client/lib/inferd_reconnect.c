@@ -120,6 +120,8 @@ inferd__reconnect_once(inferd_conn_t *c)
 		c->nmodels = old_n;
 		return r;
 	}
+	/* The new daemon may serve other versions of the models: ask for output dims again. */
+	inferd__dims_cache_clear(c);
 	c->closed = 0;
 	return 0;
 }

@@ -261,7 +261,8 @@ inferd__push(inferd_conn_t *c, const struct inferd_request *r, enum inferd__kind
 
 /* Check and copy a caller's request. */
 int
-inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst)
+inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst,
+    struct inferd_io *outs)
 {
 	int rc;
 
@@ -270,7 +271,9 @@ inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct in
 	if ((rc = inferd__struct_copy(dst, INFERD__REQUEST_SIZE_0_3, INFERD__REQUEST_SIZE_0_1, r, r->size,
 	    "INFERD_REQUEST")) != 0)
 		return rc;
-	return inferd__request_ok(c, dst);
+	if ((rc = inferd__request_ok(c, dst)) != 0)
+		return rc;
+	return inferd__outputs_resolve(c, dst, outs);
 }
 
 /* Queue a request without waiting. */
@@ -278,12 +281,13 @@ int
 inferd_submit(inferd_conn_t *c, const struct inferd_request *r)
 {
 	struct inferd_request req = INFERD_REQUEST_INIT;
+	struct inferd_io outs[INFERD_WIRE_MAX_TENSORS];
 	int idx, rc;
 
 	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_submit: bad argument");
-	if ((rc = inferd__request_copy(c, r, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req, outs)) != 0)
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	idx = inferd__push(c, &req, INFERD__STASH);
@@ -426,12 +430,13 @@ int
 inferd_run(inferd_conn_t *c, const struct inferd_request *r)
 {
 	struct inferd_request req = INFERD_REQUEST_INIT;
+	struct inferd_io outs[INFERD_WIRE_MAX_TENSORS];
 	int rc;
 
 	inferd__clear_error();
 	if (c == NULL || r == NULL)
 		return inferd__fail(INFERD_EINVAL, "inferd_run: bad argument");
-	if ((rc = inferd__request_copy(c, r, &req)) != 0)
+	if ((rc = inferd__request_copy(c, r, &req, outs)) != 0)
 		return rc;
 	return inferd__run_sync(c, &req);
 }

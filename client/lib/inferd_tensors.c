@@ -110,6 +110,36 @@ inferd__io_dims(const char *side, const struct inferd_tensor_info *t, const stru
 	return 0;
 }
 
+/*
+ * Every input's dims of a list naming each input of m once (ios, n of
+ * them), by the model's input index and zero past each input's ndims; 0,
+ * or INFERD_EINVAL naming the tensor as inferd__list_build does.
+ */
+int
+inferd__inputs_dims(const struct inferd_model *m, const struct inferd_io *ios, int n, int64_t (*in)[8])
+{
+	int seen[INFERD_WIRE_MAX_TENSORS] = { 0 };
+	struct inferd_wire_tensor w;
+	int i, k, rc;
+
+	if (n != m->ninputs || ios == NULL)
+		return inferd__fail(INFERD_EINVAL, "model %s takes %d inputs, the request gives %d", m->name,
+		    m->ninputs, n);
+	memset(in, 0, INFERD_WIRE_MAX_TENSORS * sizeof in[0]);
+	for (i = 0; i < n; i++) {
+		if ((k = inferd__find(m->inputs, m->ninputs, ios[i].name)) < 0)
+			return inferd__fail(INFERD_EINVAL, "the model has no input '%s'",
+			    ios[i].name ? ios[i].name : "(null)");
+		if (seen[k]++)
+			return inferd__fail(INFERD_EINVAL, "input '%s' is given twice", ios[i].name);
+		memset(&w, 0, sizeof w);
+		if ((rc = inferd__io_dims("input", &m->inputs[k], &ios[i], NULL, &w)) != 0)
+			return rc;
+		memcpy(in[k], w.dims, sizeof in[k]);
+	}
+	return 0;
+}
+
 /* Resolve one io of side against the model's tensors into w, checking its tensor's size. */
 static int
 inferd__io_build(const inferd_conn_t *c, const char *side, const struct inferd_tensor_info *tabs,

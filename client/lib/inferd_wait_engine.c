@@ -120,6 +120,8 @@ inferd__reap_to(inferd_conn_t *c, uint32_t tail)
 			return inferd__fail(INFERD_EPROTO, "completion for an unknown request");
 		c->inflight--;
 		n++;
+		if (e.status == INFERD_WIRE_INVALID && e.detail == INFERD_WIRE_DETAIL_DIMS)
+			__atomic_add_fetch(&c->dims_epoch, 1, __ATOMIC_RELEASE);
 		inferd__route(c, (int)idx, inferd__status_code(e.status), e.detail);
 	}
 	__atomic_store_n(&c->hdr->cq_head, c->cq_head, __ATOMIC_RELEASE);

@@ -105,6 +105,8 @@ inferd__error_reply(const uint8_t *p, uint32_t len)
 		return inferd__fail(INFERD_ESHUTDOWN, "%s", text);
 	case INFERD_WIRE_ERR_INTERNAL:
 		return inferd__fail(INFERD_EINTERNAL, "%s", text);
+	case INFERD_WIRE_ERR_SHAPE:
+		return inferd__fail(INFERD_ESHAPE, "%s", text);
 	default:
 		return inferd__fail(INFERD_EPROTO, "%s", text);
 	}
@@ -114,7 +116,7 @@ inferd__error_reply(const uint8_t *p, uint32_t len)
  * Receive one message of the expected type into a malloc'ed *payload; an
  * ERROR from the daemon becomes its code.
  */
-static int
+int
 inferd__recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout_ms)
 {
 	int64_t deadline = inferd__deadline(timeout_ms);
@@ -148,7 +150,7 @@ inferd__recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeou
 }
 
 /* Send one message, with descriptors when fds is not NULL. */
-static int
+int
 inferd__send(int fd, uint32_t type, const void *payload, size_t len, const int *fds, int nfds)
 {
 	union {
@@ -407,6 +409,7 @@ inferd_close(inferd_conn_t *c)
 		for (i = 0; i < c->nmodels; i++)
 			free(c->models[i]);
 	free(c->models);
+	free(c->dims_cache);
 	inferd__ring_free(c);
 	free(c->extents);
 	inferd__sync_free(c);

@@ -61,10 +61,24 @@ struct inferd_handle {
 	struct inferd_completion completion;
 };
 
+/* Answers of OUTPUT_DIMS a connection keeps: its last few shapes, whatever their models. */
+#define INFERD__DIMS_CACHE 16
+
+/* One OUTPUT_DIMS answer: model m's output dims for rows and its inputs' dims. */
+struct inferd__dims_entry {
+	const struct inferd_model *model;	/* NULL: empty */
+	int rows;
+	uint32_t epoch;			/* the connection's dims_epoch when asked */
+	uint64_t used;			/* LRU time */
+	int64_t in[INFERD_WIRE_MAX_TENSORS][8];	/* by input index, zero past each ndims */
+	int64_t out[INFERD_WIRE_MAX_TENSORS][8];	/* by output index */
+};
+
 /*
  * Threads: lock guards the rings, records, stash, callback queue and the
  * flags below it; alloc_lock the allocator (taken inside lock, never the
- * other way round); control_lock the control socket and the model cache.
+ * other way round); control_lock the control socket, the model cache and
+ * the output-dims cache.
  * At most one thread at a time waits on the completion ring (polling):
  * it spins for spin_us, then sleeps in FUTEX_WAIT on the region's cq_wake
  * word (see inferd_wire.h); the others sleep on cond and are woken whenever
@@ -114,6 +128,15 @@ struct inferd_conn {
 	unsigned nmodels;		/* ids known: the hello's count, raised by later lookups */
 	unsigned models_cap;		/* room in models: ids the daemon gives later (a model loaded since) fit */
 	struct inferd_model **models;	/* by id, fetched on demand */
+
+	struct inferd__dims_entry *dims_cache;	/* INFERD__DIMS_CACHE entries, on first use */
+	uint64_t dims_clock;		/* the cache's LRU time */
+	/*
+	 * Bumped (atomically, under lock) when the daemon refused a request's
+	 * dims: a model reloaded with other shapes makes cached answers stale,
+	 * so entries of an older epoch are asked again.
+	 */
+	uint32_t dims_epoch;
 
 	struct inferd_extent *extents;	/* free list, sorted by offset */
 	size_t nextents, extents_cap;
@@ -167,6 +190,16 @@ int inferd__alloc_init(inferd_conn_t *c);
 int inferd__tensor_info(const struct inferd_wire_tensor_info *w, struct inferd_tensor_info *t);
 int inferd__list_build(const inferd_conn_t *c, const struct inferd_request *r, struct inferd__list *l);
 int inferd__list_place(inferd_conn_t *c, uint32_t slot, const struct inferd__list *l, uint64_t *offset);
+/* inferd_tensors.c: every input's dims of a list naming each input of m once, by input index (zero-padded). */
+int inferd__inputs_dims(const struct inferd_model *m, const struct inferd_io *ios, int n, int64_t (*in)[8]);
+/*
+ * inferd_output_dims.c: a list-form request with an output given without
+ * dims that only the daemon can compute: r->outputs pointed at outs
+ * (INFERD_WIRE_MAX_TENSORS of them), a copy with the dims filled.
+ */
+int inferd__outputs_resolve(inferd_conn_t *c, struct inferd_request *r, struct inferd_io *outs);
+/* inferd_output_dims.c: forget every cached answer (control_lock held; a reconnect). */
+void inferd__dims_cache_clear(inferd_conn_t *c);
 /* inferd_ring.c: 1 when tensor t lies inside this connection's data area with at least need bytes. */
 int inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need);
 
@@ -178,8 +211,13 @@ const char *inferd__detail_text(uint32_t detail);
 /* inferd_ring.c: the rings and request records. */
 int inferd__ring_init(inferd_conn_t *c);
 void inferd__ring_free(inferd_conn_t *c);
-/* inferd_ring.c: check and copy a caller's request into *dst. */
-int inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst);
+/*
+ * inferd_ring.c: check and copy a caller's request into *dst; outputs whose
+ * dims the daemon computes are filled in outs (INFERD_WIRE_MAX_TENSORS),
+ * which dst->outputs then points at: keep it until the request is pushed.
+ */
+int inferd__request_copy(inferd_conn_t *c, const struct inferd_request *r, struct inferd_request *dst,
+    struct inferd_io *outs);
 /* inferd_ring.c: publish a checked request (lock held); its record index or a negative code. */
 int inferd__push(inferd_conn_t *c, const struct inferd_request *r, enum inferd__kind kind);
 /* inferd_ring.c: return record idx to the free list (lock held). */
@@ -202,6 +240,9 @@ void inferd__ring_doorbell(inferd_conn_t *c);
 /* inferd_wait_engine.c: make the lock and conds; release them. */
 int inferd__sync_init(inferd_conn_t *c);
 void inferd__sync_free(inferd_conn_t *c);
+/* libinferd.c: send one control message (descriptors when fds is not NULL); receive one of type want. */
+int inferd__send(int fd, uint32_t type, const void *payload, size_t len, const int *fds, int nfds);
+int inferd__recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout_ms);
 /* libinferd.c: the steps of connecting, shared with inferd_reconnect.c. */
 int inferd__dial(const char *path, int *out);
 int inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h);

@@ -186,15 +186,12 @@ ctl_print_io(const struct inferd_tensor_info *t, const struct inferd_io *io, int
 	}
 }
 
-/* Fill output o's io: its dims (fixed, or the input dims they follow) and a tensor for rows rows. */
+/* Output o's dims when the daemon did not give them: fixed, or the input dims (in) they follow. */
 static int
-ctl_output(inferd_conn_t *c, const struct inferd_model *m, int o, const struct inferd_io *in,
-    int rows, struct inferd_io *io, struct inferd_tensor *t)
+ctl_output_local_dims(const struct inferd_model *m, int o, const struct inferd_io *in, struct inferd_io *io)
 {
-	size_t bytes = m->outputs[o].elem_bytes * (size_t)rows;
-	int d, r, k, fi;
+	int d, k, fi;
 
-	io->name = m->outputs[o].name;
 	io->ndims = m->outputs[o].ndims;
 	for (d = 0; d < io->ndims; d++) {
 		io->dims[d] = m->outputs[o].dims[d];
@@ -203,17 +200,59 @@ ctl_output(inferd_conn_t *c, const struct inferd_model *m, int o, const struct i
 			if (in[k].name != NULL && strcmp(in[k].name, m->inputs[fi].name) == 0)
 				io->dims[d] = in[k].dims[m->outputs[o].follows_dim[d]];
 		if (io->dims[d] < 0) {
-			fprintf(stderr, "inferctl: output '%s' dim %d depends on the inputs in a way this tool "
-			    "cannot tell\n", io->name, d + 1);
+			fprintf(stderr, "inferctl: output '%s' dim %d follows input '%s', which is not given\n",
+			    io->name, d + 1, fi >= 0 ? m->inputs[fi].name : "?");
 			return -1;
 		}
-		bytes *= (size_t)io->dims[d];
 	}
+	return 0;
+}
+
+/*
+ * Fill output o's io for rows rows: its dims (the daemon's, from
+ * ctl_output_dims, else fixed or the input dims they follow) and a tensor.
+ */
+static int
+ctl_output(inferd_conn_t *c, const struct inferd_model *m, int o, const struct inferd_io *in,
+    int rows, struct inferd_io *io, struct inferd_tensor *t)
+{
+	size_t bytes = m->outputs[o].elem_bytes * (size_t)rows;
+	int d, r;
+
+	io->name = m->outputs[o].name;
+	if (io->ndims == 0 && ctl_output_local_dims(m, o, in, io) != 0)
+		return -1;
+	for (d = 0; d < io->ndims; d++)
+		bytes *= (size_t)io->dims[d];
 	if ((r = inferd_tensor_alloc(c, bytes, t)) != 0) {
 		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
 		return -1;
 	}
 	io->tensor = t;
+	return 0;
+}
+
+/*
+ * Ask the daemon for every output's dims when one of them follows no input
+ * (computed from the inputs otherwise, as a strided convolution's
+ * ceil(T/2)); a model that cannot take the inputs' dims is refused here
+ * with the daemon's reason.
+ */
+static int
+ctl_output_dims(inferd_conn_t *c, const struct inferd_model *m, const struct inferd_io *in, int n, int rows,
+    struct inferd_io *out)
+{
+	int o, d, r, need = 0;
+
+	for (o = 0; o < m->noutputs; o++) {
+		out[o].name = m->outputs[o].name;
+		for (d = 0; d < m->outputs[o].ndims; d++)
+			need |= m->outputs[o].dims[d] < 0 && m->outputs[o].follows_input[d] < 0;
+	}
+	if (need && (r = inferd_output_dims(c, m, rows, in, n, out, m->noutputs)) != 0) {
+		fprintf(stderr, "inferctl: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return -1;
+	}
 	return 0;
 }
 
@@ -268,6 +307,8 @@ ctl_shm_infer_named(inferd_conn_t *c, const struct inferd_model *m, const struct
 		}
 		rows = r;
 	}
+	if (ctl_output_dims(c, m, in, n, rows, out) != 0)
+		goto out;
 	for (i = 0; i < m->noutputs; i++)
 		if (ctl_output(c, m, i, in, rows, &out[i], &tout[i]) != 0)
 			goto out;

@@ -15,6 +15,13 @@
  *       may be unloaded and loaded again in between); a line "model NAME"
  *       looks NAME up instead ("ok model NAME"), for a model loaded since
  *       (its tensors must have the first model's row sizes)
+ *   ipc_client SOCKET outdims MODEL IN.bin OUT.bin ROWS D1 [D2 ...]
+ *       one request of MODEL (one FP32 input of ROWS x D1 x D2 ... from
+ *       IN.bin) with every output given without dims: inferd_output_dims
+ *       prints "dims NAME d1 d2 ...", then inferd_run and inferd_submit run
+ *       it (libinferd fills the dims) and must give the same bytes, which go
+ *       to OUT.bin output after output; a shape the model refuses prints
+ *       "refused CALL: CODE: MESSAGE" for each of the three, exit 3
  */
 #include <math.h>
 #include <stdio.h>
@@ -239,6 +246,146 @@ run_hold(const char *sock, const char *name, long long version)
 	return 0;
 }
 
+/* A tensor for rows rows of output o at its largest dims. */
+static int
+outdims_alloc(inferd_conn_t *c, const struct inferd_model *m, int o, int rows, struct inferd_tensor *t)
+{
+	size_t bytes = m->outputs[o].elem_bytes * (size_t)rows;
+	int d;
+
+	for (d = 0; d < m->outputs[o].ndims; d++)
+		bytes *= (size_t)m->outputs[o].max_dims[d];
+	return inferd_tensor_alloc(c, bytes, t);
+}
+
+/* Bytes of rows rows of an output of dims io gives. */
+static size_t
+outdims_bytes(const struct inferd_tensor_info *t, const struct inferd_io *io, int rows)
+{
+	size_t n = t->elem_bytes * (size_t)rows;
+	int d;
+
+	for (d = 0; d < io->ndims; d++)
+		n *= (size_t)io->dims[d];
+	return n;
+}
+
+/* Run req by inferd_run (how 0) or by inferd_submit and inferd_wait (1); 0, or the refusing call's code (printed). */
+static int
+outdims_run(inferd_conn_t *c, const struct inferd_request *req, int how)
+{
+	struct inferd_completion done;
+	int r = how == 0 ? inferd_run(c, req) : inferd_submit(c, req);
+
+	if (r != 0) {
+		printf("refused %s: %s: %s\n", how == 0 ? "inferd_run" : "inferd_submit", inferd_strerror(r),
+		    inferd_last_error());
+		return r;
+	}
+	if (how == 1 && ((r = inferd_wait(c, &done, 1, 30000)) != 1 || done.status != 0)) {
+		fprintf(stderr, "ipc_client: wait: %d, status %d (%s)\n", r, r == 1 ? done.status : 0,
+		    inferd_last_error());
+		return INFERD_EINTERNAL;
+	}
+	return 0;
+}
+
+/*
+ * Compare the two runs' outputs (tensors a and b, dims of each in dims)
+ * and write them to f; 0 when they are the same bytes.
+ */
+static int
+outdims_write(const struct inferd_model *m, int rows, const struct inferd_io *dims, const struct inferd_tensor *a,
+    const struct inferd_tensor *b, FILE *f)
+{
+	size_t n;
+	int o, bad = 0;
+
+	for (o = 0; o < m->noutputs; o++) {
+		n = outdims_bytes(&m->outputs[o], &dims[o], rows);
+		if (memcmp(a[o].data, b[o].data, n) != 0) {
+			fprintf(stderr, "ipc_client: output '%s': inferd_run and inferd_submit differ\n", m->outputs[o].name);
+			bad = 1;
+		}
+		fwrite(a[o].data, 1, n, f);
+	}
+	return fclose(f) == 0 && !bad ? 0 : 1;
+}
+
+/* Print the dims inferd_output_dims gave; 0, or its code (printed as a refusal). */
+static int
+outdims_ask(inferd_conn_t *c, const struct inferd_model *m, int rows, const struct inferd_io *in,
+    struct inferd_io *dims)
+{
+	int o, d, r;
+
+	for (o = 0; o < m->noutputs; o++)
+		dims[o].name = m->outputs[o].name;
+	if ((r = inferd_output_dims(c, m, rows, in, 1, dims, m->noutputs)) != 0) {
+		printf("refused inferd_output_dims: %s: %s\n", inferd_strerror(r), inferd_last_error());
+		return r;
+	}
+	for (o = 0; o < m->noutputs; o++) {
+		printf("dims %s", dims[o].name);
+		for (d = 0; d < dims[o].ndims; d++)
+			printf(" %lld", (long long)dims[o].dims[d]);
+		printf("\n");
+	}
+	return 0;
+}
+
+/* The outdims command (see the top of the file). */
+static int
+run_outdims(const char *sock, const char *name, const char *in_path, const char *out_path, int rows,
+    int nd, char **dv)
+{
+	struct inferd_io in = { 0 }, dims[16] = { { 0 } }, outs[2][16] = { { { 0 } } };
+	struct inferd_tensor tin, tout[2][16];
+	struct inferd_request req = INFERD_REQUEST_INIT;
+	const struct inferd_model *m;
+	inferd_conn_t *c;
+	FILE *f;
+	size_t n, bytes = 4 * (size_t)rows;
+	float *data = read_floats(in_path, &n);
+	int o, d, k, rs[3], r;
+
+	setenv("IPC_CLIENT_MODEL", name, 1);
+	c = open_model(sock, &m);
+	in.name = m->inputs[0].name;
+	in.ndims = nd;
+	for (d = 0; d < nd && d < 8; d++)
+		bytes *= (size_t)(in.dims[d] = atoll(dv[d]));
+	if (m->ninputs != 1 || n * 4 != bytes || inferd_tensor_alloc(c, bytes, &tin) != 0)
+		return 2;
+	memcpy(tin.data, data, bytes);
+	in.tensor = &tin;
+	for (k = 0; k < 2; k++)
+		for (o = 0; o < m->noutputs; o++) {
+			if ((r = outdims_alloc(c, m, o, rows, &tout[k][o])) != 0)
+				return 2;
+			outs[k][o].name = m->outputs[o].name;
+			outs[k][o].tensor = &tout[k][o];
+		}
+	rs[0] = outdims_ask(c, m, rows, &in, dims);
+	req.model = m;
+	req.rows = rows;
+	req.ninputs = 1;
+	req.inputs = &in;
+	req.noutputs = m->noutputs;
+	for (k = 0; k < 2; k++) {
+		req.outputs = outs[k];
+		rs[k + 1] = outdims_run(c, &req, k);
+	}
+	if (rs[0] != 0 || rs[1] != 0 || rs[2] != 0)
+		return rs[0] == INFERD_ESHAPE && rs[1] == INFERD_ESHAPE && rs[2] == INFERD_ESHAPE ? 3 : 1;
+	free(data);
+	if ((f = fopen(out_path, "wb")) == NULL)
+		return 2;
+	r = outdims_write(m, rows, dims, tout[0], tout[1], f);
+	inferd_close(c);
+	return r;
+}
+
 /* Errors the library itself reports. */
 static int
 run_errors(const char *sock)
@@ -303,8 +450,11 @@ main(int argc, char **argv)
 		    (unsigned)strtoul(argv[7], NULL, 10));
 	if (argc == 3 && strcmp(argv[2], "errors") == 0)
 		return run_errors(argv[1]);
+	if (argc >= 8 && strcmp(argv[2], "outdims") == 0)
+		return run_outdims(argv[1], argv[3], argv[4], argv[5], atoi(argv[6]), argc - 7, argv + 7);
 	if ((argc == 4 || argc == 5) && strcmp(argv[2], "hold") == 0)
 		return run_hold(argv[1], argv[3], argc == 5 ? atoll(argv[4]) : 0);
-	fprintf(stderr, "usage: ipc_client SOCKET seq IN OUT R1 [R2...] | load IN REF NREQ DEPTH SEED | errors\n");
+	fprintf(stderr, "usage: ipc_client SOCKET seq IN OUT R1 [R2...] | load IN REF NREQ DEPTH SEED | errors |\n"
+	    "       hold MODEL [VERSION] | outdims MODEL IN OUT ROWS D1 [D2...]\n");
 	return 2;
 }

@@ -571,6 +571,154 @@ attack_cancel(void)
 	raw_close(&r);
 }
 
+/* An OUTPUT_DIMS query with room for every input. */
+struct dims_msg {
+	struct inferd_wire_output_dims_query q;
+	struct inferd_wire_dims t[INFERD_WIRE_MAX_TENSORS];
+};
+
+/* A well-formed OUTPUT_DIMS for r's model (fashion-mlp: one input of in_row / 4 values). */
+static void
+dims_good(const struct raw *r, struct dims_msg *m)
+{
+	memset(m, 0, sizeof *m);
+	m->q.model_id = r->model_id;
+	m->q.rows = 1;
+	m->q.ninputs = 1;
+	m->t[0].ndims = 1;
+	m->t[0].dims[0] = (int64_t)(r->in_row / 4);
+}
+
+/* Bytes of m as its ninputs say (at most the whole struct). */
+static uint32_t
+dims_len(const struct dims_msg *m)
+{
+	uint32_t n = m->q.ninputs < INFERD_WIRE_MAX_TENSORS ? m->q.ninputs : INFERD_WIRE_MAX_TENSORS;
+
+	return (uint32_t)(sizeof m->q + n * sizeof m->t[0]);
+}
+
+/* Ask r's model's output dims; the reply must be fashion-mlp's one output of out_row / 4 values. */
+static void
+dims_answered(struct raw *r, const char *what)
+{
+	static uint8_t buf[INFERD_WIRE_MAX_SERVER_PAYLOAD];
+	struct inferd_wire_output_dims_reply h;
+	struct inferd_wire_dims d;
+	struct dims_msg m;
+	uint32_t len;
+
+	dims_good(r, &m);
+	if (raw_send(r->fd, INFERD_WIRE_OUTPUT_DIMS, &m, dims_len(&m), NULL, 0) != 0 ||
+	    raw_recv(r->fd, buf, sizeof buf, &len) != INFERD_WIRE_OUTPUT_DIMS_REPLY || len != sizeof h + sizeof d) {
+		FAIL("%s: no OUTPUT_DIMS_REPLY of %zu bytes", what, sizeof h + sizeof d);
+		return;
+	}
+	memcpy(&h, buf, sizeof h);
+	memcpy(&d, buf + sizeof h, sizeof d);
+	if (h.model_id != r->model_id || h.noutputs != 1 || d.ndims != 1 || d.dims[0] != (int64_t)(r->out_row / 4))
+		FAIL("%s: OUTPUT_DIMS_REPLY model %u, %u outputs, ndims %u, dim %lld", what, h.model_id, h.noutputs,
+		    d.ndims, (long long)d.dims[0]);
+	else
+		printf("ok %s: output dims [%lld]\n", what, (long long)d.dims[0]);
+}
+
+/* Send len bytes of m on a fresh connection: ERR_PROTOCOL and the connection dropped. */
+static void
+dims_dropped(const struct dims_msg *m, uint32_t len, const char *what)
+{
+	struct raw r;
+
+	if (raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	raw_send(r.fd, INFERD_WIRE_OUTPUT_DIMS, m, len, NULL, 0);
+	raw_expect_error(r.fd, INFERD_WIRE_ERR_PROTOCOL, 1, what);
+	raw_close(&r);
+}
+
+/* Send m on r's connection: an ERROR of code, the connection kept (its probe and a good query still work). */
+static void
+dims_refused(struct raw *r, const struct dims_msg *m, int32_t code, const char *what)
+{
+	raw_send(r->fd, INFERD_WIRE_OUTPUT_DIMS, m, dims_len(m), NULL, 0);
+	if (raw_expect_error(r->fd, code, 0, what) == 0) {
+		raw_probe(r, what);
+		dims_answered(r, what);
+	}
+}
+
+/* OUTPUT_DIMS malformed (dropped) or asking what the model does not take (refused, connection kept). */
+static void
+attack_output_dims(void)
+{
+	struct inferd_wire_server_hello sh;
+	struct raw r, bystander;
+	struct dims_msg m;
+	int fd;
+
+	if (raw_attach(&bystander, 1 << 20, 4, 4) != 0 || raw_attach(&r, 1 << 20, 4, 4) != 0)
+		exit(2);
+	dims_answered(&bystander, "output dims query");
+	dims_good(&r, &m);
+	if ((fd = raw_dial()) == -1 || raw_greeting(fd, &sh) != 0)
+		exit(2);
+	raw_send(fd, INFERD_WIRE_OUTPUT_DIMS, &m, dims_len(&m), NULL, 0);
+	raw_expect_error(fd, INFERD_WIRE_ERR_PROTOCOL, 1, "output dims before hello");
+	close(fd);
+	dims_dropped(&m, dims_len(&m) - 8, "output dims: a short payload");
+	dims_dropped(&m, dims_len(&m) + sizeof m.t[0], "output dims: an input more than ninputs says");
+	dims_dropped(&m, sizeof m.q - 4, "output dims: a cut header");
+	m.t[0].ndims = 9;
+	dims_dropped(&m, dims_len(&m), "output dims: ndims 9");
+	dims_good(&r, &m);
+	m.t[0].dims[5] = 7;
+	dims_dropped(&m, dims_len(&m), "output dims: a dim past ndims");
+	dims_good(&r, &m);
+	m.t[0].reserved = 1;
+	dims_dropped(&m, dims_len(&m), "output dims: a tensor's reserved field");
+	dims_good(&r, &m);
+	m.q.reserved = 1;
+	dims_dropped(&m, dims_len(&m), "output dims: the query's reserved field");
+	dims_good(&r, &m);
+	m.q.ninputs = 0;
+	dims_dropped(&m, dims_len(&m), "output dims: 0 inputs");
+	m.q.ninputs = INFERD_WIRE_MAX_TENSORS + 1;
+	dims_dropped(&m, sizeof m, "output dims: 17 inputs");
+	m.q.ninputs = 0xffffffffu;
+	dims_dropped(&m, sizeof m, "output dims: 2^32 - 1 inputs");
+
+	dims_good(&r, &m);
+	m.t[0].dims[0] = INT64_MAX;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: a dim of 2^63 - 1");
+	m.t[0].dims[0] = -1;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: a dim of -1");
+	m.t[0].dims[0] = 0;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: a dim of 0");
+	m.t[0].dims[0] = (int64_t)(r.in_row / 4) - 1;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: a fixed dim one short");
+	dims_good(&r, &m);
+	m.q.rows = 0;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: 0 rows");
+	m.q.rows = 0xffffffffu;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: 2^32 - 1 rows");
+	dims_good(&r, &m);
+	m.q.ninputs = 2;
+	m.t[1] = m.t[0];
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: 2 inputs of a model of 1");
+	dims_good(&r, &m);
+	m.t[0].ndims = 2;
+	m.t[0].dims[1] = 1;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_SHAPE, "output dims: 2 dims of an input of 1");
+	dims_good(&r, &m);
+	m.q.model_id = 0x7fffffffu;
+	dims_refused(&r, &m, INFERD_WIRE_ERR_NO_MODEL, "output dims: an unknown model id");
+	raw_close(&r);
+	raw_probe(&bystander, "output dims attacks (a client connected throughout)");
+	dims_answered(&bystander, "output dims attacks (a client connected throughout)");
+	raw_close(&bystander);
+	check_alive("output dims attacks");
+}
+
 /* Control messages that are not allowed: each drops the client. */
 static void
 attack_messages(void)
@@ -618,6 +766,7 @@ attack_messages(void)
 	raw_probe(&r, "unknown model name (same connection)");
 	raw_close(&r);
 	attack_cancel();
+	attack_output_dims();
 	check_alive("bad messages");
 }
 

@@ -24,7 +24,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple, Type
 # the minor must be at least this (newer minors only add at the ends of the
 # structs, as inferd.h promises).
 LIB_MAJOR = 0
-LIB_MINOR = 1
+LIB_MINOR = 2
 
 c_size_t = ctypes.c_size_t
 
@@ -179,6 +179,7 @@ ECANCELLED = _outcome_error(4)
 ESHUTDOWN = _outcome_error(5)
 EINTERNAL = _outcome_error(6)
 ENOPENDING = -101  # inferd_wait with nothing of inferd_submit outstanding
+ESHAPE = -102  # the model cannot take these input dims (the daemon's reason in inferd_last_error)
 
 # The C names of the codes, for the ABI test and for messages.
 ERROR_NAMES: Dict[int, str] = {
@@ -188,7 +189,7 @@ ERROR_NAMES: Dict[int, str] = {
     ENOSPACE: "INFERD_ENOSPACE", EAGAIN: "INFERD_EAGAIN", EBUSY: "INFERD_EBUSY",
     ETIMEDOUT: "INFERD_ETIMEDOUT", EREQUEST: "INFERD_EREQUEST",
     ECANCELLED: "INFERD_ECANCELLED", ESHUTDOWN: "INFERD_ESHUTDOWN",
-    EINTERNAL: "INFERD_EINTERNAL", ENOPENDING: "INFERD_ENOPENDING",
+    EINTERNAL: "INFERD_EINTERNAL", ENOPENDING: "INFERD_ENOPENDING", ESHAPE: "INFERD_ESHAPE",
 }
 
 DEFAULT_SOCKET = "/run/inferd/inferd.sock"
@@ -239,8 +240,8 @@ def model_labels(m: Model) -> List[str]:
     return [m.labels[i].decode() for i in range(m.nlabels)]
 
 
-# A request's tensor: (name, block, non-batch dims).
-Io = Tuple[str, Tensor, Tuple[int, ...]]
+# A request's tensor: (name, block, non-batch dims); no block for inferd_output_dims's inputs.
+Io = Tuple[str, Optional[Tensor], Tuple[int, ...]]
 
 
 def _io_array(ios: List[Io]) -> "ctypes.Array[IoStruct]":
@@ -248,11 +249,25 @@ def _io_array(ios: List[Io]) -> "ctypes.Array[IoStruct]":
     arr = (IoStruct * len(ios))()
     for i, (name, tensor, dims) in enumerate(ios):
         arr[i].name = name.encode()
-        arr[i].tensor = ctypes.pointer(tensor)
+        if tensor is not None:
+            arr[i].tensor = ctypes.pointer(tensor)
         arr[i].ndims = len(dims)
         for d, size in enumerate(dims):
             arr[i].dims[d] = size
     return arr
+
+
+def output_dims(lib: ctypes.CDLL, conn: ctypes.c_void_p, model: "ctypes._Pointer[Model]", rows: int,
+                inputs: List[Tuple[str, Tuple[int, ...]]], outputs: List[str]) -> Tuple[int, List[Tuple[int, ...]]]:
+    """inferd_output_dims: (its code, and when 0 the dims of each output named) for rows and the inputs' dims."""
+    ins = _io_array([(name, None, dims) for name, dims in inputs])
+    outs = (IoStruct * len(outputs))()
+    for i, name in enumerate(outputs):
+        outs[i].name = name.encode()
+    rc = lib.inferd_output_dims(conn, model, rows, ins, len(inputs), outs, len(outputs))
+    if rc != 0:
+        return rc, []
+    return 0, [tuple(int(o.dims[d]) for d in range(o.ndims)) for o in outs]
 
 
 def fill_request(req: Request, model: "ctypes._Pointer[Model]", rows: int, inputs: List[Io],
@@ -302,6 +317,8 @@ def _prototype(lib: ctypes.CDLL) -> None:
         "inferd_model_get_id": (c_int, [P, c_uint, ctypes.POINTER(ctypes.POINTER(Model))]),
         "inferd_tensor_alloc": (c_int, [P, c_size_t, ctypes.POINTER(Tensor)]),
         "inferd_tensor_free": (None, [P, ctypes.POINTER(Tensor)]),
+        "inferd_output_dims": (c_int, [P, ctypes.POINTER(Model), c_int, ctypes.POINTER(IoStruct), c_int,
+                                       ctypes.POINTER(IoStruct), c_int]),
         "inferd_submit": (c_int, [P, ctypes.POINTER(Request)]),
         "inferd_wait": (c_int, [P, ctypes.POINTER(Completion), c_uint, c_int]),
         "inferd_outstanding": (c_uint, [P]),
@@ -317,7 +334,9 @@ def _prototype(lib: ctypes.CDLL) -> None:
 
 
 def _check_version(lib: ctypes.CDLL, path: str) -> None:
-    """Refuse a libinferd whose struct layout this module does not know."""
+    """Refuse a libinferd whose struct layout or functions this module does not know (AttributeError: not libinferd)."""
+    lib.inferd_version.restype = ctypes.c_char_p
+    lib.inferd_version.argtypes = []
     if not hasattr(lib, "inferd_run"):
         raise LibraryNotFound("%s is a libinferd without the tensor-list form of requests: "
                               "install a newer one" % path)
@@ -351,11 +370,11 @@ def load() -> ctypes.CDLL:
                 tried.append("%s (%s)" % (path, e))
                 continue
             try:
+                _check_version(lib, path)
                 _prototype(lib)
             except AttributeError as e:
                 tried.append("%s (not libinferd: %s)" % (path, e))
                 continue
-            _check_version(lib, path)
             _lib, _lib_path = lib, path
             return lib
         raise LibraryNotFound(

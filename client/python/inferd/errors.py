@@ -33,7 +33,7 @@ class Timeout(InferdError):
 
 
 class InvalidRequest(InferdError):
-    """The request is wrong: shape, datatype, rows, arguments (INFERD_EREQUEST, INFERD_EINVAL, HTTP 400)."""
+    """The request is wrong: shape, datatype, rows, arguments (INFERD_EREQUEST, INFERD_EINVAL, INFERD_ESHAPE, 400)."""
 
 
 class ModelNotFound(InferdError):
@@ -75,6 +75,7 @@ class ProtocolError(InferdError):
 _BY_CODE: Dict[int, Type[InferdError]] = {
     _lib.EINVAL: InvalidRequest,
     _lib.EREQUEST: InvalidRequest,
+    _lib.ESHAPE: InvalidRequest,
     _lib.EBUSY: Busy,
     _lib.EAGAIN: Busy,
     _lib.ETIMEDOUT: Timeout,

@@ -428,9 +428,10 @@ class Client:
             ios.append((spec.name, t, tuple(a.shape[1:])))
         outputs, copy_to = {}, {}
         given = self._outs_by_name(m.meta, out)
+        computed = self._computed_dims(m, arrays, rows)
         for spec, desc in zip(m.meta.outputs, m.outs):
             dst = given.get(spec.name)
-            shape = (rows,) + self._output_dims(m, desc, arrays, dst)
+            shape = (rows,) + (computed[spec.name] if computed else self._output_dims(m, desc, arrays))
             t = None
             if dst is not None:
                 if tuple(dst.shape) != shape or dst.dtype != spec.dtype:
@@ -448,22 +449,33 @@ class Client:
         return p
 
     @staticmethod
-    def _output_dims(m: _Model, desc: "_lib.Desc", arrays: Dict[str, np.ndarray],
-                     given: Optional[np.ndarray]) -> tuple:
-        """An output's non-batch dims: the model's, the input dims its variable ones follow, or out='s."""
+    def _output_dims(m: _Model, desc: "_lib.Desc", arrays: Dict[str, np.ndarray]) -> tuple:
+        """An output's non-batch dims when each is fixed or follows an input dim."""
         dims = []
         for d, size in enumerate(desc.dims):
             if size >= 0:
                 dims.append(size)
-            elif desc.follows[d] is not None:
+            else:
                 i, k = desc.follows[d]
                 dims.append(arrays[m.ins[i].name].shape[1 + k])
-            elif given is not None and given.ndim == len(desc.dims) + 1:
-                dims.append(given.shape[1 + d])
-            else:
-                raise InvalidRequest("output %r: dim %d is variable and follows no input: pass out=" % (
-                    desc.name, d + 1))
         return tuple(dims)
+
+    def _computed_dims(self, m: _Model, arrays: Dict[str, np.ndarray], rows: int) -> Dict[str, tuple]:
+        """Every output's dims from the daemon (lock held) when one is computed otherwise than by following an input.
+
+        A strided convolution's ceil(T/2), say: libinferd asks the daemon
+        (inferd_output_dims, cached for the connection's last shapes); {}
+        when the metadata tells every dim.  InvalidRequest with the daemon's
+        reason when the model cannot take the inputs' dims.
+        """
+        if not any(size < 0 and f is None for desc in m.outs for size, f in zip(desc.dims, desc.follows)):
+            return {}
+        names = [desc.name for desc in m.outs]
+        rc, dims = _lib.output_dims(self._r.lib, self._r.conn, m.ptr, rows,
+                                    [(d.name, tuple(arrays[d.name].shape[1:])) for d in m.ins], names)
+        if rc != 0:
+            raise self._r.fail(rc, "output dims of %r" % m.meta.name)
+        return dict(zip(names, dims))
 
     @staticmethod
     def _outs_by_name(meta: ModelMetadata, out: Optional[Result]) -> Dict[str, np.ndarray]:
