@@ -113,6 +113,9 @@ def main():
                 print("cycle %4d  rss %9d KiB  gpu %s MiB  idle cuDNN plans %s  %.1f s" % (
                     c, rows[-1]["rss_kib"], rows[-1]["gpu_mib"], rows[-1]["cudnn_plans_idle"], rows[-1]["seconds"]),
                     flush=True)
+                if a.json:  # kept up to date, so a run cut short still leaves its rows
+                    with open(a.json, "w") as f:
+                        json.dump({"model": a.model, "device": a.device, "rows": rows}, f, indent=1)
         base = next((r for r in rows if r["cycle"] >= a.step), rows[0])
         last = rows[-1]
         span = max(1, last["cycle"] - base["cycle"])
