@@ -1,4 +1,4 @@
-/* model_onnx.c: an ONNX file into the model's graph: decode (zero-copy), import, fold constants, fuse. */
+/* model_onnx.c: an ONNX file into the model's graph: decode (one private copy), import, fold constants, fuse. */
 #include "config.h"
 
 #include <stdint.h>
@@ -16,7 +16,7 @@
 
 /*
  * Give every constant an address aligned for its element type.  The decoder keeps large raw_data
- * tensors as views into the file mapping wherever protobuf placed them, and folding, fusion and
+ * tensors as views into the file's copy wherever protobuf placed them, and folding, fusion and
  * the CPU kernels read constants as typed arrays; the few misaligned ones are copied once here.
  */
 static int
