@@ -438,9 +438,11 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 	client/python/tests/test_shm.py client/python/tests/test_repository.py \
 	client/bench/python_client_bench.py
 
-# --- model files read into private memory (file_copy.c, safetensors.c) ---
+# --- model files read into private memory (file_copy.c, safetensors.c); rescans wait for files to settle ---
 check_PROGRAMS += tests/unit/test_file_copy
-TESTS += tests/unit/test_file_copy
+TESTS += tests/unit/test_file_copy tests/integration/test_file_change.sh
+dist_check_SCRIPTS += tests/integration/test_file_change.sh
+EXTRA_DIST += tests/helpers/make_file_change_models.py tests/helpers/file_change_clients.py
 tests_unit_test_file_copy_SOURCES = tests/unit/test_file_copy.c $(TEST_COMMON)
 tests_unit_test_file_copy_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_file_copy_LDADD = $(TEST_LDADD)
