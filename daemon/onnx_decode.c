@@ -687,6 +687,44 @@ dec_model(struct onnx_dec *d, const uint8_t *buf, size_t len)
 	return rc;
 }
 
+/*
+ * Align t in place when it views the .onnx file's copy at an address its
+ * element size does not divide: its bytes move down by less than that size
+ * (7 at most).  Such a view is ONNX_COPY_ALIGN_MAX bytes or more (smaller
+ * ones were copied into the arena), so the 8 bytes before it are its own
+ * framing: the raw_data field's tag and length (4 bytes at least) and, at
+ * worst, its TensorProto's tag and length in the parent (4 more), all decoded
+ * by now and viewed by nothing.  So the weights end aligned without a second
+ * copy of them.
+ */
+static void
+dec_align_view(const struct onnx_priv *pv, struct onnx_tensor *t)
+{
+	const uint8_t *p = t->data;
+	size_t esize = onnx_elem_size(t->elem), k;
+
+	if (pv->bytes == NULL || esize <= 1 || p < pv->bytes || p >= pv->bytes + pv->size ||
+	    (k = (uintptr_t)p % esize) == 0 || (size_t)(p - pv->bytes) < 8 || t->nbytes < ONNX_COPY_ALIGN_MAX)
+		return;
+	memmove(pv->bytes + (p - pv->bytes) - k, p, t->nbytes);
+	t->data = p - k;
+}
+
+/* Align every tensor viewing the .onnx file's copy: the initializers and the nodes' tensor attributes. */
+static void
+dec_align_views(struct onnx_priv *pv)
+{
+	const struct onnx_graph *g = &pv->model.graph;
+	size_t i, k;
+
+	for (i = 0; i < g->ninitializers; i++)
+		dec_align_view(pv, (struct onnx_tensor *)&g->initializers[i]);
+	for (i = 0; i < g->nnodes; i++)
+		for (k = 0; k < g->nodes[i].nattrs; k++)
+			if (g->nodes[i].attrs[k].type == ONNX_ATTR_TENSOR)
+				dec_align_view(pv, (struct onnx_tensor *)&g->nodes[i].attrs[k].t);
+}
+
 /* Decode buf (len bytes) into a new model; it owns and frees owned (buf itself, or NULL). */
 static int
 onnx_decode_common(const uint8_t *buf, size_t len, uint8_t *owned, int dirfd, onnx_model_t **out,
@@ -702,6 +740,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, uint8_t *owned, int dirfd, on
 	}
 	pv->model.priv = pv;
 	pv->bytes = owned;
+	pv->size = owned != NULL ? len : 0;
 	pv->arena_limit = ARENA_BASE_LIMIT + (len > (SIZE_MAX - ARENA_BASE_LIMIT) / 16 ?
 	    SIZE_MAX - ARENA_BASE_LIMIT : len * 16);
 	memset(&d, 0, sizeof d);
@@ -712,6 +751,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, uint8_t *owned, int dirfd, on
 		onnx_model_free(&pv->model);
 		return -1;
 	}
+	dec_align_views(pv);
 	*out = &pv->model;
 	return 0;
 }

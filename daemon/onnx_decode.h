@@ -18,12 +18,15 @@
  * or without an opset import.
  *
  * Alignment: a tensor's data is aligned to its element size except when it
- * is a view (raw_data or external data) of ONNX_COPY_ALIGN_MAX bytes or more
- * at an offset the file did not align: such weights stay unaligned in the
- * copy, and consumers must read them with memcpy (or copy them, as a
- * device upload does anyway).  Smaller unaligned views are copied into the
- * model's arena, so constants that the importer reads element by element
- * (shapes, axes, scales) can always be cast to their element type.
+ * is a view of external data of ONNX_COPY_ALIGN_MAX bytes or more at an
+ * offset the file did not align: such weights stay unaligned in the copy,
+ * and consumers must read them with memcpy (or copy them, as a device upload
+ * does anyway).  Such raw_data views of a file onnx_model_load read are
+ * moved into alignment inside the file's copy, over their field header
+ * (onnx_model_decode leaves them unaligned: its buffer is the caller's).
+ * Smaller unaligned views are copied into the model's arena, so constants
+ * that the importer reads element by element (shapes, axes, scales) can
+ * always be cast to their element type.
  *
  * Everything returned points into the model: valid until onnx_model_free.
  * Little-endian hosts only (raw bytes are used as they are).

@@ -23,6 +23,7 @@ struct onnx_priv {
 	struct arena_chunk *chunks;
 	size_t arena_total, arena_limit;
 	uint8_t *bytes;		/* the .onnx file's private copy (onnx_model_load only) */
+	size_t size;
 	struct onnx_ext_file *ext;
 	size_t n_ext, ext_cap;
 };
