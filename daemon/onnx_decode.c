@@ -735,7 +735,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, uint8_t *owned, int dirfd, on
 
 	*out = NULL;
 	if ((pv = xcalloc(1, sizeof *pv)) == NULL) {
-		free(owned);
+		file_copy_free(owned, len);
 		return error_set(cause, "out of memory");
 	}
 	pv->model.priv = pv;
@@ -801,7 +801,7 @@ onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 		return error_prefix(cause, "%s", path);
 	}
 	if ((dirfd = onnx_open_dir(path, cause)) < 0) {
-		free(bytes);
+		file_copy_free(bytes, len);
 		return error_prefix(cause, "%s", path);
 	}
 	rc = onnx_decode_common(bytes, len, bytes, dirfd, out, cause);
@@ -809,6 +809,18 @@ onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 	if (rc != 0)
 		return error_prefix(cause, "%s", path);
 	return 0;
+}
+
+/* Give back the pages of the file copies that no range of keep touches. */
+size_t
+onnx_model_release_unused(onnx_model_t *m, const struct file_range *keep, size_t n)
+{
+	struct onnx_priv *pv = m->priv;
+	size_t i, given = file_copy_release(pv->bytes, pv->size, keep, n);
+
+	for (i = 0; i < pv->n_ext; i++)
+		given += file_copy_release(pv->ext[i].bytes, pv->ext[i].size, keep, n);
+	return given;
 }
 
 /* Free the arena and the copies of the model file and its external data. */
@@ -826,7 +838,7 @@ onnx_model_free(onnx_model_t *m)
 		next = c->next;
 		free(c);
 	}
-	free(pv->bytes);
+	file_copy_free(pv->bytes, pv->size);
 	free(pv);
 }
 

@@ -147,6 +147,15 @@ int onnx_model_load(const char *path, onnx_model_t **out, char **cause);
 int onnx_model_decode(const void *buf, size_t len, onnx_model_t **out, char **cause);
 /* Free the copies and everything else (NULL ignored). */
 void onnx_model_free(onnx_model_t *m);
+struct file_range;
+/*
+ * Give back to the system the pages of the model's file copies (the .onnx
+ * file's and the external data's) that none of keep's n ranges (sorted by
+ * address) touches; from then on the model's tensors may be read only there
+ * (the importer's graph keeps the weights it still views).  Returns the bytes
+ * given back.
+ */
+size_t onnx_model_release_unused(onnx_model_t *m, const struct file_range *keep, size_t n);
 /* Opset version for a domain ("" / "ai.onnx" are the same); 0 when not imported. */
 int64_t onnx_model_opset(const onnx_model_t *m, const char *domain);
 /* Attribute by name, or NULL. */

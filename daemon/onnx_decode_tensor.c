@@ -413,7 +413,7 @@ dec_ext_free(struct onnx_priv *pv)
 	size_t i;
 
 	for (i = 0; i < pv->n_ext; i++) {
-		free(pv->ext[i].bytes);
+		file_copy_free(pv->ext[i].bytes, pv->ext[i].size);
 		free(pv->ext[i].location);
 	}
 	free(pv->ext);

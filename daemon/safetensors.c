@@ -230,7 +230,7 @@ st_close(st_file_t *f)
 	for (i = 0; i < f->count; i++)
 		free(f->tensors[i].name);
 	free(f->tensors);
-	free((void *)f->bytes);
+	file_copy_free((uint8_t *)f->bytes, f->size);
 	free(f->path);
 	free(f);
 }

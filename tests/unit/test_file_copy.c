@@ -30,7 +30,7 @@ check_copy_survives(const char *dir)
 	test_write_file(dir, "w.bin", "XXXXXXXXXX", 10);
 	CHECK(unlink(path) == 0, "unlink");
 	CHECK(data != NULL && memcmp(data, text, sizeof text) == 0, "the copy changed with the file");
-	free(data);
+	file_copy_free(data, size);
 	free(path);
 	free(cause);
 }
@@ -107,6 +107,40 @@ check_safetensors(const char *dir)
 	free(cause);
 }
 
+/* Releasing a copy's unneeded pages: the kept ranges stay intact, whole pages outside them read zeros. */
+static void
+check_release(const char *dir)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 5 * page, i, given;
+	uint8_t *text = malloc(size), *data = NULL;
+	struct file_range keep[2];
+	char *cause = NULL;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+	if (text == NULL)
+		exit(1);
+	for (i = 0; i < size; i++)
+		text[i] = (uint8_t)(i % 251 + 1);
+	test_write_file(dir, "pages.bin", (const char *)text, size);
+	CHECK(dfd >= 0 && file_copy_read(dfd, "pages.bin", &data, &size, &cause) == 0, "%s", cause);
+	if (data == NULL)
+		exit(1);
+	/* Keep a range inside page 2 and one straddling pages 3 and 4: pages 0 and 1 go back. */
+	keep[0] = (struct file_range){ data + 2 * page + 100, 200 };
+	keep[1] = (struct file_range){ data + 4 * page - 10, 20 };
+	given = file_copy_release(data, size, keep, 2);
+	CHECK(given == 2 * page, "gave back %zu bytes, want %zu", given, 2 * page);
+	CHECK(memcmp(data + 2 * page + 100, text + 2 * page + 100, 200) == 0, "a kept range changed");
+	CHECK(memcmp(data + 4 * page - 10, text + 4 * page - 10, 20) == 0, "a range across two pages changed");
+	CHECK(data[0] == 0 && data[2 * page - 1] == 0, "a page given back still holds the file's bytes");
+	CHECK(memcmp(data + 4 * page + 10, text + 4 * page + 10, page - 10) == 0, "the page after a kept range went");
+	CHECK(file_copy_release(data, size, NULL, 0) == 5 * page, "keeping nothing did not give back every page");
+	file_copy_free(data, size);
+	close(dfd);
+	free(text);
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -116,6 +150,7 @@ main(void)
 	check_open_errors(dir);
 	check_short_and_failed_reads(dir);
 	check_safetensors(dir);
+	check_release(dir);
 	test_rmtree(dir);
 	free(dir);
 	return test_finish("test_file_copy");
