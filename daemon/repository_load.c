@@ -473,7 +473,10 @@ repository_drop_missing(repository_t *r, const struct repository_entry *e, size_
 	}
 }
 
-/* Rescan the repository (load_lock held); -1 only when it cannot be read.  settle: see repository_load_version. */
+/*
+ * Rescan the repository (load_lock held); -1 only when it cannot be read.
+ * settle: a rescan's, not the start-up load (see repository_load_version).
+ */
 static int
 repository_rescan_locked(repository_t *r, int settle, char **cause)
 {

@@ -24,7 +24,8 @@ settle=4
 mkdir -p "$repo/fashion-mlp" "$stage" "$tmp/ref" || exit 99
 cp "$mlp/model.safetensors" "$repo/fashion-mlp/" || exit 99
 # Batches of one row: a row's answer is the same bits however the requests arrive.
-sed 's/"max_batch_size": 256/"max_batch_size": 1/; s/"preferred_batch_sizes": \[64, 256\]/"preferred_batch_sizes": [1]/' \
+sed -e 's/"max_batch_size": 256/"max_batch_size": 1/' \
+	-e 's/"preferred_batch_sizes": \[64, 256\]/"preferred_batch_sizes": [1]/' \
 	"$mlp/model.json" >"$repo/fashion-mlp/model.json" || exit 99
 grep -q '"max_batch_size": 1,.*' "$repo/fashion-mlp/model.json" && grep -q '"preferred_batch_sizes": \[1\]' \
 	"$repo/fashion-mlp/model.json" || fail "fashion-mlp's model.json did not take one-row batches"
@@ -32,7 +33,7 @@ grep -q '"max_batch_size": 1,.*' "$repo/fashion-mlp/model.json" && grep -q '"pre
 models=$("$PY" -c 'import json, sys; print(" ".join(sorted(json.load(open(sys.argv[1])))))' "$stage/inputs.json")
 log_count() { grep -c "$1" "$tmp/daemon.log"; }
 
-start_daemon --model_repository="$repo" --model_control_mode=explicit --load_model="$(echo $models | tr ' ' ,)" \
+start_daemon --model_repository="$repo" --model_control_mode=explicit --load_model="$(echo "$models" | tr ' ' ,)" \
 	--repository_settle_secs=$settle
 for m in $models; do
 	grep -q "model '$m' loaded" "$tmp/daemon.log" || fail "$m did not load"
@@ -125,7 +126,8 @@ change fashion-mlp "$repo/fashion-mlp/model.safetensors" "$stage/fashion-mlp/new
 touch "$tmp/stop-shm"
 for p in $shm_pids; do wait "$p" || fail "an shm client failed: $(grep -v ' 0 wrong' "$tmp"/shm*.log | head -n 5)"; done
 [ "$(cat "$tmp"/shm*.log | grep -vc '100 requests, 0 wrong')" = 0 ] || fail "an shm client saw a wrong answer"
-echo "ok: shm clients: $(cat "$tmp"/shm*.log | grep -c '100 requests, 0 wrong') runs of 100 requests, every answer right"
+runs=$(cat "$tmp"/shm*.log | grep -c '100 requests, 0 wrong')
+echo "ok: shm clients: $runs runs of 100 requests, every answer right"
 reload fashion-mlp
 
 # --- a file being written is not loaded until it is complete and left alone ------------------------
