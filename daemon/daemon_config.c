@@ -134,6 +134,13 @@ static const struct config_key config_keys[] = {
 	{ "MODELS AND DEVICE", "repository_poll_secs", CONFIG_INT, "15", KEY(repository_poll_secs),
 	  1, 86400, NULL,
 	  "In poll mode, seconds between rescans of the repository, 1 to 86400." },
+	{ "MODELS AND DEVICE", "repository_settle_secs", CONFIG_INT, "2", KEY(repository_settle_secs),
+	  0, 3600, NULL,
+	  "Seconds a version's files must have been left alone before a rescan (poll or\n"
+	  "SIGHUP) loads them, 0 to 3600: a new or changed version whose files were\n"
+	  "written, added or removed more recently waits, what served keeps serving, and\n"
+	  "the daemon looks again once the interval has passed, so a copy in progress is\n"
+	  "never loaded.  0 loads at once.  Explicit load requests never wait." },
 	{ "MODELS AND DEVICE", "device", CONFIG_STRING, "auto", KEY(device), 0, 0,
 	  config_check_device,
 	  "Where models run: auto, cpu or cuda:N.\n"

@@ -27,6 +27,7 @@ struct daemon_config {
 	char *model_control_mode;	/* model_control_mode = none | explicit | poll */
 	char *load_model;		/* load_model = "" (comma list; a repeated key adds to it) */
 	int repository_poll_secs;	/* repository_poll_secs = 15 */
+	int repository_settle_secs;	/* repository_settle_secs = 2 (0: rescans load at once) */
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */

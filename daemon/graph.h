@@ -13,10 +13,10 @@ extern "C" {
  * A graph is what a model loader produces (the MLP format's layer list, or an
  * ONNX file after constant folding and fusion) and what a device backend
  * compiles.  It holds tensors and nodes in topological order; a node reads and
- * writes tensors by index.  Constants carry host bytes (a view into a mapped
- * model file, or memory the graph owns); every other tensor gets its shape from
- * graph_infer_shapes once the shapes of the graph's inputs are known, and its
- * memory from the planner, never from the backend.
+ * writes tensors by index.  Constants carry host bytes (a view into a model
+ * file's private copy, or memory the graph owns); every other tensor gets its
+ * shape from graph_infer_shapes once the shapes of the graph's inputs are
+ * known, and its memory from the planner, never from the backend.
  *
  * A backend sees a graph only through device_supports_node and
  * device_plan_compile (device.h): it maps each node to its own kernels, for

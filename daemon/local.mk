@@ -16,7 +16,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/backend/device_elementwise.h daemon/backend/device_index.h \
 	daemon/device_spec.c daemon/device_spec.h daemon/device_set.c daemon/device_set.h \
 	daemon/backend/cpu/device_cpu.c daemon/backend/cpu/device_cpu_kernels.c daemon/backend/cpu/device_cpu_kernels.h \
-	daemon/safetensors.c daemon/safetensors.h \
+	daemon/file_copy.c daemon/file_copy.h daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \

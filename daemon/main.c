@@ -292,18 +292,38 @@ signals_ignore_repeats(void)
 }
 
 /*
+ * Milliseconds to sleep before rescanning unasked: poll_secs in poll mode, or
+ * sooner when a rescan left versions waiting for their files to settle; -1:
+ * until a signal.
+ */
+static int64_t
+signals_timeout_ms(repository_t *repo, int poll_secs)
+{
+	int64_t due = repository_settle_due_ms(repo), poll = poll_secs > 0 ? poll_secs * 1000LL : -1;
+
+	if (due < 0)
+		return poll;
+	return poll >= 0 && poll < due ? poll : due;
+}
+
+/*
  * Sleep until SIGTERM or SIGINT; no CPU is used meanwhile.  SIGHUP rescans
- * the model repository; in poll mode so does every poll_secs of quiet.
+ * the model repository; in poll mode so does every poll_secs of quiet, and in
+ * every mode the time a version waiting for its files to settle asks for.
  */
 static int
 signals_wait(const sigset_t *set, repository_t *repo, int poll_secs)
 {
-	struct timespec ts = { poll_secs, 0 };
+	struct timespec ts;
 	siginfo_t si;
+	int64_t ms;
 	int sig;
 
 	for (;;) {
-		sig = poll_secs > 0 ? sigtimedwait(set, &si, &ts) : sigwaitinfo(set, &si);
+		ms = signals_timeout_ms(repo, poll_secs);
+		ts.tv_sec = (time_t)(ms / 1000);
+		ts.tv_nsec = (long)(ms % 1000) * 1000000;
+		sig = ms >= 0 ? sigtimedwait(set, &si, &ts) : sigwaitinfo(set, &si);
 		if (sig == -1 && errno == EAGAIN) {
 			repository_rescan(repo);
 			continue;
@@ -371,7 +391,7 @@ daemon_load_models(struct daemon *d, char **cause)
 	struct repository_options o = {
 		.dev = d->dev, .devices = d->devices, .batcher = d->batcher, .metrics = &d->metrics,
 		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
-		.inflight = d->config.inflight_batches,
+		.inflight = d->config.inflight_batches, .settle_secs = d->config.repository_settle_secs,
 	};
 	char **names, *copy = NULL;
 	int r;

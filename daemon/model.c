@@ -69,7 +69,13 @@ model_check_nodes(const model_t *m, const graph_t *g, char **cause)
 	return 0;
 }
 
-/* Bind every constant: its own bytes on the CPU, a device copy on a GPU. */
+/*
+ * Bind every constant: its own bytes on the CPU, a device copy on a GPU.
+ * The host bytes are the loader's private copy of the files, never the files
+ * themselves, and they stay on a GPU too: specializing for a shape (each
+ * context's plans, each new shape of a model with variable dims) folds
+ * constants on the host.
+ */
 static int
 model_bind_consts(model_t *m, char **cause)
 {

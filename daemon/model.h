@@ -143,8 +143,8 @@ typedef struct model {
 	graph_t *graph;			/* folded and fused; constants bound through consts */
 	void **consts;			/* per tensor: the constant's device address (NULL otherwise) */
 	int consts_owned;		/* consts[] were device_alloc'ed (GPU) rather than bound in place */
-	struct st_file *weights;	/* inferd_mlp: the mapped weights the constants view */
-	struct onnx_model *onnx;	/* onnx: the decoded file the constants view */
+	struct st_file *weights;	/* inferd_mlp: the weights' private copy the constants view */
+	struct onnx_model *onnx;	/* onnx: the decoded file (a private copy) the constants view */
 	struct graph_memory_plan mem;	/* the arena at the largest shape */
 	size_t arena_bytes;		/* mem's arena, then a slot per output the graph computes at load */
 	size_t const_out[MODEL_MAX_IO];	/* per output: its slot's offset past mem's arena, SIZE_MAX when computed */

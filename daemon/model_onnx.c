@@ -1,4 +1,4 @@
-/* model_onnx.c: an ONNX file into the model's graph: decode (zero-copy), import, fold constants, fuse. */
+/* model_onnx.c: an ONNX file into the model's graph: decode (one private copy), import, fold constants, fuse. */
 #include "config.h"
 
 #include <stdint.h>
@@ -7,8 +7,10 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "file_copy.h"
 #include "graph_fold.h"
 #include "graph_fuse.h"
+#include "log.h"
 #include "model.h"
 #include "model_impl.h"
 #include "onnx_decode.h"
@@ -16,7 +18,7 @@
 
 /*
  * Give every constant an address aligned for its element type.  The decoder keeps large raw_data
- * tensors as views into the file mapping wherever protobuf placed them, and folding, fusion and
+ * tensors as views into the file's copy wherever protobuf placed them, and folding, fusion and
  * the CPU kernels read constants as typed arrays; the few misaligned ones are copied once here.
  */
 static int
@@ -39,6 +41,61 @@ model_onnx_align_constants(graph_t *g, char **cause)
 	return 0;
 }
 
+/* Order ranges by address. */
+static int
+model_onnx_cmp_range(const void *a, const void *b)
+{
+	const struct file_range *x = a, *y = b;
+
+	return (x->p > y->p) - (x->p < y->p);
+}
+
+/* Add tensor i to keep when it is a constant viewing memory the graph does not own. */
+static void
+model_onnx_keep(const graph_t *g, int i, struct file_range *keep, size_t *n)
+{
+	const struct graph_tensor *t;
+
+	if (i < 0)
+		return;
+	t = &g->tensors[i];
+	if ((t->flags & GRAPH_TENSOR_CONST) && !t->owns_data && t->data != NULL && t->nbytes > 0)
+		keep[(*n)++] = (struct file_range){ t->data, t->nbytes };
+}
+
+/*
+ * Give back the parts of the file copies that no node or output of the built
+ * graph reads any more: initializers that folding or fusion replaced
+ * (BatchNorm folded into a Conv's weights, a Cast or Transpose folded into new
+ * ones; fusion leaves the replaced tensors in the table, unread).  Every later
+ * reader (specialization, the kernels) reads the constants the nodes take;
+ * binding on a GPU uploads every constant, the unread ones as zeros.  Without
+ * memory for the list nothing is given back.
+ */
+static void
+model_onnx_release_unused(model_t *m)
+{
+	const graph_t *g = m->graph;
+	struct file_range *keep;
+	size_t i, n = 0, cap = (size_t)g->noutputs + 1, given;
+	int k;
+
+	for (i = 0; i < g->nnodes; i++)
+		cap += (size_t)g->nodes[i].ninputs;
+	if ((keep = xmalloc(cap * sizeof *keep)) == NULL)
+		return;
+	for (i = 0; i < g->nnodes; i++)
+		for (k = 0; k < g->nodes[i].ninputs; k++)
+			model_onnx_keep(g, g->nodes[i].inputs[k], keep, &n);
+	for (k = 0; k < g->noutputs; k++)
+		model_onnx_keep(g, g->outputs[k], keep, &n);
+	qsort(keep, n, sizeof *keep, model_onnx_cmp_range);
+	given = onnx_model_release_unused(m->onnx, keep, n);
+	free(keep);
+	if (given > 0)
+		LOG_DEBUG("%s: %zu bytes of the file copies no constant views any more given back", m->version_dir, given);
+}
+
 /* Decode path into m->onnx and build m->graph from it; errors name the file. */
 int
 model_onnx_load(model_t *m, const char *path, char **cause)
@@ -52,5 +109,6 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 	    graph_fold_constants(m->graph, &removed, cause) != 0 ||
 	    graph_fuse(m->graph, cause) < 0)
 		return error_prefix(cause, "%s", path);
+	model_onnx_release_unused(m);
 	return 0;
 }

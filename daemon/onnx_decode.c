@@ -7,12 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "error.h"
+#include "file_copy.h"
 #include "onnx_decode_impl.h"
 
 /* Arena chunks hold small allocations together; larger ones get a chunk of their own. */
@@ -688,9 +687,47 @@ dec_model(struct onnx_dec *d, const uint8_t *buf, size_t len)
 	return rc;
 }
 
-/* Decode buf (len bytes) into a new model owning the mapping map (may be NULL). */
+/*
+ * Align t in place when it views the .onnx file's copy at an address its
+ * element size does not divide: its bytes move down by less than that size
+ * (7 at most).  Such a view is ONNX_COPY_ALIGN_MAX bytes or more (smaller
+ * ones were copied into the arena), so the 8 bytes before it are its own
+ * framing: the raw_data field's tag and length (4 bytes at least) and, at
+ * worst, its TensorProto's tag and length in the parent (4 more), all decoded
+ * by now and viewed by nothing.  So the weights end aligned without a second
+ * copy of them.
+ */
+static void
+dec_align_view(const struct onnx_priv *pv, struct onnx_tensor *t)
+{
+	const uint8_t *p = t->data;
+	size_t esize = onnx_elem_size(t->elem), k;
+
+	if (pv->bytes == NULL || esize <= 1 || p < pv->bytes || p >= pv->bytes + pv->size ||
+	    (k = (uintptr_t)p % esize) == 0 || (size_t)(p - pv->bytes) < 8 || t->nbytes < ONNX_COPY_ALIGN_MAX)
+		return;
+	memmove(pv->bytes + (p - pv->bytes) - k, p, t->nbytes);
+	t->data = p - k;
+}
+
+/* Align every tensor viewing the .onnx file's copy: the initializers and the nodes' tensor attributes. */
+static void
+dec_align_views(struct onnx_priv *pv)
+{
+	const struct onnx_graph *g = &pv->model.graph;
+	size_t i, k;
+
+	for (i = 0; i < g->ninitializers; i++)
+		dec_align_view(pv, (struct onnx_tensor *)&g->initializers[i]);
+	for (i = 0; i < g->nnodes; i++)
+		for (k = 0; k < g->nodes[i].nattrs; k++)
+			if (g->nodes[i].attrs[k].type == ONNX_ATTR_TENSOR)
+				dec_align_view(pv, (struct onnx_tensor *)&g->nodes[i].attrs[k].t);
+}
+
+/* Decode buf (len bytes) into a new model; it owns and frees owned (buf itself, or NULL). */
 static int
-onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd, onnx_model_t **out,
+onnx_decode_common(const uint8_t *buf, size_t len, uint8_t *owned, int dirfd, onnx_model_t **out,
     char **cause)
 {
 	struct onnx_priv *pv;
@@ -698,13 +735,12 @@ onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd
 
 	*out = NULL;
 	if ((pv = xcalloc(1, sizeof *pv)) == NULL) {
-		if (map != NULL)
-			munmap((void *)map, len);
+		file_copy_free(owned, len);
 		return error_set(cause, "out of memory");
 	}
 	pv->model.priv = pv;
-	pv->map = map;
-	pv->map_size = len;
+	pv->bytes = owned;
+	pv->size = owned != NULL ? len : 0;
 	pv->arena_limit = ARENA_BASE_LIMIT + (len > (SIZE_MAX - ARENA_BASE_LIMIT) / 16 ?
 	    SIZE_MAX - ARENA_BASE_LIMIT : len * 16);
 	memset(&d, 0, sizeof d);
@@ -715,6 +751,7 @@ onnx_decode_common(const uint8_t *buf, size_t len, const uint8_t *map, int dirfd
 		onnx_model_free(&pv->model);
 		return -1;
 	}
+	dec_align_views(pv);
 	*out = &pv->model;
 	return 0;
 }
@@ -748,58 +785,45 @@ onnx_open_dir(const char *path, char **cause)
 	return fd;
 }
 
-/* Map the whole file path read-only. */
-static int
-onnx_map_file(const char *path, const uint8_t **map, size_t *len, char **cause)
-{
-	struct stat st;
-	void *p;
-	int fd, bad = 0;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return error_set(cause, "%s", strerror(errno));
-	if (fstat(fd, &st) != 0)
-		bad = error_set(cause, "fstat: %s", strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		bad = error_set(cause, "not a regular file");
-	else if (st.st_size == 0)
-		bad = error_set(cause, "empty file");
-	if (bad) {
-		close(fd);
-		return -1;
-	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return error_set(cause, "mmap: %s", strerror(errno));
-	*map = p;
-	*len = (size_t)st.st_size;
-	return 0;
-}
-
-/* Map a model file and decode it; external data is looked up beside it. */
+/* Copy a model file and decode it; external data is looked up beside it. */
 int
 onnx_model_load(const char *path, onnx_model_t **out, char **cause)
 {
-	const uint8_t *map = NULL;
+	uint8_t *bytes = NULL;
 	size_t len = 0;
 	int dirfd, rc;
 
 	*out = NULL;
-	if (onnx_map_file(path, &map, &len, cause) != 0)
+	if (file_copy_read(AT_FDCWD, path, &bytes, &len, cause) != 0)
 		return error_prefix(cause, "%s", path);
-	if ((dirfd = onnx_open_dir(path, cause)) < 0) {
-		munmap((void *)map, len);
+	if (len == 0) {
+		error_set(cause, "empty file");
 		return error_prefix(cause, "%s", path);
 	}
-	rc = onnx_decode_common(map, len, map, dirfd, out, cause);
+	if ((dirfd = onnx_open_dir(path, cause)) < 0) {
+		file_copy_free(bytes, len);
+		return error_prefix(cause, "%s", path);
+	}
+	rc = onnx_decode_common(bytes, len, bytes, dirfd, out, cause);
 	close(dirfd);
 	if (rc != 0)
 		return error_prefix(cause, "%s", path);
 	return 0;
 }
 
-/* Free the arena and unmap the model and its external data. */
+/* Give back the pages of the file copies that no range of keep touches. */
+size_t
+onnx_model_release_unused(onnx_model_t *m, const struct file_range *keep, size_t n)
+{
+	struct onnx_priv *pv = m->priv;
+	size_t i, given = file_copy_release(pv->bytes, pv->size, keep, n);
+
+	for (i = 0; i < pv->n_ext; i++)
+		given += file_copy_release(pv->ext[i].bytes, pv->ext[i].size, keep, n);
+	return given;
+}
+
+/* Free the arena and the copies of the model file and its external data. */
 void
 onnx_model_free(onnx_model_t *m)
 {
@@ -814,8 +838,7 @@ onnx_model_free(onnx_model_t *m)
 		next = c->next;
 		free(c);
 	}
-	if (pv->map != NULL)
-		munmap((void *)pv->map, pv->map_size);
+	file_copy_free(pv->bytes, pv->size);
 	free(pv);
 }
 

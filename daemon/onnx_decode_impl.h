@@ -1,4 +1,4 @@
-/* onnx_decode_impl.h: what the ONNX decoder's files share: the model's arena and mappings, the decoding context. */
+/* onnx_decode_impl.h: what the ONNX decoder's files share: the model's arena and file copies, the decoding context. */
 #ifndef INFERD_ONNX_DECODE_IMPL_H
 #define INFERD_ONNX_DECODE_IMPL_H
 
@@ -8,10 +8,10 @@
 #include "onnx_decode.h"
 #include "protobuf_wire.h"
 
-/* A mapped external data file, shared by every tensor that names its location. */
+/* An external data file's private copy (file_copy.h), shared by every tensor that names its location. */
 struct onnx_ext_file {
 	char *location;
-	const uint8_t *map;	/* NULL for an empty file */
+	uint8_t *bytes;		/* NULL for an empty file */
 	size_t size;
 };
 
@@ -22,8 +22,8 @@ struct onnx_priv {
 	onnx_model_t model;
 	struct arena_chunk *chunks;
 	size_t arena_total, arena_limit;
-	const uint8_t *map;	/* the .onnx file (onnx_model_load only) */
-	size_t map_size;
+	uint8_t *bytes;		/* the .onnx file's private copy (onnx_model_load only) */
+	size_t size;
 	struct onnx_ext_file *ext;
 	size_t n_ext, ext_cap;
 };
@@ -61,7 +61,7 @@ int dec_int(struct onnx_dec *d, const struct pb_field *f, const char *fname, int
 /* Decode the TensorProto in f into t (onnx_decode_tensor.c). */
 int dec_tensor(struct onnx_dec *d, const struct pb_reader *r, const struct pb_field *f,
     struct onnx_tensor *t);
-/* Unmap the external data files (onnx_decode_tensor.c). */
+/* Free the copies of the external data files (onnx_decode_tensor.c). */
 void dec_ext_free(struct onnx_priv *priv);
 
 #endif

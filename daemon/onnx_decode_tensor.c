@@ -1,16 +1,12 @@
 /* onnx_decode_tensor.c: TensorProto: dims and type checked, bytes as views (raw_data, external data) or converted. */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "alloc.h"
 #include "error.h"
+#include "file_copy.h"
 #include "onnx_decode_impl.h"
 
 /* TensorProto field numbers (onnx.proto). */
@@ -272,7 +268,7 @@ tensor_fill_typed(struct onnx_dec *d, const struct pb_reader *r, const struct te
 	return rc;
 }
 
-/* Point t at bytes p in a mapping, or at an aligned arena copy when they are small and misaligned. */
+/* Point t at bytes p in a file's copy, or at an aligned arena copy when they are small and misaligned. */
 static int
 tensor_view(struct onnx_dec *d, const uint8_t *p, size_t esize, struct onnx_tensor *t)
 {
@@ -365,31 +361,21 @@ ext_check_location(struct onnx_dec *d, const struct pb_field *f)
 	return 0;
 }
 
-/* Map the external file location (relative to the model's directory) into e. */
+/* Copy the external file location (relative to the model's directory) into e. */
 static int
-ext_map(struct onnx_dec *d, const char *location, struct onnx_ext_file *e)
+ext_read(struct onnx_dec *d, const char *location, struct onnx_ext_file *e)
 {
-	struct stat st;
-	void *p = NULL;
-	int fd;
+	char *why = NULL;
+	int rc;
 
-	if ((fd = openat(d->dirfd, location, O_RDONLY | O_CLOEXEC)) < 0)
-		return dec_err(d, "external data '%s': %s", location, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return dec_err(d, "external data '%s': not a regular file", location);
-	}
-	if (st.st_size > 0 && (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-		close(fd);
-		return dec_err(d, "external data '%s': mmap: %s", location, strerror(errno));
-	}
-	close(fd);
-	e->map = p;
-	e->size = (size_t)st.st_size;
-	return 0;
+	if (file_copy_read(d->dirfd, location, &e->bytes, &e->size, &why) == 0)
+		return 0;
+	rc = dec_err(d, "external data '%s': %s", location, why);
+	free(why);
+	return rc;
 }
 
-/* The mapping of external file location, mapped on first use and shared afterwards. */
+/* The copy of external file location, read on first use and shared afterwards. */
 static const struct onnx_ext_file *
 ext_file(struct onnx_dec *d, const char *location)
 {
@@ -412,7 +398,7 @@ ext_file(struct onnx_dec *d, const char *location)
 		dec_err(d, "out of memory");
 		return NULL;
 	}
-	if (ext_map(d, location, &e) != 0) {
+	if (ext_read(d, location, &e) != 0) {
 		free(e.location);
 		return NULL;
 	}
@@ -420,15 +406,14 @@ ext_file(struct onnx_dec *d, const char *location)
 	return &pv->ext[pv->n_ext++];
 }
 
-/* Unmap and forget every external data file. */
+/* Free and forget every external data file's copy. */
 void
 dec_ext_free(struct onnx_priv *pv)
 {
 	size_t i;
 
 	for (i = 0; i < pv->n_ext; i++) {
-		if (pv->ext[i].map != NULL)
-			munmap((void *)pv->ext[i].map, pv->ext[i].size);
+		file_copy_free(pv->ext[i].bytes, pv->ext[i].size);
 		free(pv->ext[i].location);
 	}
 	free(pv->ext);
@@ -464,7 +449,7 @@ tensor_external(struct onnx_dec *d, const struct tensor_scan *s, struct onnx_ten
 	if (offset > e->size || length > e->size - offset)
 		return dec_err(d, "external data '%s': bytes %zu..%zu lie past its end (%zu bytes)", location,
 		    offset, offset + length, e->size);
-	return tensor_view(d, e->map == NULL ? NULL : e->map + offset, esize, t);
+	return tensor_view(d, e->bytes == NULL ? NULL : e->bytes + offset, esize, t);
 }
 
 /* Place the data of a scanned tensor: its size from dims and type, then external, raw or typed bytes. */

@@ -531,6 +531,7 @@ repository_free(repository_t *r)
 	}
 	free(r->models);
 	free(r->ids);
+	repository_settling_free(&r->settling);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->load_lock);
 	pthread_cond_destroy(&r->reap);

@@ -91,6 +91,7 @@ struct repository_options {
 	const char *dir;
 	enum repository_control control;
 	int inflight;			/* batch contexts per version (device memory check) */
+	int settle_secs;		/* a rescan loads files left alone this long (0: at once) */
 };
 
 /*
@@ -125,10 +126,18 @@ int repository_unload_model(repository_t *r, const char *name, char **cause);
 /*
  * Rescan the repository: new models and versions load (none and poll
  * modes; explicit mode rescans only the models it loaded), changed ones
- * reload, versions no longer selected and models whose directory is gone
- * unload.  Logs what it did.
+ * reload (each once its files have been left alone for settle_secs),
+ * versions no longer selected and models whose directory is gone unload.
+ * Logs what it did.
  */
 void repository_rescan(repository_t *r);
+/*
+ * Milliseconds until the rescan that versions whose files were still changing
+ * at the last rescan want (a rescan loads a version only once its files have
+ * been left alone for settle_secs; until then what served keeps serving); -1
+ * when none waits.
+ */
+int64_t repository_settle_due_ms(repository_t *r);
 
 /*
  * Take a reference to version (0: the newest loaded) of name.  On a miss

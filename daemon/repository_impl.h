@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "repository.h"
+#include "repository_scan.h"
 
 /* One model name: its published versions and how its last load went. */
 struct repository_model {
@@ -45,6 +46,8 @@ struct repository {
 	pthread_t reaper;
 	int reaper_started;
 	pthread_mutex_t load_lock;	/* one load, unload or rescan at a time */
+	struct repository_settling settling;	/* versions waiting for their files to settle (load_lock) */
+	uint64_t settle_due_us;		/* when the last rescan's waiting versions want another (lock; 0: none) */
 };
 
 /* The model called name, or NULL (lock held). */

@@ -1,13 +1,11 @@
 /* repository_load.c: loading, swapping and unloading model versions, and rescanning the repository. */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "clock.h"
 #include "error.h"
@@ -16,58 +14,6 @@
 #include "model_warmup.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
-
-/* Mix one file's name, size and mtime into a signature (FNV-1a), adding its size to *bytes. */
-static void
-repository_sign_file(const char *dir, const char *name, uint64_t *h, uint64_t *bytes)
-{
-	char path[4096];
-	struct stat st;
-	uint64_t v[3];
-	const unsigned char *p;
-	size_t i;
-
-	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &st) != 0 ||
-	    !S_ISREG(st.st_mode))
-		return;
-	v[0] = (uint64_t)st.st_size;
-	v[1] = (uint64_t)st.st_mtim.tv_sec;
-	v[2] = (uint64_t)st.st_mtim.tv_nsec;
-	*bytes += (uint64_t)st.st_size;
-	for (p = (const unsigned char *)name; *p != '\0'; p++)
-		*h = (*h ^ *p) * 1099511628211ull;
-	for (p = (const unsigned char *)v, i = 0; i < sizeof v; i++)
-		*h = (*h ^ p[i]) * 1099511628211ull;
-}
-
-/*
- * Signature of a version's files: model.json of the model directory and
- * every regular file of the version directory (the model directory itself
- * in the flat layout), by name, size and mtime; *bytes gets their total size.
- */
-static uint64_t
-repository_signature(const char *model_dir, int64_t version, uint64_t *bytes)
-{
-	char vdir[4096];
-	struct dirent *de;
-	struct stat st;
-	uint64_t h = 14695981039346656037ull;
-	DIR *d;
-
-	*bytes = 0;
-	repository_sign_file(model_dir, "model.json", &h, bytes);
-	snprintf(vdir, sizeof vdir, "%s/%" PRId64, model_dir, version);
-	if (stat(vdir, &st) != 0 || !S_ISDIR(st.st_mode))
-		snprintf(vdir, sizeof vdir, "%s", model_dir);
-	if ((d = opendir(vdir)) == NULL)
-		return h;
-	/* readdir's order is stable for an unchanged directory; a change of order is a change. */
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.' && strcmp(de->d_name, "model.json") != 0)
-			repository_sign_file(vdir, de->d_name, &h, bytes);
-	closedir(d);
-	return h;
-}
 
 /* Refuse a load that would not fit in dev's free memory (where the device can tell). */
 static int
@@ -226,19 +172,21 @@ static int
 repository_build(repository_t *r, const char *name, const char *dir, int64_t version,
     const char *config_override, model_ref_t **out, char **cause)
 {
-	uint64_t t0 = clock_now_us(), bytes, sig = repository_signature(dir, version, &bytes);
+	uint64_t t0 = clock_now_us();
 	model_ref_t *ref = calloc(1, sizeof *ref);
+	struct repository_files files;
 	struct placements pl;
 	char what[256];
 	int i;
 
+	repository_scan_files(dir, version, &files);
 	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
 	if (ref == NULL)
 		return error_set(cause, "out of memory");
 	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
 		goto oom;
 	FAULT_MARK("start of model %s", name);
-	if (repository_check_memory(r->o.dev, what, bytes, cause) != 0 ||
+	if (repository_check_memory(r->o.dev, what, files.bytes, cause) != 0 ||
 	    model_load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
 		FAULT_MARK("end of model %s", name);
 		goto fail;
@@ -250,11 +198,11 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		goto fail;
 	}
 	if (repository_placements(r, ref->model, &pl, cause) != 0 ||
-	    repository_bind_copies(r, ref, dir, version, what, bytes, &pl, cause) != 0 ||
+	    repository_bind_copies(r, ref, dir, version, what, files.bytes, &pl, cause) != 0 ||
 	    repository_prepare(r, what, &pl, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)
 		goto fail;
 	ref->version = version;
-	ref->signature = sig;
+	ref->signature = files.signature;
 	ref->refs = 1;
 	ref->load_seconds = (double)(clock_now_us() - t0) / 1e6;
 	*out = ref;
@@ -305,23 +253,32 @@ repository_unchanged(struct repository_model *m, int64_t v, uint64_t sig, const 
 	return 0;
 }
 
-/* Load version v of m unless it is loaded unchanged; publish it, retiring the one it replaces. */
+/*
+ * Load version v of m unless it is loaded unchanged; publish it, retiring the
+ * one it replaces.  With settle (a rescan's), a version whose files are still
+ * changing is left for a later rescan: 1.
+ */
 static int
 repository_load_version(repository_t *r, struct repository_model *m, const struct repository_entry *e,
-    int64_t v, const char *override, char **cause)
+    int64_t v, const char *override, int settle, char **cause)
 {
-	uint64_t bytes, sig = repository_signature(e->dir, v, &bytes);
+	struct repository_files files;
 	model_ref_t *ref = NULL, *old;
 	char where[256];
 	int same, rc;
 
+	repository_scan_files(e->dir, v, &files);
 	pthread_mutex_lock(&r->lock);
-	same = repository_unchanged(m, v, sig, override);
-	if (!same && m->versions == NULL)
-		m->state = REPOSITORY_LOADING;
+	same = repository_unchanged(m, v, files.signature, override);
 	pthread_mutex_unlock(&r->lock);
 	if (same)
 		return 0;
+	if (settle && !repository_settling_ready(&r->settling, m->name, e->dir, v, &files, r->o.settle_secs))
+		return 1;
+	pthread_mutex_lock(&r->lock);
+	if (m->versions == NULL)
+		m->state = REPOSITORY_LOADING;
+	pthread_mutex_unlock(&r->lock);
 	rc = repository_build(r, m->name, e->dir, v, override, &ref, cause);
 	repository_trim();	/* what the load freed (parsing, library set-up) goes back to the system */
 	if (rc != 0) {
@@ -385,13 +342,16 @@ repository_retire(repository_t *r, struct repository_model *m, const struct repo
 	}
 }
 
-/* Bring m in line with its scanned entry e; -1 (first failure in *cause) when a version failed. */
+/*
+ * Bring m in line with its scanned entry e; -1 (first failure in *cause) when
+ * a version failed.  settle: a rescan's (see repository_load_version).
+ */
 static int
 repository_sync(repository_t *r, struct repository_model *m, const struct repository_entry *e,
-    const char *override, char **cause)
+    const char *override, int settle, char **cause)
 {
 	size_t i;
-	int rc = 0;
+	int rc = 0, waiting = 0, got;
 
 	if (e->error != NULL) {
 		LOG_ERROR("model '%s' not loaded: %s", m->name, e->error);
@@ -403,7 +363,9 @@ repository_sync(repository_t *r, struct repository_model *m, const struct reposi
 	for (i = e->nversions; i-- > 0;) {	/* newest first: it serves soonest */
 		char *err = NULL;
 
-		if (repository_load_version(r, m, e, e->versions[i], override, &err) != 0) {
+		if ((got = repository_load_version(r, m, e, e->versions[i], override, settle, &err)) > 0)
+			waiting = 1;
+		else if (got != 0) {
 			rc = -1;
 			if (cause != NULL && *cause == NULL) {
 				*cause = err;
@@ -415,6 +377,9 @@ repository_sync(repository_t *r, struct repository_model *m, const struct reposi
 	/* A failed version keeps what served: nothing is unloaded for it. */
 	if (rc != 0)
 		return -1;
+	/* So does a version whose files are still changing, until a later rescan loads it. */
+	if (waiting)
+		return 0;
 	pthread_mutex_lock(&r->lock);
 	repository_model_fail(m, 0, NULL);
 	pthread_mutex_unlock(&r->lock);
@@ -440,7 +405,7 @@ repository_load_locked(repository_t *r, const char *name, const char *override, 
 		repository_entry_free(&e);
 		return error_set(cause, "out of memory");
 	}
-	rc = repository_sync(r, m, &e, override, cause);
+	rc = repository_sync(r, m, &e, override, 0, cause);
 	repository_entry_free(&e);
 	return rc;
 }
@@ -509,9 +474,12 @@ repository_drop_missing(repository_t *r, const struct repository_entry *e, size_
 	}
 }
 
-/* Rescan the repository (load_lock held); -1 only when it cannot be read. */
+/*
+ * Rescan the repository (load_lock held); -1 only when it cannot be read.
+ * settle: a rescan's, not the start-up load (see repository_load_version).
+ */
 static int
-repository_rescan_locked(repository_t *r, char **cause)
+repository_rescan_locked(repository_t *r, int settle, char **cause)
 {
 	struct repository_entry *e = NULL;
 	struct repository_model *m;
@@ -527,7 +495,7 @@ repository_rescan_locked(repository_t *r, char **cause)
 		if (want && m == NULL)
 			m = repository_model_add(r, e[i].name);
 		pthread_mutex_unlock(&r->lock);
-		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, NULL) != 0)
+		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, settle, NULL) != 0)
 			LOG_WARN("model '%s': the rescan's load failed; it keeps what it served before", e[i].name);
 	}
 	repository_drop_missing(r, e, n);
@@ -535,18 +503,38 @@ repository_rescan_locked(repository_t *r, char **cause)
 	return 0;
 }
 
-/* Rescan the repository. */
+/* Rescan the repository; versions whose files are still changing wait (repository_settle_due_ms). */
 void
 repository_rescan(repository_t *r)
 {
 	char *cause = NULL;
+	uint64_t due;
 
 	pthread_mutex_lock(&r->load_lock);
-	if (repository_rescan_locked(r, &cause) != 0) {
+	repository_settling_begin(&r->settling);
+	if (repository_rescan_locked(r, 1, &cause) != 0) {
 		LOG_ERROR("rescan: %s", cause);
 		free(cause);
 	}
+	due = repository_settling_end(&r->settling);
+	pthread_mutex_lock(&r->lock);
+	r->settle_due_us = due;
+	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_unlock(&r->load_lock);
+}
+
+/* Milliseconds until the rescan a version waiting for its files to settle wants; -1 when none waits. */
+int64_t
+repository_settle_due_ms(repository_t *r)
+{
+	uint64_t due, now = clock_now_us();
+
+	pthread_mutex_lock(&r->lock);
+	due = r->settle_due_us;
+	pthread_mutex_unlock(&r->lock);
+	if (due == 0)
+		return -1;
+	return due > now ? (int64_t)((due - now + 999) / 1000) : 0;
 }
 
 /* Load one load_model name at start-up, recording a failure even when its directory is missing. */
@@ -577,7 +565,7 @@ repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 
 	if (r->o.control != REPOSITORY_CONTROL_EXPLICIT) {
 		pthread_mutex_lock(&r->load_lock);
-		rc = repository_rescan_locked(r, cause);
+		rc = repository_rescan_locked(r, 0, cause);
 		pthread_mutex_unlock(&r->load_lock);
 		return rc;
 	}

@@ -1,4 +1,4 @@
-/* repository_scan.c: the model directories of a repository, their version directories and version_policy. */
+/* repository_scan.c: a repository's models, versions and version_policy on disk; whether a version's files settled. */
 #include "config.h"
 
 #include <dirent.h>
@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "clock.h"
 #include "error.h"
+#include "log.h"
 #include "model_impl.h"
 #include "repository_scan.h"
 
@@ -350,4 +353,201 @@ repository_scan_free(struct repository_entry *e, size_t count)
 	for (i = 0; e != NULL && i < count; i++)
 		repository_entry_free(&e[i]);
 	free(e);
+}
+
+/* The latest of a stat's modification and status-change times, in ns since the epoch. */
+static int64_t
+scan_stat_newest(const struct stat *st)
+{
+	int64_t m = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	int64_t c = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+
+	return m > c ? m : c;
+}
+
+/* Mix one file's name, size and mtime into the signature (FNV-1a); add its size and times to f. */
+static void
+scan_sign_file(const char *dir, const char *name, struct repository_files *f)
+{
+	char path[4096];
+	struct stat st;
+	uint64_t v[3];
+	const unsigned char *p;
+	size_t i;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	v[0] = (uint64_t)st.st_size;
+	v[1] = (uint64_t)st.st_mtim.tv_sec;
+	v[2] = (uint64_t)st.st_mtim.tv_nsec;
+	f->bytes += (uint64_t)st.st_size;
+	if (scan_stat_newest(&st) > f->newest_ns)
+		f->newest_ns = scan_stat_newest(&st);
+	for (p = (const unsigned char *)name; *p != '\0'; p++)
+		f->signature = (f->signature ^ *p) * 1099511628211ull;
+	for (p = (const unsigned char *)v, i = 0; i < sizeof v; i++)
+		f->signature = (f->signature ^ p[i]) * 1099511628211ull;
+}
+
+/* Describe version's files: model.json, then the version directory's regular files in readdir order. */
+void
+repository_scan_files(const char *model_dir, int64_t version, struct repository_files *out)
+{
+	char vdir[4096];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	out->signature = 14695981039346656037ull;
+	out->bytes = 0;
+	out->newest_ns = 0;
+	scan_sign_file(model_dir, "model.json", out);
+	snprintf(vdir, sizeof vdir, "%s/%lld", model_dir, (long long)version);
+	if (stat(vdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(vdir, sizeof vdir, "%s", model_dir);
+		if (stat(vdir, &st) != 0)
+			return;
+	}
+	/* Files added, removed or renamed change the directory's times. */
+	if (scan_stat_newest(&st) > out->newest_ns)
+		out->newest_ns = scan_stat_newest(&st);
+	if ((d = opendir(vdir)) == NULL)
+		return;
+	/* readdir's order is stable for an unchanged directory; a change of order is a change. */
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' && strcmp(de->d_name, "model.json") != 0)
+			scan_sign_file(vdir, de->d_name, out);
+	closedir(d);
+}
+
+/* The waiting entry for model_dir's version, or NULL. */
+static struct repository_settling_version *
+settling_find(struct repository_settling *s, const char *model_dir, int64_t version)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->v[i].version == version && strcmp(s->v[i].model_dir, model_dir) == 0)
+			return &s->v[i];
+	return NULL;
+}
+
+/* A new waiting entry (signature and since_us for the caller to set), or NULL when memory is short. */
+static struct repository_settling_version *
+settling_add(struct repository_settling *s, const char *model_dir, int64_t version)
+{
+	struct repository_settling_version *nv;
+	char *dir = strdup(model_dir);
+
+	if (dir == NULL || (nv = realloc(s->v, (s->n + 1) * sizeof *nv)) == NULL) {
+		free(dir);
+		return NULL;
+	}
+	s->v = nv;
+	memset(&nv[s->n], 0, sizeof nv[s->n]);
+	nv[s->n].model_dir = dir;
+	nv[s->n].version = version;
+	return &nv[s->n++];
+}
+
+/* Forget entry i. */
+static void
+settling_drop(struct repository_settling *s, size_t i)
+{
+	free(s->v[i].model_dir);
+	s->v[i] = s->v[--s->n];
+}
+
+/* Whether version's files f have settled (see repository_scan.h). */
+int
+repository_settling_check(struct repository_settling *s, const char *model_dir, int64_t version,
+    const struct repository_files *f, uint64_t settle_us, uint64_t now_us, int64_t now_ns)
+{
+	struct repository_settling_version *e;
+	int64_t quiet_us = (now_ns - f->newest_ns) / 1000;
+	uint64_t due;
+	int first = 0;
+
+	if (settle_us == 0)
+		return 1;
+	if ((e = settling_find(s, model_dir, version)) == NULL) {
+		if ((e = settling_add(s, model_dir, version)) == NULL)
+			return 1;
+		first = 1;
+	}
+	if (first || e->signature != f->signature) {
+		e->signature = f->signature;
+		e->since_us = now_us;
+	}
+	e->round = s->round;
+	if ((quiet_us >= 0 && (uint64_t)quiet_us >= settle_us) || now_us - e->since_us >= settle_us) {
+		settling_drop(s, (size_t)(e - s->v));
+		return 1;
+	}
+	/* Ready at whichever rule comes true first, if nothing changes meanwhile. */
+	due = e->since_us + settle_us;
+	if (quiet_us >= 0 && now_us + (settle_us - (uint64_t)quiet_us) < due)
+		due = now_us + (settle_us - (uint64_t)quiet_us);
+	if (s->due_us == 0 || due < s->due_us)
+		s->due_us = due;
+	return first ? 2 : 0;
+}
+
+/* repository_settling_check with the clocks read now; logs the first time a version is seen waiting. */
+int
+repository_settling_ready(struct repository_settling *s, const char *name, const char *model_dir,
+    int64_t version, const struct repository_files *f, int settle_secs)
+{
+	struct timespec now;
+	int64_t now_ns;
+	int rc;
+
+	if (settle_secs <= 0)
+		return 1;
+	if (clock_gettime(CLOCK_REALTIME, &now) != 0)
+		return 1;	/* cannot fail with a valid clock id; without a clock there is nothing to wait by */
+	now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	rc = repository_settling_check(s, model_dir, version, f, (uint64_t)settle_secs * 1000000, clock_now_us(),
+	    now_ns);
+	if (rc == 2)
+		LOG_INFO("model '%s' version %lld: its files are still changing (the last change %.1f s ago); the "
+		    "rescans load it once they have been left alone for %d s (repository_settle_secs), and "
+		    "what serves keeps serving", name, (long long)version, (double)(now_ns - f->newest_ns) / 1e9,
+		    settle_secs);
+	return rc == 1;
+}
+
+/* Start a rescan's round. */
+void
+repository_settling_begin(struct repository_settling *s)
+{
+	s->round++;
+	s->due_us = 0;
+}
+
+/* End the round: forget the versions it did not look at. */
+uint64_t
+repository_settling_end(struct repository_settling *s)
+{
+	size_t i = 0;
+
+	while (i < s->n) {
+		if (s->v[i].round != s->round)
+			settling_drop(s, i);
+		else
+			i++;
+	}
+	return s->due_us;
+}
+
+/* Free everything s holds. */
+void
+repository_settling_free(struct repository_settling *s)
+{
+	while (s->n > 0)
+		settling_drop(s, s->n - 1);
+	free(s->v);
+	s->v = NULL;
+	s->due_us = 0;
 }

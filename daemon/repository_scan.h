@@ -58,6 +58,62 @@ int repository_scan_model_config(const char *repo_dir, const char *name, const c
 int repository_scan_versions(const char *model_dir, int64_t **versions, size_t *count, char **cause);
 /* Parse a version directory name: a positive decimal integer, no sign, no leading zero, at most INT64_MAX. */
 int repository_parse_version(const char *s, int64_t *out);
+/* What a version's files look like now: what a rescan compares with the loaded version's. */
+struct repository_files {
+	uint64_t signature;	/* names, sizes and modification times (FNV-1a) */
+	uint64_t bytes;		/* their total size */
+	int64_t newest_ns;	/* latest modification or status change, theirs or the directory's (ns since the epoch) */
+};
+/*
+ * Describe version's files: model.json of model_dir and every regular file of
+ * its version directory (model_dir itself in the flat layout); files that
+ * cannot be read are left out.
+ */
+void repository_scan_files(const char *model_dir, int64_t version, struct repository_files *out);
+
+/*
+ * Versions a rescan found changed (or new) whose files have not yet stopped
+ * changing: a rescan loads them only once their files have been left alone
+ * for the settle interval, so a copy in progress is never loaded.  Files are
+ * settled when none of their times (modification, status change; their
+ * directory's too) lies within the interval, or when the same signature was
+ * first seen at least the interval ago (a network file system's clock may
+ * disagree with ours).  A rescan brackets its checks with begin and end;
+ * versions it did not look at are forgotten.  Callers serialize (the
+ * registry's load lock).
+ */
+struct repository_settling_version {
+	char *model_dir;
+	int64_t version;
+	uint64_t signature;	/* as last seen */
+	uint64_t since_us;	/* when that signature was first seen (monotonic) */
+	uint64_t round;		/* the last rescan that looked at it */
+};
+struct repository_settling {
+	struct repository_settling_version *v;
+	size_t n;
+	uint64_t round;		/* the rescan under way */
+	uint64_t due_us;	/* the earliest time a version waiting in this round may be ready (0: none waits) */
+};
+/*
+ * Whether version's files f have settled at monotonic time now_us and
+ * wall-clock time now_ns (ns since the epoch): 1 settled (and forgotten), 0
+ * still changing, 2 still changing and seen so for the first time.  Memory
+ * running out counts as settled (the load then goes ahead, as without a
+ * settle interval).
+ */
+int repository_settling_check(struct repository_settling *s, const char *model_dir, int64_t version,
+    const struct repository_files *f, uint64_t settle_us, uint64_t now_us, int64_t now_ns);
+/* repository_settling_check now, logging (info) once that model name's version waits; 1 when it may load. */
+int repository_settling_ready(struct repository_settling *s, const char *name, const char *model_dir,
+    int64_t version, const struct repository_files *f, int settle_secs);
+/* Start a rescan's round of checks. */
+void repository_settling_begin(struct repository_settling *s);
+/* End the round: forget the versions it did not look at; returns due_us (0: none waits). */
+uint64_t repository_settling_end(struct repository_settling *s);
+/* Free everything s holds (it may be used again afterwards). */
+void repository_settling_free(struct repository_settling *s);
+
 /* Free e's members, not e (NULL is ignored). */
 void repository_entry_free(struct repository_entry *e);
 /* Free every entry and the array. */

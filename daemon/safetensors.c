@@ -1,17 +1,14 @@
 /* safetensors.c: the safetensors format (8-byte LE header length, JSON header, raw data), validated. */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "alloc.h"
 #include "error.h"
+#include "file_copy.h"
 #include "safetensors.h"
 
 /* Header lengths beyond this are refused before parsing (the format's own limit is 100 MB). */
@@ -19,7 +16,7 @@
 
 struct st_file {
 	char *path;
-	const uint8_t *map;
+	const uint8_t *bytes;	/* the whole file, a private copy (file_copy.h) */
 	size_t size;
 	const uint8_t *data;	/* start of the data section */
 	uint64_t data_size;
@@ -180,42 +177,29 @@ st_parse_header(st_file_t *f, const char *text, size_t len, char **cause)
 	return rc;
 }
 
-/* Map the file and check that the header length fits. */
+/* Read the file into private memory and check that the header length fits. */
 static int
-st_map(st_file_t *f, char **cause)
+st_read(st_file_t *f, char **cause)
 {
-	struct stat st;
+	uint8_t *bytes;
 	uint64_t hlen = 0;
-	int fd, i;
+	int i;
 
-	fd = open(f->path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return error_set(cause, "cannot open: %s", strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return error_set(cause, "not a regular file");
-	}
-	if (st.st_size < 8) {
-		close(fd);
-		return error_set(cause, "file is %lld bytes, shorter than the 8-byte header length", (long long)st.st_size);
-	}
-	f->size = (size_t)st.st_size;
-	f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (f->map == MAP_FAILED) {
-		f->map = NULL;
-		return error_set(cause, "mmap: %s", strerror(errno));
-	}
+	if (file_copy_read(AT_FDCWD, f->path, &bytes, &f->size, cause) != 0)
+		return -1;
+	f->bytes = bytes;
+	if (f->size < 8)
+		return error_set(cause, "file is %zu bytes, shorter than the 8-byte header length", f->size);
 	for (i = 7; i >= 0; i--)
-		hlen = hlen << 8 | f->map[i];
+		hlen = hlen << 8 | f->bytes[i];
 	if (hlen > ST_MAX_HEADER || hlen > f->size - 8)
 		return error_set(cause, "header length %llu is larger than the file (%zu bytes)", (unsigned long long)hlen, f->size);
-	f->data = f->map + 8 + hlen;
+	f->data = f->bytes + 8 + hlen;
 	f->data_size = f->size - 8 - hlen;
-	return st_parse_header(f, (const char *)f->map + 8, (size_t)hlen, cause);
+	return st_parse_header(f, (const char *)f->bytes + 8, (size_t)hlen, cause);
 }
 
-/* Map and validate a safetensors file. */
+/* Read and validate a safetensors file. */
 int
 st_open(const char *path, st_file_t **out, char **cause)
 {
@@ -226,7 +210,7 @@ st_open(const char *path, st_file_t **out, char **cause)
 		free(f);
 		return error_set(cause, "out of memory");
 	}
-	if (st_map(f, cause) != 0) {
+	if (st_read(f, cause) != 0) {
 		error_prefix(cause, "%s", path);
 		st_close(f);
 		return -1;
@@ -235,7 +219,7 @@ st_open(const char *path, st_file_t **out, char **cause)
 	return 0;
 }
 
-/* Unmap and free. */
+/* Free the copy and the table. */
 void
 st_close(st_file_t *f)
 {
@@ -246,8 +230,7 @@ st_close(st_file_t *f)
 	for (i = 0; i < f->count; i++)
 		free(f->tensors[i].name);
 	free(f->tensors);
-	if (f->map != NULL)
-		munmap((void *)f->map, f->size);
+	file_copy_free((uint8_t *)f->bytes, f->size);
 	free(f->path);
 	free(f);
 }

@@ -459,6 +459,15 @@ EXTRA_DIST += client/python/pyproject.toml client/python/README.md client/python
 	client/python/tests/test_shm.py client/python/tests/test_repository.py \
 	client/bench/python_client_bench.py
 
+# --- model files read into private memory (file_copy.c, safetensors.c); rescans wait for files to settle ---
+check_PROGRAMS += tests/unit/test_file_copy
+TESTS += tests/unit/test_file_copy tests/integration/test_file_change.sh
+dist_check_SCRIPTS += tests/integration/test_file_change.sh
+EXTRA_DIST += tests/helpers/make_file_change_models.py tests/helpers/file_change_clients.py
+tests_unit_test_file_copy_SOURCES = tests/unit/test_file_copy.c $(TEST_COMMON)
+tests_unit_test_file_copy_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_file_copy_LDADD = $(TEST_LDADD)
+
 # --- model lifecycle on disk: repository layout and versions, model_load_version ---
 LIFECYCLE_DISK_TESTS = tests/unit/test_repository_scan tests/unit/test_model_version tests/unit/test_model_version_cuda \
 	tests/unit/test_model_warmup tests/unit/test_model_warmup_cuda tests/unit/test_model_instances

@@ -239,6 +239,127 @@ check_parse_version(void)
 	    repository_parse_version("-3", &v) != 0 && repository_parse_version("3x", &v) != 0, "bad names accepted");
 }
 
+/* Seconds and microseconds as the settling checks take them. */
+#define SEC_US 1000000ull
+#define SEC_NS 1000000000ll
+
+/* One settling check of (dir, version) with files f at monotonic now_us and wall-clock now_ns. */
+static int
+settle_at(struct repository_settling *s, const char *dir, int64_t version, const struct repository_files *f,
+    uint64_t now_us, int64_t now_ns)
+{
+	return repository_settling_check(s, dir, version, f, 2 * SEC_US, now_us, now_ns);
+}
+
+/* Files still being written wait; files left alone for the interval load; the log's "first" once per episode. */
+static void
+check_settling_quiet(void)
+{
+	struct repository_settling s = { 0 };
+	struct repository_files f = { 1, 100, 1000 * SEC_NS }, g = f;
+	int64_t t0 = 1000 * SEC_NS;
+
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &f, 10 * SEC_US, t0 + SEC_NS / 2) == 2, "a fresh change did not wait as new");
+	/* Due when the files have been quiet for 2 s: 1.5 s from now. */
+	CHECK(repository_settling_end(&s) == 10 * SEC_US + 3 * SEC_US / 2, "due %llu", (unsigned long long)s.due_us);
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &f, 11 * SEC_US, t0 + 3 * SEC_NS / 2) == 0, "a waiting version logged again");
+	repository_settling_end(&s);
+	/* Written again: still the same wait (no second log line), the clock starts over. */
+	g.signature = 2;
+	g.bytes = 200;
+	g.newest_ns = t0 + 17 * SEC_NS / 10;
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &g, 11 * SEC_US + SEC_US / 5, t0 + 17 * SEC_NS / 10) == 0, "growing file");
+	CHECK(repository_settling_end(&s) == 13 * SEC_US + SEC_US / 5, "due after the new change");
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &g, 13 * SEC_US, t0 + 37 * SEC_NS / 10 - 1) == 0, "ready before 2 s of quiet");
+	repository_settling_end(&s);
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &g, 13 * SEC_US + SEC_US / 10, t0 + 37 * SEC_NS / 10) == 1,
+	    "2 s of quiet did not settle");
+	CHECK(s.n == 0 && repository_settling_end(&s) == 0, "a settled version is still waiting");
+	/* A change long ago (a directory moved into place) loads at once. */
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 2, &f, 20 * SEC_US, t0 + 60 * SEC_NS) == 1, "old files waited");
+	CHECK(repository_settling_end(&s) == 0 && s.n == 0, "old files left an entry");
+	repository_settling_free(&s);
+}
+
+/* Clocks that disagree (times in the future): the same signature seen for the interval settles. */
+static void
+check_settling_skew(void)
+{
+	struct repository_settling s = { 0 };
+	struct repository_files f = { 7, 100, 5000 * SEC_NS };
+	int64_t now = 1000 * SEC_NS;
+
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &f, 50 * SEC_US, now) == 2, "future times: first look");
+	CHECK(repository_settling_end(&s) == 52 * SEC_US, "future times: due by observation");
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &f, 51 * SEC_US, now + SEC_NS) == 0, "future times: settled early");
+	repository_settling_end(&s);
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/m", 1, &f, 52 * SEC_US, now + 2 * SEC_NS) == 1, "future times never settle");
+	repository_settling_end(&s);
+	repository_settling_free(&s);
+}
+
+/* Versions a rescan does not look at are forgotten; versions are told apart; 0 s waits for nothing. */
+static void
+check_settling_rounds(void)
+{
+	struct repository_settling s = { 0 };
+	struct repository_files f = { 3, 10, 100 * SEC_NS };
+
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/a", 1, &f, SEC_US, 100 * SEC_NS) == 2, "a/1");
+	CHECK(settle_at(&s, "/r/a", 2, &f, SEC_US, 100 * SEC_NS) == 2, "a/2 is not a/1");
+	CHECK(settle_at(&s, "/r/b", 1, &f, SEC_US, 100 * SEC_NS) == 2, "b/1 is not a/1");
+	CHECK(repository_settling_end(&s) == 3 * SEC_US && s.n == 3, "three waiting");
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/b", 1, &f, 2 * SEC_US, 101 * SEC_NS) == 0, "b/1 again");
+	CHECK(repository_settling_end(&s) == 3 * SEC_US && s.n == 1, "the versions not looked at stayed");
+	repository_settling_begin(&s);
+	CHECK(settle_at(&s, "/r/a", 1, &f, 2 * SEC_US, 101 * SEC_NS) == 2, "a forgotten version is not new again");
+	repository_settling_end(&s);
+	CHECK(repository_settling_check(&s, "/r/c", 1, &f, 0, 2 * SEC_US, 100 * SEC_NS) == 1, "0 s waited");
+	repository_settling_free(&s);
+	CHECK(s.n == 0 && s.v == NULL, "free left entries");
+}
+
+/* A version's files: the signature follows names, sizes and times; the newest time the directory's too. */
+static void
+check_scan_files(const char *root)
+{
+	struct repository_files a, b, c, d;
+	struct stat st;
+	char *dir, *vdir;
+
+	make_model(root, "files", (const char *const[]){ "1", NULL }, "{}");
+	if (asprintf(&dir, "%s/files", root) == -1 || asprintf(&vdir, "%s/files/1", root) == -1)
+		exit(1);
+	test_write_file(vdir, "model.onnx", "0123456789", 10);
+	repository_scan_files(dir, 1, &a);
+	repository_scan_files(dir, 1, &b);
+	CHECK(a.signature == b.signature && a.bytes == 12 && b.bytes == 12, "unstable signature or size %llu",
+	    (unsigned long long)a.bytes);
+	CHECK(stat(vdir, &st) == 0 && a.newest_ns >= (int64_t)st.st_mtim.tv_sec * SEC_NS + st.st_mtim.tv_nsec,
+	    "the newest time is older than the version directory's");
+	test_write_file(vdir, "model.onnx", "0123456789a", 11);
+	repository_scan_files(dir, 1, &c);
+	CHECK(c.signature != a.signature && c.bytes == 13, "a grown file kept the signature");
+	test_write_file(vdir, "weights.bin", "", 0);
+	repository_scan_files(dir, 1, &d);
+	CHECK(d.signature != c.signature && d.bytes == 13, "an added file kept the signature");
+	repository_scan_files(dir, 2, &d);	/* no such version: the flat layout's files */
+	CHECK(d.bytes == 2, "version 2 read other files (%llu bytes)", (unsigned long long)d.bytes);
+	free(dir);
+	free(vdir);
+}
+
 int
 main(void)
 {
@@ -254,6 +375,10 @@ main(void)
 	repository_scan_free(e, n);
 	check_scan_model(root);
 	check_parse_version();
+	check_settling_quiet();
+	check_settling_skew();
+	check_settling_rounds();
+	check_scan_files(root);
 	CHECK(repository_scan("/nonexistent/inferd-repo", &e, &n, &cause) != 0 &&
 	    strstr(cause, "/nonexistent/inferd-repo") != NULL, "missing repository accepted");
 	free(cause);
