@@ -26,6 +26,7 @@ def save(root, name, graph, max_dims):
     out = os.path.join(root, name)
     os.makedirs(out, exist_ok=True)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # newer onnx writes an IR version older onnxruntime releases refuse
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(out, "model.onnx"))
     with open(os.path.join(out, "model.json"), "w") as f:

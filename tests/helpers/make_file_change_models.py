@@ -97,6 +97,7 @@ def onnx_model(w):
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", OUT_ONNX])],
                               [numpy_helper.from_array(v, n) for n, v in w.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # newer onnx writes an IR version older onnxruntime releases refuse
     onnx.checker.check_model(model)
     return model
 

@@ -44,7 +44,9 @@ for name, scale in (("plain", 1.0), ("tiny", 1e-14)):
              helper.make_node("MatMul", ["r", "w2"], ["y"])]
     g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 32])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])], [w1, w2])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(d, "model.onnx"))
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, os.path.join(d, "model.onnx"))
     with open(os.path.join(d, "model.json"), "w") as f:
         json.dump({"precision": "fp16", "max_batch_size": 4}, f)
 PYEOF
