@@ -751,10 +751,11 @@ sym_select(struct sym_pool *p, int c, int a, int b)
 	int64_t v;
 	int32_t args[3] = { c, a, b };
 
-	if (c < 0 || a < 0 || b < 0)
-		return SYM_NONE;
+	/* A decided condition takes its operand even when the other one could not be formed (an overflow). */
 	if (sym_is_const(p, c, &v))
 		return v ? a : b;
+	if (c < 0 || a < 0 || b < 0)
+		return SYM_NONE;
 	if (a == b)
 		return a;
 	return intern(p, SYM_SELECT, 0, 0, args, 3, p->nodes[a].lo < p->nodes[b].lo ? p->nodes[a].lo : p->nodes[b].lo,

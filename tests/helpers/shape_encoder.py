@@ -7,7 +7,7 @@
                                           PYTHONPATH and INFERD_LIB naming libinferd for the last
 
 audio_encoder: input x [N, 80, T] (T variable, the default maximum 512), Conv1d(80, 128, k3, p1) + GELU,
-Conv1d(128, 128, k3, s2, p1) + GELU, transpose, two nn.TransformerEncoderLayer (d_model 128, 4 heads,
+Conv1d(128, 128, k3, s2, p1) + GELU, transpose, two transformer encoder layers written out (d_model 128, 4 heads,
 batch_first); output y [N, ceil(T / 2), 128].  ceil(512 / 2) = ceil(511 / 2): sampling the graph at the
 largest T and one below cannot tell this dim is variable.  Checked: the metadata says [-1, -1, 128]; T = 1,
 2, 33, 47, 64, 100, 511, 512 at batch 1 to 3 give onnxruntime's shape and values (and PyTorch's) on every
@@ -15,7 +15,7 @@ transport; request A (3x80x47) then B (1x80x64), on each transport, gives B exac
 A's values; requests of different T at once each get their own.
 
 pos_encoder: input x [N, T, 16], Linear(16, 32) plus a learned 64-row position table sliced to T
-(pos[:T], a Slice whose end is the input's T), one TransformerEncoderLayer; output [N, T, 32].  The graph
+(pos[:T], a Slice whose end is the input's T), one such layer; output [N, T, 32].  The graph
 only takes T <= 64.  Checked: the model loads (at the bound the graph implies, not the default 512), its
 metadata says [-1, -1, 16] -> [-1, -1, 32], T = 1, 17, 63, 64 give the right answers, and T = 65 and 300 get
 a 400 that names the dim (as 'dim 1' or 'T') and the bound 64 on every transport.
@@ -44,18 +44,42 @@ AUDIO, POS = "audio_encoder", "pos_encoder"
 POS_ROWS = 64
 
 
+class EncoderLayer(nn.Module):
+    """A post-norm transformer encoder layer written out (MatMul, Softmax, MatMul): torch 2.11's TorchScript
+    exporter writes nn.MultiheadAttention's reshapes with the example's sequence length as a constant, so an
+    nn.TransformerEncoderLayer export only runs at the example's length (onnxruntime refuses any other)."""
+
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        split = lambda t: t.reshape(t.shape[0], -1, self.heads, self.dh).transpose(1, 2)
+        q, k, v = split(q), split(k), split(v)
+        a = torch.softmax(q @ k.transpose(-1, -2) / (self.dh ** 0.5), dim=-1) @ v
+        a = a.transpose(1, 2).reshape(x.shape[0], -1, self.heads * self.dh)
+        x = self.norm1(x + self.out(a))
+        return self.norm2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
+
+
 class AudioEncoder(nn.Module):
     def __init__(self, d=128, heads=4):
         super().__init__()
         self.conv1 = nn.Conv1d(80, d, 3, padding=1)
         self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
-        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=2 * d, dropout=0.0, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.layers = nn.ModuleList([EncoderLayer(d, heads, 2 * d) for _ in range(2)])
 
     def forward(self, x):
         h = nn.functional.gelu(self.conv1(x))
-        h = nn.functional.gelu(self.conv2(h))
-        return self.encoder(h.transpose(1, 2))
+        h = nn.functional.gelu(self.conv2(h)).transpose(1, 2)
+        for layer in self.layers:
+            h = layer(h)
+        return h
 
 
 class PosEncoder(nn.Module):
@@ -63,11 +87,10 @@ class PosEncoder(nn.Module):
         super().__init__()
         self.proj = nn.Linear(16, d)
         self.pos = nn.Parameter(torch.randn(rows, d) * 0.5)
-        layer = nn.TransformerEncoderLayer(d, 2, dim_feedforward=64, dropout=0.0, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+        self.layer = EncoderLayer(d, 2, 64)
 
     def forward(self, x):
-        return self.encoder(self.proj(x) + self.pos[:x.shape[1]])
+        return self.layer(self.proj(x) + self.pos[:x.shape[1]])
 
 
 def build(name):
@@ -84,7 +107,6 @@ def export(name, d):
         example, axes = torch.randn(2, 80, 37), {"x": {0: "N", 2: "T"}, "y": {0: "N", 1: "T2"}}
     else:
         example, axes = torch.randn(2, 23, 16), {"x": {0: "N", 1: "T"}, "y": {0: "N", 1: "T"}}
-    # Exported with gradients on: under no_grad the encoder takes PyTorch's fused path, which does not export.
     # The TorchScript exporter on every torch (the dynamo one, torch >= 2.9's default, needs onnxscript).
     extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(m, example, os.path.join(out, "model.onnx"), opset_version=17, input_names=["x"],
