@@ -148,11 +148,12 @@ engine_report(const struct bench_settings *set, const device_t *dev, const model
 			return error_set(cause, "out of memory writing the profile");
 		printf("{\"mode\":\"engine\",\"label\":\"%s\",\"device\":\"%s\",\"model\":\"%s\",\"rows\":%d,"
 		    "\"duration_s\":%g,\"batches\":%llu,\"rows_per_s\":%.1f,"
-		    "\"batch_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"mean\":%.2f}%s%s}\n",
+		    "\"batch_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"mean\":%.2f},\"layout_ns\":%.1f%s%s}\n",
 		    set->label ? set->label : "", device_name(dev), m->name, set->rows, set->duration_s,
 		    (unsigned long long)batches, rows_per_s, bench_hist_quantile(h, 0.5) / 1e3,
 		    bench_hist_quantile(h, 0.9) / 1e3, bench_hist_quantile(h, 0.99) / 1e3,
-		    h->count ? (double)h->sum_ns / (double)h->count / 1e3 : 0.0, pj ? ",\"profile\":" : "", pj ? pj : "");
+		    h->count ? (double)h->sum_ns / (double)h->count / 1e3 : 0.0, prof->layout_ns, pj ? ",\"profile\":" : "",
+		    pj ? pj : "");
 		free(pj);
 		return 0;
 	}
@@ -161,9 +162,32 @@ engine_report(const struct bench_settings *set, const device_t *dev, const model
 	printf("  %llu batches in %.1f s: %.0f rows/s, batch p50 %.1f us, p99 %.1f us\n",
 	    (unsigned long long)batches, set->duration_s, rows_per_s,
 	    bench_hist_quantile(h, 0.5) / 1e3, bench_hist_quantile(h, 0.99) / 1e3);
+	printf("  a request's output layout (model_output_layout): %.0f ns\n", prof->layout_ns);
 	if (prof->taken > 0)
 		bench_profile_print(stdout, prof);
 	return 0;
+}
+
+/*
+ * Nanoseconds one request's output layout takes (model_output_layout at the
+ * largest shape, what each door computes once per request), the mean of
+ * 0.2 s of calls.
+ */
+static double
+engine_layout_ns(const model_t *m, int rows)
+{
+	struct model_shape sh;
+	struct model_layout lay;
+	uint64_t t0 = bench_now_ns(), t = t0, n = 0;
+
+	model_shape_max(m, rows, &sh);
+	while (t - t0 < 200000000ull) {
+		if (model_output_layout(m, &sh, &lay, NULL) != 0)
+			return -1;
+		if (++n % 256 == 0)
+			t = bench_now_ns();
+	}
+	return (double)(t - t0) / (double)n;
 }
 
 /* Load, capture graphs where the backend has them, warm up, measure. */
@@ -199,6 +223,7 @@ engine_measure(const struct bench_settings *set, device_t *dev, char **cause)
 		goto out;
 	/* The whole run's time as measured normally (graph launch + sync), beside the steps' sum. */
 	prof.whole_us = bench_hist_quantile(h, 0.5) / 1e3;
+	prof.layout_ns = engine_layout_ns(m, set->rows);
 	rc = engine_report(set, dev, m, h, batches, &prof, cause);
 out:
 	bench_profile_free(&prof);

@@ -27,6 +27,7 @@ struct bench_profile {
 	struct device_step_time *steps;	/* the first profile's steps; after finish, each step's median time */
 	double *samples;		/* reps * n times, profile-major */
 	double whole_us;		/* the whole run's median time, set by the caller */
+	double layout_ns;		/* one request's output layout (model_output_layout), set by the caller */
 };
 
 /* Empty p for reps profiles of the plan of rows rows. */
