@@ -171,8 +171,14 @@ static int
 model_output_functions(model_t *m, const unsigned char *from_cfg, char **cause)
 {
 	char *why = NULL;
+	int fatal;
 
-	if (model_shapefn_build(m, &why) != 0) {
+	if (model_shapefn_build(m, &fatal, &why) != 0) {
+		if (fatal) {
+			error_set(cause, "%s", why);
+			free(why);
+			return -1;
+		}
 		LOG_WARN("model '%s': %s; each request's output shapes are found by specialising the graph instead",
 		    m->name, why ? why : "out of memory");
 		free(why);
@@ -186,7 +192,7 @@ model_output_functions(model_t *m, const unsigned char *from_cfg, char **cause)
 		model_inputs_max(m);
 		model_shapefn_free(m->shapefn);
 		m->shapefn = NULL;
-		return model_shapefn_build(m, cause);
+		return model_shapefn_build(m, &fatal, cause);
 	default:
 		return 0;
 	}

@@ -46,9 +46,15 @@ struct model_shapefn {
 	int out_var[MODEL_MAX_IO][MODEL_MAX_DIMS];	/* -1 constant, v >= 0 exactly graph variable v, -2 computed */
 	size_t nguards;
 	struct model_guard *guards;
+	int batch_bound;		/* while building: an output's non-batch dims depend on the batch size */
 };
-/* Derive m->shapefn from m->graph; errors name the node whose shapes cannot be followed. */
-int model_shapefn_build(model_t *m, char **cause);
+/*
+ * Derive m->shapefn from m->graph; errors name the node whose shapes cannot
+ * be followed.  *fatal is set when the model cannot be batched as declared
+ * (an output's non-batch dims follow the batch size): no per-shape fallback
+ * serves that.
+ */
+int model_shapefn_build(model_t *m, int *fatal, char **cause);
 /* Evaluate m->shapefn at s into vals and bad (prog.n each): -1 naming the node whose condition s fails. */
 int model_shapefn_eval(const model_t *m, const struct model_shape *s, int64_t *vals, unsigned char *bad, char **cause);
 /*

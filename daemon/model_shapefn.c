@@ -44,9 +44,11 @@ shapefn_output(model_t *m, const struct graph_shapefn *gf, int o, struct model_s
 		int e = y->dims[d + skip];
 		const struct sym_node *x = &gf->pool.nodes[e];
 
-		if (sym_vars(&gf->pool, e) & 1u)
+		if (sym_vars(&gf->pool, e) & 1u) {
+			f->batch_bound = 1;
 			return error_set(cause, "output '%s' dim %d depends on the batch size, so requests cannot share "
 			    "a batch: serve it with max_batch_size 0", name, d + skip);
+		}
 		f->out_var[o][d] = sym_is_const(&gf->pool, e, &c) ? -1 : x->op == SYM_VAR ? (int)x->k - 1 : -2;
 		roots[(*nroots)++] = e;
 	}
@@ -93,7 +95,7 @@ out:
 
 /* Derive m->shapefn from m->graph (inputs described, outputs not yet). */
 int
-model_shapefn_build(model_t *m, char **cause)
+model_shapefn_build(model_t *m, int *fatal, char **cause)
 {
 	struct graph_shapefn *gf = NULL;
 	struct model_shapefn *f;
@@ -104,13 +106,16 @@ model_shapefn_build(model_t *m, char **cause)
 	var_hi[0] = model_max_rows(m);
 	for (v = 0; v < m->nvars; v++)
 		var_hi[1 + v] = m->var_max[v];
+	*fatal = 0;
 	if (graph_shapefn_derive(m->graph, var_hi, &gf, cause) != 0)
 		return error_prefix(cause, "deriving the output shapes from the input shapes");
 	if ((f = xcalloc(1, sizeof *f)) == NULL) {
 		graph_shapefn_free(gf);
 		return error_set(cause, "out of memory");
 	}
+	*fatal = 0;
 	if (shapefn_program(m, gf, f, cause) != 0) {
+		*fatal = f->batch_bound;
 		graph_shapefn_free(gf);
 		model_shapefn_free(f);
 		return -1;
