@@ -156,7 +156,11 @@ size_t repository_name_count(repository_t *r);
 
 /* Call fn for every published version (under the lock: fn must not call back into the registry). */
 void repository_foreach(repository_t *r, void (*fn)(const model_ref_t *ref, void *arg), void *arg);
-/* Triton's repository index: [{"name","version","state","reason"}], malloc'ed JSON. */
+/*
+ * Triton's repository index: [{"name","version","state","reason"}], malloc'ed
+ * JSON.  A served version is one READY row; after a failed reload of it its
+ * reason says so.  A version that failed and serves nothing is UNAVAILABLE.
+ */
 char *repository_index_json(repository_t *r, size_t *len, char **cause);
 /* Prometheus lines per model and version: state, load seconds, busy seconds (malloc'ed, NULL on OOM). */
 char *repository_metrics_text(repository_t *r);

@@ -113,7 +113,18 @@ out=$(post /v2/repository/models/fashion-mlp/load)
 [ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "fashion-mlp/model.json.*frobnicate" ||
 	fail "unknown op: $out"
 [ "$(post /v2/models/fashion-mlp/infer "@$request" | status_of)" = 200 ] || fail "the old version stopped serving"
+# A failed reload of the served version: the index lists it once, READY, the failure as its reason.
+index_once_ready() {	# index_once_ready TEXT: the index has one fashion-mlp row, version 1 READY, naming TEXT
+	idx=$(post /v2/repository/index | head -n 1)
+	[ "$(echo "$idx" | grep -o '"name":"fashion-mlp"' | wc -l)" = 1 ] &&
+		echo "$idx" | grep -q "\"name\":\"fashion-mlp\",\"version\":\"1\",\"state\":\"READY\",\"reason\":\"reload failed[^}]*$1" ||
+		fail "index after a failed reload ($1): $idx"
+}
+index_once_ready frobnicate
 cp "$tmp/model.json.good" "$repo/fashion-mlp/model.json"
+out=$(post /v2/repository/models/fashion-mlp/load '{"parameters":{"config":"{\"max_batch_size\": \"x\"}"}}')
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "max_batch_size" || fail "a bad config override: $out"
+index_once_ready max_batch_size
 echo "ok: broken versions refused naming the file, the old one served on"
 
 # --- version routing ---------------------------------------------------------------------------

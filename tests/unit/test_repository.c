@@ -1,7 +1,8 @@
 /*
  * test_repository.c: the live registry: a reference held across a swap
  * keeps the old version whole, ids stay stable across reloads and unloads,
- * pinned versions, lookups that miss, a failing load keeps what served.
+ * pinned versions, lookups that miss, a failing load keeps what served, and
+ * the index lists a version whose reload failed once, READY, with the failure.
  */
 #include "config.h"
 
@@ -141,6 +142,66 @@ test_registry(void)
 	free(root);
 }
 
+/* How often needle occurs in s. */
+static int
+count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)) != NULL; s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A reload that fails (a bad config override, then a model-wide failure) leaves one READY row per served version. */
+static void
+test_failed_reload_index(void)
+{
+	struct repository_options o = { .dev = dev, .control = REPOSITORY_CONTROL_EXPLICIT, .inflight = 2 };
+	char *root = test_mkdtemp(), *cause = NULL, *index;
+	repository_t *r = NULL;
+	batcher_t *b;
+	size_t len;
+
+	write_version(root, 1, 1.0f);
+	o.dir = root;
+	CHECK(batcher_create(dev, NULL, 2, 0, &b, &cause) == 0, "%s", cause);
+	o.batcher = b;
+	CHECK(repository_create(&o, &r, &cause) == 0 && repository_load_model(r, "m", NULL, &cause) == 0, "%s", cause);
+	CHECK(repository_load_model(r, "m", "{\"max_batch_size\": \"x\"}", &cause) != 0 &&
+	    strstr(cause, "max_batch_size") != NULL, "a bad override loaded: %s", cause ? cause : "no error");
+	free(cause);
+	cause = NULL;
+	CHECK(found(r, "m", 0) == 1, "version 1 stopped serving after a failed reload");
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL, "%s", cause);
+	CHECK(index != NULL && count_of(index, "\"name\":\"m\"") == 1 &&
+	    count_of(index, "\"name\":\"m\",\"version\":\"1\",\"state\":\"READY\",\"reason\":\"reload failed") == 1 &&
+	    strstr(index, "max_batch_size") != NULL, "index after a failed reload: %s", index);
+	free(index);
+	/* The model as a whole fails (model.json unreadable): still one READY row, with that reason. */
+	test_write_file(root, "m/model.json", "{", 1);
+	CHECK(repository_load_model(r, "m", NULL, &cause) != 0, "a broken model.json loaded");
+	free(cause);
+	cause = NULL;
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL && count_of(index, "\"name\":\"m\"") == 1 &&
+	    count_of(index, "\"state\":\"READY\",\"reason\":\"reload failed") == 1 && strstr(index, "model.json") != NULL,
+	    "index after a failed model-wide reload: %s", index ? index : cause);
+	free(index);
+	/* A good reload clears the failure. */
+	write_version(root, 1, 2.0f);
+	CHECK(repository_load_model(r, "m", NULL, &cause) == 0, "%s", cause);
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL && strcmp(index, "[{\"name\":\"m\",\"version\":\"1\",\"state\":\"READY\"}]") == 0,
+	    "index after a good reload: %s", index ? index : cause);
+	free(index);
+	repository_free(r);
+	batcher_free(b);
+	test_rmtree(root);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -151,6 +212,7 @@ main(void)
 	test_fill_random(weights, OUT * IN, &rng, -0.5f, 0.5f);
 	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
 	test_registry();
+	test_failed_reload_index();
 	device_close(dev);
 	return test_finish("test_repository");
 }
