@@ -448,6 +448,33 @@ repository_dir(const repository_t *r)
 	return r->dir;
 }
 
+/* Set the stop check (before any load). */
+void
+repository_set_stop_check(repository_t *r, int (*stopping)(void *arg), void *arg)
+{
+	r->stop_check = stopping;
+	r->stop_arg = arg;
+}
+
+/* Abandon loads from now on. */
+void
+repository_stop_loads(repository_t *r)
+{
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether loads are abandoned: stopped, or the stop check says so now (then for good). */
+int
+repository_stopping(repository_t *r)
+{
+	if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+		return 1;
+	if (r->stop_check == NULL || !r->stop_check(r->stop_arg))
+		return 0;
+	repository_stop_loads(r);
+	return 1;
+}
+
 /* The model control mode it runs in. */
 enum repository_control
 repository_control_mode(const repository_t *r)

@@ -131,6 +131,20 @@ int repository_unload_model(repository_t *r, const char *name, char **cause);
 void repository_rescan(repository_t *r);
 
 /*
+ * Loads stop early at shutdown.  stopping (NULL: never) is asked between
+ * models, between versions and between a version's long steps (before its
+ * warm-up, before its queues and graphs are made) and answers 1 once a stop
+ * is asked (the daemon: a stop signal waits while its main thread loads);
+ * repository_stop_loads makes it so for good (the daemon once it took the
+ * signal, for a load on another thread).  An abandoned load keeps what
+ * served; it and the loads left out are logged.
+ */
+void repository_set_stop_check(repository_t *r, int (*stopping)(void *arg), void *arg);
+void repository_stop_loads(repository_t *r);
+/* Whether loads are abandoned now (asking stopping). */
+int repository_stopping(repository_t *r);
+
+/*
  * Take a reference to version (0: the newest loaded) of name.  On a miss
  * returns REPOSITORY_UNKNOWN or REPOSITORY_NOT_READY with *cause saying why.
  */

@@ -45,6 +45,9 @@ struct repository {
 	pthread_t reaper;
 	int reaper_started;
 	pthread_mutex_t load_lock;	/* one load, unload or rescan at a time */
+	int (*stop_check)(void *arg);	/* repository_set_stop_check's (NULL: none) */
+	void *stop_arg;
+	int stop;			/* atomic: loads are abandoned from now on */
 };
 
 /* The model called name, or NULL (lock held). */
