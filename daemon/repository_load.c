@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "fault.h"
@@ -233,7 +234,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
     const char *config_override, model_ref_t **out, char **cause)
 {
 	uint64_t t0 = clock_now_us(), bytes, sig = repository_signature(dir, version, &bytes);
-	model_ref_t *ref = calloc(1, sizeof *ref);
+	model_ref_t *ref = xcalloc(1, sizeof *ref);
 	struct placements pl;
 	char what[256];
 	int i;
@@ -241,7 +242,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
 	if (ref == NULL)
 		return error_set(cause, "out of memory");
-	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
+	if (config_override != NULL && (ref->config_override = xstrdup(config_override)) == NULL)
 		goto oom;
 	FAULT_MARK("start of model %s", name);
 	if (repository_check_memory(r->o.dev, what, bytes, cause) != 0 ||

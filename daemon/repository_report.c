@@ -22,7 +22,7 @@ repository_json_string(const char *s)
 	char *t;
 	size_t i;
 
-	if (v != NULL || (t = strdup(s)) == NULL)
+	if (v != NULL || (t = xstrdup(s)) == NULL)
 		return v;
 	for (i = 0; t[i] != '\0'; i++)
 		if ((unsigned char)t[i] >= 0x80)
@@ -153,7 +153,7 @@ repository_printf(struct repository_text *t, const char *fmt, ...)
 			t->len += (size_t)n;
 			return;
 		}
-		char *p = n < 0 ? NULL : realloc(t->s, t->cap * 2 + (size_t)n);
+		char *p = n < 0 ? NULL : xrealloc(t->s, t->cap * 2 + (size_t)n);
 		if (p == NULL) {
 			t->failed = 1;
 			return;
@@ -233,7 +233,7 @@ repository_metrics_memory(struct repository_text *t, repository_t *r)
 char *
 repository_metrics_text(repository_t *r)
 {
-	struct repository_text t = { malloc(4096), 0, 4096, 0 };
+	struct repository_text t = { xmalloc(4096), 0, 4096, 0 };
 	const model_ref_t *ref;
 	size_t i;
 
