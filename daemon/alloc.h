@@ -2,10 +2,11 @@
  * alloc.h: the daemon's heap allocations, which the fault-injection build can
  * make fail.
  *
- * Contract.  xmalloc, xcalloc, xrealloc, xstrdup and xstrndup behave exactly
- * as malloc, calloc, realloc, strdup and strndup: NULL (errno ENOMEM) when
- * memory is short, and xrealloc then leaves the old block as it was, so every
- * caller's NULL check stays what handles the failure.  Built with
+ * Contract.  xmalloc, xcalloc, xrealloc, xstrdup, xstrndup, xasprintf and
+ * xvasprintf behave exactly as malloc, calloc, realloc, strdup, strndup,
+ * asprintf and vasprintf: NULL (or -1; errno ENOMEM) when memory is short, and
+ * xrealloc then leaves the old block as it was, so every caller's check stays
+ * what handles the failure.  Built with
  * --enable-fault-injection (INFERD_FAULT_INJECTION) each call first counts at
  * the fault site malloc (fault.h) and the armed one fails without
  * allocating; otherwise they are the libc calls, inline.  What they return is
@@ -17,6 +18,8 @@
 #define INFERD_ALLOC_H
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +68,35 @@ static inline char *
 xstrndup(const char *s, size_t n)
 {
 	return alloc_fault() ? NULL : strndup(s, n);
+}
+
+/* vasprintf(s, fmt, ap) (through xmalloc: some includers lack _GNU_SOURCE): its length, or -1 with *s NULL. */
+static inline int
+xvasprintf(char **s, const char *fmt, va_list ap)
+{
+	va_list again;
+	int n;
+
+	*s = NULL;
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, again);
+	va_end(again);
+	if (n < 0 || (*s = xmalloc((size_t)n + 1)) == NULL)
+		return -1;
+	return vsnprintf(*s, (size_t)n + 1, fmt, ap);
+}
+
+/* asprintf(s, fmt, ...): its length, or -1 with *s NULL. */
+static inline int __attribute__((format(printf, 2, 3)))
+xasprintf(char **s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = xvasprintf(s, fmt, ap);
+	va_end(ap);
+	return n;
 }
 
 /* Route jansson's allocations through xmalloc (fault-injection build only). */

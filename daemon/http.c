@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "http.h"
 #include "http_guard.h"
@@ -51,6 +53,8 @@
  */
 
 #define HTTP_TYPE_JSON "application/json"
+/* The answer when even an error message cannot be allocated. */
+#define HTTP_OOM_BODY "{\"error\":\"out of memory\"}"
 #define HTTP_TYPE_METRICS "text/plain; version=0.0.4"
 #define HTTP_ALLOW_GET "GET, HEAD"
 #define HTTP_ALLOW_POST "POST"
@@ -238,7 +242,7 @@ static enum MHD_Result
 http_reply(struct http_request *req, unsigned int status, char *body, size_t len,
     const char *type, const char *header, const char *value)
 {
-	static char oom[] = "{\"error\":\"out of memory\"}";
+	static char oom[] = HTTP_OOM_BODY;
 	const char *coding = http_compress(req, &body, &len);
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -283,7 +287,7 @@ http_error_allow(struct http_request *req, unsigned int status, const char *allo
 	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	n = xvasprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (n >= 0) {
 		body = kserve_encode_error(msg, &len, NULL);	/* NULL: the fixed 500 body */
@@ -606,6 +610,32 @@ http_begin_body(struct http_request *req)
 	return MHD_YES;
 }
 
+/* The con_cls of a request whose record could not be allocated: the rest of its calls swallow its body. */
+static char http_no_record;
+
+/* Answer a request that has no record (out of memory) with the fixed 500 at once. */
+static enum MHD_Result
+http_refuse_unrecorded(http_server_t *srv, struct MHD_Connection *conn, void **con_cls)
+{
+	static char oom[] = HTTP_OOM_BODY;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	*con_cls = &http_no_record;
+	http_guard_request_whole(http_guard_of(conn));
+	METRICS_ADD(srv->ctx.metrics->http_requests, 1);
+	METRICS_ADD(srv->ctx.metrics->http_errors, 1);
+	if ((r = MHD_create_response_from_buffer(sizeof oom - 1, oom, MHD_RESPMEM_PERSISTENT)) == NULL)
+		return MHD_NO;
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, HTTP_TYPE_JSON) != MHD_YES) {
+		MHD_destroy_response(r);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* First call for a request: route it; refuse a bad path, method or size before any body is read. */
 static enum MHD_Result
 http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
@@ -613,8 +643,8 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 {
 	struct http_request *req;
 
-	if ((req = calloc(1, sizeof *req)) == NULL)
-		return MHD_NO;
+	if ((req = xcalloc(1, sizeof *req)) == NULL)
+		return http_refuse_unrecorded(srv, conn, con_cls);
 	req->srv = srv;
 	req->conn = conn;
 	req->refs = 1;
@@ -628,7 +658,7 @@ http_begin(http_server_t *srv, struct MHD_Connection *conn, const char *url,
 		return http_error_allow(req, MHD_HTTP_METHOD_NOT_ALLOWED, req->allow,
 		    "method %s is not allowed on %s (allowed: %s)", method, url, req->allow);
 	req->post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-	if (req->route == ROUTE_SHM && (req->url = strdup(url)) == NULL)
+	if (req->route == ROUTE_SHM && (req->url = xstrdup(url)) == NULL)
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	return http_begin_body(req);
 }
@@ -654,7 +684,7 @@ http_body_reserve(struct http_request *req, size_t n, size_t max)
 			return -2;
 		req->charged = cap;
 	}
-	if ((p = realloc(req->body, cap)) == NULL)
+	if ((p = xrealloc(req->body, cap)) == NULL)
 		return -1;
 	req->body = p;
 	req->cap = cap;
@@ -672,9 +702,12 @@ http_body_reserve(struct http_request *req, size_t n, size_t max)
 __attribute__((format(printf, 3, 4))) static enum MHD_Result
 http_refuse_now(struct http_request *req, unsigned int status, const char *fmt, ...)
 {
+	static char oom[] = HTTP_OOM_BODY;
 	const union MHD_ConnectionInfo *info =
 	    MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	char msg[256], *body, *head;
+	char msg[256], head[256], *body;
+	struct iovec iov[2];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	size_t len = 0;
 	va_list ap;
 	int n;
@@ -685,17 +718,21 @@ http_refuse_now(struct http_request *req, unsigned int status, const char *fmt, 
 	http_state_set(req, HTTP_STATE_ANSWERED);
 	http_guard_request_whole(req->gc);
 	METRICS_ADD(req->srv->ctx.metrics->http_errors, 1);
-	if (info == NULL || (body = kserve_encode_error(msg, &len, NULL)) == NULL)
+	if (info == NULL)
 		return MHD_NO;
-	n = asprintf(&head, "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: "
-	    HTTP_TYPE_JSON "\r\nContent-Length: %zu\r\n\r\n%.*s", status,
-	    MHD_get_reason_phrase_for(status), len, (int)len, body);
-	free(body);
-	if (n > 0) {
-		/* The send buffer holds nothing of this request: one non-blocking send fits. */
-		(void)send(info->connect_fd, head, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		free(head);
+	if ((body = kserve_encode_error(msg, &len, NULL)) == NULL) {
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;	/* with the fixed body */
+		len = sizeof oom - 1;
 	}
+	n = snprintf(head, sizeof head, "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: "
+	    HTTP_TYPE_JSON "\r\nContent-Length: %zu\r\n\r\n", status, MHD_get_reason_phrase_for(status), len);
+	if (n > 0 && (size_t)n < sizeof head) {
+		iov[0] = (struct iovec){ head, (size_t)n };
+		iov[1] = (struct iovec){ body != NULL ? body : oom, len };
+		/* The send buffer holds nothing of this request: one non-blocking send fits. */
+		(void)sendmsg(info->connect_fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	free(body);
 	return MHD_NO;
 }
 
@@ -815,7 +852,7 @@ http_done(struct batch_request *breq, enum batch_status status, const char *erro
 {
 	struct http_request *req = breq->user;
 	http_server_t *srv = req->srv;
-	char *copy = status != BATCH_OK && error != NULL ? strdup(error) : NULL;
+	char *copy = status != BATCH_OK && error != NULL ? xstrdup(error) : NULL;
 	int last, suspended;
 
 	pthread_mutex_lock(&srv->lock);
@@ -966,7 +1003,7 @@ http_stage(struct http_request *req, json_t *root, const struct kserve_source *s
 		http_unstage(req, root);
 		return http_invalid(req, m->name, cause);
 	}
-	if (ki->id != NULL && (req->id = strdup(ki->id)) == NULL) {
+	if (ki->id != NULL && (req->id = xstrdup(ki->id)) == NULL) {
 		http_unstage(req, root);
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
@@ -1065,11 +1102,12 @@ http_metrics(struct http_request *req)
 	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev), device_conv_plans_idle());
 	char *more = text != NULL ? repository_metrics_text(ctx->repo) : NULL, *all = NULL;
 
-	if (more != NULL && asprintf(&all, "%s%s", text, more) != -1) {
-		free(text);
-		text = all;
-	}
+	/* Part of the metrics would be a wrong answer: without all of them, a 500. */
+	if (more != NULL)
+		(void)xasprintf(&all, "%s%s", text, more);
+	free(text);
 	free(more);
+	text = all;
 
 	return http_reply(req, text ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text,
 	    text ? strlen(text) : 0, text ? HTTP_TYPE_METRICS : HTTP_TYPE_JSON, NULL, NULL);
@@ -1171,7 +1209,7 @@ http_repository_control(struct http_request *req)
 		free(cause);
 		return ret;
 	}
-	return http_json(req, strdup("{}"), 2, NULL);
+	return http_json(req, xstrdup("{}"), 2, NULL);
 }
 
 /* The whole request is in: answer it, or start its inference. */
@@ -1229,6 +1267,10 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url,
 
 	if (req == NULL)
 		return http_begin(cls, conn, url, method, con_cls);
+	if ((void *)req == &http_no_record) {	/* answered 500 at its start */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	switch (http_state(req)) {
 	case HTTP_STATE_ANSWERED:
 		*upload_data_size = 0;
@@ -1255,9 +1297,9 @@ http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	(void)toe;
 	http_guard_request_done(http_guard_of(conn));
-	if (req == NULL)
-		return;
 	*con_cls = NULL;
+	if (req == NULL || (void *)req == &http_no_record)
+		return;
 	pthread_mutex_lock(&srv->lock);
 	req->flags |= HTTP_F_COMPLETED;
 	if (req->flags & HTTP_F_ACTIVE) {
@@ -1397,7 +1439,7 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 	if (ctx->config == NULL || ctx->dev == NULL || ctx->repo == NULL ||
 	    ctx->batcher == NULL || ctx->metrics == NULL)
 		return error_set(cause, "http: incomplete context");
-	if ((s = calloc(1, sizeof *s)) == NULL)
+	if ((s = xcalloc(1, sizeof *s)) == NULL)
 		return error_set(cause, "http: out of memory");
 	s->ctx = *ctx;
 	if ((rc = pthread_mutex_init(&s->lock, NULL)) != 0 || (rc = pthread_cond_init(&s->idle, NULL)) != 0) {

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "ipc_impl.h"
 #include "log.h"
@@ -353,8 +354,9 @@ ipc_conn_send_info(struct ipc_client *c, const model_t *m, uint32_t id)
 		len += strlen(m->labels[i]) + 1;
 	if (len > INFERD_WIRE_MAX_SERVER_PAYLOAD)
 		len = fixed;
-	if ((info = malloc(len)) == NULL)
-		return ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_INTERNAL, "out of memory");
+	if ((info = xmalloc(len)) == NULL)
+		return ipc_conn_send_error(c->control_fd, INFERD_WIRE_ERR_INTERNAL,
+		    "out of memory describing model %s", m->name);
 	ipc_conn_fill_info(m, id, info);
 	t = (struct inferd_wire_tensor_info *)(info + 1);
 	for (i = 0; i < (size_t)m->ninputs; i++)
@@ -411,7 +413,7 @@ ipc_conn_query(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, ui
 	if (q.name_length + sizeof version == len - sizeof q)
 		memcpy(&version, payload + sizeof q + q.name_length, sizeof version);
 	if (version < 0)
-		return ipc_conn_no_model(c, strdup("a model version is a positive number"));
+		return ipc_conn_no_model(c, xstrdup("a model version is a positive number"));
 	id = q.id;
 	if (q.name_length != 0) {
 		memcpy(name, payload + sizeof q, q.name_length);

@@ -307,6 +307,21 @@ signals_timeout_ms(repository_t *repo, int poll_secs)
 }
 
 /*
+ * Whether SIGTERM or SIGINT waits to be taken: the registry asks between
+ * the steps of a load, so a stop that comes while the main thread loads
+ * (start-up, a rescan) is acted on at the next step, not after every load.
+ */
+static int
+signals_stop_pending(void *arg)
+{
+	sigset_t pending;
+
+	(void)arg;
+	return sigpending(&pending) == 0 &&
+	    (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1);
+}
+
+/*
  * Sleep until SIGTERM or SIGINT; no CPU is used meanwhile.  SIGHUP rescans
  * the model repository; in poll mode so does every poll_secs of quiet, and in
  * every mode the time a version waiting for its files to settle asks for.
@@ -398,6 +413,7 @@ daemon_load_models(struct daemon *d, char **cause)
 
 	if (repository_create(&o, &d->repo, cause) != 0)
 		return -1;
+	repository_set_stop_check(d->repo, signals_stop_pending, NULL);
 	LOG_INFO("model control mode: %s", repository_control_name(o.control));
 	if ((names = daemon_load_list(d->config.load_model, &copy)) == NULL)
 		return error_set(cause, "out of memory");
@@ -526,6 +542,11 @@ daemon_start(struct daemon *d, char **cause)
 		return error_prefix(cause, "batcher");
 	if (daemon_copy_mode(d, cause) != 0 || daemon_load_models(d, cause) != 0)
 		return -1;
+	if (repository_stopping(d->repo)) {
+		/* The stop signal waits for signals_wait, which shuts down at once. */
+		LOG_INFO("a stop signal came during the start-up load: not starting the servers");
+		return 0;
+	}
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
 		return -1;
 	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
@@ -554,6 +575,9 @@ daemon_start(struct daemon *d, char **cause)
 static void
 daemon_stop(struct daemon *d, int started)
 {
+	/* A load on an HTTP thread stops at its next step; http_stop waits for it. */
+	if (d->repo != NULL)
+		repository_stop_loads(d->repo);
 	if (d->http != NULL)
 		http_begin_shutdown(d->http);
 	if (d->ipc != NULL)

@@ -9,6 +9,7 @@
 #endif
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "log.h"
 #include "repository_impl.h"
@@ -99,10 +100,10 @@ repository_reaper_main(void *arg)
 int
 repository_create(const struct repository_options *o, repository_t **out, char **cause)
 {
-	repository_t *r = calloc(1, sizeof *r);
+	repository_t *r = xcalloc(1, sizeof *r);
 	int rc;
 
-	if (r == NULL || (r->dir = strdup(o->dir)) == NULL) {
+	if (r == NULL || (r->dir = xstrdup(o->dir)) == NULL) {
 		free(r);
 		return error_set(cause, "out of memory");
 	}
@@ -148,7 +149,7 @@ repository_new_id(repository_t *r, size_t model, int64_t version, uint32_t *id)
 {
 	struct repository_pin *p;
 
-	if (r->nids >= REPOSITORY_MAX_IDS || (p = realloc(r->ids, (r->nids + 1) * sizeof *p)) == NULL)
+	if (r->nids >= REPOSITORY_MAX_IDS || (p = xrealloc(r->ids, (r->nids + 1) * sizeof *p)) == NULL)
 		return -1;
 	r->ids = p;
 	p[r->nids] = (struct repository_pin){ (uint32_t)model, version };
@@ -164,11 +165,11 @@ repository_model_add(repository_t *r, const char *name)
 
 	if (m != NULL)
 		return m;
-	v = realloc(r->models, (r->nmodels + 1) * sizeof *v);
+	v = xrealloc(r->models, (r->nmodels + 1) * sizeof *v);
 	if (v == NULL)
 		return NULL;
 	r->models = v;
-	if ((m = calloc(1, sizeof *m)) == NULL || (m->name = strdup(name)) == NULL ||
+	if ((m = xcalloc(1, sizeof *m)) == NULL || (m->name = xstrdup(name)) == NULL ||
 	    repository_new_id(r, r->nmodels, 0, &m->id) != 0) {
 		if (m != NULL)
 			free(m->name);
@@ -186,7 +187,7 @@ void
 repository_model_fail(struct repository_model *m, int64_t v, const char *reason)
 {
 	free(m->reason);
-	m->reason = reason != NULL ? strdup(reason) : NULL;
+	m->reason = reason != NULL ? xstrdup(reason) : NULL;
 	m->failed_version = v;
 }
 
@@ -448,6 +449,33 @@ repository_dir(const repository_t *r)
 	return r->dir;
 }
 
+/* Set the stop check (before any load). */
+void
+repository_set_stop_check(repository_t *r, int (*stopping)(void *arg), void *arg)
+{
+	r->stop_check = stopping;
+	r->stop_arg = arg;
+}
+
+/* Abandon loads from now on. */
+void
+repository_stop_loads(repository_t *r)
+{
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether loads are abandoned: stopped, or the stop check says so now (then for good). */
+int
+repository_stopping(repository_t *r)
+{
+	if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
+		return 1;
+	if (r->stop_check == NULL || !r->stop_check(r->stop_arg))
+		return 0;
+	repository_stop_loads(r);
+	return 1;
+}
+
 /* The model control mode it runs in. */
 enum repository_control
 repository_control_mode(const repository_t *r)
@@ -460,7 +488,7 @@ int
 repository_adopt(repository_t *r, model_t *m, batcher_queue_t *q, int owned, char **cause)
 {
 	struct repository_model *rm;
-	model_ref_t *ref = calloc(1, sizeof *ref), *old = NULL;
+	model_ref_t *ref = xcalloc(1, sizeof *ref), *old = NULL;
 
 	if (ref == NULL)
 		return error_set(cause, "out of memory");

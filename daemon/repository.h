@@ -140,6 +140,20 @@ void repository_rescan(repository_t *r);
 int64_t repository_settle_due_ms(repository_t *r);
 
 /*
+ * Loads stop early at shutdown.  stopping (NULL: never) is asked between
+ * models, between versions and between a version's long steps (before its
+ * warm-up, before its queues and graphs are made) and answers 1 once a stop
+ * is asked (the daemon: a stop signal waits while its main thread loads);
+ * repository_stop_loads makes it so for good (the daemon once it took the
+ * signal, for a load on another thread).  An abandoned load keeps what
+ * served; it and the loads left out are logged.
+ */
+void repository_set_stop_check(repository_t *r, int (*stopping)(void *arg), void *arg);
+void repository_stop_loads(repository_t *r);
+/* Whether loads are abandoned now (asking stopping). */
+int repository_stopping(repository_t *r);
+
+/*
  * Take a reference to version (0: the newest loaded) of name.  On a miss
  * returns REPOSITORY_UNKNOWN or REPOSITORY_NOT_READY with *cause saying why.
  */
@@ -165,7 +179,11 @@ size_t repository_name_count(repository_t *r);
 
 /* Call fn for every published version (under the lock: fn must not call back into the registry). */
 void repository_foreach(repository_t *r, void (*fn)(const model_ref_t *ref, void *arg), void *arg);
-/* Triton's repository index: [{"name","version","state","reason"}], malloc'ed JSON. */
+/*
+ * Triton's repository index: [{"name","version","state","reason"}], malloc'ed
+ * JSON.  A served version is one READY row; after a failed reload of it its
+ * reason says so.  A version that failed and serves nothing is UNAVAILABLE.
+ */
 char *repository_index_json(repository_t *r, size_t *len, char **cause);
 /* Prometheus lines per model and version: state, load seconds, busy seconds (malloc'ed, NULL on OOM). */
 char *repository_metrics_text(repository_t *r);

@@ -48,6 +48,9 @@ struct repository {
 	pthread_mutex_t load_lock;	/* one load, unload or rescan at a time */
 	struct repository_settling settling;	/* versions waiting for their files to settle (load_lock) */
 	uint64_t settle_due_us;		/* when the last rescan's waiting versions want another (lock; 0: none) */
+	int (*stop_check)(void *arg);	/* repository_set_stop_check's (NULL: none) */
+	void *stop_arg;
+	int stop;			/* atomic: loads are abandoned from now on */
 };
 
 /* The model called name, or NULL (lock held). */

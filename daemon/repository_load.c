@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "fault.h"
@@ -167,13 +168,20 @@ repository_attach(repository_t *r, model_ref_t *ref, const struct placements *pl
 	return 0;
 }
 
+/* -1 (with *cause) once a stop is asked: the load goes no further. */
+static int
+repository_check_stop(repository_t *r, char **cause)
+{
+	return repository_stopping(r) ? error_set(cause, "abandoned: the daemon is stopping") : 0;
+}
+
 /* Load, check, queue and warm up one version beside whatever serves; *out has one reference (the registry's). */
 static int
 repository_build(repository_t *r, const char *name, const char *dir, int64_t version,
     const char *config_override, model_ref_t **out, char **cause)
 {
 	uint64_t t0 = clock_now_us();
-	model_ref_t *ref = calloc(1, sizeof *ref);
+	model_ref_t *ref = xcalloc(1, sizeof *ref);
 	struct repository_files files;
 	struct placements pl;
 	char what[256];
@@ -183,7 +191,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	snprintf(what, sizeof what, "model '%s' version %" PRId64, name, version);
 	if (ref == NULL)
 		return error_set(cause, "out of memory");
-	if (config_override != NULL && (ref->config_override = strdup(config_override)) == NULL)
+	if (config_override != NULL && (ref->config_override = xstrdup(config_override)) == NULL)
 		goto oom;
 	FAULT_MARK("start of model %s", name);
 	if (repository_check_memory(r->o.dev, what, files.bytes, cause) != 0 ||
@@ -199,7 +207,8 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	}
 	if (repository_placements(r, ref->model, &pl, cause) != 0 ||
 	    repository_bind_copies(r, ref, dir, version, what, files.bytes, &pl, cause) != 0 ||
-	    repository_prepare(r, what, &pl, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)
+	    repository_check_stop(r, cause) != 0 || repository_prepare(r, what, &pl, cause) != 0 ||
+	    repository_check_stop(r, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)
 		goto fail;
 	ref->version = version;
 	ref->signature = files.signature;
@@ -282,7 +291,10 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	rc = repository_build(r, m->name, e->dir, v, override, &ref, cause);
 	repository_trim();	/* what the load freed (parsing, library set-up) goes back to the system */
 	if (rc != 0) {
-		LOG_ERROR("%s", *cause);
+		if (repository_stopping(r))
+			LOG_WARN("%s", *cause);
+		else
+			LOG_ERROR("%s", *cause);
 		pthread_mutex_lock(&r->lock);
 		repository_model_fail(m, v, *cause);
 		if (m->state == REPOSITORY_LOADING)
@@ -363,6 +375,14 @@ repository_sync(repository_t *r, struct repository_model *m, const struct reposi
 	for (i = e->nversions; i-- > 0;) {	/* newest first: it serves soonest */
 		char *err = NULL;
 
+		if (repository_stopping(r)) {
+			LOG_WARN("model '%s': the daemon is stopping: %zu more version%s not loaded", m->name, i + 1,
+			    i == 0 ? "" : "s");
+			if (cause != NULL && *cause == NULL)
+				error_set(cause, "model '%s': abandoned: the daemon is stopping", m->name);
+			rc = -1;
+			break;
+		}
 		if ((got = repository_load_version(r, m, e, e->versions[i], override, settle, &err)) > 0)
 			waiting = 1;
 		else if (got != 0) {
@@ -474,31 +494,66 @@ repository_drop_missing(repository_t *r, const struct repository_entry *e, size_
 	}
 }
 
+/* Log what m serves after its load in a start-up load or a rescan failed; had: it served before. */
+static void
+repository_log_failed(repository_t *r, struct repository_model *m, int startup, int had)
+{
+	char list[256];
+	const model_ref_t *ref;
+	size_t n = 0;
+
+	list[0] = '\0';
+	pthread_mutex_lock(&r->lock);
+	for (ref = m->versions; ref != NULL && n < sizeof list; ref = ref->next)
+		n += (size_t)snprintf(list + n, sizeof list - n, "%s%lld", n > 0 ? ", " : "", (long long)ref->version);
+	pthread_mutex_unlock(&r->lock);
+	if (n == 0)
+		LOG_WARN("model '%s': the %s failed; it serves nothing", m->name, startup ? "start-up load" : "rescan's load");
+	else
+		LOG_WARN("model '%s': the %s failed; it %s version%s %s", m->name, startup ? "start-up load" : "rescan's load",
+		    had ? "keeps serving" : "serves", strchr(list, ',') != NULL ? "s" : "", list);
+}
+
+/* Log the loads a stop leaves out: models from e[i] on (of n). */
+static void
+repository_log_abandoned(const char *what, const struct repository_entry *e, size_t i, size_t n)
+{
+	if (i < n)
+		LOG_WARN("the daemon is stopping: the %s abandons its remaining loads (%zu of %zu models, from '%s' on, "
+		    "not loaded or checked)", what, n - i, n, e[i].name);
+	else
+		LOG_WARN("the daemon is stopping: the %s ends early", what);
+}
+
 /*
- * Rescan the repository (load_lock held); -1 only when it cannot be read.
- * settle: a rescan's, not the start-up load (see repository_load_version).
+ * Rescan the repository (load_lock held; startup: the start-up load, whose
+ * versions never wait for their files to settle); -1 only when it cannot be read.
  */
 static int
-repository_rescan_locked(repository_t *r, int settle, char **cause)
+repository_rescan_locked(repository_t *r, int startup, char **cause)
 {
 	struct repository_entry *e = NULL;
 	struct repository_model *m;
 	size_t n = 0, i;
-	int want;
+	int want, had, stop = 0;
 
 	if (repository_scan(r->dir, &e, &n, cause) != 0)
 		return -1;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !(stop = repository_stopping(r)); i++) {
 		pthread_mutex_lock(&r->lock);
 		m = repository_model_find(r, e[i].name);
 		want = m != NULL ? repository_rescans(r, m) : r->o.control != REPOSITORY_CONTROL_EXPLICIT;
 		if (want && m == NULL)
 			m = repository_model_add(r, e[i].name);
+		had = m != NULL && m->versions != NULL;
 		pthread_mutex_unlock(&r->lock);
-		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, settle, NULL) != 0)
-			LOG_WARN("model '%s': the rescan's load failed; it keeps what it served before", e[i].name);
+		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, !startup, NULL) != 0 && !repository_stopping(r))
+			repository_log_failed(r, m, startup, had);
 	}
-	repository_drop_missing(r, e, n);
+	if (stop)
+		repository_log_abandoned(startup ? "start-up load" : "rescan", e, i, n);
+	else
+		repository_drop_missing(r, e, n);
 	repository_scan_free(e, n);
 	return 0;
 }
@@ -512,7 +567,7 @@ repository_rescan(repository_t *r)
 
 	pthread_mutex_lock(&r->load_lock);
 	repository_settling_begin(&r->settling);
-	if (repository_rescan_locked(r, 1, &cause) != 0) {
+	if (repository_rescan_locked(r, 0, &cause) != 0) {
 		LOG_ERROR("rescan: %s", cause);
 		free(cause);
 	}
@@ -546,7 +601,10 @@ repository_load_named(repository_t *r, const char *name)
 
 	pthread_mutex_lock(&r->load_lock);
 	if (repository_load_locked(r, name, NULL, 1, &why) != 0) {
-		LOG_ERROR("load_model %s: %s", name, why);
+		if (repository_stopping(r))
+			LOG_WARN("load_model %s: %s", name, why);
+		else
+			LOG_ERROR("load_model %s: %s", name, why);
 		pthread_mutex_lock(&r->lock);
 		if ((m = repository_model_add(r, name)) != NULL && m->reason == NULL)
 			repository_model_fail(m, 0, why);
@@ -565,11 +623,17 @@ repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 
 	if (r->o.control != REPOSITORY_CONTROL_EXPLICIT) {
 		pthread_mutex_lock(&r->load_lock);
-		rc = repository_rescan_locked(r, 0, cause);
+		rc = repository_rescan_locked(r, 1, cause);
 		pthread_mutex_unlock(&r->load_lock);
 		return rc;
 	}
-	for (i = 0; load_models != NULL && load_models[i] != NULL; i++)
+	for (i = 0; load_models != NULL && load_models[i] != NULL; i++) {
+		if (repository_stopping(r)) {
+			LOG_WARN("the daemon is stopping: the start-up load abandons its remaining loads (load_model "
+			    "names from '%s' on)", load_models[i]);
+			break;
+		}
 		repository_load_named(r, load_models[i]);
+	}
 	return 0;
 }

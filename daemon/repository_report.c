@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "alloc.h"
 #include "error.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
@@ -21,7 +22,7 @@ repository_json_string(const char *s)
 	char *t;
 	size_t i;
 
-	if (v != NULL || (t = strdup(s)) == NULL)
+	if (v != NULL || (t = xstrdup(s)) == NULL)
 		return v;
 	for (i = 0; t[i] != '\0'; i++)
 		if ((unsigned char)t[i] >= 0x80)
@@ -36,7 +37,8 @@ static int
 repository_index_add(json_t *a, const char *name, int64_t version, const char *state, const char *reason)
 {
 	json_t *o = json_object();
-	char v[24];
+	char v[24], *served = NULL;
+	int rc;
 
 	if (o == NULL || json_array_append_new(a, o) != 0)
 		return -1;
@@ -47,21 +49,36 @@ repository_index_add(json_t *a, const char *name, int64_t version, const char *s
 		return -1;
 	if (state != NULL && json_object_set_new(o, "state", json_string(state)) != 0)
 		return -1;
-	if (reason != NULL && json_object_set_new(o, "reason", repository_json_string(reason)) != 0)
+	if (reason == NULL)
+		return 0;
+	/* A READY row's reason is a reload that failed: say what serves meanwhile. */
+	if (state != NULL && strcmp(state, "READY") == 0 &&
+	    xasprintf(&served, "reload failed; the version loaded before serves on: %s", reason) == -1)
 		return -1;
-	return 0;
+	rc = json_object_set_new(o, "reason", repository_json_string(served != NULL ? served : reason));
+	free(served);
+	return rc != 0 ? -1 : 0;
 }
 
-/* One model's rows: each published version READY, then its state and failure when it has one (lock held). */
+/*
+ * One model's rows (lock held): each published version once, READY; a failed
+ * reload of it (of that version, or of the model as a whole) leaves it
+ * serving, so its row stays READY and carries the failure as its reason.  A
+ * failed version that serves nothing gets its own UNAVAILABLE row; a model
+ * without versions one row with its state.
+ */
 static int
 repository_index_model(json_t *a, const struct repository_model *m)
 {
 	const model_ref_t *ref;
-	int rc = 0;
+	int rc = 0, told = 0, mine;
 
-	for (ref = m->versions; ref != NULL && rc == 0; ref = ref->next)
-		rc = repository_index_add(a, m->name, ref->version, "READY", NULL);
-	if (rc == 0 && m->reason != NULL)
+	for (ref = m->versions; ref != NULL && rc == 0; ref = ref->next) {
+		mine = m->reason != NULL && (m->failed_version == 0 || m->failed_version == ref->version);
+		told |= mine;
+		rc = repository_index_add(a, m->name, ref->version, "READY", mine ? m->reason : NULL);
+	}
+	if (rc == 0 && m->reason != NULL && !told)
 		rc = repository_index_add(a, m->name, m->failed_version, "UNAVAILABLE", m->reason);
 	else if (rc == 0 && m->versions == NULL)
 		rc = repository_index_add(a, m->name, 0, repository_state_name(m->state),
@@ -136,7 +153,7 @@ repository_printf(struct repository_text *t, const char *fmt, ...)
 			t->len += (size_t)n;
 			return;
 		}
-		char *p = n < 0 ? NULL : realloc(t->s, t->cap * 2 + (size_t)n);
+		char *p = n < 0 ? NULL : xrealloc(t->s, t->cap * 2 + (size_t)n);
 		if (p == NULL) {
 			t->failed = 1;
 			return;
@@ -216,7 +233,7 @@ repository_metrics_memory(struct repository_text *t, repository_t *r)
 char *
 repository_metrics_text(repository_t *r)
 {
-	struct repository_text t = { malloc(4096), 0, 4096, 0 };
+	struct repository_text t = { xmalloc(4096), 0, 4096, 0 };
 	const model_ref_t *ref;
 	size_t i;
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "clock.h"
 #include "error.h"
 #include "log.h"
@@ -58,7 +59,7 @@ scan_is_dir(const char *path)
 static int
 scan_push_version(int64_t **versions, size_t *n, int64_t v, char **cause)
 {
-	int64_t *nv = realloc(*versions, (*n + 1) * sizeof *nv);
+	int64_t *nv = xrealloc(*versions, (*n + 1) * sizeof *nv);
 
 	if (nv == NULL)
 		return error_set(cause, "out of memory");
@@ -75,7 +76,7 @@ scan_version_entry(const char *model_dir, const char *name, int64_t **versions, 
 	int64_t v;
 	int dir;
 
-	if (asprintf(&path, "%s/%s", model_dir, name) == -1)
+	if (xasprintf(&path, "%s/%s", model_dir, name) == -1)
 		return error_set(cause, "out of memory");
 	dir = scan_is_dir(path);
 	free(path);
@@ -143,7 +144,7 @@ scan_policy_specific(json_t *p, int64_t *avail, size_t *navail, char **cause)
 
 	if (!json_is_object(p) || json_object_size(p) != 1 || !json_is_array(arr) || json_array_size(arr) == 0)
 		return error_set(cause, "\"specific\" must be {\"versions\": [v, ...]} with at least one version");
-	if ((keep = calloc(json_array_size(arr), sizeof *keep)) == NULL)
+	if ((keep = xcalloc(json_array_size(arr), sizeof *keep)) == NULL)
 		return error_set(cause, "out of memory");
 	json_array_foreach(arr, i, v) {
 		int64_t x = json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
@@ -225,7 +226,7 @@ scan_entry(const char *repo_dir, const char *name, const char *config_override, 
 	char *why = NULL;
 
 	memset(e, 0, sizeof *e);
-	if ((e->name = strdup(name)) == NULL || asprintf(&e->dir, "%s/%s", repo_dir, name) == -1) {
+	if ((e->name = xstrdup(name)) == NULL || xasprintf(&e->dir, "%s/%s", repo_dir, name) == -1) {
 		e->dir = NULL;
 		repository_entry_free(e);
 		return error_set(cause, "out of memory");
@@ -234,7 +235,7 @@ scan_entry(const char *repo_dir, const char *name, const char *config_override, 
 		free(e->versions);
 		e->versions = NULL;
 		e->nversions = 0;
-		e->error = why != NULL ? why : strdup("unknown error");
+		e->error = why != NULL ? why : xstrdup("unknown error");
 		if (e->error == NULL) {
 			repository_entry_free(e);
 			return error_set(cause, "out of memory");
@@ -254,7 +255,7 @@ repository_scan_model_config(const char *repo_dir, const char *name, const char 
 	memset(out, 0, sizeof *out);
 	if (name == NULL || *name == '\0' || *name == '.' || strchr(name, '/') != NULL)
 		return error_set(cause, "'%s' is not a model directory name", name ? name : "");
-	if (asprintf(&path, "%s/%s", repo_dir, name) == -1)
+	if (xasprintf(&path, "%s/%s", repo_dir, name) == -1)
 		return error_set(cause, "out of memory");
 	dir = scan_is_dir(path);
 	free(path);
@@ -285,13 +286,13 @@ scan_add(const char *repo_dir, const char *name, struct repository_entry **v, si
 	char *path;
 	int dir;
 
-	if (asprintf(&path, "%s/%s", repo_dir, name) == -1)
+	if (xasprintf(&path, "%s/%s", repo_dir, name) == -1)
 		return error_set(cause, "out of memory");
 	dir = scan_is_dir(path);
 	free(path);
 	if (!dir)
 		return 0;
-	if ((nv = realloc(*v, (*n + 1) * sizeof *nv)) == NULL)
+	if ((nv = xrealloc(*v, (*n + 1) * sizeof *nv)) == NULL)
 		return error_set(cause, "out of memory");
 	*v = nv;
 	if (scan_entry(repo_dir, name, NULL, &nv[*n], cause) != 0)

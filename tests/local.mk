@@ -166,7 +166,7 @@ tests_helpers_ipc_hostile_SOURCES = tests/helpers/ipc_hostile.c include/inferd_w
 tests_helpers_ipc_hostile_LDADD = -lpthread -lm
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
 	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh \
-	tests/integration/test_faults.sh
+	tests/integration/test_faults.sh tests/integration/test_shutdown_loads.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh

@@ -3,8 +3,9 @@
 # A failing copy or kernel launch fails only its batch's requests (500) and the daemon keeps
 # serving; a failing device allocation in a model's batch contexts fails only that model's load
 # (at start-up or over HTTP); a failing heap allocation (malloc:N) while a model loads refuses
-# only that model, and one during an HTTP request fails only that request; the daemon still
-# exits 0 (under ASan: without a leak).
+# only that model, one during an HTTP request (its record and body buffer included) fails only
+# that request with an error message, and one during an shm client's model query fails only that
+# query with a message; the daemon still exits 0 (under ASan: without a leak).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 infer() {	# infer MODEL: print the HTTP status of one inference
@@ -169,6 +170,8 @@ except urllib.error.HTTPError as e:
     except (ValueError, KeyError, TypeError):
         err = "NO-ERROR-MESSAGE " + err
     print(e.code, err)
+except Exception as e:
+    print("NO-ANSWER", repr(e))
 PYEOF
 }
 total() { sed -n 's/.*fault injection: malloc called \([0-9]*\) times.*/\1/p' "$tmp/daemon.log" | tail -n 1; }
@@ -185,7 +188,7 @@ case $want in 200\ *) ;; *) fail "an inference without a fault answered $want" ;
 per=$(( $(total) - idle ))
 echo "start-up makes $ready malloc calls, one inference $per"
 [ "$per" -ge 1 ] || fail "an inference made no heap allocation"
-failed=0
+failed=0 answers=
 for n in $(spread $((ready + 1)) $((ready + per))); do
 	: >"$tmp/daemon.log"
 	INFERD_FAULT=malloc:$n start_http_daemon
@@ -197,13 +200,19 @@ for n in $(spread $((ready + 1)) $((ready + per))); do
 	"$want") echo "ok: malloc:$n: an optional allocation; the request was answered correctly" ;;
 	200\ *) fail "malloc:$n: a wrong answer: $got" ;;
 	*NO-ERROR-MESSAGE*) fail "malloc:$n: an error without a message: $got" ;;
+	*NO-ANSWER*) fail "malloc:$n: no answer: $got" ;;
 	*) failed=$((failed + 1)); echo "ok: malloc:$n: the request failed: $got" ;;
 	esac
+	answers="$answers|$got"
 	[ "$next" = "$want" ] || fail "malloc:$n: the next request got $next"
 	case $other in 200\ *) ;; *) fail "malloc:$n: a-mlp got $other" ;; esac
 	stop_daemon
 done
 [ "$failed" -ge 1 ] || fail "no injected allocation failure reached a request"
+# The first allocations after "ready" are the connection's (optional), the request's record and its
+# body buffer: failing either of the last two is answered 500, saying so.
+case "$answers|" in *"|500 out of memory|"*) ;; *) fail "no request whose record failed was answered: $answers" ;; esac
+case $answers in *"|500 out of memory for the body"*) ;; *) fail "no request whose body buffer failed was answered: $answers" ;; esac
 
 # While an shm client connects: the first client after "ready" is refused with a message
 # when its record cannot be allocated, and the next one is served.
@@ -222,4 +231,40 @@ case $out in *"out of memory"*) ;; *) fail "malloc:$n: the refused shm client re
 	fail "malloc:$n: the next shm client was not served"
 stop_daemon
 echo "ok: malloc:$n refused the connecting shm client ($out); the next was served"
+
+# While an shm client asks for a model's description (MODEL_QUERY): count the calls of one
+# `inferctl model a-mlp` over the socket after "ready", then fail each in turn.  The client reads
+# why (or, where the allocation was optional, the description), and the next shm client and an
+# HTTP client are served.
+ctl_model() { "$top_builddir/client/tools/inferctl" --socket="$sock" model a-mlp 2>&1; }
+: >"$tmp/daemon.log"
+start_http_daemon
+stop_daemon
+idle=$(total)
+: >"$tmp/daemon.log"
+start_http_daemon
+want=$(ctl_model) || fail "inferctl model a-mlp without a fault: $want"
+stop_daemon
+ready=$(mark ready) per=$(( $(total) - idle ))
+echo "one shm model query makes $per malloc calls"
+queries=0
+for n in $(seq $((ready + 1)) $((ready + per))); do
+	: >"$tmp/daemon.log"
+	INFERD_FAULT=malloc:$n start_http_daemon
+	got=$(ctl_model) && rc=0 || rc=$?
+	next=$(ctl_model) || fail "malloc:$n: the next shm client was not served: $next"
+	other=$(infer a-mlp)
+	grep -q "fault injection: failing call $n of malloc" "$tmp/daemon.log" || fail "malloc:$n was not injected"
+	if [ $rc = 0 ]; then
+		[ "$got" = "$want" ] || fail "malloc:$n: a wrong description: $got"
+		echo "ok: malloc:$n: an optional allocation; the description was right"
+	else
+		case $got in *"out of memory"*) ;; *) fail "malloc:$n: the client read '$got'" ;; esac
+		case $got in *"describing model a-mlp"*) queries=$((queries + 1)) ;; esac
+		echo "ok: malloc:$n: the client was refused: $got"
+	fi
+	[ "$next" = "$want" ] && [ "$other" = 200 ] || fail "malloc:$n: then the shm client read $next, HTTP got $other"
+	stop_daemon
+done
+[ "$queries" -ge 1 ] || fail "no injected allocation failure reached the model query"
 echo "PASS"

@@ -2,11 +2,13 @@
 # test_model_lifecycle.sh: models loaded, reloaded and unloaded while the daemon serves.
 #  - 20 reloads (10 over POST .../load, 10 by SIGHUP) while 8 shm clients (ipc_client, each
 #    answer checked against its reference) and 8 HTTP clients (curl) send requests: none fails;
-#  - a broken new version (truncated weights, unknown op) is refused naming the file and the old
-#    version serves on; version routing; explicit load/unload over HTTP; unloading under an shm
+#  - a broken new version (truncated weights, unknown op, a bad config override) is refused naming
+#    the file and the old version serves on, listed once in the index (READY, the failure its reason);
+#    version routing; explicit load/unload over HTTP; unloading under an shm
 #    client (its next request gets "model unloaded"); a CNN reloaded 5 times under 4 HTTP clients;
 #    RSS (and on a GPU device memory and cuDNN's idle plans) back where it was after an unload;
-#  - poll mode picks up a new version directory; none mode refuses load/unload with 403.
+#  - poll mode picks up a new version directory; none mode refuses load/unload with 403; the log of a
+#    failed start-up load or rescan says what the model serves (nothing, or the version kept).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 repo="$tmp/models"
@@ -113,7 +115,18 @@ out=$(post /v2/repository/models/fashion-mlp/load)
 [ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "fashion-mlp/model.json.*frobnicate" ||
 	fail "unknown op: $out"
 [ "$(post /v2/models/fashion-mlp/infer "@$request" | status_of)" = 200 ] || fail "the old version stopped serving"
+# A failed reload of the served version: the index lists it once, READY, the failure as its reason.
+index_once_ready() {	# index_once_ready TEXT: the index has one fashion-mlp row, version 1 READY, naming TEXT
+	idx=$(post /v2/repository/index | head -n 1)
+	[ "$(echo "$idx" | grep -o '"name":"fashion-mlp"' | wc -l)" = 1 ] &&
+		echo "$idx" | grep -q "\"name\":\"fashion-mlp\",\"version\":\"1\",\"state\":\"READY\",\"reason\":\"reload failed[^}]*$1" ||
+		fail "index after a failed reload ($1): $idx"
+}
+index_once_ready frobnicate
 cp "$tmp/model.json.good" "$repo/fashion-mlp/model.json"
+out=$(post /v2/repository/models/fashion-mlp/load '{"parameters":{"config":"{\"max_batch_size\": \"x\"}"}}')
+[ "$(echo "$out" | status_of)" = 400 ] && echo "$out" | grep -q "max_batch_size" || fail "a bad config override: $out"
+index_once_ready max_batch_size
 echo "ok: broken versions refused naming the file, the old one served on"
 
 # --- version routing ---------------------------------------------------------------------------
@@ -396,13 +409,26 @@ post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"3"' ||
 [ "$(post /v2/repository/models/fashion-mlp/load | status_of)" = 400 ] || fail "poll mode took a load request"
 stop_daemon
 : >"$tmp/daemon.log"
+# A model that never loads: the start-up log says it serves nothing (not that it keeps anything).
+mkdir "$repo/broken" && printf '{' >"$repo/broken/model.json" || exit 99
 start_daemon --model_repository="$repo"
+grep -q "model 'broken': the start-up load failed; it serves nothing" "$tmp/daemon.log" ||
+	fail "start-up log of a model that never loaded: $(grep "'broken'" "$tmp/daemon.log")"
 out=$(post /v2/repository/models/fashion-mlp/unload)
 [ "$(echo "$out" | status_of)" = 403 ] && echo "$out" | grep -q "model_control_mode is none" || fail "none mode: $out"
 rm -r "$repo/cnn"
+# A rescan whose reload of the served version fails says which version serves on.
+# (a new file renamed over the served one: the served version keeps the old file's pages)
+head -c 1000 "$mlp/model.safetensors" >"$repo/fashion-mlp/3/.truncated" &&
+	mv "$repo/fashion-mlp/3/.truncated" "$repo/fashion-mlp/3/model.safetensors" || exit 99
 kill -HUP "$daemon_pid"
 wait_for "log_count \"model 'cnn': its directory is gone\"" 1
+grep -q "model 'fashion-mlp': the rescan's load failed; it keeps serving version 3$" "$tmp/daemon.log" ||
+	fail "rescan log of a failed reload: $(grep "rescan's load" "$tmp/daemon.log")"
+grep -q "model 'broken': the rescan's load failed; it serves nothing" "$tmp/daemon.log" ||
+	fail "rescan log of a model that never loaded: $(grep "rescan's load" "$tmp/daemon.log")"
 [ "$(get /v2/models/cnn/ready | status_of)" = 400 ] || fail "cnn still ready after its directory went"
+post /v2/models/fashion-mlp/infer "@$request" | grep -q '"model_version":"3"' || fail "version 3 stopped serving"
 stop_daemon
 grep -q "ERROR: AddressSanitizer\|runtime error:" "$tmp/daemon.log" && fail "sanitizer report"
 echo "PASS"

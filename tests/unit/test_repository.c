@@ -1,7 +1,9 @@
 /*
  * test_repository.c: the live registry: a reference held across a swap
  * keeps the old version whole, ids stay stable across reloads and unloads,
- * pinned versions, lookups that miss, a failing load keeps what served.
+ * pinned versions, lookups that miss, a failing load keeps what served, and
+ * the index lists a version whose reload failed once, READY, with the failure,
+ * and a stop asked while loads run abandons the loads after it.
  */
 #include "config.h"
 
@@ -22,16 +24,12 @@
 static device_t *dev;
 static float weights[OUT * IN], bias[OUT];
 
-/* Write version v of model "m" (layer format: model.json in root/m, weights in root/m/v). */
+/* Write version v of model name (layer format: model.json in root/name, weights in root/name/v). */
 static void
-write_version(const char *root, int v, float scale)
+write_model(const char *root, const char *name, int v, float scale)
 {
-	char dir[512], vdir[512];
+	char dir[512], vdir[512], json[512];
 	float w[OUT * IN];
-	const char *json = "{\"name\":\"m\",\"max_batch_size\":4,"
-	    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[4]}],"
-	    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[3]}],"
-	    "\"layers\":[{\"name\":\"fc\",\"op\":\"linear\",\"weight\":\"w\",\"bias\":\"b\"}]}";
 	struct test_tensor t[] = {
 		{ "w", "F32", 2, { OUT, IN }, w, sizeof w },
 		{ "b", "F32", 1, { OUT }, bias, sizeof bias },
@@ -40,12 +38,23 @@ write_version(const char *root, int v, float scale)
 
 	for (i = 0; i < OUT * IN; i++)
 		w[i] = weights[i] * scale;
-	snprintf(dir, sizeof dir, "%s/m", root);
-	snprintf(vdir, sizeof vdir, "%s/m/%d", root, v);
+	snprintf(json, sizeof json, "{\"name\":\"%s\",\"max_batch_size\":4,"
+	    "\"inputs\":[{\"name\":\"x\",\"datatype\":\"FP32\",\"dims\":[4]}],"
+	    "\"outputs\":[{\"name\":\"y\",\"datatype\":\"FP32\",\"dims\":[3]}],"
+	    "\"layers\":[{\"name\":\"fc\",\"op\":\"linear\",\"weight\":\"w\",\"bias\":\"b\"}]}", name);
+	snprintf(dir, sizeof dir, "%s/%s", root, name);
+	snprintf(vdir, sizeof vdir, "%s/%s/%d", root, name, v);
 	if ((mkdir(dir, 0700) != 0 && access(dir, F_OK) != 0) || (mkdir(vdir, 0700) != 0 && access(vdir, F_OK) != 0))
 		abort();
 	test_write_file(dir, "model.json", json, strlen(json));
 	test_write_safetensors(vdir, "model.safetensors", t, 2);
+}
+
+/* Write version v of model "m". */
+static void
+write_version(const char *root, int v, float scale)
+{
+	write_model(root, "m", v, scale);
 }
 
 /* The version a lookup of (name, version) finds, or a negative miss code. */
@@ -141,6 +150,131 @@ test_registry(void)
 	free(root);
 }
 
+/* How often needle occurs in s. */
+static int
+count_of(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)) != NULL; s += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A reload that fails (a bad config override, then a model-wide failure) leaves one READY row per served version. */
+static void
+test_failed_reload_index(void)
+{
+	struct repository_options o = { .dev = dev, .control = REPOSITORY_CONTROL_EXPLICIT, .inflight = 2 };
+	char *root = test_mkdtemp(), *cause = NULL, *index;
+	repository_t *r = NULL;
+	batcher_t *b;
+	size_t len;
+
+	write_version(root, 1, 1.0f);
+	o.dir = root;
+	CHECK(batcher_create(dev, NULL, 2, 0, &b, &cause) == 0, "%s", cause);
+	o.batcher = b;
+	CHECK(repository_create(&o, &r, &cause) == 0 && repository_load_model(r, "m", NULL, &cause) == 0, "%s", cause);
+	CHECK(repository_load_model(r, "m", "{\"max_batch_size\": \"x\"}", &cause) != 0 &&
+	    strstr(cause, "max_batch_size") != NULL, "a bad override loaded: %s", cause ? cause : "no error");
+	free(cause);
+	cause = NULL;
+	CHECK(found(r, "m", 0) == 1, "version 1 stopped serving after a failed reload");
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL, "%s", cause);
+	CHECK(index != NULL && count_of(index, "\"name\":\"m\"") == 1 &&
+	    count_of(index, "\"name\":\"m\",\"version\":\"1\",\"state\":\"READY\",\"reason\":\"reload failed") == 1 &&
+	    strstr(index, "max_batch_size") != NULL, "index after a failed reload: %s", index);
+	free(index);
+	/* The model as a whole fails (model.json unreadable): still one READY row, with that reason. */
+	test_write_file(root, "m/model.json", "{", 1);
+	CHECK(repository_load_model(r, "m", NULL, &cause) != 0, "a broken model.json loaded");
+	free(cause);
+	cause = NULL;
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL && count_of(index, "\"name\":\"m\"") == 1 &&
+	    count_of(index, "\"state\":\"READY\",\"reason\":\"reload failed") == 1 && strstr(index, "model.json") != NULL,
+	    "index after a failed model-wide reload: %s", index ? index : cause);
+	free(index);
+	/* A good reload clears the failure. */
+	write_version(root, 1, 2.0f);
+	CHECK(repository_load_model(r, "m", NULL, &cause) == 0, "%s", cause);
+	index = repository_index_json(r, &len, &cause);
+	CHECK(index != NULL && strcmp(index, "[{\"name\":\"m\",\"version\":\"1\",\"state\":\"READY\"}]") == 0,
+	    "index after a good reload: %s", index ? index : cause);
+	free(index);
+	repository_free(r);
+	batcher_free(b);
+	test_rmtree(root);
+	free(root);
+}
+
+/* The stop check of test_stop_loads: a stop is asked once any version serves. */
+static int
+stop_once_served(void *arg)
+{
+	repository_t *r = arg;
+	size_t loaded, failed;
+
+	repository_counts(r, &loaded, &failed);
+	return loaded > 0;
+}
+
+/* A stop asked while loads run: the versions and models after it are not loaded; what served serves on. */
+static void
+test_stop_loads(void)
+{
+	struct repository_options o = { .dev = dev, .control = REPOSITORY_CONTROL_EXPLICIT, .inflight = 2 };
+	char *root = test_mkdtemp(), *cause = NULL;
+	repository_t *r = NULL;
+	batcher_t *b;
+	size_t loaded, failed;
+	int v;
+
+	for (v = 1; v <= 3; v++)
+		write_version(root, v, (float)v);
+	write_model(root, "a", 1, 1.0f);
+	write_model(root, "b", 1, 1.0f);
+	write_model(root, "c", 1, 1.0f);
+	o.dir = root;
+	CHECK(batcher_create(dev, NULL, 2, 0, &b, &cause) == 0, "%s", cause);
+	o.batcher = b;
+	/* Explicit mode: one model of three versions, newest first; the stop comes once version 3 serves. */
+	CHECK(repository_create(&o, &r, &cause) == 0, "%s", cause);
+	repository_set_stop_check(r, stop_once_served, r);
+	CHECK(repository_load_model(r, "m", "{\"version_policy\": {\"all\": {}}}", &cause) != 0 &&
+	    strstr(cause, "the daemon is stopping") != NULL, "the load went on after the stop: %s", cause ? cause : "no error");
+	free(cause);
+	cause = NULL;
+	CHECK(found(r, "m", 3) == 3 && found(r, "m", 2) == REPOSITORY_NO_VERSION && found(r, "m", 1) == REPOSITORY_NO_VERSION,
+	    "versions after the stop: 3 %lld, 2 %lld, 1 %lld", found(r, "m", 3), found(r, "m", 2), found(r, "m", 1));
+	/* From repository_stop_loads on, every load is abandoned and what serves serves on. */
+	repository_set_stop_check(r, NULL, NULL);
+	repository_stop_loads(r);
+	CHECK(repository_stopping(r), "repository_stop_loads did not stop loads");
+	write_version(root, 3, 5.0f);
+	CHECK(repository_load_model(r, "m", NULL, &cause) != 0 && strstr(cause, "stopping") != NULL, "a load after the stop: %s",
+	    cause ? cause : "loaded");
+	free(cause);
+	cause = NULL;
+	CHECK(found(r, "m", 0) == 3, "version 3 stopped serving after an abandoned reload");
+	repository_free(r);
+	/* None mode's start-up load of four models: the stop comes once the first ('a') serves. */
+	o.control = REPOSITORY_CONTROL_NONE;
+	CHECK(repository_create(&o, &r, &cause) == 0, "%s", cause);
+	repository_set_stop_check(r, stop_once_served, r);
+	CHECK(repository_load_startup(r, NULL, &cause) == 0, "%s", cause);
+	repository_counts(r, &loaded, &failed);
+	CHECK(loaded == 1 && found(r, "a", 0) == 1 && found(r, "b", 0) == REPOSITORY_UNKNOWN &&
+	    found(r, "m", 0) == REPOSITORY_UNKNOWN, "after a stop in the start-up load: %zu loaded (a %lld, b %lld, m %lld)",
+	    loaded, found(r, "a", 0), found(r, "b", 0), found(r, "m", 0));
+	repository_free(r);
+	batcher_free(b);
+	test_rmtree(root);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -151,6 +285,8 @@ main(void)
 	test_fill_random(weights, OUT * IN, &rng, -0.5f, 0.5f);
 	test_fill_random(bias, OUT, &rng, -0.5f, 0.5f);
 	test_registry();
+	test_failed_reload_index();
+	test_stop_loads();
 	device_close(dev);
 	return test_finish("test_repository");
 }
