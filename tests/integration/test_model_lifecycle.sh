@@ -423,7 +423,9 @@ head -c 1000 "$mlp/model.safetensors" >"$repo/fashion-mlp/3/.truncated" &&
 	mv "$repo/fashion-mlp/3/.truncated" "$repo/fashion-mlp/3/model.safetensors" || exit 99
 kill -HUP "$daemon_pid"
 wait_for "log_count \"model 'cnn': its directory is gone\"" 1
-grep -q "model 'fashion-mlp': the rescan's load failed; it keeps serving version 3$" "$tmp/daemon.log" ||
+# The changed version is reloaded once its files have settled (repository_settle_secs): the daemon rescans
+# again by itself when that is due.
+wait_for "log_count \"model 'fashion-mlp': the rescan's load failed; it keeps serving version 3\"" 1 ||
 	fail "rescan log of a failed reload: $(grep "rescan's load" "$tmp/daemon.log")"
 grep -q "model 'broken': the rescan's load failed; it serves nothing" "$tmp/daemon.log" ||
 	fail "rescan log of a model that never loaded: $(grep "rescan's load" "$tmp/daemon.log")"
