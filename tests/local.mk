@@ -286,6 +286,7 @@ FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
 FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(abs_top_srcdir)/common -I$(abs_top_srcdir)/daemon \
+	-I$(abs_top_srcdir)/daemon/backend -I$(abs_top_srcdir)/daemon/backend/cpu \
 	-I$(abs_top_srcdir)/tests/helpers -DINFERD_SYSCONFDIR='"$(sysconfdir)/inferd"' -DINFERD_DATADIR='"$(pkgdatadir)"' \
 	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
