@@ -376,11 +376,15 @@ run_outdims(const char *sock, const char *name, const char *in_path, const char 
 		req.outputs = outs[k];
 		rs[k + 1] = outdims_run(c, &req, k);
 	}
-	if (rs[0] != 0 || rs[1] != 0 || rs[2] != 0)
-		return rs[0] == INFERD_ESHAPE && rs[1] == INFERD_ESHAPE && rs[2] == INFERD_ESHAPE ? 3 : 1;
 	free(data);
-	if ((f = fopen(out_path, "wb")) == NULL)
+	if (rs[0] != 0 || rs[1] != 0 || rs[2] != 0) {
+		inferd_close(c);
+		return rs[0] == INFERD_ESHAPE && rs[1] == INFERD_ESHAPE && rs[2] == INFERD_ESHAPE ? 3 : 1;
+	}
+	if ((f = fopen(out_path, "wb")) == NULL) {
+		inferd_close(c);
 		return 2;
+	}
 	r = outdims_write(m, rows, dims, tout[0], tout[1], f);
 	inferd_close(c);
 	return r;

@@ -135,10 +135,13 @@ f="$repo/fashion-mlp/model.safetensors"
 loads=$(log_count "model 'fashion-mlp' reloaded")
 changing="model 'fashion-mlp' version 1: its files are still changing"
 rm -f "$tmp/stop-writer"
+rm -f "$tmp/writing"
 ( : >"$f"; while [ ! -f "$tmp/stop-writer" ]; do
-	head -c 4096 "$stage/fashion-mlp/new2.safetensors" >>"$f"; sleep 0.1; done ) &
+	head -c 4096 "$stage/fashion-mlp/new2.safetensors" >>"$f"; : >"$tmp/writing"; sleep 0.1; done ) &
 writer=$!
 background="$background $writer"
+# The rescan must come after the writer has begun (a SIGHUP before it sees the old, settled file).
+wait_for "[ -f \"$tmp/writing\" ] && echo yes" yes
 kill -HUP "$daemon_pid"
 wait_for "log_count \"$changing\"" 1
 # Rescans while it grows (SIGHUPs, and the daemon's own look after each interval) leave it alone.
