@@ -276,8 +276,14 @@ def check_audio(ck):
         what = "%s %s: request B (1x80x64) right after A (3x80x47)" % (AUDIO, tr)
         ck.compare(what, st, got, yb)
         if st == 200:
-            bits = np.ascontiguousarray(got[1], dtype=np.float32).view(np.uint32).flatten()
-            leaked = np.flatnonzero(np.isin(bits, np.array(sorted(a_bits), dtype=np.uint32)))
+            vals = np.ascontiguousarray(got[1], dtype=np.float32)
+            bits = vals.view(np.uint32).flatten()
+            # One of A's values where B's own differs: a few of 8,192 floats may equal one of A's by chance
+            # (seen on the H200), so a value counts as leaked only when it is not B's answer there.
+            off = np.abs(vals.flatten() - yb.flatten().astype(np.float32)) > 1e-4 * float(np.abs(yb).max())
+            if vals.size != yb.size:
+                off = np.ones(bits.size, dtype=bool)
+            leaked = np.flatnonzero(np.isin(bits, np.array(sorted(a_bits), dtype=np.uint32)) & off)
             if leaked.size:
                 ck.fail("%s: B's answer holds %d of A's output values, at flat positions %d to %d" % (
                     what, leaked.size, int(leaked[0]), int(leaked[-1])))
