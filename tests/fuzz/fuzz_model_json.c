@@ -49,6 +49,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct model_shape shape;
+	struct model_layout layout;
 	model_t *m = NULL;
 	char *cause = NULL;
 	FILE *f;
@@ -61,7 +62,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (m == NULL || m->max_batch_size < 1 || m->ninputs < 1 || m->noutputs < 1)
 			abort();
 		model_shape_max(m, 1, &shape);
-		if (model_input_row_bytes(m, 0, &shape) == 0 || model_output_row_bytes(m, 0, &shape) == 0)
+		/* A loaded model's largest request has a layout, and it is not empty. */
+		if (model_input_row_bytes(m, 0, &shape) == 0 || model_output_layout(m, &shape, &layout, NULL) != 0 ||
+		    layout.row_bytes[0] == 0)
 			abort();
 		model_free(m);
 	} else if (m != NULL || cause == NULL || cause[0] == '\0')
