@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "cpu_kernels.h"
 #include "error.h"
 #include "graph.h"
 #include "graph_fold.h"
@@ -207,17 +206,17 @@ fold_size_check(const graph_t *g, const struct graph_node *n, const struct graph
 	return 0;
 }
 
-/* Evaluate n with the CPU kernels (FP32 tensor ops on constants): 1 done, 0 not supported. */
+/* Evaluate n with the host kernels passed in (tensor ops on constants): 1 done, 0 not supported. */
 static int
-fold_with_kernels(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes,
-    void **outs, char **cause)
+fold_with_kernels(const graph_t *g, const struct graph_fold_kernels *kern, const struct graph_node *n,
+    const struct graph_shape *shapes, void **outs, char **cause)
 {
 	void **ptrs;
 	void *ws = NULL;
 	size_t wsz;
 	int k, rc = -1;
 
-	if (!cpu_node_supported(g, n, NULL))
+	if (kern == NULL || !kern->supported(g, n, NULL))
 		return 0;
 	if ((ptrs = xcalloc(g->ntensors + 1, sizeof *ptrs)) == NULL)
 		return error_set(cause, "out of memory");
@@ -234,9 +233,9 @@ fold_with_kernels(const graph_t *g, const struct graph_node *n, const struct gra
 		if ((outs[k] = ptrs[n->outputs[k]] = xmalloc(b ? b : 1)) == NULL)
 			goto out;
 	}
-	wsz = cpu_node_workspace(g, n, shapes);
+	wsz = kern->workspace(g, n, shapes);
 	if ((ws = xmalloc(wsz ? wsz : 1)) != NULL)
-		rc = cpu_node_run(g, n, shapes, ptrs, ws, cause) < 0 ? -1 : 1;
+		rc = kern->run(g, n, shapes, ptrs, ws, cause) < 0 ? -1 : 1;
 out:
 	if (rc < 0) {
 		if (cause != NULL && *cause == NULL)
@@ -251,7 +250,8 @@ out:
 
 /* Evaluate n (shapes of its inputs set) and turn its outputs into owned constants: 1 folded, 0 not. */
 static int
-fold_node(graph_t *g, const struct graph_node *n, struct graph_shape *shapes, char **cause)
+fold_node(graph_t *g, const struct graph_fold_kernels *kern, const struct graph_node *n, struct graph_shape *shapes,
+    char **cause)
 {
 	void *outs[256] = { 0 };
 	int k, rc;
@@ -262,7 +262,7 @@ fold_node(graph_t *g, const struct graph_node *n, struct graph_shape *shapes, ch
 		return -1;
 	rc = graph_eval_node(g, n, shapes, outs, cause);
 	if (rc == 0)
-		rc = fold_with_kernels(g, n, shapes, outs, cause);
+		rc = fold_with_kernels(g, kern, n, shapes, outs, cause);
 	if (rc <= 0)
 		return rc;
 	for (k = 0; k < n->noutputs; k++) {
@@ -414,7 +414,7 @@ compact_tensors(graph_t *g, char **cause)
 
 /* Fold constant nodes, drop dead ones and unreferenced tensors. */
 int
-graph_fold_constants(graph_t *g, size_t *nremoved, char **cause)
+graph_fold_constants(graph_t *g, const struct graph_fold_kernels *kern, size_t *nremoved, char **cause)
 {
 	struct graph_shape *shapes = xcalloc(g->ntensors + 1, sizeof *shapes);
 	unsigned char *removed = xcalloc(g->nnodes + 1, 1);
@@ -436,7 +436,7 @@ graph_fold_constants(graph_t *g, size_t *nremoved, char **cause)
 		if (n->ninputs == 0 || !inputs_const(g, n))
 			continue;
 		const_input_shapes(g, n, shapes);
-		if ((r = fold_node(g, n, shapes, cause)) < 0)
+		if ((r = fold_node(g, kern, n, shapes, cause)) < 0)
 			goto out;
 		removed[i] = r == 1;
 	}
@@ -473,7 +473,8 @@ graph_spec_free(struct graph_spec *s)
 
 /* Specialize one node: resolve, infer, fold when its inputs are constants (or it is SHAPE): 1 folded. */
 static int
-spec_node(struct graph_spec *sp, struct graph_node *n, const struct graph_node *src, char **cause)
+spec_node(struct graph_spec *sp, const struct graph_fold_kernels *kern, struct graph_node *n,
+    const struct graph_node *src, char **cause)
 {
 	graph_t *g = &sp->graph;
 	int rank = n->ninputs > 0 && n->inputs[0] >= 0 ? sp->shapes[n->inputs[0]].ndims : -1, rc;
@@ -487,7 +488,7 @@ spec_node(struct graph_spec *sp, struct graph_node *n, const struct graph_node *
 		return -1;
 	rc = 0;
 	if (n->op == GRAPH_OP_SHAPE || inputs_const(g, n))
-		rc = fold_node(g, n, sp->shapes, cause);
+		rc = fold_node(g, kern, n, sp->shapes, cause);
 	if (rc == 1 && n->op == GRAPH_OP_SPLIT && n->attr.split.split != src->attr.split.split)
 		free(n->attr.split.split);
 	if (rc == 0 && (n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_CONSTANT_OF_SHAPE ||
@@ -525,7 +526,7 @@ spec_copy(struct graph_spec *sp, const graph_t *g, char **cause)
 
 /* Specialize g for concrete input shapes. */
 int
-graph_specialize(const graph_t *g, const struct graph_shape *input_shapes,
+graph_specialize(const graph_t *g, const struct graph_fold_kernels *kern, const struct graph_shape *input_shapes,
     struct graph_spec **out, char **cause)
 {
 	struct graph_spec *sp = xcalloc(1, sizeof *sp);
@@ -539,7 +540,7 @@ graph_specialize(const graph_t *g, const struct graph_shape *input_shapes,
 	for (i = 0; i < g->nnodes; i++) {
 		struct graph_node n = g->nodes[i];
 
-		if ((rc = spec_node(sp, &n, &g->nodes[i], cause)) < 0)
+		if ((rc = spec_node(sp, kern, &n, &g->nodes[i], cause)) < 0)
 			goto fail;
 		if (rc == 1) {
 			sp->nfolded++;

@@ -35,8 +35,22 @@ extern "C" {
  *        folded constants (tiny shape vectors, masks) live in the spec.
  *      - spec->shapes[i] is the concrete shape of tensor i.
  *
- * The small evaluator in graph_fold_eval.h computes the folded values.
+ * The small evaluator in graph_fold_eval.h computes the folded values; ops it
+ * does not cover run on the host kernels passed in (struct graph_fold_kernels).
  */
+
+/*
+ * The host kernels folding runs a node with when the small evaluator does not
+ * cover its op (a backend's, passed in by the caller so that the graph code
+ * depends on no backend; NULL folds only what the small evaluator covers).
+ * The members have the CPU backend's cpu_node_* contracts.
+ */
+struct graph_fold_kernels {
+	int (*supported)(const graph_t *g, const struct graph_node *n, char **why);
+	size_t (*workspace)(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes);
+	int (*run)(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes,
+	    void *const *ptrs, void *workspace, char **cause);
+};
 
 /* A graph specialized for one set of input shapes (see above). */
 struct graph_spec {
@@ -57,10 +71,10 @@ struct graph_spec {
 int graph_node_resolve(graph_t *g, struct graph_node *n, int rank, char **cause);
 
 /* Fold constant nodes and drop dead ones, at load; *nremoved counts the nodes removed. */
-int graph_fold_constants(graph_t *g, size_t *nremoved, char **cause);
+int graph_fold_constants(graph_t *g, const struct graph_fold_kernels *k, size_t *nremoved, char **cause);
 
 /* Specialize g for concrete input shapes (g->inputs order); free with graph_spec_free. */
-int graph_specialize(const graph_t *g, const struct graph_shape *input_shapes,
+int graph_specialize(const graph_t *g, const struct graph_fold_kernels *k, const struct graph_shape *input_shapes,
     struct graph_spec **out, char **cause);
 
 /* Free a specialization (never graph_free its graph: names and arrays are shared with the source). */

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "cpu_kernels.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "log.h"
@@ -283,7 +284,7 @@ model_describe_outputs(model_t *m, char **cause)
 
 	model_shape_max(m, rows, &sa);
 	model_graph_input_shapes(m, &sa, in);
-	if (graph_specialize(m->graph, in, &a, cause) != 0) {
+	if (graph_specialize(m->graph, &cpu_fold_kernels, in, &a, cause) != 0) {
 		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum; model.json "
 		    "\"max_batch_size\" and \"max_dims\" set them)", rows);
 		goto out;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cpu_kernels.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "model.h"
@@ -144,7 +145,7 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	if ((addrs = xmalloc(m->graph->ntensors * sizeof *addrs)) == NULL)
 		return error_set(cause, "out of memory");
 	memcpy(addrs, x->addrs, m->graph->ntensors * sizeof *addrs);
-	if (graph_specialize(m->graph, in, &e->spec, cause) == 0 &&
+	if (graph_specialize(m->graph, &cpu_fold_kernels, in, &e->spec, cause) == 0 &&
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
@@ -279,7 +280,7 @@ model_exec_device_memory(model_exec_t *x, char **cause)
 	model_shape_max(m, model_max_rows(m), &s);
 	if (m->nvars > 0 && device_is_gpu(m->dev)) {
 		model_graph_input_shapes(m, &s, in);
-		if (graph_specialize(m->graph, in, &spec, cause) != 0)
+		if (graph_specialize(m->graph, &cpu_fold_kernels, in, &spec, cause) != 0)
 			return -1;
 		x->pool_slot = model_folded_bytes(m, spec);
 		graph_spec_free(spec);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cpu_kernels.h"
 #include "error.h"
 #include "file_copy.h"
 #include "graph_fold.h"
@@ -106,7 +107,7 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 		return -1;	/* the decoder's message names the file */
 	if (onnx_import(m->onnx, &m->graph, cause) != 0 ||
 	    model_onnx_align_constants(m->graph, cause) != 0 ||
-	    graph_fold_constants(m->graph, &removed, cause) != 0 ||
+	    graph_fold_constants(m->graph, &cpu_fold_kernels, &removed, cause) != 0 ||
 	    graph_fuse(m->graph, cause) < 0)
 		return error_prefix(cause, "%s", path);
 	model_onnx_release_unused(m);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cpu_kernels.h"
 #include "error.h"
 #include "graph_fold.h"
 #include "model.h"
@@ -76,7 +77,7 @@ model_layout_specialise(const model_t *m, const struct model_shape *s, struct mo
 	if (fixed)
 		return 0;
 	model_graph_input_shapes(m, s, in);
-	if (graph_specialize(m->graph, in, &spec, cause) != 0)
+	if (graph_specialize(m->graph, &cpu_fold_kernels, in, &spec, cause) != 0)
 		return -1;
 	for (o = 0; o < m->noutputs; o++) {
 		const struct graph_shape *y = &spec->shapes[m->outputs[o].tensor];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "graph.h"
 #include "graph_fold.h"
 #include "graph_shape.h"
@@ -461,8 +462,8 @@ test_specialize(void)
 	b.t[c0].dtype = GRAPH_DT_I64;
 	n = tg_node(&b, GRAPH_OP_RESHAPE, "reshape", 2, (int[]){ x, c0 }, 1);
 	b.gout[b.g.noutputs++] = n->outputs[0];
-	CHECK(graph_specialize(&b.g, &SH(3, 5, 3, 4), &s1, &cause) == 0, "specialize 5: %s", cause);
-	CHECK(graph_specialize(&b.g, &SH(3, 2, 3, 4), &s2, &cause) == 0, "specialize 2: %s", cause);
+	CHECK(graph_specialize(&b.g, &cpu_fold_kernels, &SH(3, 5, 3, 4), &s1, &cause) == 0, "specialize 5: %s", cause);
+	CHECK(graph_specialize(&b.g, &cpu_fold_kernels, &SH(3, 2, 3, 4), &s2, &cause) == 0, "specialize 2: %s", cause);
 	if (s1 != NULL && s2 != NULL) {
 		CHECK(s1->graph.nnodes == 1 && s2->graph.nnodes == 1 && s1->nfolded == 4,
 		    "runtime nodes %zu/%zu, folded %zu", s1->graph.nnodes, s2->graph.nnodes, s1->nfolded);
@@ -536,7 +537,7 @@ test_fold_at_load(void)
 	b.gout[b.g.noutputs++] = tg_node(&b, GRAPH_OP_BINARY, "add", 2, (int[]){ c, tx }, 1)->outputs[0];
 	b.t[b.gout[0]].flags = GRAPH_TENSOR_OUTPUT;
 	g = tg_heap(&b);
-	CHECK(graph_fold_constants(g, &removed, &cause) == 0, "fold: %s", cause);
+	CHECK(graph_fold_constants(g, &cpu_fold_kernels, &removed, &cause) == 0, "fold: %s", cause);
 	CHECK(removed == 2 && g->nnodes == 1 && strcmp(g->nodes[0].name, "add") == 0,
 	    "removed %zu, %zu nodes left", removed, g->nnodes);
 	CHECK(g->ntensors == 3, "%zu tensors left (x, folded product, output)", g->ntensors);
@@ -589,7 +590,7 @@ test_fold_gather_elements(void)
 		b.gout[b.g.noutputs++] = tg_node(&b, GRAPH_OP_WHERE, "where", 3, (int[]){ le, ge, tx }, 1)->outputs[0];
 		b.t[b.gout[0]].flags = GRAPH_TENSOR_OUTPUT;
 		g = tg_heap(&b);
-		rc = graph_fold_constants(g, &removed, &cause);
+		rc = graph_fold_constants(g, &cpu_fold_kernels, &removed, &cause);
 		if (round == 1) {
 			CHECK(rc != 0 && cause != NULL && strstr(cause, "out of range") != NULL,
 			    "fold with index 3 of 3: %s", cause ? cause : "accepted");

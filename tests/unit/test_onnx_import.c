@@ -261,7 +261,7 @@ check_same_structure(const char *name, const graph_t *g, const struct graph_spec
 	small.dims[0] = 1;
 	if (strncmp(name, "transformer", 11) == 0)
 		small.dims[1] = 2;
-	CHECK(graph_specialize(g, &small, &s2, &cause) == 0, "%s: batch 1: %s", name, cause);
+	CHECK(graph_specialize(g, &cpu_fold_kernels, &small, &s2, &cause) == 0, "%s: batch 1: %s", name, cause);
 	same = s2 != NULL && s2->graph.nnodes == sp->graph.nnodes;
 	for (i = 0; same && i < sp->graph.nnodes; i++) {
 		const struct graph_node *a = &sp->graph.nodes[i], *b = &s2->graph.nodes[i];
@@ -359,8 +359,8 @@ run_case(const char *dir, const json_t *c)
 	} else if (onnx_model_load(path, &m, &cause) < 0) {
 		CHECK(0, "%s: %s", name, cause);
 	} else if (onnx_import(m, &g, &cause) < 0 || (imported = g->nnodes,
-	    graph_fold_constants(g, &removed, &cause)) < 0 ||
-	    graph_specialize(g, in, &sp, &cause) < 0) {
+	    graph_fold_constants(g, &cpu_fold_kernels, &removed, &cause)) < 0 ||
+	    graph_specialize(g, &cpu_fold_kernels, in, &sp, &cause) < 0) {
 		if (!node_test_excluded(name, node_test, cause ? cause : "?"))
 			CHECK(0, "%s: %s", name, cause ? cause : "?");
 	} else if (node_test && (why = unsupported_reason(sp)) != NULL) {

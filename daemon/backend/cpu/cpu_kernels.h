@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "graph.h"
+#include "graph_fold.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,8 @@ int cpu_node_supported(const graph_t *g, const struct graph_node *n, char **why)
  */
 int cpu_node_run(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes,
     void *const *ptrs, void *workspace, char **cause);
+/* The three above, as the host kernels constant folding runs nodes with (graph_fold.h). */
+extern const struct graph_fold_kernels cpu_fold_kernels;
 
 /*
  * Threads for every node run after the call, from any thread: the kernels'

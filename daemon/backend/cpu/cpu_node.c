@@ -297,3 +297,9 @@ cpu_node_run(const graph_t *g, const struct graph_node *n, const struct graph_sh
 		return error_prefix(cause, "node %s (%s)", name, op->name);
 	return 0;
 }
+
+const struct graph_fold_kernels cpu_fold_kernels = {
+	cpu_node_supported,
+	cpu_node_workspace,
+	cpu_node_run,
+};
