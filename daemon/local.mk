@@ -18,7 +18,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/backend/cpu/device_cpu.c daemon/backend/cpu/device_cpu_kernels.c daemon/backend/cpu/device_cpu_kernels.h \
 	daemon/file_copy.c daemon/file_copy.h daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
-	daemon/onnx_decode.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
+	daemon/onnx_decode.c daemon/onnx_decode_reader.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
 	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
 	daemon/model_onnx.c daemon/model_shape.c daemon/model_memory.c daemon/model_memory.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_config_instances.c \
@@ -41,11 +41,11 @@ daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 # Load-time graph rewrites (fusions) and the liveness-based memory plan.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
-	daemon/graph_fuse_query.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
+	daemon/graph_fuse_query.c daemon/graph_fuse_edit.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
 	daemon/graph_plan.c daemon/graph_plan.h
 # Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
 daemon_libinferd_core_a_SOURCES += \
-	daemon/graph_sym.c daemon/graph_sym.h daemon/graph_shapefn.c daemon/graph_shapefn.h daemon/graph_shapefn_impl.h \
+	daemon/graph_sym.c daemon/graph_sym.h daemon/graph_shapefn.c daemon/graph_shapefn.h daemon/graph_shapefn_impl.h daemon/graph_shapefn_ctx.c \
 	daemon/graph_shapefn_ops.c daemon/graph_shapefn_values.c daemon/model_shapefn.c
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ZLIB_CFLAGS)
@@ -67,7 +67,7 @@ daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
 	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
-	daemon/onnx_import.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
+	daemon/onnx_import.c daemon/onnx_import_tensors.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \

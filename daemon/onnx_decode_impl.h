@@ -37,6 +37,10 @@ struct onnx_dec {
 	char path[256];		/* e.g. "graph.node[12].attribute[3]" */
 };
 
+/* Set the arena's limit for a model file of len bytes (metadata grows at most 16x the file). */
+void dec_arena_init(struct onnx_priv *pv, size_t len);
+/* Free the arena's chunks. */
+void dec_arena_free(struct onnx_priv *pv);
 /* Zeroed arena memory aligned to 16 bytes; NULL (with the cause set) when out of memory or over the limit. */
 void *dec_alloc(struct onnx_dec *d, size_t n);
 /* Append ".name" or ".name[index]" (index >= 0) to the path; returns the length to restore with dec_pop. */
