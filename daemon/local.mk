@@ -19,7 +19,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/file_copy.c daemon/file_copy.h daemon/safetensors.c daemon/safetensors.h \
 	daemon/protobuf_wire.c daemon/protobuf_wire.h \
 	daemon/onnx_decode.c daemon/onnx_decode_reader.c daemon/onnx_decode_tensor.c daemon/onnx_decode.h daemon/onnx_decode_impl.h \
-	daemon/model.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c daemon/model_mlp.c \
+	daemon/model.c daemon/model_bind.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c \
+	daemon/model_config.h daemon/model_config_json.c daemon/model_layout.c daemon/model_mlp.c \
 	daemon/model_onnx.c daemon/model_shape.c daemon/model_memory.c daemon/model_memory.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \

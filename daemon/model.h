@@ -17,7 +17,8 @@
  * model.json of serving settings (platform "onnx"); docs/MODELS.md has both.
  * A model directory may also hold versions (<dir>/<N>/ with the model files,
  * model.json staying in <dir>; repository_scan.h has the layout), loaded
- * by model_load_version.
+ * by model_load_version from the directory the repository resolves
+ * (repository_version_dir).
  * model_load turns either into one graph (graph.h), checks every node against
  * the device, plans one arena at the largest shape (max_batch_size rows, every
  * variable dim at its maximum) and binds the constants (uploaded once on a
@@ -209,16 +210,16 @@ typedef struct model_exec {
  */
 int model_load(device_t *dev, const char *dir, model_t **out, char **cause);
 /*
- * Load version `version` of the model in model_dir.  Versioned layout
- * (model_dir/<version>/ exists): model.json is read from model_dir and the
- * model files (model.onnx, or the layer format's weights) from
- * model_dir/<version>/.  Flat layout (no version directory at all, version
- * 1): exactly model_load.  config_override is NULL or a JSON object text whose
+ * Load version `version` of the model in model_dir: model.json is read from
+ * model_dir and the model files (model.onnx, or the layer format's weights)
+ * from files_dir, which the repository resolves (repository_version_dir:
+ * model_dir/<version>/, or model_dir itself in the flat layout, where this is
+ * exactly model_load).  config_override is NULL or a JSON object text whose
  * top-level keys replace model.json's (Triton's load with a config).  Sets
  * m->version.  Errors name the file (or the override).
  */
-int model_load_version(device_t *dev, const char *model_dir, int64_t version, const char *config_override,
-    model_t **out, char **cause);
+int model_load_version(device_t *dev, const char *model_dir, const char *files_dir, int64_t version,
+    const char *config_override, model_t **out, char **cause);
 /* Instances "instance_group" asks for in all (count times the devices of each group); 1 without it. */
 int model_instance_count(const model_t *m);
 /* Free the model's weights and description (NULL is ignored). */

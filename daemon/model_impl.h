@@ -7,6 +7,7 @@
 
 #include "graph_sym.h"
 #include "model.h"
+#include "model_config.h"
 
 /*
  * Contract.  A loader builds m->graph (constants viewing a file it keeps
@@ -68,7 +69,11 @@ int model_shapefn_bound(model_t *m, const unsigned char *from_cfg, char **cause)
 void model_shapefn_free(struct model_shapefn *f);
 
 /* Rows a run may have: max_batch_size, or 1 for a model without a batch dimension. */
-int model_max_rows(const model_t *m);
+static inline int
+model_max_rows(const model_t *m)
+{
+	return m->max_batch_size > 0 ? m->max_batch_size : 1;
+}
 /* The graph input shapes ([rows, dims...] or dims) of shape s, in g->inputs order. */
 void model_graph_input_shapes(const model_t *m, const struct model_shape *s, struct graph_shape *in);
 /* Check s (rows, every input's dims, shared variable dims equal) and copy it to out zero-padded. */
@@ -79,18 +84,9 @@ int model_copy_sync(device_t *dev, void *dst, const void *data, size_t size, cha
 int model_upload(device_t *dev, const void *data, size_t size, void **out, char **cause);
 /* Check, describe, plan and bind m->graph (see above); cfg is model.json or NULL. */
 int model_finish(model_t *m, json_t *cfg, char **cause);
+/* Whether the graph's inputs share a leading batch dimension (model_bind.c). */
+int model_graph_has_batch(const graph_t *g);
 
-/* Integer member key in [lo, hi], def when absent (def < 0: required). */
-int model_json_int(json_t *obj, const char *key, long long lo, long long hi, long long def,
-    long long *out, char **cause);
-/* String member key copied into buf; required unless def is non-NULL. */
-int model_json_str(json_t *obj, const char *key, const char *def, char *buf, size_t len, char **cause);
-/*
- * dir/model.json with override (NULL, or a JSON object text) merged over it
- * at the top level; *out NULL when the file is absent, not required and there
- * is no override.  Errors name the file (line, column) or the override.
- */
-int model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause);
 /* "dynamic_batching", "labels", "warmup" and "instance_group" into m (max_batch_size already set). */
 int model_config_serving(model_t *m, json_t *root, char **cause);
 /* "warmup" (optional) into m->warmup: batch sizes in [1, max rows], data zeros, random or a file name. */

@@ -385,7 +385,7 @@ model_precision_check(model_t *m)
 	if (m->graph == NULL || m->graph->precision == GRAPH_PRECISION_FP32)
 		return;
 	if (precision_override(m, &override, &cause) != 0 || device_open("cpu", &cpu, &cause) != 0 ||
-	    model_load_version(cpu, m->dir, m->version, override, &ref, &cause) != 0 ||
+	    model_load_version(cpu, m->dir, m->version_dir, m->version, override, &ref, &cause) != 0 ||
 	    precision_compare(m, ref, &err, &name, &cause) != 0) {
 		LOG_WARN("model '%s' version %lld: no precision check (%s): its %s answers are not compared with FP32",
 		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->graph->precision));

@@ -14,7 +14,7 @@
 #include "clock.h"
 #include "error.h"
 #include "log.h"
-#include "model_impl.h"
+#include "model_config.h"
 #include "repository_scan.h"
 
 /* Largest num_versions accepted by a "latest" policy. */
@@ -116,6 +116,37 @@ repository_scan_versions(const char *model_dir, int64_t **versions, size_t *coun
 	if (*count > 1)
 		qsort(*versions, *count, sizeof **versions, scan_cmp_versions);
 	return 0;
+}
+
+/* The directory holding version `version`'s files: model_dir/<version>/, or model_dir in the flat layout (version 1). */
+int
+repository_version_dir(const char *model_dir, int64_t version, char **files_dir, char **cause)
+{
+	int64_t *versions = NULL;
+	size_t n = 0;
+	struct stat st;
+	char *vdir;
+	int rc = 0;
+
+	*files_dir = NULL;
+	if (version < 1)
+		return error_set(cause, "%s: version %lld: versions are positive integers", model_dir, (long long)version);
+	if (xasprintf(&vdir, "%s/%lld", model_dir, (long long)version) == -1)
+		return error_set(cause, "out of memory");
+	if (stat(vdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		*files_dir = vdir;
+		return 0;
+	}
+	if (repository_scan_versions(model_dir, &versions, &n, cause) != 0)
+		rc = -1;
+	else if (n == 0 && version == 1)
+		rc = (*files_dir = xstrdup(model_dir)) == NULL ? error_set(cause, "out of memory") : 0;
+	else
+		rc = error_set(cause, "%s: no version directory (%s)", vdir,
+		    n == 0 ? "the flat layout has version 1 only" : "not among the model's versions");
+	free(versions);
+	free(vdir);
+	return rc;
 }
 
 /* Keep the newest n of the available versions (all of them when fewer). */

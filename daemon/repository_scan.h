@@ -56,6 +56,12 @@ int repository_scan_model_config(const char *repo_dir, const char *name, const c
     struct repository_entry *out, char **cause);
 /* The version directories of model_dir, ascending (none: the flat layout); -1 naming a misnamed one. */
 int repository_scan_versions(const char *model_dir, int64_t **versions, size_t *count, char **cause);
+/*
+ * The directory holding version `version`'s model files (malloc'ed into
+ * *files_dir): model_dir/<version>/ when it exists, else model_dir itself
+ * for version 1 of a flat layout; -1 naming what is missing otherwise.
+ */
+int repository_version_dir(const char *model_dir, int64_t version, char **files_dir, char **cause);
 /* Parse a version directory name: a positive decimal integer, no sign, no leading zero, at most INT64_MAX. */
 int repository_parse_version(const char *s, int64_t *out);
 /* What a version's files look like now: what a rescan compares with the loaded version's. */

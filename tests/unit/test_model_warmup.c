@@ -21,7 +21,7 @@ load(const char *dir, const char *override)
 	char *cause = NULL;
 	model_t *m = NULL;
 
-	CHECK(model_load_version(dev, dir, 1, override, &m, &cause) == 0, "%s: %s", override, cause);
+	CHECK(model_load_version(dev, dir, dir, 1, override, &m, &cause) == 0, "%s: %s", override, cause);
 	free(cause);
 	return m;
 }
@@ -33,7 +33,7 @@ expect_load_refused(const char *dir, const char *override, const char *want)
 	char *cause = NULL;
 	model_t *m = NULL;
 
-	CHECK(model_load_version(dev, dir, 1, override, &m, &cause) != 0, "%s: accepted", override);
+	CHECK(model_load_version(dev, dir, dir, 1, override, &m, &cause) != 0, "%s: accepted", override);
 	if (cause != NULL)
 		printf("refused as expected: %s\n", cause);
 	CHECK(cause != NULL && strstr(cause, want) != NULL, "%s: message lacks '%s': %s", override, want, cause);
