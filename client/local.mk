@@ -8,6 +8,7 @@ lib_LTLIBRARIES += client/lib/libinferd.la
 client_lib_libinferd_la_SOURCES = client/lib/libinferd.c client/lib/inferd_ring.c \
 	client/lib/inferd_wait_engine.c client/lib/inferd_async.c client/lib/inferd_reconnect.c \
 	client/lib/inferd_alloc.c client/lib/inferd_error.c client/lib/inferd_tensors.c client/lib/inferd_output_dims.c \
+	client/lib/inferd_requests.c client/lib/inferd_conn.c client/lib/inferd_models.c \
 	client/lib/libinferd_impl.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 client_lib_libinferd_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread

@@ -35,14 +35,6 @@ inferd__io_computed(const struct inferd_model *m, const struct inferd_io *io)
 	return 0;
 }
 
-/* Forget every cached answer (control_lock held). */
-void
-inferd__dims_cache_clear(inferd_conn_t *c)
-{
-	if (c->dims_cache != NULL)
-		memset(c->dims_cache, 0, INFERD__DIMS_CACHE * sizeof *c->dims_cache);
-}
-
 /* The cached answer for (m, rows, in) of the current epoch, or NULL (control_lock held). */
 static struct inferd__dims_entry *
 inferd__dims_find(inferd_conn_t *c, const struct inferd_model *m, int rows, const int64_t (*in)[8])

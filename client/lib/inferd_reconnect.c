@@ -121,7 +121,7 @@ inferd__reconnect_once(inferd_conn_t *c)
 		return r;
 	}
 	/* The new daemon may serve other versions of the models: ask for output dims again. */
-	inferd__dims_cache_clear(c);
+	__atomic_add_fetch(&c->dims_epoch, 1, __ATOMIC_RELEASE);
 	c->closed = 0;
 	return 0;
 }

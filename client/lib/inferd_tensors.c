@@ -227,3 +227,12 @@ inferd__list_place(inferd_conn_t *c, uint32_t slot, const struct inferd__list *l
 	memcpy(c->base + *offset, l->t, (size_t)(l->ninputs + l->noutputs) * sizeof l->t[0]);
 	return 0;
 }
+
+/* 1 when tensor t lies inside this connection's data area with at least need bytes. */
+int
+inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need)
+{
+	return t != NULL && t->offset >= c->layout.data_offset && t->offset <= c->region_bytes &&
+	    t->bytes <= c->region_bytes - t->offset && t->bytes >= need &&
+	    t->data == c->base + t->offset;
+}

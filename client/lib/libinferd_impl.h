@@ -1,11 +1,17 @@
 /*
  * libinferd_impl.h: libinferd's private types and helpers, shared by its files.
  *
- * Dependencies point one way: libinferd.c (connect, control, metadata),
- * inferd_ring.c (submit, wait) and inferd_alloc.c (the region's allocator)
- * each use inferd_error.c (codes, texts, the last failure) and this header;
- * none of them calls into another.  Helpers shared between files are named
- * inferd__* and are hidden (the library exports only INFERD_EXPORT symbols).
+ * Dependencies point one way, each file calling only files below it:
+ *   libinferd.c (connect, close, model lookups), inferd_async.c (callbacks)
+ *   inferd_requests.c (submit, wait, run, infer), inferd_output_dims.c
+ *   inferd_reconnect.c (a new daemon, the same region)
+ *   inferd_wait_engine.c (reaping completions, sleeping on the ring)
+ *   inferd_ring.c (the rings and request records), inferd_tensors.c
+ *   inferd_models.c (metadata), inferd_conn.c (the control socket)
+ *   inferd_alloc.c (the region's allocator), inferd_error.c (codes, texts)
+ * tests/helpers/check_layering.py checks it.  Helpers shared between files
+ * are named inferd__* and are hidden (the library exports only
+ * INFERD_EXPORT symbols).
  */
 #ifndef LIBINFERD_IMPL_H
 #define LIBINFERD_IMPL_H
@@ -133,8 +139,8 @@ struct inferd_conn {
 	uint64_t dims_clock;		/* the cache's LRU time */
 	/*
 	 * Bumped (atomically, under lock) when the daemon refused a request's
-	 * dims: a model reloaded with other shapes makes cached answers stale,
-	 * so entries of an older epoch are asked again.
+	 * dims (a model reloaded with other shapes makes cached answers stale)
+	 * and on a reconnect: entries of an older epoch are asked again.
 	 */
 	uint32_t dims_epoch;
 
@@ -198,9 +204,7 @@ int inferd__inputs_dims(const struct inferd_model *m, const struct inferd_io *io
  * (INFERD_WIRE_MAX_TENSORS of them), a copy with the dims filled.
  */
 int inferd__outputs_resolve(inferd_conn_t *c, struct inferd_request *r, struct inferd_io *outs);
-/* inferd_output_dims.c: forget every cached answer (control_lock held; a reconnect). */
-void inferd__dims_cache_clear(inferd_conn_t *c);
-/* inferd_ring.c: 1 when tensor t lies inside this connection's data area with at least need bytes. */
+/* inferd_tensors.c: 1 when tensor t lies inside this connection's data area with at least need bytes. */
 int inferd__tensor_ok(const inferd_conn_t *c, const struct inferd_tensor *t, uint64_t need);
 
 /* inferd_alloc.c: inferd_tensor_alloc with alloc_lock held by the caller. */
@@ -212,7 +216,7 @@ const char *inferd__detail_text(uint32_t detail);
 int inferd__ring_init(inferd_conn_t *c);
 void inferd__ring_free(inferd_conn_t *c);
 /*
- * inferd_ring.c: check and copy a caller's request into *dst; outputs whose
+ * inferd_requests.c: check and copy a caller's request into *dst; outputs whose
  * dims the daemon computes are filled in outs (INFERD_WIRE_MAX_TENSORS),
  * which dst->outputs then points at: keep it until the request is pushed.
  */
@@ -240,13 +244,19 @@ void inferd__ring_doorbell(inferd_conn_t *c);
 /* inferd_wait_engine.c: make the lock and conds; release them. */
 int inferd__sync_init(inferd_conn_t *c);
 void inferd__sync_free(inferd_conn_t *c);
-/* libinferd.c: send one control message (descriptors when fds is not NULL); receive one of type want. */
+/* inferd_conn.c: send one control message (descriptors when fds is not NULL); receive one of type want. */
 int inferd__send(int fd, uint32_t type, const void *payload, size_t len, const int *fds, int nfds);
 int inferd__recv(int fd, uint32_t want, uint8_t **payload, uint32_t *len, int timeout_ms);
-/* libinferd.c: the steps of connecting, shared with inferd_reconnect.c. */
+/* inferd_conn.c: the steps of connecting (libinferd.c), and of connecting again (inferd_reconnect.c). */
 int inferd__dial(const char *path, int *out);
 int inferd__server_hello(inferd_conn_t *c, struct inferd_wire_server_hello *h);
+int inferd__geometry(inferd_conn_t *c, const struct inferd_options *o, const struct inferd_wire_server_hello *h);
+int inferd__region(inferd_conn_t *c, int *memfd);
 int inferd__attach(inferd_conn_t *c, int memfd);
+/* inferd_models.c: ask the daemon for a model by name (and version, 0: the newest) or id; cache it (control_lock held). */
+int inferd__model_query(inferd_conn_t *c, const char *name, int64_t version, unsigned id,
+    const struct inferd_model **out);
+/* inferd_models.c: fetch a model's metadata into *out. */
 int inferd__model_fetch(inferd_conn_t *c, const char *name, int64_t version, unsigned id,
     struct inferd_model **out);
 /* Room for the model cache: the daemon's count, at least INFERD__MODELS_MIN (models load later). */
