@@ -49,7 +49,7 @@ ipc_admit(ipc_server_t *s, int fd)
 		close(fd);
 		return;
 	}
-	if (!ipc_auth_allows(&s->auth, fd, cred.uid, cred.gid)) {
+	if (!peer_auth_allows(&s->auth, fd, cred.uid, cred.gid)) {
 		snprintf(why, sizeof why, "user %u (group %u) is not allowed to connect "
 		    "(see allow_users and allow_groups)", (unsigned)cred.uid, (unsigned)cred.gid);
 		ipc_refuse(s, fd, &cred, INFERD_WIRE_ERR_DENIED, why);
@@ -438,7 +438,7 @@ ipc_watch(ipc_server_t *s, int fd, struct ipc_tag *t, char **cause)
 static int
 ipc_setup(ipc_server_t *s, char **cause)
 {
-	if (ipc_auth_init(&s->auth, s->ctx.config->allow_users, s->ctx.config->allow_groups,
+	if (peer_auth_init(&s->auth, s->ctx.config->allow_users, s->ctx.config->allow_groups,
 	    cause) != 0)
 		return -1;
 	if ((s->path = xstrdup(s->ctx.config->shm_socket)) == NULL)
@@ -473,7 +473,7 @@ ipc_free(ipc_server_t *s)
 	ipc_close(&s->epoll_fd);
 	ipc_close(&s->wake_fd);
 	ipc_close(&s->spare_fd);
-	ipc_auth_free(&s->auth);
+	peer_auth_free(&s->auth);
 	free(s->path);
 	free(s);
 }

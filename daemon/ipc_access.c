@@ -48,7 +48,7 @@ ipc_access_gid(const char *name, gid_t *out, char **cause)
 
 /* The mode and group (-1: leave it) the socket should have. */
 static int
-ipc_access_decide(const struct daemon_config *cfg, const struct ipc_auth *a,
+ipc_access_decide(const struct daemon_config *cfg, const struct peer_auth *a,
     mode_t *mode, gid_t *gid, char **cause)
 {
 	int users = *cfg->allow_users != '\0', groups = *cfg->allow_groups != '\0';
@@ -73,7 +73,7 @@ ipc_access_decide(const struct daemon_config *cfg, const struct ipc_auth *a,
 /* Give the bound socket at path its mode and group; -1 with *cause. */
 int
 ipc_access_apply(const char *path, const struct daemon_config *cfg,
-    const struct ipc_auth *a, char **cause)
+    const struct peer_auth *a, char **cause)
 {
 	mode_t mode = 0600;
 	gid_t gid;

@@ -1,4 +1,4 @@
-/* ipc_impl.h: the IPC server's private types, shared by ipc.c, ipc_conn.c, ipc_ring.c and ipc_auth.c. */
+/* ipc_impl.h: the IPC server's private types, shared by ipc.c, ipc_client.c, ipc_conn.c, ipc_ring.c and ipc_access.c. */
 #ifndef INFERD_IPC_IMPL_H
 #define INFERD_IPC_IMPL_H
 
@@ -11,19 +11,12 @@
 #include "inferd_wire.h"
 #include "ipc.h"
 #include "log.h"
+#include "peer_auth.h"
 
 /* A connection that has not finished its hello by then is dropped. */
 #define IPC_HANDSHAKE_US (10 * 1000000ULL)
 /* ipc_stop waits at most this long for requests in flight to finish. */
 #define IPC_DRAIN_US (30 * 1000000ULL)
-
-/* Who may connect: uids (root and the daemon's own user included) and gids resolved at start. */
-struct ipc_auth {
-	uid_t *uids;
-	size_t nuids;
-	gid_t *gids;
-	size_t ngids;
-};
 
 /* What an epoll event refers to. */
 enum ipc_tag_kind {
@@ -111,7 +104,7 @@ struct ipc_client {
 
 struct ipc_server {
 	struct ipc_context ctx;
-	struct ipc_auth auth;
+	struct peer_auth auth;
 	char *path;
 	int listen_fd, epoll_fd, wake_fd;
 	int spare_fd;			/* given up to accept when out of descriptors */
@@ -127,15 +120,9 @@ struct ipc_server {
 	uint64_t activity_us;		/* atomic: last submission taken or completion posted */
 };
 
-/* ipc_auth.c */
-int ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause);
-void ipc_auth_free(struct ipc_auth *a);
-/* 1 when uid/gid may connect; fd is the peer's socket for SO_PEERGROUPS, or -1 (a file's owner: the group database). */
-int ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid);
-
 /* ipc_access.c */
 int ipc_access_apply(const char *path, const struct daemon_config *cfg,
-    const struct ipc_auth *a, char **cause);
+    const struct peer_auth *a, char **cause);
 
 /* ipc_conn.c */
 int ipc_conn_send_error(int fd, enum inferd_wire_error code, const char *fmt, ...)

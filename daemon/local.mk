@@ -35,7 +35,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
 	daemon/http_encoding.c daemon/http_encoding.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \
-	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/ipc_auth.c daemon/ipc_access.c \
+	daemon/ipc_client.c daemon/ipc_conn.c daemon/ipc_ring.c daemon/peer_auth.c daemon/peer_auth.h daemon/ipc_access.c \
 	daemon/tensor_text.cc daemon/tensor_text.h \
 	include/inferd.h include/inferd_wire.h include/inferd_outcome.h
 daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)

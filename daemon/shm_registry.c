@@ -14,8 +14,8 @@
 
 #include "alloc.h"
 #include "error.h"
-#include "ipc_impl.h"
 #include "log.h"
+#include "peer_auth.h"
 #include "shm_registry.h"
 
 struct shm_region {
@@ -34,7 +34,7 @@ struct shm_region {
 
 struct shm_registry {
 	struct shm_registry_config cfg;
-	struct ipc_auth auth;
+	struct peer_auth auth;
 	pthread_mutex_t lock;
 	struct shm_region *live;
 	size_t nlive;
@@ -52,13 +52,13 @@ shm_registry_create(const struct shm_registry_config *cfg, shm_registry_t **out,
 	if ((r = xcalloc(1, sizeof *r)) == NULL)
 		return error_set(cause, "shm registry: out of memory");
 	r->cfg = *cfg;
-	if (ipc_auth_init(&r->auth, cfg->allow_users ? cfg->allow_users : "",
+	if (peer_auth_init(&r->auth, cfg->allow_users ? cfg->allow_users : "",
 	    cfg->allow_groups ? cfg->allow_groups : "", cause) != 0) {
 		free(r);
 		return error_prefix(cause, "shm registry");
 	}
 	if ((rc = pthread_mutex_init(&r->lock, NULL)) != 0) {
-		ipc_auth_free(&r->auth);
+		peer_auth_free(&r->auth);
 		free(r);
 		return error_set(cause, "shm registry: pthread_mutex_init: %s", strerror(rc));
 	}
@@ -101,7 +101,7 @@ shm_registry_free(shm_registry_t *r)
 		next = reg->next;
 		shm_region_destroy(r, reg);
 	}
-	ipc_auth_free(&r->auth);
+	peer_auth_free(&r->auth);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -195,7 +195,7 @@ shm_check_object(shm_registry_t *r, int fd, const char *key, size_t offset,
 		error_set(cause, "'%s' is not a shared memory object", key);
 		return SHM_E_INVALID;
 	}
-	if (!ipc_auth_allows(&r->auth, -1, st.st_uid, st.st_gid)) {
+	if (!peer_auth_allows(&r->auth, -1, st.st_uid, st.st_gid)) {
 		error_set(cause, "'%s' is owned by uid %u, which allow_users / allow_groups do not "
 		    "allow", key, (unsigned)st.st_uid);
 		return SHM_E_DENIED;

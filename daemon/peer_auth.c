@@ -1,5 +1,6 @@
 /*
- * ipc_auth.c: who may connect to the shm socket (allow_users, allow_groups),
+ * peer_auth.c: who may use the daemon's shared memory (allow_users, allow_groups):
+ * the shm socket's peers, and the owners of regions registered over HTTP;
  * resolved once at start.  Root and the daemon's own user are always
  * allowed: both can read the daemon's memory anyway.  A group matches the
  * peer's primary group or any supplementary one (SO_PEERGROUPS, else the
@@ -18,11 +19,11 @@
 
 #include "alloc.h"
 #include "error.h"
-#include "ipc_impl.h"
+#include "peer_auth.h"
 
 /* Parse a whole-string decimal id; -1 if it is not one. */
 static int
-ipc_auth_number(const char *s, unsigned long *out)
+peer_auth_number(const char *s, unsigned long *out)
 {
 	char *end;
 
@@ -37,14 +38,14 @@ ipc_auth_number(const char *s, unsigned long *out)
 
 /* Resolve a user name or uid. */
 static int
-ipc_auth_user(const char *name, uid_t *out, char **cause)
+peer_auth_user(const char *name, uid_t *out, char **cause)
 {
 	struct passwd pw, *res;
 	unsigned long n;
 	char buf[4096];
 	int r;
 
-	if (ipc_auth_number(name, &n) == 0) {
+	if (peer_auth_number(name, &n) == 0) {
 		*out = (uid_t)n;
 		return 0;
 	}
@@ -59,14 +60,14 @@ ipc_auth_user(const char *name, uid_t *out, char **cause)
 
 /* Resolve a group name or gid. */
 static int
-ipc_auth_group(const char *name, gid_t *out, char **cause)
+peer_auth_group(const char *name, gid_t *out, char **cause)
 {
 	struct group gr, *res;
 	unsigned long n;
 	char buf[16384];
 	int r;
 
-	if (ipc_auth_number(name, &n) == 0) {
+	if (peer_auth_number(name, &n) == 0) {
 		*out = (gid_t)n;
 		return 0;
 	}
@@ -81,7 +82,7 @@ ipc_auth_group(const char *name, gid_t *out, char **cause)
 
 /* Split a comma list (spaces around items ignored) and resolve each item. */
 static int
-ipc_auth_list(const char *list, int groups, unsigned int **out, size_t *n,
+peer_auth_list(const char *list, int groups, unsigned int **out, size_t *n,
     char **cause)
 {
 	char *copy, *item, *save, *end;
@@ -103,8 +104,8 @@ ipc_auth_list(const char *list, int groups, unsigned int **out, size_t *n,
 			goto fail;
 		}
 		ids = grown;
-		if ((groups ? ipc_auth_group(item, (gid_t *)&ids[*n], cause) :
-		    ipc_auth_user(item, (uid_t *)&ids[*n], cause)) != 0)
+		if ((groups ? peer_auth_group(item, (gid_t *)&ids[*n], cause) :
+		    peer_auth_user(item, (uid_t *)&ids[*n], cause)) != 0)
 			goto fail;
 		(*n)++;
 	}
@@ -120,7 +121,7 @@ fail:
 
 /* Resolve both lists; root and the daemon's own user are added to the users. */
 int
-ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **cause)
+peer_auth_init(struct peer_auth *a, const char *users, const char *groups, char **cause)
 {
 	uid_t *grown;
 
@@ -128,14 +129,14 @@ ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **
 	    "uid_t and gid_t are 32-bit");
 
 	memset(a, 0, sizeof *a);
-	if (ipc_auth_list(users, 0, (unsigned int **)&a->uids, &a->nuids, cause) != 0)
+	if (peer_auth_list(users, 0, (unsigned int **)&a->uids, &a->nuids, cause) != 0)
 		return -1;
-	if (ipc_auth_list(groups, 1, (unsigned int **)&a->gids, &a->ngids, cause) != 0) {
-		ipc_auth_free(a);
+	if (peer_auth_list(groups, 1, (unsigned int **)&a->gids, &a->ngids, cause) != 0) {
+		peer_auth_free(a);
 		return -1;
 	}
 	if ((grown = xrealloc(a->uids, (a->nuids + 2) * sizeof *a->uids)) == NULL) {
-		ipc_auth_free(a);
+		peer_auth_free(a);
 		return error_set(cause, "out of memory");
 	}
 	a->uids = grown;
@@ -146,7 +147,7 @@ ipc_auth_init(struct ipc_auth *a, const char *users, const char *groups, char **
 
 /* Free the resolved lists. */
 void
-ipc_auth_free(struct ipc_auth *a)
+peer_auth_free(struct peer_auth *a)
 {
 	free(a->uids);
 	free(a->gids);
@@ -155,7 +156,7 @@ ipc_auth_free(struct ipc_auth *a)
 
 /* 1 when gid is one of the allowed groups. */
 static int
-ipc_auth_group_allowed(const struct ipc_auth *a, gid_t gid)
+peer_auth_group_allowed(const struct peer_auth *a, gid_t gid)
 {
 	size_t i;
 
@@ -167,12 +168,12 @@ ipc_auth_group_allowed(const struct ipc_auth *a, gid_t gid)
 
 /* 1 when one of n groups is allowed. */
 static int
-ipc_auth_any_allowed(const struct ipc_auth *a, const gid_t *groups, size_t n)
+peer_auth_any_allowed(const struct peer_auth *a, const gid_t *groups, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (ipc_auth_group_allowed(a, groups[i]))
+		if (peer_auth_group_allowed(a, groups[i]))
 			return 1;
 	return 0;
 }
@@ -183,7 +184,7 @@ ipc_auth_any_allowed(const struct ipc_auth *a, const gid_t *groups, size_t n)
  * when the kernel cannot tell.
  */
 static int
-ipc_auth_peer_groups(const struct ipc_auth *a, int fd)
+peer_auth_peer_groups(const struct peer_auth *a, int fd)
 {
 #ifdef SO_PEERGROUPS
 	gid_t small[64], *groups = small;
@@ -198,7 +199,7 @@ ipc_auth_peer_groups(const struct ipc_auth *a, int fd)
 			return -1;
 		}
 	}
-	r = ipc_auth_any_allowed(a, groups, len / sizeof *groups);
+	r = peer_auth_any_allowed(a, groups, len / sizeof *groups);
 	if (groups != small)
 		free(groups);
 	return r;
@@ -211,7 +212,7 @@ ipc_auth_peer_groups(const struct ipc_auth *a, int fd)
 
 /* The group database's list for the peer's user; 1 when one is allowed. */
 static int
-ipc_auth_user_groups(const struct ipc_auth *a, uid_t uid, gid_t gid)
+peer_auth_user_groups(const struct peer_auth *a, uid_t uid, gid_t gid)
 {
 	struct passwd pw, *res;
 	gid_t small[64], *groups = small;
@@ -226,7 +227,7 @@ ipc_auth_user_groups(const struct ipc_auth *a, uid_t uid, gid_t gid)
 		if (getgrouplist(pw.pw_name, gid, groups, &n) == -1)
 			n = 0;
 	}
-	r = ipc_auth_any_allowed(a, groups, (size_t)n);
+	r = peer_auth_any_allowed(a, groups, (size_t)n);
 	if (groups != small)
 		free(groups);
 	return r;
@@ -234,7 +235,7 @@ ipc_auth_user_groups(const struct ipc_auth *a, uid_t uid, gid_t gid)
 
 /* 1 when the peer on fd (credentials cred) is allowed: its user, primary or supplementary group. */
 int
-ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid)
+peer_auth_allows(const struct peer_auth *a, int fd, uid_t uid, gid_t gid)
 {
 	size_t i;
 	int r;
@@ -244,9 +245,9 @@ ipc_auth_allows(const struct ipc_auth *a, int fd, uid_t uid, gid_t gid)
 			return 1;
 	if (a->ngids == 0)
 		return 0;
-	if (ipc_auth_group_allowed(a, gid))
+	if (peer_auth_group_allowed(a, gid))
 		return 1;
-	if ((r = ipc_auth_peer_groups(a, fd)) >= 0)
+	if ((r = peer_auth_peer_groups(a, fd)) >= 0)
 		return r;
-	return ipc_auth_user_groups(a, uid, gid);
+	return peer_auth_user_groups(a, uid, gid);
 }
