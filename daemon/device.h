@@ -53,14 +53,23 @@ const char *device_name(const device_t *dev);
 int device_is_gpu(const device_t *dev);
 /* Number of CUDA devices usable now; 0 when no driver or GPU (never fails). */
 int device_cuda_count(void);
-/*
- * How many cuDNN convolution plans wait idle in the process-wide pool for a
- * later compile of the same convolution (see ARCHITECTURE.md); -1 when built
- * without CUDA or cuDNN.
- */
-long device_conv_plans_idle(void);
 /* Device and pinned allocations made so far (the daemon checks it stays flat). */
 uint64_t device_allocation_count(const device_t *dev);
+
+/* What a device is, and its counters, for reports, metrics and placement. */
+struct device_info {
+	const char *name;		/* device_name */
+	int gpu;			/* device_is_gpu */
+	int ordinal;			/* the CUDA ordinal; -1 on the CPU */
+	uint64_t allocations;		/* device_allocation_count */
+	/*
+	 * cuDNN convolution plans waiting idle in the process-wide pool for a
+	 * later compile of the same convolution (see ARCHITECTURE.md); -1 on
+	 * the CPU and in builds without cuDNN.
+	 */
+	long conv_plans_idle;
+};
+void device_info(const device_t *dev, struct device_info *out);
 
 /* Memory. */
 int device_alloc(device_t *dev, size_t size, void **ptr, char **cause);

@@ -50,12 +50,12 @@ device_set_primary(const device_set_t *s)
 int
 device_set_matches(const device_t *dev, const struct device_spec *spec)
 {
-	int ordinal;
+	struct device_info info;
 
+	device_info(dev, &info);
 	if (spec->kind == DEVICE_SPEC_CPU)
-		return !device_is_gpu(dev);
-	return spec->kind == DEVICE_SPEC_CUDA && device_is_gpu(dev) &&
-	    sscanf(device_name(dev), "cuda:%d", &ordinal) == 1 && ordinal == spec->ordinal;
+		return !info.gpu;
+	return spec->kind == DEVICE_SPEC_CUDA && info.gpu && info.ordinal == spec->ordinal;
 }
 
 /* Open spec's device and add it (lock held). */

@@ -1099,8 +1099,12 @@ static enum MHD_Result
 http_metrics(struct http_request *req)
 {
 	const struct http_context *ctx = &req->srv->ctx;
-	char *text = metrics_render(ctx->metrics, device_allocation_count(ctx->dev), device_conv_plans_idle());
-	char *more = text != NULL ? repository_metrics_text(ctx->repo) : NULL, *all = NULL;
+	struct device_info info;
+	char *text, *more, *all = NULL;
+
+	device_info(ctx->dev, &info);
+	text = metrics_render(ctx->metrics, info.allocations, info.conv_plans_idle);
+	more = text != NULL ? repository_metrics_text(ctx->repo) : NULL;
 
 	/* Part of the metrics would be a wrong answer: without all of them, a 500. */
 	if (more != NULL)

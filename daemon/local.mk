@@ -13,7 +13,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/log.c daemon/log.h \
 	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/backend/device_unary.h daemon/backend/device_resize.h \
-	daemon/backend/device_elementwise.h daemon/backend/device_index.h \
+	daemon/backend/device_elementwise.h daemon/backend/device_index.h daemon/backend/backend_node.c daemon/backend/backend_node.h \
 	daemon/device_spec.c daemon/device_spec.h daemon/device_set.c daemon/device_set.h \
 	daemon/backend/cpu/device_cpu.c daemon/backend/cpu/device_cpu_kernels.c daemon/backend/cpu/device_cpu_kernels.h \
 	daemon/file_copy.c daemon/file_copy.h daemon/safetensors.c daemon/safetensors.h \

@@ -49,16 +49,13 @@ model_memory_add(struct model_memory *sum, const struct model_memory *mm)
 	sum->graphs += mm->graphs;
 }
 
-/* "GPU" with the ordinal device_name starts with ("cuda:N ..."), or "CPU" with 0. */
+/* "GPU" with its CUDA ordinal, or "CPU" with 0. */
 const char *
 model_memory_device(const device_t *dev, int *id)
 {
-	int ordinal = 0;
+	struct device_info info;
 
-	*id = 0;
-	if (!device_is_gpu(dev))
-		return "CPU";
-	if (sscanf(device_name(dev), "cuda:%d", &ordinal) == 1 && ordinal >= 0)
-		*id = ordinal;
-	return "GPU";
+	device_info(dev, &info);
+	*id = info.gpu ? info.ordinal : 0;
+	return info.gpu ? "GPU" : "CPU";
 }

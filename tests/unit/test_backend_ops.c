@@ -1223,6 +1223,16 @@ fixed_conv(struct tc *c)
 	tc_out(c, GRAPH_DT_F32);
 }
 
+/* Idle cuDNN convolution plans in the process's pool (-1 without cuDNN). */
+static long
+plans_idle(void)
+{
+	struct device_info info;
+
+	device_info(gpu, &info);
+	return info.conv_plans_idle;
+}
+
 /*
  * cuDNN's plan pool (at fp32, on cuDNN's path): a compiled and freed
  * convolution leaves its plan in the pool, and compiling the same
@@ -1233,7 +1243,7 @@ static void
 check_plan_pool(void)
 {
 	const char *pool = getenv("INFERD_CUDA_DNN_PLAN_POOL");
-	long before = device_conv_plans_idle(), once, twice;
+	long before = plans_idle(), once, twice;
 	struct tc c;
 
 	if (before < 0 || (pool != NULL && strcmp(pool, "0") == 0)) {
@@ -1242,10 +1252,10 @@ check_plan_pool(void)
 	}
 	fixed_conv(&c);
 	tc_run(&c);
-	once = device_conv_plans_idle();
+	once = plans_idle();
 	fixed_conv(&c);
 	tc_run(&c);
-	twice = device_conv_plans_idle();
+	twice = plans_idle();
 	CHECK(once > before, "a compiled and freed convolution left no plan in the pool (%ld idle, then %ld)", before,
 	    once);
 	CHECK(twice == once, "compiling the same convolution again built another plan (%ld idle, then %ld)", once,

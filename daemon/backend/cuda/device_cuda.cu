@@ -856,8 +856,6 @@ cuda_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time 
 	return 0;
 }
 
-pthread_rwlock_t cuda_quiet_lock = PTHREAD_RWLOCK_INITIALIZER;
-
 /*
  * Record the stream's work instead of running it.  Thread-local capture mode:
  * other threads (other models, shm clients registering memory) go on working.

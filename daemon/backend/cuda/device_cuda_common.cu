@@ -9,6 +9,9 @@
 #include "device_cuda_impl.h"
 #include "error.h"
 
+/* Held shared by a graph capture, exclusively by every device-wide call (device_cuda_impl.h says why). */
+pthread_rwlock_t cuda_quiet_lock = PTHREAD_RWLOCK_INITIALIZER;
+
 /* Store "what: CUDA's message" in *cause and clear the thread's last error. */
 int
 cuda_fail(char **cause, cudaError_t err, const char *fmt, ...)
