@@ -351,6 +351,10 @@ tests_unit_test_graph_shape_LDADD = $(TEST_LDADD)
 # The symbolic dim expressions behind the output-shape functions, against a direct evaluation.
 check_PROGRAMS += tests/unit/test_graph_sym
 TESTS += tests/unit/test_graph_sym
+# No call loops between source files (the objects' symbols; needs the whole build).
+TESTS += tests/unit/test_layering.sh
+dist_check_SCRIPTS += tests/unit/test_layering.sh
+EXTRA_DIST += tests/helpers/check_layering.py
 tests_unit_test_graph_sym_SOURCES = tests/unit/test_graph_sym.c $(TEST_COMMON)
 tests_unit_test_graph_sym_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_graph_sym_LDADD = $(TEST_LDADD)
