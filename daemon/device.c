@@ -481,8 +481,9 @@ device_plan_check_shapes(const graph_t *g, const struct graph_shape *shapes,
 
 /* Compile g for shapes and addrs into a plan whose steps take scratch as mode says. */
 static int
-device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_shape *shapes, void *const *addrs,
-    enum device_ws_mode mode, void *ws, size_t ws_bytes, device_plan_t **out, char **cause)
+device_plan_compile_mode(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
+    const struct graph_shape *shapes, void *const *addrs, enum device_ws_mode mode, void *ws, size_t ws_bytes,
+    device_plan_t **out, char **cause)
 {
 	device_plan_t *p;
 
@@ -490,6 +491,8 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_sha
 		return error_set(cause, "device_plan_compile: no graph, shapes or addresses");
 	if (mode == DEVICE_WS_SHARED && ws == NULL && ws_bytes > 0)
 		return error_set(cause, "device_plan_compile_shared: %zu bytes of workspace at no address", ws_bytes);
+	if (opts != NULL && (opts->precision < 0 || opts->precision >= GRAPH_PRECISION_COUNT))
+		return error_set(cause, "device_plan_compile: unknown precision %d", opts->precision);
 	if (device_plan_check_nodes(dev, g, cause) != 0 ||
 	    device_plan_check_shapes(g, shapes, addrs, cause) != 0)
 		return -1;
@@ -498,6 +501,7 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_sha
 		return error_set(cause, "out of memory");
 	p->dev = dev;
 	p->g = g;
+	p->precision = opts != NULL ? opts->precision : GRAPH_PRECISION_FP32;
 	p->ws_mode = mode;
 	p->ws = ws;
 	p->ws_bytes = ws_bytes;
@@ -511,32 +515,32 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct graph_sha
 
 /* Compile g for shapes and addrs into a plan (scratch of its own). */
 int
-device_plan_compile(device_t *dev, const graph_t *g,
+device_plan_compile(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
     char **cause)
 {
-	return device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_OWN, NULL, 0, out, cause);
+	return device_plan_compile_mode(dev, g, opts, shapes, addrs, DEVICE_WS_OWN, NULL, 0, out, cause);
 }
 
 /* Compile g with its scratch in [ws, ws + ws_bytes). */
 int
-device_plan_compile_shared(device_t *dev, const graph_t *g,
+device_plan_compile_shared(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, void *ws,
     size_t ws_bytes, device_plan_t **out, char **cause)
 {
-	return device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_SHARED, ws, ws_bytes, out, cause);
+	return device_plan_compile_mode(dev, g, opts, shapes, addrs, DEVICE_WS_SHARED, ws, ws_bytes, out, cause);
 }
 
 /* The shared workspace a plan for g at shapes would take (compiled to measure, then freed). */
 int
-device_plan_measure(device_t *dev, const graph_t *g,
+device_plan_measure(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, size_t *need,
     char **cause)
 {
 	device_plan_t *p;
 
 	*need = 0;
-	if (device_plan_compile_mode(dev, g, shapes, addrs, DEVICE_WS_PROBE, NULL, 0, &p, cause) != 0)
+	if (device_plan_compile_mode(dev, g, opts, shapes, addrs, DEVICE_WS_PROBE, NULL, 0, &p, cause) != 0)
 		return -1;
 	*need = p->ws_need;
 	device_plan_free(p);

@@ -177,6 +177,16 @@ int device_is_integrated(const device_t *dev);
 int device_supports_node(const device_t *dev, const graph_t *g,
     const struct graph_node *n, char **why);
 /*
+ * How a plan is compiled, beside the graph and its shapes: the precision the
+ * backend computes the graph's FP32 tensors in (enum graph_precision; the
+ * graph's inputs and outputs keep their dtypes; a backend without the faster
+ * modes, the CPU one, computes in FP32).  NULL options: FP32.
+ */
+struct device_plan_options {
+	int precision;
+};
+
+/*
  * Compile g for concrete shapes (shapes[i] for tensor i, as
  * graph_infer_shapes gives them; checked again here) and addresses (addrs[i]:
  * device memory of tensor i, constants already uploaded; an in-place op may
@@ -184,7 +194,7 @@ int device_supports_node(const device_t *dev, const graph_t *g,
  * Refused, naming the node, when the backend cannot run a node or its shapes.
  * g must outlive the plan; shapes and addrs are copied.
  */
-int device_plan_compile(device_t *dev, const graph_t *g,
+int device_plan_compile(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, device_plan_t **out,
     char **cause);
 /*
@@ -202,10 +212,10 @@ int device_plan_compile(device_t *dev, const graph_t *g,
  * naming the sizes.  The workspace must outlive the plan and any device graph
  * captured from it; device_plan_compile gives each step scratch of its own.
  */
-int device_plan_measure(device_t *dev, const graph_t *g,
+int device_plan_measure(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, size_t *need,
     char **cause);
-int device_plan_compile_shared(device_t *dev, const graph_t *g,
+int device_plan_compile_shared(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, void *ws,
     size_t ws_bytes, device_plan_t **out, char **cause);
 /* Queue the plan's work on compute stream s (capturable into a device graph); never allocates. */

@@ -114,6 +114,7 @@ enum device_ws_mode {
 struct device_plan {
 	device_t *dev;
 	const graph_t *g;		/* the compiled graph; outlives the plan */
+	int precision;			/* enum graph_precision (device_plan_options) */
 	void *handle;			/* the backend's compiled steps */
 	enum device_ws_mode ws_mode;	/* set before plan_compile */
 	void *ws;			/* DEVICE_WS_SHARED: the workspace */

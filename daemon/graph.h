@@ -256,7 +256,8 @@ struct graph_node {
 };
 
 /*
- * How a backend computes a graph's FP32 tensors.  The graph's inputs and
+ * How a backend computes a graph's FP32 tensors (a compile option,
+ * device_plan_options, never a property of the graph).  The graph's inputs and
  * outputs keep their declared dtypes whatever the precision; only the
  * backend's internal arithmetic and storage change.  A backend without the
  * faster modes (the CPU one) computes in FP32.
@@ -275,7 +276,6 @@ typedef struct graph {
 	int ninputs, noutputs;
 	int *inputs, *outputs;		/* tensor indices, in the model's declared order */
 	int nvars;			/* variable dimensions (GRAPH_DIM_VAR(0 .. nvars - 1)) */
-	int precision;			/* enum graph_precision; 0 (FP32) when calloc'ed */
 } graph_t;
 
 /* A concrete shape. */

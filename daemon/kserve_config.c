@@ -163,7 +163,7 @@ kserve_config_memory(const model_t *m)
 static json_t *
 kserve_config_precision(const model_t *m)
 {
-	int p = m->graph != NULL ? m->graph->precision : GRAPH_PRECISION_FP32;
+	int p = m->precision;
 
 	return json_pack("{s:s, s:o}", "mode", graph_precision_name(p),
 	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null());

@@ -160,6 +160,7 @@ typedef struct model {
 	 * not measured.
 	 */
 	double precision_error;
+	int precision;			/* enum graph_precision: model.json's "precision", the plans' compile option */
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */
 	/*

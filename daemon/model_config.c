@@ -127,7 +127,7 @@ model_config_precision(model_t *m, json_t *root, char **cause)
 
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v) || graph_precision_parse(json_string_value(v), &m->graph->precision) != 0)
+	if (!json_is_string(v) || graph_precision_parse(json_string_value(v), &m->precision) != 0)
 		return error_set(cause, "\"precision\" must be \"fp32\", \"tf32\" or \"fp16\"");
 	return 0;
 }

@@ -149,12 +149,14 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
+		struct device_plan_options opts = { m->precision };
+
 		if (mode == MODEL_ENTRY_MEASURE)
-			rc = device_plan_measure(m->dev, &e->spec->graph, e->spec->shapes, addrs, need, cause);
+			rc = device_plan_measure(m->dev, &e->spec->graph, &opts, e->spec->shapes, addrs, need, cause);
 		else if (mode == MODEL_ENTRY_OWN)
-			rc = device_plan_compile(m->dev, &e->spec->graph, e->spec->shapes, addrs, &e->plan, cause);
+			rc = device_plan_compile(m->dev, &e->spec->graph, &opts, e->spec->shapes, addrs, &e->plan, cause);
 		else
-			rc = device_plan_compile_shared(m->dev, &e->spec->graph, e->spec->shapes, addrs, x->ws,
+			rc = device_plan_compile_shared(m->dev, &e->spec->graph, &opts, e->spec->shapes, addrs, x->ws,
 			    x->ws_bytes, &e->plan, cause);
 		e->valid = rc == 0 && mode != MODEL_ENTRY_MEASURE;
 	}

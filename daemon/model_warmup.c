@@ -382,18 +382,18 @@ model_precision_check(model_t *m)
 	double err;
 
 	m->precision_error = -1;
-	if (m->graph == NULL || m->graph->precision == GRAPH_PRECISION_FP32)
+	if (m->graph == NULL || m->precision == GRAPH_PRECISION_FP32)
 		return;
 	if (precision_override(m, &override, &cause) != 0 || device_open("cpu", &cpu, &cause) != 0 ||
 	    model_load_version(cpu, m->dir, m->version_dir, m->version, override, &ref, &cause) != 0 ||
 	    precision_compare(m, ref, &err, &name, &cause) != 0) {
 		LOG_WARN("model '%s' version %lld: no precision check (%s): its %s answers are not compared with FP32",
-		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->graph->precision));
+		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->precision));
 	} else if (name != NULL) {
 		m->precision_error = err;
 		LOG_AT(err > MODEL_PRECISION_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
 		    "model '%s' version %lld: at %s its outputs differ from FP32 by %.3g relative (output '%s', one row "
-		    "at the largest dims)%s%s", m->name, (long long)m->version, graph_precision_name(m->graph->precision),
+		    "at the largest dims)%s%s", m->name, (long long)m->version, graph_precision_name(m->precision),
 		    err, name, device_is_gpu(m->dev) ? "" : " (the CPU backend computes FP32 at every precision)",
 		    err > MODEL_PRECISION_WARN ? ": check that the model is meant to run at this precision "
 		    "(values beyond or below its range, e.g. underflowing to zeros)" : "");

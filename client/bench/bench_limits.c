@@ -225,7 +225,7 @@ limits_relu_plan(struct limits_ctx *c, char **cause)
 	};
 	void *addrs[2] = { c->dbuf, c->dbuf };
 
-	return device_plan_compile(c->dev, &g, shapes, addrs, &c->relu, cause);
+	return device_plan_compile(c->dev, &g, NULL, shapes, addrs, &c->relu, cause);
 }
 
 /* Allocate the device buffer, the pinned, pageable and mapped host buffers. */

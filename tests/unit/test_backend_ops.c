@@ -30,7 +30,7 @@
  * time of one plan run on each backend (informational).  Exits 77 without a GPU.
  * Set BACKEND_OPS_SEED to vary the random cases (the seed is printed).
  *
- * Precision (graph_t.precision): the whole suite runs once per precision,
+ * Precision (device_plan_options): the whole suite runs once per precision,
  * the GPU plan compiled at that precision, the CPU always FP32.  Bounds
  * (normwise, FP32 outputs; other dtypes exact at every precision):
  *   fp32  every op 1e-5;
@@ -100,7 +100,7 @@ struct op_stats {
 
 static device_t *cpu, *gpu;
 static device_stream_t *cpu_s, *gpu_s;
-static int precision;		/* the GPU plan's graph_t.precision for the cases now running */
+static int precision;		/* the GPU plans' compile option for the cases now running */
 static struct op_stats all_stats[GRAPH_PRECISION_COUNT][GRAPH_OP_COUNT];
 
 /* The normwise bound for an FP32 output of op at the current precision. */
@@ -305,16 +305,18 @@ tc_replay(struct tc *c, device_t *dev, device_stream_t *s, device_plan_t *plan, 
 static int
 tc_compile(struct tc *c, device_t *dev, void *const *addrs, device_plan_t **plan, void **ws, char **cause)
 {
+	/* The CPU reference always computes in FP32; the GPU at the precision under test. */
+	struct device_plan_options opts = { device_is_gpu(dev) ? precision : GRAPH_PRECISION_FP32 };
 	static unsigned turn;
 	size_t need = 0;
 
 	if (!device_is_gpu(dev) || turn++ % 2 == 0)
-		return device_plan_compile(dev, &c->g, c->shapes, addrs, plan, cause);
-	if (device_plan_measure(dev, &c->g, c->shapes, addrs, &need, cause) != 0)
+		return device_plan_compile(dev, &c->g, &opts, c->shapes, addrs, plan, cause);
+	if (device_plan_measure(dev, &c->g, &opts, c->shapes, addrs, &need, cause) != 0)
 		return error_prefix(cause, "measuring the workspace");
 	if (need > 0 && device_alloc(dev, need, ws, cause) != 0)
 		return -1;
-	if (device_plan_compile_shared(dev, &c->g, c->shapes, addrs, *ws, need, plan, cause) != 0)
+	if (device_plan_compile_shared(dev, &c->g, &opts, c->shapes, addrs, *ws, need, plan, cause) != 0)
 		return error_prefix(cause, "compiling into a shared workspace of %zu bytes", need);
 	return 0;
 }
@@ -335,8 +337,6 @@ tc_run_on(struct tc *c, device_t *dev, device_stream_t *s, void **res, double *u
 		if (c->host[i] != NULL && device_copy_h2d(s, addrs[i], c->host[i], b, cause) != 0)
 			goto out;
 	}
-	/* The CPU reference always computes in FP32; the GPU at the precision under test. */
-	c->g.precision = device_is_gpu(dev) ? precision : GRAPH_PRECISION_FP32;
 	if (tc_compile(c, dev, addrs, &plan, &ws, cause) != 0 ||
 	    device_plan_run(plan, s, cause) != 0 || device_stream_sync(s, cause) != 0)
 		goto out;

@@ -467,7 +467,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 
 	CHECK(model_load(dev, prec, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
-		CHECK(m->graph->precision == GRAPH_PRECISION_FP16, "model.json precision fp16 not on the graph");
+		CHECK(m->precision == GRAPH_PRECISION_FP16, "model.json precision fp16 not on the model");
 	model_free(m);
 	m = NULL;
 	expect_onnx_refused("precision", badprec, (const char *const[]){ "badprec/model.json", "\"precision\" must be", NULL });

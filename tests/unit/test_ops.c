@@ -185,7 +185,7 @@ one_run(struct one_node *o, char **cause)
 	in.ndims = o->t[o->gin[0]].ndims;
 	memcpy(in.dims, o->t[o->gin[0]].dims, sizeof in.dims);
 	if (graph_infer_shapes(&o->g, &in, shapes, cause) != 0 ||
-	    device_plan_compile(dev, &o->g, shapes, o->addrs, &p, cause) != 0)
+	    device_plan_compile(dev, &o->g, NULL, shapes, o->addrs, &p, cause) != 0)
 		return -1;
 	rc = device_plan_run(p, stream, cause);
 	device_plan_free(p);
@@ -481,10 +481,10 @@ test_refusals(void)
 	    "zero-row batch accepted");
 	shapes[0] = (struct graph_shape){ 2, { 2, 4 } };
 	shapes[1] = (struct graph_shape){ 2, { 2, 5 } };
-	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "'y'") != NULL,
+	CHECK(device_plan_compile(dev, &g.g, NULL, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "'y'") != NULL,
 	    "plan with a wrong output shape accepted");
 	shapes[1].dims[1] = 4;
-	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) == 0, "%s", cause);
+	CHECK(device_plan_compile(dev, &g.g, NULL, shapes, g.addrs, &p, &cause) == 0, "%s", cause);
 	CHECK(device_stream_create(dev, DEVICE_STREAM_COPY, &copy, &cause) == 0, "%s", cause);
 	CHECK(p != NULL && device_plan_run(p, copy, &cause) != 0 && strstr(cause, "compute") != NULL,
 	    "compute on a copy stream accepted");
@@ -512,7 +512,7 @@ test_unsupported(void)
 	one_tensor(&g, "y", GRAPH_TENSOR_OUTPUT, 4, yd, &buf, NULL);
 	CHECK(device_supports_node(dev, &g.g, &g.n, &why) == 0 && why != NULL && strstr(why, "Conv") != NULL,
 	    "Conv reported as supported: %s", why ? why : "(no message)");
-	CHECK(device_plan_compile(dev, &g.g, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "conv1") != NULL &&
+	CHECK(device_plan_compile(dev, &g.g, NULL, shapes, g.addrs, &p, &cause) != 0 && strstr(cause, "conv1") != NULL &&
 	    strstr(cause, "Conv") != NULL, "plan with a Conv compiled: %s", cause ? cause : "(no message)");
 	printf("refused as expected: %s\n", cause);
 	in = shapes[0];
@@ -536,8 +536,8 @@ ws_conv_run(struct one_node *g, const struct graph_shape *shapes, int own, void 
 	device_plan_t *p = NULL;
 	int rc;
 
-	rc = own ? device_plan_compile(dev, &g->g, shapes, g->addrs, &p, cause) :
-	    device_plan_compile_shared(dev, &g->g, shapes, g->addrs, ws, bytes, &p, cause);
+	rc = own ? device_plan_compile(dev, &g->g, NULL, shapes, g->addrs, &p, cause) :
+	    device_plan_compile_shared(dev, &g->g, NULL, shapes, g->addrs, ws, bytes, &p, cause);
 	if (rc == 0)
 		rc = device_plan_run(p, stream, cause);
 	if (rc == 0)
@@ -583,7 +583,7 @@ test_shared_workspace(void)
 	in.ndims = 4;
 	memcpy(in.dims, xd, sizeof xd);
 	CHECK(graph_infer_shapes(&g.g, &in, shapes, &cause) == 0, "conv shapes: %s", cause);
-	CHECK(device_plan_measure(dev, &g.g, shapes, g.addrs, &need, &cause) == 0 && need > 0,
+	CHECK(device_plan_measure(dev, &g.g, NULL, shapes, g.addrs, &need, &cause) == 0 && need > 0,
 	    "measure: %s (need %zu)", cause ? cause : "no workspace", need);
 	if (need > 0 && device_alloc(dev, need, &ws, &cause) == 0) {
 		own = ws_conv_run(&g, shapes, 1, NULL, 0, dy, ny, &cause);

@@ -169,7 +169,7 @@ test_plan(device_t *dev)
 			goto fail;
 	}
 	if (device_copy_h2d(s, addrs[xt], x, (size_t)M * K * 4, &cause) != 0 || device_stream_sync(s, &cause) != 0 ||
-	    device_plan_compile(dev, g, shapes, addrs, &plan, &cause) != 0)
+	    device_plan_compile(dev, g, NULL, shapes, addrs, &plan, &cause) != 0)
 		goto fail;
 	check_profiles(plan, s);
 	if (device_copy_d2h(s, y, addrs[yt], (size_t)M * N * 4, &cause) != 0 || device_stream_sync(s, &cause) != 0)

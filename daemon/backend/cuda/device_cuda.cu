@@ -643,7 +643,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 {
 	const graph_t *g = p->g;
 	struct cuda_compile cc = { g, shapes, addrs, NULL, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal,
-	    g->precision };
+	    p->precision };
 	struct cuda_plan *c;
 	/* Room for the input casts (one per tensor at most) and the output casts of fp16. */
 	size_t i, cap = g->nnodes + g->ntensors + (size_t)(g->noutputs > 0 ? g->noutputs : 0) + 1;
@@ -656,12 +656,12 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 		return error_set(cause, "out of memory");
 	}
 	p->handle = c;
-	c->precision = g->precision;
+	c->precision = p->precision;
 	cuda_plan_ws(p, &c->ws);
 	cc.ws = &c->ws;
 	cc.dnn = cuda_dnn_scope_new();
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
-		error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;
 	}
 	for (i = 0; i < g->nnodes; i++) {
@@ -672,7 +672,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 		}
 	}
 	if (cuda_prec_finish(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
-		error_prefix(cause, "precision %s", graph_precision_name(g->precision));
+		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;
 	}
 	cuda_dnn_scope_free(cc.dnn);
