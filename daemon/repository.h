@@ -100,6 +100,13 @@ struct repository_options {
  */
 int repository_create(const struct repository_options *o, repository_t **out, char **cause);
 /*
+ * Load version `version` of the model in model_dir onto dev (no repository
+ * needed): its files from the version directory, or from model_dir in the
+ * flat layout (repository_version_dir), then model_load_version.
+ */
+int repository_version_load(device_t *dev, const char *model_dir, int64_t version, const char *config_override,
+    model_t **out, char **cause);
+/*
  * The start-up load: every model directory (none and poll modes), or the
  * names in load_models (explicit mode; NULL-terminated).  Failures are
  * recorded per model, never returned; -1 only when the repository

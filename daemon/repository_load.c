@@ -32,9 +32,9 @@ repository_check_memory(device_t *dev, const char *what, uint64_t need, char **c
 }
 
 /* Load version `version` of the model in dir, from the directory its files are in. */
-static int
-load_version(device_t *dev, const char *dir, int64_t version, const char *config_override, model_t **out,
-    char **cause)
+int
+repository_version_load(device_t *dev, const char *dir, int64_t version, const char *config_override,
+    model_t **out, char **cause)
 {
 	char *files_dir;
 	int rc;
@@ -133,7 +133,7 @@ repository_bind_copies(repository_t *r, model_ref_t *ref, const char *dir, int64
 			continue;
 		}
 		if (repository_check_memory(pl->p[i].dev, what, bytes, cause) != 0 ||
-		    load_version(pl->p[i].dev, dir, version, ref->config_override, &pl->p[i].model, cause) != 0)
+		    repository_version_load(pl->p[i].dev, dir, version, ref->config_override, &pl->p[i].model, cause) != 0)
 			return error_prefix(cause, "the copy for %s", device_name(pl->p[i].dev));
 		ref->copies[ref->ncopies++] = pl->p[i].model;
 	}
@@ -210,7 +210,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		goto oom;
 	FAULT_MARK("start of model %s", name);
 	if (repository_check_memory(r->o.dev, what, files.bytes, cause) != 0 ||
-	    load_version(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
+	    repository_version_load(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
 		FAULT_MARK("end of model %s", name);
 		goto fail;
 	}

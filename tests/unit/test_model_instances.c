@@ -6,24 +6,11 @@
 #include <string.h>
 
 #include "model.h"
-#include "repository_scan.h"
+#include "repository.h"
 #include "test_util.h"
 
 static device_t *dev;
 
-/* model_load_version from the directory the repository resolves for the version. */
-static int
-load_version(const char *dir, int64_t version, const char *override, model_t **m, char **cause)
-{
-	char *files_dir;
-	int rc;
-
-	if (repository_version_dir(dir, version, &files_dir, cause) != 0)
-		return -1;
-	rc = model_load_version(dev, dir, files_dir, version, override, m, cause);
-	free(files_dir);
-	return rc;
-}
 
 /* Load the fashion-mlp in dir with override; NULL (and a failed check) when refused. */
 static model_t *
@@ -32,7 +19,7 @@ load(const char *dir, const char *override)
 	char *cause = NULL;
 	model_t *m = NULL;
 
-	CHECK(load_version(dir, 1, override, &m, &cause) == 0, "%s: %s", override, cause);
+	CHECK(repository_version_load(dev, dir, 1, override, &m, &cause) == 0, "%s: %s", override, cause);
 	free(cause);
 	return m;
 }
@@ -44,7 +31,7 @@ expect_refused(const char *dir, const char *override, const char *want)
 	char *cause = NULL;
 	model_t *m = NULL;
 
-	CHECK(load_version(dir, 1, override, &m, &cause) != 0, "%s: accepted", override);
+	CHECK(repository_version_load(dev, dir, 1, override, &m, &cause) != 0, "%s: accepted", override);
 	if (cause != NULL)
 		printf("refused as expected: %s\n", cause);
 	CHECK(cause != NULL && strstr(cause, want) != NULL, "%s: message lacks '%s': %s", override, want, cause);

@@ -10,24 +10,11 @@
 
 #include "model.h"
 #include "onnx_build.h"
-#include "repository_scan.h"
+#include "repository.h"
 #include "test_util.h"
 
 static device_t *dev;
 
-/* model_load_version from the directory the repository resolves for the version. */
-static int
-load_version(const char *dir, int64_t version, const char *override, model_t **m, char **cause)
-{
-	char *files_dir;
-	int rc;
-
-	if (repository_version_dir(dir, version, &files_dir, cause) != 0)
-		return -1;
-	rc = model_load_version(dev, dir, files_dir, version, override, m, cause);
-	free(files_dir);
-	return rc;
-}
 
 /* Run a shell command built from fmt or fail the test run. */
 static void __attribute__((format(printf, 1, 2)))
@@ -54,7 +41,7 @@ expect_refused(const char *what, const char *dir, int64_t version, const char *o
 	char *cause = NULL;
 	model_t *m = NULL;
 
-	CHECK(load_version(dir, version, override, &m, &cause) != 0, "%s: accepted", what);
+	CHECK(repository_version_load(dev, dir, version, override, &m, &cause) != 0, "%s: accepted", what);
 	if (cause != NULL)
 		printf("refused as expected (%s): %s\n", what, cause);
 	for (; cause != NULL && *want != NULL; want++)
@@ -99,8 +86,8 @@ test_mlp_versions(const char *root, const char *src)
 	    src, root, src, root);
 	if (asprintf(&dir, "%s/fm", root) == -1 || asprintf(&flat, "%s/flat", root) == -1)
 		exit(1);
-	CHECK(load_version(dir, 2, NULL, &m, &cause) == 0, "%s", cause);
-	CHECK(load_version(flat, 1, NULL, &f, &cause) == 0, "%s", cause);
+	CHECK(repository_version_load(dev, dir, 2, NULL, &m, &cause) == 0, "%s", cause);
+	CHECK(repository_version_load(dev, flat, 1, NULL, &f, &cause) == 0, "%s", cause);
 	if (m != NULL && f != NULL) {
 		CHECK(m->version == 2 && f->version == 1 && strcmp(m->name, "fashion-mlp") == 0 &&
 		    m->max_batch_size == 256 && m->batching.max_queue_delay_us == 200 && m->nlabels == 10,
@@ -113,7 +100,7 @@ test_mlp_versions(const char *root, const char *src)
 	model_free(m);
 	model_free(f);
 	m = NULL;
-	CHECK(load_version(dir, 2, "{\"max_batch_size\": 8, \"dynamic_batching\": {\"max_queue_delay_us\": 5}}",
+	CHECK(repository_version_load(dev, dir, 2, "{\"max_batch_size\": 8, \"dynamic_batching\": {\"max_queue_delay_us\": 5}}",
 	    &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
 		CHECK(m->max_batch_size == 8 && m->batching.max_queue_delay_us == 5 && m->batching.npreferred == 0 &&
@@ -148,13 +135,13 @@ test_onnx_version(const char *root)
 		exit(1);
 	test_write_file(vdir, "model.onnx", (const char *)buf, len);
 	test_write_file(dir, "model.json", "{\"max_batch_size\": 4, \"version_policy\": {\"all\": {}}}", 52);
-	CHECK(load_version(dir, 7, NULL, &m, &cause) == 0, "%s", cause);
+	CHECK(repository_version_load(dev, dir, 7, NULL, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
 		CHECK(strcmp(m->name, "relu") == 0 && m->version == 7 && m->max_batch_size == 4 &&
 		    strcmp(m->platform, "onnx") == 0, "ONNX version 7 description");
 	model_free(m);
 	m = NULL;
-	CHECK(load_version(dir, 7, "{\"max_batch_size\": 2}", &m, &cause) == 0, "%s", cause);
+	CHECK(repository_version_load(dev, dir, 7, "{\"max_batch_size\": 2}", &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
 		CHECK(m->max_batch_size == 2, "ONNX override: max_batch_size %d", m->max_batch_size);
 	model_free(m);
