@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "metrics.h"
+#include "text_buf.h"
 
 const int metrics_batch_bounds[METRICS_BATCH_BUCKETS] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
 
@@ -98,44 +99,6 @@ metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us)
 	METRICS_ADD(mm->compute_us, compute_us);
 }
 
-/* A growable string for the exposition text. */
-struct metrics_buf {
-	char *s;
-	size_t len, cap;
-	int failed;
-};
-
-/* Append formatted text. */
-__attribute__((format(printf, 2, 3))) static void
-metrics_printf(struct metrics_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->failed)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->failed = 1;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		char *ns = xrealloc(b->s, b->cap * 2 + (size_t)n);
-		if (ns == NULL) {
-			b->failed = 1;
-			return;
-		}
-		b->s = ns;
-		b->cap = b->cap * 2 + (size_t)n;
-	}
-}
-
 /* Read a counter atomically. */
 static uint64_t
 metrics_load(const uint64_t *p)
@@ -145,60 +108,60 @@ metrics_load(const uint64_t *p)
 
 /* One counter family with a model label. */
 static void
-metrics_render_per_model(struct metrics_buf *b, struct metrics *m,
+metrics_render_per_model(struct text_buf *b, struct metrics *m,
     const char *name, const char *help, size_t offset)
 {
 	size_t i;
 
-	metrics_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+	text_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
 	for (i = 0; i < metrics_count_models(m); i++) {
 		const uint64_t *v = (const uint64_t *)((const char *)&m->models[i] + offset);
-		metrics_printf(b, "%s{model=\"%s\"} %llu\n", name, m->models[i].name,
+		text_buf_printf(b, "%s{model=\"%s\"} %llu\n", name, m->models[i].name,
 		    (unsigned long long)metrics_load(v));
 	}
 }
 
 /* Requests by model and outcome. */
 static void
-metrics_render_requests(struct metrics_buf *b, struct metrics *m)
+metrics_render_requests(struct text_buf *b, struct metrics *m)
 {
 	size_t i;
 	int r;
 
-	metrics_printf(b, "# HELP inferd_requests_total Inference requests by model and outcome.\n"
+	text_buf_printf(b, "# HELP inferd_requests_total Inference requests by model and outcome.\n"
 	    "# TYPE inferd_requests_total counter\n");
 	for (i = 0; i < metrics_count_models(m); i++) {
 		struct metrics_model *mm = &m->models[i];
-		metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
+		text_buf_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
 		    mm->name, metrics_reason_names[METRICS_REASON_OK],
 		    (unsigned long long)metrics_load(&mm->success));
 		for (r = METRICS_REASON_OK + 1; r < METRICS_REASON_COUNT; r++)
-			metrics_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
+			text_buf_printf(b, "inferd_requests_total{model=\"%s\",status=\"%s\"} %llu\n",
 			    mm->name, metrics_reason_names[r], (unsigned long long)metrics_load(&mm->failure[r]));
 	}
 }
 
 /* The batch-size histogram of each model. */
 static void
-metrics_render_histogram(struct metrics_buf *b, struct metrics *m)
+metrics_render_histogram(struct text_buf *b, struct metrics *m)
 {
 	size_t i;
 	int k;
 
-	metrics_printf(b, "# HELP inferd_batch_size Rows per executed batch.\n# TYPE inferd_batch_size histogram\n");
+	text_buf_printf(b, "# HELP inferd_batch_size Rows per executed batch.\n# TYPE inferd_batch_size histogram\n");
 	for (i = 0; i < metrics_count_models(m); i++) {
 		struct metrics_model *mm = &m->models[i];
 		uint64_t cum = 0;
 		for (k = 0; k <= METRICS_BATCH_BUCKETS; k++) {
 			cum += metrics_load(&mm->batch_hist[k]);
 			if (k < METRICS_BATCH_BUCKETS)
-				metrics_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"%d\"} %llu\n",
+				text_buf_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"%d\"} %llu\n",
 				    mm->name, metrics_batch_bounds[k], (unsigned long long)cum);
 			else
-				metrics_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"+Inf\"} %llu\n",
+				text_buf_printf(b, "inferd_batch_size_bucket{model=\"%s\",le=\"+Inf\"} %llu\n",
 				    mm->name, (unsigned long long)cum);
 		}
-		metrics_printf(b, "inferd_batch_size_sum{model=\"%s\"} %llu\ninferd_batch_size_count{model=\"%s\"} %llu\n",
+		text_buf_printf(b, "inferd_batch_size_sum{model=\"%s\"} %llu\ninferd_batch_size_count{model=\"%s\"} %llu\n",
 		    mm->name, (unsigned long long)metrics_load(&mm->inference_count),
 		    mm->name, (unsigned long long)metrics_load(&mm->execution_count));
 	}
@@ -206,20 +169,20 @@ metrics_render_histogram(struct metrics_buf *b, struct metrics *m)
 
 /* One unlabelled sample with its HELP and TYPE lines. */
 static void
-metrics_render_one(struct metrics_buf *b, const char *name, const char *type,
+metrics_render_one(struct text_buf *b, const char *name, const char *type,
     const char *help, long long v)
 {
-	metrics_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name, v);
+	text_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name, v);
 }
 
 /* Render everything in Prometheus text format. */
 char *
 metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans)
 {
-	struct metrics_buf b = { xmalloc(8192), 0, 8192, 0 };
+	struct text_buf b;
 	uint64_t base = metrics_load(&m->allocations_baseline);
 
-	if (b.s == NULL)
+	if (text_buf_init(&b, 8192) != 0)
 		return NULL;
 	metrics_render_requests(&b, m);
 	metrics_render_per_model(&b, m, "inferd_inference_count", "Rows inferred (inference_count / execution_count is the mean batch size).",
@@ -249,9 +212,5 @@ metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans)
 	metrics_render_one(&b, "inferd_shm_wakeups_total", "counter", "Shared-memory clients woken after completions (at most one per sleep); none while they spin.", (long long)metrics_load(&m->shm_wakeups));
 	metrics_render_one(&b, "inferd_http_requests_total", "counter", "HTTP requests received.", (long long)metrics_load(&m->http_requests));
 	metrics_render_one(&b, "inferd_http_errors_total", "counter", "HTTP requests answered with an error status.", (long long)metrics_load(&m->http_errors));
-	if (b.failed) {
-		free(b.s);
-		return NULL;
-	}
-	return b.s;
+	return text_buf_finish(&b);
 }

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
+#include "text_buf.h"
 
 /* A JSON string of s; bytes that are not UTF-8 become '?' (a reason may quote a file's bytes). */
 static json_t *
@@ -129,40 +130,6 @@ repository_index_json(repository_t *r, size_t *len, char **cause)
 	return s;
 }
 
-/* A growing text buffer; failed sticks once memory runs out. */
-struct repository_text {
-	char *s;
-	size_t len, cap;
-	int failed;
-};
-
-/* Append a formatted line. */
-static void __attribute__((format(printf, 2, 3)))
-repository_printf(struct repository_text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		if (t->failed)
-			return;
-		va_start(ap, fmt);
-		n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < t->cap - t->len) {
-			t->len += (size_t)n;
-			return;
-		}
-		char *p = n < 0 ? NULL : xrealloc(t->s, t->cap * 2 + (size_t)n);
-		if (p == NULL) {
-			t->failed = 1;
-			return;
-		}
-		t->s = p;
-		t->cap = t->cap * 2 + (size_t)n;
-	}
-}
-
 /* Device seconds of all the version's instances. */
 static double
 repository_busy_seconds(const model_ref_t *ref)
@@ -177,35 +144,35 @@ repository_busy_seconds(const model_ref_t *ref)
 
 /* The state lines of one model: one per published version, or the model's own state (lock held). */
 static void
-repository_metrics_state(struct repository_text *t, const struct repository_model *m)
+repository_metrics_state(struct text_buf *t, const struct repository_model *m)
 {
 	const model_ref_t *ref;
 
 	for (ref = m->versions; ref != NULL; ref = ref->next)
-		repository_printf(t, "inferd_model_state{model=\"%s\",version=\"%" PRId64 "\",state=\"READY\"} 1\n",
+		text_buf_printf(t, "inferd_model_state{model=\"%s\",version=\"%" PRId64 "\",state=\"READY\"} 1\n",
 		    m->name, ref->version);
 	if (m->versions == NULL)
-		repository_printf(t, "inferd_model_state{model=\"%s\",version=\"\",state=\"%s\"} 1\n",
+		text_buf_printf(t, "inferd_model_state{model=\"%s\",version=\"\",state=\"%s\"} 1\n",
 		    m->name, repository_state_name(m->state));
 }
 
 /* Each instance's busy seconds, labelled with its index and device (lock held). */
 static void
-repository_metrics_instances(struct repository_text *t, repository_t *r)
+repository_metrics_instances(struct text_buf *t, repository_t *r)
 {
 	const model_ref_t *ref;
 	const char *name;
 	size_t i;
 	int k;
 
-	repository_printf(t, "# HELP inferd_model_instance_busy_seconds Seconds the device spent on one instance's "
+	text_buf_printf(t, "# HELP inferd_model_instance_busy_seconds Seconds the device spent on one instance's "
 	    "batches.\n# TYPE inferd_model_instance_busy_seconds counter\n");
 	for (i = 0; i < r->nmodels; i++)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
 			for (k = 0; k < ref->nqueues; k++) {
 				name = device_name(batcher_queue_device(ref->queues[k]));
 				/* "cuda:0 (NVIDIA H100 ...)" is labelled cuda:0. */
-				repository_printf(t, "inferd_model_instance_busy_seconds{model=\"%s\",version=\"%" PRId64
+				text_buf_printf(t, "inferd_model_instance_busy_seconds{model=\"%s\",version=\"%" PRId64
 				    "\",instance=\"%d\",device=\"%.*s\"} %.6f\n", r->models[i]->name, ref->version, k,
 				    (int)strcspn(name, " "), name, batcher_queue_busy_seconds(ref->queues[k]));
 			}
@@ -213,18 +180,18 @@ repository_metrics_instances(struct repository_text *t, repository_t *r)
 
 /* The memory lines of every loaded version: one per kind (lock held). */
 static void
-repository_metrics_memory(struct repository_text *t, repository_t *r)
+repository_metrics_memory(struct text_buf *t, repository_t *r)
 {
 	const model_ref_t *ref;
 	size_t i;
 	int k;
 
-	repository_printf(t, "# HELP inferd_model_memory_bytes Device memory the loaded version holds, by kind "
+	text_buf_printf(t, "# HELP inferd_model_memory_bytes Device memory the loaded version holds, by kind "
 	    "(counted at load).\n# TYPE inferd_model_memory_bytes gauge\n");
 	for (i = 0; i < r->nmodels; i++)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
 			for (k = 0; k < MODEL_MEMORY_KINDS; k++)
-				repository_printf(t, "inferd_model_memory_bytes{model=\"%s\",version=\"%" PRId64
+				text_buf_printf(t, "inferd_model_memory_bytes{model=\"%s\",version=\"%" PRId64
 				    "\",kind=\"%s\"} %" PRIu64 "\n", r->models[i]->name, ref->version,
 				    model_memory_kind_name(k), model_memory_get(&ref->model->memory, k));
 }
@@ -233,36 +200,31 @@ repository_metrics_memory(struct repository_text *t, repository_t *r)
 char *
 repository_metrics_text(repository_t *r)
 {
-	struct repository_text t = { xmalloc(4096), 0, 4096, 0 };
+	struct text_buf t;
 	const model_ref_t *ref;
 	size_t i;
 
-	if (t.s == NULL)
+	if (text_buf_init(&t, 4096) != 0)
 		return NULL;
-	t.s[0] = '\0';
 	pthread_mutex_lock(&r->lock);
-	repository_printf(&t, "# HELP inferd_model_state Load state of each model version (1 in its state; READY per loaded version).\n"
+	text_buf_printf(&t, "# HELP inferd_model_state Load state of each model version (1 in its state; READY per loaded version).\n"
 	    "# TYPE inferd_model_state gauge\n");
 	for (i = 0; i < r->nmodels; i++)
 		repository_metrics_state(&t, r->models[i]);
-	repository_printf(&t, "# HELP inferd_model_load_seconds Seconds the loaded version took to load (files, device, graphs, warm-up).\n"
+	text_buf_printf(&t, "# HELP inferd_model_load_seconds Seconds the loaded version took to load (files, device, graphs, warm-up).\n"
 	    "# TYPE inferd_model_load_seconds gauge\n");
 	for (i = 0; i < r->nmodels; i++)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
-			repository_printf(&t, "inferd_model_load_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
+			text_buf_printf(&t, "inferd_model_load_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
 			    r->models[i]->name, ref->version, ref->load_seconds);
-	repository_printf(&t, "# HELP inferd_model_busy_seconds Seconds the device spent on the loaded version's batches.\n"
+	text_buf_printf(&t, "# HELP inferd_model_busy_seconds Seconds the device spent on the loaded version's batches.\n"
 	    "# TYPE inferd_model_busy_seconds counter\n");
 	for (i = 0; i < r->nmodels; i++)
 		for (ref = r->models[i]->versions; ref != NULL; ref = ref->next)
-			repository_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
+			text_buf_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
 			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
 	repository_metrics_instances(&t, r);
 	repository_metrics_memory(&t, r);
 	pthread_mutex_unlock(&r->lock);
-	if (t.failed) {
-		free(t.s);
-		return NULL;
-	}
-	return t.s;
+	return text_buf_finish(&t);
 }
