@@ -47,6 +47,7 @@ static const char *const graph_op_names[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = "Where",
 	[GRAPH_OP_COPY] = "Copy",
 	[GRAPH_OP_GATHER_ELEMENTS] = "GatherElements",
+	[GRAPH_OP_ATTENTION] = "Attention",
 	[GRAPH_OP_SHAPE] = "Shape",
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = "ConstantOfShape",
 	[GRAPH_OP_RANGE] = "Range",

@@ -141,14 +141,11 @@ graph_fuse(graph_t *g, char **cause)
 	return graph_fuse_shapes(g, graph_infer_shapes, cause);
 }
 
-/* Run every pass once, in the order that lets later ones see the earlier results. */
-int
-graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
+/* Run passes once each, in order, on one fusion context; the rewrite count or -1. */
+static int
+fuse_run(graph_t *g, graph_fuse_infer_fn infer, int (*const *passes)(struct fuse_ctx *, char **), size_t npasses,
+    const struct graph_fuse_target *target, char **cause)
 {
-	static int (*const passes[])(struct fuse_ctx *, char **) = {
-		fuse_pass_gelu, fuse_pass_layernorm, fuse_pass_batchnorm,
-		fuse_pass_bias, fuse_pass_residual, fuse_pass_residual_norm, fuse_pass_act,
-	};
 	struct fuse_ctx c;
 	size_t i;
 	int rc = 0;
@@ -159,9 +156,35 @@ graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
 		fuse_ctx_free(&c);
 		return -1;
 	}
-	for (i = 0; i < sizeof passes / sizeof passes[0] && rc == 0; i++)
+	if (target != NULL) {
+		c.supports = target->supports;
+		c.supports_arg = target->arg;
+	}
+	for (i = 0; i < npasses && rc == 0; i++)
 		rc = passes[i](&c, cause);
 	fuse_compact(&c);
 	fuse_ctx_free(&c);
 	return rc < 0 ? -1 : c.rewrites;
+}
+
+/* Run every backend-independent pass once, in the order that lets later ones see the earlier results. */
+int
+graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
+{
+	static int (*const passes[])(struct fuse_ctx *, char **) = {
+		fuse_pass_gelu, fuse_pass_layernorm, fuse_pass_batchnorm,
+		fuse_pass_bias, fuse_pass_residual, fuse_pass_residual_norm, fuse_pass_act,
+	};
+
+	return fuse_run(g, infer, passes, sizeof passes / sizeof passes[0], NULL, cause);
+}
+
+/* The passes whose fused ops only some backends run, for the backend target names. */
+int
+graph_fuse_for(graph_t *g, const struct graph_fuse_target *target, char **cause)
+{
+	static int (*const passes[])(struct fuse_ctx *, char **) = { fuse_pass_attention };
+
+	return fuse_run(g, target != NULL && target->infer != NULL ? target->infer : graph_infer_shapes, passes,
+	    sizeof passes / sizeof passes[0], target, cause);
 }

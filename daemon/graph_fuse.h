@@ -52,4 +52,26 @@ typedef int (*graph_fuse_infer_fn)(const graph_t *g, const struct graph_shape *i
 /* graph_fuse with another shape inference for the probes (graph_fuse passes graph_infer_shapes). */
 int graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause);
 
+/*
+ * The backend a graph is fused for: whether it runs a node (NULL supports:
+ * every node), and the shape inference for the probes (NULL:
+ * graph_infer_shapes).
+ */
+struct graph_fuse_target {
+	int (*supports)(void *arg, const graph_t *g, const struct graph_node *n);
+	void *arg;
+	graph_fuse_infer_fn infer;
+};
+
+/*
+ * The rewrites into ops only some backends have, each made only where
+ * target says the backend runs the fused node (after graph_fuse):
+ *  - Scaled dot-product attention as exporters write it, MatMul(Q, Kt),
+ *    an optional Div/Mul by a scalar constant, an optional Add of a mask,
+ *    Softmax over the last axis, MatMul(P, V) -> ATTENTION (graph.h), with
+ *    Q, Kt and V of one rank and equal leading dims under both probes.
+ * Returns the number of rewrites, or -1 with *cause as graph_fuse.
+ */
+int graph_fuse_for(graph_t *g, const struct graph_fuse_target *target, char **cause);
+
 #endif

@@ -19,6 +19,9 @@ struct fuse_ctx {
 	struct graph_shape *probe[2];
 	size_t cap;		/* allocated entries of the per-tensor arrays */
 	int rewrites;
+	/* Whether the backend runs node n (ops only some backends have form only where it does); NULL: all. */
+	int (*supports)(void *arg, const graph_t *g, const struct graph_node *n);
+	void *supports_arg;
 };
 
 #define FUSE_MAX_PATTERN 12
@@ -59,6 +62,8 @@ void fuse_kill(struct fuse_ctx *c, int n);
  * make it write tail's first output: head's own output becomes an orphan.
  */
 void fuse_replace(struct fuse_ctx *c, int head, int tail);
+/* Turn node n into op with these inputs (act and attributes cleared); -1 on no memory. */
+int fuse_rebuild(struct fuse_ctx *c, int n, enum graph_op op, const int *inputs, int nin, char **cause);
 /* Set input slot i of node n to t (growing the input list with -1s); -1 on no memory. */
 int fuse_set_input(struct fuse_ctx *c, int n, int i, int t, char **cause);
 /* Append an owned FP32 constant of the given shape taking data; its index or -1. */
@@ -73,5 +78,6 @@ int fuse_pass_bias(struct fuse_ctx *c, char **cause);
 int fuse_pass_residual(struct fuse_ctx *c, char **cause);
 int fuse_pass_residual_norm(struct fuse_ctx *c, char **cause);
 int fuse_pass_act(struct fuse_ctx *c, char **cause);
+int fuse_pass_attention(struct fuse_ctx *c, char **cause);
 
 #endif

@@ -9,32 +9,6 @@
 #include "error.h"
 #include "graph_fuse_impl.h"
 
-/* Turn node n into op reading the given inputs (attributes and act cleared); -1 on no memory. */
-static int
-fuse_rebuild(struct fuse_ctx *c, int n, enum graph_op op, const int *inputs, int nin, char **cause)
-{
-	struct graph_node *node = &c->g->nodes[n];
-	int *in, k;
-
-	if ((in = xmalloc((size_t)nin * sizeof *in)) == NULL)
-		return error_set(cause, "graph fusion: out of memory");
-	for (k = 0; k < node->ninputs; k++)
-		if (node->inputs[k] >= 0)
-			c->uses[node->inputs[k]]--;
-	free(node->inputs);
-	for (k = 0; k < nin; k++)
-		if ((in[k] = inputs[k]) >= 0)
-			c->uses[in[k]]++;
-	node->inputs = in;
-	node->ninputs = nin;
-	node->op = op;
-	node->act = GRAPH_UNARY_NONE;
-	node->act_alpha = node->act_beta = 0;
-	memset(&node->attr, 0, sizeof node->attr);
-	c->rewrites++;
-	return 0;
-}
-
 /* Remove every pattern node but the tail. */
 static void
 fuse_kill_all(struct fuse_ctx *c, const int *nodes, int count, int tail)

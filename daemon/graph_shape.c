@@ -257,6 +257,34 @@ shape_matmul(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	return set_out(n, s, 0, &r, cause);
 }
 
+/* ATTENTION: Q, K and V share their leading dims; K's depth is Q's, V's rows are K's; the mask broadcasts to the scores. */
+static int
+shape_attention(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *q = in_shape(n, s, 0), *k = in_shape(n, s, 1), *v = in_shape(n, s, 2);
+	struct graph_shape scores, c, r;
+	int rank = q->ndims, kt = n->attr.attention.k_transposed, i;
+
+	(void)g;
+	if (rank < 2 || k->ndims != rank || v->ndims != rank)
+		return node_shape_error(n, cause, "attention needs Q, K and V of one rank, at least 2", q);
+	for (i = 0; i < rank - 2; i++)
+		if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
+			return node_shape_error(n, cause, "attention's Q, K and V differ in their leading dims", k);
+	if (k->dims[kt ? rank - 2 : rank - 1] != q->dims[rank - 1])
+		return node_shape_error(n, cause, "attention's K has another depth than Q", k);
+	if (v->dims[rank - 2] != k->dims[kt ? rank - 1 : rank - 2])
+		return node_shape_error(n, cause, "attention's V has another length than K", v);
+	scores = *q;
+	scores.dims[rank - 1] = k->dims[kt ? rank - 1 : rank - 2];
+	if (n->ninputs > 3 && n->inputs[3] >= 0 &&
+	    (graph_shape_broadcast(&scores, in_shape(n, s, 3), &c) < 0 || !shape_eq(&c, &scores)))
+		return node_shape_error(n, cause, "attention's mask does not broadcast to the scores", in_shape(n, s, 3));
+	r = *q;
+	r.dims[rank - 1] = v->dims[rank - 1];
+	return set_out(n, s, 0, &r, cause);
+}
+
 /* Kernel extent of spatial axis i: the attribute, or the weight's dim when it is 0. */
 static int64_t
 window_kernel(const struct graph_window_attr *w, const struct graph_shape *wt, int i)
@@ -863,6 +891,7 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = shape_broadcast,
 	[GRAPH_OP_COPY] = shape_same,
 	[GRAPH_OP_GATHER_ELEMENTS] = shape_gather_elements,
+	[GRAPH_OP_ATTENTION] = shape_attention,
 	[GRAPH_OP_SHAPE] = shape_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = shape_constant_of_shape,
 	[GRAPH_OP_RANGE] = shape_range,
@@ -877,7 +906,7 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_TRANSPOSE] = 1, [GRAPH_OP_RESHAPE] = 1, [GRAPH_OP_CONCAT] = 1,
 	[GRAPH_OP_SPLIT] = 1, [GRAPH_OP_SLICE] = 1, [GRAPH_OP_GATHER] = 2, [GRAPH_OP_EXPAND] = 2,
 	[GRAPH_OP_PAD] = 1, [GRAPH_OP_RESIZE] = 1, [GRAPH_OP_CAST] = 1, [GRAPH_OP_WHERE] = 3,
-	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_SHAPE] = 1,
+	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_ATTENTION] = 3, [GRAPH_OP_SHAPE] = 1,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
 	[GRAPH_OP_RANGE] = 3,
 };

@@ -138,6 +138,32 @@ sf_matmul(struct sf *s)
 	return sf_set_out(s, 0, &r);
 }
 
+/* ATTENTION: Q's leading dims and rows, V's depth; guards that K and V fit Q and the mask broadcasts to the scores. */
+static int
+sf_attention(struct sf *s)
+{
+	const struct graph_shapefn_shape *q = sf_in(s, 0), *k = sf_in(s, 1), *v = sf_in(s, 2);
+	struct graph_shapefn_shape scores, r;
+	int rank = q->ndims, kt = s->n->attr.attention.k_transposed, i;
+
+	if (rank < 2 || k->ndims != rank || v->ndims != rank)
+		return sf_fail(s, "attention needs Q, K and V of one rank, at least 2");
+	for (i = 0; i < rank - 2; i++)
+		if (require_eq(s, k->dims[i], q->dims[i], "attention's Q and K differ in their leading dims") < 0 ||
+		    require_eq(s, v->dims[i], q->dims[i], "attention's Q and V differ in their leading dims") < 0)
+			return -1;
+	if (require_eq(s, k->dims[kt ? rank - 2 : rank - 1], q->dims[rank - 1], "attention's K has another depth than Q") < 0 ||
+	    require_eq(s, v->dims[rank - 2], k->dims[kt ? rank - 1 : rank - 2], "attention's V has another length than K") < 0)
+		return -1;
+	scores = *q;
+	scores.dims[rank - 1] = k->dims[kt ? rank - 1 : rank - 2];
+	if (sf_has(s, 3) && require_broadcasts_to(s, &scores, sf_in(s, 3), "attention's mask does not broadcast to the scores") < 0)
+		return -1;
+	r = *q;
+	r.dims[rank - 1] = v->dims[rank - 1];
+	return sf_set_out(s, 0, &r);
+}
+
 /* Check the window attributes against X's rank. */
 static int
 window_check(struct sf *s, const struct graph_window_attr *w, const struct graph_shapefn_shape *x)
@@ -900,6 +926,7 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = sf_bcast,
 	[GRAPH_OP_COPY] = sf_same,
 	[GRAPH_OP_GATHER_ELEMENTS] = sf_gather_elements,
+	[GRAPH_OP_ATTENTION] = sf_attention,
 	[GRAPH_OP_SHAPE] = sf_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = sf_constant_of_shape,
 	[GRAPH_OP_RANGE] = sf_range,

@@ -42,7 +42,7 @@ daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 # Load-time graph rewrites (fusions) and the liveness-based memory plan.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
-	daemon/graph_fuse_query.c daemon/graph_fuse_edit.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
+	daemon/graph_fuse_query.c daemon/graph_fuse_edit.c daemon/graph_fuse_attention.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
 	daemon/graph_plan.c daemon/graph_plan.h
 # Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
 daemon_libinferd_core_a_SOURCES += \
@@ -58,7 +58,7 @@ daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 # The CPU kernel library (one graph node at a time); OpenMP for its own loops.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_kernels.h daemon/backend/cpu/cpu_kernels_impl.h daemon/backend/cpu/cpu_conv_geom.h \
-	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_broadcast.c \
+	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_attention.c daemon/backend/cpu/cpu_broadcast.c \
 	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
 	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c

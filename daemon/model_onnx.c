@@ -97,10 +97,35 @@ model_onnx_release_unused(model_t *m)
 		LOG_DEBUG("%s: %zu bytes of the file copies no constant views any more given back", m->version_dir, given);
 }
 
+/* Whether the model's device runs node n (the fusion target). */
+static int
+model_onnx_device_runs(void *arg, const graph_t *g, const struct graph_node *n)
+{
+	return device_supports_node((device_t *)arg, g, n, NULL);
+}
+
+/*
+ * Every tensor's shape for concrete input shapes, with the shape arithmetic
+ * exporters write folded (graph_infer_shapes alone cannot follow a Reshape
+ * whose target is computed from Shape): the fusion passes' probes.
+ */
+static int
+model_onnx_probe(const graph_t *g, const struct graph_shape *in, struct graph_shape *shapes, char **cause)
+{
+	struct graph_spec *sp;
+
+	if (graph_specialize(g, &cpu_fold_kernels, in, &sp, cause) != 0)
+		return -1;
+	memcpy(shapes, sp->shapes, g->ntensors * sizeof *shapes);
+	graph_spec_free(sp);
+	return 0;
+}
+
 /* Decode path into m->onnx and build m->graph from it; errors name the file. */
 int
 model_onnx_load(model_t *m, const char *path, char **cause)
 {
+	struct graph_fuse_target target = { model_onnx_device_runs, m->dev, model_onnx_probe };
 	size_t removed;
 
 	if (onnx_model_load(path, &m->onnx, cause) != 0)
@@ -108,7 +133,7 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 	if (onnx_import(m->onnx, &m->graph, cause) != 0 ||
 	    model_onnx_align_constants(m->graph, cause) != 0 ||
 	    graph_fold_constants(m->graph, &cpu_fold_kernels, &removed, cause) != 0 ||
-	    graph_fuse(m->graph, cause) < 0)
+	    graph_fuse_shapes(m->graph, model_onnx_probe, cause) < 0 || graph_fuse_for(m->graph, &target, cause) < 0)
 		return error_prefix(cause, "%s", path);
 	model_onnx_release_unused(m);
 	return 0;

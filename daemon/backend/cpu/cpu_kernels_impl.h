@@ -142,6 +142,8 @@ int cpu_prelu_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_where_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_cast_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_softmax_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_attention_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_attention_workspace(const struct cpu_node_ctx *c);
 int cpu_layernorm_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_batchnorm_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_reduce_run(const struct cpu_node_ctx *c, char **cause);

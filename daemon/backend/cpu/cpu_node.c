@@ -48,6 +48,7 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = { "Where", cpu_where_run, NULL, 3, 3, 1, 1, DT_ANY },
 	[GRAPH_OP_COPY] = { "Copy", cpu_copy_run, NULL, 1, 1, 1, 1, DT_ANY },
 	[GRAPH_OP_GATHER_ELEMENTS] = { "GatherElements", cpu_gather_elements_run, NULL, 2, 2, 1, 1, DT_ANY },
+	[GRAPH_OP_ATTENTION] = { "Attention", cpu_attention_run, cpu_attention_workspace, 3, 4, 1, 1, DT_F32 },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -85,7 +86,7 @@ node_ndata(const struct graph_node *n)
 	switch (n->op) {
 	case GRAPH_OP_GEMM: case GRAPH_OP_MATMUL: case GRAPH_OP_CONV_TRANSPOSE: case GRAPH_OP_LAYERNORM:
 		return 3;
-	case GRAPH_OP_CONV: return 4;
+	case GRAPH_OP_CONV: case GRAPH_OP_ATTENTION: return 4;
 	case GRAPH_OP_BINARY: case GRAPH_OP_PRELU: return 2;
 	case GRAPH_OP_BATCHNORM: return 5;
 	case GRAPH_OP_CONCAT: return n->ninputs;

@@ -1,0 +1,181 @@
+/* graph_fuse_attention.c: scaled dot-product attention as exporters write it, into one ATTENTION node. */
+#include "config.h"
+
+#include <string.h>
+
+#include "error.h"
+#include "graph_fuse_impl.h"
+
+/*
+ * The pattern (transformers' eager attention and hand-written layers, as
+ * torch exports them):
+ *
+ *   S = MatMul(Q, Kt)             Kt: K already transposed, [..., D, Sk]
+ *   S = Div(S, c) | Mul(S, c)     optional; c a scalar constant
+ *   S = Add(S, mask)              optional; mask any tensor broadcasting to S
+ *   P = Softmax(S, axis = -1)
+ *   Y = MatMul(P, V)
+ *
+ * with no bias or activation fused onto either MatMul, every intermediate
+ * read only by the next node, and Q, Kt, V of one rank with equal leading
+ * dims under both probes (a MatMul that broadcasts its batch dims is left
+ * alone).  The ATTENTION node takes Y's place.
+ */
+
+/* The pattern's pieces, found walking back from the second MatMul. */
+struct attn_match {
+	int nodes[5], count;	/* the pattern's nodes; the last is the second MatMul */
+	int q, kt, v, mask;
+	double scale;
+};
+
+/* Whether node n is a MatMul without a bias or a fused activation. */
+static int
+attn_plain_matmul(const struct fuse_ctx *c, int n)
+{
+	const struct graph_node *node = &c->g->nodes[n];
+
+	return node->op == GRAPH_OP_MATMUL && node->act == GRAPH_UNARY_NONE &&
+	    (node->ninputs < 3 || node->inputs[2] < 0);
+}
+
+/* The producer of t when t is read only by the pattern's next node; -1 otherwise. */
+static int
+attn_step(const struct fuse_ctx *c, int t)
+{
+	return t >= 0 && fuse_single_use(c, t) ? c->producer[t] : -1;
+}
+
+/* Walk back from the scores tensor s (the softmax's input): an optional Add of a mask, an optional scale, the first MatMul. */
+static int
+attn_scores(const struct fuse_ctx *c, int s, struct attn_match *m)
+{
+	int n = attn_step(c, s), k;
+	double v;
+
+	if (n >= 0 && fuse_is_binary(c, n, GRAPH_BINARY_ADD)) {
+		const struct graph_node *add = &c->g->nodes[n];
+
+		for (k = 0; k < 2; k++) {
+			int p = attn_step(c, add->inputs[k]);
+
+			if (p >= 0 && (attn_plain_matmul(c, p) || fuse_is_binary(c, p, GRAPH_BINARY_DIV) ||
+			    fuse_is_binary(c, p, GRAPH_BINARY_MUL)))
+				break;
+		}
+		if (k == 2)
+			return -1;
+		m->mask = add->inputs[1 - k];
+		m->nodes[m->count++] = n;
+		n = attn_step(c, add->inputs[k]);
+	}
+	if (n >= 0 && (fuse_is_binary(c, n, GRAPH_BINARY_DIV) || fuse_is_binary(c, n, GRAPH_BINARY_MUL))) {
+		const struct graph_node *op = &c->g->nodes[n];
+		int div = op->attr.binary.fn == GRAPH_BINARY_DIV;
+
+		for (k = div ? 1 : 0; k < 2; k++)
+			if (fuse_scalar(c, op->inputs[k], op->inputs[1 - k], &v) && v != 0.0)
+				break;
+		if (k == 2)
+			return -1;
+		m->scale = div ? 1.0 / v : v;
+		m->nodes[m->count++] = n;
+		n = attn_step(c, op->inputs[1 - k]);
+	}
+	if (n < 0 || !attn_plain_matmul(c, n))
+		return -1;
+	m->q = c->g->nodes[n].inputs[0];
+	m->kt = c->g->nodes[n].inputs[1];
+	m->nodes[m->count++] = n;
+	return 0;
+}
+
+/* Under probe p: Q, Kt, V of one rank >= 2, equal leading dims, Kt's depth Q's, V's rows Kt's columns. */
+static int
+attn_shapes_fit(const struct fuse_ctx *c, int p, const struct attn_match *m)
+{
+	const struct graph_shape *q = &c->probe[p][m->q], *k = &c->probe[p][m->kt], *v = &c->probe[p][m->v];
+	int r = q->ndims, i;
+
+	if (r < 2 || k->ndims != r || v->ndims != r)
+		return 0;
+	for (i = 0; i < r - 2; i++)
+		if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
+			return 0;
+	return k->dims[r - 2] == q->dims[r - 1] && v->dims[r - 2] == k->dims[r - 1];
+}
+
+/* Match the pattern ending at MatMul n (Y = MatMul(P, V)); 1 when it does. */
+static int
+attn_match_at(const struct fuse_ctx *c, int n, struct attn_match *m)
+{
+	const struct graph_node *mm = &c->g->nodes[n];
+	int sm, p;
+
+	memset(m, 0, sizeof *m);
+	m->mask = -1;
+	m->scale = 1.0;
+	if (c->probe[0] == NULL || !attn_plain_matmul(c, n) || (sm = attn_step(c, mm->inputs[0])) < 0)
+		return 0;
+	if (c->g->nodes[sm].op != GRAPH_OP_SOFTMAX || c->g->nodes[sm].attr.softmax.log)
+		return 0;
+	for (p = 0; p < 2; p++) {
+		int64_t ax = c->g->nodes[sm].attr.softmax.axis, r = c->probe[p][mm->inputs[0]].ndims;
+
+		if (ax != -1 && ax != r - 1)
+			return 0;
+	}
+	m->nodes[m->count++] = sm;
+	m->v = mm->inputs[1];
+	if (attn_scores(c, c->g->nodes[sm].inputs[0], m) != 0)
+		return 0;
+	m->nodes[m->count++] = n;
+	return attn_shapes_fit(c, 0, m) && attn_shapes_fit(c, 1, m);
+}
+
+/* Whether the backend runs the ATTENTION node the match would make. */
+static int
+attn_supported(const struct fuse_ctx *c, int n, const struct attn_match *m)
+{
+	struct graph_node node = c->g->nodes[n];
+	int in[4] = { m->q, m->kt, m->v, m->mask };
+
+	if (c->supports == NULL)
+		return 1;
+	node.op = GRAPH_OP_ATTENTION;
+	node.inputs = in;
+	node.ninputs = m->mask >= 0 ? 4 : 3;
+	node.act = GRAPH_UNARY_NONE;
+	memset(&node.attr, 0, sizeof node.attr);
+	node.attr.attention.scale = (float)m->scale;
+	node.attr.attention.k_transposed = 1;
+	return c->supports(c->supports_arg, c->g, &node);
+}
+
+/* Fuse every attention the backend can run. */
+int
+fuse_pass_attention(struct fuse_ctx *c, char **cause)
+{
+	struct attn_match m;
+	size_t n;
+	int k;
+
+	for (n = 0; n < c->g->nnodes; n++) {
+		int in[4];
+
+		if (c->dead[n] || !attn_match_at(c, (int)n, &m) || !attn_supported(c, (int)n, &m))
+			continue;
+		in[0] = m.q;
+		in[1] = m.kt;
+		in[2] = m.v;
+		in[3] = m.mask;
+		if (fuse_rebuild(c, (int)n, GRAPH_OP_ATTENTION, in, m.mask >= 0 ? 4 : 3, cause) < 0)
+			return -1;
+		c->g->nodes[n].attr.attention.scale = (float)m.scale;
+		c->g->nodes[n].attr.attention.k_transposed = 1;
+		for (k = 0; k < m.count; k++)
+			if (m.nodes[k] != (int)n)
+				fuse_kill(c, m.nodes[k]);
+	}
+	return 0;
+}
