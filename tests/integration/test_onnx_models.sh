@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_onnx_models.sh: whole models exported from PyTorch with random weights (tests/helpers/onnx_reference.py:
 # LeNet-5, ResNet-18, MobileNetV2, the 2-layer TransformerEncoder with an embedding, a tiny ViT; opsets 13 and 17),
-# served through the engine on the CPU backend, or the GPU named by INFERD_TEST_DEVICE (model_load + model_exec_run) at batch sizes 1, 3, 8 and, for the
+# (its attention fused into one node: checked from the profile) served through the engine on the CPU backend, or the GPU named by INFERD_TEST_DEVICE (model_load + model_exec_run) at batch sizes 1, 3, 8 and, for the
 # transformer, sequence lengths 7 and 33, and compared with onnxruntime. Skips (77) without torch/onnx/onnxruntime.
 set -u
 py=${PYTHON3:-/usr/bin/python3}
@@ -40,6 +40,19 @@ for opset in 13 17; do
 	for seq in 7 33; do
 		make_case transformer $opset $seq '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64]}, "plan_cache": 2}'
 	done
+	# An additive padding mask on the attention scores (fused with them into one attention node).
+	make_case transformer_fmask $opset 33 '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64], "padding_mask": [64]}}'
 done
 # shellcheck disable=SC2086
-exec "$builddir/tests/helpers/onnx_engine_run" $manifests
+"$builddir/tests/helpers/onnx_engine_run" $manifests || exit 1
+
+# The exported attention (MatMul, scale, mask, Softmax, MatMul) runs as one fused node: its profile names it.
+bench="$builddir/client/bench/inferd-bench-engine"
+if [ -x "$bench" ]; then
+	for m in transformer-o17-s33/transformer transformer_fmask-o17-s33/transformer_fmask vit_tiny-o17/vit_tiny; do
+		"$bench" --engine="$dir/$m" --device="${INFERD_TEST_DEVICE:-cpu}" --rows=2 --profile=1 >"$dir/profile.txt" 2>&1 ||
+			{ cat "$dir/profile.txt"; echo "FAIL: profiling $m"; exit 1; }
+		grep -q '^ *Attention ' "$dir/profile.txt" || { cat "$dir/profile.txt"; echo "FAIL: $m: the attention was not fused"; exit 1; }
+	done
+	echo "PASS: the attention of the transformer, the masked transformer and the ViT ran fused"
+fi
