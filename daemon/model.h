@@ -185,6 +185,7 @@ typedef struct model_exec {
 	void *arena;			/* device: every computed tensor, inputs and outputs included */
 	void **addrs;			/* per graph tensor: its device memory */
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
+	int bucketed;			/* fixed dims on a GPU: plans and graphs only at model_exec_rows_run sizes */
 	struct model_plan_entry *plans;
 	uint64_t clock;			/* LRU time */
 	void *ws;			/* device: scratch shared by every plan (GPU; NULL when none needs any) */
@@ -192,7 +193,7 @@ typedef struct model_exec {
 	void *pool;			/* device, variable dims on a GPU: the constants each cached shape folds */
 	size_t pool_slot;		/* bytes per cache entry (entry i at pool + i * pool_slot) */
 	int lazy_graph_rows;		/* variable dims: shapes of up to this many rows run a graph captured on first use */
-	int ngraphs;			/* graphs[r - 1] replays a run of r rows */
+	int ngraphs;			/* graphs[r - 1] replays a run of r rows (NULL: a size not captured) */
 	device_graph_t **graphs;
 	int *graph_rows;		/* rows r run as graph_rows[r - 1] rows (the fastest size >= r) */
 	/*
@@ -268,6 +269,13 @@ void *model_exec_output(model_exec_t *x, int o);
 int model_exec_run(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause);
 /* model_exec_run at the maximum dims for rows rows (the single-tensor path). */
 int model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **cause);
+/*
+ * The batch size a batch of rows rows runs at: rows itself, or on a GPU for
+ * a model without variable dims the next size its context compiled (1, 2, 3,
+ * 4, 6, 8, 12, 16, ... and its largest): the extra rows are computed and
+ * never read (rows are independent).
+ */
+int model_exec_rows_run(const model_exec_t *x, int rows);
 /*
  * Capture a graph of the whole model for every batch size up to max_rows
  * (capped at max_batch_size) on compute stream s, then time them and let each

@@ -237,7 +237,31 @@ model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_
 }
 
 /*
- * Compile a plan per batch size max..1 rows (models without variable dims).
+ * The batch size a run of rows rows runs at.  A GPU context of a model
+ * without variable dims compiles and captures only 1, 2, 3, 4, 6, 8, 12,
+ * 16, 24, ... (powers of two and the points halfway between) and its largest
+ * size, and a batch of another size runs at the next of those up: its extra
+ * rows are computed from whatever the arena holds and never read.  Rows are
+ * independent (dynamic batching relies on it already), so every answer is
+ * the same, and a load compiles and captures 12 sizes instead of 64 at the
+ * default max_batch_size, at most a third more rows computed.  The CPU
+ * backend compiles every size: its plans cost nothing to make.
+ */
+int
+model_exec_rows_run(const model_exec_t *x, int rows)
+{
+	int b = 1;
+
+	if (!x->bucketed)
+		return rows;
+	while (b < rows)
+		b = b < 2 ? 2 : (b & (b - 1)) == 0 ? b + b / 2 : b / 3 * 4;
+	return b > x->nplans ? x->nplans : b;
+}
+
+/*
+ * Compile a plan per batch size max..1 rows (models without variable dims;
+ * on a GPU only the sizes model_exec_rows_run runs).
  * Another size may need more workspace than the largest (its engines differ):
  * then the workspace grows and every size compiles again, all before any
  * graph is captured.
@@ -250,6 +274,8 @@ model_exec_fixed_plans(model_exec_t *x, char **cause)
 	int r, grown;
 
 	for (r = x->nplans; r >= 1; r--) {
+		if (model_exec_rows_run(x, r) != r)
+			continue;
 		model_shape_max(m, r, &s);
 		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
 			continue;
@@ -370,6 +396,7 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		return error_set(cause, "out of memory");
 	x->model = m;
 	x->nplans = m->nvars > 0 ? m->plan_cache : model_max_rows(m);
+	x->bucketed = m->nvars == 0 && device_has_graphs(m->dev);
 	x->addrs = xcalloc(m->graph->ntensors, sizeof *x->addrs);
 	x->plans = xcalloc((size_t)x->nplans, sizeof *x->plans);
 	if (x->addrs == NULL || x->plans == NULL)
@@ -517,7 +544,7 @@ model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *
 	struct model_plan_entry *e;
 
 	if (x->model->nvars == 0)
-		e = &x->plans[s->rows - 1];
+		e = &x->plans[model_exec_rows_run(x, s->rows) - 1];
 	else if (model_exec_lookup(x, s, st, &e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
@@ -574,6 +601,7 @@ model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device
 		return error_prefix(cause, "model '%s'", m->name);
 	if (s.rows <= x->ngraphs && x->graph_rows != NULL)
 		s.rows = x->graph_rows[s.rows - 1];
+	s.rows = model_exec_rows_run(x, s.rows);
 	if (m->nvars == 0)
 		e = &x->plans[s.rows - 1];
 	else if (model_exec_lookup(x, &s, st, &e, cause) != 0)
@@ -628,13 +656,15 @@ model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
 	if (device_event_create(x->model->dev, &a, cause) != 0 || device_event_create(x->model->dev, &b, cause) != 0)
 		goto out;
 	for (r = 0; r < n; r++)
-		if (model_time_graph(x->graphs[r], s, a, b, &us[r], cause) != 0)
+		if (x->graphs[r] != NULL && model_time_graph(x->graphs[r], s, a, b, &us[r], cause) != 0)
 			goto out;
-	/* From the largest size down, so each size knows the best at or above it. */
+	/* From the largest size down, so each size knows the best at or above it (sizes not captured: that one). */
 	x->graph_rows[n - 1] = n;
 	best = us[n - 1];
 	for (r = n - 1; r >= 1; r--) {
-		if (!rowwise || us[r - 1] <= best) {
+		if (x->graphs[r - 1] == NULL)
+			x->graph_rows[r - 1] = x->graph_rows[r];
+		else if (!rowwise || us[r - 1] <= best) {
 			best = us[r - 1];
 			x->graph_rows[r - 1] = r;
 		} else
@@ -679,6 +709,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		return 0;
 	if (max_rows > model_max_rows(m))
 		max_rows = model_max_rows(m);
+	max_rows = model_exec_rows_run(x, max_rows);
 	if (m->nvars > 0) {
 		/* Each exact shape is captured on its first run and cached with its plan. */
 		x->lazy_graph_rows = max_rows;
@@ -690,6 +721,9 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	if (x->graphs == NULL)
 		return error_set(cause, "out of memory");
 	for (rows = 1; rows <= max_rows; rows++) {
+		x->ngraphs = rows;
+		if (model_exec_rows_run(x, rows) != rows)
+			continue;
 		g = NULL;
 		model_shape_max(m, rows, &sh);
 		/*
@@ -712,7 +746,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 			device_graph_destroy(g);
 			return error_prefix(cause, "model '%s': capturing %d rows", m->name, rows);
 		}
-		x->graphs[x->ngraphs++] = g;
+		x->graphs[rows - 1] = g;
 	}
 	if (model_exec_choose(x, s, cause) != 0)
 		return error_prefix(cause, "model '%s': timing its graphs", m->name);
