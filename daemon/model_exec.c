@@ -244,7 +244,7 @@ model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_
  * rows are computed from whatever the arena holds and never read.  Rows are
  * independent (dynamic batching relies on it already), so every answer is
  * the same, and a load compiles and captures 12 sizes instead of 64 at the
- * default max_batch_size, at most a third more rows computed.  The CPU
+ * default max_batch_size, at most half as many rows again computed.  The CPU
  * backend compiles every size: its plans cost nothing to make.
  */
 int

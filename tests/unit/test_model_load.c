@@ -501,12 +501,42 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	free(io);
 }
 
+/*
+ * The batch sizes a GPU context of a model without variable dims compiles:
+ * every size runs at one at least as large, compiled sizes at themselves,
+ * never more than half as many rows again, 12 sizes for 64 rows; unbucketed
+ * (the CPU backend, variable dims), every size at itself.
+ */
+static void
+test_rows_run(void)
+{
+	model_exec_t x;
+	int r, b, sizes = 0;
+
+	memset(&x, 0, sizeof x);
+	x.bucketed = 1;
+	x.nplans = 64;
+	for (r = 1; r <= 64; r++) {
+		b = model_exec_rows_run(&x, r);
+		CHECK(b >= r && b <= 64 && model_exec_rows_run(&x, b) == b && 2 * b <= 3 * r + 1,
+		    "%d rows run at %d", r, b);
+		sizes += b == r;
+	}
+	CHECK(sizes == 12, "%d sizes compiled for 64 rows, not 12", sizes);
+	x.nplans = 20;
+	CHECK(model_exec_rows_run(&x, 17) == 20 && model_exec_rows_run(&x, 20) == 20, "the largest size is compiled");
+	x.bucketed = 0;
+	for (r = 1; r <= 20; r++)
+		CHECK(model_exec_rows_run(&x, r) == r, "unbucketed: %d rows run at %d", r, model_exec_rows_run(&x, r));
+}
+
 int
 main(void)
 {
 	char *dir, *onnx_root;
 
 	dev = test_open_device();
+	test_rows_run();
 	test_fill_random(w1, HID * IN, &rng, -1, 1);
 	test_fill_random(b1, HID, &rng, -1, 1);
 	test_fill_random(g1, HID, &rng, 0.5f, 1.5f);
