@@ -170,6 +170,13 @@ batcher_client_map(batcher_t *b, batch_client_t *c, void *base, size_t bytes, ch
 	return 0;
 }
 
+/* Let batches take c's queued requests in any order (batcher_client_set_unordered). */
+void
+batcher_client_set_unordered(batch_client_t *c)
+{
+	c->unordered = 1;
+}
+
 /* Take c's requests off one queue that still has a fifo of c, pinned; NULL when none has. */
 static struct model_queue *
 client_take_one(batcher_t *b, batch_client_t *c, struct batch_request **list)

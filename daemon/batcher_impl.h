@@ -41,6 +41,7 @@ struct batch_client {
 	pthread_cond_t idle;
 	uint64_t outstanding;		/* queued + in flight, all models */
 	int closing;
+	int unordered;			/* batcher_client_set_unordered: any queued request may be taken */
 	char *map_base;			/* batcher_client_map: the region */
 	size_t map_bytes;
 	struct client_device devs[BATCH_MAX_DEVICES];
@@ -57,7 +58,9 @@ struct batch_slot {
 	unsigned char *dma_out;			/* per request: 1 when an output went by DMA (ev_out) */
 	struct batch_request **reqs;
 	int nreqs, rows;
-	struct model_shape shape;		/* the dims every request of the batch shares */
+	struct model_shape shape;		/* the dims every request of the batch shares (padded: the bucket's) */
+	int padded;				/* some request's dims are shorter than shape's */
+	struct model_layout layout;		/* padded: the outputs' dims and row bytes at shape */
 	uint64_t seq;
 	uint64_t launch_us;			/* host time spent queueing the batch's work */
 	uint64_t first_wait_us;			/* how long its first request waited in the queue */
@@ -87,6 +90,7 @@ struct model_queue {
 	struct batch_slot *slots, *free_slots, *inflight_head, *inflight_tail;
 	int nslots;
 	device_stream_t *compute;
+	void *pad_src[MODEL_MAX_IO];		/* a model that pads: each padded input's pad values for a whole batch (pinned) */
 	uint64_t seq;
 	int stopping, sched_done;
 	int launching;				/* a batch is being formed or launched (by sched_main or a submitter) */
@@ -152,6 +156,30 @@ void batcher_finish_list(struct model_queue *q, struct batch_request *list,
 const struct client_device *batcher_client_device(const batch_client_t *c, const device_t *dev);
 /* Make c's state on dev if it has none yet. */
 int batcher_client_on(batch_client_t *c, device_t *dev, char **cause);
+
+/* batcher_pad.c: batches of requests of different lengths (model_padding.h); calls nothing else here. */
+/* Whether a request of shape r may join a batch of shape batch: dims equal, or the padded one in its bucket. */
+int batcher_pad_agrees(const model_t *m, const struct model_shape *batch, const struct model_shape *r);
+/* Turn the first request's shape into its batch's: the padded dim at its bucket. */
+void batcher_pad_shape(const model_t *m, struct model_shape *s);
+/* Whether input k of request r has other dims than the batch's. */
+int batcher_pad_input(const model_t *m, const struct batch_request *r, const struct model_shape *batch, int k);
+/* Queue input k of r into the batch at dst on cs: pad values, then each row's own elements. */
+int batcher_pad_copy_in(struct model_queue *q, device_stream_t *cs, const struct batch_request *r,
+    const struct model_shape *batch, int k, char *dst, char **cause);
+/* Add r's padded and run positions of the padded dim in the batch, over its rows. */
+void batcher_pad_count(const model_t *m, const struct batch_request *r, const struct model_shape *batch,
+    uint64_t *pad, uint64_t *run);
+/* Whether output o of request r has other dims than the batch's layout. */
+int batcher_pad_output(const model_t *m, const struct batch_request *r, const struct model_layout *batch, int o);
+/* Queue output o of r from the batch (src: its first row) on cs, sliced to its own dims. */
+int batcher_pad_copy_out(const model_t *m, device_stream_t *cs, const struct batch_request *r,
+    const struct model_layout *batch, int o, const char *src, char **cause);
+/* s->layout at s's padded shape, checked to hold every request's own outputs. */
+int batcher_pad_layout(const model_t *m, struct batch_slot *s, char **cause);
+/* q's pinned pad values (none for a model that does not pad); batcher_pad_free frees them. */
+int batcher_pad_create(struct model_queue *q, char **cause);
+void batcher_pad_free(struct model_queue *q);
 
 /* batcher_launch.c: batch contexts, launch and completion, a queue's threads. */
 /* Launch a formed batch outside the lock (q->launching set; cleared here); submitter: not sched_main. */

@@ -68,6 +68,12 @@ launch_copy_in(struct model_queue *q, struct batch_slot *s, int i, char **cause)
 		dst = (char *)model_exec_input(s->exec, k) +
 		    (size_t)r->offset_rows * model_input_row_bytes(q->model, k, &s->shape);
 		bytes += r->input_bytes[k];
+		if (s->padded && batcher_pad_input(q->model, r, &s->shape, k)) {
+			if (batcher_pad_copy_in(q, cs, r, &s->shape, k, dst, cause) != 0)
+				return -1;
+			dma = 1;
+			continue;
+		}
 		if (copy_mapped(q, r->client, cd, r->inputs[k], r->input_bytes[k], &dev)) {
 			copy_entry_add(s->gather, &s->ngather, dst, dev, r->input_bytes[k]);
 			continue;
@@ -108,9 +114,16 @@ launch_copy_out(struct model_queue *q, struct batch_slot *s, int i, int pass, ch
 	for (k = 0; k < r->noutputs; k++) {
 		if (r->outputs[k] == NULL)
 			continue;
-		src = (const char *)model_exec_output(s->exec, k) + (size_t)r->offset_rows * r->layout.row_bytes[k];
+		src = (const char *)model_exec_output(s->exec, k) +
+		    (size_t)r->offset_rows * (s->padded ? s->layout.row_bytes[k] : r->layout.row_bytes[k]);
 		bytes += r->output_bytes[k];
-		if (copy_mapped(q, r->client, cd, r->outputs[k], r->output_bytes[k], &dev)) {
+		if (s->padded && batcher_pad_output(q->model, r, &s->layout, k)) {
+			/* A slice of strided rows: copies of its runs, after the compute. */
+			if (pass == 0)
+				s->dma_out[i] = 1;
+			else if (batcher_pad_copy_out(q->model, cs, r, &s->layout, k, src, cause) != 0)
+				return -1;
+		} else if (copy_mapped(q, r->client, cd, r->outputs[k], r->output_bytes[k], &dev)) {
 			if (pass == 0)
 				copy_entry_add(s->scatter, &s->nscatter, dev, src, r->output_bytes[k]);
 		} else if (pass == 0)
@@ -137,6 +150,8 @@ launch_batch(struct model_queue *q, struct batch_slot *s, char **cause)
 	int i;
 
 	s->ngather = s->nscatter = 0;
+	if (s->padded && batcher_pad_layout(q->model, s, cause) != 0)
+		return -1;
 	for (i = 0; i < s->nreqs; i++)
 		if (launch_copy_in(q, s, i, cause) != 0)
 			return -1;
@@ -465,6 +480,8 @@ batcher_queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
 	if (device_stream_create(q->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
 		return error_prefix(cause, "model '%s': compute stream", m->name);
+	if (batcher_pad_create(q, cause) != 0)
+		return -1;
 	q->slots = xcalloc((size_t)inflight, sizeof *q->slots);
 	if (q->slots == NULL)
 		return error_set(cause, "out of memory");
@@ -513,6 +530,7 @@ batcher_queue_destroy(struct model_queue *q)
 		next = f->next_fifo;
 		free(f);
 	}
+	batcher_pad_free(q);
 	device_stream_destroy(q->compute);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->work);

@@ -171,28 +171,102 @@ batcher_batch_limit(struct model_queue *q, uint64_t now, uint64_t *wake)
 	return 0;
 }
 
-/* Whether a and b give every input of m the same non-batch dims. */
-static int
-shape_agrees(const model_t *m, const struct model_shape *a, const struct model_shape *b)
-{
-	int i;
+/*
+ * How deep batch formation looks into an unordered client's fifo for a
+ * request that fits the batch: deep enough that HTTP's one shared fifo
+ * batches past a few heads of other shapes, bounded so that forming a
+ * batch stays a short walk under the queue's lock.
+ */
+#define BATCH_SCAN_DEPTH 64
 
-	for (i = 0; i < m->ninputs; i++)
-		if (memcmp(a->dims[i], b->dims[i], (size_t)m->inputs[i].ndims * sizeof a->dims[i][0]) != 0)
-			return 0;
-	return 1;
+/*
+ * The request of f the batch takes next, or NULL: its head, or for an
+ * unordered client its oldest of the first BATCH_SCAN_DEPTH that fits;
+ * *prevp gets the request before it (NULL: the head).
+ */
+static struct batch_request *
+fifo_pick(struct model_queue *q, struct batch_slot *s, struct client_fifo *f, int limit,
+    struct batch_request **prevp)
+{
+	struct batch_request *r, *prev = NULL;
+	int depth = f->client->unordered ? BATCH_SCAN_DEPTH : 1;
+
+	for (r = f->head; r != NULL && depth-- > 0; prev = r, r = r->next)
+		if (s->rows + r->rows <= limit &&
+		    (s->nreqs == 0 || batcher_pad_agrees(q->model, &s->shape, &r->shape))) {
+			*prevp = prev;
+			return r;
+		}
+	return NULL;
+}
+
+/* Unlink r (after prev, NULL for the head) from f; f goes back to the ring's end while it has more. */
+static void
+fifo_take(struct model_queue *q, struct client_fifo *f, struct batch_request *prev, struct batch_request *r)
+{
+	if (prev != NULL)
+		prev->next = r->next;
+	else
+		f->head = r->next;
+	if (f->tail == r)
+		f->tail = prev;
+	if (f->head != NULL)
+		batcher_ring_push(q, f);
+	r->next = NULL;
+}
+
+/* Put r into slot s at its next position (q->lock held). */
+static void
+slot_add(struct model_queue *q, struct batch_slot *s, struct batch_request *r, uint64_t now)
+{
+	r->slot = s->nreqs;
+	r->offset_rows = s->rows;
+	r->start_us = now;
+	if (s->nreqs == 0) {
+		s->first_wait_us = now - r->submit_us;
+		s->shape = r->shape;
+		batcher_pad_shape(q->model, &s->shape);
+	}
+	s->reqs[s->nreqs++] = r;
+	s->rows += r->rows;
+	q->queued--;
+	q->queued_rows -= (size_t)r->rows;
+	if (q->mm != NULL)
+		METRICS_ADD(q->mm->queue_us, now - r->submit_us);
+}
+
+/* Whether s holds a request shorter than the batch, and its padding in the metrics. */
+static void
+slot_count_padding(struct model_queue *q, struct batch_slot *s)
+{
+	uint64_t pad = 0, run = 0;
+	int i, k;
+
+	s->padded = 0;
+	if (!q->model->padding.on)
+		return;
+	for (i = 0; i < s->nreqs; i++) {
+		for (k = 0; k < q->model->ninputs; k++)
+			s->padded |= batcher_pad_input(q->model, s->reqs[i], &s->shape, k);
+		batcher_pad_count(q->model, s->reqs[i], &s->shape, &pad, &run);
+	}
+	if (q->mm == NULL)
+		return;
+	METRICS_ADD(q->mm->padded_batches, (uint64_t)s->padded);
+	METRICS_ADD(q->mm->pad_positions, pad);
+	METRICS_ADD(q->mm->seq_positions, run);
 }
 
 /*
- * Fill slot with requests taken round-robin over clients, at most limit rows,
- * all with the dims of the first one taken; a client whose next request does
- * not fit or has other dims waits for a later batch.
+ * Fill slot with requests taken round-robin over clients, at most limit
+ * rows, all sharing the first one's dims (or its bucket of the padded dim);
+ * a client whose next request does not fit waits for a later batch.
  */
 static void
 form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 {
 	struct client_fifo *f;
-	struct batch_request *r;
+	struct batch_request *r, *prev;
 	size_t misses = 0;
 
 	s->nreqs = 0;
@@ -200,35 +274,17 @@ form_batch(struct model_queue *q, struct batch_slot *s, int limit, uint64_t now)
 	/* Stop when full, when empty, or after a whole round where nothing fit. */
 	while (s->rows < limit && q->nactive > 0 && misses < q->nactive) {
 		f = ring_pop(q);
-		r = f->head;
-		if (s->rows + r->rows > limit ||
-		    (s->nreqs > 0 && !shape_agrees(q->model, &s->shape, &r->shape))) {
+		if ((r = fifo_pick(q, s, f, limit, &prev)) == NULL) {
 			batcher_ring_push(q, f);
 			misses++;
 			continue;
 		}
 		misses = 0;
-		f->head = r->next;
-		if (f->head == NULL)
-			f->tail = NULL;
-		else
-			batcher_ring_push(q, f);
-		r->next = NULL;
-		r->slot = s->nreqs;
-		r->offset_rows = s->rows;
-		r->start_us = now;
-		if (s->nreqs == 0) {
-			s->first_wait_us = now - r->submit_us;
-			s->shape = r->shape;
-		}
-		s->reqs[s->nreqs++] = r;
-		s->rows += r->rows;
-		q->queued--;
-		q->queued_rows -= (size_t)r->rows;
-		if (q->mm != NULL)
-			METRICS_ADD(q->mm->queue_us, now - r->submit_us);
+		fifo_take(q, f, prev, r);
+		slot_add(q, s, r, now);
 	}
 	s->shape.rows = s->rows;
+	slot_count_padding(q, s);
 	if (q->queued == 0)
 		q->next_deadline = UINT64_MAX;	/* nothing queued can expire: spares the scan */
 }
