@@ -7,11 +7,12 @@
 
 masked_encoder: input_ids and attention_mask [N, T] int64 (T <= 64), token and position embeddings, two
 transformer encoder layers written out whose attention adds (1 - mask) * -1e4 to the scores; outputs
-hidden [N, T, 32] (follows T: sliced back to each request's length) and pooled [N, 32] (the mean over the
-masked positions: copied as it is).  The daemon detects the mask and pads.
+hidden [N, T, 32] (follows T: sliced back to each request's length), pooled [N, 32] (the mean over the
+masked positions: copied as it is) and hidden_t [N, 32, T] (hidden transposed: a slice of 32 strided runs).  The daemon detects the mask and pads.
 declared_encoder: the same network with inputs tokens and valid, and "padding" declared in model.json with
 buckets [16, 40, 64].
-plain_encoder: x [N, T, 16] float, no mask: requests batch only with others of the same length.
+plain_encoder: x [N, T, 16] float, no mask: requests batch only with others of the same length (two lengths
+shared by 4 threads each still batch: HTTP requests batch past heads of the other length).
 unmasked_pool: input_ids and attention_mask, but the mask is not applied and the output is the mean over
 every position: its padded warm-up disagrees, so the daemon refuses to pad it (the script checks answers,
 the test checks the log).
@@ -84,7 +85,7 @@ class Encoder(nn.Module):
             h = layer(h, add)
         if self.masked:
             pooled = (h * m[:, :, None]).sum(1) / m.sum(1, keepdim=True)
-            return h, pooled
+            return h, pooled, h.transpose(1, 2)
         # Ignores the mask (kept as an input through a factor of one) and pools every position.
         return h.mean(1) * (m.sum(1, keepdim=True) * 0 + 1)
 
@@ -110,7 +111,7 @@ def names(name):
     if name == PLAIN:
         return ["x"], ["y"]
     ins = ["tokens", "valid"] if name == DECLARED else ["input_ids", "attention_mask"]
-    return ins, (["pooled"] if name == UNMASKED else ["hidden", "pooled"])
+    return ins, (["pooled"] if name == UNMASKED else ["hidden", "pooled", "hidden_t"])
 
 
 def export(name, d):
@@ -122,7 +123,7 @@ def export(name, d):
     else:
         example = (torch.randint(0, VOCAB, (2, 23)), torch.ones(2, 23, dtype=torch.int64))
     axes = {n: {0: "N", 1: "T"} for n in ins}
-    axes.update({n: ({0: "N"} if n == "pooled" else {0: "N", 1: "T"}) for n in outs})
+    axes.update({n: {"pooled": {0: "N"}, "hidden_t": {0: "N", 2: "T"}}.get(n, {0: "N", 1: "T"}) for n in outs})
     extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(build(name), example, os.path.join(out, "model.onnx"), opset_version=17, input_names=ins,
                       output_names=outs, dynamic_axes=axes, **extra)
@@ -287,6 +288,8 @@ def main():
             rows=lambda i, j: 1 + j % 2)
     # Declared buckets [16, 40, 64]: lengths 41..64.
     c.phase("http", DECLARED, 8, 8, lambda i, j: 41 + i + 8 * (j % 3), http_fn)
+    # No mask, two lengths shared by 4 threads each: requests of one length batch past the other's.
+    c.phase("http-two", PLAIN, 8, 8, lambda i, j: 10 + 7 * (i % 2), http_fn)
     # No mask: lengths 1..64 each used once, so no two requests may share a batch.
     c.phase("http", PLAIN, 8, 8, lambda i, j: 1 + i + 8 * j, http_fn)
     c.phase("http", UNMASKED, 8, 4, lambda i, j: 1 + i + 8 * j, http_fn)

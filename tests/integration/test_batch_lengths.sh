@@ -56,10 +56,12 @@ cat "$tmp/check.log"
 counts() {
 	sed -n "s/^$1 $2: rows \([0-9]*\) batches \([0-9]*\)$/\1 \2/p" "$tmp/check.log"
 }
-# Requests of different lengths share batches (mean batch above 1); without padding they never do.
-for pm in "http masked_encoder" "http-random masked_encoder" "http declared_encoder" ${shm_sock:+"shm masked_encoder"}; do
+# Requests of different lengths share batches (mean batch above 1), and so do HTTP requests of one of two
+# lengths without padding; requests of different lengths without padding never do.
+for pm in "http masked_encoder" "http-random masked_encoder" "http declared_encoder" "http-two plain_encoder" \
+	${shm_sock:+"shm masked_encoder"}; do
 	set -- $(counts $pm)
-	[ $# -eq 2 ] && [ "$2" -gt 0 ] && [ "$1" -gt "$2" ] || fail "$pm: ${1:-?} rows in ${2:-?} batches: no batch across lengths"
+	[ $# -eq 2 ] && [ "$2" -gt 0 ] && [ "$1" -gt "$2" ] || fail "$pm: ${1:-?} rows in ${2:-?} batches: no batching"
 done
 for pm in "http plain_encoder" "http unmasked_pool"; do
 	set -- $(counts $pm)
