@@ -252,27 +252,41 @@ padding_prepare(struct padding_run *r, int64_t len, int64_t plen, char **cause)
 	return 0;
 }
 
-/* Run shape s with inputs in, reading every output into out (layout l) on a context of its own. */
+/* Run shape s with inputs in on context x and stream st, reading every output into out (layout l). */
 static int
-padding_exec(model_t *m, const struct model_shape *s, const struct model_layout *l, void **in, void **out,
-    char **cause)
+padding_exec(model_exec_t *x, device_stream_t *st, const struct model_shape *s, const struct model_layout *l,
+    void **in, void **out, char **cause)
+{
+	const model_t *m = x->model;
+	int i;
+
+	for (i = 0; i < m->ninputs; i++)
+		if (device_copy_h2d(st, model_exec_input(x, i), in[i], model_input_row_bytes(m, i, s) * (size_t)s->rows,
+		    cause) != 0)
+			return -1;
+	if (model_exec_run(x, s, st, cause) != 0)
+		return -1;
+	for (i = 0; i < m->noutputs; i++)
+		if (device_copy_d2h(st, out[i], model_exec_output(x, i), l->row_bytes[i] * (size_t)s->rows, cause) != 0)
+			return -1;
+	return device_stream_sync(st, cause);
+}
+
+/* Both runs on one context of their own. */
+static int
+padding_runs(struct padding_run *r, char **cause)
 {
 	model_exec_t *x = NULL;
 	device_stream_t *st = NULL;
-	int i, rc;
+	int rc;
 
-	rc = model_exec_create(m, &x, cause);
+	rc = model_exec_create(r->m, &x, cause);
 	if (rc == 0)
-		rc = device_stream_create(m->dev, DEVICE_STREAM_COMPUTE, &st, cause);
-	for (i = 0; rc == 0 && i < m->ninputs; i++)
-		rc = device_copy_h2d(st, model_exec_input(x, i), in[i],
-		    model_input_row_bytes(m, i, s) * (size_t)s->rows, cause);
+		rc = device_stream_create(r->m->dev, DEVICE_STREAM_COMPUTE, &st, cause);
 	if (rc == 0)
-		rc = model_exec_run(x, s, st, cause);
-	for (i = 0; rc == 0 && i < m->noutputs; i++)
-		rc = device_copy_d2h(st, out[i], model_exec_output(x, i), l->row_bytes[i] * (size_t)s->rows, cause);
+		rc = padding_exec(x, st, &r->own, &r->lown, r->in_own, r->out_own, cause);
 	if (rc == 0)
-		rc = device_stream_sync(st, cause);
+		rc = padding_exec(x, st, &r->big, &r->lbig, r->in_big, r->out_big, cause);
 	if (st != NULL)
 		device_stream_destroy(st);
 	model_exec_free(x);
@@ -327,9 +341,7 @@ padding_compare(struct padding_run *r, int64_t len, int64_t plen, double *worst,
 	double e;
 	int o, d;
 
-	if (padding_prepare(r, len, plen, cause) != 0 ||
-	    padding_exec(m, &r->own, &r->lown, r->in_own, r->out_own, cause) != 0 ||
-	    padding_exec(m, &r->big, &r->lbig, r->in_big, r->out_big, cause) != 0)
+	if (padding_prepare(r, len, plen, cause) != 0 || padding_runs(r, cause) != 0)
 		return -1;
 	*worst = 0;
 	for (o = 0; o < m->noutputs; o++) {
