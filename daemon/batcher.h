@@ -51,7 +51,11 @@ typedef void (*batch_done_fn)(struct batch_request *req, enum batch_status statu
  * batcher_submit checks every count, dim (model_check_dims) and length
  * (outputs against the layout: exactly this request's rows and dims), and
  * fills the tensor lists from the single-tensor form, so the batcher works on
- * lists only.  Requests in one batch agree on every input's dims.
+ * lists only.  Requests in one batch agree on every input's dims, but for a
+ * model that pads (model_padding.h): there the padded dim may differ within
+ * a bucket, the batch runs at the bucket's length with each request's
+ * inputs padded, and each request gets its own outputs, sliced to its
+ * layout.
  */
 struct batch_request {
 	/* Filled by the submitter. */
@@ -127,11 +131,20 @@ void batcher_shutdown(batcher_t *b);
 /*
  * A client: one source of requests with its own copy stream; batches take
  * requests round-robin over clients, and each client's requests on one
- * model complete in the order it submitted them.  Its fifo on a queue is
+ * model complete in the order it submitted them (unless it is unordered,
+ * below).  Its fifo on a queue is
  * made on its first request there, so queues may come and go.
  */
 int batcher_client_create(batcher_t *b, const char *label, batch_client_t **out,
     char **cause);
+/*
+ * Requests of c are independent of one another (HTTP's, each answered on
+ * its own connection): a batch may take any of its queued requests that fits,
+ * looking a bounded depth past the oldest, rather than only the oldest, and
+ * they may complete in any order.  Served oldest first.  Call before c
+ * submits.
+ */
+void batcher_client_set_unordered(batch_client_t *c);
 /*
  * Drop the client's queued requests (their done runs with BATCH_CANCELLED),
  * wait for its requests in flight to finish (their done runs as usual), then

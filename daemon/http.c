@@ -1468,6 +1468,8 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		free(s);
 		return error_prefix(cause, "http");
 	}
+	/* Every HTTP request is answered on its own connection: batches may take them in any order. */
+	batcher_client_set_unordered(s->client);
 	*out = s;
 	return 0;
 }

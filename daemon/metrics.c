@@ -193,6 +193,12 @@ metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans)
 	    offsetof(struct metrics_model, inline_batches));
 	metrics_render_per_model(&b, m, "inferd_batches_completed_inline_total", "Batches the submitting thread also completed itself (inline_complete), without a hand-off to the completion thread.",
 	    offsetof(struct metrics_model, inline_completions));
+	metrics_render_per_model(&b, m, "inferd_batches_padded_total", "Batches holding requests padded to a longer length (models that batch across lengths).",
+	    offsetof(struct metrics_model, padded_batches));
+	metrics_render_per_model(&b, m, "inferd_padding_positions_total", "Positions of the padded dim added by padding, summed over rows (the waste is this over inferd_sequence_positions_total).",
+	    offsetof(struct metrics_model, pad_positions));
+	metrics_render_per_model(&b, m, "inferd_sequence_positions_total", "Positions of the padded dim computed, padding included, summed over rows (models that batch across lengths).",
+	    offsetof(struct metrics_model, seq_positions));
 	metrics_render_per_model(&b, m, "inferd_queue_duration_us", "Microseconds requests waited before their batch started, summed.",
 	    offsetof(struct metrics_model, queue_us));
 	metrics_render_per_model(&b, m, "inferd_compute_duration_us", "Microseconds of model execution, summed over batches.",

@@ -33,6 +33,9 @@ struct metrics_model {
 	uint64_t execution_count;		/* batches executed */
 	uint64_t inline_batches;		/* of those, launched by the submitting thread (no scheduler hop) */
 	uint64_t inline_completions;		/* of those, completed by the submitting thread too (no completion hop) */
+	uint64_t padded_batches;		/* batches of a model that pads holding a request shorter than the batch */
+	uint64_t pad_positions;			/* positions of the padded dim added by padding, over rows */
+	uint64_t seq_positions;			/* positions of the padded dim run, over rows (padding included) */
 	uint64_t batch_hist[METRICS_BATCH_BUCKETS + 1];	/* last: +Inf */
 	uint64_t queue_us;			/* sum over requests of submit → batch start */
 	uint64_t compute_us;			/* sum over batches of compute time */

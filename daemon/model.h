@@ -48,8 +48,8 @@
  * first use still allocates on CUDA, outside that count, is the plan's own:
  * its small tables (batched-GEMM pointer arrays, resize taps, the gather
  * error word), scratch when it cannot fit the workspace, and at fp16 its FP16 input/output buffers and FP16 copies of
- * the constants it folded.  Sequence buckets are not implemented: every
- * exact shape is its own entry.
+ * the constants it folded.  Every exact shape is its own entry; a model
+ * that pads (struct model_padding) runs its batches at bucket lengths only.
  */
 
 #define MODEL_MAX_IO 16			/* tensors per side */
@@ -117,6 +117,34 @@ struct model_instances {
 	struct model_instance_group groups[MODEL_MAX_INSTANCE_GROUPS];
 };
 
+/*
+ * Batching requests of different lengths (model.json "padding", or detected:
+ * docs/MODELS.md).  var is the padded variable dim; every input carrying it
+ * is padded along it with its value; a batch runs at the smallest bucket
+ * holding its longest request.  Only a model whose padded and unpadded runs
+ * agreed at load (model_padding_check) has on set; others batch only
+ * requests of equal dims.
+ */
+#define MODEL_MAX_BUCKETS 32
+enum model_padding_mode {
+	MODEL_PADDING_DETECT = 0,	/* no "padding": an integer attention_mask input turns it on */
+	MODEL_PADDING_OFF,		/* "padding": false */
+	MODEL_PADDING_DECLARED,		/* "padding": {...} */
+};
+struct model_padding {
+	enum model_padding_mode mode;
+	int on;				/* confirmed at load: requests of different lengths share batches */
+	int var;			/* the padded graph variable (when on) */
+	char dim_input[MODEL_NAME_MAX];	/* declared: the input whose dim "dim" names the padded one */
+	int dim;			/* declared: that dim, counting the batch dim as 0 */
+	char value_names[MODEL_MAX_IO][MODEL_NAME_MAX];	/* declared "values": input names ... */
+	double value_of[MODEL_MAX_IO];	/* ... and their pad values */
+	int nvalues;
+	double values[MODEL_MAX_IO];	/* per input index: its pad value (resolved) */
+	int64_t buckets[MODEL_MAX_BUCKETS];	/* ascending, the last the dim's maximum */
+	int nbuckets;
+};
+
 struct onnx_model;
 struct st_file;
 struct model_shapefn;
@@ -133,6 +161,7 @@ typedef struct model {
 	char **labels;			/* class names, optional */
 	struct model_warmup_spec warmup;	/* run by model_warmup (model_warmup.h) */
 	struct model_instances instances;	/* "instance_group", parsed and checked, not acted on here */
+	struct model_padding padding;	/* batching across lengths (above) */
 	const char *platform;		/* "inferd_mlp" or "onnx" */
 	int ninputs, noutputs;
 	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];

@@ -10,6 +10,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "model.h"
+#include "model_config.h"
 #include "model_impl.h"
 
 /* Parse "dynamic_batching" (all members optional). */
@@ -85,12 +86,13 @@ model_parse_labels(model_t *m, json_t *root, char **cause)
 	return 0;
 }
 
-/* "dynamic_batching", "labels", "warmup" and "instance_group" into m. */
+/* "dynamic_batching", "labels", "warmup", "instance_group" and "padding" into m. */
 int
 model_config_serving(model_t *m, json_t *root, char **cause)
 {
 	if (model_parse_batching(root, m, cause) != 0 || model_parse_labels(m, root, cause) != 0 ||
-	    model_config_warmup(m, root, cause) != 0 || model_config_instances(m, root, cause) != 0)
+	    model_config_warmup(m, root, cause) != 0 || model_config_instances(m, root, cause) != 0 ||
+	    model_config_padding(m, root, cause) != 0)
 		return -1;
 	return 0;
 }
@@ -99,6 +101,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
 	"description", "inputs", "outputs", "precision", "version_policy", "warmup", "instance_group",
+	"padding",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -404,5 +407,72 @@ model_config_warmup(model_t *m, json_t *root, char **cause)
 			return -1;
 		m->warmup.count++;
 	}
+	return 0;
+}
+
+/* "buckets": ascending lengths >= 1. */
+static int
+padding_parse_buckets(struct model_padding *p, json_t *arr, char **cause)
+{
+	json_t *v;
+	size_t i;
+
+	if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) > MODEL_MAX_BUCKETS - 1)
+		return error_set(cause, "\"buckets\" must be an array of 1 to %d lengths", MODEL_MAX_BUCKETS - 1);
+	json_array_foreach(arr, i, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    (i > 0 && json_integer_value(v) <= p->buckets[i - 1]))
+			return error_set(cause, "\"buckets\"[%zu] must be an integer above the one before it (and >= 1)", i);
+		p->buckets[p->nbuckets++] = json_integer_value(v);
+	}
+	return 0;
+}
+
+/* "values": {"input": pad value, ...}. */
+static int
+padding_parse_values(struct model_padding *p, json_t *obj, char **cause)
+{
+	const char *key;
+	json_t *v;
+
+	if (!json_is_object(obj) || json_object_size(obj) == 0 || json_object_size(obj) > MODEL_MAX_IO)
+		return error_set(cause, "\"values\" must name 1 to %d inputs and their pad values", MODEL_MAX_IO);
+	json_object_foreach(obj, key, v) {
+		if (!json_is_number(v))
+			return error_set(cause, "\"values\".\"%s\" must be a number", key);
+		if (strlen(key) >= MODEL_NAME_MAX)
+			return error_set(cause, "\"values\".\"%s\": name too long", key);
+		strcpy(p->value_names[p->nvalues], key);
+		p->value_of[p->nvalues++] = json_number_value(v);
+	}
+	return 0;
+}
+
+/* "padding" (optional): false, or {"dim": {"input": name, "index": k}, "values": {...}, "buckets": [...]}. */
+int
+model_config_padding(model_t *m, json_t *root, char **cause)
+{
+	struct model_padding *p = &m->padding;
+	json_t *v = json_object_get(root, "padding"), *dim;
+	long long k;
+
+	memset(p, 0, sizeof *p);
+	if (v == NULL)
+		return 0;
+	if (json_is_false(v)) {
+		p->mode = MODEL_PADDING_OFF;
+		return 0;
+	}
+	p->mode = MODEL_PADDING_DECLARED;
+	dim = json_is_object(v) ? json_object_get(v, "dim") : NULL;
+	if (dim == NULL || !json_is_object(dim))
+		return error_set(cause, "\"padding\" must be false or an object with \"dim\": {\"input\": name, \"index\": k}");
+	if (model_json_str(dim, "input", NULL, p->dim_input, sizeof p->dim_input, cause) != 0 ||
+	    model_json_int(dim, "index", 0, MODEL_MAX_DIMS, -1, &k, cause) != 0)
+		return error_prefix(cause, "\"padding\".\"dim\"");
+	p->dim = (int)k;
+	if (padding_parse_values(p, json_object_get(v, "values"), cause) != 0 ||
+	    (json_object_get(v, "buckets") != NULL && padding_parse_buckets(p, json_object_get(v, "buckets"), cause) != 0))
+		return error_prefix(cause, "\"padding\"");
 	return 0;
 }

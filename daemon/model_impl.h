@@ -87,8 +87,10 @@ int model_finish(model_t *m, json_t *cfg, char **cause);
 /* Whether the graph's inputs share a leading batch dimension (model_bind.c). */
 int model_graph_has_batch(const graph_t *g);
 
-/* "dynamic_batching", "labels", "warmup" and "instance_group" into m (max_batch_size already set). */
+/* "dynamic_batching", "labels", "warmup", "instance_group" and "padding" into m (max_batch_size already set). */
 int model_config_serving(model_t *m, json_t *root, char **cause);
+/* "padding" (optional) into m->padding: names only; model_padding_check (model_padding.h) resolves them. */
+int model_config_padding(model_t *m, json_t *root, char **cause);
 /* "warmup" (optional) into m->warmup: batch sizes in [1, max rows], data zeros, random or a file name. */
 int model_config_warmup(model_t *m, json_t *root, char **cause);
 /* "instance_group" (optional) into m->instances: [{"count": N, "devices": "cuda:0,cuda:1" | [...] | "cpu"}]. */

@@ -13,6 +13,7 @@
 #include "fault.h"
 #include "log.h"
 #include "model_warmup.h"
+#include "model_padding.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
 
@@ -146,7 +147,7 @@ repository_bind_copies(repository_t *r, model_ref_t *ref, const char *dir, int64
 	return 0;
 }
 
-/* Check each device's room for its contexts, warm every copy up. */
+/* Check each device's room for its contexts, warm every copy up and decide its padding. */
 static int
 repository_prepare(repository_t *r, const char *what, struct placements *pl, char **cause)
 {
@@ -155,7 +156,7 @@ repository_prepare(repository_t *r, const char *what, struct placements *pl, cha
 	for (i = 0; i < pl->n; i++)
 		if (repository_check_memory(pl->p[i].dev, what, (uint64_t)pl->p[i].model->mem.arena_bytes *
 		    (uint64_t)r->o.inflight * (uint64_t)pl->p[i].count, cause) != 0 ||
-		    model_warmup(pl->p[i].model, cause) != 0)
+		    model_warmup(pl->p[i].model, cause) != 0 || model_padding_check(pl->p[i].model, cause) != 0)
 			return -1;
 	model_precision_check(pl->p[0].model);
 	return 0;

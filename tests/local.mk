@@ -228,6 +228,11 @@ TESTS += tests/integration/test_shape_fuzz.sh
 dist_check_SCRIPTS += tests/integration/test_shape_fuzz.sh
 EXTRA_DIST += tests/helpers/shape_fuzz.py tests/helpers/shape_encoder.py
 
+# --- batching across lengths: masked encoders padded to buckets, over HTTP and shm, against onnxruntime ---
+TESTS += tests/integration/test_batch_lengths.sh
+dist_check_SCRIPTS += tests/integration/test_batch_lengths.sh
+EXTRA_DIST += tests/helpers/masked_encoder.py
+
 # --- bench smoke test (bench) ---
 # inferd-bench, inferd-bench-engine and bench-http-baseline against a private CPU daemon.
 TESTS += tests/integration/test_bench.sh
