@@ -214,7 +214,7 @@ typedef struct model_exec {
 	void *arena;			/* device: every computed tensor, inputs and outputs included */
 	void **addrs;			/* per graph tensor: its device memory */
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
-	int bucketed;			/* fixed dims on a GPU: plans and graphs only at model_exec_rows_run sizes */
+	int bucketed;			/* on a GPU: batches run at model_exec_rows_run sizes (fixed dims: only their plans) */
 	struct model_plan_entry *plans;
 	uint64_t clock;			/* LRU time */
 	void *ws;			/* device: scratch shared by every plan (GPU; NULL when none needs any) */
@@ -299,10 +299,11 @@ int model_exec_run(model_exec_t *x, const struct model_shape *s, device_stream_t
 /* model_exec_run at the maximum dims for rows rows (the single-tensor path). */
 int model_exec_run_rows(model_exec_t *x, int rows, device_stream_t *st, char **cause);
 /*
- * The batch size a batch of rows rows runs at: rows itself, or on a GPU for
- * a model without variable dims the next size its context compiled (1, 2, 3,
- * 4, 6, 8, 12, 16, ... and its largest): the extra rows are computed and
- * never read (rows are independent).
+ * The batch size a batch of rows rows runs at: rows itself, or on a GPU the
+ * next of 1, 2, 3, 4, 6, 8, 12, 16, ... and the largest (the sizes a context
+ * compiles: every one for fixed dims, and with variable dims and padding
+ * each at every length bucket): the extra rows are computed and never read
+ * (rows are independent).
  */
 int model_exec_rows_run(const model_exec_t *x, int rows);
 /*

@@ -237,15 +237,15 @@ model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_
 }
 
 /*
- * The batch size a run of rows rows runs at.  A GPU context of a model
- * without variable dims compiles and captures only 1, 2, 3, 4, 6, 8, 12,
- * 16, 24, ... (powers of two and the points halfway between) and its largest
- * size, and a batch of another size runs at the next of those up: its extra
- * rows are computed from whatever the arena holds and never read.  Rows are
+ * The batch size a run of rows rows runs at.  On a GPU a batch runs at one
+ * of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... (powers of two and the points halfway
+ * between) and the largest size, the next one up: its extra rows are
+ * computed from whatever the arena holds and never read.  Rows are
  * independent (dynamic batching relies on it already), so every answer is
- * the same, and a load compiles and captures 12 sizes instead of 64 at the
- * default max_batch_size, at most half as many rows again computed.  The CPU
- * backend compiles every size: its plans cost nothing to make.
+ * the same, at most half as many rows again computed, and a context
+ * compiles and captures 12 sizes instead of 64 at the default max_batch_size
+ * (with variable dims, 12 shapes per length instead of 64).  The CPU backend
+ * runs every size as it is: its plans cost nothing to make.
  */
 int
 model_exec_rows_run(const model_exec_t *x, int rows)
@@ -339,6 +339,40 @@ model_exec_first_plan(model_exec_t *x, char **cause)
 	return 0;
 }
 
+/*
+ * Variable dims on a GPU with padding on (model_padding.h): every batch runs
+ * at a row size model_exec_rows_run gives and at a length bucket, so those
+ * shapes are compiled now, the shortest lengths first, as many as the plan
+ * cache holds: after the load no batch waits for a compile (a shape's graph
+ * is still captured on its first run).
+ */
+static int
+model_exec_warm_buckets(model_exec_t *x, char **cause)
+{
+	const model_t *m = x->model;
+	struct model_shape s;
+	int b, r, k, d, i = 1;
+
+	if (!x->bucketed || m->nvars == 0 || !m->padding.on)
+		return 0;
+	for (b = 0; b < m->padding.nbuckets; b++)
+		for (r = 1; r <= model_max_rows(m) && i < x->nplans; r++) {
+			if (model_exec_rows_run(x, r) != r)
+				continue;
+			model_shape_max(m, r, &s);
+			for (k = 0; k < m->ninputs; k++)
+				for (d = 0; d < m->inputs[k].ndims; d++)
+					if (m->inputs[k].var[d] == m->padding.var)
+						s.dims[k][d] = m->padding.buckets[b];
+			if (memcmp(&s, &x->plans[0].shape, sizeof s) == 0)
+				continue;
+			if (model_entry_compile(x, &s, &x->plans[i], MODEL_ENTRY_SHARED, NULL, cause) != 0)
+				return error_prefix(cause, "compiling %d rows of length %lld", r, (long long)m->padding.buckets[b]);
+			x->plans[i++].used = ++x->clock;
+		}
+	return 0;
+}
+
 /* Bytes of a context's arena (never 0: a graph whose tensors are all constants still gets an address). */
 static size_t
 model_exec_arena_bytes(const model_t *m)
@@ -396,7 +430,7 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		return error_set(cause, "out of memory");
 	x->model = m;
 	x->nplans = m->nvars > 0 ? m->plan_cache : model_max_rows(m);
-	x->bucketed = m->nvars == 0 && device_has_graphs(m->dev);
+	x->bucketed = device_has_graphs(m->dev);
 	x->addrs = xcalloc(m->graph->ntensors, sizeof *x->addrs);
 	x->plans = xcalloc((size_t)x->nplans, sizeof *x->plans);
 	if (x->addrs == NULL || x->plans == NULL)
@@ -410,6 +444,8 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		rc = model_exec_device_memory(x, cause);
 		if (rc == 0)
 			rc = m->nvars == 0 ? model_exec_fixed_plans(x, cause) : model_exec_first_plan(x, cause);
+		if (rc == 0)
+			rc = model_exec_warm_buckets(x, cause);
 		if (rc != 0)
 			error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
 	}
@@ -541,14 +577,16 @@ model_entry_capture(struct model_plan_entry *e, device_stream_t *st, char **caus
 static int
 model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause)
 {
+	struct model_shape run = *s;
 	struct model_plan_entry *e;
 
+	run.rows = model_exec_rows_run(x, s->rows);
 	if (x->model->nvars == 0)
-		e = &x->plans[model_exec_rows_run(x, s->rows) - 1];
-	else if (model_exec_lookup(x, s, st, &e, cause) != 0)
+		e = &x->plans[run.rows - 1];
+	else if (model_exec_lookup(x, &run, st, &e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
-	if (x->model->nvars > 0 && s->rows <= x->lazy_graph_rows) {
+	if (x->model->nvars > 0 && run.rows <= x->lazy_graph_rows) {
 		if (e->graph == NULL && model_entry_capture(e, st, cause) != 0)
 			return -1;
 		if (device_graph_launch(e->graph, st, cause) != 0)
