@@ -31,7 +31,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
 	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
-	daemon/http.c daemon/http.h daemon/http_guard.c daemon/http_guard.h \
+	daemon/http.h daemon/http_internal.h daemon/http_server.c daemon/http_route.c \
+	daemon/http_body.c daemon/http_reply.c daemon/http_infer.c daemon/http_guard.c daemon/http_guard.h \
 	daemon/http_shm.c daemon/http_shm.h daemon/shm_registry.c daemon/shm_registry.h \
 	daemon/http_encoding.c daemon/http_encoding.h \
 	daemon/ipc.c daemon/ipc.h daemon/ipc_impl.h \

@@ -1,8 +1,8 @@
 /*
  * fuzz_http.c: libFuzzer target for the HTTP request path: request line,
  * headers, chunked bodies, the binary tensor extension's framing, and
- * everything http.c does with them.  The real server (libmicrohttpd with
- * http.c, the batcher and fashion-mlp on the CPU device) runs in-process
+ * everything daemon/http_*.c do with them.  The real server (libmicrohttpd with
+ * http_*.c, the batcher and fashion-mlp on the CPU device) runs in-process
  * on a loopback port; each input is sent as the bytes of one connection,
  * which is then half-closed, and the answer read until the server closes
  * it (or 20 ms pass without a byte).  Every 64 inputs a well-formed request must still be
