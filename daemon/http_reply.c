@@ -1,4 +1,4 @@
-/* http_reply.c: writing the HTTP front end's answers: responses (compressed as the client accepts), JSON errors, and the refusal sent while a body still arrives. */
+/* http_reply.c: writing the HTTP front end's answers: responses (inference answers compressed as the client accepts), JSON errors, and the refusal sent while a body still arrives. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -20,17 +20,23 @@
 /*
  * Compress *body in place with the client's preferred Accept-Encoding;
  * returns the Content-Encoding to send, NULL when it goes as it is (not
- * asked for, or compressing failed: the plain body is still a good answer).
+ * an inference answer, not asked for, or compressing failed: the plain body
+ * is still a good answer).  Only a successful inference answer is
+ * compressed, as Triton does: its clients (tritonclient.http.aio) read
+ * every other body without decompressing it, whatever they accept.
  */
 static const char *
-http_compress(struct http_request *req, char **body, size_t *len)
+http_compress(struct http_request *req, unsigned int status, char **body, size_t *len)
 {
-	const char *accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-	    MHD_HTTP_HEADER_ACCEPT_ENCODING);
-	enum http_coding coding = http_coding_accept(accept);
+	const char *accept;
+	enum http_coding coding;
 	char *out, *cause = NULL;
 	size_t out_len;
 
+	if (status != MHD_HTTP_OK || (req->route != ROUTE_INFER && req->route != ROUTE_INFER_SHORT))
+		return NULL;
+	accept = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	coding = http_coding_accept(accept);
 	if (coding == HTTP_CODING_IDENTITY || *body == NULL || *len == 0)
 		return NULL;
 	if (http_coding_encode(coding, *body, *len, &out, &out_len, &cause) != 0) {
@@ -50,7 +56,7 @@ http_reply(struct http_request *req, unsigned int status, char *body, size_t len
     const char *type, const char *header, const char *value)
 {
 	static char oom[] = HTTP_OOM_BODY;
-	const char *coding = http_compress(req, &body, &len);
+	const char *coding = http_compress(req, status, &body, &len);
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
