@@ -104,7 +104,10 @@ static const struct config_key config_keys[] = {
 	{ "HTTP", "pinned_pool_bytes", CONFIG_SIZE, "64M", KEY(pinned_pool_bytes),
 	  64 * KIB, 64 * GIB, NULL,
 	  "Pinned host memory for the tensors of HTTP requests in flight, 64K to 64G.\n"
-	  "Reserved at start-up, so that no request allocates." },
+	  "Reserved at start-up, so that no request allocates; each request takes\n"
+	  "what its tensors need, and waits within its timeout while the memory is\n"
+	  "in use (then 503).  A request larger than all of it is 413; a model whose\n"
+	  "one row at its maximum dims does not fit is refused at load." },
 	{ "HTTP", "http_shared_memory", CONFIG_STRING, "auto", KEY(http_shared_memory), 0, 0,
 	  config_check_on_off_auto,
 	  "Triton's shared-memory registration over HTTP (/v2/systemsharedmemory,\n"

@@ -20,9 +20,10 @@ struct http_context {
 };
 
 /*
- * Bind and start serving.  The pinned staging slots (config->pinned_pool_bytes,
- * each the size of the largest model's input + output at max_batch_size) and
- * the server's batcher client are made here, never per request.
+ * Bind and start serving.  The pinned staging memory
+ * (config->pinned_pool_bytes, one allocation that each inference request
+ * takes exactly its tensors' bytes from) and the server's batcher client
+ * are made here, never per request.
  */
 int http_start(const struct http_context *ctx, http_server_t **out, char **cause);
 /* Refuse new inference requests with 503 and report not ready; in-flight ones finish. */

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include <microhttpd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "error.h"
 #include "http_internal.h"
 #include "kserve.h"
@@ -38,12 +40,22 @@ http_status_of(enum batch_status st)
 	    MHD_HTTP_INTERNAL_SERVER_ERROR;
 }
 
+/* Give the request's staging memory back to the pinned pool (none is ignored). */
+static void
+http_slot_put(struct http_request *req)
+{
+	if (req->slot != NULL)
+		pinned_pool_put(req->srv->pool, req->slot, req->slot_bytes);
+	req->slot = NULL;
+	req->slot_bytes = 0;
+}
+
 /* Release what a request holds; called by whichever party lets go last. */
 void
 http_request_free(struct http_request *req)
 {
-	if (req->slot != NULL)
-		pinned_pool_put(req->srv->pool, req->slot);
+	http_slot_put(req);
+	json_decref(req->root);
 	repository_release(req->ref);
 	http_uncharge(req);
 	kserve_infer_release(&req->ki, req->srv->shm);
@@ -109,14 +121,12 @@ http_answer_infer(struct http_request *req)
 	enum MHD_Result ret;
 
 	if (req->status != BATCH_OK) {
-		pinned_pool_put(req->srv->pool, req->slot);
-		req->slot = NULL;
+		http_slot_put(req);
 		return http_error(req, http_status_of(req->status), "model '%s': %s", m->name,
 		    req->error ? req->error : batch_status_str(req->status));
 	}
 	body = kserve_encode_infer(m, req->id, &req->ki, req->slot, &len, &hlen, &cause);
-	pinned_pool_put(req->srv->pool, req->slot);
-	req->slot = NULL;
+	http_slot_put(req);
 	if (body != NULL)
 		return http_answer(req, body, len, hlen);
 	/* The request was good and ran: failing to encode its answer is ours, a 500. */
@@ -195,8 +205,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 	if (srv->stopping) {
 		/* Checked under the lock, so http_stop waits for every request that passed. */
 		pthread_mutex_unlock(&srv->lock);
-		pinned_pool_put(srv->pool, req->slot);
-		req->slot = NULL;
+		http_slot_put(req);
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
 	}
 	req->refs++;
@@ -214,8 +223,7 @@ http_submit(struct http_request *req, const struct kserve_infer *ki)
 		if (--srv->active == 0)
 			pthread_cond_broadcast(&srv->idle);
 		pthread_mutex_unlock(&srv->lock);
-		pinned_pool_put(srv->pool, req->slot);
-		req->slot = NULL;
+		http_slot_put(req);
 		ret = http_error(req, http_status_of(st), "%s", cause ? cause : batch_status_str(st));
 		free(cause);
 		return ret;
@@ -245,54 +253,162 @@ http_invalid(struct http_request *req, const char *name, char *cause)
 	return ret;
 }
 
-/* Give back what staging took: the parsed header, the body, the slot. */
+/* Give back what staging took: the parsed header, the body, the staging memory. */
 static void
-http_unstage(struct http_request *req, json_t *root)
+http_unstage(struct http_request *req)
 {
-	json_decref(root);
+	json_decref(req->root);
+	req->root = NULL;
 	http_drop_body(req);
-	if (req->slot != NULL)
-		pinned_pool_put(req->srv->pool, req->slot);
-	req->slot = NULL;
+	http_slot_put(req);
 	kserve_infer_release(&req->ki, req->srv->shm);
 }
 
-/*
- * Decode the parsed header and the tensor data (JSON text at src's spans,
- * the binary section bin of the body, or shared-memory regions) straight
- * into a pinned slot or the regions, then submit it.
- */
+/* Decode the tensor data into the staging memory (or the regions), then submit. */
 static enum MHD_Result
-http_stage(struct http_request *req, json_t *root, const struct kserve_source *src,
-    const struct kserve_binary *bin)
+http_fill(struct http_request *req)
 {
 	http_server_t *srv = req->srv;
-	const model_t *m = req->m;
 	struct kserve_infer *ki = &req->ki;
 	char *cause = NULL;
 
-	if ((req->slot = pinned_pool_get(srv->pool)) == NULL) {
-		http_unstage(req, root);
-		http_count_failure(srv, m->name, METRICS_REASON_BUSY);
-		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: all %zu HTTP "
-		    "staging slots are in use; retry later", pinned_pool_slots(srv->pool));
-	}
-	if (kserve_decode_request(root, src, bin, m, req->slot, pinned_pool_slot_size(srv->pool), ki,
+	if (kserve_decode_tensors(req->root, &req->src, req->binary ? &req->bin : NULL, req->m, req->slot, ki,
 	    &cause) != 0) {
-		http_unstage(req, root);
-		return http_invalid(req, m->name, cause);
+		http_unstage(req);
+		return http_invalid(req, req->m->name, cause);
 	}
 	if (ki->id != NULL && (req->id = xstrdup(ki->id)) == NULL) {
-		http_unstage(req, root);
+		http_unstage(req);
 		return http_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	}
 	ki->id = NULL;		/* borrowed from the tree freed below; req->id has it */
 	if (ki->binary_output)
 		req->flags |= HTTP_F_BINARY_OUTPUT;
-	json_decref(root);
+	json_decref(req->root);
+	req->root = NULL;
 	http_drop_body(req);
 	METRICS_ADD(srv->ctx.metrics->staged_bytes, ki->input_bytes);
 	return http_submit(req, ki);
+}
+
+/* Called by the pinned pool's thread: keep the memory (NULL: none in time), wake the connection, let go. */
+static void
+http_staged(struct pinned_wait *w, void *mem)
+{
+	struct http_request *req = (struct http_request *)((char *)w - offsetof(struct http_request, wait));
+	http_server_t *srv = req->srv;
+	int last;
+
+	pthread_mutex_lock(&srv->lock);
+	req->slot = mem;
+	req->slot_bytes = mem != NULL ? w->bytes : 0;
+	http_state_set(req, HTTP_STATE_STAGED);
+	if (!(req->flags & HTTP_F_COMPLETED))
+		MHD_resume_connection(req->conn);
+	last = --req->refs == 0;
+	pthread_mutex_unlock(&srv->lock);
+	if (last)
+		http_request_free(req);
+}
+
+/* The request's deadline: its timeout (at most the model's default_timeout_us, which also stands in for none). */
+static uint64_t
+http_deadline(const struct http_request *req)
+{
+	uint64_t timeout = req->ki.timeout_us, most = req->m->batching.default_timeout_us;
+
+	return clock_now_us() + (timeout == 0 || timeout > most ? most : timeout);
+}
+
+/*
+ * Take the staging memory the request's layout needs from the pinned pool.
+ * When it is in use, the connection is suspended (holding no thread: the
+ * memory comes back through other connections' threads) until the pool's
+ * thread hands it over or the deadline passes; http_staging_done goes on.
+ */
+static enum MHD_Result
+http_take_slot(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	enum pinned_take taken;
+	void *mem = NULL;
+
+	req->wait = (struct pinned_wait){ .bytes = req->ki.staged_bytes, .deadline_us = req->deadline_us,
+	    .done = http_staged };
+	pthread_mutex_lock(&srv->lock);
+	if ((taken = pinned_pool_take(srv->pool, &req->wait, &mem)) == PINNED_WAITING) {
+		/* Counted active so that http_stop waits for it; suspended before the pool can answer. */
+		req->refs++;
+		req->flags |= HTTP_F_ACTIVE;
+		srv->active++;
+		http_state_set(req, HTTP_STATE_STAGING);
+		MHD_suspend_connection(req->conn);
+		pthread_mutex_unlock(&srv->lock);
+		return MHD_YES;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (taken == PINNED_REFUSED) {	/* the size was checked: the waits were cancelled */
+		http_unstage(req);
+		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+	}
+	req->slot = mem;
+	req->slot_bytes = req->wait.bytes;
+	return http_fill(req);
+}
+
+/* Resumed by the pinned pool: fill the memory it handed over and submit, or answer 503 (none in time, or stopping). */
+enum MHD_Result
+http_staging_done(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	uint64_t now = clock_now_us();
+
+	pthread_mutex_lock(&srv->lock);
+	http_state_set(req, HTTP_STATE_RECEIVING);
+	req->flags &= ~HTTP_F_ACTIVE;	/* http_submit counts it again */
+	if (--srv->active == 0)
+		pthread_cond_broadcast(&srv->idle);
+	pthread_mutex_unlock(&srv->lock);
+	if (req->slot != NULL) {
+		/* What is left of its timeout goes to the batcher. */
+		req->ki.timeout_us = req->deadline_us > now ? req->deadline_us - now : 1;
+		return http_fill(req);
+	}
+	http_unstage(req);
+	if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
+		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+	http_count_failure(srv, req->m->name, METRICS_REASON_BUSY);
+	return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: %zu bytes of HTTP staging memory "
+	    "(pinned_pool_bytes = %zu, shared by all HTTP requests) were not free within the request's timeout; "
+	    "retry later or raise pinned_pool_bytes", req->wait.bytes, pinned_pool_bytes(srv->pool));
+}
+
+/*
+ * Lay the parsed header out against the model, then take staging memory
+ * for exactly its tensors (a request larger than the whole pool is 413)
+ * and decode the tensor data (JSON text at the spans, the binary section of
+ * the body, or shared-memory regions) into it or the regions.
+ */
+static enum MHD_Result
+http_stage(struct http_request *req)
+{
+	http_server_t *srv = req->srv;
+	const model_t *m = req->m;
+	char *cause = NULL;
+
+	if (kserve_decode_layout(req->root, &req->src, m, &req->ki, &cause) != 0) {
+		http_unstage(req);
+		return http_invalid(req, m->name, cause);
+	}
+	if (req->ki.staged_bytes > pinned_pool_bytes(srv->pool)) {
+		http_unstage(req);
+		http_count_failure(srv, m->name, METRICS_REASON_INVALID);
+		return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "model '%s': this request's tensors need %zu "
+		    "bytes of HTTP staging memory, more than all of pinned_pool_bytes (%zu); send fewer rows or "
+		    "raise pinned_pool_bytes", m->name, req->ki.staged_bytes, pinned_pool_bytes(srv->pool));
+	}
+	req->deadline_us = http_deadline(req);
+	return http_take_slot(req);
 }
 
 /* The JSON header's length: the whole body, or Inference-Header-Content-Length's bytes of it. */
@@ -314,34 +430,27 @@ http_infer(struct http_request *req)
 	http_server_t *srv = req->srv;
 	const char *name = req->route == ROUTE_INFER ? req->model : NULL;
 	enum MHD_Result ret = MHD_NO;
-	struct tensor_text_span spans[KSERVE_MAX_SPANS];
-	struct kserve_source src = { req->body, spans, 0, srv->shm_enabled ? srv->shm : NULL };
-	struct kserve_binary bin;
 	char *cause = NULL;
 	size_t json_len;
-	int binary;
-	json_t *root;
 
 	if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
 		return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
 	if (req->route == ROUTE_INFER && http_url_model(req, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL)
 		return ret;
-	if (http_header_length(req, &json_len, &binary, &cause) != 0)
+	if (http_header_length(req, &json_len, &req->binary, &cause) != 0)
 		return http_invalid(req, name, cause);
-	if ((root = kserve_parse_fast(req->body, json_len, spans, &src.nspans, &cause)) == NULL)
+	req->src = (struct kserve_source){ req->body, req->spans, 0, srv->shm_enabled ? srv->shm : NULL };
+	/* Kept in the request: staging may wait for memory with the connection suspended. */
+	if ((req->root = kserve_parse_fast(req->body, json_len, req->spans, &req->src.nspans, &cause)) == NULL)
 		return http_invalid(req, name, cause);
-	if (name == NULL && (name = kserve_model_name(root, &cause)) == NULL) {
-		json_decref(root);
+	if (name == NULL && (name = kserve_model_name(req->root, &cause)) == NULL)
 		return http_invalid(req, NULL, cause);
-	}
-	if (req->route == ROUTE_INFER_SHORT && http_take_model(req, name, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL) {
-		json_decref(root);
+	if (req->route == ROUTE_INFER_SHORT && http_take_model(req, name, MHD_HTTP_SERVICE_UNAVAILABLE, &ret) == NULL)
 		return ret;
+	/* The body stays until its binary section is copied into the staging memory. */
+	if (req->binary) {
+		req->bin.data = (const unsigned char *)req->body + json_len;
+		req->bin.len = req->len - json_len;
 	}
-	/* The body stays until its binary section is copied into the slot. */
-	if (binary) {
-		bin.data = (const unsigned char *)req->body + json_len;
-		bin.len = req->len - json_len;
-	}
-	return http_stage(req, root, &src, binary ? &bin : NULL);
+	return http_stage(req);
 }

@@ -14,6 +14,7 @@
 #include "kserve.h"
 #include "pinned_pool.h"
 #include "shm_registry.h"
+#include "tensor_text.h"
 
 #ifndef MHD_HTTP_CONTENT_TOO_LARGE
 #define MHD_HTTP_CONTENT_TOO_LARGE 413	/* named so since libmicrohttpd 0.9.74 */
@@ -26,16 +27,19 @@
  * with Allow: a known path with the wrong method.  413: a body over
  * max_body_bytes or over the largest request its model can need, from
  * Content-Length before any byte is read, or the moment a chunked body
- * passes it (then nothing more is read).  503: queue full, all staging
- * slots in use, the body budget (http_body_budget_bytes) in use, a request
+ * passes it (then nothing more is read), or a request whose tensors need
+ * more than the whole pinned staging memory (pinned_pool_bytes).  503:
+ * queue full, the staging memory still in use when the request's timeout
+ * ran out, the body budget (http_body_budget_bytes) in use, a request
  * timeout (Triton's "Request timeout expired" is UNAVAILABLE), shutting
- * down.  Slow connections are closed by http_guard.c.  500: a device failure.  A model that failed to load answers 503
+ * down.  Slow connections are closed by http_guard.c.  500: a device
+ * failure.  A model that failed to load answers 503
  * with its load error for metadata and inference, and 400 for .../ready
  * (Triton's "Model version not ready").  POST /infer is the short form:
  * the body of /v2/models/{m}/infer plus "model": "{m}".  Either takes the
  * binary tensor extension: Inference-Header-Content-Length splits the
  * body into its JSON header and the tensors' raw bytes, which are copied
- * from the body straight into the pinned slot; an answer with a binary
+ * from the body straight into pinned staging memory; an answer with a binary
  * output carries the same header and is application/octet-stream.
  */
 
@@ -93,22 +97,25 @@ struct http_server {
 	int stopping;		/* set under lock, read atomically: http_begin_shutdown ran */
 	pthread_mutex_t lock;	/* active, and every request's wait state */
 	pthread_cond_t idle;
-	int active;		/* inference requests from submit to connection completion */
+	int active;		/* inference requests from staging or submit to connection completion */
 };
 
 /*
- * One HTTP request.  While it waits on the batcher two parties hold it:
- * libmicrohttpd until its completion callback, the batcher until done
- * runs; refs counts them and the last one frees it, so done never touches
- * a request that a vanished client took away.
+ * One HTTP request.  While it waits on the batcher (or on the pinned pool
+ * for staging memory) two parties hold it: libmicrohttpd until its
+ * completion callback, the batcher (the pool) until done runs; refs counts
+ * them and the last one frees it, so done never touches a request that a
+ * vanished client took away.
  */
 /*
  * Where a request is in its life.  RECEIVING -> ANSWERED for everything but
- * an accepted inference, which goes RECEIVING -> SUBMITTED (with the batcher)
+ * an accepted inference, which goes RECEIVING [-> STAGING (suspended until
+ * the pinned pool has its memory) -> STAGED (set by the pool's thread)]
+ * -> SUBMITTED (with the batcher)
  * -> SUSPENDED (the connection holds no thread) -> FINISHED (the batcher is
  * done; set by its thread) -> ANSWERED; SUSPENDED is skipped when the batcher
  * finishes first.  Read and written atomically: the batcher's thread sets
- * FINISHED (under srv->lock) while libmicrohttpd's may look.
+ * FINISHED and the pool's STAGED (under srv->lock) while libmicrohttpd's may look.
  */
 enum http_state {
 	HTTP_STATE_RECEIVING = 0,
@@ -116,6 +123,8 @@ enum http_state {
 	HTTP_STATE_SUSPENDED,
 	HTTP_STATE_FINISHED,
 	HTTP_STATE_ANSWERED,
+	HTTP_STATE_STAGING,
+	HTTP_STATE_STAGED,
 };
 
 /*
@@ -128,7 +137,7 @@ enum {
 	HTTP_F_BAD_VERSION = 1u << 1,	/* the URL's version is not a positive integer */
 	HTTP_F_BINARY_OUTPUT = 1u << 4,	/* answer with the output as binary data */
 	HTTP_F_COMPLETED = 1u << 5,	/* libmicrohttpd is done with the connection */
-	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active */
+	HTTP_F_ACTIVE = 1u << 6,	/* counted in srv->active (waiting for staging memory, or submitted) */
 };
 
 struct http_request {
@@ -151,7 +160,15 @@ struct http_request {
 	/* Inference. */
 	model_ref_t *ref;		/* the model version it holds until freed */
 	const model_t *m;
-	void *slot;
+	void *slot;			/* its staging memory from the pinned pool, slot_bytes long */
+	size_t slot_bytes;
+	struct pinned_wait wait;	/* for the staging memory when none was free */
+	uint64_t deadline_us;		/* when its timeout runs out (clock_now_us) */
+	json_t *root;			/* the parsed header, while staging */
+	struct tensor_text_span spans[KSERVE_MAX_SPANS];
+	struct kserve_source src;	/* the header's text and spans, the shm registry */
+	struct kserve_binary bin;	/* the body's binary section */
+	int binary;			/* bin is set */
 	char *id;
 	struct kserve_infer ki;		/* the decoded request: where its tensors lie in the slot */
 	struct batch_request breq;
@@ -210,6 +227,8 @@ const model_t *http_url_model(struct http_request *req, unsigned int failed_stat
 enum MHD_Result http_infer(struct http_request *req);
 /* Encode the answer from the staging memory and queue it; the memory goes back first. */
 enum MHD_Result http_answer_infer(struct http_request *req);
+/* Resumed by the pinned pool (HTTP_STATE_STAGED): fill its memory and submit, or answer 503. */
+enum MHD_Result http_staging_done(struct http_request *req);
 
 /* http_route.c: routing and the answers that are not inference. */
 /* Route url; returns the methods its path takes, NULL for an unknown path. */

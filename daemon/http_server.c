@@ -123,7 +123,9 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url,
 		return http_dispatch(req);
 	case HTTP_STATE_FINISHED:
 		return http_answer_infer(req);
-	default:	/* resumed early, or polled: the batcher is not done yet */
+	case HTTP_STATE_STAGED:
+		return http_staging_done(req);
+	default:	/* resumed early, or polled: the batcher or the pinned pool is not done yet */
 		return MHD_YES;
 	}
 }
@@ -220,38 +222,6 @@ http_start_daemon(http_server_t *s, char **cause)
 	return 0;
 }
 
-/* The loaded models (the first 64), for sizing the staging slots. */
-struct http_models {
-	const model_t *m[64];
-	size_t n;
-};
-
-/* repository_foreach: collect ref's model. */
-static void
-http_collect_model(const model_ref_t *ref, void *arg)
-{
-	struct http_models *h = arg;
-
-	if (h->n < sizeof h->m / sizeof h->m[0])
-		h->m[h->n++] = ref->model;
-}
-
-/*
- * Staging slot size: what the models loaded at start-up need, or
- * HTTP_BODY_SLACK when none is (models loaded later stage the requests
- * that fit; a larger one is refused naming the slot size).
- */
-static size_t
-http_slot_bytes(repository_t *repo)
-{
-	struct http_models h = { .n = 0 };
-	size_t slot;
-
-	repository_foreach(repo, http_collect_model, &h);
-	slot = pinned_pool_slot_bytes_for(h.m, h.n);
-	return h.n > 0 ? slot : HTTP_BODY_SLACK;
-}
-
 /* Make the shared-memory registry (always: a request may name a region only when the endpoints are on). */
 static int
 http_shm_start(http_server_t *s, char **cause)
@@ -270,12 +240,11 @@ http_shm_start(http_server_t *s, char **cause)
 	return shm_registry_create(&rc, &s->shm, cause) != 0 ? error_prefix(cause, "http") : 0;
 }
 
-/* Allocate the server and its pinned slots; the daemon starts later. */
+/* Allocate the server and its pinned staging memory; the daemon starts later. */
 static int
 http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 {
 	http_server_t *s;
-	size_t slot;
 	int rc;
 
 	if (ctx->config == NULL || ctx->dev == NULL || ctx->repo == NULL ||
@@ -294,9 +263,8 @@ http_create(const struct http_context *ctx, http_server_t **out, char **cause)
 		free(s);
 		return -1;
 	}
-	slot = http_slot_bytes(ctx->repo);
 	if (http_guard_start(ctx->config, &s->guard, cause) != 0 ||
-	    pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, slot, &s->pool, cause) != 0 ||
+	    pinned_pool_create(ctx->dev, ctx->config->pinned_pool_bytes, &s->pool, cause) != 0 ||
 	    batcher_client_create(ctx->batcher, "http", &s->client, cause) != 0) {
 		pinned_pool_free(s->pool);
 		http_guard_stop(s->guard);
@@ -337,8 +305,8 @@ http_start(const struct http_context *ctx, http_server_t **out, char **cause)
 		http_destroy(s);
 		return -1;
 	}
-	LOG_INFO("http: %d threads, %zu pinned staging slots of %zu bytes",
-	    ctx->config->http_threads, pinned_pool_slots(s->pool), pinned_pool_slot_size(s->pool));
+	LOG_INFO("http: %d threads, %zu bytes of pinned staging memory (pinned_pool_bytes), taken per request",
+	    ctx->config->http_threads, pinned_pool_bytes(s->pool));
 	*out = s;
 	return 0;
 }
@@ -352,6 +320,8 @@ http_begin_shutdown(http_server_t *s)
 	pthread_mutex_lock(&s->lock);
 	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
+	/* Requests waiting for staging memory are answered 503 now rather than at their timeouts. */
+	pinned_pool_cancel_waits(s->pool);
 }
 
 /* Wait up to HTTP_STOP_WAIT_S for requests in flight to be answered. */
@@ -375,7 +345,7 @@ http_wait_idle(http_server_t *s)
 /*
  * Stop: answer what is in flight, then close the batcher client (its done
  * callbacks have all run after that, so no connection stays suspended, which
- * MHD_stop_daemon requires), then stop the daemon and free the slots.
+ * MHD_stop_daemon requires), then stop the daemon and free the staging memory.
  */
 void
 http_stop(http_server_t *s)

@@ -768,15 +768,14 @@ kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 	return kserve_decode_request(root, NULL, bin, m, buf, buf_bytes, out, cause);
 }
 
-/* Check the request and write its input tensors into buf, or point them into shared memory. */
-int
-kserve_decode_request(const json_t *root, const struct kserve_source *src,
-    const struct kserve_binary *bin, const model_t *m, void *buf, size_t buf_bytes,
-    struct kserve_infer *out, char **cause)
+/* Check the request's header and lay its tensors out for buf_bytes of buffer, without touching a buffer. */
+static int
+kserve_decode_plan(const json_t *root, const struct kserve_source *src, const model_t *m,
+    size_t buf_bytes, struct kserve_infer *out, char **cause)
 {
 	const json_t *by_index[MODEL_MAX_IO] = { 0 };
 	int order[MODEL_MAX_IO];
-	size_t offset = 0, n = 0, j;
+	size_t n = 0;
 
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(root))
@@ -791,6 +790,29 @@ kserve_decode_request(const json_t *root, const struct kserve_source *src,
 	    kserve_layout(m, buf_bytes, out, cause) != 0 ||
 	    kserve_place_outputs(src, m, out, cause) != 0)
 		return -1;
+	return 0;
+}
+
+/* Check the request and lay it out, for a buffer of out->staged_bytes to be found. */
+int
+kserve_decode_layout(const json_t *root, const struct kserve_source *src, const model_t *m,
+    struct kserve_infer *out, char **cause)
+{
+	return kserve_decode_plan(root, src, m, SIZE_MAX, out, cause);
+}
+
+/* Write the input tensors of a request laid out by kserve_decode_layout into buf, or point them into shared memory. */
+int
+kserve_decode_tensors(const json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin, const model_t *m, void *buf, struct kserve_infer *out,
+    char **cause)
+{
+	const json_t *by_index[MODEL_MAX_IO] = { 0 };
+	int order[MODEL_MAX_IO];
+	size_t offset = 0, n = 0, j;
+
+	if (kserve_find_inputs(root, m, by_index, order, &n, cause) != 0)
+		return -1;
 	/* In the request's order: binary sections follow it. */
 	for (j = 0; j < n; j++)
 		if (kserve_decode_tensor(by_index[order[j]], src, j, bin, &offset, m, order[j], out,
@@ -804,6 +826,17 @@ kserve_decode_request(const json_t *root, const struct kserve_source *src,
 	for (j = 0; j < (size_t)out->nwanted; j++)
 		out->binary_output |= out->binary[out->wanted[j]];
 	return 0;
+}
+
+/* Check the request and write its input tensors into buf, or point them into shared memory. */
+int
+kserve_decode_request(const json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin, const model_t *m, void *buf, size_t buf_bytes,
+    struct kserve_infer *out, char **cause)
+{
+	if (kserve_decode_plan(root, src, m, buf_bytes, out, cause) != 0)
+		return -1;
+	return kserve_decode_tensors(root, src, bin, m, buf, out, cause);
 }
 
 /* Dump and free a JSON value (NULL: building it ran out of memory); NULL with *cause. */

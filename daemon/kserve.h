@@ -146,6 +146,18 @@ int kserve_decode_infer(const json_t *root, const struct kserve_binary *bin,
 int kserve_decode_request(const json_t *root, const struct kserve_source *src,
     const struct kserve_binary *bin, const model_t *m, void *buf, size_t buf_bytes,
     struct kserve_infer *out, char **cause);
+/*
+ * kserve_decode_request in two steps, for a caller that finds the buffer
+ * once it knows the size: kserve_decode_layout checks the request's header
+ * and lays its tensors out (out->staged_bytes is the buffer it needs);
+ * kserve_decode_tensors then writes the inputs into buf.  Call
+ * kserve_infer_release afterwards, also when either failed.
+ */
+int kserve_decode_layout(const json_t *root, const struct kserve_source *src, const model_t *m,
+    struct kserve_infer *out, char **cause);
+int kserve_decode_tensors(const json_t *root, const struct kserve_source *src,
+    const struct kserve_binary *bin, const model_t *m, void *buf, struct kserve_infer *out,
+    char **cause);
 /* Drop the region references a decoded request holds (the regions go back to shm). */
 void kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm);
 /* 1 when a tensor of ki lies in a CUDA shared-memory region (device memory), else 0. */

@@ -407,6 +407,7 @@ daemon_load_models(struct daemon *d, char **cause)
 		.dev = d->dev, .devices = d->devices, .batcher = d->batcher, .metrics = &d->metrics,
 		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
 		.inflight = d->config.inflight_batches, .settle_secs = d->config.repository_settle_secs,
+		.staging_bytes = d->config.pinned_pool_bytes,
 	};
 	char **names, *copy = NULL;
 	int r;

@@ -276,7 +276,7 @@ struct model_layout {
  * largest shape the model's memory was planned for.
  */
 int model_output_layout(const model_t *m, const struct model_shape *s, struct model_layout *out, char **cause);
-/* Bytes of one row of output o at the largest input shape (what staging slots are sized for). */
+/* Bytes of one row of output o at the largest input shape (the most a row of HTTP staging needs for it). */
 size_t model_output_max_row_bytes(const model_t *m, int o);
 /* Index of the input/output named name, or -1. */
 int model_input_index(const model_t *m, const char *name);

@@ -92,6 +92,7 @@ struct repository_options {
 	enum repository_control control;
 	int inflight;			/* batch contexts per version (device memory check) */
 	int settle_secs;		/* a rescan loads files left alone this long (0: at once) */
+	size_t staging_bytes;		/* pinned_pool_bytes: a model whose one row does not fit is refused (0: no check) */
 };
 
 /*

@@ -11,9 +11,11 @@
 #include "clock.h"
 #include "error.h"
 #include "fault.h"
+#include "kserve.h"
 #include "log.h"
 #include "model_warmup.h"
 #include "model_padding.h"
+#include "pinned_pool.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
 
@@ -191,6 +193,22 @@ repository_check_stop(repository_t *r, char **cause)
 	return repository_stopping(r) ? error_set(cause, "abandoned: the daemon is stopping") : 0;
 }
 
+/*
+ * The HTTP door stages a request's tensors in the pinned pool, so one row
+ * of the model at its maximum dims must fit there (larger requests wait
+ * for room or, over the whole pool, are refused per request).
+ */
+static int
+repository_check_staging(const repository_t *r, const model_t *m, char **cause)
+{
+	size_t need = pinned_pool_model_bytes(m, 1, KSERVE_TENSOR_ALIGN);
+
+	if (r->o.staging_bytes == 0 || (need != 0 && need <= r->o.staging_bytes))
+		return 0;
+	return error_set(cause, "one row at its maximum dims needs %zu bytes of HTTP staging memory, more "
+	    "than pinned_pool_bytes (%zu): raise pinned_pool_bytes or lower max_dims", need, r->o.staging_bytes);
+}
+
 /* Load, check, queue and warm up one version beside whatever serves; *out has one reference (the registry's). */
 static int
 repository_build(repository_t *r, const char *name, const char *dir, int64_t version,
@@ -221,7 +239,8 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		    dir, ref->model->name);
 		goto fail;
 	}
-	if (repository_placements(r, ref->model, &pl, cause) != 0 ||
+	if (repository_check_staging(r, ref->model, cause) != 0 ||
+	    repository_placements(r, ref->model, &pl, cause) != 0 ||
 	    repository_bind_copies(r, ref, dir, version, what, files.bytes, &pl, cause) != 0 ||
 	    repository_check_stop(r, cause) != 0 || repository_prepare(r, what, &pl, cause) != 0 ||
 	    repository_check_stop(r, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)

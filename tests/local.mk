@@ -142,7 +142,7 @@ CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_
 # The region registry as a unit; tritonclient (PyPI) and the HTTP extras against a real daemon.
 check_PROGRAMS += tests/unit/test_shm_registry
 TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh \
-	tests/integration/test_perf_analyzer.sh
+	tests/integration/test_perf_analyzer.sh tests/integration/test_http_staging.sh
 TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
 tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COMMON)
 tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -155,7 +155,8 @@ tests_unit_test_kserve_source_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_kserve_source_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_kserve_source_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += $(TRITON_TESTS)
-EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh tests/helpers/cuda_shm_client.py
+EXTRA_DIST += tests/helpers/triton_client.py tests/helpers/test_triton_lib.sh tests/helpers/cuda_shm_client.py \
+	tests/helpers/staging_client.py
 
 # --- shared-memory IPC tests (ipc) ---
 # The clients the scripts drive: one through libinferd, one speaking the wire by hand.

@@ -25,7 +25,7 @@ class InferdError(Exception):
 
 
 class Busy(InferdError):
-    """The model's queue is full (shm INFERD_EBUSY, HTTP 503): retry later or elsewhere."""
+    """The model's queue or the HTTP staging memory is full (shm INFERD_EBUSY, HTTP 503): retry later or elsewhere."""
 
 
 class Timeout(InferdError):
@@ -104,13 +104,15 @@ def from_http(status: int, message: str) -> InferdError:
     elif status in (400, 413):
         cls = InvalidRequest
     elif status == 503:
+        # The daemon's busy answers: a full queue ("busy: ...") and staging memory that stayed in use
+        # ("server busy: ... pinned_pool_bytes ..."); the latter names its timeout, so busy is looked for first.
         low = message.lower()
-        if low.startswith("busy"):
+        if "shutting down" in low:
+            cls = ShuttingDown
+        elif "busy" in low:
             cls = Busy
         elif "timed out" in low or "timeout" in low:
             cls = Timeout
-        elif "shutting down" in low:
-            cls = ShuttingDown
         else:
             cls = InferdError
     elif status == 500:

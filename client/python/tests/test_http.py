@@ -95,3 +95,15 @@ def test_errors_carry_the_daemons_message(http_client, url):
         inferd.http.Client("http://127.0.0.1:1").models()
     with pytest.raises(ValueError, match="expected http"):
         inferd.http.Client("https://example.org")
+
+
+@pytest.mark.parametrize("message", [
+    "busy: the model's queue is full",
+    "server busy: 2105344 bytes of HTTP staging memory (pinned_pool_bytes = 1048576) were not free "
+    "within the request's timeout of 1000 ms; retry later or raise pinned_pool_bytes",
+])
+def test_busy_answers_raise_busy(message):
+    err = inferd.errors.from_http(503, message)
+    assert isinstance(err, inferd.Busy) and err.status == 503
+    assert isinstance(inferd.errors.from_http(503, "timed out waiting for inference"), inferd.Timeout)
+    assert isinstance(inferd.errors.from_http(503, "server is shutting down"), inferd.ShuttingDown)
