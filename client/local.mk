@@ -69,6 +69,18 @@ client_bench_inferd_bench_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 
+# inferd-bench-mix: mixed-length traffic to a transformer encoder (one sequence per request, a
+# length drawn per request) over HTTP binary tensors or shm, with --check against each request alone.
+bin_PROGRAMS += client/bench/inferd-bench-mix
+client_bench_inferd_bench_mix_SOURCES = client/bench/inferd-bench-mix.c client/bench/bench_mix.h \
+	client/bench/bench_mix_model.c client/bench/bench_mix_data.c client/bench/bench_mix_http.c \
+	client/bench/bench_mix_shm.c client/bench/bench_mix_report.c client/bench/bench.h \
+	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_load_http.c \
+	client/bench/bench_run.c $(TOOLS_HTTP)
+client_bench_inferd_bench_mix_CPPFLAGS = $(BENCH_CPPFLAGS)
+client_bench_inferd_bench_mix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
+client_bench_inferd_bench_mix_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm
+
 # inferd-bench-engine (not installed): the backend alone (--engine) and, in CUDA builds,
 # the device's limits (--limits); it links the daemon's core library, so it sees daemon/.
 noinst_PROGRAMS += client/bench/inferd-bench-engine

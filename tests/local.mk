@@ -170,6 +170,9 @@ IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_loa
 	tests/integration/test_faults.sh tests/integration/test_shutdown_loads.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
+# inferd-bench-mix: mixed-length traffic to an exported encoder over HTTP and shm, with --check.
+TESTS += tests/integration/test_bench_mix.sh
+dist_check_SCRIPTS += tests/integration/test_bench_mix.sh
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
 # --- one libinferd connection shared by threads; cancel; the threaded example (libv1) ---
