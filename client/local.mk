@@ -80,6 +80,8 @@ client_bench_inferd_bench_mix_SOURCES = client/bench/inferd-bench-mix.c client/b
 client_bench_inferd_bench_mix_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_mix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
 client_bench_inferd_bench_mix_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm
+# Its PyTorch peer: BertModel on batches of 16 of the same length distribution, padded to each batch's longest.
+EXTRA_DIST += client/bench/torch_mixed_peer.py
 
 # inferd-bench-engine (not installed): the backend alone (--engine) and, in CUDA builds,
 # the device's limits (--limits); it links the daemon's core library, so it sees daemon/.
