@@ -74,8 +74,10 @@ mix_shm_shapes(struct mix_shm *s, const struct mix_run *r, char **cause)
 			s->outs[k].name = m->out[k].name;
 		}
 		if ((rc = inferd_output_dims(s->conn, s->m, 1, s->ins, m->ninputs, s->outs,
-		    m->noutputs)) != 0)
-			return mix_shm_error(cause, "output dims", rc), error_prefix(cause, "length %d", len);
+		    m->noutputs)) != 0) {
+			mix_shm_error(cause, "output dims", rc);
+			return error_prefix(cause, "--lengths: length %d", len);
+		}
 		od = &s->by_len[len];
 		for (k = 0; k < m->noutputs; k++) {
 			od->ndims[k] = s->outs[k].ndims;
