@@ -74,9 +74,8 @@ client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
 bin_PROGRAMS += client/bench/inferd-bench-mix
 client_bench_inferd_bench_mix_SOURCES = client/bench/inferd-bench-mix.c client/bench/bench_mix.h \
 	client/bench/bench_mix_model.c client/bench/bench_mix_data.c client/bench/bench_mix_http.c \
-	client/bench/bench_mix_shm.c client/bench/bench_mix_report.c client/bench/bench.h \
-	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_load_http.c \
-	client/bench/bench_run.c $(TOOLS_HTTP)
+	client/bench/bench_mix_shm.c client/bench/bench_mix_metrics.c client/bench/bench_mix_report.c \
+	client/bench/bench.h client/bench/bench_args.c client/bench/bench_hist.c $(TOOLS_HTTP)
 client_bench_inferd_bench_mix_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_mix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
 client_bench_inferd_bench_mix_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm

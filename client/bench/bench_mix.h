@@ -3,8 +3,9 @@
  * each request one sequence of a length drawn per request — over HTTP (binary
  * tensors) or shared memory.  The model's tensors (bench_mix_model.c), the
  * request contents and answer comparison (bench_mix_data.c), the HTTP and shm
- * workers (bench_mix_http.c, bench_mix_shm.c) and the report
- * (bench_mix_report.c); inferd-bench-mix.c drives the run.
+ * workers (bench_mix_http.c, bench_mix_shm.c), the server's counters
+ * (bench_mix_metrics.c) and the report (bench_mix_report.c); inferd-bench-mix.c
+ * drives the run.
  */
 #ifndef INFERD_BENCH_MIX_H
 #define INFERD_BENCH_MIX_H
@@ -83,6 +84,14 @@ struct mix_kinds {
 	char first[256];			/* the first refusal's message */
 };
 
+/* The server's counters of the model: inferences, executions, padded batches, pad and sequence positions. */
+#define MIX_COUNTERS 5
+enum { MIX_INFERENCES, MIX_EXECUTIONS, MIX_PADDED_BATCHES, MIX_PAD_POSITIONS, MIX_SEQ_POSITIONS };
+struct mix_counters {
+	uint64_t v[MIX_COUNTERS];
+	int have[MIX_COUNTERS];			/* the server exposes it */
+};
+
 struct mix_run;
 
 /* One client thread: its connection, counts and samples. */
@@ -121,7 +130,7 @@ struct mix_result {
 	struct bench_hist hist;
 	int distinct_lengths;
 	int have_server;
-	uint64_t d_inference, d_execution;
+	struct mix_counters server;		/* deltas over the window; have[] where read both times */
 	int checked;				/* --check: answers run again alone */
 	double worst_diff;			/* the largest difference, relative to the output's max abs */
 	int check_mismatch;			/* answers whose shape or bytes differ outright */
@@ -179,6 +188,11 @@ int mix_http_check(struct mix_run *r, struct mix_worker *w, int nw, struct mix_r
 void *mix_shm_worker(void *arg);
 int mix_shm_check(struct mix_run *r, struct mix_worker *w, int nw, struct mix_result *res,
     char **cause);
+
+/* ---- bench_mix_metrics.c ---- */
+
+/* Read model's counters from GET /metrics: the first two required, the rest where present; -1 with *cause. */
+int mix_metrics_read(const struct httpc_url *u, const char *model, struct mix_counters *c, char **cause);
 
 /* ---- bench_mix_report.c ---- */
 

@@ -19,6 +19,44 @@ mix_kind_label(const struct mix_run *r, int code)
 	return code == 503 ? "busy" : "other";
 }
 
+/* The server's side of the window: mean batch, and the padding where the server counts it. */
+static void
+mix_report_server_text(FILE *f, const struct mix_result *res)
+{
+	const struct mix_counters *c = &res->server;
+
+	if (!res->have_server || c->v[MIX_EXECUTIONS] == 0) {
+		fprintf(f, "server: mean batch not read (give --url)\n");
+		return;
+	}
+	fprintf(f, "server: %llu inferences in %llu executions, mean batch %.3f\n",
+	    (unsigned long long)c->v[MIX_INFERENCES], (unsigned long long)c->v[MIX_EXECUTIONS],
+	    (double)c->v[MIX_INFERENCES] / (double)c->v[MIX_EXECUTIONS]);
+	if (c->have[MIX_PADDED_BATCHES] && c->have[MIX_PAD_POSITIONS] && c->have[MIX_SEQ_POSITIONS])
+		fprintf(f, "server: %llu padded batches, padding %.1f%% of %llu sequence positions\n",
+		    (unsigned long long)c->v[MIX_PADDED_BATCHES], c->v[MIX_SEQ_POSITIONS] ?
+		    100.0 * (double)c->v[MIX_PAD_POSITIONS] / (double)c->v[MIX_SEQ_POSITIONS] : 0.0,
+		    (unsigned long long)c->v[MIX_SEQ_POSITIONS]);
+}
+
+/* The server's side as JSON: mean batch, and the padding counters the server has. */
+static json_t *
+mix_report_server_json(const struct mix_result *res)
+{
+	static const char *const keys[MIX_COUNTERS] = { "inferences", "executions", "padded_batches",
+		"pad_positions", "sequence_positions" };
+	const struct mix_counters *c = &res->server;
+	json_t *o = json_object();
+	int i;
+
+	for (i = 0; i < MIX_COUNTERS; i++)
+		if (c->have[i])
+			json_object_set_new(o, keys[i], json_integer((json_int_t)c->v[i]));
+	json_object_set_new(o, "mean_batch", json_real((double)c->v[MIX_INFERENCES] /
+	    (double)c->v[MIX_EXECUTIONS]));
+	return o;
+}
+
 /* Print the results for people. */
 void
 mix_report_text(FILE *f, const struct mix_run *r, const struct mix_result *res)
@@ -45,12 +83,7 @@ mix_report_text(FILE *f, const struct mix_run *r, const struct mix_result *res)
 	    bench_hist_quantile(&res->hist, 0.50) / 1e6, bench_hist_quantile(&res->hist, 0.90) / 1e6,
 	    bench_hist_quantile(&res->hist, 0.99) / 1e6, (double)res->hist.max_ns / 1e6);
 	fprintf(f, "distinct lengths answered %d\n", res->distinct_lengths);
-	if (res->have_server && res->d_execution > 0)
-		fprintf(f, "server: %llu inferences in %llu executions, mean batch %.3f\n",
-		    (unsigned long long)res->d_inference, (unsigned long long)res->d_execution,
-		    (double)res->d_inference / (double)res->d_execution);
-	else
-		fprintf(f, "server: mean batch not read (give --url)\n");
+	mix_report_server_text(f, res);
 	if (s->check)
 		fprintf(f, "check: %d answers run again alone, worst difference %.3g of the output's max abs "
 		    "(tolerance %g): %s\n", res->checked, res->worst_diff, s->tol,
@@ -96,10 +129,8 @@ mix_report_json(FILE *f, const struct mix_run *r, const struct mix_result *res, 
 		return error_set(cause, "out of memory building the JSON report");
 	if (s->label != NULL)
 		json_object_set_new(o, "label", json_string(s->label));
-	if (res->have_server && res->d_execution > 0)
-		json_object_set_new(o, "server", json_pack("{s:I, s:I, s:f}", "inferences",
-		    (json_int_t)res->d_inference, "executions", (json_int_t)res->d_execution,
-		    "mean_batch", (double)res->d_inference / (double)res->d_execution));
+	if (res->have_server && res->server.v[MIX_EXECUTIONS] > 0)
+		json_object_set_new(o, "server", mix_report_server_json(res));
 	if (s->check)
 		json_object_set_new(o, "check", json_pack("{s:i, s:f, s:f, s:b}", "checked", res->checked,
 		    "worst_diff", res->worst_diff, "tol", s->tol,

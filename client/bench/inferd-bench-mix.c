@@ -192,13 +192,13 @@ mix_sleep(struct mix_run *r, double s)
 
 /* Read the server's counters when --url was given; a failure only drops them. */
 static int
-mix_server_counters(const struct mix_run *r, uint64_t *inf, uint64_t *exec)
+mix_server_counters(const struct mix_run *r, struct mix_counters *c)
 {
 	char *cause = NULL;
 
 	if (!r->set->have_url)
 		return -1;
-	if (bench_metrics_read(&r->set->url, r->model.name, inf, exec, &cause) != 0) {
+	if (mix_metrics_read(&r->set->url, r->model.name, c, &cause) != 0) {
 		fprintf(stderr, "inferd-bench-mix: no mean batch: %s\n", cause);
 		free(cause);
 		return -1;
@@ -240,22 +240,25 @@ mix_start(struct mix_run *r, struct mix_worker *w, int *started, char **cause)
 static void
 mix_phases(struct mix_run *r, struct mix_result *res)
 {
-	uint64_t inf0 = 0, exec0 = 0, inf1 = 0, exec1 = 0, t0, t1;
-	int have0 = 0;
+	struct mix_counters c0, c1;
+	uint64_t t0, t1;
+	int have0, i;
 
 	if (mix_failed(r) || mix_sleep(r, r->set->warmup_s) != 0)
 		return;
-	have0 = mix_server_counters(r, &inf0, &exec0) == 0;
+	have0 = mix_server_counters(r, &c0) == 0;
 	t0 = bench_now_ns();
 	__atomic_store_n(&r->phase, BENCH_PHASE_MEASURE, __ATOMIC_RELEASE);
 	mix_sleep(r, r->set->duration_s);
 	__atomic_store_n(&r->phase, BENCH_PHASE_STOP, __ATOMIC_RELEASE);
 	t1 = bench_now_ns();
 	if (have0 && !mix_failed(r))
-		res->have_server = mix_server_counters(r, &inf1, &exec1) == 0;
+		res->have_server = mix_server_counters(r, &c1) == 0;
 	res->elapsed_s = (double)(t1 - t0) / 1e9;
-	res->d_inference = inf1 - inf0;
-	res->d_execution = exec1 - exec0;
+	for (i = 0; res->have_server && i < MIX_COUNTERS; i++) {
+		res->server.have[i] = c0.have[i] && c1.have[i];
+		res->server.v[i] = c1.v[i] - c0.v[i];
+	}
 }
 
 /* Add up the workers' results; -1 with *cause (the first worker's failure). */
