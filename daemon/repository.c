@@ -299,14 +299,17 @@ repository_take(struct repository_model *m, int64_t version, model_ref_t **out, 
 		;
 	if (ref == NULL) {
 		if (version != 0 && m->versions != NULL) {
-			error_set(cause, "model '%s' has no such version: %lld is not loaded (the newest loaded is %lld)",
+			error_set(cause, "Request for unknown model: '%s' version %lld is not found "
+			    "(no such version loaded; the newest loaded is %lld)",
 			    m->name, (long long)version, (long long)m->versions->version);
 			return REPOSITORY_NO_VERSION;
 		}
 		if (m->reason != NULL)
-			error_set(cause, "model '%s' is not ready: it failed to load: %s", m->name, m->reason);
+			error_set(cause, "Request for unknown model: '%s' has no available versions "
+			    "(not ready: it failed to load: %s)", m->name, m->reason);
 		else
-			error_set(cause, "model '%s' is not ready: %s", m->name,
+			error_set(cause, "Request for unknown model: '%s' has no available versions "
+			    "(not ready: %s)", m->name,
 			    m->state == REPOSITORY_LOADING ? "it is loading" : "model unloaded");
 		return REPOSITORY_NOT_READY;
 	}
@@ -325,7 +328,7 @@ repository_acquire(repository_t *r, const char *name, int64_t version, model_ref
 
 	pthread_mutex_lock(&r->lock);
 	if ((m = repository_model_find(r, name)) == NULL) {
-		error_set(cause, "unknown model '%s'", name);
+		error_set(cause, "Request for unknown model: '%s' is not found", name);
 		rc = REPOSITORY_UNKNOWN;
 	} else {
 		rc = repository_take(m, version, out, cause);
@@ -383,7 +386,7 @@ repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, 
 
 	pthread_mutex_lock(&r->lock);
 	if ((m = repository_model_find(r, name)) == NULL) {
-		error_set(cause, "unknown model '%s'", name);
+		error_set(cause, "Request for unknown model: '%s' is not found", name);
 	} else if (version == 0) {
 		*id = m->id;
 		rc = 0;
@@ -391,7 +394,8 @@ repository_id(repository_t *r, const char *name, int64_t version, uint32_t *id, 
 		for (ref = m->versions; ref != NULL && ref->version != version; ref = ref->next)
 			;
 		if (ref == NULL)
-			error_set(cause, "model '%s' has no version %lld loaded", name, (long long)version);
+			error_set(cause, "Request for unknown model: '%s' version %lld is not found",
+			    name, (long long)version);
 		else if ((rc = repository_pin(r, m, version, id)) != 0)
 			error_set(cause, "no more model ids (%u in use)", REPOSITORY_MAX_IDS);
 	}

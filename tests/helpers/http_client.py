@@ -250,15 +250,18 @@ def test_errors(srv, example, tally):
         return json.dumps({"inputs": [dict(req["inputs"][0], **inp)]})
 
     e("GET", "/nope", None, 404, ["unknown path", "/nope"])
-    e("GET", "/v2/models/nope", None, 404, ["unknown model", "nope"])
-    e("GET", "/v2/models/nope/ready", None, 404, ["unknown model"])
+    # Triton's wording, which its clients and examples test for, then inferd's detail.
+    e("GET", "/v2/models/nope", None, 404, ["Request for unknown model: 'nope' is not found"])
+    e("GET", "/v2/models/nope/ready", None, 404, ["Request for unknown model: 'nope' is not found"])
     e("GET", "/v2/models/" + "x" * 300, None, 404, ["unknown model"])
-    e("GET", "/v2/models/fashion-mlp/versions/2", None, 404, ["no such version"])
+    e("GET", "/v2/models/fashion-mlp/versions/2", None, 404,
+      ["Request for unknown model: 'fashion-mlp' version 2 is not found", "no such version"])
     e("GET", "/v2/models/fashion-mlp/bogus", None, 404, ["unknown path"])
-    e("POST", "/v2/models/nope/infer", example, 404, ["unknown model", "nope"])
+    e("POST", "/v2/models/nope/infer", example, 404, ["Request for unknown model: 'nope' is not found"])
     e("POST", "/infer", json.dumps(dict(req, model="nope")), 404, ["unknown model"])
     e("GET", "/v2/models/broken", None, 503, ["broken", "failed to load", "no-such-op"])
-    e("GET", "/v2/models/broken/ready", None, 400, ["not ready", "failed to load"])
+    e("GET", "/v2/models/broken/ready", None, 400,
+      ["Request for unknown model: 'broken' has no available versions", "not ready", "failed to load"])
     e("POST", "/v2/models/broken/infer", example, 503, ["failed to load"])
     hdrs, _ = e("GET", infer, None, 405, ["not allowed"])
     check(hdrs.get("allow") == "POST", "405 Allow header: %r" % hdrs.get("allow"))

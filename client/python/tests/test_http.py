@@ -82,7 +82,7 @@ def test_threads_share_one_client(http_client, rng, reference):
 
 def test_errors_carry_the_daemons_message(http_client, url):
     x = np.zeros((1, 784), np.float32)
-    with pytest.raises(inferd.ModelNotFound, match="unknown model 'no-such-model'") as e:
+    with pytest.raises(inferd.ModelNotFound, match="Request for unknown model: 'no-such-model' is not found") as e:
         http_client.infer("no-such-model", x)
     assert e.value.status == 404
     for binary in (True, False):
