@@ -76,6 +76,7 @@ enum http_route {
 	ROUTE_MODEL_READY,	/* GET /v2/models/{m}[/versions/1]/ready */
 	ROUTE_MODEL_CONFIG,	/* GET /v2/models/{m}[/versions/1]/config (Triton) */
 	ROUTE_MODEL_STATS,	/* GET /v2/models/{m}[/versions/1]/stats (Triton) */
+	ROUTE_ALL_STATS,	/* GET /v2/models/stats: every model's (Triton) */
 	ROUTE_INFER,		/* POST /v2/models/{m}[/versions/1]/infer */
 	ROUTE_INFER_SHORT,	/* POST /infer, the model named in the body */
 	ROUTE_METRICS,		/* GET /metrics */

@@ -107,6 +107,7 @@ http_route(struct http_request *req, const char *url)
 		{ "/v2", ROUTE_SERVER, HTTP_ALLOW_GET },
 		{ "/v2/", ROUTE_SERVER, HTTP_ALLOW_GET },
 		{ "/v2/models", ROUTE_INDEX, HTTP_ALLOW_GET },
+		{ "/v2/models/stats", ROUTE_ALL_STATS, HTTP_ALLOW_GET },
 		{ "/v2/repository/index", ROUTE_INDEX, HTTP_ALLOW_POST },
 		{ "/infer", ROUTE_INFER_SHORT, HTTP_ALLOW_POST },
 		{ "/metrics", ROUTE_METRICS, HTTP_ALLOW_GET },
@@ -272,7 +273,8 @@ http_dispatch(struct http_request *req)
 		body = kserve_encode_flag("ready", 1, &len, &cause);
 		return http_json(req, body, len, cause);
 	case ROUTE_SERVER:
-		body = kserve_encode_server_metadata(&len, &cause);
+		body = kserve_encode_server_metadata(&(struct kserve_server_info){ srv->shm_enabled,
+		    srv->shm_enabled && device_is_gpu(srv->ctx.dev) }, &len, &cause);
 		return http_json(req, body, len, cause);
 	case ROUTE_INDEX:
 		body = repository_index_json(srv->ctx.repo, &len, &cause);
@@ -285,6 +287,9 @@ http_dispatch(struct http_request *req)
 	case ROUTE_MODEL_CONFIG:
 	case ROUTE_MODEL_STATS:
 		return http_model_get(req);
+	case ROUTE_ALL_STATS:
+		body = kserve_encode_all_stats(srv->ctx.repo, srv->ctx.metrics, &len, &cause);
+		return http_json(req, body, len, cause);
 	case ROUTE_METRICS:
 		return http_metrics(req);
 	case ROUTE_SHM:

@@ -1031,11 +1031,17 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 
 /* Server metadata, with the KServe extensions implemented. */
 char *
-kserve_encode_server_metadata(size_t *len, char **cause)
+kserve_encode_server_metadata(const struct kserve_server_info *info, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:s, s:s, s:[s,s,s]}", "name", PACKAGE_NAME,
-	    "version", PACKAGE_VERSION, "extensions", KSERVE_EXT_BINARY, KSERVE_EXT_SYSTEM_SHM,
-	    KSERVE_EXT_CUDA_SHM), len, cause);
+	json_t *ext = json_pack("[s,s,s,s]", KSERVE_EXT_BINARY, KSERVE_EXT_STATISTICS,
+	    KSERVE_EXT_REPOSITORY, KSERVE_EXT_CONFIGURATION);
+
+	if (ext != NULL && info->system_shm && json_array_append_new(ext, json_string(KSERVE_EXT_SYSTEM_SHM)) != 0)
+		ext = (json_decref(ext), NULL);
+	if (ext != NULL && info->cuda_shm && json_array_append_new(ext, json_string(KSERVE_EXT_CUDA_SHM)) != 0)
+		ext = (json_decref(ext), NULL);
+	return kserve_dump(json_pack("{s:s, s:s, s:o}", "name", PACKAGE_NAME,
+	    "version", PACKAGE_VERSION, "extensions", ext), len, cause);
 }
 
 /* Tensors' metadata: name, datatype, shape with -1 for the batch and variable dims. */

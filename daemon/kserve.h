@@ -28,6 +28,10 @@
 /* Triton's shared-memory extensions (http_shm.c). */
 #define KSERVE_EXT_SYSTEM_SHM "system_shared_memory"
 #define KSERVE_EXT_CUDA_SHM "cuda_shared_memory"
+/* GET /v2/models[/{m}]/stats, POST /v2/repository/..., GET /v2/models/{m}/config. */
+#define KSERVE_EXT_STATISTICS "statistics"
+#define KSERVE_EXT_REPOSITORY "model_repository"
+#define KSERVE_EXT_CONFIGURATION "model_configuration"
 /* The Content-Type of a response that carries binary tensor data. */
 #define KSERVE_TYPE_BINARY "application/octet-stream"
 
@@ -183,8 +187,16 @@ char *kserve_encode_infer(const model_t *m, const char *id, const struct kserve_
  * The other bodies.  Each returns a malloc'ed NUL-terminated buffer of *len
  * bytes, or NULL with *cause (only when memory runs out).
  */
-/* Server metadata for GET /v2. */
-char *kserve_encode_server_metadata(size_t *len, char **cause);
+/* What the server metadata lists beside the extensions every daemon has. */
+struct kserve_server_info {
+	int system_shm;		/* the shared-memory endpoints are on */
+	int cuda_shm;		/* ... and a GPU backend runs, so CUDA regions work */
+};
+/*
+ * Server metadata for GET /v2: the extensions that work on this daemon
+ * (perf_analyzer reads statistics only when "statistics" is listed).
+ */
+char *kserve_encode_server_metadata(const struct kserve_server_info *info, size_t *len, char **cause);
 /* Model metadata for GET /v2/models/{m}. */
 char *kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause);
 /*

@@ -169,10 +169,47 @@ kserve_config_precision(const model_t *m)
 	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null());
 }
 
-/* The model's statistics. */
-char *
-kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
-    char **cause)
+/* Order batch_stats entries by batch size. */
+static int
+kserve_config_size_order(const void *a, const void *b)
+{
+	const struct metrics_batch_size *x = a, *y = b;
+
+	return (x->size > y->size) - (x->size < y->size);
+}
+
+/* Triton's batch_stats: one entry per batch size executed, ascending, with its compute_* counts. */
+static json_t *
+kserve_config_batch_stats(const struct metrics_model *mm)
+{
+	struct metrics_batch_size sizes[METRICS_BATCH_SIZES];
+	json_t *a = json_array();
+	json_int_t count;
+	size_t i, n = 0;
+
+	for (i = 0; i < METRICS_BATCH_SIZES; i++) {
+		sizes[n].size = __atomic_load_n(&mm->batch_sizes[i].size, __ATOMIC_ACQUIRE);
+		sizes[n].count = __atomic_load_n(&mm->batch_sizes[i].count, __ATOMIC_RELAXED);
+		sizes[n].compute_us = __atomic_load_n(&mm->batch_sizes[i].compute_us, __ATOMIC_RELAXED);
+		if (sizes[n].size != 0 && sizes[n].count != 0)
+			n++;
+	}
+	qsort(sizes, n, sizeof sizes[0], kserve_config_size_order);
+	for (i = 0; a != NULL && i < n; i++) {
+		count = (json_int_t)sizes[i].count;
+		if (json_array_append_new(a, json_pack("{s:I, s:o, s:o, s:o}",
+		    "batch_size", (json_int_t)sizes[i].size,
+		    "compute_input", kserve_config_duration(count, 0),
+		    "compute_infer", kserve_config_duration(count, (json_int_t)sizes[i].compute_us),
+		    "compute_output", kserve_config_duration(count, 0))) != 0)
+			a = (json_decref(a), NULL);
+	}
+	return a;
+}
+
+/* One model_stats entry of m from its counters mm (NULL: none yet). */
+static json_t *
+kserve_config_model_stats(const model_t *m, const struct metrics_model *mm)
 {
 	static const struct metrics_model none;
 	char version[24];
@@ -180,13 +217,54 @@ kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size
 	if (mm == NULL)
 		mm = &none;
 	snprintf(version, sizeof version, "%lld", (long long)m->version);
-	return kserve_config_dump(json_pack("{s:[{s:s, s:s, s:I, s:I, s:I, s:o, s:[], s:o, s:o, s:o}]}",
-	    "model_stats", "name", m->name, "version", version,
-	    "last_inference", (json_int_t)0,
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:{}, s:o, s:I, s:o, s:o, s:o}",
+	    "name", m->name, "version", version,
+	    "last_inference", kserve_config_load(&mm->last_inference_ms),
 	    "inference_count", kserve_config_load(&mm->inference_count),
 	    "execution_count", kserve_config_load(&mm->execution_count),
 	    "inference_stats", kserve_config_inference_stats(mm),
-	    "batch_stats", "memory_usage", kserve_config_memory_usage(m), "memory", kserve_config_memory(m),
-	    "precision", kserve_config_precision(m)),
+	    "response_stats",
+	    "batch_stats", kserve_config_batch_stats(mm),
+	    "batch_stats_uncounted", kserve_config_load(&mm->batch_other),
+	    "memory_usage", kserve_config_memory_usage(m), "memory", kserve_config_memory(m),
+	    "precision", kserve_config_precision(m));
+}
+
+/* The model's statistics. */
+char *
+kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
+    char **cause)
+{
+	return kserve_config_dump(json_pack("{s:[o]}", "model_stats", kserve_config_model_stats(m, mm)),
+	    len, cause);
+}
+
+/* What kserve_config_add_stats collects into. */
+struct kserve_config_all {
+	struct metrics *metrics;
+	json_t *list;		/* NULL once memory ran out */
+};
+
+/* repository_foreach: append ref's model's entry. */
+static void
+kserve_config_add_stats(const model_ref_t *ref, void *arg)
+{
+	struct kserve_config_all *all = arg;
+	const model_t *m = ref->model;
+
+	if (all->list != NULL && json_array_append_new(all->list,
+	    kserve_config_model_stats(m, metrics_find(all->metrics, m->name))) != 0)
+		all->list = (json_decref(all->list), NULL);
+}
+
+/* Every served version's statistics. */
+char *
+kserve_encode_all_stats(repository_t *repo, struct metrics *metrics, size_t *len, char **cause)
+{
+	struct kserve_config_all all = { .metrics = metrics, .list = json_array() };
+
+	if (all.list != NULL)
+		repository_foreach(repo, kserve_config_add_stats, &all);
+	return kserve_config_dump(all.list != NULL ? json_pack("{s:o}", "model_stats", all.list) : NULL,
 	    len, cause);
 }

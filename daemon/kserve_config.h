@@ -15,7 +15,10 @@
  * (count: requests answered), compute_infer the batches' device time (count:
  * batches, as execution_count).  compute_input and compute_output are not
  * measured apart (copies overlap compute in the pipeline): count as compute_infer,
- * ns 0.  last_inference is 0: inferd does not record the time of day.
+ * ns 0.  batch_stats has one entry per batch size executed (up to
+ * METRICS_BATCH_SIZES distinct sizes; batches of further sizes are counted in
+ * inferd's "batch_stats_uncounted"), with compute_infer their device time.
+ * last_inference is the wall-clock time of the last batch in ms since the epoch.
  */
 #ifndef INFERD_KSERVE_CONFIG_H
 #define INFERD_KSERVE_CONFIG_H
@@ -24,6 +27,7 @@
 
 #include "metrics.h"
 #include "model.h"
+#include "repository.h"
 
 /* The configuration of m; a malloc'ed NUL-terminated body of *len bytes, or NULL with *cause. */
 char *kserve_encode_model_config(const model_t *m, size_t *len, char **cause);
@@ -35,5 +39,8 @@ char *kserve_encode_model_config(const model_t *m, size_t *len, char **cause);
  */
 char *kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm,
     size_t *len, char **cause);
+
+/* GET /v2/models/stats: {"model_stats": [...]} with an entry per served version. */
+char *kserve_encode_all_stats(repository_t *repo, struct metrics *metrics, size_t *len, char **cause);
 
 #endif

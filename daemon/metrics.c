@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "metrics.h"
@@ -85,10 +86,35 @@ metrics_model_add(struct metrics *m, const char *name)
 	return mm;
 }
 
-/* Count one batch: execution, rows, histogram bucket, compute time. */
+/* The slot of batch size rows, claimed when new; NULL when the table is full. */
+static struct metrics_batch_size *
+metrics_batch_slot(struct metrics_model *mm, uint32_t rows)
+{
+	struct metrics_batch_size *s;
+	uint32_t seen;
+	size_t i, start = rows % METRICS_BATCH_SIZES;
+
+	for (i = 0; i < METRICS_BATCH_SIZES; i++) {
+		s = &mm->batch_sizes[(start + i) % METRICS_BATCH_SIZES];
+		seen = __atomic_load_n(&s->size, __ATOMIC_ACQUIRE);
+		if (seen == 0) {
+			seen = 0;
+			if (__atomic_compare_exchange_n(&s->size, &seen, rows, 0, __ATOMIC_ACQ_REL,
+			    __ATOMIC_ACQUIRE))
+				return s;
+		}
+		if (seen == rows)
+			return s;
+	}
+	return NULL;
+}
+
+/* Count one batch: execution, rows, histogram bucket, its size's slot, compute time, time of day. */
 void
 metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us)
 {
+	struct metrics_batch_size *slot;
+	struct timespec now;
 	int b = 0;
 
 	while (b < METRICS_BATCH_BUCKETS && rows > metrics_batch_bounds[b])
@@ -97,6 +123,16 @@ metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us)
 	METRICS_ADD(mm->inference_count, (uint64_t)rows);
 	METRICS_ADD(mm->batch_hist[b], 1);
 	METRICS_ADD(mm->compute_us, compute_us);
+	if (rows > 0 && (slot = metrics_batch_slot(mm, (uint32_t)rows)) != NULL) {
+		METRICS_ADD(slot->count, 1);
+		METRICS_ADD(slot->compute_us, compute_us);
+	} else {
+		METRICS_ADD(mm->batch_other, 1);
+	}
+	/* CLOCK_REALTIME cannot fail with a valid clock id and pointer; a failure leaves the last time. */
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		__atomic_store_n(&mm->last_inference_ms,
+		    (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u, __ATOMIC_RELAXED);
 }
 
 /* Read a counter atomically. */

@@ -24,6 +24,20 @@ enum metrics_reason {
 #define METRICS_BATCH_BUCKETS 10
 extern const int metrics_batch_bounds[METRICS_BATCH_BUCKETS];
 
+/*
+ * Distinct batch sizes counted apart per model (Triton's batch_stats): a
+ * table whose slots are claimed by the first batch of a size.  Batches of
+ * sizes beyond the table's room are counted in batch_other only.
+ */
+#define METRICS_BATCH_SIZES 128
+
+/* One batch size's batches and their compute time. */
+struct metrics_batch_size {
+	uint32_t size;				/* 0: free slot; set once by compare-and-swap */
+	uint64_t count;
+	uint64_t compute_us;
+};
+
 /* Per-model counters; all are monotonic except where noted. */
 struct metrics_model {
 	char name[128];
@@ -40,6 +54,9 @@ struct metrics_model {
 	uint64_t queue_us;			/* sum over requests of submit → batch start */
 	uint64_t compute_us;			/* sum over batches of compute time */
 	uint64_t request_us;			/* sum over requests of submit → done */
+	uint64_t last_inference_ms;		/* wall clock (ms since the epoch) of the last batch; not monotonic */
+	struct metrics_batch_size batch_sizes[METRICS_BATCH_SIZES];
+	uint64_t batch_other;			/* batches of sizes the table had no room for */
 };
 
 /* Process-wide counters. */
@@ -75,7 +92,7 @@ struct metrics_model *metrics_model_add(struct metrics *m, const char *name);
 void metrics_free(struct metrics *m);
 /* The counters of model name, or NULL. */
 struct metrics_model *metrics_find(struct metrics *m, const char *name);
-/* Count one executed batch of rows rows. */
+/* Count one executed batch of rows rows (its size's slot, the time of day). */
 void metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us);
 /*
  * Render everything in Prometheus text format into a malloc'ed string;

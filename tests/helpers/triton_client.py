@@ -255,6 +255,50 @@ def tc_shm(client, tc, ref, infer):
     shm.destroy_shared_memory_region(h_in)
 
 
+def tc_statistics(client, tc, ref):
+    """Triton's statistics from real counters: a batch of 3 rows and one of 1 show in batch_stats."""
+    import numpy as np
+    before = client.get_inference_statistics("fashion-mlp")["model_stats"][0]
+    for rows in (3, 1):
+        x = np.array(ref["inputs"][0:rows], dtype=np.float32)
+        inp = tc.InferInput("input", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        client.infer("fashion-mlp", [inp])
+    st = client.get_inference_statistics("fashion-mlp")["model_stats"]
+    check(len(st) == 1 and st[0]["name"] == "fashion-mlp" and st[0]["version"] == "1", "stats: %s" % st)
+    s = st[0]
+    inf = s["inference_stats"]
+    check(inf["success"]["count"] == before["inference_stats"]["success"]["count"] + 2
+          and inf["success"]["ns"] > before["inference_stats"]["success"]["ns"], "success counter: %s" % inf)
+    check(inf["compute_infer"]["count"] == s["execution_count"] and inf["queue"]["count"] == inf["success"]["count"],
+          "compute_infer/queue counts: %s" % s)
+    check(s["inference_count"] == before["inference_count"] + 4, "inference_count: %s" % s)
+    check(s["last_inference"] > 1.6e12, "last_inference is ms since the epoch: %s" % s["last_inference"])
+    sizes = {b["batch_size"]: b for b in s["batch_stats"]}
+    old = {b["batch_size"]: b["compute_infer"]["count"] for b in before["batch_stats"]}
+    grew = [n for n, b in sizes.items() if b["compute_infer"]["count"] > old.get(n, 0)]
+    # Sequential requests run one batch each, of their rows (or more, where a batch is padded).
+    check(max(grew, default=0) >= 3 and min(grew, default=0) >= 1
+          and sum(b["compute_infer"]["count"] for b in s["batch_stats"]) - sum(old.values()) == 2
+          and sum(b["compute_infer"]["count"] for b in s["batch_stats"]) == s["execution_count"]
+          and [b["batch_size"] for b in s["batch_stats"]] == sorted(sizes), "batch_stats: %s" % s["batch_stats"])
+    every = client.get_inference_statistics()["model_stats"]
+    check("fashion-mlp" in [e["name"] for e in every], "stats of every model: %s" % [e["name"] for e in every])
+
+
+def tc_errors(client, tc):
+    """The messages Triton's clients test for, as tritonclient raises them."""
+    from tritonclient.utils import InferenceServerException
+    for call, want in ((lambda: client.get_model_metadata("foo"), "Request for unknown model: 'foo' is not found"),
+                       (lambda: client.get_model_metadata("fashion-mlp", model_version="99"),
+                        "Request for unknown model: 'fashion-mlp' version 99 is not found")):
+        try:
+            call()
+            check(False, "no error for %s" % want)
+        except InferenceServerException as e:
+            check(e.message().startswith(want), "error text %r, want %r" % (e.message(), want))
+
+
 def cmd_tritonclient(a):
     try:
         import numpy  # noqa: F401
@@ -266,8 +310,8 @@ def cmd_tritonclient(a):
     client = tc.InferenceServerClient("127.0.0.1:%d" % a.port)
     check(client.is_server_live() and client.is_server_ready(), "live and ready")
     meta = client.get_server_metadata()
-    check({"binary_tensor_data", "system_shared_memory", "cuda_shared_memory"} <= set(meta["extensions"]),
-          "extensions: %s" % meta)
+    check({"binary_tensor_data", "system_shared_memory", "statistics", "model_repository",
+           "model_configuration"} <= set(meta["extensions"]), "extensions: %s" % meta)
     mm = client.get_model_metadata("fashion-mlp")
     check(mm["inputs"][0]["name"] == "input" and mm["outputs"][0]["datatype"] == "FP32", "metadata: %s" % mm)
     check(client.is_model_ready("fashion-mlp"), "model ready")
@@ -280,6 +324,8 @@ def cmd_tritonclient(a):
                      response_compression_algorithm="gzip")
     check(close_to(list(map(float, r.as_numpy("logits")[0])), ref["logits"][0]), "tritonclient with gzip both ways")
     tc_shm(client, tc, ref, a.shm_infer)
+    tc_statistics(client, tc, ref)
+    tc_errors(client, tc)
     client.close()
 
 
