@@ -80,6 +80,10 @@ kserve_config_tensors(const model_t *m, int outputs)
 	for (i = 0; a != NULL && i < n; i++) {
 		t = kserve_config_tensor(&io[i], outputs && i == 0 ? m->labels : NULL,
 		    outputs && i == 0 ? m->nlabels : 0);
+		/* Triton reports every input's format; image clients read it to lay out pixels. */
+		if (t != NULL && !outputs && json_object_set_new(t, "format",
+		    json_string(io[i].format[0] != '\0' ? io[i].format : "FORMAT_NONE")) != 0)
+			t = (json_decref(t), NULL);
 		if (t == NULL || json_array_append_new(a, t) != 0)
 			a = (json_decref(a), NULL);
 	}

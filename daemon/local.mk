@@ -22,6 +22,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model.c daemon/model_bind.c daemon/model_exec.c daemon/model.h daemon/model_impl.h daemon/model_config.c \
 	daemon/model_config.h daemon/model_config_json.c daemon/model_layout.c daemon/model_mlp.c \
 	daemon/model_onnx.c daemon/model_shape.c daemon/model_memory.c daemon/model_memory.h \
+	daemon/model_config_triton.c daemon/model_pbtxt.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_padding.c daemon/model_padding.h daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h daemon/text_buf.c daemon/text_buf.h \
@@ -72,7 +73,7 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/onnx_import.c daemon/onnx_import_tensors.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
 
 # Everything a program linking the core library needs.
-INFERD_CORE_LIBS = daemon/libinferd_core.a $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
+INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_LIBS) $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
 	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
 
 # The CUDA backend's files (daemon/backend/cuda): device_cuda.cu (streams, plans) and one file per concern
@@ -107,3 +108,19 @@ inferd_SOURCES = daemon/main.c
 inferd_CPPFLAGS = $(DAEMON_CPPFLAGS)
 inferd_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(SYSTEMD_CFLAGS)
 inferd_LDADD = $(INFERD_CORE_LIBS)
+
+# Triton's config.pbtxt: libprotobuf's text-format parser against model_pbtxt.proto (Triton's field names
+# and numbers for what inferd honours), in a library of its own since protobuf's code wants C++ exceptions
+# and RTTI, which the tensor data codec above is built without.
+noinst_LIBRARIES += daemon/libinferd_pbtxt.a
+nodist_daemon_libinferd_pbtxt_a_SOURCES = daemon/model_pbtxt.pb.cc daemon/model_pbtxt.pb.h
+daemon_libinferd_pbtxt_a_SOURCES = daemon/model_pbtxt.cc daemon/model_pbtxt.h
+daemon_libinferd_pbtxt_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/daemon $(PROTOBUF_CFLAGS) $(JANSSON_CFLAGS)
+daemon_libinferd_pbtxt_a_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread $(SANITIZER_FLAGS)
+BUILT_SOURCES += daemon/model_pbtxt.pb.cc daemon/model_pbtxt.pb.h
+CLEANFILES += daemon/model_pbtxt.pb.cc daemon/model_pbtxt.pb.h
+EXTRA_DIST += daemon/model_pbtxt.proto
+daemon/model_pbtxt.pb.h: daemon/model_pbtxt.pb.cc
+daemon/model_pbtxt.pb.cc: $(srcdir)/daemon/model_pbtxt.proto
+	$(AM_V_GEN)$(MKDIR_P) daemon && $(PROTOC) --proto_path=$(srcdir)/daemon --cpp_out=daemon \
+		$(srcdir)/daemon/model_pbtxt.proto

@@ -34,11 +34,12 @@ model_dir_name(model_t *m, const char *dir, char **cause)
 	return 0;
 }
 
-/* Prefix an error with model.json's path (and the override when there is one). */
+/* Prefix an error with the configuration file's path (and the override when there is one). */
 static int
 model_json_prefix(const model_t *m, const char *override, char **cause)
 {
-	return error_prefix(cause, "%s/model.json%s", m->dir, override != NULL ? " with the config override" : "");
+	return error_prefix(cause, "%s/%s%s", m->dir, model_config_triton_files(m->dir),
+	    override != NULL ? " with the config override" : "");
 }
 
 /* Load version_dir/model.onnx with the optional model.json. */

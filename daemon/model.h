@@ -66,6 +66,7 @@ struct model_io {
 	int64_t max_dims[MODEL_MAX_DIMS];	/* inputs: the largest value each dim may take (== dims[i] when fixed);
 						 * outputs: each dim at the largest input shape */
 	char datatype[16];			/* graph_dtype_name(dtype), the KServe name */
+	char format[16];			/* inputs: Triton's "FORMAT_NCHW"/"FORMAT_NHWC" as configured, else "" */
 	size_t row_elems;			/* product of max_dims */
 	/* Private to the engine: */
 	int tensor;				/* graph tensor index */

@@ -216,23 +216,81 @@ model_config_rename(json_t *root, const char *name)
 	return to != NULL && *to != '\0' ? to : name;
 }
 
+/* The members an "inputs" (input 1) or "outputs" entry may have: model.json's, and Triton's that inferd honours. */
+static int
+model_config_io_members(json_t *obj, int input, size_t k, char **cause)
+{
+	const char *key, *extra = input ? "format" : "label_filename";
+	json_t *v;
+
+	if (!json_is_object(obj))
+		return error_set(cause, "%s[%zu] must be an object", input ? "inputs" : "outputs", k);
+	json_object_foreach(obj, key, v)
+		if (strcmp(key, "name") != 0 && strcmp(key, "datatype") != 0 && strcmp(key, "dims") != 0 &&
+		    strcmp(key, extra) != 0)
+			return error_set(cause, "%s[%zu]: unknown member \"%s\" (an entry has \"name\", \"datatype\", "
+			    "\"dims\" and \"%s\")", input ? "inputs" : "outputs", k, key, extra);
+	return 0;
+}
+
+/* An input's Triton "format": FORMAT_NONE, or FORMAT_NCHW / FORMAT_NHWC on an input of 3 dims after the batch. */
+static int
+model_config_io_format(struct model_io *io, json_t *v, size_t k, char **cause)
+{
+	const char *f = json_string_value(v);
+
+	if (v == NULL)
+		return 0;
+	if (f == NULL || (strcmp(f, "FORMAT_NONE") != 0 && strcmp(f, "FORMAT_NCHW") != 0 &&
+	    strcmp(f, "FORMAT_NHWC") != 0))
+		return error_set(cause, "inputs[%zu] '%s': \"format\" must be \"FORMAT_NONE\", \"FORMAT_NCHW\" or "
+		    "\"FORMAT_NHWC\"", k, io->name);
+	if (strcmp(f, "FORMAT_NONE") != 0 && io->ndims != 3)
+		return error_set(cause, "inputs[%zu] '%s': %s needs 3 dims after the batch (C, H, W in its order); the "
+		    "graph's input has %d", k, io->name, f, io->ndims);
+	snprintf(io->format, sizeof io->format, "%s", strcmp(f, "FORMAT_NONE") == 0 ? "" : f);
+	return 0;
+}
+
+/* An output's label_filename: the class names of the model's first output. */
+static int
+model_config_io_labels(model_t *m, int i, json_t *v, size_t k, char **cause)
+{
+	const char *file = json_string_value(v);
+
+	if (v == NULL)
+		return 0;
+	if (file == NULL)
+		return error_set(cause, "outputs[%zu]: \"label_filename\" must be a string", k);
+	if (i != 0)
+		return error_set(cause, "outputs[%zu] '%s': label_filename is taken for the model's first output, '%s', "
+		    "only", k, m->outputs[i].name, m->outputs[0].name);
+	return model_config_triton_labels(m, file, cause) != 0 ? error_prefix(cause, "outputs[%zu]", k) : 0;
+}
+
 /* One declared tensor of "inputs"/"outputs" against the model's io of that name. */
 static int
-model_config_io_one(const model_t *m, json_t *obj, int input, size_t k, char **cause)
+model_config_io_one(model_t *m, json_t *obj, int input, size_t k, char **cause)
 {
 	const char *key = input ? "inputs" : "outputs", *name = json_string_value(json_object_get(obj, "name"));
 	const char *dt = json_string_value(json_object_get(obj, "datatype"));
 	json_t *dims = json_object_get(obj, "dims"), *d;
-	const struct model_io *io;
-	int i = name == NULL ? -1 : input ? model_input_index(m, name) : model_output_index(m, name);
+	struct model_io *io;
+	int i;
 	size_t j;
 
+	if (model_config_io_members(obj, input, k, cause) != 0)
+		return -1;
+	i = name == NULL ? -1 : input ? model_input_index(m, name) : model_output_index(m, name);
 	if (i < 0)
 		return error_set(cause, "%s[%zu]: the graph has no %s named '%s'", key, k, input ? "input" : "output",
 		    name ? name : "(no \"name\")");
 	io = input ? &m->inputs[i] : &m->outputs[i];
 	if (dt != NULL && strcmp(dt, io->datatype) != 0)
 		return error_set(cause, "%s[%zu] '%s': datatype %s, the graph's is %s", key, k, name, dt, io->datatype);
+	if (input ? model_config_io_format(io, json_object_get(obj, "format"), k, cause) != 0 :
+	    model_config_io_labels(m, i, json_object_get(obj, "label_filename"), k, cause) != 0)
+		return -1;
 	if (dims == NULL)
 		return 0;
 	if (!json_is_array(dims) || json_array_size(dims) != (size_t)io->ndims)
@@ -246,7 +304,7 @@ model_config_io_one(const model_t *m, json_t *obj, int input, size_t k, char **c
 
 /* Declared "inputs"/"outputs" (optional, documentation) must agree with the graph. */
 int
-model_config_check_io(const model_t *m, json_t *root, char **cause)
+model_config_check_io(model_t *m, json_t *root, char **cause)
 {
 	json_t *arr, *obj;
 	size_t k;
@@ -260,6 +318,64 @@ model_config_check_io(const model_t *m, json_t *root, char **cause)
 			return error_set(cause, "\"%s\" must be an array of tensors", input ? "inputs" : "outputs");
 		json_array_foreach(arr, k, obj)
 			if (model_config_io_one(m, obj, input, k, cause) != 0)
+				return -1;
+	}
+	return 0;
+}
+
+/* Integer fields of the configuration (ModelConfig's and model.json's) that may arrive quoted. */
+static const char *const model_config_int_keys[] = {
+	"max_batch_size", "max_queue_delay_microseconds", "preferred_batch_size", "preferred_batch_sizes",
+	"max_queue_size", "default_timeout_microseconds", "num_versions", "versions", "count", "gpus",
+	"dims", "plan_cache", "batch_sizes",
+};
+
+/* A quoted decimal integer as protobuf's JSON mapping writes int64 ("16", "-1"), made a number; others left. */
+static int
+model_config_unquote_one(json_t *parent, const char *key, size_t index, json_t *v)
+{
+	const char *s = json_string_value(v), *digits;
+	json_t *n;
+	long long x;
+
+	if (s == NULL)
+		return 0;
+	digits = s + (*s == '-');
+	if (*digits == '\0' || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 18)
+		return 0;	/* not a number, or past int64's 18 safe digits: left for the field's own check */
+	x = strtoll(s, NULL, 10);
+	if ((n = json_integer(x)) == NULL)
+		return -1;
+	return json_is_array(parent) ? json_array_set_new(parent, index, n) : json_object_set_new(parent, key, n);
+}
+
+/*
+ * Accept Triton's override JSON as protobuf parses it: an integer field may be
+ * a quoted number ({"max_batch_size": "16"}), at any depth, alone or in an array.
+ */
+static int
+model_config_unquote(json_t *obj)
+{
+	const char *key;
+	json_t *v, *e;
+	size_t i, k;
+
+	json_object_foreach(obj, key, v) {
+		for (k = 0; k < sizeof model_config_int_keys / sizeof model_config_int_keys[0]; k++)
+			if (strcmp(key, model_config_int_keys[k]) == 0)
+				break;
+		if (k < sizeof model_config_int_keys / sizeof model_config_int_keys[0]) {
+			if (model_config_unquote_one(obj, key, 0, v) != 0)
+				return -1;
+			v = json_object_get(obj, key);	/* the old value is gone when it was replaced */
+			json_array_foreach(v, i, e)
+				if (model_config_unquote_one(v, NULL, i, e) != 0)
+					return -1;
+		} else if (json_is_object(v) && model_config_unquote(v) != 0) {
+			return -1;
+		}
+		json_array_foreach(v, i, e)
+			if (json_is_object(e) && model_config_unquote(e) != 0)
 				return -1;
 	}
 	return 0;
@@ -281,6 +397,11 @@ model_config_parse_override(const char *text, json_t **out, char **cause)
 		json_decref(*out);
 		*out = NULL;
 		return error_set(cause, "config override: not a JSON object");
+	}
+	if (model_config_unquote(*out) != 0) {
+		json_decref(*out);
+		*out = NULL;
+		return error_set(cause, "config override: out of memory");
 	}
 	return 0;
 }
@@ -305,25 +426,49 @@ model_config_load_file(const char *path, json_t **out, char **cause)
 	return 0;
 }
 
-/* Load dir/model.json (NULL when absent and optional) with override's keys replacing its own. */
-int
-model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause)
+/* dir/model.json when present (required: also when absent, to say so), merged with dir/config.pbtxt. */
+static int
+model_config_files(const char *dir, int required, json_t **out, char **cause)
 {
-	json_t *ov = NULL;
+	json_t *triton = NULL;
 	struct stat st;
 	char *path;
 	int rc = 0;
 
 	*out = NULL;
-	if (override != NULL && model_config_parse_override(override, &ov, cause) != 0)
+	if (model_config_triton_read(dir, &triton, cause) != 0)
 		return -1;
 	if (asprintf(&path, "%s/model.json", dir) == -1) {
-		json_decref(ov);
+		json_decref(triton);
 		return error_set(cause, "out of memory");
 	}
-	if (stat(path, &st) == 0 || (required && ov == NULL))
+	if (stat(path, &st) == 0 || (required && triton == NULL))
 		rc = model_config_load_file(path, out, cause);
-	else if (ov != NULL && (*out = json_object()) == NULL)
+	free(path);
+	if (rc == 0 && triton != NULL && *out != NULL)
+		rc = model_config_triton_merge(*out, triton, dir, cause);
+	else if (rc == 0 && triton != NULL)
+		*out = json_incref(triton);
+	json_decref(triton);
+	if (rc != 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* Load dir/model.json and dir/config.pbtxt (NULL when both absent and optional) with override's keys replacing theirs. */
+int
+model_config_read(const char *dir, const char *override, int required, json_t **out, char **cause)
+{
+	json_t *ov = NULL;
+	int rc;
+
+	*out = NULL;
+	if (override != NULL && model_config_parse_override(override, &ov, cause) != 0)
+		return -1;
+	rc = model_config_files(dir, required && ov == NULL, out, cause);
+	if (rc == 0 && ov != NULL && *out == NULL && (*out = json_object()) == NULL)
 		rc = error_set(cause, "out of memory");
 	if (rc == 0 && ov != NULL && json_object_update(*out, ov) != 0)
 		rc = error_set(cause, "out of memory");
@@ -331,7 +476,6 @@ model_config_read(const char *dir, const char *override, int required, json_t **
 		json_decref(*out);
 		*out = NULL;
 	}
-	free(path);
 	json_decref(ov);
 	return rc;
 }

@@ -87,6 +87,8 @@ int model_finish(model_t *m, json_t *cfg, char **cause);
 /* Whether the graph's inputs share a leading batch dimension (model_bind.c). */
 int model_graph_has_batch(const graph_t *g);
 
+/* label_filename (a file in m->dir, one class name per line) into m->labels (model_config_triton.c). */
+int model_config_triton_labels(model_t *m, const char *file, char **cause);
 /* "dynamic_batching", "labels", "warmup", "instance_group" and "padding" into m (max_batch_size already set). */
 int model_config_serving(model_t *m, json_t *root, char **cause);
 /* "padding" (optional) into m->padding: names only; model_padding_check (model_padding.h) resolves them. */
@@ -100,7 +102,7 @@ int model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause);
 /* The maximum of variable dim d of input name from "max_dims" (0 when not given; -1 on a bad entry). */
 int model_config_max_dim(json_t *root, const char *input, int d, int64_t fixed, int64_t *out, char **cause);
 /* "inputs"/"outputs" declared in an ONNX model.json (optional) agree with the graph's names, datatypes, dims. */
-int model_config_check_io(const model_t *m, json_t *root, char **cause);
+int model_config_check_io(model_t *m, json_t *root, char **cause);
 /* The name "rename" gives tensor name, or name itself. */
 const char *model_config_rename(json_t *root, const char *name);
 

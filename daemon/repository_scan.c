@@ -422,7 +422,7 @@ scan_sign_file(const char *dir, const char *name, struct repository_files *f)
 		f->signature = (f->signature ^ p[i]) * 1099511628211ull;
 }
 
-/* Describe version's files: model.json, then the version directory's regular files in readdir order. */
+/* Describe version's files: model.json and config.pbtxt, then the version directory's regular files in readdir order. */
 void
 repository_scan_files(const char *model_dir, int64_t version, struct repository_files *out)
 {
@@ -435,6 +435,7 @@ repository_scan_files(const char *model_dir, int64_t version, struct repository_
 	out->bytes = 0;
 	out->newest_ns = 0;
 	scan_sign_file(model_dir, "model.json", out);
+	scan_sign_file(model_dir, "config.pbtxt", out);
 	snprintf(vdir, sizeof vdir, "%s/%lld", model_dir, (long long)version);
 	if (stat(vdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(vdir, sizeof vdir, "%s", model_dir);
@@ -448,7 +449,8 @@ repository_scan_files(const char *model_dir, int64_t version, struct repository_
 		return;
 	/* readdir's order is stable for an unchanged directory; a change of order is a change. */
 	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.' && strcmp(de->d_name, "model.json") != 0)
+		if (de->d_name[0] != '.' && strcmp(de->d_name, "model.json") != 0 &&
+		    strcmp(de->d_name, "config.pbtxt") != 0)
 			scan_sign_file(vdir, de->d_name, out);
 	closedir(d);
 }

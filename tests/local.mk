@@ -103,7 +103,7 @@ tests_fuzz_fuzz_kserve_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_kserve_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/integration/test_http.sh
-EXTRA_DIST += tests/helpers/http_client.py
+EXTRA_DIST += tests/helpers/http_client.py tests/helpers/triton_repository.py
 
 # --- tensor data codec (tensor-text) ---
 # The codec against strtof and independent references; its fuzz target run over its corpus.
@@ -142,8 +142,16 @@ CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_
 # The region registry as a unit; tritonclient (PyPI) and the HTTP extras against a real daemon.
 check_PROGRAMS += tests/unit/test_shm_registry
 TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh \
-	tests/integration/test_perf_analyzer.sh tests/integration/test_http_staging.sh
+	tests/integration/test_perf_analyzer.sh tests/integration/test_http_staging.sh \
+	tests/integration/test_triton_repository.sh
 TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
+# config.pbtxt's reader over its seed corpus (every file, prefix and fixed mutations).
+check_PROGRAMS += tests/fuzz/fuzz_model_pbtxt
+TESTS += tests/fuzz/fuzz_model_pbtxt
+tests_fuzz_fuzz_model_pbtxt_SOURCES = tests/fuzz/fuzz_model_pbtxt.c $(FUZZ_CORPUS)
+tests_fuzz_fuzz_model_pbtxt_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_fuzz_fuzz_model_pbtxt_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_fuzz_fuzz_model_pbtxt_LDADD = $(TEST_LDADD)
 tests_unit_test_shm_registry_SOURCES = tests/unit/test_shm_registry.c $(TEST_COMMON)
 tests_unit_test_shm_registry_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_shm_registry_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
@@ -290,7 +298,7 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text model_pbtxt
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
@@ -300,7 +308,8 @@ FUZZ_CPPFLAGS = $(DEFS) -I$(abs_top_builddir) -I$(abs_top_srcdir)/include -I$(ab
 	$(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	-DFUZZ_LIBFUZZER -DFUZZ_SRCDIR='"$(abs_top_srcdir)"'
 # The core's own libraries, whatever they are, with the instrumented archive in its place.
-FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(filter-out daemon/libinferd_core.a,$(INFERD_CORE_LIBS)) -lpthread
+FUZZ_LIBS = tests/fuzz/libfuzzcore.a $(filter-out daemon/libinferd_core.a daemon/libinferd_pbtxt.a,$(INFERD_CORE_LIBS)) \
+	-lpthread
 # Per-target libFuzzer options: the HTTP server's threads allocate between inputs, so leaks are
 # left to the sanitizer build's tests there.
 FUZZ_OPTS_http = -detect_leaks=0
@@ -309,12 +318,15 @@ FUZZ_CORE_CXX = $(filter %.cc,$(daemon_libinferd_core_a_SOURCES))
 FUZZ_CORE_DEPS = $(addprefix $(srcdir)/,$(filter %.h,$(daemon_libinferd_core_a_SOURCES))) config.h
 
 tests/fuzz/libfuzzcore.a: $(addprefix $(srcdir)/,$(FUZZ_CORE_SRC) $(FUZZ_CORE_CXX)) $(FUZZ_CORE_DEPS) \
-		$(daemon_libinferd_core_a_LIBADD)
+		$(daemon_libinferd_core_a_LIBADD) $(srcdir)/daemon/model_pbtxt.cc daemon/model_pbtxt.pb.cc
 	@rm -rf tests/fuzz/core && $(MKDIR_P) tests/fuzz/core
 	$(AM_V_CC)cd tests/fuzz/core && $(FUZZ_CC) -std=gnu11 $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) \
 		-c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_SRC))
 	$(AM_V_CXX)cd tests/fuzz/core && $(FUZZ_CC)++ -std=c++17 -fno-exceptions -fno-rtti $(FUZZ_CFLAGS) \
 		-fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) -c $(addprefix $(abs_top_srcdir)/,$(FUZZ_CORE_CXX))
+	$(AM_V_CXX)cd tests/fuzz/core && $(FUZZ_CC)++ -std=c++17 $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) \
+		-I$(abs_top_builddir)/daemon $(PROTOBUF_CFLAGS) -c $(abs_top_srcdir)/daemon/model_pbtxt.cc \
+		$(abs_top_builddir)/daemon/model_pbtxt.pb.cc
 	$(AM_V_AR)rm -f $@ && $(AR) rcs $@ tests/fuzz/core/*.o $(daemon_libinferd_core_a_LIBADD)
 tests/fuzz/fuzz_%_libfuzzer: $(srcdir)/tests/fuzz/fuzz_%.c tests/fuzz/libfuzzcore.a
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_CPPFLAGS) -o $@ $< $(FUZZ_LIBS)

@@ -203,8 +203,8 @@ def test_config(base, inferctl, socket):
     `model` prints the same over HTTP as over shared memory."""
     with urllib.request.urlopen(base + "/v2/models/multi/config", timeout=30) as r:
         c = json.load(r)
-    want_in = [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]},
-               {"name": "ids", "data_type": "TYPE_INT64", "dims": [-1]}]
+    want_in = [{"name": "x", "data_type": "TYPE_FP32", "dims": [4], "format": "FORMAT_NONE"},
+               {"name": "ids", "data_type": "TYPE_INT64", "dims": [-1], "format": "FORMAT_NONE"}]
     want_out = [{"name": "y", "data_type": "TYPE_FP32", "dims": [4]},
                 {"name": "s", "data_type": "TYPE_FP32", "dims": [1]},
                 {"name": "z", "data_type": "TYPE_FP32", "dims": [-1]}]
