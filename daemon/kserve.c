@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "kserve.h"
+#include "kserve_classify.h"
 #include "kserve_params.h"
 #include "kserve_tensor.h"
 
@@ -297,6 +298,22 @@ kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm)
 	ki->nregions = 0;
 }
 
+/* parameters.classification of an output: a positive integer k (0 when absent). */
+static int
+kserve_decode_classification(const json_t *params, const char *name, int *k, char **cause)
+{
+	const json_t *v = params != NULL ? json_object_get(params, "classification") : NULL;
+
+	*k = 0;
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
+		return error_set(cause, "output '%s': parameter 'classification' must be a positive integer "
+		    "(the number of classes to return)", name);
+	*k = (int)json_integer_value(v);
+	return 0;
+}
+
 /* One entry of "outputs": a known name, given once; binary_data overrides binary_data_output. */
 static int
 kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
@@ -324,8 +341,13 @@ kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
 		return error_set(cause, "outputs[%zu]: field 'parameters' must be an object", i);
 	if (params != NULL && kserve_opt_bool(params, "binary_data", "outputs[]: ", &binary, cause) != 0)
 		return -1;
+	if (kserve_decode_classification(params, name, &out->classify[k], cause) != 0)
+		return -1;
 	if (kserve_shm_params(params, "output", name, &ref, cause) != 0)
 		return -1;
+	if (ref.region != NULL && out->classify[k] > 0)
+		return error_set(cause, "output '%s': classification is answered in the body, not in a shared-memory "
+		    "region (drop one of the two parameters)", name);
 	if (ref.region != NULL) {
 		/* Written into the region; the answer only describes it. */
 		out->output_region[k] = ref.region;
@@ -882,11 +904,17 @@ kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
  * naming its binary bytes; nothing more for an output in shared memory.
  */
 static json_t *
-kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, char **cause)
+kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
+    const struct kserve_classes *cls, char **cause)
 {
 	const struct model_io *io = &m->outputs[o];
 	json_t *t;
 
+	if (ki->classify[o] > 0) {
+		if ((t = kserve_classified_tensor(m, o, ki, &cls[o])) == NULL)
+			error_set(cause, "out of memory (or a class label that is not UTF-8)");
+		return t;
+	}
 	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "datatype", graph_dtype_name(io->dtype),
 	    "shape", kserve_shape(m, ki->rows, io->ndims, ki->layout.dims[o]));
 	/*
@@ -905,11 +933,11 @@ kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, cha
 	return t;
 }
 
-/* 1 when output o goes back as JSON numbers. */
+/* 1 when output o goes back as JSON numbers (a classified output's strings are in the tree already). */
 static int
 kserve_json_output(const struct kserve_infer *ki, int o)
 {
-	return !ki->binary[o] && ki->output_shm[o] == NULL;
+	return !ki->binary[o] && ki->output_shm[o] == NULL && ki->classify[o] == 0;
 }
 
 /*
@@ -966,7 +994,7 @@ kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsign
 /* Append the binary outputs, in the answer's order, to the JSON header at s (header_len bytes). */
 static char *
 kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
-    char *s, size_t header_len, size_t *len)
+    const struct kserve_classes *cls, char *s, size_t header_len, size_t *len)
 {
 	size_t total = header_len, esize;
 	char *p;
@@ -974,7 +1002,8 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 
 	for (k = 0; k < ki->nwanted; k++)
 		if (ki->binary[ki->wanted[k]])
-			total += ki->output_len[ki->wanted[k]];
+			total += ki->classify[ki->wanted[k]] > 0 ? cls[ki->wanted[k]].bytes :
+			    ki->output_len[ki->wanted[k]];
 	if ((p = xrealloc(s, total + 1)) == NULL) {
 		free(s);
 		return NULL;
@@ -984,6 +1013,11 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 		o = ki->wanted[k];
 		if (!ki->binary[o])
 			continue;
+		if (ki->classify[o] > 0) {
+			kserve_classes_binary(&cls[o], (unsigned char *)p + *len);
+			*len += cls[o].bytes;
+			continue;
+		}
 		esize = graph_dtype_size(m->outputs[o].dtype);
 		/* The same byte swap reads and writes: it is its own inverse. */
 		kserve_tensor_copy_le(p + *len, buf + ki->output_offset[o], ki->output_len[o] / esize, esize);
@@ -992,19 +1026,19 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 	return p;
 }
 
-/* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
-char *
-kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
-    const void *buf, size_t *len, size_t *header_len, char **cause)
+/* The response's JSON tree: model, version, id, each wanted output described. */
+static json_t *
+kserve_response_tree(const model_t *m, const char *id, const struct kserve_infer *ki,
+    const struct kserve_classes *cls, char **cause)
 {
 	json_t *outputs = json_array(), *tensor, *resp;
-	char *s, version[24];
+	char version[24];
 	int k;
 
 	if (outputs == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	for (k = 0; k < ki->nwanted; k++) {
-		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, cause)) == NULL) {
+		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, cls, cause)) == NULL) {
 			json_decref(outputs);
 			return NULL;
 		}
@@ -1020,12 +1054,34 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 		json_decref(resp);
 		resp = NULL;
 	}
+	if (resp == NULL)
+		error_set(cause, "out of memory");
+	return resp;
+}
+
+/* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
+char *
+kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
+    const void *buf, size_t *len, size_t *header_len, char **cause)
+{
+	struct kserve_classes cls[MODEL_MAX_IO];
+	json_t *resp = NULL;
+	char *s = NULL;
+	int o;
+
+	memset(cls, 0, sizeof cls);
+	if (kserve_classify_outputs(m, ki, buf, cls, cause) != 0 ||
+	    (resp = kserve_response_tree(m, id, ki, cls, cause)) == NULL)
+		goto out;
 	if ((s = kserve_dump(resp, header_len, cause)) == NULL ||
 	    (s = kserve_splice_data(m, ki, buf, s, header_len, cause)) == NULL)
-		return NULL;
+		goto out;
 	*len = *header_len;
-	if (ki->binary_output && (s = kserve_append_binary(m, ki, buf, s, *header_len, len)) == NULL)
-		return error_set(cause, "out of memory"), NULL;
+	if (ki->binary_output && (s = kserve_append_binary(m, ki, buf, cls, s, *header_len, len)) == NULL)
+		error_set(cause, "out of memory");
+out:
+	for (o = 0; o < MODEL_MAX_IO; o++)
+		kserve_classes_free(&cls[o]);
 	return s;
 }
 
@@ -1033,8 +1089,8 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 char *
 kserve_encode_server_metadata(const struct kserve_server_info *info, size_t *len, char **cause)
 {
-	json_t *ext = json_pack("[s,s,s,s]", KSERVE_EXT_BINARY, KSERVE_EXT_STATISTICS,
-	    KSERVE_EXT_REPOSITORY, KSERVE_EXT_CONFIGURATION);
+	json_t *ext = json_pack("[s,s,s,s,s]", KSERVE_EXT_BINARY, KSERVE_EXT_STATISTICS,
+	    KSERVE_EXT_REPOSITORY, KSERVE_EXT_CONFIGURATION, KSERVE_EXT_CLASSIFICATION);
 
 	if (ext != NULL && info->system_shm && json_array_append_new(ext, json_string(KSERVE_EXT_SYSTEM_SHM)) != 0)
 		ext = (json_decref(ext), NULL);

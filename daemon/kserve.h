@@ -32,6 +32,8 @@
 #define KSERVE_EXT_STATISTICS "statistics"
 #define KSERVE_EXT_REPOSITORY "model_repository"
 #define KSERVE_EXT_CONFIGURATION "model_configuration"
+/* outputs[].parameters.classification (kserve_classify.h). */
+#define KSERVE_EXT_CLASSIFICATION "classification"
 /* The Content-Type of a response that carries binary tensor data. */
 #define KSERVE_TYPE_BINARY "application/octet-stream"
 
@@ -62,6 +64,8 @@ struct kserve_infer {
 	int nwanted;		/* outputs to return, as model output indices in the answer's order */
 	int wanted[MODEL_MAX_IO];	/* every output in the model's order when "outputs" is absent */
 	int binary[MODEL_MAX_IO];	/* per model output: goes back as binary data */
+	int classify[MODEL_MAX_IO];	/* per model output: parameters.classification's k (Triton's
+					 * extension: the top k as BYTES "value:index[:label]"), 0 none */
 	int binary_output;	/* some wanted output goes back as binary data (outputs[].parameters.binary_data,
 				 * else parameters.binary_data_output) */
 	/*

@@ -15,15 +15,13 @@
 static const char *const request_known[] = { "timeout_us", "timeout", "binary_data_output", NULL };
 static const char *const input_known[] = { "binary_data_size", "shared_memory_region", "shared_memory_offset",
 	"shared_memory_byte_size", NULL };
-static const char *const output_known[] = { "binary_data", "shared_memory_region", "shared_memory_offset",
-	"shared_memory_byte_size", NULL };
+static const char *const output_known[] = { "binary_data", "classification", "shared_memory_region",
+	"shared_memory_offset", "shared_memory_byte_size", NULL };
 
 /* Why a well-known Triton parameter is refused, beyond "not implemented". */
 static const char *
 kserve_param_note(const char *name)
 {
-	if (strcmp(name, "classification") == 0)
-		return " (Triton's classification extension: ask for the output and take its top k)";
 	if (strcmp(name, "sequence_id") == 0 || strncmp(name, "sequence_", 9) == 0)
 		return " (inferd has no sequence batching)";
 	if (strcmp(name, "priority") == 0)

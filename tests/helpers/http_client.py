@@ -220,7 +220,8 @@ def test_health_and_metadata(srv):
     check(status == 200 and doc == {"ready": True}, "ready: %d %r" % (status, doc))
     status, _, doc = srv.json("GET", "/v2")
     # What works here: CUDA regions only where a GPU backend runs.
-    exts = ["binary_tensor_data", "statistics", "model_repository", "model_configuration", "system_shared_memory"]
+    exts = ["binary_tensor_data", "statistics", "model_repository", "model_configuration", "classification",
+            "system_shared_memory"]
     if os.environ.get("INFERD_TEST_DEVICE", "cpu").startswith("cuda"):
         exts.append("cuda_shared_memory")
     check(status == 200 and doc.get("name") == "inferd" and isinstance(doc.get("version"), str)

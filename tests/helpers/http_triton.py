@@ -97,17 +97,48 @@ def test_parameters(base, example):
     refused(base, with_({"priority": 1}), ["'priority'", "not implemented"])
     refused(base, with_({"sequence_id": 7, "timeout_us": 1000000}), ["'sequence_id'"])
     refused(base, with_({"priority": 1, "sequence_start": True}), ["'priority'", "'sequence_start'"])
-    refused(base, with_(out_params={"classification": 3}), ["outputs[0]", "'classification'"])
+    refused(base, with_(out_params={"classification": 0}), ["output 'logits'", "'classification'",
+                                                            "positive integer"])
     refused(base, with_(in_params={"device_id": 0}), ["inputs[0]", "'device_id'"])
     status, r = call(base + "/infer", "POST", with_({"timeout_us": 10000000, "binary_data_output": False},
                                                       {"binary_data": False}))
     check(status == 200, "implemented parameters refused: %d %r" % (status, r))
 
 
+def test_classification(base, model, example):
+    """Triton's classification extension: the top k of each row as "value:index:label", largest first,
+    checked against numpy's ordering of the same model's numeric answer."""
+    body = json.loads(json.dumps(example))
+    body["inputs"][0]["data"] = body["inputs"][0]["data"] * 2
+    body["inputs"][0]["shape"][0] = 2 * body["inputs"][0]["shape"][0]
+    base = "%s/v2/models/%s" % (base, model["name"])
+    status, plain = call(base + "/infer", "POST", dict(body, outputs=[{"name": "logits"}]))
+    status2, cls = call(base + "/infer", "POST",
+                        dict(body, outputs=[{"name": "logits", "parameters": {"classification": 3}}]))
+    check(status == 200 and status2 == 200, "classification: %d %d %r" % (status, status2, cls))
+    if status != 200 or status2 != 200:
+        return
+    rows = plain["outputs"][0]["shape"][0]
+    logits = [plain["outputs"][0]["data"][r * 10:(r + 1) * 10] for r in range(rows)]
+    out = cls["outputs"][0]
+    check(out["datatype"] == "BYTES" and out["shape"] == [rows, 3], "classified output: %r" % out)
+    for r in range(rows):
+        order = sorted(range(10), key=lambda i: (-logits[r][i], i))[:3]
+        want = ["%f:%d:%s" % (logits[r][i], i, model["labels"][i]) for i in order]
+        got = out["data"][r * 3:(r + 1) * 3]
+        ok = len(got) == 3 and [g.split(":", 2)[1:] for g in got] == [w.split(":", 2)[1:] for w in want]
+        ok = ok and all(abs(float(g.split(":")[0]) - logits[r][i]) < 1e-5 for g, i in zip(got, order))
+        check(ok, "row %d top 3: %r, numpy %r" % (r, got, want))
+    status, big = call(base + "/infer", "POST",
+                       dict(body, outputs=[{"name": "logits", "parameters": {"classification": 50}}]))
+    check(status == 200 and big["outputs"][0]["shape"] == [rows, 10], "k past the classes is capped: %r" % big)
+
+
 def main():
     url, model_dir, example_path = sys.argv[1:4]
     model = json.load(open(model_dir + "/model.json"))
     example = json.load(open(example_path))
+    test_classification(url, model, example)
     base = "%s/v2/models/%s" % (url, model["name"])
     test_config(base, model)
     test_stats(base, model["name"], example)

@@ -156,6 +156,44 @@ def check_image(url):
           "image /config (format, labels from label_filename): %s" % c)
 
 
+def image_reference(root, x):
+    """The image model's probabilities from onnxruntime, the independent reference."""
+    import onnxruntime
+    sess = onnxruntime.InferenceSession(os.path.join(root, "image", "1", "model.onnx"),
+                                        providers=["CPUExecutionProvider"])
+    return sess.run(None, {"data": x})[0]
+
+
+def check_classification(url, root):
+    """classification k on the labelled output, JSON and (through tritonclient) binary: per row the top k
+    as "value:index:label", checked against onnxruntime's probabilities."""
+    labels = ["cat", "dog", "fox", "owl", "bee"]
+    x = np.random.RandomState(3).randn(3, 3, 4, 4).astype(np.float32)
+    ref = image_reference(root, x)
+    want = [["%f:%d:%s" % (ref[r][i], i, labels[i]) for i in np.argsort(-ref[r], kind="stable")[:2]]
+            for r in range(3)]
+    body = {"inputs": [{"name": "data", "shape": [3, 3, 4, 4], "datatype": "FP32", "data": x.ravel().tolist()}],
+            "outputs": [{"name": "prob", "parameters": {"classification": 2}}]}
+    st, r = call(url + "/v2/models/image/infer", "POST", body)
+    got = r["outputs"][0]["data"] if st == 200 else r
+    same = lambda g, w: g.split(":")[1:] == w.split(":")[1:] and abs(float(g.split(":")[0]) - float(w.split(":")[0])) < 1e-5
+    check(st == 200 and r["outputs"][0]["datatype"] == "BYTES" and r["outputs"][0]["shape"] == [3, 2]
+          and all(same(g, w) for g, w in zip(got, sum(want, []))), "JSON classification %s, want %s" % (got, want))
+    try:
+        import tritonclient.http as tc
+    except ImportError:
+        print("tritonclient absent: binary classification not checked")
+        return
+    client = tc.InferenceServerClient(url[len("http://"):])
+    inp = tc.InferInput("data", [3, 3, 4, 4], "FP32")
+    inp.set_data_from_numpy(x, binary_data=True)
+    res = client.infer("image", [inp], outputs=[tc.InferRequestedOutput("prob", binary_data=True, class_count=2)])
+    got = [[v.decode() for v in row] for row in res.as_numpy("prob")]
+    check(len(got) == 3 and all(same(g, w) for gr, wr in zip(got, want) for g, w in zip(gr, wr)),
+          "binary classification %s, want %s" % (got, want))
+    client.close()
+
+
 def check_refused(url):
     for name, (_, _, words) in REFUSED.items():
         st, r = load(url, name)
@@ -188,6 +226,7 @@ def main():
     url = sys.argv[2]
     check_simple(url)
     check_image(url)
+    check_classification(url, sys.argv[3])
     check_refused(url)
     check_override(url)
     if FAILURES:

@@ -5,7 +5,7 @@
 # in triton_repository.py).
 . "${top_srcdir:?run through make check}/tests/helpers/test_triton_lib.sh"
 
-"$PY" -c 'import numpy, onnx' 2>/dev/null || { echo "SKIP: $PY lacks numpy or onnx"; exit 77; }
+"$PY" -c 'import numpy, onnx, onnxruntime' 2>/dev/null || { echo "SKIP: $PY lacks numpy, onnx or onnxruntime"; exit 77; }
 "$PY" "$top_srcdir/tests/helpers/triton_repository.py" setup "$tmp/repo" || fail "setup"
 start_daemon --model_repository="$tmp/repo" --model_control_mode=explicit
 "$PY" "$top_srcdir/tests/helpers/triton_repository.py" check "http://127.0.0.1:$port" "$tmp/repo" ||

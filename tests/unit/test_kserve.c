@@ -348,15 +348,15 @@ test_metadata(void)
 	    "server metadata");
 	CHECK(strcmp(json_string_value(json_object_get(v, "name")), "inferd") == 0 &&
 	    strcmp(json_string_value(json_object_get(v, "version")), PACKAGE_VERSION) == 0 &&
-	    equal_free(json_object_get(v, "extensions"), json_pack("[s,s,s,s,s,s]", "binary_tensor_data",
-	    "statistics", "model_repository", "model_configuration", "system_shared_memory",
+	    equal_free(json_object_get(v, "extensions"), json_pack("[s,s,s,s,s,s,s]", "binary_tensor_data",
+	    "statistics", "model_repository", "model_configuration", "classification", "system_shared_memory",
 	    "cuda_shared_memory")),
 	    "server metadata: extensions");
 	json_decref(v);
 	v = reparse(kserve_encode_server_metadata(&(struct kserve_server_info){ 0, 0 }, &len, NULL),
 	    "server metadata without shm");
-	CHECK(equal_free(json_object_get(v, "extensions"), json_pack("[s,s,s,s]", "binary_tensor_data",
-	    "statistics", "model_repository", "model_configuration")),
+	CHECK(equal_free(json_object_get(v, "extensions"), json_pack("[s,s,s,s,s]", "binary_tensor_data",
+	    "statistics", "model_repository", "model_configuration", "classification")),
 	    "server metadata: no shared-memory extension while the endpoints are off");
 	json_decref(v);
 	CHECK(kserve_decode_load_request("", 0, &config, &cause) == 0 && config == NULL, "empty load body");
