@@ -398,6 +398,11 @@ model_config_parse_override(const char *text, json_t **out, char **cause)
 		*out = NULL;
 		return error_set(cause, "config override: not a JSON object");
 	}
+	if (model_config_triton_override(text, out, cause) != 0) {
+		json_decref(*out);
+		*out = NULL;
+		return -1;
+	}
 	if (model_config_unquote(*out) != 0) {
 		json_decref(*out);
 		*out = NULL;

@@ -23,6 +23,8 @@ int model_config_read(const char *dir, const char *override, int required, json_
 int model_config_triton_read(const char *dir, json_t **out, char **cause);
 /* triton's keys into json; a key both set differently is refused, naming it. */
 int model_config_triton_merge(json_t *json, json_t *triton, const char *dir, char **cause);
+/* A config override in Triton's ModelConfig JSON turned into model.json's keys (*ov replaced); mixed: refused. */
+int model_config_triton_override(const char *text, json_t **ov, char **cause);
 /* "model.json", "config.pbtxt" or both, as dir has them (for messages). */
 const char *model_config_triton_files(const char *dir);
 

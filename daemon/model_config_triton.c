@@ -131,3 +131,70 @@ model_config_triton_labels(model_t *m, const char *file, char **cause)
 	free(path);
 	return rc;
 }
+
+/* Keys, and dynamic_batching / instance_group members, that only one of the two vocabularies has. */
+static const char *const triton_keys[] = { "input", "output", "backend", "default_model_filename", NULL };
+static const char *const json_keys[] = { "inputs", "outputs", "labels", "max_dims", "rename", "plan_cache",
+	"precision", "warmup", "description", NULL };
+static const char *const triton_batching[] = { "preferred_batch_size", "max_queue_delay_microseconds",
+	"default_queue_policy", NULL };
+static const char *const json_batching[] = { "preferred_batch_sizes", "max_queue_delay_us", "max_queue_size",
+	"default_timeout_us", "eager_dispatch", NULL };
+static const char *const triton_group[] = { "kind", "gpus", NULL };
+static const char *const json_group[] = { "devices", NULL };
+
+/* The first key of obj (an object, else none) in the NULL-terminated list; NULL when none is. */
+static const char *
+model_config_first_of(const json_t *obj, const char *const *keys)
+{
+	for (; json_is_object(obj) && *keys != NULL; keys++)
+		if (json_object_get(obj, *keys) != NULL)
+			return *keys;
+	return NULL;
+}
+
+/* The first key in ov that only Triton's ModelConfig (triton 1) or only model.json (0) has. */
+static const char *
+model_config_vocabulary(const json_t *ov, int triton)
+{
+	const json_t *g;
+	const char *k;
+	size_t i;
+
+	if ((k = model_config_first_of(ov, triton ? triton_keys : json_keys)) != NULL ||
+	    (k = model_config_first_of(json_object_get(ov, "dynamic_batching"),
+	    triton ? triton_batching : json_batching)) != NULL)
+		return k;
+	json_array_foreach(json_object_get(ov, "instance_group"), i, g)
+		if ((k = model_config_first_of(g, triton ? triton_group : json_group)) != NULL)
+			return k;
+	return NULL;
+}
+
+/*
+ * A load request's config override (text, parsed as *ov) read as Triton's
+ * ModelConfig JSON where it uses keys only Triton has, else as model.json's
+ * keys; one that mixes the two is refused naming a key of each.  *ov is
+ * replaced by its model.json form, with only the keys the override sets.
+ */
+int
+model_config_triton_override(const char *text, json_t **ov, char **cause)
+{
+	const char *t = model_config_vocabulary(*ov, 1), *j = model_config_vocabulary(*ov, 0);
+	json_t *conv = NULL;
+
+	if (t == NULL)
+		return 0;
+	if (j != NULL)
+		return error_set(cause, "config override: it mixes Triton's ModelConfig (\"%s\") and model.json's "
+		    "keys (\"%s\"); write it in one of them", t, j);
+	if (model_pbtxt_parse_json(text, strlen(text), "config override", &conv, cause) != 0)
+		return -1;
+	if (json_object_get(*ov, "max_batch_size") == NULL)
+		json_object_del(conv, "max_batch_size");
+	if (json_object_get(*ov, "platform") == NULL && json_object_get(*ov, "backend") == NULL)
+		json_object_del(conv, "platform");
+	json_decref(*ov);
+	*ov = conv;
+	return 0;
+}

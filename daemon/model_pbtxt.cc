@@ -7,6 +7,7 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
 
 #include "error.h"
 #include "model_pbtxt.h"
@@ -215,25 +216,13 @@ pbtxt_sections(const tr::ModelConfig &c, json_t *o, const char *file, char **cau
 	return pbtxt_set(o, "instance_group", groups);
 }
 
-}	// namespace
-
-// Parse config.pbtxt text into model.json's keys.
-extern "C" int
-model_pbtxt_parse(const char *text, size_t len, const char *file, json_t **out, char **cause)
+// A parsed ModelConfig in model.json's keys: platform and max_batch_size always, the rest where set.
+int
+pbtxt_convert(const tr::ModelConfig &c, const char *file, json_t **out, char **cause)
 {
-	tr::ModelConfig c;
-	pb::TextFormat::Parser parser;
-	pbtxt_errors errors;
 	char *why = nullptr;
 	json_t *o;
 
-	*out = nullptr;
-	parser.RecordErrorsTo(&errors);
-	if (!parser.ParseFromString(std::string(text, len), &c)) {
-		if (errors.first.find("has no field named") != std::string::npos)
-			errors.first += " (a ModelConfig field inferd does not honour; see docs/MODELS.md, config.pbtxt)";
-		return error_set(cause, "%s:%s", file, errors.first.empty() ? " does not parse" : errors.first.c_str());
-	}
 	if (pbtxt_platform(c, file, cause) != 0)
 		return -1;
 	o = json_pack("{s:s, s:i}", "platform", "onnx", "max_batch_size", c.max_batch_size());
@@ -249,4 +238,41 @@ model_pbtxt_parse(const char *text, size_t len, const char *file, json_t **out, 
 	}
 	*out = o;
 	return 0;
+}
+
+}	// namespace
+
+// Parse config.pbtxt text into model.json's keys.
+extern "C" int
+model_pbtxt_parse(const char *text, size_t len, const char *file, json_t **out, char **cause)
+{
+	tr::ModelConfig c;
+	pb::TextFormat::Parser parser;
+	pbtxt_errors errors;
+
+	*out = nullptr;
+	parser.RecordErrorsTo(&errors);
+	if (!parser.ParseFromString(std::string(text, len), &c)) {
+		if (errors.first.find("has no field named") != std::string::npos)
+			errors.first += " (a ModelConfig field inferd does not honour; see docs/MODELS.md, config.pbtxt)";
+		return error_set(cause, "%s:%s", file, errors.first.empty() ? " does not parse" : errors.first.c_str());
+	}
+	return pbtxt_convert(c, file, out, cause);
+}
+
+// Parse ModelConfig JSON (protobuf's JSON mapping: quoted integers, enum names) into model.json's keys.
+extern "C" int
+model_pbtxt_parse_json(const char *text, size_t len, const char *what, json_t **out, char **cause)
+{
+	tr::ModelConfig c;
+	pb::util::JsonParseOptions options;
+	pb::util::Status st;
+
+	*out = nullptr;
+	options.ignore_unknown_fields = false;
+	st = pb::util::JsonStringToMessage(pb::StringPiece(text, len), &c, options);
+	if (!st.ok())
+		return error_set(cause, "%s: as Triton's ModelConfig JSON: %s (a field inferd does not honour is "
+		    "refused; see docs/MODELS.md, config.pbtxt)", what, std::string(st.message()).c_str());
+	return pbtxt_convert(c, what, out, cause);
 }

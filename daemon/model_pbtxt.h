@@ -36,6 +36,13 @@ extern "C" {
  */
 int model_pbtxt_parse(const char *text, size_t len, const char *file, json_t **out, char **cause);
 
+/*
+ * The same for Triton's ModelConfig as JSON (protobuf's JSON mapping, as
+ * Triton reads a load request's config override): what names the text in
+ * messages.
+ */
+int model_pbtxt_parse_json(const char *text, size_t len, const char *what, json_t **out, char **cause);
+
 #ifdef __cplusplus
 }
 #endif

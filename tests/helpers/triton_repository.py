@@ -215,6 +215,18 @@ def check_override(url):
     st, c = call(url + "/v2/models/simple/config")
     check(c.get("max_batch_size") == 16, "max_batch_size after the override: %s" % c)
     infer_simple(url, 16)
+    # Triton's ModelConfig JSON (its own key names, quoted integers) as well as model.json's keys.
+    st, r = load(url, "simple", json.dumps({"max_batch_size": 4, "dynamic_batching": {
+        "preferred_batch_size": [2], "max_queue_delay_microseconds": "300"}}))
+    st2, c = call(url + "/v2/models/simple/config")
+    b = c.get("dynamic_batching", {})
+    check(st == 200 and c.get("max_batch_size") == 4 and b.get("preferred_batch_size") == [2]
+          and b.get("max_queue_delay_microseconds") == 300, "ModelConfig JSON override: %d %s %s" % (st, r, c))
+    st, r = load(url, "simple", json.dumps({"dynamic_batching": {"preferred_batch_size": [2]}, "labels": ["a"]}))
+    check(st == 400 and "mixes" in r.get("error", "") and "preferred_batch_size" in r["error"]
+          and "labels" in r["error"], "mixed override refused naming both: %d %s" % (st, r))
+    st, r = load(url, "simple", json.dumps({"backend": "onnxruntime", "sequence_batching": {}}))
+    check(st == 400 and "sequence_batching" in r.get("error", ""), "unknown ModelConfig field: %d %s" % (st, r))
     st, r = load(url, "wrong_model_name")
     check(st == 400 and "failed to load" in r.get("error", ""), "unknown model load: %d %s" % (st, r))
 
