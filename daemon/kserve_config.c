@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "device.h"
+#include "device_spec.h"
 #include "error.h"
 #include "graph.h"
 #include "kserve.h"
@@ -90,15 +92,68 @@ kserve_config_tensors(const model_t *m, int outputs)
 	return a;
 }
 
+/* Append Triton's entry for count instances on the group's devices of one kind (cuda 1: GPUs) to a; none: 0. */
+static int
+kserve_config_group_kind(json_t *a, const struct model_instance_group *g, int cuda)
+{
+	json_t *gpus = json_array();
+	int i, n = 0;
+
+	for (i = 0; gpus != NULL && i < g->ndevices; i++) {
+		if ((g->devices[i].kind == DEVICE_SPEC_CUDA) != cuda)
+			continue;
+		n++;
+		if (cuda && json_array_append_new(gpus, json_integer(g->devices[i].ordinal)) != 0)
+			gpus = (json_decref(gpus), NULL);
+	}
+	if (gpus == NULL)
+		return -1;
+	if (n == 0) {
+		json_decref(gpus);
+		return 0;
+	}
+	if (!cuda)
+		return json_array_append_new(a, json_pack("{s:i, s:s}", "count", g->count, "kind", "KIND_CPU"));
+	return json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "count", g->count, "kind", "KIND_GPU",
+	    "gpus", gpus));
+}
+
+/*
+ * Triton's instance_group: a group on the daemon's device as its kind, a
+ * group naming devices as one entry per kind (Triton's groups have one).
+ */
+static json_t *
+kserve_config_instances(const model_t *m)
+{
+	const char *kind = m->dev != NULL && device_is_gpu(m->dev) ? "KIND_GPU" : "KIND_CPU";
+	const struct model_instance_group *g;
+	json_t *a = json_array();
+	int i, rc = 0;
+
+	if (a != NULL && m->instances.ngroups == 0)
+		rc = json_array_append_new(a, json_pack("{s:i, s:s}", "count", 1, "kind", kind));
+	for (i = 0; a != NULL && rc == 0 && i < m->instances.ngroups; i++) {
+		g = &m->instances.groups[i];
+		if (g->ndevices == 0)
+			rc = json_array_append_new(a, json_pack("{s:i, s:s}", "count", g->count, "kind", kind));
+		else if ((rc = kserve_config_group_kind(a, g, 0)) == 0)
+			rc = kserve_config_group_kind(a, g, 1);
+	}
+	if (rc != 0)
+		a = (json_decref(a), NULL);
+	return a;
+}
+
 /* The model's configuration. */
 char *
 kserve_encode_model_config(const model_t *m, size_t *len, char **cause)
 {
-	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o}",
+	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}",
 	    "name", m->name, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
 	    "max_batch_size", m->max_batch_size,
 	    "input", kserve_config_tensors(m, 0), "output", kserve_config_tensors(m, 1),
-	    "dynamic_batching", kserve_config_batching(&m->batching)), len, cause);
+	    "dynamic_batching", kserve_config_batching(&m->batching),
+	    "instance_group", kserve_config_instances(m)), len, cause);
 }
 
 /* Read a counter that other threads add to. */

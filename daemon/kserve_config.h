@@ -6,7 +6,8 @@
  * The configuration is Triton's ModelConfig as JSON: name, platform,
  * max_batch_size, input and output with data_type "TYPE_FP32" and dims
  * (without the batch dimension), each input's format (FORMAT_NONE unless
- * configured), dynamic_batching; each output also carries
+ * configured), dynamic_batching, instance_group (Triton's count/kind/gpus);
+ * each output also carries
  * "labels" (inferd's addition: the class names of model.json, when it has them).
  *
  * The statistics are Triton's ModelStatistics shape, {"model_stats": [one entry]},

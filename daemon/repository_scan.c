@@ -244,7 +244,8 @@ scan_entry_versions(struct repository_entry *e, const char *config_override, cha
 	rc = scan_apply_policy(cfg == NULL ? NULL : json_object_get(cfg, "version_policy"), e->versions,
 	    &e->nversions, cause);
 	if (rc != 0)
-		error_prefix(cause, "%s/model.json%s", e->dir, config_override != NULL ? " with the config override" : "");
+		error_prefix(cause, "%s/%s%s", e->dir, model_config_triton_files(e->dir),
+		    config_override != NULL ? " with the config override" : "");
 	json_decref(cfg);
 	return rc;
 }

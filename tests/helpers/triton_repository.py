@@ -101,6 +101,10 @@ REFUSED = {
 
 def setup(root):
     folder(root, "simple", SIMPLE)
+    # Versions 1 and 2 on disk; config.pbtxt's policy serves version 1 only.
+    folder(root, "pinned", SIMPLE.replace("latest: { num_versions: 1 }", "specific: { versions: [ 1 ] }"))
+    os.makedirs(os.path.join(root, "pinned", "2"))
+    save_simple(os.path.join(root, "pinned", "2", "model.onnx"))
     folder(root, "image", IMAGE, onnx_saver=save_image, extra={"labels.txt": "cat\ndog\nfox\nowl\nbee\n"})
     for name, (pbtxt, mj, _) in REFUSED.items():
         folder(root, name, pbtxt, mj)
@@ -140,11 +144,20 @@ def check_simple(url):
     check(st == 200 and c["max_batch_size"] == 8 and c["dynamic_batching"]["preferred_batch_size"] == [4]
           and c["dynamic_batching"]["max_queue_delay_microseconds"] == 500
           and [i["name"] for i in c["input"]] == ["INPUT0", "INPUT1"]
-          and all(i["data_type"] == "TYPE_INT32" and i["dims"] == [16] for i in c["input"]),
+          and all(i["data_type"] == "TYPE_INT32" and i["dims"] == [16] for i in c["input"])
+          and c.get("instance_group") == [{"count": 2, "kind": "KIND_CPU"}],
           "config.pbtxt honoured in /config: %s" % c)
     infer_simple(url, 8)
     st, r = infer_simple(url, 9)
     check(st == 400 and "8" in json.dumps(r), "9 rows past config.pbtxt's max_batch_size 8: %d %s" % (st, r))
+
+
+def check_policy(url):
+    st, r = load(url, "pinned")
+    st2, meta = call(url + "/v2/models/pinned")
+    st3, _ = call(url + "/v2/models/pinned/versions/2")
+    check(st == 200 and st2 == 200 and meta.get("versions") == ["1"] and st3 == 404,
+          "config.pbtxt version_policy specific [1]: %d %s %s %d" % (st, r, meta, st3))
 
 
 def check_image(url):
@@ -238,6 +251,7 @@ def main():
     url = sys.argv[2]
     check_simple(url)
     check_image(url)
+    check_policy(url)
     check_classification(url, sys.argv[3])
     check_refused(url)
     check_override(url)
