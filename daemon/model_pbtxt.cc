@@ -1,4 +1,4 @@
-// model_pbtxt.cc: Triton's config.pbtxt through libprotobuf's TextFormat, turned into model.json's keys.
+/* model_pbtxt.cc: Triton's config.pbtxt through libprotobuf's TextFormat, turned into model.json's keys. */
 #include "config.h"
 
 #include <cstdio>
