@@ -862,8 +862,8 @@ kserve_decode_request(const json_t *root, const struct kserve_source *src,
 }
 
 /* Dump and free a JSON value (NULL: building it ran out of memory); NULL with *cause. */
-static char *
-kserve_dump(json_t *v, size_t *len, char **cause)
+char *
+kserve_json_body(json_t *v, size_t *len, char **cause)
 {
 	char *s;
 
@@ -1073,7 +1073,7 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 	if (kserve_classify_outputs(m, ki, buf, cls, cause) != 0 ||
 	    (resp = kserve_response_tree(m, id, ki, cls, cause)) == NULL)
 		goto out;
-	if ((s = kserve_dump(resp, header_len, cause)) == NULL ||
+	if ((s = kserve_json_body(resp, header_len, cause)) == NULL ||
 	    (s = kserve_splice_data(m, ki, buf, s, header_len, cause)) == NULL)
 		goto out;
 	*len = *header_len;
@@ -1096,7 +1096,7 @@ kserve_encode_server_metadata(const struct kserve_server_info *info, size_t *len
 		ext = (json_decref(ext), NULL);
 	if (ext != NULL && info->cuda_shm && json_array_append_new(ext, json_string(KSERVE_EXT_CUDA_SHM)) != 0)
 		ext = (json_decref(ext), NULL);
-	return kserve_dump(json_pack("{s:s, s:s, s:o}", "name", PACKAGE_NAME,
+	return kserve_json_body(json_pack("{s:s, s:s, s:o}", "name", PACKAGE_NAME,
 	    "version", PACKAGE_VERSION, "extensions", ext), len, cause);
 }
 
@@ -1122,7 +1122,7 @@ kserve_encode_model_metadata(const model_t *m, size_t *len, char **cause)
 	char version[24];
 
 	snprintf(version, sizeof version, "%lld", (long long)m->version);
-	return kserve_dump(json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", m->name,
+	return kserve_json_body(json_pack("{s:s, s:[s], s:s, s:o, s:o}", "name", m->name,
 	    "versions", version, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
 	    "inputs", kserve_tensors_metadata(m, m->inputs, m->ninputs),
 	    "outputs", kserve_tensors_metadata(m, m->outputs, m->noutputs)), len, cause);
@@ -1199,12 +1199,12 @@ out:
 char *
 kserve_encode_error(const char *msg, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:o}", "error", kserve_string(msg)), len, cause);
+	return kserve_json_body(json_pack("{s:o}", "error", kserve_string(msg)), len, cause);
 }
 
 /* {"key": true|false}. */
 char *
 kserve_encode_flag(const char *key, int value, size_t *len, char **cause)
 {
-	return kserve_dump(json_pack("{s:b}", key, value), len, cause);
+	return kserve_json_body(json_pack("{s:b}", key, value), len, cause);
 }

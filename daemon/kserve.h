@@ -215,4 +215,11 @@ char *kserve_encode_error(const char *msg, size_t *len, char **cause);
 /* Any {"key": true|false} body, e.g. {"live": true}. */
 char *kserve_encode_flag(const char *key, int value, size_t *len, char **cause);
 
+/*
+ * The compact JSON text of v (reals to 9 significant digits), malloc'ed, its
+ * length in *len (when not NULL); v is freed.  v NULL (building it ran out of
+ * memory) or no memory to write it: NULL with *cause.
+ */
+char *kserve_json_body(json_t *v, size_t *len, char **cause);
+
 #endif

@@ -15,22 +15,6 @@
 #include "kserve.h"
 #include "kserve_config.h"
 
-/* Dump and free v (NULL: building it ran out of memory); NULL with *cause. */
-static char *
-kserve_config_dump(json_t *v, size_t *len, char **cause)
-{
-	char *s;
-
-	if (v == NULL)
-		return error_set(cause, "out of memory building the JSON body"), NULL;
-	s = json_dumps(v, JSON_COMPACT);
-	json_decref(v);
-	if (s == NULL)
-		return error_set(cause, "out of memory writing the JSON body"), NULL;
-	*len = strlen(s);
-	return s;
-}
-
 /* A tensor's entry: name, "TYPE_" + datatype, dims without the batch (-1 variable); labels when given. */
 static json_t *
 kserve_config_tensor(const struct model_io *io, char *const *labels, size_t nlabels)
@@ -148,7 +132,7 @@ kserve_config_instances(const model_t *m)
 char *
 kserve_encode_model_config(const model_t *m, size_t *len, char **cause)
 {
-	return kserve_config_dump(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}",
+	return kserve_json_body(json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:o}",
 	    "name", m->name, "platform", m->platform != NULL ? m->platform : KSERVE_PLATFORM,
 	    "max_batch_size", m->max_batch_size,
 	    "input", kserve_config_tensors(m, 0), "output", kserve_config_tensors(m, 1),
@@ -294,7 +278,7 @@ char *
 kserve_encode_model_stats(const model_t *m, const struct metrics_model *mm, size_t *len,
     char **cause)
 {
-	return kserve_config_dump(json_pack("{s:[o]}", "model_stats", kserve_config_model_stats(m, mm)),
+	return kserve_json_body(json_pack("{s:[o]}", "model_stats", kserve_config_model_stats(m, mm)),
 	    len, cause);
 }
 
@@ -324,6 +308,6 @@ kserve_encode_all_stats(repository_t *repo, struct metrics *metrics, size_t *len
 
 	if (all.list != NULL)
 		repository_foreach(repo, kserve_config_add_stats, &all);
-	return kserve_config_dump(all.list != NULL ? json_pack("{s:o}", "model_stats", all.list) : NULL,
+	return kserve_json_body(all.list != NULL ? json_pack("{s:o}", "model_stats", all.list) : NULL,
 	    len, cause);
 }
