@@ -61,7 +61,7 @@ daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 # The CPU kernel library (one graph node at a time); OpenMP for its own loops.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_kernels.h daemon/backend/cpu/cpu_kernels_impl.h daemon/backend/cpu/cpu_conv_geom.h \
-	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_attention.c daemon/backend/cpu/cpu_broadcast.c \
+	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_attention.c daemon/backend/cpu/cpu_threads.c daemon/backend/cpu/cpu_broadcast.c \
 	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
 	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c

@@ -657,6 +657,11 @@ main(int argc, char **argv)
 	sigset_t set;
 	int r;
 
+	if (cpu_threads_bound_waits(argv, &cause) != 0) {
+		LOG_WARN("%s", cause);
+		free(cause);
+		cause = NULL;
+	}
 	alloc_install_json();
 	r = parse_options(argc, argv, &opts, &cause);
 	if (r == 1)

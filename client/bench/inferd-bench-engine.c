@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "bench.h"
+#include "cpu_kernels.h"
 
 /* When --limits has no --input-bytes to size its copies by: the 64 MiB large tensor. */
 #define BENCH_LIMITS_DEFAULT_BYTES ((size_t)64 << 20)
@@ -191,7 +192,12 @@ main(int argc, char **argv)
 		.warmup_s = 1,
 		.limits_device = "cuda:0",
 	};
+	char *cause = NULL;
 
+	if (cpu_threads_bound_waits(argv, &cause) != 0) {
+		fprintf(stderr, "inferd-bench-engine: warning: %s\n", cause);
+		free(cause);
+	}
 	bench_prog = "inferd-bench-engine";
 	parse_args(argc, argv, &s);
 	if (s.engine_dir != NULL)

@@ -69,6 +69,15 @@ void cpu_kernels_set_threads(int n);
 /* The thread count last set (1 before any call). */
 int cpu_kernels_threads(void);
 
+/*
+ * Call first in main(): unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set,
+ * exec argv again (same pid) with the OpenMP workers' spin bounded, after
+ * which they sleep, so they never spin out their time slices against the
+ * machine's other work.  0 when nothing was needed; -1 with *cause when the
+ * exec failed (the caller warns and goes on).
+ */
+int cpu_threads_bound_waits(char **argv, char **cause);
+
 #ifdef __cplusplus
 }
 #endif

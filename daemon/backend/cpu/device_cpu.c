@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "alloc.h"
+#include "cpu_kernels.h"
 #include "device_cpu_kernels.h"
 #include "device_impl.h"
 #include "error.h"
@@ -288,6 +292,10 @@ cpu_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 	const graph_t *g = p->g;
 	size_t i;
 
+#ifdef _OPENMP
+	/* OpenMP's thread count is per calling thread: libraries asking omp_get_max_threads get cpu_threads. */
+	omp_set_num_threads(cpu_kernels_threads());
+#endif
 	for (i = 0; i < g->nnodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
 		if (cpu_node_run(g, n, c->shapes, c->ptrs, c->workspace, cause) != 0)
