@@ -66,6 +66,9 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
 	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
+if HAVE_DNNL
+daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
+endif
 
 # ONNX import: op mapping, constant folding and per-shape specialization of the graph.
 daemon_libinferd_core_a_SOURCES += \
@@ -75,7 +78,7 @@ daemon_libinferd_core_a_SOURCES += \
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_LIBS) $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
+	$(SYSTEMD_LIBS) $(DNNL_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
 
 # The CUDA backend's files (daemon/backend/cuda): device_cuda.cu (streams, plans) and one file per concern
 # of the per-op compilers.

@@ -420,6 +420,10 @@ TESTS += tests/integration/test_onnx_models.sh
 TESTS += tests/integration/test_precision_check.sh
 dist_check_SCRIPTS += tests/integration/test_precision_check.sh
 dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
+# The convolution family at odd geometries through the CPU backend's plan, against onnxruntime.
+TESTS += tests/integration/test_cpu_conv_odd.sh
+dist_check_SCRIPTS += tests/integration/test_cpu_conv_odd.sh
+EXTRA_DIST += tests/helpers/make_conv_odd_onnx.py
 # The ONNX package's node tests, each loaded and run by the engine (test_onnx_node.sh).
 check_PROGRAMS += tests/helpers/onnx_node_engine
 tests_helpers_onnx_node_engine_SOURCES = tests/helpers/onnx_node_engine.c $(TEST_COMMON)

@@ -33,4 +33,7 @@ int cpu_window_init(struct cpu_window *w, const struct graph_window_attr *a, con
 int cpu_conv_node_geom(const struct cpu_node_ctx *c, int transpose, struct cpu_window *w, int64_t *cg,
     int64_t *mg, char **cause);
 
+/* The geometry of Pool node c (a global pool as a window over every spatial dim), checked; -1 with *cause. */
+int cpu_pool_node_geom(const struct cpu_node_ctx *c, struct cpu_window *w, char **cause);
+
 #endif

@@ -82,9 +82,9 @@ pool_global(const float *x, int64_t n, enum graph_pool_kind kind)
 	return n > 0 ? (float)(sum / (double)n) : 0.0f;
 }
 
-/* Geometry of a pool node; a global pool is a window over every spatial dim. */
-static int
-pool_geom(const struct cpu_node_ctx *c, struct cpu_window *w, char **cause)
+/* Geometry of a pool node; a global pool is a window over every spatial dim (cpu_conv_geom.h). */
+int
+cpu_pool_node_geom(const struct cpu_node_ctx *c, struct cpu_window *w, char **cause)
 {
 	const struct graph_pool_attr *a = &c->n->attr.pool;
 	const struct graph_shape *xs = cpu_in_shape(c, 0);
@@ -119,7 +119,7 @@ cpu_pool_run(const struct cpu_node_ctx *c, char **cause)
 	float *y = cpu_out(c, 0);
 	int64_t planes;
 
-	if (pool_geom(c, &w, cause) != 0)
+	if (cpu_pool_node_geom(c, &w, cause) != 0)
 		return -1;
 	planes = w.n * w.c;
 	if (a->global) {

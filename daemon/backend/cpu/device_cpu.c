@@ -11,6 +11,9 @@
 
 #include "alloc.h"
 #include "cpu_kernels.h"
+#ifdef HAVE_DNNL
+#include "cpu_dnnl.h"
+#endif
 #include "device_cpu_kernels.h"
 #include "device_impl.h"
 #include "error.h"
@@ -78,12 +81,23 @@ struct cpu_event {
 	double time_us;
 };
 
-/* A plan: the graph's nodes run in order through cpu_node_run. */
+/* The device's state: oneDNN's engine and the weights it reordered, shared by the device's plans. */
+struct cpu_device {
+#ifdef HAVE_DNNL
+	struct cpu_dnnl *dnnl;
+#endif
+	int unused;
+};
+
+/* A plan: the graph's nodes run in order, through oneDNN where it took them, else through cpu_node_run. */
 struct cpu_plan {
 	struct graph_shape *shapes;	/* per tensor */
 	void **ptrs;			/* per tensor */
 	void *workspace;		/* the largest any node asked for */
 	int shared;			/* workspace is the batch context's (device_plan_compile_shared) */
+#ifdef HAVE_DNNL
+	struct cpu_dnnl_plan *dnnl;	/* NULL while only measuring */
+#endif
 };
 
 /* Events only carry the time they were recorded. */
@@ -207,6 +221,9 @@ cpu_plan_free(device_plan_t *p)
 
 	if (c == NULL)
 		return;
+#ifdef HAVE_DNNL
+	cpu_dnnl_plan_free(c->dnnl);
+#endif
 	free(c->shapes);
 	free(c->ptrs);
 	if (!c->shared)
@@ -281,7 +298,27 @@ cpu_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	}
 	memcpy(c->shapes, shapes, g->ntensors * sizeof *c->shapes);
 	memcpy(c->ptrs, addrs, g->ntensors * sizeof *c->ptrs);
+#ifdef HAVE_DNNL
+	if (p->ws_mode != DEVICE_WS_PROBE &&
+	    cpu_dnnl_plan_create(((struct cpu_device *)p->dev->ctx)->dnnl, g, c->shapes, c->ptrs, &c->dnnl, cause) != 0) {
+		cpu_plan_free(p);
+		return -1;
+	}
+#endif
 	return 0;
+}
+
+/* Run node i of plan c: through oneDNN when it took the node, else through the kernel library. */
+static int
+cpu_plan_node(const struct cpu_plan *c, const graph_t *g, size_t i, char **cause)
+{
+#ifdef HAVE_DNNL
+	int rc = cpu_dnnl_plan_run_node(c->dnnl, i, cause);
+
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+#endif
+	return cpu_node_run(g, &g->nodes[i], c->shapes, c->ptrs, c->workspace, cause);
 }
 
 /* Run every node in order; each completes before the next starts. */
@@ -298,7 +335,7 @@ cpu_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 #endif
 	for (i = 0; i < g->nnodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
-		if (cpu_node_run(g, n, c->shapes, c->ptrs, c->workspace, cause) != 0)
+		if (cpu_plan_node(c, g, i, cause) != 0)
 			return error_prefix(cause, "node '%s' (%s)", n->name ? n->name : "?", graph_op_name(n->op));
 	}
 	return 0;
@@ -335,7 +372,7 @@ cpu_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time *
 		t[i].op = graph_op_name(nd->op);
 		t[i].how = "cpu";
 		if (cpu_now_us(&t0, cause) != 0 ||
-		    cpu_node_run(g, nd, c->shapes, c->ptrs, c->workspace, cause) != 0 || cpu_now_us(&t1, cause) != 0) {
+		    cpu_plan_node(c, g, i, cause) != 0 || cpu_now_us(&t1, cause) != 0) {
 			free(t);
 			return error_prefix(cause, "node '%s' (%s)", nd->name ? nd->name : "?", graph_op_name(nd->op));
 		}
@@ -346,10 +383,19 @@ cpu_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time *
 	return 0;
 }
 
-/* Nothing beyond the struct to release. */
+/* Release the device's state. */
 static void
 cpu_close(device_t *dev)
 {
+	struct cpu_device *d = dev->ctx;
+
+	if (d == NULL)
+		return;
+#ifdef HAVE_DNNL
+	cpu_dnnl_close(d->dnnl);
+#endif
+	free(d);
+	dev->ctx = NULL;
 }
 
 static const struct device_ops cpu_ops = {
@@ -388,10 +434,24 @@ static const struct device_ops cpu_ops = {
 int
 device_cpu_open(device_t *dev, char **cause)
 {
+	struct cpu_device *d = xcalloc(1, sizeof *d);
+
+	if (d == NULL)
+		return error_set(cause, "out of memory");
+#ifdef HAVE_DNNL
+	if (cpu_dnnl_open(&d->dnnl, cause) != 0) {
+		free(d);
+		return error_prefix(cause, "the CPU device");
+	}
+#endif
 	dev->ops = &cpu_ops;
-	dev->ctx = NULL;
+	dev->ctx = d;
 	dev->is_gpu = 0;
 	dev->integrated = 1;
+#ifdef HAVE_DNNL
+	snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS, oneDNN)");
+#else
 	snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS)");
+#endif
 	return 0;
 }

@@ -1,0 +1,745 @@
+/* cpu_dnnl.c: Conv and ConvTranspose through oneDNN: primitives made once per plan, weights reordered once and shared. */
+#include "config.h"
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cpu_conv_geom.h"
+#include "cpu_dnnl.h"
+#include "error.h"
+
+/* Alignment of buffers oneDNN reads with vector loads. */
+#define DNNL_BUF_ALIGN 64
+
+/* Weights in a primitive's layout, shared by every plan wanting that layout of those bytes. */
+struct dnnl_weights {
+	struct dnnl_weights *next;
+	const void *src;		/* the tensor's bytes */
+	uint64_t hash;			/* of those bytes: an address reused by other weights never matches */
+	dnnl_memory_desc_t md;		/* the layout */
+	void *buf;
+	dnnl_memory_t mem;
+	int refs;
+};
+
+struct cpu_dnnl {
+	dnnl_engine_t eng;
+	pthread_mutex_t lock;		/* guards weights */
+	struct dnnl_weights *weights;
+};
+
+/*
+ * A reorder between a tensor in the plan's plain layout and the layout the
+ * primitive runs fastest in (oneDNN's blocked nChw16c and the like), through
+ * one of the plan's two staging buffers.
+ */
+struct dnnl_edge {
+	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout */
+	dnnl_memory_t user, blk;
+	size_t bytes;			/* of the blocked copy */
+	dnnl_exec_arg_t args[2];
+};
+
+/* One node's primitive, its arguments bound to the plan's addresses. */
+struct dnnl_node {
+	dnnl_primitive_t prim;
+	dnnl_primitive_desc_t pd;
+	dnnl_memory_t bias, scratch;		/* NULL when the node has none */
+	struct dnnl_edge in, out, resid_in;	/* plain -> blocked src, blocked -> plain dst, residual -> dst */
+	dnnl_exec_arg_t args[5];
+	int nargs;
+	struct dnnl_weights *w;
+	const float *resid;		/* fused residual: copied into dst for the sum post-op */
+	float *dst;
+	size_t dst_elems, plane;	/* the output's elements, one output plane's */
+	int64_t nplanes, nch;		/* output planes (N x M), output channels */
+	const struct graph_node *n;	/* for an activation oneDNN does not run */
+};
+
+struct cpu_dnnl_plan {
+	struct cpu_dnnl *d;
+	dnnl_stream_t stream;
+	size_t nnodes;
+	struct dnnl_node **nodes;	/* NULL where the kernel library runs the node */
+	void *scratch;
+	void *stage[2];			/* blocked copies of a node's input and output */
+};
+
+/* 0, or -1 with *cause naming the oneDNN call and its status. */
+static int
+dnnl_check(dnnl_status_t st, const char *what, char **cause)
+{
+	if (st == dnnl_success)
+		return 0;
+	return error_set(cause, "oneDNN %s: %s", what, dnnl_status2str(st));
+}
+
+/* Open the CPU engine. */
+int
+cpu_dnnl_open(struct cpu_dnnl **out, char **cause)
+{
+	struct cpu_dnnl *d = xcalloc(1, sizeof *d);
+	int err;
+
+	if (d == NULL)
+		return error_set(cause, "out of memory");
+	if ((err = pthread_mutex_init(&d->lock, NULL)) != 0) {
+		free(d);
+		return error_set(cause, "pthread_mutex_init: %s", strerror(err));
+	}
+	if (dnnl_check(dnnl_engine_create(&d->eng, dnnl_cpu, 0), "engine_create", cause) != 0) {
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Close the engine. */
+void
+cpu_dnnl_close(struct cpu_dnnl *d)
+{
+	if (d == NULL)
+		return;
+	dnnl_engine_destroy(d->eng);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* A fast 64-bit hash of n bytes (n a multiple of 4). */
+static uint64_t
+dnnl_hash(const void *p, size_t n)
+{
+	const uint32_t *u = p;
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+
+	for (size_t i = 0; i < n / 4; i++)
+		h = (h ^ u[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Reorder the weights at src (layout user) into w's buffer (layout w->md). */
+static int
+dnnl_weights_reorder(struct cpu_dnnl *d, dnnl_stream_t s, const dnnl_memory_desc_t *user, const void *src,
+    struct dnnl_weights *w, char **cause)
+{
+	dnnl_primitive_desc_t rpd = NULL;
+	dnnl_primitive_t r = NULL;
+	dnnl_memory_t from = NULL;
+	dnnl_exec_arg_t args[2];
+	int rc = -1;
+
+	if (dnnl_check(dnnl_memory_create(&from, user, d->eng, (void *)src), "memory_create", cause) != 0 ||
+	    dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, user, d->eng, &w->md, d->eng, NULL),
+	    "reorder of the weights", cause) != 0 ||
+	    dnnl_check(dnnl_primitive_create(&r, rpd), "primitive_create (reorder)", cause) != 0)
+		goto out;
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, from };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, w->mem };
+	if (dnnl_check(dnnl_primitive_execute(r, s, 2, args), "reorder", cause) == 0 &&
+	    dnnl_check(dnnl_stream_wait(s), "stream_wait", cause) == 0)
+		rc = 0;
+out:
+	if (r != NULL)
+		dnnl_primitive_destroy(r);
+	if (rpd != NULL)
+		dnnl_primitive_desc_destroy(rpd);
+	if (from != NULL)
+		dnnl_memory_destroy(from);
+	return rc;
+}
+
+/* Drop one reference to w (lock held), freeing it with the last. */
+static void
+dnnl_weights_unref_locked(struct cpu_dnnl *d, struct dnnl_weights *w)
+{
+	struct dnnl_weights **pp;
+
+	if (--w->refs > 0)
+		return;
+	for (pp = &d->weights; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	dnnl_memory_destroy(w->mem);
+	free(w->buf);
+	free(w);
+}
+
+/* Find or make the weights of bytes src (n of them, layout user) in layout md; a reference in *out. */
+static int
+dnnl_weights_get(struct cpu_dnnl *d, dnnl_stream_t s, const dnnl_memory_desc_t *user, const void *src, size_t n,
+    const dnnl_memory_desc_t *md, struct dnnl_weights **out, char **cause)
+{
+	uint64_t h = dnnl_hash(src, n);
+	size_t size = dnnl_memory_desc_get_size(md);
+	struct dnnl_weights *w;
+	int rc = -1;
+
+	pthread_mutex_lock(&d->lock);
+	for (w = d->weights; w != NULL; w = w->next)
+		if (w->src == src && w->hash == h && dnnl_memory_desc_equal(&w->md, md))
+			break;
+	if (w != NULL) {
+		w->refs++;
+		*out = w;
+		pthread_mutex_unlock(&d->lock);
+		return 0;
+	}
+	if ((w = xcalloc(1, sizeof *w)) == NULL ||
+	    (w->buf = aligned_alloc(DNNL_BUF_ALIGN, (size + DNNL_BUF_ALIGN - 1) / DNNL_BUF_ALIGN * DNNL_BUF_ALIGN)) == NULL) {
+		free(w);
+		pthread_mutex_unlock(&d->lock);
+		return error_set(cause, "out of memory for %zu bytes of reordered weights", size);
+	}
+	w->src = src;
+	w->hash = h;
+	w->md = *md;
+	w->refs = 1;
+	w->next = d->weights;
+	d->weights = w;
+	if (dnnl_check(dnnl_memory_create(&w->mem, md, d->eng, w->buf), "memory_create", cause) == 0 &&
+	    dnnl_weights_reorder(d, s, user, src, w, cause) == 0) {
+		*out = w;
+		rc = 0;
+	} else {
+		dnnl_weights_unref_locked(d, w);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+/* oneDNN's post-op for an activation it computes exactly as the kernel library does; 0 for none. */
+static int
+dnnl_act_alg(const struct graph_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+	*alpha = 0.0f;
+	*beta = 0.0f;
+	switch (n->act) {
+	case GRAPH_UNARY_RELU: *alg = dnnl_eltwise_relu; return 1;
+	case GRAPH_UNARY_LEAKY_RELU: *alg = dnnl_eltwise_relu; *alpha = n->act_alpha; return 1;
+	case GRAPH_UNARY_CLIP: *alg = dnnl_eltwise_clip; *alpha = n->act_alpha; *beta = n->act_beta; return 1;
+	case GRAPH_UNARY_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return 1;
+	default: return 0;
+	}
+}
+
+/* Attributes: a user scratchpad, the residual sum and the activation as post-ops. */
+static int
+dnnl_node_attr(const struct graph_node *n, int resid, dnnl_primitive_attr_t *attr, char **cause)
+{
+	dnnl_post_ops_t po = NULL;
+	dnnl_alg_kind_t alg;
+	float alpha, beta;
+	int rc = -1;
+
+	if (dnnl_check(dnnl_primitive_attr_create(attr), "primitive_attr_create", cause) != 0)
+		return -1;
+	if (dnnl_check(dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user),
+	    "set_scratchpad_mode", cause) != 0 ||
+	    dnnl_check(dnnl_post_ops_create(&po), "post_ops_create", cause) != 0)
+		goto out;
+	if (resid && dnnl_check(dnnl_post_ops_append_sum(po, 1.0f), "post_ops_append_sum", cause) != 0)
+		goto out;
+	if (dnnl_act_alg(n, &alg, &alpha, &beta) &&
+	    dnnl_check(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "append_eltwise", cause) != 0)
+		goto out;
+	rc = dnnl_check(dnnl_primitive_attr_set_post_ops(*attr, po), "set_post_ops", cause);
+out:
+	if (po != NULL)
+		dnnl_post_ops_destroy(po);
+	if (rc != 0) {
+		dnnl_primitive_attr_destroy(*attr);
+		*attr = NULL;
+	}
+	return rc;
+}
+
+/* Plain (row-major) layout tag of ndims dims. */
+static dnnl_format_tag_t
+dnnl_plain_tag(int ndims)
+{
+	static const dnnl_format_tag_t tags[] = { dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef };
+
+	return tags[ndims - 1];
+}
+
+/* The memory descriptors of a Conv (transpose 0) or ConvTranspose node's data, bias and user weights. */
+struct dnnl_conv_mds {
+	dnnl_memory_desc_t src, dst, sany, dany, bias, wany, wuser;
+	dnnl_dims_t strides, dil, pl, pr;
+};
+
+/* Fill m from the window geometry w (ns spatial dims), group count and the node's attributes. */
+static int
+dnnl_conv_mds_init(const struct cpu_window *w, const struct graph_window_attr *a, int64_t group, int transpose,
+    struct dnnl_conv_mds *m, char **cause)
+{
+	int ns = a->nspatial, off = 3 - ns, g = group > 1, wn = ns + 2 + g;
+	dnnl_dims_t xd = { w->n, w->c }, yd = { w->n, w->m }, wd, ws, bd = { w->m };
+	int64_t oc = w->m / group, ic = w->c / group;
+
+	for (int i = 0; i < ns; i++) {
+		xd[2 + i] = w->in[off + i];
+		yd[2 + i] = w->out[off + i];
+		wd[g + 2 + i] = w->k[off + i];
+		m->strides[i] = w->s[off + i];
+		m->dil[i] = w->d[off + i] - 1;
+		m->pl[i] = w->pb[off + i];
+		m->pr[i] = w->pe[off + i] - (transpose ? a->output_padding[i] : 0);
+	}
+	if (g)
+		wd[0] = group;
+	wd[g] = oc;
+	wd[g + 1] = ic;
+	/* Row-major strides of the ONNX weight: Conv [G, oc, ic, k...], ConvTranspose [G, ic, oc, k...]. */
+	ws[wn - 1] = 1;
+	for (int i = wn - 2; i >= g + 2; i--)
+		ws[i] = ws[i + 1] * wd[i + 1];
+	ws[g + (transpose ? 0 : 1)] = w->k_sz;
+	ws[g + (transpose ? 1 : 0)] = w->k_sz * (transpose ? oc : ic);
+	if (g)
+		ws[0] = oc * ic * w->k_sz;
+	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, ns + 2, xd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, ns + 2, yd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->sany, ns + 2, xd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dany, ns + 2, yd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 1, bd, dnnl_f32, dnnl_a), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, wn, wd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, wn, wd, dnnl_f32, ws), "md", cause))
+		return -1;
+	return 0;
+}
+
+/* The primitive descriptor of node c, or NULL (*pd) when oneDNN has no implementation for it. */
+static int
+dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl_conv_mds *m, int transpose,
+    dnnl_primitive_desc_t *pd, char **cause)
+{
+	const dnnl_memory_desc_t *bias = cpu_has_in(c, 2) ? &m->bias : NULL;
+	dnnl_primitive_attr_t attr;
+	dnnl_convolution_desc_t cd;
+	dnnl_deconvolution_desc_t dd;
+	dnnl_status_t st;
+
+	*pd = NULL;
+	if (transpose)
+		st = dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct,
+		    &m->sany, &m->wany, bias, &m->dany, m->strides, m->dil, m->pl, m->pr);
+	else
+		st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+		    &m->sany, &m->wany, bias, &m->dany, m->strides, m->dil, m->pl, m->pr);
+	/* A geometry oneDNN does not describe (a negative end pad, say) stays with the kernel library. */
+	if (st != dnnl_success)
+		return 0;
+	if (dnnl_node_attr(c->n, cpu_has_in(c, 3), &attr, cause) != 0)
+		return -1;
+	st = dnnl_primitive_desc_create(pd, transpose ? (const_dnnl_op_desc_t)&dd : (const_dnnl_op_desc_t)&cd,
+	    attr, d->eng, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	if (st == dnnl_unimplemented) {
+		*pd = NULL;
+		return 0;
+	}
+	return dnnl_check(st, "primitive_desc_create", cause);
+}
+
+/* Set up e between plain tensor ptr (layout user) and the primitive's layout blk; to_blk: plain is the source. */
+static int
+dnnl_edge_init(struct cpu_dnnl *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *blk, void *ptr,
+    int to_blk, struct dnnl_edge *e, char **cause)
+{
+	dnnl_primitive_desc_t rpd;
+	int rc;
+
+	if (dnnl_check(dnnl_memory_create(&e->user, user, d->eng, ptr), "memory_create", cause) != 0)
+		return -1;
+	if (dnnl_memory_desc_equal(user, blk))
+		return 0;
+	/* The blocked copy's address is the plan's staging buffer, bound once every node is sized. */
+	e->bytes = dnnl_memory_desc_get_size(blk);
+	if (dnnl_check(dnnl_memory_create(&e->blk, blk, d->eng, DNNL_MEMORY_NONE), "memory_create", cause) != 0 ||
+	    dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, to_blk ? user : blk, d->eng, to_blk ? blk : user,
+	    d->eng, NULL), "reorder_primitive_desc_create", cause) != 0)
+		return -1;
+	rc = dnnl_check(dnnl_primitive_create(&e->r, rpd), "primitive_create (reorder)", cause);
+	dnnl_primitive_desc_destroy(rpd);
+	e->args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, to_blk ? e->user : e->blk };
+	e->args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, to_blk ? e->blk : e->user };
+	return rc;
+}
+
+/* Free e's reorder and memory objects. */
+static void
+dnnl_edge_free(struct dnnl_edge *e)
+{
+	if (e->r != NULL)
+		dnnl_primitive_destroy(e->r);
+	if (e->user != NULL)
+		dnnl_memory_destroy(e->user);
+	if (e->blk != NULL)
+		dnnl_memory_destroy(e->blk);
+}
+
+/* Bind x's arguments: memory objects over the plan's addresses, reorders where the primitive wants blocks. */
+static int
+dnnl_node_bind(struct cpu_dnnl *d, struct dnnl_node *x, const struct cpu_node_ctx *c,
+    const struct dnnl_conv_mds *m, char **cause)
+{
+	const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(x->pd, dnnl_query_src_md, 0);
+	const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
+
+	if (dnnl_edge_init(d, &m->src, smd, (void *)cpu_in(c, 0), 1, &x->in, cause) != 0 ||
+	    dnnl_edge_init(d, &m->dst, dmd, cpu_out(c, 0), 0, &x->out, cause) != 0 ||
+	    (c->n->op == GRAPH_OP_CONV && cpu_has_in(c, 3) && x->out.r != NULL &&
+	    dnnl_edge_init(d, &m->dst, dmd, (void *)cpu_in(c, 3), 1, &x->resid_in, cause) != 0))
+		return -1;
+	x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, x->in.r != NULL ? x->in.blk : x->in.user };
+	if (x->w != NULL)
+		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, x->w->mem };
+	x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_DST, x->out.r != NULL ? x->out.blk : x->out.user };
+	if (c->n->op != GRAPH_OP_POOL && cpu_has_in(c, 2)) {
+		if (dnnl_check(dnnl_memory_create(&x->bias, &m->bias, d->eng, (void *)cpu_in(c, 2)), "memory_create",
+		    cause) != 0)
+			return -1;
+		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, x->bias };
+	}
+	return 0;
+}
+
+/* Free one node's primitive, memory objects and weight reference (lock not held). */
+static void
+dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
+{
+	if (x == NULL)
+		return;
+	dnnl_edge_free(&x->in);
+	dnnl_edge_free(&x->out);
+	dnnl_edge_free(&x->resid_in);
+	if (x->bias != NULL)
+		dnnl_memory_destroy(x->bias);
+	if (x->scratch != NULL)
+		dnnl_memory_destroy(x->scratch);
+	if (x->prim != NULL)
+		dnnl_primitive_destroy(x->prim);
+	if (x->pd != NULL)
+		dnnl_primitive_desc_destroy(x->pd);
+	if (x->w != NULL) {
+		pthread_mutex_lock(&d->lock);
+		dnnl_weights_unref_locked(d, x->w);
+		pthread_mutex_unlock(&d->lock);
+	}
+	free(x);
+}
+
+/*
+ * Whether oneDNN may take node n: a Conv or ConvTranspose with weights known
+ * at load, or a windowed (not global: one pass over the plane either way) pool;
+ * fp32 throughout.
+ */
+static int
+dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
+{
+	if (n->op == GRAPH_OP_POOL)
+		return !n->attr.pool.global && n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
+		    g->tensors[n->inputs[0]].dtype == GRAPH_DT_F32 && g->tensors[n->outputs[0]].dtype == GRAPH_DT_F32;
+	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE)
+		return 0;
+	if (n->ninputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->noutputs < 1)
+		return 0;
+	for (int i = 0; i < n->ninputs; i++)
+		if (n->inputs[i] >= 0 && g->tensors[n->inputs[i]].dtype != GRAPH_DT_F32)
+			return 0;
+	if (g->tensors[n->outputs[0]].dtype != GRAPH_DT_F32)
+		return 0;
+	return (g->tensors[n->inputs[1]].flags & GRAPH_TENSOR_CONST) != 0;
+}
+
+/*
+ * The pool's primitive descriptor, or NULL (*pd) when oneDNN does not
+ * compute it as the kernel library does: an average whose ceil_mode window
+ * overhangs the end padding, counting padding, would count the overhang.
+ */
+static int
+dnnl_pool_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct cpu_window *w,
+    struct dnnl_conv_mds *m, dnnl_primitive_desc_t *pd, char **cause)
+{
+	const struct graph_pool_attr *a = &c->n->attr.pool;
+	int ns = a->w.nspatial, off = 3 - ns;
+	dnnl_dims_t xd = { w->n, w->c }, yd = { w->n, w->c }, k;
+	dnnl_primitive_attr_t attr;
+	dnnl_pooling_v2_desc_t pdsc;
+	dnnl_alg_kind_t alg;
+	dnnl_status_t st;
+
+	*pd = NULL;
+	for (int i = 0; i < ns; i++) {
+		int64_t j = off + i, span = (w->k[j] - 1) * w->d[j] + 1;
+
+		xd[2 + i] = w->in[j];
+		yd[2 + i] = w->out[j];
+		k[i] = w->k[j];
+		m->strides[i] = w->s[j];
+		m->dil[i] = w->d[j] - 1;
+		m->pl[i] = w->pb[j];
+		/* The end pad the last window reaches: past pad_end only under ceil_mode. */
+		m->pr[i] = (w->out[j] - 1) * w->s[j] + span - w->in[j] - w->pb[j];
+		if (a->kind == GRAPH_POOL_AVG && a->count_include_pad && m->pr[i] > w->pe[j])
+			return 0;
+		m->pr[i] = m->pr[i] > w->pe[j] ? m->pr[i] : w->pe[j];
+	}
+	alg = a->kind == GRAPH_POOL_MAX ? dnnl_pooling_max :
+	    a->count_include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, ns + 2, xd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, ns + 2, yd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->sany, ns + 2, xd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dany, ns + 2, yd, dnnl_f32, dnnl_format_tag_any), "md", cause))
+		return -1;
+	/* Pooling takes its source in the layout given (no "any"): the plain one, the output as it likes. */
+	if (dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &m->src, &m->dany, m->strides, k,
+	    m->dil, m->pl, m->pr) != dnnl_success)
+		return 0;
+	if (dnnl_check(dnnl_primitive_attr_create(&attr), "primitive_attr_create", cause) != 0)
+		return -1;
+	st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+	if (st == dnnl_success)
+		st = dnnl_primitive_desc_create(pd, &pdsc, attr, d->eng, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	if (st == dnnl_unimplemented) {
+		*pd = NULL;
+		return 0;
+	}
+	return dnnl_check(st, "primitive_desc_create (pooling)", cause);
+}
+
+/* The oneDNN node for pool c, or NULL (*out) when the kernel library keeps it. */
+static int
+dnnl_pool_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	struct dnnl_conv_mds m;
+	struct cpu_window w;
+	struct dnnl_node *x;
+
+	*out = NULL;
+	if (cpu_pool_node_geom(c, &w, cause) != 0)
+		return -1;
+	if (w.n * w.c * w.out_sz == 0)
+		return 0;
+	if ((x = xcalloc(1, sizeof *x)) == NULL)
+		return error_set(cause, "out of memory");
+	if (dnnl_pool_pd(p->d, c, &w, &m, &x->pd, cause) != 0)
+		goto fail;
+	if (x->pd == NULL) {
+		free(x);
+		return 0;
+	}
+	if (dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
+		goto fail;
+	x->dst = cpu_out(c, 0);
+	x->n = c->n;
+	*out = x;
+	return 0;
+fail:
+	dnnl_node_free(p->d, x);
+	return -1;
+}
+
+/* The oneDNN node for c, or NULL (*out) when the kernel library keeps it. */
+static int
+dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	int transpose = c->n->op == GRAPH_OP_CONV_TRANSPOSE;
+	struct dnnl_conv_mds m;
+	struct cpu_window w;
+	struct dnnl_node *x;
+	int64_t cg, mg;
+
+	if (c->n->op == GRAPH_OP_POOL)
+		return dnnl_pool_create(p, c, out, cause);
+	*out = NULL;
+	if (cpu_conv_node_geom(c, transpose, &w, &cg, &mg, cause) != 0)
+		return -1;
+	if (w.n * w.m * w.out_sz == 0 || w.c == 0)
+		return 0;
+	if ((x = xcalloc(1, sizeof *x)) == NULL)
+		return error_set(cause, "out of memory");
+	if (dnnl_conv_mds_init(&w, &c->n->attr.conv, w.c / cg, transpose, &m, cause) != 0 ||
+	    dnnl_conv_pd(p->d, c, &m, transpose, &x->pd, cause) != 0)
+		goto fail;
+	if (x->pd == NULL) {
+		free(x);
+		return 0;
+	}
+	if (dnnl_weights_get(p->d, p->stream, &m.wuser, cpu_in(c, 1), dnnl_memory_desc_get_size(&m.wuser),
+	    dnnl_primitive_desc_query_md(x->pd, dnnl_query_weights_md, 0), &x->w, cause) != 0 ||
+	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
+		goto fail;
+	x->resid = cpu_has_in(c, 3) ? cpu_in(c, 3) : NULL;
+	x->dst = cpu_out(c, 0);
+	x->plane = (size_t)w.out_sz;
+	x->nplanes = w.n * w.m;
+	x->nch = w.m;
+	x->dst_elems = (size_t)(w.n * w.m * w.out_sz);
+	x->n = c->n;
+	*out = x;
+	return 0;
+fail:
+	dnnl_node_free(p->d, x);
+	return -1;
+}
+
+/* An aligned buffer of at least n bytes (NULL for 0) into *out; -1 when out of memory. */
+static int
+dnnl_buffer(size_t n, void **out, char **cause)
+{
+	*out = NULL;
+	if (n > 0 && (*out = aligned_alloc(DNNL_BUF_ALIGN, (n + DNNL_BUF_ALIGN - 1) / DNNL_BUF_ALIGN * DNNL_BUF_ALIGN)) == NULL)
+		return error_set(cause, "out of memory for %zu bytes of oneDNN buffers", n);
+	return 0;
+}
+
+/* The scratchpad and the two staging buffers every node of p shares, each the largest any node asks for. */
+static int
+dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
+{
+	size_t need[3] = { 0, 0, 0 };
+
+	for (size_t i = 0; i < p->nnodes; i++) {
+		struct dnnl_node *x = p->nodes[i];
+		size_t s;
+
+		if (x == NULL)
+			continue;
+		s = dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(x->pd, dnnl_query_scratchpad_md, 0));
+		need[0] = s > need[0] ? s : need[0];
+		need[1] = x->in.bytes > need[1] ? x->in.bytes : need[1];
+		need[2] = x->out.bytes > need[2] ? x->out.bytes : need[2];
+	}
+	if (dnnl_buffer(need[0], &p->scratch, cause) != 0 || dnnl_buffer(need[1], &p->stage[0], cause) != 0 ||
+	    dnnl_buffer(need[2], &p->stage[1], cause) != 0)
+		return -1;
+	for (size_t i = 0; i < p->nnodes; i++) {
+		struct dnnl_node *x = p->nodes[i];
+		const dnnl_memory_desc_t *md;
+
+		if (x == NULL)
+			continue;
+		if ((x->in.blk != NULL &&
+		    dnnl_check(dnnl_memory_set_data_handle(x->in.blk, p->stage[0]), "set_data_handle", cause) != 0) ||
+		    (x->out.blk != NULL &&
+		    dnnl_check(dnnl_memory_set_data_handle(x->out.blk, p->stage[1]), "set_data_handle", cause) != 0) ||
+		    (x->resid_in.blk != NULL &&
+		    dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk, p->stage[1]), "set_data_handle", cause) != 0))
+			return -1;
+		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_scratchpad_md, 0);
+		if (dnnl_memory_desc_get_size(md) == 0)
+			continue;
+		if (dnnl_check(dnnl_memory_create(&x->scratch, md, p->d->eng, p->scratch), "memory_create", cause) != 0)
+			return -1;
+		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, x->scratch };
+	}
+	return 0;
+}
+
+/* Make the plan's primitives. */
+int
+cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
+    struct cpu_dnnl_plan **out, char **cause)
+{
+	struct cpu_dnnl_plan *p = xcalloc(1, sizeof *p);
+
+	if (p == NULL || (p->nodes = xcalloc(g->nnodes ? g->nnodes : 1, sizeof *p->nodes)) == NULL) {
+		free(p);
+		return error_set(cause, "out of memory");
+	}
+	p->d = d;
+	p->nnodes = g->nnodes;
+	if (dnnl_check(dnnl_stream_create(&p->stream, d->eng, dnnl_stream_default_flags), "stream_create", cause) != 0)
+		goto fail;
+	for (size_t i = 0; i < g->nnodes; i++) {
+		struct cpu_node_ctx c = { g, &g->nodes[i], shapes, ptrs, NULL };
+
+		if (dnnl_node_eligible(g, c.n) && dnnl_node_create(p, &c, &p->nodes[i], cause) != 0) {
+			error_prefix(cause, "node '%s' (%s)", c.n->name ? c.n->name : "?", graph_op_name(c.n->op));
+			goto fail;
+		}
+	}
+	if (dnnl_plan_buffers(p, cause) != 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	cpu_dnnl_plan_free(p);
+	return -1;
+}
+
+/* The node's activation where oneDNN did not fuse it, per output plane over the kernels' threads. */
+static void
+dnnl_node_act(const struct dnnl_node *x)
+{
+	dnnl_alg_kind_t alg;
+	float a, b;
+
+	if (x->n->act == GRAPH_UNARY_NONE || dnnl_act_alg(x->n, &alg, &a, &b))
+		return;
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel((int64_t)x->dst_elems))
+	for (int64_t i = 0; i < x->nplanes; i++)
+		cpu_act_inplace(x->dst + i * (int64_t)x->plane, (int64_t)x->plane, x->n->act, x->n->act_alpha,
+		    x->n->act_beta);
+}
+
+/* Run e's reorder. */
+static int
+dnnl_edge_run(struct cpu_dnnl_plan *p, struct dnnl_edge *e, char **cause)
+{
+	return dnnl_check(dnnl_primitive_execute(e->r, p->stream, 2, e->args), "reorder", cause);
+}
+
+/* Run node i if oneDNN has it. */
+int
+cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
+{
+	struct dnnl_node *x = p->nodes[i];
+
+	if (x == NULL)
+		return 0;
+	if (x->resid_in.r != NULL) {
+		if (dnnl_edge_run(p, &x->resid_in, cause) != 0)
+			return -1;
+	} else if (x->resid != NULL && x->resid != x->dst) {
+		memcpy(x->dst, x->resid, x->dst_elems * sizeof(float));
+	}
+	if ((x->in.r != NULL && dnnl_edge_run(p, &x->in, cause) != 0) ||
+	    dnnl_check(dnnl_primitive_execute(x->prim, p->stream, x->nargs, x->args), "primitive_execute", cause) != 0 ||
+	    (x->out.r != NULL && dnnl_edge_run(p, &x->out, cause) != 0) ||
+	    dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
+		return -1;
+	dnnl_node_act(x);
+	return 1;
+}
+
+/* Free the plan's nodes, scratchpad and stream. */
+void
+cpu_dnnl_plan_free(struct cpu_dnnl_plan *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->nnodes; i++)
+		dnnl_node_free(p->d, p->nodes[i]);
+	if (p->stream != NULL)
+		dnnl_stream_destroy(p->stream);
+	free(p->scratch);
+	free(p->stage[0]);
+	free(p->stage[1]);
+	free(p->nodes);
+	free(p);
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""make_conv_odd_onnx.py OUTDIR: one-op models of the convolution family at odd geometries
+(groups, depthwise, dilations, strides, asymmetric pads, 1-D and 3-D, transposed with
+output_padding, a fused bias + residual + activation, windowed pools with ceil_mode and
+padding counted or not), weights as initializers, the batch dim dynamic.  For each, with
+onnxruntime's outputs as the reference, OUTDIR/<case>/ gets model.onnx, model.json and
+manifest.json in the format onnx_engine_run reads (tests/helpers/onnx_reference.py).
+
+Exit status 77 when onnx, onnxruntime or numpy cannot be imported."""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:
+    print(f"skip: {e}", file=sys.stderr)
+    sys.exit(77)
+
+BATCHES = (1, 3)
+
+
+def conv(name, cin, cout, spatial, k, group=1, strides=None, dil=None, pads=None, bias=True, act=None,
+         resid=False, transpose=False, out_pad=None):
+    """A Conv (or ConvTranspose) with initializer weights, optionally + residual input and an activation."""
+    rng = np.random.default_rng(len(name))
+    wshape = [cin, cout // group] + list(k) if transpose else [cout, cin // group] + list(k)
+    inits = [numpy_helper.from_array(rng.standard_normal(wshape).astype(np.float32) * 0.3, "W")]
+    ins = ["X", "W"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal([cout]).astype(np.float32), "B"))
+        ins.append("B")
+    attrs = {"group": group, "kernel_shape": list(k)}
+    if strides:
+        attrs["strides"] = strides
+    if dil:
+        attrs["dilations"] = dil
+    if pads:
+        attrs["pads"] = pads
+    if out_pad:
+        attrs["output_padding"] = out_pad
+    nodes = [helper.make_node("ConvTranspose" if transpose else "Conv", ins, ["C"], **attrs)]
+    last = "C"
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", cin] + list(spatial))]
+    if resid:
+        nodes.append(helper.make_node("Add", [last, "Z"], ["S"]))
+        last = "S"
+    if act is not None:
+        op, kw = act
+        nodes.append(helper.make_node(op, [last], ["A"], **kw))
+        last = "A"
+    nodes.append(helper.make_node("Identity", [last], ["Y"]))
+    return name, nodes, graph_in, inits, resid
+
+
+def pool(name, op, c, spatial, k, **attrs):
+    """A windowed MaxPool or AveragePool."""
+    nodes = [helper.make_node(op, ["X"], ["Y"], kernel_shape=list(k), **attrs)]
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", c] + list(spatial))]
+    return name, nodes, graph_in, [], False
+
+
+CASES = [
+    conv("grouped_dilated", 6, 9, (11, 13), (3, 2), group=3, strides=[2, 1], dil=[2, 2], pads=[1, 0, 2, 1]),
+    conv("depthwise_relu", 8, 8, (9, 7), (3, 3), group=8, pads=[1, 1, 1, 1], act=("Relu", {})),
+    conv("depthwise_mult", 4, 8, (10, 10), (5, 5), group=4, strides=[2, 2], pads=[2, 2, 2, 2]),
+    conv("pointwise_clip", 5, 7, (6, 5), (1, 1), act=("Clip", {}), bias=True),
+    conv("strided_1x1", 16, 24, (9, 9), (1, 1), strides=[2, 2], bias=False),
+    conv("conv1d", 4, 6, (23,), (5,), strides=[3], dil=[2], pads=[2, 1]),
+    conv("conv3d", 3, 4, (5, 7, 6), (2, 3, 3), strides=[1, 2, 1], pads=[0, 1, 1, 1, 0, 2]),
+    conv("resid_relu", 8, 8, (7, 7), (3, 3), pads=[1, 1, 1, 1], resid=True, act=("Relu", {})),
+    conv("hardsigmoid", 6, 6, (8, 8), (3, 3), pads=[1, 1, 1, 1], act=("HardSigmoid", {"alpha": 0.2, "beta": 0.5})),
+    conv("sigmoid", 6, 12, (5, 9), (3, 3), act=("Sigmoid", {})),
+    conv("leaky", 6, 12, (5, 9), (3, 1), act=("LeakyRelu", {"alpha": 0.1})),
+    conv("hardswish", 16, 16, (8, 8), (3, 3), group=16, pads=[1, 1, 1, 1], act=("HardSwish", {})),
+    conv("transpose_grouped", 4, 6, (5, 6), (3, 3), group=2, strides=[2, 2], pads=[1, 1, 1, 1],
+         out_pad=[1, 1], transpose=True),
+    conv("transpose_outpad_past_pad", 3, 5, (7,), (4,), strides=[3], out_pad=[2], transpose=True),
+    conv("transpose_dilated", 5, 4, (6, 5), (3, 2), strides=[1, 2], dil=[2, 1], pads=[0, 1, 2, 0],
+         transpose=True, act=("Relu", {})),
+    conv("transpose3d", 2, 3, (3, 4, 5), (2, 2, 3), strides=[2, 2, 1], out_pad=[1, 0, 0], transpose=True),
+    pool("maxpool_ceil", "MaxPool", 5, (10, 11), (3, 3), strides=[2, 2], ceil_mode=1),
+    pool("maxpool_pad_dil", "MaxPool", 3, (9, 12), (2, 3), strides=[1, 2], pads=[1, 1, 0, 1], dilations=[2, 1]),
+    pool("avgpool_incl", "AveragePool", 4, (9, 9), (3, 3), strides=[2, 2], pads=[1, 1, 1, 1],
+         count_include_pad=1),
+    pool("avgpool_excl_ceil", "AveragePool", 4, (10, 9), (3, 2), strides=[2, 2], pads=[1, 0, 0, 1], ceil_mode=1),
+    pool("avgpool_incl_ceil", "AveragePool", 4, (10, 9), (3, 3), strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+         count_include_pad=1),
+    pool("maxpool1d", "MaxPool", 3, (17,), (4,), strides=[3], pads=[1, 2]),
+    pool("avgpool3d", "AveragePool", 2, (5, 6, 7), (2, 3, 2), strides=[1, 2, 2]),
+]
+
+
+def write_case(out, name, nodes, graph_in, inits, resid):
+    """Write one case's model, its inputs and onnxruntime's outputs, and the manifest."""
+    root = os.path.join(out, name)
+    os.makedirs(root, exist_ok=True)
+    rank = len(graph_in[0].type.tensor_type.shape.dim)
+    outs = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N"] + [f"y{i}" for i in range(1, rank)])]
+    if resid:
+        # The residual input has the convolution's output shape: ask onnxruntime for it.
+        probe = helper.make_model(helper.make_graph([nodes[0], helper.make_node("Identity", ["C"], ["Y"])], name,
+                                                    graph_in, outs, inits),
+                                  opset_imports=[helper.make_opsetid("", 17)])
+        probe.ir_version = 8
+        x0 = np.zeros([1] + [d.dim_value for d in graph_in[0].type.tensor_type.shape.dim][1:], np.float32)
+        ydims = list(ort.InferenceSession(probe.SerializeToString(),
+                                          providers=["CPUExecutionProvider"]).run(None, {"X": x0})[0].shape[1:])
+        graph_in = graph_in + [helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N"] + ydims)]
+    model = helper.make_model(helper.make_graph(nodes, name, graph_in, outs, inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    onnx.save(model, os.path.join(root, "model.onnx"))
+    with open(os.path.join(root, "model.json"), "w") as f:
+        json.dump({"platform": "onnx", "max_batch_size": max(BATCHES)}, f)
+    rng = np.random.default_rng(1)
+    cases = []
+    for b in BATCHES:
+        sub = f"b{b}"
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+        feeds, entry = {}, {"batch": b, "dir": sub, "inputs": [], "outputs": []}
+        for v in graph_in:
+            dims = [b] + [d.dim_value for d in v.type.tensor_type.shape.dim][1:]
+            feeds[v.name] = rng.standard_normal(dims).astype(np.float32)
+            rel = f"{sub}/{v.name}.bin"
+            feeds[v.name].tofile(os.path.join(root, rel))
+            entry["inputs"].append({"name": v.name, "datatype": "FP32", "shape": dims, "file": rel})
+        y = sess.run(None, feeds)[0]
+        rel = f"{sub}/Y.ort.bin"
+        y.astype(np.float32).tofile(os.path.join(root, rel))
+        entry["outputs"].append({"name": "Y", "datatype": "FP32", "shape": list(y.shape), "ort_file": rel})
+        cases.append(entry)
+    with open(os.path.join(root, "manifest.json"), "w") as f:
+        json.dump({"model": name, "onnx": "model.onnx", "opset": 17, "cases": cases}, f, indent=1)
+    return os.path.join(root, "manifest.json")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_conv_odd_onnx.py OUTDIR")
+    for case in CASES:
+        print(write_case(sys.argv[1], *case))
+
+
+if __name__ == "__main__":
+    main()
