@@ -92,6 +92,14 @@ device_is_gpu(const device_t *dev)
 	return dev->is_gpu;
 }
 
+/* The backend's host threads, where it computes on the host. */
+void
+device_set_threads(device_t *dev, int n)
+{
+	if (dev->ops->set_threads != NULL)
+		dev->ops->set_threads(dev, n < 1 ? 1 : n);
+}
+
 /* Allocations made so far. */
 uint64_t
 device_allocation_count(const device_t *dev)

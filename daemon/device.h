@@ -51,6 +51,12 @@ void device_close(device_t *dev);
 const char *device_name(const device_t *dev);
 /* 1 on a GPU backend, 0 on the CPU one. */
 int device_is_gpu(const device_t *dev);
+/*
+ * The host threads dev's kernels run on (every library in play: OpenMP,
+ * OpenBLAS, oneDNN), n < 1 meaning one; nothing on a GPU backend.  Call it
+ * before plans run, not while one runs.
+ */
+void device_set_threads(device_t *dev, int n);
 /* Number of CUDA devices usable now; 0 when no driver or GPU (never fails). */
 int device_cuda_count(void);
 /* Device and pinned allocations made so far (the daemon checks it stays flat). */

@@ -68,6 +68,8 @@ struct device_ops {
 	int (*graph_capture_end)(device_stream_t *s, device_graph_t *g, char **cause);
 	int (*graph_launch)(device_graph_t *g, device_stream_t *s, char **cause);
 	void (*graph_destroy)(device_graph_t *g);
+	/* Threads the backend computes on (the CPU's cpu_threads); NULL on backends that compute elsewhere. */
+	void (*set_threads)(device_t *dev, int n);
 };
 
 struct device {

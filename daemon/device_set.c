@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "cpu_kernels.h"
 #include "device_set.h"
 #include "error.h"
 #include "log.h"
@@ -80,7 +79,7 @@ device_set_open(device_set_t *s, const struct device_spec *spec, device_t **out,
 	*out = s->devs[s->ndevs++];
 	/* The CPU kernels run with one thread unless the CPU is the daemon's device: give them the setting. */
 	if (spec->kind == DEVICE_SPEC_CPU)
-		cpu_kernels_set_threads(s->cpu_threads);
+		device_set_threads(*out, s->cpu_threads);
 	LOG_INFO("device for model instances: %s", device_name(*out));
 	return 0;
 }

@@ -530,8 +530,8 @@ daemon_start(struct daemon *d, char **cause)
 		return -1;
 	LOG_INFO("device: %s", device_name(d->dev));
 	if (!device_is_gpu(d->dev)) {
-		cpu_kernels_set_threads(cpu_threads);
-		LOG_INFO("cpu threads: %d", cpu_kernels_threads());
+		device_set_threads(d->dev, cpu_threads);
+		LOG_INFO("cpu threads: %d", cpu_threads);
 	}
 	if (device_set_create(d->dev, strcmp(d->config.device, "auto") == 0, cpu_threads, &d->devices, cause) != 0)
 		return -1;

@@ -237,14 +237,14 @@ out:
 
 /* The CPU backend's threads as the daemon's cpu_threads sets them: $INFERD_CPU_THREADS, else every online core. */
 static void
-engine_cpu_threads(void)
+engine_cpu_threads(device_t *dev)
 {
 	const char *env = getenv("INFERD_CPU_THREADS");
 	long n = env != NULL ? strtol(env, NULL, 10) : 0;
 
 	if (n < 1)
 		n = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_kernels_set_threads(n > 0 && n <= 1024 ? (int)n : 1);
+	device_set_threads(dev, n > 0 && n <= 1024 ? (int)n : 1);
 }
 
 /* --engine: returns the exit status. */
@@ -261,7 +261,7 @@ bench_engine(const struct bench_settings *set)
 		return 1;
 	}
 	if (!device_is_gpu(dev))
-		engine_cpu_threads();
+		engine_cpu_threads(dev);
 	rc = engine_measure(set, dev, &cause);
 	if (rc != 0) {
 		fprintf(stderr, "inferd-bench-engine: --engine: %s\n", cause);

@@ -81,12 +81,12 @@ struct cpu_event {
 	double time_us;
 };
 
-/* The device's state: oneDNN's engine and the weights it reordered, shared by the device's plans. */
+/* The device's state: its thread count, oneDNN's engine and the weights it reordered for the device's plans. */
 struct cpu_device {
+	int threads;			/* cpu_threads: every library's loops run on this many */
 #ifdef HAVE_DNNL
 	struct cpu_dnnl *dnnl;
 #endif
-	int unused;
 };
 
 /* A plan: the graph's nodes run in order, through oneDNN where it took them, else through cpu_node_run. */
@@ -326,12 +326,15 @@ static int
 cpu_plan_run(device_plan_t *p, device_stream_t *s, char **cause)
 {
 	const struct cpu_plan *c = p->handle;
+	const struct cpu_device *d = p->dev->ctx;
 	const graph_t *g = p->g;
 	size_t i;
 
 #ifdef _OPENMP
-	/* OpenMP's thread count is per calling thread: libraries asking omp_get_max_threads get cpu_threads. */
-	omp_set_num_threads(cpu_kernels_threads());
+	/* OpenMP's thread count is per calling thread: oneDNN (omp_get_max_threads) gets the device's here. */
+	omp_set_num_threads(d->threads);
+#else
+	(void)d;
 #endif
 	for (i = 0; i < g->nnodes; i++) {
 		const struct graph_node *n = &g->nodes[i];
@@ -383,6 +386,18 @@ cpu_plan_profile(device_plan_t *p, device_stream_t *s, struct device_step_time *
 	return 0;
 }
 
+/*
+ * Threads for the device's plans: the kernel library's OpenMP loops and its
+ * sgemm pieces (cpu_kernels_set_threads), and oneDNN's primitives (the plan
+ * sets OpenMP's count on the thread that runs it).
+ */
+static void
+cpu_set_threads(device_t *dev, int n)
+{
+	((struct cpu_device *)dev->ctx)->threads = n;
+	cpu_kernels_set_threads(n);
+}
+
 /* Release the device's state. */
 static void
 cpu_close(device_t *dev)
@@ -428,6 +443,7 @@ static const struct device_ops cpu_ops = {
 	.plan_run = cpu_plan_run,
 	.plan_free = cpu_plan_free,
 	.plan_profile = cpu_plan_profile,
+	.set_threads = cpu_set_threads,
 };
 
 /* Fill dev with the CPU backend. */
@@ -438,6 +454,7 @@ device_cpu_open(device_t *dev, char **cause)
 
 	if (d == NULL)
 		return error_set(cause, "out of memory");
+	d->threads = cpu_kernels_threads();
 #ifdef HAVE_DNNL
 	if (cpu_dnnl_open(&d->dnnl, cause) != 0) {
 		free(d);
