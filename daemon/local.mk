@@ -61,7 +61,8 @@ daemon_libinferd_core_a_CXXFLAGS = $(TENSOR_TEXT_CXXFLAGS)
 # The CPU kernel library (one graph node at a time); OpenMP for its own loops.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_kernels.h daemon/backend/cpu/cpu_kernels_impl.h daemon/backend/cpu/cpu_conv_geom.h \
-	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_attention.c daemon/backend/cpu/cpu_threads.c daemon/backend/cpu/cpu_broadcast.c \
+	daemon/backend/cpu/cpu_node.c daemon/backend/cpu/cpu_common.c daemon/backend/cpu/cpu_attention.c daemon/backend/cpu/cpu_threads.c \
+	daemon/backend/cpu/cpu_vmath.c daemon/backend/cpu/cpu_broadcast.c \
 	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
 	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c
@@ -78,7 +79,7 @@ daemon_libinferd_core_a_SOURCES += \
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_LIBS) $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(DNNL_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
+	$(SYSTEMD_LIBS) $(DNNL_LIBS) $(MVEC_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
 
 # The CUDA backend's files (daemon/backend/cuda): device_cuda.cu (streams, plans) and one file per concern
 # of the per-op compilers.

@@ -397,6 +397,12 @@ CPU_NODE_FIXTURE = tests/helpers/cpu_node_fixture.c tests/helpers/cpu_node_fixtu
 tests_unit_test_cpu_kernels_SOURCES = tests/unit/test_cpu_kernels.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
 tests_unit_test_cpu_kernels_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_cpu_kernels_LDADD = $(TEST_LDADD)
+# The vectorised exp/tanh/erf/erfc against libm's double-precision functions (1e-6 relative).
+check_PROGRAMS += tests/unit/test_cpu_vmath
+TESTS += tests/unit/test_cpu_vmath
+tests_unit_test_cpu_vmath_SOURCES = tests/unit/test_cpu_vmath.c $(TEST_COMMON)
+tests_unit_test_cpu_vmath_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cpu_vmath_LDADD = $(TEST_LDADD)
 tests_unit_test_cpu_kernels_ort_SOURCES = tests/unit/test_cpu_kernels_ort.c $(CPU_NODE_FIXTURE) $(TEST_COMMON)
 tests_unit_test_cpu_kernels_ort_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_cpu_kernels_ort_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)

@@ -46,6 +46,51 @@ cpu_act_known(enum graph_unary fn)
 	return (int)fn >= 0 && fn < GRAPH_UNARY_COUNT;
 }
 
+/* Elements per pass of the vectorised activations (a stack buffer, so y may be x). */
+#define ACT_CHUNK 256
+
+/* y = fn(x) for the activations built on exp, tanh or erfc, through the array functions (cpu_vmath.c). */
+static void
+act_vector(float *y, const float *x, int64_t n, enum graph_unary fn)
+{
+	float t[ACT_CHUNK];
+
+	for (int64_t lo = 0; lo < n; lo += ACT_CHUNK) {
+		int64_t m = n - lo < ACT_CHUNK ? n - lo : ACT_CHUNK;
+		const float *xs = x + lo;
+		float *ys = y + lo;
+
+		switch (fn) {
+		case GRAPH_UNARY_SIGMOID:
+			/* exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below. */
+			for (int64_t i = 0; i < m; i++)
+				t[i] = -fabsf(xs[i]);
+			cpu_vexpf(t, t, m);
+			for (int64_t i = 0; i < m; i++)
+				ys[i] = (xs[i] >= 0.0f ? 1.0f : t[i]) / (1.0f + t[i]);
+			break;
+		case GRAPH_UNARY_GELU:
+			/* erfc, not 1 + erf: for x << 0 the sum cancels and loses every digit. */
+			for (int64_t i = 0; i < m; i++)
+				t[i] = -xs[i] * (float)M_SQRT1_2;
+			cpu_verfcf(t, t, m);
+			for (int64_t i = 0; i < m; i++)
+				ys[i] = 0.5f * xs[i] * t[i];
+			break;
+		case GRAPH_UNARY_GELU_TANH:
+			for (int64_t i = 0; i < m; i++)
+				t[i] = 0.7978845608028654f * (xs[i] + 0.044715f * xs[i] * xs[i] * xs[i]);
+			cpu_vtanhf(t, t, m);
+			for (int64_t i = 0; i < m; i++)
+				ys[i] = 0.5f * xs[i] * (1.0f + t[i]);
+			break;
+		case GRAPH_UNARY_TANH: cpu_vtanhf(ys, xs, m); break;
+		case GRAPH_UNARY_EXP: cpu_vexpf(ys, xs, m); break;
+		default: cpu_verff(ys, xs, m); break;
+		}
+	}
+}
+
 /* y = fn(x) over n elements; the common activations get their own loops so they vectorise. */
 static void
 unary_span(float *y, const float *x, int64_t n, enum graph_unary fn, float a, float b)
@@ -62,6 +107,10 @@ unary_span(float *y, const float *x, int64_t n, enum graph_unary fn, float a, fl
 	case GRAPH_UNARY_CLIP:
 		for (int64_t i = 0; i < n; i++)
 			y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+		return;
+	case GRAPH_UNARY_SIGMOID: case GRAPH_UNARY_GELU: case GRAPH_UNARY_GELU_TANH: case GRAPH_UNARY_TANH:
+	case GRAPH_UNARY_EXP: case GRAPH_UNARY_ERF:
+		act_vector(y, x, n, fn);
 		return;
 	default:
 		for (int64_t i = 0; i < n; i++)

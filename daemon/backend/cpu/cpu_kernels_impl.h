@@ -99,6 +99,16 @@ int cpu_parallel(int64_t n);
 void cpu_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/*
+ * y = exp, tanh, erf, erfc of x over n elements (y may be x), vectorised
+ * through libmvec where the CPU and the build have it (cpu_vmath.c): within
+ * 1e-6 relative of the double-precision function.
+ */
+void cpu_vexpf(float *y, const float *x, int64_t n);
+void cpu_vtanhf(float *y, const float *x, int64_t n);
+void cpu_verff(float *y, const float *x, int64_t n);
+void cpu_verfcf(float *y, const float *x, int64_t n);
+
 /* IEEE half <-> single, round to nearest even. */
 float cpu_f16_to_f32(uint16_t h);
 uint16_t cpu_f32_to_f16(float f);

@@ -17,6 +17,16 @@ axis_split(const struct graph_shape *s, int axis, int64_t *outer, int64_t *len, 
 		*inner *= s->dims[i];
 }
 
+/* y *= 1 / sum over a contiguous line. */
+static void
+softmax_scale(float *y, int64_t len, double sum)
+{
+	float inv = (float)(1.0 / sum);
+
+	for (int64_t i = 0; i < len; i++)
+		y[i] *= inv;
+}
+
 /* Softmax of len values at stride st. */
 static void
 softmax_line(const float *x, float *y, int64_t len, int64_t st, int log_out)
@@ -27,6 +37,16 @@ softmax_line(const float *x, float *y, int64_t len, int64_t st, int log_out)
 	for (int64_t i = 0; i < len; i++)
 		if (x[i * st] > mx)
 			mx = x[i * st];
+	if (st == 1 && !log_out) {
+		/* A contiguous line: exp over the whole line at once, vectorised (cpu_vmath.c). */
+		for (int64_t i = 0; i < len; i++)
+			y[i] = x[i] - mx;
+		cpu_vexpf(y, y, len);
+		for (int64_t i = 0; i < len; i++)
+			sum += y[i];
+		softmax_scale(y, len, sum);
+		return;
+	}
 	for (int64_t i = 0; i < len; i++) {
 		float e = expf(x[i * st] - mx);
 
