@@ -99,10 +99,11 @@ attn_softmax_row(float *s, const float *mask, int64_t mst, int64_t n)
 			mx = s[i];
 	if (mx == -INFINITY)
 		mx = 0.0f;	/* a fully masked row: every score -inf, the row becomes 0/0 as in the unfused graph */
-	for (i = 0; i < n; i++) {
-		s[i] = expf(s[i] - mx);
+	for (i = 0; i < n; i++)
+		s[i] -= mx;
+	cpu_vexpf(s, s, n);
+	for (i = 0; i < n; i++)
 		sum += s[i];
-	}
 	inv = (float)(1.0 / sum);
 	for (i = 0; i < n; i++)
 		s[i] *= inv;
