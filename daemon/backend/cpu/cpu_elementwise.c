@@ -108,6 +108,18 @@ unary_span(float *y, const float *x, int64_t n, enum graph_unary fn, float a, fl
 		for (int64_t i = 0; i < n; i++)
 			y[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
 		return;
+	case GRAPH_UNARY_HARD_SIGMOID:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = fmaxf(0.0f, fminf(1.0f, a * x[i] + b));
+		return;
+	case GRAPH_UNARY_HARD_SWISH:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] / 6.0f + 0.5f));
+		return;
+	case GRAPH_UNARY_LEAKY_RELU:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = x[i] >= 0.0f ? x[i] : a * x[i];
+		return;
 	case GRAPH_UNARY_SIGMOID: case GRAPH_UNARY_GELU: case GRAPH_UNARY_GELU_TANH: case GRAPH_UNARY_TANH:
 	case GRAPH_UNARY_EXP: case GRAPH_UNARY_ERF:
 		act_vector(y, x, n, fn);
