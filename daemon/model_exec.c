@@ -250,13 +250,13 @@ model_exec_grow(model_exec_t *x, const struct model_shape *s, struct model_plan_
 int
 model_exec_rows_run(const model_exec_t *x, int rows)
 {
-	int b = 1;
+	int b = 1, max = model_max_rows(x->model);
 
 	if (!x->bucketed)
 		return rows;
 	while (b < rows)
 		b = b < 2 ? 2 : (b & (b - 1)) == 0 ? b + b / 2 : b / 3 * 4;
-	return b > x->nplans ? x->nplans : b;
+	return b > max ? max : b;	/* the largest size, not the plan cache's slots (variable dims) */
 }
 
 /*
