@@ -259,8 +259,6 @@ int cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *
 int cuda_compile_where(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_softmax(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
-int cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
-    char **cause);
 int cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_batchnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,

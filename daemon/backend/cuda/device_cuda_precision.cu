@@ -207,7 +207,7 @@ prec_native(const struct graph_node *n)
 	case GRAPH_OP_SOFTMAX: case GRAPH_OP_LAYERNORM: case GRAPH_OP_POOL:
 	case GRAPH_OP_TRANSPOSE: case GRAPH_OP_RESHAPE: case GRAPH_OP_CONCAT: case GRAPH_OP_SPLIT:
 	case GRAPH_OP_SLICE: case GRAPH_OP_GATHER: case GRAPH_OP_EXPAND: case GRAPH_OP_PAD: case GRAPH_OP_COPY:
-	case GRAPH_OP_GATHER_ELEMENTS: case GRAPH_OP_ATTENTION:
+	case GRAPH_OP_GATHER_ELEMENTS:
 		return 1;
 	default:
 		return 0;

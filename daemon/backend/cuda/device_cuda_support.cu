@@ -38,7 +38,6 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = { cuda_compile_where, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_COPY] = { cuda_compile_copy, 1, 1, 1, 1, 0 },
 	[GRAPH_OP_GATHER_ELEMENTS] = { cuda_compile_gather_elements, 2, 2, 1, 1, 0 },
-	[GRAPH_OP_ATTENTION] = { cuda_compile_attention, 3, 4, 1, 1, 1 },
 };
 
 /* The compiler of op (NULL when the backend has none). */
