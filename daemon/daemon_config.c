@@ -108,6 +108,11 @@ static const struct config_key config_keys[] = {
 	  "what its tensors need, and waits within its timeout while the memory is\n"
 	  "in use (then 503).  A request larger than all of it is 413; a model whose\n"
 	  "one row at its maximum dims does not fit is refused at load." },
+	{ "HTTP", "strict_readiness", CONFIG_BOOL, "yes", KEY(strict_readiness), 0, 1, NULL,
+	  "Whether readiness needs every start-up model loaded (yes or no).\n"
+	  "HTTP is up from the start; /v2/health/ready answers 503 until the start-up\n"
+	  "loads have finished, then 200: with yes (as Triton) only when every\n"
+	  "start-up model loaded, with no whatever the loads' outcome." },
 	{ "HTTP", "http_shared_memory", CONFIG_STRING, "auto", KEY(http_shared_memory), 0, 0,
 	  config_check_on_off_auto,
 	  "Triton's shared-memory registration over HTTP (/v2/systemsharedmemory,\n"

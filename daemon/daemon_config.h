@@ -31,6 +31,7 @@ struct daemon_config {
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */
+	int strict_readiness;		/* strict_readiness = yes (ready only if every start-up model loaded) */
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int inline_dispatch;		/* inline_dispatch = yes (submitter launches when the scheduler is idle) */

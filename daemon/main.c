@@ -399,25 +399,44 @@ daemon_load_list(const char *list, char **copy)
 	return v;
 }
 
-/* Make the registry and load what the control mode loads at start-up. */
+/* repository_options.progress: say which start-up load begins, in the log and to systemd. */
+static void
+daemon_load_progress(void *arg, size_t i, size_t n, const char *name)
+{
+	(void)arg;
+	LOG_INFO("start-up load %zu of %zu: model '%s'", i, n, name);
+	notify_status("loading %zu/%zu: %s", i, n, name);
+}
+
+/* Make the registry (empty: the servers may start before the start-up load). */
 static int
-daemon_load_models(struct daemon *d, char **cause)
+daemon_create_repository(struct daemon *d, char **cause)
 {
 	struct repository_options o = {
 		.dev = d->dev, .devices = d->devices, .batcher = d->batcher, .metrics = &d->metrics,
 		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
 		.inflight = d->config.inflight_batches, .settle_secs = d->config.repository_settle_secs,
 		.staging_bytes = d->config.pinned_pool_bytes,
+		.progress = daemon_load_progress,
 	};
-	char **names, *copy = NULL;
-	int r;
 
 	if (repository_create(&o, &d->repo, cause) != 0)
 		return -1;
 	repository_set_stop_check(d->repo, signals_stop_pending, NULL);
 	LOG_INFO("model control mode: %s", repository_control_name(o.control));
+	return 0;
+}
+
+/* Load what the control mode loads at start-up. */
+static int
+daemon_load_models(struct daemon *d, char **cause)
+{
+	char **names, *copy = NULL;
+	int r;
+
 	if ((names = daemon_load_list(d->config.load_model, &copy)) == NULL)
 		return error_set(cause, "out of memory");
+	notify_status("loading the models of %s", d->config.model_repository);
 	r = repository_load_startup(d->repo, names, cause);
 	free(names);
 	free(copy);
@@ -541,19 +560,27 @@ daemon_start(struct daemon *d, char **cause)
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
-	if (daemon_copy_mode(d, cause) != 0 || daemon_load_models(d, cause) != 0)
+	if (daemon_copy_mode(d, cause) != 0 || daemon_create_repository(d, cause) != 0)
 		return -1;
-	if (repository_stopping(d->repo)) {
-		/* The stop signal waits for signals_wait, which shuts down at once. */
-		LOG_INFO("a stop signal came during the start-up load: not starting the servers");
-		return 0;
-	}
+	/*
+	 * The servers come up before the loads, so that liveness, readiness
+	 * (503 meanwhile) and the repository index (LOADING) answer while models
+	 * load; a request for a model not yet loaded is refused as not ready.
+	 */
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
 		return -1;
 	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
 		return -1;
-	/* Both servers preallocate at start; from here on the count must stay flat. */
+	if (daemon_load_models(d, cause) != 0)
+		return -1;
+	if (repository_stopping(d->repo)) {
+		/* The stop signal waits for signals_wait, which shuts down at once. */
+		LOG_INFO("a stop signal came during the start-up load: never ready, shutting down");
+		return 0;
+	}
+	/* Both servers have preallocated; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
+	repository_startup_finish(d->repo);
 	daemon_log_summary(d);
 	/*
 	 * Readiness is published (port file, READY=1) only once the log says
