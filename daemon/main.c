@@ -63,6 +63,7 @@ usage(FILE *f)
 	    "  --print-config       print the resulting configuration, then exit\n"
 	    "  --print-config-keys  print the name of every key, then exit\n"
 	    "  --print-reference    print the reference inferd.conf, then exit\n"
+	    "  --print-reference-md print the reference as Markdown (docs/CONFIG.md), then exit\n"
 	    "  --port-file=PATH     write the bound HTTP port to PATH once serving\n"
 	    "  --version            print the version and the features built in\n"
 	    "  --help               print this text\n"
@@ -158,6 +159,9 @@ parse_options(int argc, char **argv, struct options *o, char **cause)
 			return 1;
 		} else if (strcmp(name, "print_reference") == 0) {
 			config_print_reference(stdout);
+			return 1;
+		} else if (strcmp(name, "print_reference_md") == 0) {
+			config_print_markdown(stdout);
 			return 1;
 		} else if (strcmp(name, "check_config") == 0) {
 			o->check_config = 1;
