@@ -484,13 +484,42 @@ daemon_start_http(struct daemon *d, char **cause)
 	return http_start(&d->http_ctx, &d->http, cause);
 }
 
+/*
+ * When the shm socket's directory is missing (/run/inferd exists only under
+ * the packaged service), replace cause by a message that says what to set.
+ */
+static void
+daemon_socket_dir_hint(const char *path, char **cause)
+{
+	char *dir = xstrdup(path), *slash;
+
+	if (dir == NULL)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		if (access(dir, F_OK) != 0 && errno == ENOENT) {
+			free(*cause);
+			*cause = NULL;
+			error_set(cause, "shm socket %s: its directory %s does not exist (the packaged "
+			    "service makes it); pass --shm_socket=PATH in a directory you can write, such as "
+			    "--shm_socket=/tmp/inferd.sock, or --shm_socket= to turn the socket off", path, dir);
+		}
+	}
+	free(dir);
+}
+
 /* Start the shared-memory IPC server. */
 static int
 daemon_start_ipc(struct daemon *d, char **cause)
 {
 	d->ipc_ctx = (struct ipc_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
-	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0)
-		return error_prefix(cause, "shm socket %s", d->config.shm_socket);
+	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0) {
+		daemon_socket_dir_hint(d->config.shm_socket, cause);
+		if (strncmp(*cause, "shm socket ", 11) != 0)
+			error_prefix(cause, "shm socket %s", d->config.shm_socket);
+		return -1;
+	}
 	LOG_INFO("ipc: listening on %s", d->config.shm_socket);
 	return 0;
 }

@@ -172,6 +172,11 @@ sed 's|^# model_repository = .*|# model_repository = DATADIR|' "$conf" >"$tmp/co
 diff -u "$tmp/conf" "$tmp/ref" >"$tmp/diff" ||
 	{ fail "conf/inferd.conf differs from inferd --print-reference (regenerate it):"; cat "$tmp/diff"; }
 
+# An shm socket in a directory that does not exist (the default /run/inferd outside the packaged
+# service) names the directory and the key to set.
+expect_error "$tmp/no-such-dir" "--shm_socket=" -- --config=/dev/null --device=cpu --http_enable=no \
+	--model_repository="$top_srcdir/conf/models" --shm_socket="$tmp/no-such-dir/inferd.sock"
+
 # docs/CONFIG.md is what the table generates (the README links to it instead of copying the keys).
 run --print-reference-md
 diff -u "$top_srcdir/docs/CONFIG.md" "$tmp/out" >"$tmp/diff" ||
