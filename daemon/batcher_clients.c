@@ -37,7 +37,7 @@ batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status 
 	else
 		METRICS_ADD(q->mm->failure[(enum metrics_reason)st], 1);	/* same codes */
 	if (r != NULL && r->submit_us != 0)
-		METRICS_ADD(q->mm->request_us, clock_now_us() - r->submit_us);
+		metrics_count_request(q->mm, clock_now_us() - r->submit_us);
 }
 
 /* One request of c is finished: wake batcher_client_close when it was the last. */
