@@ -72,3 +72,10 @@ EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debi
 	debian/not-installed debian/inferd.install debian/libinferd0.install \
 	debian/libinferd-dev.install debian/inferd-tools.install debian/inferd.docs \
 	debian/inferd.examples
+
+# The inferd(8) man page, written by the daemon itself (its CONFIGURATION section is the config
+# table's, as conf/inferd.conf and docs/CONFIG.md are) with this build's paths.
+man8_MANS = inferd.8
+inferd.8: inferd$(EXEEXT)
+	$(AM_V_GEN)./inferd$(EXEEXT) --print-man >$@.tmp && mv $@.tmp $@
+CLEANFILES += inferd.8

@@ -822,6 +822,54 @@ config_print_markdown(FILE *f)
 	}
 }
 
+/* Print text for roff: a backslash as \e, '-' as \- (options stay copyable), a '.' or '\'' opening a line escaped. */
+static void
+config_print_roff(FILE *f, const char *text, int end_line)
+{
+	const char *p;
+	int bol = 1;
+
+	for (p = text; *p != '\0'; p++) {
+		if (bol && (*p == '.' || *p == '\''))
+			fputs("\\&", f);
+		if (*p == '\\')
+			fputs("\\e", f);
+		else if (*p == '-')
+			fputs("\\-", f);
+		else
+			fputc(*p, f);
+		bol = *p == '\n';
+	}
+	if (end_line && !bol)
+		fputc('\n', f);
+}
+
+/* Print every key as a man page's CONFIGURATION section (inferd.8), with its default and doc. */
+void
+config_print_man(FILE *f)
+{
+	const char *section = NULL;
+	size_t i;
+
+	fputs(".SH CONFIGURATION\n"
+	    "Every key may be set in the configuration file (one \\fIkey\\fR = \\fIvalue\\fR a line) and as a\n"
+	    "\\fB\\-\\-\\fR\\fIkey\\fR=\\fIvalue\\fR flag, which overrides the file.  Sizes are bytes, or a number\n"
+	    "with a K, M or G suffix; booleans are yes or no.\n", f);
+	for (i = 0; i < NKEYS; i++) {
+		if (section == NULL || strcmp(section, config_keys[i].section) != 0) {
+			section = config_keys[i].section;
+			fprintf(f, ".SS %s\n", section);
+		}
+		fprintf(f, ".TP\n.BR %s \" (default: ", config_keys[i].name);
+		if (config_keys[i].type == CONFIG_STRING && *config_keys[i].def == '\0')
+			fputs("empty", f);
+		else
+			config_print_roff(f, config_keys[i].def, 0);
+		fputs(")\"\n", f);
+		config_print_roff(f, config_keys[i].doc, 1);
+	}
+}
+
 /* Whether the '.' at p ends an abbreviation ("e.g.", "i.e."), not a sentence. */
 static int
 config_abbreviation_at(const char *doc, const char *p)

@@ -61,6 +61,8 @@ int config_set(struct daemon_config *c, const char *key, const char *value,
 void config_free(struct daemon_config *c);
 /* Print every key with its doc and default, as conf/inferd.conf has them. */
 void config_print_reference(FILE *f);
+/* Print every key as a man page's CONFIGURATION section (inferd.8). */
+void config_print_man(FILE *f);
 /* Print every key with its default and doc as Markdown (docs/CONFIG.md). */
 void config_print_markdown(FILE *f);
 /* Print every key as a --key=VALUE option with a one-line summary (--help). */

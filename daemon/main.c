@@ -16,6 +16,7 @@
 #include "batcher.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
+#include "daemon_man.h"
 #include "device_set.h"
 #include "device.h"
 #include "error.h"
@@ -64,6 +65,7 @@ usage(FILE *f)
 	    "  --print-config-keys  print the name of every key, then exit\n"
 	    "  --print-reference    print the reference inferd.conf, then exit\n"
 	    "  --print-reference-md print the reference as Markdown (docs/CONFIG.md), then exit\n"
+	    "  --print-man          print the inferd(8) man page (roff), then exit\n"
 	    "  --port-file=PATH     write the bound HTTP port to PATH once serving\n"
 	    "  --version            print the version and the features built in\n"
 	    "  --help               print this text\n"
@@ -162,6 +164,9 @@ parse_options(int argc, char **argv, struct options *o, char **cause)
 			return 1;
 		} else if (strcmp(name, "print_reference_md") == 0) {
 			config_print_markdown(stdout);
+			return 1;
+		} else if (strcmp(name, "print_man") == 0) {
+			daemon_print_man(stdout);
 			return 1;
 		} else if (strcmp(name, "check_config") == 0) {
 			o->check_config = 1;

@@ -185,6 +185,17 @@ for key in $("$inferd" --print-config-keys); do
 	grep -q "^### \`$key\`$" "$top_srcdir/docs/CONFIG.md" || fail "docs/CONFIG.md lacks $key"
 done
 
+# inferd(8) has every key of the table, and groff (when installed) reads it without a warning.
+run --print-man
+cp "$tmp/out" "$tmp/inferd.8"
+for key in $("$inferd" --print-config-keys); do
+	grep -q "^\.BR $key " "$tmp/inferd.8" || fail "inferd --print-man lacks $key"
+done
+if command -v groff >/dev/null 2>&1; then
+	groff -man -Tutf8 -ww -z "$tmp/inferd.8" >"$tmp/groff" 2>&1 && [ ! -s "$tmp/groff" ] ||
+		{ fail "groff warns about inferd --print-man:"; cat "$tmp/groff"; }
+fi
+
 run --version
 grep -q '^inferd ' "$tmp/out" || fail "--version printed no version"
 
