@@ -128,6 +128,13 @@ batcher_queue_load(batcher_queue_t *q)
 	return n;
 }
 
+/* Set the request log (batcher_set_request_log). */
+void
+batcher_set_request_log(batcher_t *b, struct request_log *l)
+{
+	b->request_log = l;
+}
+
 /* Requests queued on q and batches in flight there now (for the gauges of /metrics). */
 void
 batcher_queue_depth(batcher_queue_t *q, size_t *queued, size_t *inflight)

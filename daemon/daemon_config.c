@@ -237,6 +237,11 @@ static const struct config_key config_keys[] = {
 	  config_check_log_level,
 	  "Least severe messages logged: error, warn, info or debug.\n"
 	  "Logs go to stderr (the journal under systemd)." },
+	{ "LOGGING", "request_log", CONFIG_STRING, "", KEY(request_log), 0, 0, NULL,
+	  "File to append one JSON line to per finished request, or empty (off).\n"
+	  "Each line has time, model, version, status (ok or the failure's reason),\n"
+	  "rows, queue_us (submission to its batch's start) and total_us (submission\n"
+	  "to completion), for both the HTTP and the shared-memory door." },
 };
 
 #define NKEYS (sizeof config_keys / sizeof config_keys[0])

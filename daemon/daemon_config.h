@@ -40,6 +40,7 @@ struct daemon_config {
 	char *copy_mode;		/* copy_mode = auto | dma | mapped */
 	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */
 	char *log_level;		/* log_level = info */
+	char *request_log;		/* request_log = "" (a path: one JSON line per request; empty: off) */
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
 	int max_clients;		/* max_clients = 64 */
 	size_t max_region_bytes;	/* max_region_bytes = 1073741824 */

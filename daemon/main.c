@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "repository.h"
+#include "request_log.h"
 
 /* What the command line asks for besides config keys. */
 struct options {
@@ -50,6 +51,7 @@ struct daemon {
 	http_server_t *http;
 	struct ipc_context ipc_ctx;
 	ipc_server_t *ipc;
+	request_log_t *request_log;	/* request_log's file; NULL: off */
 };
 
 /* Print the usage text with every config key. */
@@ -576,6 +578,19 @@ daemon_copy_mode(struct daemon *d, char **cause)
 	return 0;
 }
 
+/* Open the request log when request_log names a file, and hand it to the batcher. */
+static int
+daemon_request_log(struct daemon *d, char **cause)
+{
+	if (*d->config.request_log == '\0')
+		return 0;
+	if (request_log_open(d->config.request_log, &d->request_log, cause) != 0)
+		return -1;
+	batcher_set_request_log(d->batcher, d->request_log);
+	LOG_INFO("request log: %s (a JSON line per finished request)", d->config.request_log);
+	return 0;
+}
+
 /* Bring every part up in dependency order; -1 with *cause on the first failure. */
 static int
 daemon_start(struct daemon *d, char **cause)
@@ -598,7 +613,8 @@ daemon_start(struct daemon *d, char **cause)
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
-	if (daemon_copy_mode(d, cause) != 0 || daemon_create_repository(d, cause) != 0)
+	if (daemon_request_log(d, cause) != 0 || daemon_copy_mode(d, cause) != 0 ||
+	    daemon_create_repository(d, cause) != 0)
 		return -1;
 	/*
 	 * The servers come up before the loads, so that liveness, readiness
@@ -660,6 +676,7 @@ daemon_stop(struct daemon *d, int started)
 	repository_free(d->repo);
 	if (d->batcher != NULL)
 		batcher_free(d->batcher);
+	request_log_close(d->request_log);
 	metrics_free(&d->metrics);
 	device_set_free(d->devices);
 	if (d->dev != NULL)

@@ -92,6 +92,13 @@ const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS] = {
 	1000000, 2500000, 10000000, 30000000,
 };
 
+/* A reason's label. */
+const char *
+metrics_reason_label(enum metrics_reason r)
+{
+	return r >= 0 && r < METRICS_REASON_COUNT ? metrics_reason_names[r] : "unknown";
+}
+
 /* Count one finished request: its duration into the sum and its histogram bucket. */
 void
 metrics_count_request(struct metrics_model *mm, uint64_t us)

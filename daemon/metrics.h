@@ -97,6 +97,8 @@ struct metrics_model *metrics_model_add(struct metrics *m, const char *name);
 void metrics_free(struct metrics *m);
 /* The counters of model name, or NULL. */
 struct metrics_model *metrics_find(struct metrics *m, const char *name);
+/* A reason's label, as the status="..." of inferd_requests_total says it ("ok" for METRICS_REASON_OK). */
+const char *metrics_reason_label(enum metrics_reason r);
 /* Count one finished request that took us microseconds from submission (sum and histogram). */
 void metrics_count_request(struct metrics_model *mm, uint64_t us);
 /* Count one executed batch of rows rows (its size's slot, the time of day). */

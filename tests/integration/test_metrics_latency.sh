@@ -3,7 +3,8 @@
 # gauges of GET /metrics.  After N requests to a model its histogram's count and +Inf bucket are N,
 # its buckets are cumulative (never decreasing) and its sum is positive; a model's request held in
 # its queue (eager_dispatch off, a long max_queue_delay_us) shows queue depth 1 until its batch
-# runs, then 0; with nothing running, no batch is in flight.
+# runs, then 0; with nothing running, no batch is in flight.  The request log (request_log = FILE)
+# has one JSON line per request with its model, version, status, rows and times.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 N=7
@@ -19,7 +20,7 @@ m["dynamic_batching"]["max_queue_delay_us"] = 10000000
 m["dynamic_batching"]["default_timeout_us"] = 60000000
 json.dump(m, open(sys.argv[1], "w"))
 PYEOF
-start_daemon --model_repository="$tmp/models"
+start_daemon --model_repository="$tmp/models" --request_log="$tmp/requests.jsonl"
 
 infer() {	# infer MODEL: the HTTP status of one inference
 	curl -s -o /dev/null -w '%{http_code}' -d "@$top_srcdir/docs/examples/fashion-request.json" \
@@ -75,4 +76,20 @@ wait "$held"
 [ "$(labelled inferd_request_duration_seconds_count held-mlp)" = 1 ] || fail "held-mlp's request was not counted"
 echo "ok: queue depth 1 while a request waited, 0 after; its latency counted"
 stop_daemon
+"$PY" - "$tmp/requests.jsonl" "$N" <<'PYEOF' || fail "the request log"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+n = int(sys.argv[2])
+fm = [l for l in lines if l["model"] == "fashion-mlp"]
+held = [l for l in lines if l["model"] == "held-mlp"]
+assert len(fm) == n and len(held) == 1, "lines: %d fashion-mlp, %d held-mlp" % (len(fm), len(held))
+for l in lines:
+    assert l["status"] == "success", l
+    assert l["version"] == 1 and l["rows"] == 1, l
+    assert 0 <= l["queue_us"] <= l["total_us"], l
+    assert l["time"] > 1e9, l
+# eager_dispatch off: the held request waited out its window in the queue.
+assert held[0]["queue_us"] >= 1000000, held[0]
+print("ok: request log: %d lines, each with model, status and times" % len(lines))
+PYEOF
 exit 0
