@@ -636,6 +636,9 @@ daemon_start(struct daemon *d, char **cause)
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
 	repository_startup_finish(d->repo);
 	daemon_log_summary(d);
+	if (!repository_server_ready(d->repo, d->config.strict_readiness))
+		LOG_WARN("/v2/health/ready answers 503: a start-up model failed to load and strict_readiness is yes "
+		    "(fix the model, or set strict_readiness = no to be ready beside it)");
 	/*
 	 * Readiness is published (port file, READY=1) only once the log says
 	 * so: whoever waits on either then finds the summary and "ready" there.

@@ -36,6 +36,8 @@ start_daemon --model_repository="$tmp/models"
 [ "$(status_of /v2/health/ready)" = 503 ] || fail "ready is not 503 with a failed model (strict_readiness = yes)"
 curl -s "http://127.0.0.1:$port/v2/health/ready" | grep -q strict_readiness ||
 	fail "the 503 does not name strict_readiness"
+grep -q "ready answers 503: a start-up model failed to load and strict_readiness is yes" "$tmp/daemon.log" ||
+	fail "the log does not say why the daemon is not ready"
 [ "$(infer a-mlp)" = 200 ] || fail "a-mlp does not serve beside the failed model"
 stop_daemon
 start_daemon --model_repository="$tmp/models" --strict_readiness=no
