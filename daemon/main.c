@@ -617,13 +617,13 @@ daemon_start(struct daemon *d, char **cause)
 	    daemon_create_repository(d, cause) != 0)
 		return -1;
 	/*
-	 * The servers come up before the loads, so that liveness, readiness
-	 * (503 meanwhile) and the repository index (LOADING) answer while models
+	 * HTTP comes up before the loads, so that liveness, readiness (503
+	 * meanwhile) and the repository index (LOADING) answer while models
 	 * load; a request for a model not yet loaded is refused as not ready.
+	 * The shm socket waits for the loads: the shared-memory protocol has no
+	 * readiness, and its clients take a socket that accepts as serving.
 	 */
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
-		return -1;
-	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
 		return -1;
 	if (daemon_load_models(d, cause) != 0)
 		return -1;
@@ -632,6 +632,8 @@ daemon_start(struct daemon *d, char **cause)
 		LOG_INFO("a stop signal came during the start-up load: never ready, shutting down");
 		return 0;
 	}
+	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
+		return -1;
 	/* Both servers have preallocated; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
 	repository_startup_finish(d->repo);
