@@ -38,12 +38,20 @@ CLEANFILES += conf/inferd.service conf/sysusers.d/inferd.conf
 
 # Scale-out (docs/DEPLOY.md): the one-daemon-per-GPU unit template is installed beside
 # inferd.service; the nginx, KServe, container, Prometheus and Grafana files are examples.
-systemdsystemunit_DATA += conf/deploy/inferd@.service
+# inferd-cpu@.service is the same template with device=cpu (a CPU build refuses cuda:N).
+systemdsystemunit_DATA += conf/deploy/inferd@.service conf/deploy/inferd-cpu@.service
+DEPLOY_UNIT_SED = sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g'
 conf/deploy/inferd@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile inferd_paths.h
 	@$(MKDIR_P) conf/deploy
-	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+	$(AM_V_GEN)$(DEPLOY_UNIT_SED) -e 's|@unit[@]|inferd|g' -e 's|@device[@]|cuda:%i|g' \
+		-e 's|@port_base[@]|8100|g' -e 's|@purpose[@]|one inferd per GPU, for a box with several|' \
 		$(srcdir)/conf/deploy/inferd@.service.in > $@.tmp && mv $@.tmp $@
-CLEANFILES += conf/deploy/inferd@.service
+conf/deploy/inferd-cpu@.service: $(srcdir)/conf/deploy/inferd@.service.in Makefile inferd_paths.h
+	@$(MKDIR_P) conf/deploy
+	$(AM_V_GEN)$(DEPLOY_UNIT_SED) -e 's|@unit[@]|inferd-cpu|g' -e 's|@device[@]|cpu|g' \
+		-e 's|@port_base[@]|8200|g' -e 's|@purpose[@]|inferd on the CPU, several instances side by side|' \
+		$(srcdir)/conf/deploy/inferd@.service.in > $@.tmp && mv $@.tmp $@
+CLEANFILES += conf/deploy/inferd@.service conf/deploy/inferd-cpu@.service
 EXTRA_DIST += conf/deploy/inferd@.service.in conf/deploy/inferd-upstream.conf \
 	conf/deploy/kserve-servingruntime.yaml conf/deploy/kserve-inferenceservice.yaml \
 	conf/deploy/Containerfile conf/deploy/prometheus.yml conf/deploy/grafana-dashboard.json
@@ -64,3 +72,10 @@ EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules debi
 	debian/not-installed debian/inferd.install debian/libinferd0.install \
 	debian/libinferd-dev.install debian/inferd-tools.install debian/inferd.docs \
 	debian/inferd.examples
+
+# The inferd(8) man page, written by the daemon itself (its CONFIGURATION section is the config
+# table's, as conf/inferd.conf and docs/CONFIG.md are) with this build's paths.
+man8_MANS = inferd.8
+inferd.8: inferd$(EXEEXT)
+	$(AM_V_GEN)./inferd$(EXEEXT) --print-man >$@.tmp && mv $@.tmp $@
+CLEANFILES += inferd.8

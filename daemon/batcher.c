@@ -128,6 +128,27 @@ batcher_queue_load(batcher_queue_t *q)
 	return n;
 }
 
+/* Set the request log (batcher_set_request_log). */
+void
+batcher_set_request_log(batcher_t *b, struct request_log *l)
+{
+	b->request_log = l;
+}
+
+/* Requests queued on q and batches in flight there now (for the gauges of /metrics). */
+void
+batcher_queue_depth(batcher_queue_t *q, size_t *queued, size_t *inflight)
+{
+	struct batch_slot *s;
+
+	pthread_mutex_lock(&q->lock);
+	*queued = q->queued;
+	*inflight = 0;
+	for (s = q->inflight_head; s != NULL; s = s->next)
+		(*inflight)++;
+	pthread_mutex_unlock(&q->lock);
+}
+
 /* The device q's instance runs on. */
 device_t *
 batcher_queue_device(const batcher_queue_t *q)

@@ -27,6 +27,7 @@ typedef struct batcher batcher_t;
 #define BATCH_MAX_DEVICES 16
 typedef struct batch_client batch_client_t;
 typedef struct model_queue batcher_queue_t;
+struct request_log;	/* request_log.h */
 struct batch_request;
 
 /*
@@ -113,6 +114,10 @@ int batcher_attach(batcher_t *b, const model_t *m, batcher_queue_t **out, char *
 void batcher_detach(batcher_t *b, batcher_queue_t *q);
 /* How busy q is now: requests queued plus batches in flight (for choosing among instances). */
 size_t batcher_queue_load(batcher_queue_t *q);
+/* Requests queued on q and batches in flight there now (for the gauges of /metrics). */
+void batcher_queue_depth(batcher_queue_t *q, size_t *queued, size_t *inflight);
+/* Append a line per finished request to l (NULL: none); set before any queue is attached. */
+void batcher_set_request_log(batcher_t *b, struct request_log *l);
 /* The device q's instance runs on (its model's). */
 device_t *batcher_queue_device(const batcher_queue_t *q);
 /* Seconds the device spent on q's batches so far (compute, from device events; 0 for NULL). */

@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "log.h"
+#include "request_log.h"
 
 #define BATCH_STATUS_TEXT(name, code, err, http, label, text, ctext) [code] = text,
 static const char *const status_names[] = {
@@ -26,6 +27,20 @@ batch_status_str(enum batch_status s)
 	return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
 }
 
+/* Append r's line to the request log. */
+static void
+batcher_log_request(struct model_queue *q, const struct batch_request *r, enum batch_status st)
+{
+	uint64_t now = clock_now_us();
+	struct request_log_entry e = {
+		.model = q->model->name, .version = q->model->version,
+		.status = metrics_reason_label((enum metrics_reason)st), .rows = r->rows,
+		.queue_us = (r->start_us != 0 ? r->start_us : now) - r->submit_us, .total_us = now - r->submit_us,
+	};
+
+	request_log_write(q->batcher->request_log, &e);
+}
+
 /* Count a finished request in the metrics. */
 void
 batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status st)
@@ -37,7 +52,9 @@ batcher_count(struct model_queue *q, struct batch_request *r, enum batch_status 
 	else
 		METRICS_ADD(q->mm->failure[(enum metrics_reason)st], 1);	/* same codes */
 	if (r != NULL && r->submit_us != 0)
-		METRICS_ADD(q->mm->request_us, clock_now_us() - r->submit_us);
+		metrics_count_request(q->mm, clock_now_us() - r->submit_us);
+	if (q->batcher->request_log != NULL && r != NULL && r->submit_us != 0)
+		batcher_log_request(q, r, st);
 }
 
 /* One request of c is finished: wake batcher_client_close when it was the last. */

@@ -113,6 +113,7 @@ struct batcher {
 	int busy_clients;			/* clients with a request queued or in flight (atomic) */
 	int inline_dispatch;			/* a submitter launches a batch itself when it may */
 	int inline_complete;			/* ... and completes it when it has ended by then */
+	struct request_log *request_log;	/* NULL: off */
 };
 
 /* The most rows a batch of m holds: max_batch_size, or 1 for a model without a batch dimension. */

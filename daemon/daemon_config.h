@@ -31,6 +31,7 @@ struct daemon_config {
 	char *device;			/* device = auto | cpu | cuda:N */
 	size_t pinned_pool_bytes;	/* pinned_pool_bytes = 67108864 */
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */
+	int strict_readiness;		/* strict_readiness = yes (ready only if every start-up model loaded) */
 	int inflight_batches;		/* inflight_batches = 2 */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int inline_dispatch;		/* inline_dispatch = yes (submitter launches when the scheduler is idle) */
@@ -39,6 +40,7 @@ struct daemon_config {
 	char *copy_mode;		/* copy_mode = auto | dma | mapped */
 	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */
 	char *log_level;		/* log_level = info */
+	char *request_log;		/* request_log = "" (a path: one JSON line per request; empty: off) */
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */
 	int max_clients;		/* max_clients = 64 */
 	size_t max_region_bytes;	/* max_region_bytes = 1073741824 */
@@ -60,6 +62,10 @@ int config_set(struct daemon_config *c, const char *key, const char *value,
 void config_free(struct daemon_config *c);
 /* Print every key with its doc and default, as conf/inferd.conf has them. */
 void config_print_reference(FILE *f);
+/* Print every key as a man page's CONFIGURATION section (inferd.8). */
+void config_print_man(FILE *f);
+/* Print every key with its default and doc as Markdown (docs/CONFIG.md). */
+void config_print_markdown(FILE *f);
 /* Print every key as a --key=VALUE option with a one-line summary (--help). */
 void config_print_options(FILE *f);
 /* Print the names of every key, one a line. */

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -105,5 +107,22 @@ fault_mark(const char *fmt, ...)
 		len += (size_t)n;
 	}
 	LOG_INFO("fault injection: at %s: %s", what, line);
+}
+
+/* Hold model's load until INFERD_FAULT_HOLD_LOAD's file exists (a test looks at the daemon meanwhile). */
+void
+fault_hold_load(const char *model, int (*stopping)(void *arg), void *arg)
+{
+	const char *spec = getenv("INFERD_FAULT_HOLD_LOAD"), *colon;
+	struct timespec tick = { 0, 20 * 1000000L };
+
+	if (spec == NULL || (colon = strchr(spec, ':')) == NULL ||
+	    strlen(model) != (size_t)(colon - spec) || strncmp(spec, model, strlen(model)) != 0)
+		return;
+	LOG_WARN("fault injection: holding the load of model '%s' until %s exists", model, colon + 1);
+	/* A test hook: polling keeps it free of any machinery the daemon itself would not have. */
+	while (access(colon + 1, F_OK) != 0 && (stopping == NULL || !stopping(arg)))
+		nanosleep(&tick, NULL);
+	LOG_WARN("fault injection: releasing the load of model '%s'", model);
 }
 #endif

@@ -20,7 +20,8 @@ struct http_context {
 };
 
 /*
- * Bind and start serving.  The pinned staging memory
+ * Bind and start serving (before the start-up loads: health, metadata and
+ * the repository index answer at once).  The pinned staging memory
  * (config->pinned_pool_bytes, one allocation that each inference request
  * takes exactly its tensors' bytes from) and the server's batcher client
  * are made here, never per request.

@@ -270,6 +270,10 @@ http_dispatch(struct http_request *req)
 	case ROUTE_READY:
 		if (__atomic_load_n(&srv->stopping, __ATOMIC_ACQUIRE))
 			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server is shutting down");
+		if (!repository_server_ready(srv->ctx.repo, srv->ctx.config->strict_readiness))
+			return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "server not ready: %s",
+			    !repository_server_ready(srv->ctx.repo, 0) ? "the start-up loads are still running" :
+			    "a model failed to load at start-up (strict_readiness = yes)");
 		body = kserve_encode_flag("ready", 1, &len, &cause);
 		return http_json(req, body, len, cause);
 	case ROUTE_SERVER:

@@ -307,6 +307,7 @@ http_start(const struct http_context *ctx, http_server_t **out, char **cause)
 	}
 	LOG_INFO("http: %d threads, %zu bytes of pinned staging memory (pinned_pool_bytes), taken per request",
 	    ctx->config->http_threads, pinned_pool_bytes(s->pool));
+	LOG_INFO("http: listening on port %d (ready once the start-up loads have finished)", s->port);
 	*out = s;
 	return 0;
 }

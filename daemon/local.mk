@@ -27,7 +27,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h daemon/text_buf.c daemon/text_buf.h \
 	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_pad.c \
-	daemon/daemon_config.c daemon/daemon_config.h \
+	daemon/daemon_config.c daemon/daemon_config.h daemon/daemon_man.c daemon/daemon_man.h \
+	daemon/request_log.c daemon/request_log.h \
 	daemon/notify.c daemon/notify.h \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \

@@ -16,6 +16,7 @@
 #include "batcher.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
+#include "daemon_man.h"
 #include "device_set.h"
 #include "device.h"
 #include "error.h"
@@ -26,6 +27,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "repository.h"
+#include "request_log.h"
 
 /* What the command line asks for besides config keys. */
 struct options {
@@ -49,6 +51,7 @@ struct daemon {
 	http_server_t *http;
 	struct ipc_context ipc_ctx;
 	ipc_server_t *ipc;
+	request_log_t *request_log;	/* request_log's file; NULL: off */
 };
 
 /* Print the usage text with every config key. */
@@ -63,6 +66,8 @@ usage(FILE *f)
 	    "  --print-config       print the resulting configuration, then exit\n"
 	    "  --print-config-keys  print the name of every key, then exit\n"
 	    "  --print-reference    print the reference inferd.conf, then exit\n"
+	    "  --print-reference-md print the reference as Markdown (docs/CONFIG.md), then exit\n"
+	    "  --print-man          print the inferd(8) man page (roff), then exit\n"
 	    "  --port-file=PATH     write the bound HTTP port to PATH once serving\n"
 	    "  --version            print the version and the features built in\n"
 	    "  --help               print this text\n"
@@ -158,6 +163,12 @@ parse_options(int argc, char **argv, struct options *o, char **cause)
 			return 1;
 		} else if (strcmp(name, "print_reference") == 0) {
 			config_print_reference(stdout);
+			return 1;
+		} else if (strcmp(name, "print_reference_md") == 0) {
+			config_print_markdown(stdout);
+			return 1;
+		} else if (strcmp(name, "print_man") == 0) {
+			daemon_print_man(stdout);
 			return 1;
 		} else if (strcmp(name, "check_config") == 0) {
 			o->check_config = 1;
@@ -399,25 +410,44 @@ daemon_load_list(const char *list, char **copy)
 	return v;
 }
 
-/* Make the registry and load what the control mode loads at start-up. */
+/* repository_options.progress: say which start-up load begins, in the log and to systemd. */
+static void
+daemon_load_progress(void *arg, size_t i, size_t n, const char *name)
+{
+	(void)arg;
+	LOG_INFO("start-up load %zu of %zu: model '%s'", i, n, name);
+	notify_status("loading %zu/%zu: %s", i, n, name);
+}
+
+/* Make the registry (empty: the servers may start before the start-up load). */
 static int
-daemon_load_models(struct daemon *d, char **cause)
+daemon_create_repository(struct daemon *d, char **cause)
 {
 	struct repository_options o = {
 		.dev = d->dev, .devices = d->devices, .batcher = d->batcher, .metrics = &d->metrics,
 		.dir = d->config.model_repository, .control = daemon_control_mode(&d->config),
 		.inflight = d->config.inflight_batches, .settle_secs = d->config.repository_settle_secs,
 		.staging_bytes = d->config.pinned_pool_bytes,
+		.progress = daemon_load_progress,
 	};
-	char **names, *copy = NULL;
-	int r;
 
 	if (repository_create(&o, &d->repo, cause) != 0)
 		return -1;
 	repository_set_stop_check(d->repo, signals_stop_pending, NULL);
 	LOG_INFO("model control mode: %s", repository_control_name(o.control));
+	return 0;
+}
+
+/* Load what the control mode loads at start-up. */
+static int
+daemon_load_models(struct daemon *d, char **cause)
+{
+	char **names, *copy = NULL;
+	int r;
+
 	if ((names = daemon_load_list(d->config.load_model, &copy)) == NULL)
 		return error_set(cause, "out of memory");
+	notify_status("loading the models of %s", d->config.model_repository);
 	r = repository_load_startup(d->repo, names, cause);
 	free(names);
 	free(copy);
@@ -461,13 +491,42 @@ daemon_start_http(struct daemon *d, char **cause)
 	return http_start(&d->http_ctx, &d->http, cause);
 }
 
+/*
+ * When the shm socket's directory is missing (/run/inferd exists only under
+ * the packaged service), replace cause by a message that says what to set.
+ */
+static void
+daemon_socket_dir_hint(const char *path, char **cause)
+{
+	char *dir = xstrdup(path), *slash;
+
+	if (dir == NULL)
+		return;
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		if (access(dir, F_OK) != 0 && errno == ENOENT) {
+			free(*cause);
+			*cause = NULL;
+			error_set(cause, "shm socket %s: its directory %s does not exist (the packaged "
+			    "service makes it); pass --shm_socket=PATH in a directory you can write, such as "
+			    "--shm_socket=/tmp/inferd.sock, or --shm_socket= to turn the socket off", path, dir);
+		}
+	}
+	free(dir);
+}
+
 /* Start the shared-memory IPC server. */
 static int
 daemon_start_ipc(struct daemon *d, char **cause)
 {
 	d->ipc_ctx = (struct ipc_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
-	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0)
-		return error_prefix(cause, "shm socket %s", d->config.shm_socket);
+	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0) {
+		daemon_socket_dir_hint(d->config.shm_socket, cause);
+		if (strncmp(*cause, "shm socket ", 11) != 0)
+			error_prefix(cause, "shm socket %s", d->config.shm_socket);
+		return -1;
+	}
 	LOG_INFO("ipc: listening on %s", d->config.shm_socket);
 	return 0;
 }
@@ -519,6 +578,19 @@ daemon_copy_mode(struct daemon *d, char **cause)
 	return 0;
 }
 
+/* Open the request log when request_log names a file, and hand it to the batcher. */
+static int
+daemon_request_log(struct daemon *d, char **cause)
+{
+	if (*d->config.request_log == '\0')
+		return 0;
+	if (request_log_open(d->config.request_log, &d->request_log, cause) != 0)
+		return -1;
+	batcher_set_request_log(d->batcher, d->request_log);
+	LOG_INFO("request log: %s (a JSON line per finished request)", d->config.request_log);
+	return 0;
+}
+
 /* Bring every part up in dependency order; -1 with *cause on the first failure. */
 static int
 daemon_start(struct daemon *d, char **cause)
@@ -541,20 +613,34 @@ daemon_start(struct daemon *d, char **cause)
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
 		return error_prefix(cause, "batcher");
-	if (daemon_copy_mode(d, cause) != 0 || daemon_load_models(d, cause) != 0)
+	if (daemon_request_log(d, cause) != 0 || daemon_copy_mode(d, cause) != 0 ||
+	    daemon_create_repository(d, cause) != 0)
+		return -1;
+	/*
+	 * HTTP comes up before the loads, so that liveness, readiness (503
+	 * meanwhile) and the repository index (LOADING) answer while models
+	 * load; a request for a model not yet loaded is refused as not ready.
+	 * The shm socket waits for the loads: the shared-memory protocol has no
+	 * readiness, and its clients take a socket that accepts as serving.
+	 */
+	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
+		return -1;
+	if (daemon_load_models(d, cause) != 0)
 		return -1;
 	if (repository_stopping(d->repo)) {
 		/* The stop signal waits for signals_wait, which shuts down at once. */
-		LOG_INFO("a stop signal came during the start-up load: not starting the servers");
+		LOG_INFO("a stop signal came during the start-up load: never ready, shutting down");
 		return 0;
 	}
-	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
-		return -1;
 	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
 		return -1;
-	/* Both servers preallocate at start; from here on the count must stay flat. */
+	/* Both servers have preallocated; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
+	repository_startup_finish(d->repo);
 	daemon_log_summary(d);
+	if (!repository_server_ready(d->repo, d->config.strict_readiness))
+		LOG_WARN("/v2/health/ready answers 503: a start-up model failed to load and strict_readiness is yes "
+		    "(fix the model, or set strict_readiness = no to be ready beside it)");
 	/*
 	 * Readiness is published (port file, READY=1) only once the log says
 	 * so: whoever waits on either then finds the summary and "ready" there.
@@ -595,6 +681,7 @@ daemon_stop(struct daemon *d, int started)
 	repository_free(d->repo);
 	if (d->batcher != NULL)
 		batcher_free(d->batcher);
+	request_log_close(d->request_log);
 	metrics_free(&d->metrics);
 	device_set_free(d->devices);
 	if (d->dev != NULL)

@@ -86,6 +86,31 @@ metrics_model_add(struct metrics *m, const char *name)
 	return mm;
 }
 
+/* 100 µs to 30 s, about three buckets a decade: inference spans a CPU MLP's sub-millisecond to a queued LLM's seconds. */
+const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS] = {
+	100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 10000000, 30000000,
+};
+
+/* A reason's label. */
+const char *
+metrics_reason_label(enum metrics_reason r)
+{
+	return r >= 0 && r < METRICS_REASON_COUNT ? metrics_reason_names[r] : "unknown";
+}
+
+/* Count one finished request: its duration into the sum and its histogram bucket. */
+void
+metrics_count_request(struct metrics_model *mm, uint64_t us)
+{
+	int b = 0;
+
+	while (b < METRICS_LATENCY_BUCKETS && us > metrics_latency_bounds_us[b])
+		b++;
+	METRICS_ADD(mm->request_us, us);
+	METRICS_ADD(mm->latency_hist[b], 1);
+}
+
 /* The slot of batch size rows, claimed when new; NULL when the table is full. */
 static struct metrics_batch_size *
 metrics_batch_slot(struct metrics_model *mm, uint32_t rows)
@@ -203,6 +228,32 @@ metrics_render_histogram(struct text_buf *b, struct metrics *m)
 	}
 }
 
+/* The request latency histogram of each model, in seconds as Prometheus names durations. */
+static void
+metrics_render_latency(struct text_buf *b, struct metrics *m)
+{
+	uint64_t cum;
+	size_t i;
+	int k;
+
+	text_buf_printf(b, "# HELP inferd_request_duration_seconds Seconds from submission to completion per request "
+	    "(answered or failed in the batcher).\n# TYPE inferd_request_duration_seconds histogram\n");
+	for (i = 0; i < metrics_count_models(m); i++) {
+		struct metrics_model *mm = &m->models[i];
+		cum = 0;
+		for (k = 0; k < METRICS_LATENCY_BUCKETS; k++) {
+			cum += metrics_load(&mm->latency_hist[k]);
+			text_buf_printf(b, "inferd_request_duration_seconds_bucket{model=\"%s\",le=\"%g\"} %llu\n",
+			    mm->name, (double)metrics_latency_bounds_us[k] / 1e6, (unsigned long long)cum);
+		}
+		cum += metrics_load(&mm->latency_hist[METRICS_LATENCY_BUCKETS]);
+		text_buf_printf(b, "inferd_request_duration_seconds_bucket{model=\"%s\",le=\"+Inf\"} %llu\n"
+		    "inferd_request_duration_seconds_sum{model=\"%s\"} %.6f\n"
+		    "inferd_request_duration_seconds_count{model=\"%s\"} %llu\n", mm->name, (unsigned long long)cum,
+		    mm->name, (double)metrics_load(&mm->request_us) / 1e6, mm->name, (unsigned long long)cum);
+	}
+}
+
 /* One unlabelled sample with its HELP and TYPE lines. */
 static void
 metrics_render_one(struct text_buf *b, const char *name, const char *type,
@@ -242,6 +293,7 @@ metrics_render(struct metrics *m, uint64_t allocations_now, long idle_plans)
 	metrics_render_per_model(&b, m, "inferd_request_duration_us", "Microseconds from submission to completion, summed over requests.",
 	    offsetof(struct metrics_model, request_us));
 	metrics_render_histogram(&b, m);
+	metrics_render_latency(&b, m);
 	metrics_render_one(&b, "inferd_copy_h2d_bytes_total", "counter", "Bytes copied host to device by the pipeline.", (long long)metrics_load(&m->bytes_h2d));
 	metrics_render_one(&b, "inferd_copy_d2h_bytes_total", "counter", "Bytes copied device to host by the pipeline.", (long long)metrics_load(&m->bytes_d2h));
 	metrics_render_one(&b, "inferd_staged_bytes_total", "counter", "Bytes that went through a staging buffer (HTTP bodies; 0 for shared memory).", (long long)metrics_load(&m->staged_bytes));

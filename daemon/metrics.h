@@ -38,6 +38,10 @@ struct metrics_batch_size {
 	uint64_t compute_us;
 };
 
+/* Request latencies are counted in buckets whose upper bounds are these (microseconds). */
+#define METRICS_LATENCY_BUCKETS 16
+extern const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS];
+
 /* Per-model counters; all are monotonic except where noted. */
 struct metrics_model {
 	char name[128];
@@ -57,6 +61,7 @@ struct metrics_model {
 	uint64_t last_inference_ms;		/* wall clock (ms since the epoch) of the last batch; not monotonic */
 	struct metrics_batch_size batch_sizes[METRICS_BATCH_SIZES];
 	uint64_t batch_other;			/* batches of sizes the table had no room for */
+	uint64_t latency_hist[METRICS_LATENCY_BUCKETS + 1];	/* of those durations; last: +Inf */
 };
 
 /* Process-wide counters. */
@@ -92,6 +97,10 @@ struct metrics_model *metrics_model_add(struct metrics *m, const char *name);
 void metrics_free(struct metrics *m);
 /* The counters of model name, or NULL. */
 struct metrics_model *metrics_find(struct metrics *m, const char *name);
+/* A reason's label, as the status="..." of inferd_requests_total says it ("ok" for METRICS_REASON_OK). */
+const char *metrics_reason_label(enum metrics_reason r);
+/* Count one finished request that took us microseconds from submission (sum and histogram). */
+void metrics_count_request(struct metrics_model *mm, uint64_t us);
 /* Count one executed batch of rows rows (its size's slot, the time of day). */
 void metrics_count_batch(struct metrics_model *mm, int rows, uint64_t compute_us);
 /*

@@ -1,7 +1,9 @@
 /* model.c: loading a model version (either format) from the directory the repository names, and freeing it. */
 #include "config.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,18 @@ model_load_mlp(model_t *m, const char *override, char **cause)
 	return rc;
 }
 
+/* Whether dir has no model.json (with no model.onnx either, there is no model there at all). */
+static int
+model_json_missing(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/model.json", dir) >= sizeof path)
+		return 0;
+	return stat(path, &st) != 0 && errno == ENOENT;
+}
+
 /* Load the model whose model.json is in dir and whose files are in files_dir. */
 static int
 model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t version, const char *override,
@@ -102,7 +116,14 @@ model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t ver
 		model_free(m);
 		return error_set(cause, "out of memory");
 	}
-	rc = stat(onnx, &st) == 0 ? model_load_onnx(m, onnx, override, cause) : model_load_mlp(m, override, cause);
+	if (stat(onnx, &st) == 0)
+		rc = model_load_onnx(m, onnx, override, cause);
+	else if (model_json_missing(dir))
+		rc = error_set(cause, "%s holds neither model.onnx nor model.json: a model directory needs "
+		    "model.onnx (an ONNX graph; model.json optional) or model.json with *.safetensors "
+		    "(docs/MODELS.md)", files_dir);
+	else
+		rc = model_load_mlp(m, override, cause);
 	free(onnx);
 	if (rc != 0) {
 		model_free(m);

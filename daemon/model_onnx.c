@@ -1,9 +1,12 @@
 /* model_onnx.c: an ONNX file into the model's graph: decode (one private copy), import, fold constants, fuse. */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "alloc.h"
 #include "cpu_kernels.h"
@@ -121,6 +124,55 @@ model_onnx_probe(const graph_t *g, const struct graph_shape *in, struct graph_sh
 	return 0;
 }
 
+/* Whether the file's first bytes (n of them) are text: an ONNX file starts with binary protobuf fields. */
+static int
+model_onnx_is_text(const unsigned char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isprint(b[i]) && !isspace(b[i]))
+			return 0;
+	return n > 0;
+}
+
+/*
+ * Say what is wrong with path as a whole after the decoder refused it (its
+ * message, in *cause, names a byte offset only): empty, a text file (a Git
+ * LFS pointer, an HTML error page), or cut short; and what to do.
+ */
+static void
+model_onnx_explain(const char *path, char **cause)
+{
+	unsigned char head[65];
+	char *why = NULL, *msg = NULL;
+	struct stat st;
+	size_t n = 0;
+	FILE *f;
+
+	if (stat(path, &st) != 0)
+		return;
+	if ((f = fopen(path, "rb")) != NULL) {
+		n = fread(head, 1, sizeof head - 1, f);
+		fclose(f);
+	}
+	head[n] = '\0';
+	if (st.st_size == 0)
+		xasprintf(&why, "it is empty; export the model again or copy the file again");
+	else if (model_onnx_is_text(head, n))
+		xasprintf(&why, "it is a text file starting '%.*s', not an ONNX model (a Git LFS pointer needs "
+		    "'git lfs pull'); put the exported .onnx file there", (int)strcspn((char *)head, "\r\n"), head);
+	else if (*cause != NULL && strstr(*cause, "past the end") != NULL)
+		xasprintf(&why, "the file ends early (%lld bytes): it is truncated, such as by an interrupted "
+		    "copy or download; copy it again", (long long)st.st_size);
+	if (why != NULL && xasprintf(&msg, "%s is not a usable ONNX model: %s (the decoder said: %s)", path, why,
+	    *cause != NULL ? *cause : "nothing") >= 0) {
+		free(*cause);
+		*cause = msg;
+	}
+	free(why);
+}
+
 /* Decode path into m->onnx and build m->graph from it; errors name the file. */
 int
 model_onnx_load(model_t *m, const char *path, char **cause)
@@ -128,8 +180,10 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 	struct graph_fuse_target target = { model_onnx_device_runs, m->dev, model_onnx_probe };
 	size_t removed;
 
-	if (onnx_model_load(path, &m->onnx, cause) != 0)
+	if (onnx_model_load(path, &m->onnx, cause) != 0) {
+		model_onnx_explain(path, cause);
 		return -1;	/* the decoder's message names the file */
+	}
 	if (onnx_import(m->onnx, &m->graph, cause) != 0 ||
 	    model_onnx_align_constants(m->graph, cause) != 0 ||
 	    graph_fold_constants(m->graph, &cpu_fold_kernels, &removed, cause) != 0 ||

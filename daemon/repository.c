@@ -480,6 +480,25 @@ repository_stopping(repository_t *r)
 	return 1;
 }
 
+/* Mark the start-up finished, counting its failures. */
+void
+repository_startup_finish(repository_t *r)
+{
+	size_t loaded;
+
+	repository_counts(r, &loaded, &r->startup_failed);
+	__atomic_store_n(&r->started, 1, __ATOMIC_RELEASE);
+}
+
+/* Whether the server is ready (see repository.h). */
+int
+repository_server_ready(repository_t *r, int strict)
+{
+	if (!__atomic_load_n(&r->started, __ATOMIC_ACQUIRE))
+		return 0;
+	return !strict || r->startup_failed == 0;
+}
+
 /* The model control mode it runs in. */
 enum repository_control
 repository_control_mode(const repository_t *r)

@@ -93,6 +93,9 @@ struct repository_options {
 	int inflight;			/* batch contexts per version (device memory check) */
 	int settle_secs;		/* a rescan loads files left alone this long (0: at once) */
 	size_t staging_bytes;		/* pinned_pool_bytes: a model whose one row does not fit is refused (0: no check) */
+	/* Called as the start-up load begins model i of n (may be NULL): start-up progress. */
+	void (*progress)(void *arg, size_t i, size_t n, const char *name);
+	void *progress_arg;
 };
 
 /*
@@ -160,6 +163,17 @@ void repository_set_stop_check(repository_t *r, int (*stopping)(void *arg), void
 void repository_stop_loads(repository_t *r);
 /* Whether loads are abandoned now (asking stopping). */
 int repository_stopping(repository_t *r);
+/*
+ * Mark the start-up as finished (the daemon, once its start-up loads are done
+ * and its servers can take requests), remembering how many models failed.
+ */
+void repository_startup_finish(repository_t *r);
+/*
+ * Server readiness: 0 until repository_startup_finish; then 1, except that
+ * with strict (strict_readiness) a start-up where a model failed to load
+ * stays 0.
+ */
+int repository_server_ready(repository_t *r, int strict);
 
 /*
  * Take a reference to version (0: the newest loaded) of name.  On a miss

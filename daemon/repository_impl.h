@@ -51,6 +51,8 @@ struct repository {
 	int (*stop_check)(void *arg);	/* repository_set_stop_check's (NULL: none) */
 	void *stop_arg;
 	int stop;			/* atomic: loads are abandoned from now on */
+	int started;			/* atomic: repository_startup_finish was called */
+	size_t startup_failed;		/* models that had failed then (written before started) */
 };
 
 /* The model called name, or NULL (lock held). */

@@ -186,6 +186,15 @@ repository_attach(repository_t *r, model_ref_t *ref, const struct placements *pl
 	return 0;
 }
 
+#ifdef INFERD_FAULT_INJECTION
+/* repository_stopping for a hook that takes a void pointer. */
+static int
+repository_stop_asked(void *arg)
+{
+	return repository_stopping(arg);
+}
+#endif
+
 /* -1 (with *cause) once a stop is asked: the load goes no further. */
 static int
 repository_check_stop(repository_t *r, char **cause)
@@ -228,6 +237,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	if (config_override != NULL && (ref->config_override = xstrdup(config_override)) == NULL)
 		goto oom;
 	FAULT_MARK("start of model %s", name);
+	FAULT_HOLD_LOAD(name, repository_stop_asked, r);
 	if (repository_check_memory(r->o.dev, what, files.bytes, cause) != 0 ||
 	    repository_version_load(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
 		FAULT_MARK("end of model %s", name);
@@ -323,6 +333,7 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	if (m->versions == NULL)
 		m->state = REPOSITORY_LOADING;
 	pthread_mutex_unlock(&r->lock);
+	LOG_INFO("model '%s' version %" PRId64 ": loading from %s", m->name, v, e->dir);
 	rc = repository_build(r, m->name, e->dir, v, override, &ref, cause);
 	repository_trim();	/* what the load freed (parsing, library set-up) goes back to the system */
 	if (rc != 0) {
@@ -582,6 +593,8 @@ repository_rescan_locked(repository_t *r, int startup, char **cause)
 			m = repository_model_add(r, e[i].name);
 		had = m != NULL && m->versions != NULL;
 		pthread_mutex_unlock(&r->lock);
+		if (startup && want && r->o.progress != NULL)
+			r->o.progress(r->o.progress_arg, i + 1, n, e[i].name);
 		if (want && m != NULL && repository_sync(r, m, &e[i], NULL, !startup, NULL) != 0 && !repository_stopping(r))
 			repository_log_failed(r, m, startup, had);
 	}
@@ -653,7 +666,7 @@ repository_load_named(repository_t *r, const char *name)
 int
 repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 {
-	size_t i;
+	size_t i, n = 0;
 	int rc = 0;
 
 	if (r->o.control != REPOSITORY_CONTROL_EXPLICIT) {
@@ -662,12 +675,16 @@ repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 		pthread_mutex_unlock(&r->load_lock);
 		return rc;
 	}
-	for (i = 0; load_models != NULL && load_models[i] != NULL; i++) {
+	while (load_models != NULL && load_models[n] != NULL)
+		n++;
+	for (i = 0; i < n; i++) {
 		if (repository_stopping(r)) {
 			LOG_WARN("the daemon is stopping: the start-up load abandons its remaining loads (load_model "
 			    "names from '%s' on)", load_models[i]);
 			break;
 		}
+		if (r->o.progress != NULL)
+			r->o.progress(r->o.progress_arg, i + 1, n, load_models[i]);
 		repository_load_named(r, load_models[i]);
 	}
 	return 0;

@@ -178,6 +178,33 @@ repository_metrics_instances(struct text_buf *t, repository_t *r)
 			}
 }
 
+/* The queue depth and in-flight batch gauges of every loaded version, its instances summed (lock held). */
+static void
+repository_metrics_depth(struct text_buf *t, repository_t *r)
+{
+	size_t i, queued, inflight, sum_q, sum_f;
+	const model_ref_t *ref;
+	int k, pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		text_buf_printf(t, pass == 0 ? "# HELP inferd_queue_depth Requests waiting in the model's queue "
+		    "for a batch.\n# TYPE inferd_queue_depth gauge\n" : "# HELP inferd_inflight_batches Batches of "
+		    "the model being run (copy in, compute, copy out).\n# TYPE inferd_inflight_batches gauge\n");
+		for (i = 0; i < r->nmodels; i++)
+			for (ref = r->models[i]->versions; ref != NULL; ref = ref->next) {
+				sum_q = sum_f = 0;
+				for (k = 0; k < ref->nqueues; k++) {
+					batcher_queue_depth(ref->queues[k], &queued, &inflight);
+					sum_q += queued;
+					sum_f += inflight;
+				}
+				text_buf_printf(t, "%s{model=\"%s\",version=\"%" PRId64 "\"} %zu\n", pass == 0 ?
+				    "inferd_queue_depth" : "inferd_inflight_batches", r->models[i]->name, ref->version,
+				    pass == 0 ? sum_q : sum_f);
+			}
+	}
+}
+
 /* The memory lines of every loaded version: one per kind (lock held). */
 static void
 repository_metrics_memory(struct text_buf *t, repository_t *r)
@@ -224,6 +251,7 @@ repository_metrics_text(repository_t *r)
 			text_buf_printf(&t, "inferd_model_busy_seconds{model=\"%s\",version=\"%" PRId64 "\"} %.6f\n",
 			    r->models[i]->name, ref->version, repository_busy_seconds(ref));
 	repository_metrics_instances(&t, r);
+	repository_metrics_depth(&t, r);
 	repository_metrics_memory(&t, r);
 	pthread_mutex_unlock(&r->lock);
 	return text_buf_finish(&t);

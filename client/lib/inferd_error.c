@@ -46,10 +46,17 @@ inferd__struct_copy(void *dst, size_t known, size_t min, const void *src,
 	if (caller_size < min)
 		return inferd__fail(INFERD_EINVAL, "%s: size %zu is below %zu (start from %s_INIT)",
 		    what, caller_size, min, what);
+	/* No struct of inferd.h comes near this: size holds something else (a pointer, a count). */
+	if (caller_size > INFERD_STRUCT_SIZE_MAX)
+		return inferd__fail(INFERD_EINVAL, "%s: size is %zu, not a struct size: its first field is size, "
+		    "so code that fills it positionally (written for an inferd.h before size came first) puts "
+		    "another value there; start from %s_INIT and set the fields by name", what, caller_size, what);
 	for (i = known; i < caller_size; i++)
 		if (extra[i - known] != 0)
 			return inferd__fail(INFERD_EINVAL, "%s: a field past byte %zu is set, which "
-			    "this libinferd does not know", what, known);
+			    "this libinferd does not know (built against a newer inferd.h, or the struct "
+			    "was filled positionally: start from %s_INIT and set the fields by name)", what, known,
+			    what);
 	memset(dst, 0, known);
 	memcpy(dst, src, caller_size < known ? caller_size : known);
 	return 0;

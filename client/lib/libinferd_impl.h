@@ -171,10 +171,15 @@ int inferd__status_code(int32_t status);
 #define INFERD__REQUEST_SIZE_0_2 offsetof(struct inferd_request, id)
 #define INFERD__REQUEST_SIZE_0_3 sizeof(struct inferd_request)
 
+/* A size field above this holds no struct size (every struct of inferd.h is far smaller). */
+#define INFERD_STRUCT_SIZE_MAX 4096u
+
 /*
  * Copy a caller's struct of caller_size bytes into *dst (known bytes, zeroed
- * first): INFERD_EINVAL when caller_size is below min or covers unknown
- * non-zero bytes (a newer caller asking for something this library lacks).
+ * first): INFERD_EINVAL when caller_size is below min, above
+ * INFERD_STRUCT_SIZE_MAX (a positional initialiser put another value in
+ * size) or covers unknown non-zero bytes (a newer caller asking for
+ * something this library lacks).
  */
 int inferd__struct_copy(void *dst, size_t known, size_t min, const void *src,
     size_t caller_size, const char *what);

@@ -7,6 +7,7 @@
  * usage: client_usability SOCKET      exit 0 pass, 1 fail
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +102,15 @@ check_round_trip(inferd_conn_t *c, const struct inferd_model *m, const struct in
 	struct inferd_request req = { .size = sizeof req, .model = m, .rows = 1, .input = in,
 	    .output = out, .user_data = 42 };
 	struct inferd_completion done[2];
+	struct inferd_request old = req;
 	int r;
 
+	/* Code written for an inferd.h whose request began with model puts a pointer in size. */
+	old.size = (size_t)(uintptr_t)m;
+	r = inferd_submit(c, &old);
+	CHECK(r == INFERD_EINVAL && strstr(inferd_last_error(), "not a struct size") &&
+	    strstr(inferd_last_error(), "set the fields by name"), "a pointer in size: %d '%s'", r,
+	    inferd_last_error());
 	CHECK(inferd_submit(c, &req) == 0, "submit");
 	r = inferd_wait(c, done, 2, -1);
 	CHECK(r == 1 && done[0].user_data == 42 && done[0].status == 0, "wait for the one submitted: %d", r);

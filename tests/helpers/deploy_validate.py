@@ -173,8 +173,8 @@ def systemd_expand(s, instance):
     return s.replace("$$", "$")
 
 
-def check_unit(inferd, unit):
-    """inferd@3: the shell line of ExecStart run with --print-config; returns the port formula's base."""
+def check_unit(inferd, unit, name="inferd", device="cuda:3"):
+    """NAME@3: the shell line of ExecStart run with --print-config; returns the port formula's base."""
     with open(unit) as f:
         lines = [l.strip() for l in f if l.startswith("ExecStart=")]
     if not check(len(lines) == 1, "%s: not exactly one ExecStart" % unit):
@@ -193,10 +193,11 @@ def check_unit(inferd, unit):
     conf = inferd.config("inferd@3.service ExecStart", argv)
     if not conf:
         return None
-    check(conf.get("device") == "cuda:3", "inferd@3.service: device is %s, not cuda:3" % conf.get("device"))
-    check(conf.get("shm_socket") == "/run/inferd-3/inferd.sock", "inferd@3.service: shm_socket %s" % conf.get("shm_socket"))
+    check(conf.get("device") == device, "%s@3.service: device is %s, not %s" % (name, conf.get("device"), device))
+    check(conf.get("shm_socket") == "/run/%s-3/inferd.sock" % name, "%s@3.service: shm_socket %s" % (name, conf.get("shm_socket")))
     with open(unit) as f:
-        check(re.search(r"^RuntimeDirectory=inferd-%i$", f.read(), re.M), "inferd@.service: RuntimeDirectory is not inferd-%i")
+        check(re.search(r"^RuntimeDirectory=%s-%%i$" % re.escape(name), f.read(), re.M),
+              "%s@.service: RuntimeDirectory is not %s-%%i" % (name, name))
     return int(conf["http_port"]) - 3
 
 
@@ -259,6 +260,7 @@ def main():
     p.add_argument("--srcdir", required=True)
     p.add_argument("--inferd", required=True)
     p.add_argument("--unit", required=True)
+    p.add_argument("--cpu-unit", help="inferd-cpu@.service, the template with device=cpu")
     p.add_argument("--metrics", required=True)
     args = p.parse_args()
     inferd = Inferd(args.inferd, args.srcdir)
@@ -270,6 +272,16 @@ def main():
     check_kserve(inferd, docs, entry)
     base = check_unit(inferd, args.unit)
     check_ports(args.srcdir, docs, base)
+    if args.cpu_unit:
+        cpu_base = check_unit(inferd, args.cpu_unit, "inferd-cpu", "cpu")
+        check(cpu_base is not None and base is not None and abs(cpu_base - base) >= 64,
+              "inferd@ and inferd-cpu@ instances share ports (bases %s and %s)" % (base, cpu_base))
+    # The packaged inferd.service takes the default http_port; nginx in front must not.
+    default_port = int((inferd.config("the defaults", ["inferd"]) or {}).get("http_port", 0))
+    with open(os.path.join(args.srcdir, "conf/deploy/inferd-upstream.conf")) as f:
+        listens = [int(p) for p in re.findall(r"^\s*listen\s+(?:[\d.]+:)?(\d+)", f.read(), re.M)]
+    check(listens and default_port not in listens,
+          "inferd-upstream.conf listens on %s, the port inferd.service takes" % default_port)
     check_metrics(args.srcdir, args.metrics)
     if FAILURES:
         print("%d check(s) failed" % len(FAILURES), file=sys.stderr)

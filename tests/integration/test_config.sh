@@ -158,6 +158,8 @@ awk '/^  --[a-z_]*=VALUE  \(default/ { if (d != "" && d !~ /\.$/) print key ": "
      /^      / && key != "" { d = $0; next }
      key != "" { if (d !~ /\.$/) print key ": " d; key = "" }' "$tmp/out" >"$tmp/cut"
 [ -s "$tmp/cut" ] && { fail "--help cuts descriptions mid-sentence:"; cat "$tmp/cut"; }
+grep -E '(e\.g|i\.e)\.$' "$tmp/out" >"$tmp/cut" && { fail "--help stops a description at an abbreviation:"; cat "$tmp/cut"; }
+grep -q 'model\.onnx' "$tmp/out" || fail "--help does not mention model.onnx"
 for want in '/v2/models/{m}/infer' '/config' '/stats' '/metrics' 'curl -s -d @docs/examples/fashion-request.json' \
     'runs in the foreground'; do
 	grep -qF -- "$want" "$tmp/out" || fail "--help does not show '$want'"
@@ -169,6 +171,30 @@ sed 's|^# model_repository = .*|# model_repository = DATADIR|' "$tmp/out" >"$tmp
 sed 's|^# model_repository = .*|# model_repository = DATADIR|' "$conf" >"$tmp/conf"
 diff -u "$tmp/conf" "$tmp/ref" >"$tmp/diff" ||
 	{ fail "conf/inferd.conf differs from inferd --print-reference (regenerate it):"; cat "$tmp/diff"; }
+
+# An shm socket in a directory that does not exist (the default /run/inferd outside the packaged
+# service) names the directory and the key to set.
+expect_error "$tmp/no-such-dir" "--shm_socket=" -- --config=/dev/null --device=cpu --http_enable=no \
+	--model_repository="$top_srcdir/conf/models" --shm_socket="$tmp/no-such-dir/inferd.sock"
+
+# docs/CONFIG.md is what the table generates (the README links to it instead of copying the keys).
+run --print-reference-md
+diff -u "$top_srcdir/docs/CONFIG.md" "$tmp/out" >"$tmp/diff" ||
+	{ fail "docs/CONFIG.md differs from inferd --print-reference-md (regenerate it):"; cat "$tmp/diff"; }
+for key in $("$inferd" --print-config-keys); do
+	grep -q "^### \`$key\`$" "$top_srcdir/docs/CONFIG.md" || fail "docs/CONFIG.md lacks $key"
+done
+
+# inferd(8) has every key of the table, and groff (when installed) reads it without a warning.
+run --print-man
+cp "$tmp/out" "$tmp/inferd.8"
+for key in $("$inferd" --print-config-keys); do
+	grep -q "^\.BR $key " "$tmp/inferd.8" || fail "inferd --print-man lacks $key"
+done
+if command -v groff >/dev/null 2>&1; then
+	groff -man -Tutf8 -ww -z "$tmp/inferd.8" >"$tmp/groff" 2>&1 && [ ! -s "$tmp/groff" ] ||
+		{ fail "groff warns about inferd --print-man:"; cat "$tmp/groff"; }
+fi
 
 run --version
 grep -q '^inferd ' "$tmp/out" || fail "--version printed no version"

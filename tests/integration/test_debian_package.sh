@@ -112,6 +112,7 @@ unit=/lib/systemd/system/inferd.service
 grep -q "^User=inferd$" "$unit" && grep -q "^RuntimeDirectory=inferd$" "$unit" \
     && grep -q "^ExecStart=/usr/sbin/inferd " "$unit" || fail "$unit does not run /usr/sbin/inferd as inferd with RuntimeDirectory=inferd"
 [ -f "/lib/systemd/system/inferd@.service" ] || fail "inferd@.service is not installed"
+[ -f "/lib/systemd/system/inferd-cpu@.service" ] || fail "inferd-cpu@.service is not installed"
 [ -x /usr/sbin/inferd ] && [ -x /usr/bin/inferctl ] || fail "inferd or inferctl is not installed"
 
 # The daemon: the installed unit under systemd, else by hand as the inferd user, with the

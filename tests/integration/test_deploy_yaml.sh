@@ -56,6 +56,6 @@ sys.exit(r.status != 200 or sys.stdout.buffer.write(body) == 0)' "$(cat "$tmp/po
     || fail "GET /metrics"
 
 "$PY" "$top_srcdir/tests/helpers/deploy_validate.py" --srcdir "$top_srcdir" --inferd "$top_builddir/inferd" \
-    --unit "$unit" --metrics "$tmp/metrics" || fail "conf/deploy"
+    --unit "$unit" --cpu-unit "$top_builddir/conf/deploy/inferd-cpu@.service" --metrics "$tmp/metrics" || fail "conf/deploy"
 echo "PASS: test_deploy_yaml"
 exit 0

@@ -37,11 +37,13 @@ fail() {
 }
 
 # start_daemon NAME FLAGS...: start inferd, wait (at most 60 s) for its port; sets pid and url.
+# strict_readiness = no: the repository's broken model fails to load on purpose, and the checks
+# expect the server ready beside it (test_startup_http.sh checks strict readiness).
 start_daemon() {
 	name=$1
 	shift
 	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" --http_port=0 \
-	    --port-file="$tmp/$name.port" --shm_socket= --log_level=info "$@" >"$tmp/$name.log" 2>&1 &
+	    --port-file="$tmp/$name.port" --shm_socket= --log_level=info --strict_readiness=no "$@" >"$tmp/$name.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
 	tries=0

@@ -31,6 +31,8 @@ hits=$(grep -rl -a /usr/local "$p" 2>/dev/null)
 grep -qx "ExecStart=$p/sbin/inferd --config=$p/etc/inferd/inferd.conf" "$p/lib/systemd/system/inferd.service" ||
 	fail "unit's ExecStart: $(grep ExecStart "$p/lib/systemd/system/inferd.service")"
 test -f "$p/lib/sysusers.d/inferd.conf" || fail "no sysusers.d entry under the prefix"
+grep -q "^\.BR strict_readiness " "$p/share/man/man8/inferd.8" 2>/dev/null || fail "make install installed no inferd(8) with the config keys"
+grep -q "$p/etc/inferd/inferd.conf" "$p/share/man/man8/inferd.8" || fail "inferd(8) does not name $p/etc/inferd/inferd.conf"
 "$p/sbin/inferd" --help | grep -q "$p/etc/inferd/inferd.conf" || fail "--help does not name $p/etc/inferd/inferd.conf"
 "$p/sbin/inferd" --print-config | grep -qx "model_repository = \"$p/share/inferd/models\"" ||
 	fail "built-in model_repository: $("$p/sbin/inferd" --print-config | grep model_repository)"

@@ -65,7 +65,8 @@ mkdir "$tmp/models/broken" && cp "$top_srcdir/conf/models/fashion-mlp/model.json
 	head -c 1000 "$top_srcdir/conf/models/fashion-mlp/model.safetensors" >"$tmp/models/broken/model.safetensors" &&
 	sed -i 's/"fashion-mlp"/"broken"/' "$tmp/models/broken/model.json" || fail "the broken model"
 # Explicit mode, every model loaded at start: the repository tests load and unload over HTTP.
-start_daemon --model_repository="$tmp/models" --model_control_mode=explicit \
+# strict_readiness = no: the broken model is loaded on purpose, and the suite checks readiness.
+start_daemon --model_repository="$tmp/models" --model_control_mode=explicit --strict_readiness=no \
 	--load_model=fashion-mlp,multi,fashion-slow,broken
 grep -q "model 'broken'.*model.safetensors" "$tmp/daemon.log" || fail "the broken model's load error names no file"
 (cd "$tmp" && env PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 INFERD_LIB="$lib" \

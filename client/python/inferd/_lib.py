@@ -8,8 +8,11 @@ suite compares every struct below with the C compiler's ``sizeof`` and
 instead of corrupting memory.
 
 The library is found, in order, at ``$INFERD_LIB`` (a path), through
-``ctypes.util.find_library("inferd")``, then in the usual install
-directories.
+``ctypes.util.find_library("inferd")`` (ldconfig's cache), in the libdir
+pkg-config gives for ``inferd`` (a ``make install`` to another prefix, with
+that prefix's ``lib/pkgconfig`` on ``PKG_CONFIG_PATH``), in this Python's
+own prefix (a venv or ``--prefix`` install beside ``make install
+prefix=...``), then in the usual install directories.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import shutil
+import subprocess
+import sys
 import threading
 from typing import Dict, List, NamedTuple, Optional, Tuple, Type
 
@@ -295,6 +301,19 @@ _SEARCH_DIRS = (
 _NAMES = ("libinferd.so.0", "libinferd.so")
 
 
+def _pkg_config_libdir() -> List[str]:
+    """The libdir pkg-config knows for inferd (inferd.pc is installed beside the library), or none."""
+    exe = shutil.which("pkg-config")
+    if exe is None:
+        return []
+    try:
+        r = subprocess.run([exe, "--variable=libdir", "inferd"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    libdir = r.stdout.strip()
+    return [libdir] if r.returncode == 0 and libdir else []
+
+
 def _candidates() -> List[str]:
     """Where to look for the library, in order."""
     env = os.environ.get("INFERD_LIB")
@@ -302,7 +321,12 @@ def _candidates() -> List[str]:
         return [env]
     found = ctypes.util.find_library("inferd")
     paths = [found] if found else []
-    paths += [os.path.join(d, n) for d in _SEARCH_DIRS for n in _NAMES]
+    dirs = _pkg_config_libdir() + [os.path.join(sys.prefix, "lib")] + list(_SEARCH_DIRS)
+    for d in dirs:
+        for n in _NAMES:
+            p = os.path.join(d, n)
+            if p not in paths:
+                paths.append(p)
     return paths
 
 
@@ -378,7 +402,8 @@ def load() -> ctypes.CDLL:
             _lib, _lib_path = lib, path
             return lib
         raise LibraryNotFound(
-            "libinferd.so not found; install libinferd0 (Debian) or `make install` inferd, "
+            "libinferd.so not found; install libinferd0 (Debian) or `make install` inferd "
+            "(for another prefix, put PREFIX/lib/pkgconfig on PKG_CONFIG_PATH), "
             "or set INFERD_LIB to the library's path. Tried: " + "; ".join(tried))
 
 

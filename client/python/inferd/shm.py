@@ -197,7 +197,9 @@ class Client:
         rc = lib.inferd_connect(path, ctypes.byref(opts), ctypes.byref(conn))
         if rc != 0:
             detail = lib.inferd_last_error().decode(errors="replace")
-            raise from_code(rc, "connecting to %s: %s" % (socket_path or _lib.DEFAULT_SOCKET, detail))
+            where = socket_path or _lib.DEFAULT_SOCKET
+            # libinferd's message usually names the socket already: say it once.
+            raise from_code(rc, detail if where in detail else "connecting to %s: %s" % (where, detail))
         self.socket_path = socket_path or _lib.DEFAULT_SOCKET
         self._r = _Region(lib, conn, region_bytes)
         self._models: Dict[str, _Model] = {}

@@ -46,6 +46,19 @@ def test_error_codes_and_version_match(facts):
     assert _lib.load().inferd_version().decode() == "%d.%d" % (_lib.LIB_MAJOR, _lib.LIB_MINOR)
 
 
+def test_library_found_through_pkg_config(monkeypatch, tmp_path):
+    # A make install to another prefix: its inferd.pc names the libdir; nothing else points there.
+    libdir = tmp_path / "prefix" / "lib"
+    (libdir / "pkgconfig").mkdir(parents=True)
+    (libdir / "pkgconfig" / "inferd.pc").write_text(
+        "libdir=%s\nName: inferd\nDescription: test\nVersion: 0.2\nLibs: -L${libdir} -linferd\n" % libdir)
+    monkeypatch.delenv("INFERD_LIB", raising=False)
+    monkeypatch.setenv("PKG_CONFIG_PATH", str(libdir / "pkgconfig"))
+    if _lib.shutil.which("pkg-config") is None:
+        pytest.skip("no pkg-config")
+    assert str(libdir / "libinferd.so.0") in _lib._candidates()
+
+
 def test_missing_library_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(_lib, "_lib", None)
     monkeypatch.setenv("INFERD_LIB", str(tmp_path / "libinferd.so.0"))

@@ -154,8 +154,9 @@ def test_errors_carry_the_message(client, socket_path, rng):
         client.infer(MODEL, np.zeros(784, np.float32))
     with pytest.raises(inferd.InvalidRequest, match="input 'input'"):
         client.infer(MODEL, np.zeros((1, 784), np.complex64))
-    with pytest.raises(inferd.ConnectFailed, match="nothing.sock"):
+    with pytest.raises(inferd.ConnectFailed, match="nothing.sock") as e:
         inferd.connect(socket_path + ".nothing.sock")
+    assert str(e.value).count("nothing.sock") == 1, "the socket is named more than once: %s" % e.value
 
 
 def test_daemon_timeout_is_reported(client, rng):
