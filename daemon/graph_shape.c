@@ -157,7 +157,7 @@ set_out(const struct graph_node *n, struct graph_shape *s, int k, const struct g
 	return 0;
 }
 
-/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU: the output has X's shape. */
+/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU, PREDICATE, TRILU, CUMSUM: the output has X's shape. */
 static int
 shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
 {
@@ -175,6 +175,10 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	if (n->op == GRAPH_OP_BATCHNORM && (x->ndims < 2 || n->ninputs < 5 ||
 	    graph_shape_elems(in_shape(n, s, 1)) != x->dims[1]))
 		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
+	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
+		return node_shape_error(n, cause, "Trilu needs a rank of at least 2", x);
+	if (n->op == GRAPH_OP_CUMSUM && norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+		return node_shape_error(n, cause, "CumSum axis out of range", x);
 	if (n->op == GRAPH_OP_PRELU && (n->ninputs < 2 ||
 	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !shape_eq(&b, x)))
 		return node_shape_error(n, cause, "slope does not broadcast to X", x);
@@ -865,6 +869,55 @@ shape_range(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 }
 
 /* The shape function of each op. */
+/* GATHER_ND: indices' dims but the last (m), then data's dims after batch_dims + m. */
+static int
+shape_gather_nd(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0), *ix = in_shape(n, s, 1);
+	struct graph_shape r = { 0, { 0 } };
+	int64_t b = n->attr.nd.batch_dims, m;
+	int i;
+
+	(void)g;
+	if (ix->ndims < 1 || b < 0 || b >= ix->ndims || b >= x->ndims)
+		return node_shape_error(n, cause, "GatherND indices rank or batch_dims out of range", ix);
+	m = ix->dims[ix->ndims - 1];
+	if (m < 1 || b + m > x->ndims)
+		return node_shape_error(n, cause, "GatherND indices' last dim exceeds the data's rank", ix);
+	if (ix->ndims - 1 + x->ndims - b - m > GRAPH_MAX_DIMS)
+		return node_shape_error(n, cause, "GatherND result beyond the maximum rank", ix);
+	for (i = 0; i < b; i++)
+		if (ix->dims[i] != x->dims[i])
+			return node_shape_error(n, cause, "GatherND batch dims of data and indices differ", ix);
+	for (i = 0; i < ix->ndims - 1; i++)
+		r.dims[r.ndims++] = ix->dims[i];
+	for (i = (int)(b + m); i < x->ndims; i++)
+		r.dims[r.ndims++] = x->dims[i];
+	return set_out(n, s, 0, &r, cause);
+}
+
+/* SCATTER_ND: data's shape; updates must be indices' dims but the last (m), then data's dims after m. */
+static int
+shape_scatter_nd(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0), *ix = in_shape(n, s, 1), *u = in_shape(n, s, 2);
+	int64_t m;
+	int i;
+
+	(void)g;
+	if (ix->ndims < 1 || (m = ix->dims[ix->ndims - 1]) < 1 || m > x->ndims)
+		return node_shape_error(n, cause, "ScatterND indices' last dim is not in [1, data rank]", ix);
+	if (u->ndims != ix->ndims - 1 + x->ndims - (int)m)
+		return node_shape_error(n, cause, "ScatterND updates of the wrong rank", u);
+	for (i = 0; i < ix->ndims - 1; i++)
+		if (u->dims[i] != ix->dims[i])
+			return node_shape_error(n, cause, "ScatterND updates differ from the indices' dims", u);
+	for (i = (int)m; i < x->ndims; i++)
+		if (u->dims[ix->ndims - 1 + i - m] != x->dims[i])
+			return node_shape_error(n, cause, "ScatterND updates differ from the data's trailing dims", u);
+	return set_out(n, s, 0, x, cause);
+}
+
 static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = shape_gemm,
 	[GRAPH_OP_MATMUL] = shape_matmul,
@@ -895,6 +948,11 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SHAPE] = shape_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = shape_constant_of_shape,
 	[GRAPH_OP_RANGE] = shape_range,
+	[GRAPH_OP_PREDICATE] = shape_same,
+	[GRAPH_OP_TRILU] = shape_same,
+	[GRAPH_OP_CUMSUM] = shape_same,
+	[GRAPH_OP_GATHER_ND] = shape_gather_nd,
+	[GRAPH_OP_SCATTER_ND] = shape_scatter_nd,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -908,7 +966,8 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_PAD] = 1, [GRAPH_OP_RESIZE] = 1, [GRAPH_OP_CAST] = 1, [GRAPH_OP_WHERE] = 3,
 	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_ATTENTION] = 3, [GRAPH_OP_SHAPE] = 1,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
-	[GRAPH_OP_RANGE] = 3,
+	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
+	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3,
 };
 
 /* Check the node's tensor indices before any shape is read. */

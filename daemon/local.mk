@@ -65,7 +65,9 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_vmath.c daemon/backend/cpu/cpu_broadcast.c \
 	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
-	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c
+	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c \
+	daemon/backend/cpu/cpu_predicate.c daemon/backend/cpu/cpu_trilu.c daemon/backend/cpu/cpu_cumsum.c \
+	daemon/backend/cpu/cpu_scatter.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h

@@ -168,5 +168,10 @@ int cpu_expand_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_pad_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_resize_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_resize_workspace(const struct cpu_node_ctx *c);
+int cpu_predicate_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_trilu_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_cumsum_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_scatter_nd_run(const struct cpu_node_ctx *c, char **cause);
 
 #endif
