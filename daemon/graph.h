@@ -139,8 +139,8 @@ enum graph_op {
 	GRAPH_OP_CONSTANT_OF_SHAPE,	/* input shape (I64); output of that shape filled with fill.value */
 	GRAPH_OP_RANGE,		/* inputs start, limit, delta (scalars) */
 	GRAPH_OP_PREDICATE,	/* IsNaN, IsInf (FP32 in) and Not (BOOL in): BOOL out; predicate attrs */
-	GRAPH_OP_TRILU,		/* input X (last two dims the matrices); trilu attrs (k folded from the input) */
-	GRAPH_OP_CUMSUM,	/* input X; cumsum attrs (axis folded from the input) */
+	GRAPH_OP_TRILU,		/* inputs X (last two dims the matrices)[, k when not constant]; trilu attrs */
+	GRAPH_OP_CUMSUM,	/* inputs X[, axis when not constant]; cumsum attrs */
 	GRAPH_OP_GATHER_ND,	/* inputs data, indices (I64); batch_dims */
 	GRAPH_OP_SCATTER_ND,	/* inputs data, indices (I64), updates; reduction */
 	GRAPH_OP_COUNT
@@ -221,7 +221,9 @@ enum graph_reshape_kind {
 enum graph_predicate { GRAPH_PRED_ISNAN = 0, GRAPH_PRED_ISINF, GRAPH_PRED_NOT };
 
 /* SCATTER_ND's reduction of an update into the data it lands on. */
-enum graph_scatter_reduce { GRAPH_SCATTER_NONE = 0, GRAPH_SCATTER_ADD, GRAPH_SCATTER_MUL };
+enum graph_scatter_reduce {
+	GRAPH_SCATTER_NONE = 0, GRAPH_SCATTER_ADD, GRAPH_SCATTER_MUL, GRAPH_SCATTER_MAX, GRAPH_SCATTER_MIN
+};
 
 enum graph_pad_mode { GRAPH_PAD_CONSTANT = 0, GRAPH_PAD_REFLECT, GRAPH_PAD_EDGE };
 enum graph_resize_mode { GRAPH_RESIZE_NEAREST = 0, GRAPH_RESIZE_LINEAR };

@@ -177,7 +177,7 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
 	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
 		return node_shape_error(n, cause, "Trilu needs a rank of at least 2", x);
-	if (n->op == GRAPH_OP_CUMSUM && norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
 		return node_shape_error(n, cause, "CumSum axis out of range", x);
 	if (n->op == GRAPH_OP_PRELU && (n->ninputs < 2 ||
 	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !shape_eq(&b, x)))

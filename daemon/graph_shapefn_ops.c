@@ -69,7 +69,7 @@ sf_same(struct sf *s)
 		return -1;
 	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
 		return sf_fail(s, "Trilu needs a rank of at least 2");
-	if (n->op == GRAPH_OP_CUMSUM && sf_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && sf_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
 		return sf_fail(s, "CumSum axis out of range");
 	if (n->op == GRAPH_OP_PRELU &&
 	    require_broadcasts_to(s, x, sf_in(s, 1), "the slope does not broadcast to X") < 0)

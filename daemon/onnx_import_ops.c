@@ -752,7 +752,18 @@ op_predicate(struct imp *im, const struct onnx_node *on, struct graph_node *gn, 
 	return 0;
 }
 
-/* Trilu: upper or lower triangle with a constant diagonal offset k (default 0). */
+/* A parameter input computed at run time (Trilu's k, CumSum's axis): the kernel reads it; it must be an integer. */
+static int
+scalar_input(struct imp *im, const struct onnx_node *on, const struct graph_node *gn, int k, char **cause)
+{
+	enum graph_dtype dt = im->g->tensors[gn->inputs[k]].dtype;
+
+	if (dt != GRAPH_DT_I64 && dt != GRAPH_DT_I32)
+		return refuse(im, on, cause, "input %d must be INT64 or INT32", k);
+	return 0;
+}
+
+/* Trilu: upper or lower triangle; the diagonal offset k (default 0) folded when constant. */
 static int
 op_trilu(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
@@ -761,14 +772,16 @@ op_trilu(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 
 	gn->op = GRAPH_OP_TRILU;
 	gn->attr.trilu.upper = a_int(on, "upper", 1) != 0;
-	if (gn->ninputs > 1 && gn->inputs[1] >= 0 && (!in_const_ints(im, gn, 1, &k, 1, &n) || n != 1))
-		return refuse(im, on, cause, "input k must be a constant integer scalar");
+	if (gn->ninputs > 1 && gn->inputs[1] >= 0 && !in_const_ints(im, gn, 1, &k, 1, &n))
+		return scalar_input(im, on, gn, 1, cause);
+	if (n > 1)
+		return refuse(im, on, cause, "input k must be a scalar");
 	gn->attr.trilu.k = k;
 	trim_inputs(gn, 1);
 	return 0;
 }
 
-/* CumSum: a constant axis input; exclusive and reverse attributes. */
+/* CumSum: the axis input folded when constant; exclusive and reverse attributes. */
 static int
 op_cumsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
@@ -776,16 +789,18 @@ op_cumsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	int n = 0;
 
 	gn->op = GRAPH_OP_CUMSUM;
-	if (!in_const_ints(im, gn, 1, &axis, 1, &n) || n != 1)
-		return refuse(im, on, cause, "input axis must be a constant integer scalar");
-	gn->attr.cumsum.axis = axis;
 	gn->attr.cumsum.exclusive = a_int(on, "exclusive", 0) != 0;
 	gn->attr.cumsum.reverse = a_int(on, "reverse", 0) != 0;
+	if (!in_const_ints(im, gn, 1, &axis, 1, &n))
+		return scalar_input(im, on, gn, 1, cause);
+	if (n != 1)
+		return refuse(im, on, cause, "input axis must be a scalar");
+	gn->attr.cumsum.axis = axis;
 	trim_inputs(gn, 1);
 	return 0;
 }
 
-/* GatherND (batch_dims) and ScatterND (reduction none, add or mul). */
+/* GatherND (batch_dims) and ScatterND (reduction none, add, mul, max or min). */
 static int
 op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
@@ -805,8 +820,12 @@ op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **
 		gn->attr.nd.reduce = GRAPH_SCATTER_ADD;
 	else if (strcmp(red, "mul") == 0)
 		gn->attr.nd.reduce = GRAPH_SCATTER_MUL;
+	else if (strcmp(red, "max") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_MAX;
+	else if (strcmp(red, "min") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_MIN;
 	else
-		return refuse(im, on, cause, "reduction '%s' not supported (none, add, mul)", red);
+		return refuse(im, on, cause, "reduction '%s' not supported (none, add, mul, max, min)", red);
 	return 0;
 }
 

@@ -97,30 +97,31 @@ def elementwise(c):
 
 
 def trilu(c):
-    """Upper and lower, k constant (negative, zero, positive, past the matrix), ranks 2 to 4."""
+    """Upper and lower, k (negative, zero, positive, past the matrix) constant or an input, ranks 2 to 4."""
     for i in range(12):
         r = 2 + i % 3
         x = c.floats(c.shape(r, 1, 7))
         k = np.array(int(c.rng.integers(-8, 9)), dtype=np.int64)
         up = i % 2
-        c.add(f"trilu_u{up}_k{int(k)}", "Trilu", [x, k], {"upper": up}, consts={1: k}, opset=14)
+        c.add(f"trilu_u{up}_k{int(k)}", "Trilu", [x, k], {"upper": up}, consts={1: k} if i < 8 else {}, opset=14)
     x = c.rng.integers(-50, 50, size=c.shape(3)).astype(np.int64)
     c.add("trilu_int64_default", "Trilu", [x], opset=14)
 
 
 def cumsum(c):
-    """Every axis (negative too), exclusive and reverse, FP32, INT64, INT32."""
+    """Every axis (negative too; constant or an input), exclusive and reverse, FP32, INT64, INT32."""
     for i in range(16):
         r = 1 + i % 4
         x = c.floats(c.shape(r)) if i % 3 else c.rng.integers(-9, 9, size=c.shape(r)).astype(
             np.int64 if i % 2 else np.int32)
         ax = np.array(int(c.rng.integers(-r, r)), dtype=np.int64)
         c.add(f"cumsum_r{r}_a{int(ax)}", "CumSum", [x, ax],
-              {"exclusive": int(c.rng.integers(0, 2)), "reverse": int(c.rng.integers(0, 2))}, consts={1: ax})
+              {"exclusive": int(c.rng.integers(0, 2)), "reverse": int(c.rng.integers(0, 2))},
+              consts={1: ax} if i < 12 else {})
 
 
 def nd(c):
-    """GatherND (batch_dims 0 to 2, negative indices) and ScatterND (none/add/mul, unique tuples)."""
+    """GatherND (batch_dims 0 to 2, negative indices) and ScatterND (every reduction, unique tuples)."""
     for i in range(12):
         b = i % 3
         r = b + 1 + int(c.rng.integers(0, 3))
@@ -133,7 +134,7 @@ def nd(c):
         idx = np.where(c.rng.random(ishape) < 0.3, idx - hi, idx).astype(np.int64)
         data = c.floats(d) if i % 2 else c.rng.integers(-9, 9, size=d).astype(np.int64)
         c.add(f"gathernd_b{b}_m{m}", "GatherND", [data, idx], {"batch_dims": b})
-    for i in range(12):
+    for i in range(15):
         r = 1 + int(c.rng.integers(0, 4))
         d = c.shape(r, 2, 5)
         m = int(c.rng.integers(1, r + 1))
@@ -141,7 +142,7 @@ def nd(c):
         n = int(c.rng.integers(1, cells + 1))
         flat = c.rng.permutation(cells)[:n]
         idx = np.stack(np.unravel_index(flat, d[:m]), axis=-1).astype(np.int64)
-        red = ["none", "add", "mul"][i % 3]
+        red = ["none", "add", "mul", "max", "min"][i % 5]
         data = c.floats(d)
         upd = c.floats([n] + d[m:])
         c.add(f"scatternd_{red}_m{m}", "ScatterND", [data, idx, upd], {"reduction": red}, opset=18)

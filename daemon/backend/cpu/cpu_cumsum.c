@@ -26,11 +26,14 @@ int
 cpu_cumsum_run(const struct cpu_node_ctx *c, char **cause)
 {
 	const struct graph_shape *x = cpu_in_shape(c, 0);
-	int ax = cpu_axis(c->n->attr.cumsum.axis, x->ndims);
+	int64_t axis = cpu_has_in(c, 1) ? cpu_in_scalar(c, 1) : c->n->attr.cumsum.axis;
+	int ax = cpu_axis(axis, x->ndims);
 	int excl = c->n->attr.cumsum.exclusive, rev = c->n->attr.cumsum.reverse;
 	enum graph_dtype dt = cpu_out_dtype(c, 0);
 	int64_t outer = 1, len, inner = 1;
 
+	if (cpu_has_in(c, 1) && cpu_elems(cpu_in_shape(c, 1)) != 1)
+		return cpu_fail(cause, "axis is not a scalar");
 	if (ax < 0 || !cpu_shape_equal(x, cpu_out_shape(c, 0)))
 		return cpu_fail(cause, "axis out of range or the output not of the input's shape");
 	for (int i = 0; i < ax; i++)

@@ -50,8 +50,8 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GATHER_ELEMENTS] = { "GatherElements", cpu_gather_elements_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_ATTENTION] = { "Attention", cpu_attention_run, cpu_attention_workspace, 3, 4, 1, 1, DT_F32 },
 	[GRAPH_OP_PREDICATE] = { "IsNaN/IsInf/Not", cpu_predicate_run, NULL, 1, 1, 1, 1, DT(BOOL) },
-	[GRAPH_OP_TRILU] = { "Trilu", cpu_trilu_run, NULL, 1, 1, 1, 1, DT_ANY },
-	[GRAPH_OP_CUMSUM] = { "CumSum", cpu_cumsum_run, NULL, 1, 1, 1, 1, DT_F32 | DT_INT },
+	[GRAPH_OP_TRILU] = { "Trilu", cpu_trilu_run, NULL, 1, 2, 1, 1, DT_ANY },
+	[GRAPH_OP_CUMSUM] = { "CumSum", cpu_cumsum_run, NULL, 1, 2, 1, 1, DT_F32 | DT_INT },
 	[GRAPH_OP_GATHER_ND] = { "GatherND", cpu_gather_nd_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_SCATTER_ND] = { "ScatterND", cpu_scatter_nd_run, NULL, 3, 3, 1, 1, DT_ANY },
 };
@@ -160,6 +160,10 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		if (n->attr.pred.fn == GRAPH_PRED_NOT)
 			return in0 == GRAPH_DT_BOOL ? 0 : cpu_fail(why, "Not needs a BOOL input");
 		return in0 == GRAPH_DT_F32 ? 0 : cpu_fail(why, "IsNaN/IsInf need an FP32 input");
+	case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM:
+		return n->ninputs < 2 || tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I64 ||
+		    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I32 ? 0 :
+		    cpu_fail(why, "Trilu's k or CumSum's axis must be INT64 or INT32");
 	case GRAPH_OP_GATHER_ND: case GRAPH_OP_SCATTER_ND:
 		if (tensor_dtype(g, n->inputs[1]) != GRAPH_DT_I64)
 			return cpu_fail(why, "GatherND/ScatterND indices must be INT64");
@@ -168,7 +172,7 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		if (tensor_dtype(g, n->inputs[2]) != out)
 			return cpu_fail(why, "ScatterND updates must have the data's dtype");
 		return n->attr.nd.reduce == GRAPH_SCATTER_NONE || out == GRAPH_DT_F32 || out == GRAPH_DT_I64 ||
-		    out == GRAPH_DT_I32 ? 0 : cpu_fail(why, "ScatterND add/mul on %s", dt_name(out));
+		    out == GRAPH_DT_I32 ? 0 : cpu_fail(why, "ScatterND add/mul/max/min on %s", dt_name(out));
 	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS: {
 		enum graph_dtype it = tensor_dtype(g, n->inputs[1]);
 
@@ -228,7 +232,7 @@ node_check_attrs(const struct graph_node *n, char **why)
 		return (int)n->attr.pred.fn >= 0 && n->attr.pred.fn <= GRAPH_PRED_NOT ? 0 :
 		    cpu_fail(why, "predicate %d", (int)n->attr.pred.fn);
 	case GRAPH_OP_SCATTER_ND:
-		return (int)n->attr.nd.reduce >= 0 && n->attr.nd.reduce <= GRAPH_SCATTER_MUL ? 0 :
+		return (int)n->attr.nd.reduce >= 0 && n->attr.nd.reduce <= GRAPH_SCATTER_MIN ? 0 :
 		    cpu_fail(why, "reduction %d", (int)n->attr.nd.reduce);
 	case GRAPH_OP_BINARY:
 		return (int)n->attr.binary.fn >= 0 && n->attr.binary.fn < GRAPH_BINARY_COUNT ? 0 :

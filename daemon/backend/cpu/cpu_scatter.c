@@ -84,6 +84,10 @@ cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause)
 	return 0;
 }
 
+/* a combined with v by reduction (integers as unsigned, so add and mul wrap). */
+#define SCATTER_COMBINE(red, a, v) ((red) == GRAPH_SCATTER_ADD ? (a) + (v) : (red) == GRAPH_SCATTER_MUL ? \
+	(a) * (v) : (red) == GRAPH_SCATTER_MAX ? ((a) > (v) ? (a) : (v)) : ((a) < (v) ? (a) : (v)))
+
 /* Combine one slice of updates into y by reduction (NONE copies). */
 static void
 scatter_slice(enum graph_scatter_reduce red, enum graph_dtype dt, char *y, const char *u, int64_t n, size_t es)
@@ -96,15 +100,17 @@ scatter_slice(enum graph_scatter_reduce red, enum graph_dtype dt, char *y, const
 		if (dt == GRAPH_DT_F32) {
 			float *a = (float *)y + i, v = ((const float *)u)[i];
 
-			*a = red == GRAPH_SCATTER_ADD ? *a + v : *a * v;
+			*a = SCATTER_COMBINE(red, *a, v);
 		} else if (dt == GRAPH_DT_I64) {
-			uint64_t *a = (uint64_t *)y + i, v = ((const uint64_t *)u)[i];
+			int64_t *a = (int64_t *)y + i, v = ((const int64_t *)u)[i];
 
-			*a = red == GRAPH_SCATTER_ADD ? *a + v : *a * v;
+			*a = red == GRAPH_SCATTER_ADD || red == GRAPH_SCATTER_MUL ?
+			    (int64_t)SCATTER_COMBINE(red, (uint64_t)*a, (uint64_t)v) : SCATTER_COMBINE(red, *a, v);
 		} else {
-			uint32_t *a = (uint32_t *)y + i, v = ((const uint32_t *)u)[i];
+			int32_t *a = (int32_t *)y + i, v = ((const int32_t *)u)[i];
 
-			*a = red == GRAPH_SCATTER_ADD ? *a + v : *a * v;
+			*a = red == GRAPH_SCATTER_ADD || red == GRAPH_SCATTER_MUL ?
+			    (int32_t)SCATTER_COMBINE(red, (uint32_t)*a, (uint32_t)v) : SCATTER_COMBINE(red, *a, v);
 		}
 	}
 }

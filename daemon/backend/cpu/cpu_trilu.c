@@ -20,6 +20,14 @@ cpu_trilu_run(const struct cpu_node_ctx *c, char **cause)
 
 	if (x->ndims < 2 || !cpu_shape_equal(x, cpu_out_shape(c, 0)))
 		return cpu_fail(cause, "needs rank >= 2 and the output of the input's shape");
+	if (cpu_has_in(c, 1)) {
+		if (cpu_elems(cpu_in_shape(c, 1)) != 1)
+			return cpu_fail(cause, "k is not a scalar");
+		k = cpu_in_scalar(c, 1);
+	}
+	/* Past the matrix either way is all kept or all zeroed; the clamp keeps i + k from overflowing. */
+	k = k < -x->dims[x->ndims - 2] - 1 ? -x->dims[x->ndims - 2] - 1 : k > x->dims[x->ndims - 1] + 1 ?
+	    x->dims[x->ndims - 1] + 1 : k;
 	rows = x->dims[x->ndims - 2];
 	cols = x->dims[x->ndims - 1];
 	mats = rows * cols > 0 ? cpu_elems(x) / (rows * cols) : 0;
