@@ -143,6 +143,8 @@ enum graph_op {
 	GRAPH_OP_CUMSUM,	/* inputs X[, axis when not constant]; cumsum attrs */
 	GRAPH_OP_GATHER_ND,	/* inputs data, indices (I64); batch_dims */
 	GRAPH_OP_SCATTER_ND,	/* inputs data, indices (I64), updates; reduction */
+	GRAPH_OP_RNN,		/* RNN, GRU, LSTM as ONNX (layout 0): X, W, R[, B, sequence_lens (I32), initial_h,
+				 * initial_c, P]; outputs Y[, Y_h[, Y_c]] (any may be -1); rnn attrs */
 	GRAPH_OP_COUNT
 };
 
@@ -225,6 +227,27 @@ enum graph_scatter_reduce {
 	GRAPH_SCATTER_NONE = 0, GRAPH_SCATTER_ADD, GRAPH_SCATTER_MUL, GRAPH_SCATTER_MAX, GRAPH_SCATTER_MIN
 };
 
+/* RNN: the cell, and the activation functions ONNX allows (f, g, h per direction). */
+enum graph_rnn_cell { GRAPH_RNN_PLAIN = 0, GRAPH_RNN_GRU, GRAPH_RNN_LSTM };
+enum graph_rnn_act {
+	GRAPH_RNN_ACT_SIGMOID = 0, GRAPH_RNN_ACT_TANH, GRAPH_RNN_ACT_RELU, GRAPH_RNN_ACT_AFFINE,
+	GRAPH_RNN_ACT_LEAKY_RELU, GRAPH_RNN_ACT_THRESHOLDED_RELU, GRAPH_RNN_ACT_SCALED_TANH,
+	GRAPH_RNN_ACT_HARD_SIGMOID, GRAPH_RNN_ACT_ELU, GRAPH_RNN_ACT_SOFTSIGN, GRAPH_RNN_ACT_SOFTPLUS,
+	GRAPH_RNN_ACT_COUNT
+};
+
+struct graph_rnn_attr {
+	enum graph_rnn_cell cell;
+	int ndir;			/* 1 or 2 (bidirectional) */
+	int reverse;			/* with ndir 1: the one direction runs backwards */
+	int64_t hidden;
+	enum graph_rnn_act act[6];	/* per direction: f[, g[, h]] (1, 2 or 3 by cell) */
+	float alpha[6], beta[6];
+	float clip;			/* 0: none; else pre-activations clamped to [-clip, clip] */
+	int linear_before_reset;	/* GRU */
+	int input_forget;		/* LSTM: f = 1 - i */
+};
+
 enum graph_pad_mode { GRAPH_PAD_CONSTANT = 0, GRAPH_PAD_REFLECT, GRAPH_PAD_EDGE };
 enum graph_resize_mode { GRAPH_RESIZE_NEAREST = 0, GRAPH_RESIZE_LINEAR };
 
@@ -274,6 +297,7 @@ struct graph_node {
 		struct { int upper; int64_t k; } trilu;	/* TRILU: keep j - i >= k (upper) or <= k */
 		struct { int64_t axis; int exclusive, reverse; } cumsum;
 		struct { int64_t batch_dims; enum graph_scatter_reduce reduce; } nd;	/* GATHER_ND, SCATTER_ND */
+		struct graph_rnn_attr rnn;
 	} attr;
 };
 

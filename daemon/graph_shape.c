@@ -918,6 +918,35 @@ shape_scatter_nd(const graph_t *g, const struct graph_node *n, struct graph_shap
 	return set_out(n, s, 0, x, cause);
 }
 
+/* RNN: X [T, B, I]; W, R, B, sequence_lens, initial states and P as ONNX; Y [T, D, B, H], Y_h and Y_c [D, B, H]. */
+static int
+shape_rnn(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_rnn_attr *a = &n->attr.rnn;
+	const struct graph_shape *x = in_shape(n, s, 0);
+	int64_t gates = a->cell == GRAPH_RNN_LSTM ? 4 : a->cell == GRAPH_RNN_GRU ? 3 : 1, d = a->ndir, h = a->hidden;
+	struct graph_shape want[8] = {
+		{ 3, { 0 } }, { 3, { d, gates * h, x->dims[2] } }, { 3, { d, gates * h, h } }, { 2, { d, 2 * gates * h } },
+		{ 1, { x->dims[1] } }, { 3, { d, x->dims[1], h } }, { 3, { d, x->dims[1], h } }, { 2, { d, 3 * h } },
+	};
+	struct graph_shape y = { 4, { x->dims[0], d, x->dims[1], h } }, yh = { 3, { d, x->dims[1], h } };
+	int k;
+
+	(void)g;
+	if (x->ndims != 3)
+		return node_shape_error(n, cause, "X must be [seq, batch, input]", x);
+	for (k = 1; k < n->ninputs && k < 8; k++)
+		if (n->inputs[k] >= 0 && !shape_eq(in_shape(n, s, k), &want[k]))
+			return node_shape_error(n, cause, k == 7 && a->cell != GRAPH_RNN_LSTM ?
+			    "too many inputs for the cell" : "a weight, bias, length or state input of the wrong shape",
+			    in_shape(n, s, k));
+	if (n->ninputs > 8 || (n->ninputs > 6 && a->cell != GRAPH_RNN_LSTM))
+		return node_error(n, cause, "too many inputs for the cell");
+	if (set_out(n, s, 0, &y, cause) < 0 || (n->noutputs > 1 && set_out(n, s, 1, &yh, cause) < 0))
+		return -1;
+	return n->noutputs > 2 ? set_out(n, s, 2, &yh, cause) : 0;
+}
+
 static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = shape_gemm,
 	[GRAPH_OP_MATMUL] = shape_matmul,
@@ -953,6 +982,7 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CUMSUM] = shape_same,
 	[GRAPH_OP_GATHER_ND] = shape_gather_nd,
 	[GRAPH_OP_SCATTER_ND] = shape_scatter_nd,
+	[GRAPH_OP_RNN] = shape_rnn,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -967,7 +997,7 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_ATTENTION] = 3, [GRAPH_OP_SHAPE] = 1,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
 	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
-	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3,
+	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3,
 };
 
 /* Check the node's tensor indices before any shape is read. */

@@ -960,6 +960,35 @@ sf_scatter_nd(struct sf *s)
 	return sf_set_out(s, 0, x);
 }
 
+/* RNN: Y [T, D, B, H], Y_h and Y_c [D, B, H]; the weights, lengths and states checked against X's dims. */
+static int
+sf_rnn(struct sf *s)
+{
+	const struct graph_rnn_attr *a = &s->n->attr.rnn;
+	const struct graph_shapefn_shape *x = sf_in(s, 0);
+	int64_t gates = a->cell == GRAPH_RNN_LSTM ? 4 : a->cell == GRAPH_RNN_GRU ? 3 : 1;
+	int d = K(s, a->ndir), h = K(s, a->hidden), gh = K(s, gates * a->hidden), k;
+	struct graph_shapefn_shape want[8], y = { 4, { 0 } }, yh = { 3, { 0 } };
+
+	if (x->ndims != 3 || s->n->ninputs > 8 || (s->n->ninputs > 6 && a->cell != GRAPH_RNN_LSTM))
+		return sf_fail(s, "X must be [seq, batch, input], with at most the cell's inputs");
+	want[1] = (struct graph_shapefn_shape){ 3, { d, gh, x->dims[2] } };
+	want[2] = (struct graph_shapefn_shape){ 3, { d, gh, h } };
+	want[3] = (struct graph_shapefn_shape){ 2, { d, K(s, 2 * gates * a->hidden) } };
+	want[4] = (struct graph_shapefn_shape){ 1, { x->dims[1] } };
+	want[5] = want[6] = (struct graph_shapefn_shape){ 3, { d, x->dims[1], h } };
+	want[7] = (struct graph_shapefn_shape){ 2, { d, K(s, 3 * a->hidden) } };
+	for (k = 1; k < s->n->ninputs; k++)
+		if (sf_has(s, k) && require_same(s, sf_in(s, k), &want[k],
+		    "an RNN weight, bias, length or state input of the wrong shape") < 0)
+			return -1;
+	y = (struct graph_shapefn_shape){ 4, { x->dims[0], d, x->dims[1], h } };
+	yh = want[5];
+	if (sf_set_out(s, 0, &y) < 0 || sf_set_out(s, 1, &yh) < 0)
+		return -1;
+	return sf_set_out(s, 2, &yh);
+}
+
 static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = sf_gemm,
 	[GRAPH_OP_MATMUL] = sf_matmul,
@@ -995,6 +1024,7 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CUMSUM] = sf_same,
 	[GRAPH_OP_GATHER_ND] = sf_gather_nd,
 	[GRAPH_OP_SCATTER_ND] = sf_scatter_nd,
+	[GRAPH_OP_RNN] = sf_rnn,
 };
 
 /* Output shapes of the node (its inputs' shapes set; graph_infer_shapes has checked the node's indices). */

@@ -15,7 +15,7 @@
 
 typedef int (*imp_fn)(struct imp *, const struct onnx_node *, struct graph_node *, char **);
 
-/* One supported op: allowed attributes as "name:type" (f float, i int, s string, I ints, F floats, t tensor). */
+/* One supported op: allowed attributes as "name:type" (f float, i int, s string, I ints, F floats, S strings, t tensor). */
 struct imp_op {
 	const char *op_type;
 	imp_fn fn;
@@ -105,6 +105,7 @@ attr_letter(int type)
 	case ONNX_ATTR_TENSOR: return 't';
 	case ONNX_ATTR_FLOATS: return 'F';
 	case ONNX_ATTR_INTS: return 'I';
+	case ONNX_ATTR_STRINGS: return 'S';
 	default: return '?';
 	}
 }
@@ -977,6 +978,12 @@ static const struct imp_op imp_ops[] = {
 	{ "CumSum", op_cumsum, "exclusive:i reverse:i", 2, 2, 0 },
 	{ "GatherND", op_nd, "batch_dims:i", 2, 2, 0 },
 	{ "ScatterND", op_nd, "reduction:s", 3, 3, 0 },
+	{ "RNN", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i layout:i", 3, 6, 0 },
+	{ "GRU", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i layout:i linear_before_reset:i", 3, 6, 0 },
+	{ "LSTM", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i input_forget:i layout:i", 3, 8, 0 },
 };
 
 /* Append a zeroed node with -1-filled index arrays. */
@@ -1075,7 +1082,8 @@ imp_node(struct imp *im, const struct onnx_node *on, char **cause)
 		    op->min_in, op->max_in);
 	if (op->nonode)
 		return op->fn(im, on, NULL, cause);
-	if (on->noutputs < 1 || on->outputs[0][0] == '\0')
+	/* The recurrent ops may omit Y and keep only the final states. */
+	if (on->noutputs < 1 || (on->outputs[0][0] == '\0' && op->fn != imp_op_rnn))
 		return refuse(im, on, cause, "needs an output");
 	if (imp_node_new(im, node_label(on), (int)on->ninputs, (int)on->noutputs, cause) == NULL)
 		return -1;

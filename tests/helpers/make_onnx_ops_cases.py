@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing
-and scans (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask), each run by
+"""make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
+scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, RNN, GRU,
+LSTM), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -30,7 +31,8 @@ class Cases:
         self.outdir, self.rng, self.cases = outdir, rng, []
 
     def add(self, label, op, inputs, attrs=None, consts=None, nout=1, opset=17, out=None):
-        """One node of op over inputs (arrays; consts: index -> array baked in as an initializer);
+        """One node of op over inputs (arrays, None for an omitted one; consts: index -> array baked in as an
+        initializer);
         out: the outputs' dtype names (default: one of input 0's)."""
         consts = consts or {}
         name = f"{len(self.cases):03d}_{label}"
@@ -39,7 +41,9 @@ class Cases:
         gin, inits, feeds, names = [], [], {}, []
         for i, a in enumerate(inputs):
             n = f"in{i}"
-            names.append(n)
+            names.append(n if a is not None else "")
+            if a is None:
+                continue
             if i in consts:
                 inits.append(onnx.numpy_helper.from_array(a, n))
             else:
@@ -154,12 +158,62 @@ def dropout(c):
         c.add(f"dropout_mask_r{r}", "Dropout", [c.floats(c.shape(r))], nout=2, opset=13, out=["float32", "bool"])
 
 
+RNN_ACTS = [("Sigmoid", 0, 0), ("Tanh", 0, 0), ("Relu", 0, 0), ("Affine", 1, 1), ("LeakyRelu", 1, 0),
+            ("ThresholdedRelu", 1, 0), ("ScaledTanh", 1, 1), ("HardSigmoid", 1, 1), ("Elu", 1, 0),
+            ("Softsign", 0, 0), ("Softplus", 0, 0)]
+
+
+def rnn_case(c, cell, i):
+    """One RNN/GRU/LSTM: direction, lengths, initial states, biases, peepholes and options varied by i."""
+    gates, per = {"RNN": (1, 1), "GRU": (3, 2), "LSTM": (4, 3)}[cell]
+    direction = ["forward", "reverse", "bidirectional"][i % 3]
+    d = 2 if direction == "bidirectional" else 1
+    t, b, inp, h = (int(v) for v in c.rng.integers(1, 6, size=4))
+    attrs = {"hidden_size": h, "direction": direction}
+    x = c.floats([t, b, inp])
+    w, r = c.floats([d, gates * h, inp]) * 0.5, c.floats([d, gates * h, h]) * 0.5
+    ins, consts = [x, w, r], {1: w, 2: r}
+    if i % 4 != 3:
+        ins.append(c.floats([d, 2 * gates * h]) * 0.5)
+        consts[3] = ins[-1]
+    if i % 2 == 1:
+        while len(ins) < 4:
+            ins.append(None)
+        ins += [c.rng.integers(0, t + 1, size=b).astype(np.int32), c.floats([d, b, h])]
+        if cell == "LSTM":
+            ins += [c.floats([d, b, h]), c.floats([d, 3 * h]) * 0.3]
+    if i % 5 == 2:
+        acts = [RNN_ACTS[int(k)] for k in c.rng.integers(0, len(RNN_ACTS), size=per * d)]
+        attrs["activations"] = [a[0] for a in acts]
+        al = [float(v) for v in c.rng.uniform(0.1, 0.9, size=sum(a[1] for a in acts))]
+        be = [float(v) for v in c.rng.uniform(0.1, 0.9, size=sum(a[2] for a in acts))]
+        if al:
+            attrs["activation_alpha"] = al
+        if be:
+            attrs["activation_beta"] = be
+    if i % 5 == 4:
+        attrs["clip"] = 0.7
+    if cell == "GRU":
+        attrs["linear_before_reset"] = i % 2
+    if cell == "LSTM" and i % 6 == 5:
+        attrs["input_forget"] = 1
+    c.add(f"{cell.lower()}_{direction}_{i}", cell, ins, attrs, consts=consts, nout=3 if cell == "LSTM" else 2,
+          opset=14, out=["float32"] * (3 if cell == "LSTM" else 2))
+
+
+def rnn(c):
+    """RNN, GRU and LSTM against onnxruntime."""
+    for cell in ("RNN", "GRU", "LSTM"):
+        for i in range(12):
+            rnn_case(c, cell, i)
+
+
 def main():
     outdir = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, rnn):
         gen(c)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:
         json.dump({"cases": c.cases, "refused": [], "min_ran": len(c.cases)}, fp, indent=1)

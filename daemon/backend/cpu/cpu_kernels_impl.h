@@ -180,5 +180,7 @@ int cpu_trilu_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_cumsum_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_scatter_nd_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_rnn_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_rnn_workspace(const struct cpu_node_ctx *c);
 
 #endif

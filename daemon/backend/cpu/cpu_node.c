@@ -54,6 +54,7 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CUMSUM] = { "CumSum", cpu_cumsum_run, NULL, 1, 2, 1, 1, DT_F32 | DT_INT },
 	[GRAPH_OP_GATHER_ND] = { "GatherND", cpu_gather_nd_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_SCATTER_ND] = { "ScatterND", cpu_scatter_nd_run, NULL, 3, 3, 1, 1, DT_ANY },
+	[GRAPH_OP_RNN] = { "RNN/GRU/LSTM", cpu_rnn_run, cpu_rnn_workspace, 3, 8, 1, 3, DT_F32 },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -164,6 +165,13 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		return n->ninputs < 2 || tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I64 ||
 		    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I32 ? 0 :
 		    cpu_fail(why, "Trilu's k or CumSum's axis must be INT64 or INT32");
+	case GRAPH_OP_RNN:
+		for (int i = 1; i < n->ninputs; i++)
+			if (n->inputs[i] >= 0 && tensor_dtype(g, n->inputs[i]) != (i == 4 ? GRAPH_DT_I32 : GRAPH_DT_F32))
+				return cpu_fail(why, "input %d must be %s", i, i == 4 ? "INT32" : "FP32");
+		return n->attr.rnn.ndir >= 1 && n->attr.rnn.ndir <= 2 && n->attr.rnn.hidden >= 1 &&
+		    (int)n->attr.rnn.cell >= 0 && n->attr.rnn.cell <= GRAPH_RNN_LSTM ? 0 :
+		    cpu_fail(why, "cell, directions or hidden size out of range");
 	case GRAPH_OP_GATHER_ND: case GRAPH_OP_SCATTER_ND:
 		if (tensor_dtype(g, n->inputs[1]) != GRAPH_DT_I64)
 			return cpu_fail(why, "GatherND/ScatterND indices must be INT64");
