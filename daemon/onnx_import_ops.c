@@ -859,6 +859,20 @@ op_constant(struct imp *im, const struct onnx_node *on, struct graph_node *gn, c
 	return 0;
 }
 
+/* Whether Dropout's ratio is a constant 0 (torchvision's attention exports training_mode true with it: the identity). */
+static int
+dropout_ratio_zero(struct imp *im, const struct onnx_node *on)
+{
+	int t = on->ninputs > 1 && on->inputs[1][0] != '\0' ? name_map_get(&im->names, on->inputs[1]) : -1;
+	float r;
+
+	if (t < 0 || !(im->g->tensors[t].flags & GRAPH_TENSOR_CONST) || im->g->tensors[t].dtype != GRAPH_DT_F32 ||
+	    im->g->tensors[t].nbytes != 4)
+		return 0;
+	memcpy(&r, im->g->tensors[t].data, 4);
+	return r == 0.0f;
+}
+
 /* Dropout's mask at inference: all true, of the input's shape (Shape, then ConstantOfShape of BOOL 1). */
 static int
 dropout_mask(struct imp *im, const struct onnx_node *on, int src, char **cause)
@@ -904,8 +918,9 @@ op_alias(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 
 			if (t < 0 || im->g->tensors[t].dtype != GRAPH_DT_BOOL ||
 			    !(im->g->tensors[t].flags & GRAPH_TENSOR_CONST) ||
-			    *(const uint8_t *)im->g->tensors[t].data != 0)
-				return refuse(im, on, cause, "input training_mode must be a false constant");
+			    (*(const uint8_t *)im->g->tensors[t].data != 0 && !dropout_ratio_zero(im, on)))
+				return refuse(im, on, cause, "input training_mode must be a false constant "
+				    "(or the ratio a constant 0)");
 		}
 	}
 	if (src < 0 || on->noutputs < 1 || on->outputs[0][0] == '\0')
