@@ -56,6 +56,7 @@ static const char *const graph_op_names[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CUMSUM] = "CumSum",
 	[GRAPH_OP_GATHER_ND] = "GatherND",
 	[GRAPH_OP_SCATTER_ND] = "ScatterND",
+	[GRAPH_OP_TOPK] = "TopK",
 	[GRAPH_OP_RNN] = "RNN/GRU/LSTM",
 };
 

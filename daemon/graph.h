@@ -143,6 +143,7 @@ enum graph_op {
 	GRAPH_OP_CUMSUM,	/* inputs X[, axis when not constant]; cumsum attrs */
 	GRAPH_OP_GATHER_ND,	/* inputs data, indices (I64); batch_dims */
 	GRAPH_OP_SCATTER_ND,	/* inputs data, indices (I64), updates; reduction */
+	GRAPH_OP_TOPK,		/* input X; outputs values, indices (I64); topk attrs (k constant at import) */
 	GRAPH_OP_RNN,		/* RNN, GRU, LSTM as ONNX (layout 0): X, W, R[, B, sequence_lens (I32), initial_h,
 				 * initial_c, P]; outputs Y[, Y_h[, Y_c]] (any may be -1); rnn attrs */
 	GRAPH_OP_COUNT
@@ -298,6 +299,7 @@ struct graph_node {
 		struct { int64_t axis; int exclusive, reverse; } cumsum;
 		struct { int64_t batch_dims; enum graph_scatter_reduce reduce; } nd;	/* GATHER_ND, SCATTER_ND */
 		struct graph_rnn_attr rnn;
+		struct { int64_t axis, k; int largest; } topk;	/* TOPK: always sorted, ties by lower index */
 	} attr;
 };
 

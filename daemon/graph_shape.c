@@ -947,6 +947,22 @@ shape_rnn(const graph_t *g, const struct graph_node *n, struct graph_shape *s, c
 	return n->noutputs > 2 ? set_out(n, s, 2, &yh, cause) : 0;
 }
 
+/* TOPK: X's shape with the axis k long, twice (values, indices). */
+static int
+shape_topk(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	struct graph_shape r = *in_shape(n, s, 0);
+	int64_t ax;
+
+	(void)g;
+	if (norm_axis(n->attr.topk.axis, r.ndims, &ax) < 0 || n->attr.topk.k > r.dims[ax])
+		return node_shape_error(n, cause, "TopK axis out of range or k beyond the axis", &r);
+	r.dims[ax] = n->attr.topk.k;
+	if (set_out(n, s, 0, &r, cause) < 0)
+		return -1;
+	return set_out(n, s, 1, &r, cause);
+}
+
 static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = shape_gemm,
 	[GRAPH_OP_MATMUL] = shape_matmul,
@@ -983,6 +999,7 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GATHER_ND] = shape_gather_nd,
 	[GRAPH_OP_SCATTER_ND] = shape_scatter_nd,
 	[GRAPH_OP_RNN] = shape_rnn,
+	[GRAPH_OP_TOPK] = shape_topk,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -997,7 +1014,7 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_ATTENTION] = 3, [GRAPH_OP_SHAPE] = 1,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
 	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
-	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3,
+	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3, [GRAPH_OP_TOPK] = 1,
 };
 
 /* Check the node's tensor indices before any shape is read. */

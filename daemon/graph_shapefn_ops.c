@@ -989,6 +989,23 @@ sf_rnn(struct sf *s)
 	return sf_set_out(s, 2, &yh);
 }
 
+/* TOPK: X's shape with the axis k long, twice; k must not exceed the axis. */
+static int
+sf_topk(struct sf *s)
+{
+	struct graph_shapefn_shape r = *sf_in(s, 0);
+	int64_t ax;
+
+	if (sf_axis(s->n->attr.topk.axis, r.ndims, &ax) < 0)
+		return sf_fail(s, "TopK axis out of range");
+	if (sf_require(s, sym_le(s->p, K(s, s->n->attr.topk.k), r.dims[ax]), "TopK's k exceeds the axis") < 0)
+		return -1;
+	r.dims[ax] = K(s, s->n->attr.topk.k);
+	if (sf_set_out(s, 0, &r) < 0)
+		return -1;
+	return sf_set_out(s, 1, &r);
+}
+
 static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = sf_gemm,
 	[GRAPH_OP_MATMUL] = sf_matmul,
@@ -1025,6 +1042,7 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GATHER_ND] = sf_gather_nd,
 	[GRAPH_OP_SCATTER_ND] = sf_scatter_nd,
 	[GRAPH_OP_RNN] = sf_rnn,
+	[GRAPH_OP_TOPK] = sf_topk,
 };
 
 /* Output shapes of the node (its inputs' shapes set; graph_infer_shapes has checked the node's indices). */

@@ -830,6 +830,29 @@ op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **
 	return 0;
 }
 
+/* TopK with a constant k: values and INT64 indices, sorted (which sorted=0 allows too). */
+static int
+op_topk(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	int64_t k = 0;
+	int n = 0;
+
+	gn->op = GRAPH_OP_TOPK;
+	if (!in_const_ints(im, gn, 1, &k, 1, &n) || n != 1 || k < 0)
+		return refuse(im, on, cause, "k must be a constant non-negative scalar (a k computed at run time "
+		    "is not supported)");
+	if (im->g->tensors[gn->inputs[0]].dtype != GRAPH_DT_F32 || gn->noutputs != 2)
+		return refuse(im, on, cause, "needs FLOAT input and both outputs");
+	gn->attr.topk.k = k;
+	gn->attr.topk.axis = a_int(on, "axis", -1);
+	gn->attr.topk.largest = a_int(on, "largest", 1) != 0;
+	trim_inputs(gn, 1);
+	if (gn->outputs[1] < 0)
+		return refuse(im, on, cause, "needs both outputs named");
+	im->g->tensors[gn->outputs[1]].dtype = GRAPH_DT_I64;
+	return 0;
+}
+
 /* Constant: a CONST tensor viewing the attribute's bytes. */
 static int
 op_constant(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
@@ -993,6 +1016,7 @@ static const struct imp_op imp_ops[] = {
 	{ "CumSum", op_cumsum, "exclusive:i reverse:i", 2, 2, 0 },
 	{ "GatherND", op_nd, "batch_dims:i", 2, 2, 0 },
 	{ "ScatterND", op_nd, "reduction:s", 3, 3, 0 },
+	{ "TopK", op_topk, "axis:i largest:i sorted:i", 2, 2, 0 },
 	{ "RNN", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
 	    "hidden_size:i layout:i", 3, 6, 0 },
 	{ "GRU", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "

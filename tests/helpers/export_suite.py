@@ -21,8 +21,9 @@ except ImportError as e:
 
 OPSETS = (14, 17)
 # Exports inferd refuses today, with the text its refusal must contain (never a wrong answer): pack_padded_sequence
-# with enforce_sorted=False sorts the lengths with TopK (and scatters back with ScatterElements, ReduceProd).
-KNOWN_REFUSALS = {"packed_bilstm": "op TopK not supported"}
+# with enforce_sorted=False sorts the lengths with a TopK whose k is the batch size, computed at run time (and
+# scatters back with ScatterElements, ReduceProd, not supported either).
+KNOWN_REFUSALS = {"packed_bilstm": "(TopK, opset"}
 NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
-scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, RNN, GRU,
-LSTM), each run by
+scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
+RNN, GRU, LSTM), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -158,6 +158,18 @@ def dropout(c):
         c.add(f"dropout_mask_r{r}", "Dropout", [c.floats(c.shape(r))], nout=2, opset=13, out=["float32", "bool"])
 
 
+def topk(c):
+    """TopK with a constant k: largest and smallest, every axis, k from 0 to the axis (distinct values)."""
+    for i in range(10):
+        r = 1 + i % 4
+        shape = c.shape(r, 1, 7)
+        x = c.rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32) * 0.25
+        ax = int(c.rng.integers(-r, r))
+        k = np.array([int(c.rng.integers(0, shape[ax] + 1))], dtype=np.int64)
+        c.add(f"topk_r{r}_a{ax}_k{int(k[0])}", "TopK", [x, k], {"axis": ax, "largest": i % 2}, consts={1: k},
+              nout=2, out=["float32", "int64"])
+
+
 RNN_ACTS = [("Sigmoid", 0, 0), ("Tanh", 0, 0), ("Relu", 0, 0), ("Affine", 1, 1), ("LeakyRelu", 1, 0),
             ("ThresholdedRelu", 1, 0), ("ScaledTanh", 1, 1), ("HardSigmoid", 1, 1), ("Elu", 1, 0),
             ("Softsign", 0, 0), ("Softplus", 0, 0)]
@@ -213,7 +225,7 @@ def main():
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout, rnn):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn):
         gen(c)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:
         json.dump({"cases": c.cases, "refused": [], "min_ran": len(c.cases)}, fp, indent=1)

@@ -182,5 +182,7 @@ int cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_scatter_nd_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_rnn_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_rnn_workspace(const struct cpu_node_ctx *c);
+int cpu_topk_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_topk_workspace(const struct cpu_node_ctx *c);
 
 #endif

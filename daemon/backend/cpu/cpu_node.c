@@ -55,6 +55,7 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GATHER_ND] = { "GatherND", cpu_gather_nd_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_SCATTER_ND] = { "ScatterND", cpu_scatter_nd_run, NULL, 3, 3, 1, 1, DT_ANY },
 	[GRAPH_OP_RNN] = { "RNN/GRU/LSTM", cpu_rnn_run, cpu_rnn_workspace, 3, 8, 1, 3, DT_F32 },
+	[GRAPH_OP_TOPK] = { "TopK", cpu_topk_run, cpu_topk_workspace, 1, 1, 2, 2, DT_F32 },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -204,7 +205,8 @@ node_check_dtypes(const graph_t *g, const struct graph_node *n, const struct cpu
 		if (n->inputs[i] >= 0 && tensor_dtype(g, n->inputs[i]) == GRAPH_DT_COUNT)
 			return cpu_fail(why, "input %d has no valid tensor or dtype", i);
 	for (int i = 0; i < n->noutputs; i++)
-		if (tensor_dtype(g, n->outputs[i]) != out || out == GRAPH_DT_COUNT)
+		if ((tensor_dtype(g, n->outputs[i]) != out && !(n->op == GRAPH_OP_TOPK && i == 1 &&
+		    tensor_dtype(g, n->outputs[i]) == GRAPH_DT_I64)) || out == GRAPH_DT_COUNT)
 			return cpu_fail(why, "output %d has no valid tensor or another dtype", i);
 	if (n->op == GRAPH_OP_BINARY && graph_binary_out_bool(n->attr.binary.fn))
 		return node_check_dtypes_special(g, n, out, why);
