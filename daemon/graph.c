@@ -51,6 +51,13 @@ static const char *const graph_op_names[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SHAPE] = "Shape",
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = "ConstantOfShape",
 	[GRAPH_OP_RANGE] = "Range",
+	[GRAPH_OP_PREDICATE] = "IsNaN/IsInf/Not",
+	[GRAPH_OP_TRILU] = "Trilu",
+	[GRAPH_OP_CUMSUM] = "CumSum",
+	[GRAPH_OP_GATHER_ND] = "GatherND",
+	[GRAPH_OP_SCATTER_ND] = "ScatterND",
+	[GRAPH_OP_TOPK] = "TopK",
+	[GRAPH_OP_RNN] = "RNN/GRU/LSTM",
 };
 
 /* Bytes of one element; 0 for an unknown dtype. */

@@ -77,6 +77,7 @@ enum graph_binary {
 	GRAPH_BINARY_OR,		/* logical, BOOL inputs and output */
 	GRAPH_BINARY_MOD,		/* ONNX Mod, fmod=0: the remainder takes the divisor's sign */
 	GRAPH_BINARY_FMOD,		/* ONNX Mod, fmod=1: C's fmod, the dividend's sign */
+	GRAPH_BINARY_XOR,		/* logical, BOOL inputs and output */
 	GRAPH_BINARY_COUNT
 };
 
@@ -88,11 +89,11 @@ graph_binary_is_compare(enum graph_binary fn)
 	    fn == GRAPH_BINARY_GREATER_OR_EQUAL || fn == GRAPH_BINARY_LESS_OR_EQUAL;
 }
 
-/* Whether fn is a logical op (And, Or: BOOL inputs, BOOL output). */
+/* Whether fn is a logical op (And, Or, Xor: BOOL inputs, BOOL output). */
 static inline int
 graph_binary_is_logical(enum graph_binary fn)
 {
-	return fn == GRAPH_BINARY_AND || fn == GRAPH_BINARY_OR;
+	return fn == GRAPH_BINARY_AND || fn == GRAPH_BINARY_OR || fn == GRAPH_BINARY_XOR;
 }
 
 /* Whether fn writes BOOL (a comparison or a logical op). */
@@ -137,6 +138,14 @@ enum graph_op {
 	GRAPH_OP_SHAPE,		/* input X; output I64 [end - start]: X's dims; shape attr */
 	GRAPH_OP_CONSTANT_OF_SHAPE,	/* input shape (I64); output of that shape filled with fill.value */
 	GRAPH_OP_RANGE,		/* inputs start, limit, delta (scalars) */
+	GRAPH_OP_PREDICATE,	/* IsNaN, IsInf (FP32 in) and Not (BOOL in): BOOL out; predicate attrs */
+	GRAPH_OP_TRILU,		/* inputs X (last two dims the matrices)[, k when not constant]; trilu attrs */
+	GRAPH_OP_CUMSUM,	/* inputs X[, axis when not constant]; cumsum attrs */
+	GRAPH_OP_GATHER_ND,	/* inputs data, indices (I64); batch_dims */
+	GRAPH_OP_SCATTER_ND,	/* inputs data, indices (I64), updates; reduction */
+	GRAPH_OP_TOPK,		/* input X; outputs values, indices (I64); topk attrs (k constant at import) */
+	GRAPH_OP_RNN,		/* RNN, GRU, LSTM as ONNX (layout 0): X, W, R[, B, sequence_lens (I32), initial_h,
+				 * initial_c, P]; outputs Y[, Y_h[, Y_c]] (any may be -1); rnn attrs */
 	GRAPH_OP_COUNT
 };
 
@@ -211,6 +220,35 @@ enum graph_reshape_kind {
 	GRAPH_RESHAPE_UNSQUEEZE,	/* insert size-1 dims at axes (of the output) */
 };
 
+/* PREDICATE's function. */
+enum graph_predicate { GRAPH_PRED_ISNAN = 0, GRAPH_PRED_ISINF, GRAPH_PRED_NOT };
+
+/* SCATTER_ND's reduction of an update into the data it lands on. */
+enum graph_scatter_reduce {
+	GRAPH_SCATTER_NONE = 0, GRAPH_SCATTER_ADD, GRAPH_SCATTER_MUL, GRAPH_SCATTER_MAX, GRAPH_SCATTER_MIN
+};
+
+/* RNN: the cell, and the activation functions ONNX allows (f, g, h per direction). */
+enum graph_rnn_cell { GRAPH_RNN_PLAIN = 0, GRAPH_RNN_GRU, GRAPH_RNN_LSTM };
+enum graph_rnn_act {
+	GRAPH_RNN_ACT_SIGMOID = 0, GRAPH_RNN_ACT_TANH, GRAPH_RNN_ACT_RELU, GRAPH_RNN_ACT_AFFINE,
+	GRAPH_RNN_ACT_LEAKY_RELU, GRAPH_RNN_ACT_THRESHOLDED_RELU, GRAPH_RNN_ACT_SCALED_TANH,
+	GRAPH_RNN_ACT_HARD_SIGMOID, GRAPH_RNN_ACT_ELU, GRAPH_RNN_ACT_SOFTSIGN, GRAPH_RNN_ACT_SOFTPLUS,
+	GRAPH_RNN_ACT_COUNT
+};
+
+struct graph_rnn_attr {
+	enum graph_rnn_cell cell;
+	int ndir;			/* 1 or 2 (bidirectional) */
+	int reverse;			/* with ndir 1: the one direction runs backwards */
+	int64_t hidden;
+	enum graph_rnn_act act[6];	/* per direction: f[, g[, h]] (1, 2 or 3 by cell) */
+	float alpha[6], beta[6];
+	float clip;			/* 0: none; else pre-activations clamped to [-clip, clip] */
+	int linear_before_reset;	/* GRU */
+	int input_forget;		/* LSTM: f = 1 - i */
+};
+
 enum graph_pad_mode { GRAPH_PAD_CONSTANT = 0, GRAPH_PAD_REFLECT, GRAPH_PAD_EDGE };
 enum graph_resize_mode { GRAPH_RESIZE_NEAREST = 0, GRAPH_RESIZE_LINEAR };
 
@@ -256,6 +294,12 @@ struct graph_node {
 		    int64_t axes[GRAPH_MAX_DIMS]; } reshape;
 		struct { int64_t start, end; } shape;	/* SHAPE: ONNX start/end, end = INT64_MAX: all */
 		struct { double value; } fill;		/* CONSTANT_OF_SHAPE, in the output's dtype */
+		struct { enum graph_predicate fn; int detect_pos, detect_neg; } pred;	/* PREDICATE */
+		struct { int upper; int64_t k; } trilu;	/* TRILU: keep j - i >= k (upper) or <= k */
+		struct { int64_t axis; int exclusive, reverse; } cumsum;
+		struct { int64_t batch_dims; enum graph_scatter_reduce reduce; } nd;	/* GATHER_ND, SCATTER_ND */
+		struct graph_rnn_attr rnn;
+		struct { int64_t axis, k; int largest; } topk;	/* TOPK: always sorted, ties by lower index */
 	} attr;
 };
 

@@ -129,6 +129,7 @@ bin_i(enum graph_binary fn, int64_t a, int64_t b, int64_t *r)
 	case GRAPH_BINARY_LESS_OR_EQUAL: *r = a <= b; return 0;
 	case GRAPH_BINARY_AND: *r = a != 0 && b != 0; return 0;
 	case GRAPH_BINARY_OR: *r = a != 0 || b != 0; return 0;
+	case GRAPH_BINARY_XOR: *r = (a != 0) != (b != 0); return 0;
 	case GRAPH_BINARY_MOD:
 	case GRAPH_BINARY_FMOD:
 		if (b == 0)
@@ -159,6 +160,7 @@ bin_d(enum graph_binary fn, double a, double b)
 	case GRAPH_BINARY_LESS_OR_EQUAL: return a <= b;
 	case GRAPH_BINARY_AND: return a != 0 && b != 0;
 	case GRAPH_BINARY_OR: return a != 0 || b != 0;
+	case GRAPH_BINARY_XOR: return (a != 0) != (b != 0);
 	case GRAPH_BINARY_FMOD: return fmod(a, b);
 	case GRAPH_BINARY_MOD: {
 		double r = fmod(a, b);

@@ -157,7 +157,7 @@ set_out(const struct graph_node *n, struct graph_shape *s, int k, const struct g
 	return 0;
 }
 
-/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU: the output has X's shape. */
+/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU, PREDICATE, TRILU, CUMSUM: the output has X's shape. */
 static int
 shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
 {
@@ -175,6 +175,10 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	if (n->op == GRAPH_OP_BATCHNORM && (x->ndims < 2 || n->ninputs < 5 ||
 	    graph_shape_elems(in_shape(n, s, 1)) != x->dims[1]))
 		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
+	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
+		return node_shape_error(n, cause, "Trilu needs a rank of at least 2", x);
+	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+		return node_shape_error(n, cause, "CumSum axis out of range", x);
 	if (n->op == GRAPH_OP_PRELU && (n->ninputs < 2 ||
 	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !shape_eq(&b, x)))
 		return node_shape_error(n, cause, "slope does not broadcast to X", x);
@@ -865,6 +869,100 @@ shape_range(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 }
 
 /* The shape function of each op. */
+/* GATHER_ND: indices' dims but the last (m), then data's dims after batch_dims + m. */
+static int
+shape_gather_nd(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0), *ix = in_shape(n, s, 1);
+	struct graph_shape r = { 0, { 0 } };
+	int64_t b = n->attr.nd.batch_dims, m;
+	int i;
+
+	(void)g;
+	if (ix->ndims < 1 || b < 0 || b >= ix->ndims || b >= x->ndims)
+		return node_shape_error(n, cause, "GatherND indices rank or batch_dims out of range", ix);
+	m = ix->dims[ix->ndims - 1];
+	if (m < 1 || b + m > x->ndims)
+		return node_shape_error(n, cause, "GatherND indices' last dim exceeds the data's rank", ix);
+	if (ix->ndims - 1 + x->ndims - b - m > GRAPH_MAX_DIMS)
+		return node_shape_error(n, cause, "GatherND result beyond the maximum rank", ix);
+	for (i = 0; i < b; i++)
+		if (ix->dims[i] != x->dims[i])
+			return node_shape_error(n, cause, "GatherND batch dims of data and indices differ", ix);
+	for (i = 0; i < ix->ndims - 1; i++)
+		r.dims[r.ndims++] = ix->dims[i];
+	for (i = (int)(b + m); i < x->ndims; i++)
+		r.dims[r.ndims++] = x->dims[i];
+	return set_out(n, s, 0, &r, cause);
+}
+
+/* SCATTER_ND: data's shape; updates must be indices' dims but the last (m), then data's dims after m. */
+static int
+shape_scatter_nd(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0), *ix = in_shape(n, s, 1), *u = in_shape(n, s, 2);
+	int64_t m;
+	int i;
+
+	(void)g;
+	if (ix->ndims < 1 || (m = ix->dims[ix->ndims - 1]) < 1 || m > x->ndims)
+		return node_shape_error(n, cause, "ScatterND indices' last dim is not in [1, data rank]", ix);
+	if (u->ndims != ix->ndims - 1 + x->ndims - (int)m)
+		return node_shape_error(n, cause, "ScatterND updates of the wrong rank", u);
+	for (i = 0; i < ix->ndims - 1; i++)
+		if (u->dims[i] != ix->dims[i])
+			return node_shape_error(n, cause, "ScatterND updates differ from the indices' dims", u);
+	for (i = (int)m; i < x->ndims; i++)
+		if (u->dims[ix->ndims - 1 + i - m] != x->dims[i])
+			return node_shape_error(n, cause, "ScatterND updates differ from the data's trailing dims", u);
+	return set_out(n, s, 0, x, cause);
+}
+
+/* RNN: X [T, B, I]; W, R, B, sequence_lens, initial states and P as ONNX; Y [T, D, B, H], Y_h and Y_c [D, B, H]. */
+static int
+shape_rnn(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_rnn_attr *a = &n->attr.rnn;
+	const struct graph_shape *x = in_shape(n, s, 0);
+	int64_t gates = a->cell == GRAPH_RNN_LSTM ? 4 : a->cell == GRAPH_RNN_GRU ? 3 : 1, d = a->ndir, h = a->hidden;
+	struct graph_shape want[8] = {
+		{ 3, { 0 } }, { 3, { d, gates * h, x->dims[2] } }, { 3, { d, gates * h, h } }, { 2, { d, 2 * gates * h } },
+		{ 1, { x->dims[1] } }, { 3, { d, x->dims[1], h } }, { 3, { d, x->dims[1], h } }, { 2, { d, 3 * h } },
+	};
+	struct graph_shape y = { 4, { x->dims[0], d, x->dims[1], h } }, yh = { 3, { d, x->dims[1], h } };
+	int k;
+
+	(void)g;
+	if (x->ndims != 3)
+		return node_shape_error(n, cause, "X must be [seq, batch, input]", x);
+	for (k = 1; k < n->ninputs && k < 8; k++)
+		if (n->inputs[k] >= 0 && !shape_eq(in_shape(n, s, k), &want[k]))
+			return node_shape_error(n, cause, k == 7 && a->cell != GRAPH_RNN_LSTM ?
+			    "too many inputs for the cell" : "a weight, bias, length or state input of the wrong shape",
+			    in_shape(n, s, k));
+	if (n->ninputs > 8 || (n->ninputs > 6 && a->cell != GRAPH_RNN_LSTM))
+		return node_error(n, cause, "too many inputs for the cell");
+	if (set_out(n, s, 0, &y, cause) < 0 || (n->noutputs > 1 && set_out(n, s, 1, &yh, cause) < 0))
+		return -1;
+	return n->noutputs > 2 ? set_out(n, s, 2, &yh, cause) : 0;
+}
+
+/* TOPK: X's shape with the axis k long, twice (values, indices). */
+static int
+shape_topk(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	struct graph_shape r = *in_shape(n, s, 0);
+	int64_t ax;
+
+	(void)g;
+	if (norm_axis(n->attr.topk.axis, r.ndims, &ax) < 0 || n->attr.topk.k > r.dims[ax])
+		return node_shape_error(n, cause, "TopK axis out of range or k beyond the axis", &r);
+	r.dims[ax] = n->attr.topk.k;
+	if (set_out(n, s, 0, &r, cause) < 0)
+		return -1;
+	return set_out(n, s, 1, &r, cause);
+}
+
 static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = shape_gemm,
 	[GRAPH_OP_MATMUL] = shape_matmul,
@@ -895,6 +993,13 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SHAPE] = shape_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = shape_constant_of_shape,
 	[GRAPH_OP_RANGE] = shape_range,
+	[GRAPH_OP_PREDICATE] = shape_same,
+	[GRAPH_OP_TRILU] = shape_same,
+	[GRAPH_OP_CUMSUM] = shape_same,
+	[GRAPH_OP_GATHER_ND] = shape_gather_nd,
+	[GRAPH_OP_SCATTER_ND] = shape_scatter_nd,
+	[GRAPH_OP_RNN] = shape_rnn,
+	[GRAPH_OP_TOPK] = shape_topk,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -908,7 +1013,8 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_PAD] = 1, [GRAPH_OP_RESIZE] = 1, [GRAPH_OP_CAST] = 1, [GRAPH_OP_WHERE] = 3,
 	[GRAPH_OP_COPY] = 1, [GRAPH_OP_GATHER_ELEMENTS] = 2, [GRAPH_OP_ATTENTION] = 3, [GRAPH_OP_SHAPE] = 1,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
-	[GRAPH_OP_RANGE] = 3,
+	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
+	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3, [GRAPH_OP_TOPK] = 1,
 };
 
 /* Check the node's tensor indices before any shape is read. */

@@ -47,7 +47,7 @@ require_broadcasts_to(struct sf *s, const struct graph_shapefn_shape *a, const s
 	return require_same(s, &r, a, what);
 }
 
-/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU: X's shape. */
+/* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU, PREDICATE, TRILU, CUMSUM: X's shape. */
 static int
 sf_same(struct sf *s)
 {
@@ -67,6 +67,10 @@ sf_same(struct sf *s)
 	if (n->op == GRAPH_OP_BATCHNORM &&
 	    require_eq(s, sf_elems(s, sf_in(s, 1)), x->dims[1], "batch-norm parameters do not match the channels") < 0)
 		return -1;
+	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
+		return sf_fail(s, "Trilu needs a rank of at least 2");
+	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && sf_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+		return sf_fail(s, "CumSum axis out of range");
 	if (n->op == GRAPH_OP_PRELU &&
 	    require_broadcasts_to(s, x, sf_in(s, 1), "the slope does not broadcast to X") < 0)
 		return -1;
@@ -900,6 +904,108 @@ sf_range(struct sf *s)
 	return sf_set_out(s, 0, &r);
 }
 
+/* The indices' last dim of GATHER_ND/SCATTER_ND (input 1), which must not depend on the input shapes. */
+static int
+nd_depth(struct sf *s, int64_t *m)
+{
+	const struct graph_shapefn_shape *ix = sf_in(s, 1);
+
+	if (ix->ndims < 1 || !sym_is_const(s->p, ix->dims[ix->ndims - 1], m) || *m < 1)
+		return sf_fail(s, "the indices' last dim must be a constant of at least 1");
+	return 0;
+}
+
+/* GATHER_ND: indices' dims but the last (m), then data's dims after batch_dims + m. */
+static int
+sf_gather_nd(struct sf *s)
+{
+	const struct graph_shapefn_shape *x = sf_in(s, 0), *ix = sf_in(s, 1);
+	struct graph_shapefn_shape r = { 0, { 0 } };
+	int64_t b = s->n->attr.nd.batch_dims, m;
+	int i;
+
+	if (nd_depth(s, &m) < 0)
+		return -1;
+	if (b < 0 || b >= ix->ndims || b + m > x->ndims || ix->ndims - 1 + x->ndims - b - m > GRAPH_MAX_DIMS)
+		return sf_fail(s, "GatherND batch_dims or indices' last dim out of range");
+	for (i = 0; i < b; i++)
+		if (require_eq(s, ix->dims[i], x->dims[i], "GatherND batch dims of data and indices differ") < 0)
+			return -1;
+	for (i = 0; i < ix->ndims - 1; i++)
+		r.dims[r.ndims++] = ix->dims[i];
+	for (i = (int)(b + m); i < x->ndims; i++)
+		r.dims[r.ndims++] = x->dims[i];
+	return sf_set_out(s, 0, &r);
+}
+
+/* SCATTER_ND: data's shape; updates are indices' dims but the last (m), then data's dims after m. */
+static int
+sf_scatter_nd(struct sf *s)
+{
+	const struct graph_shapefn_shape *x = sf_in(s, 0), *ix = sf_in(s, 1), *u = sf_in(s, 2);
+	int64_t m;
+	int i;
+
+	if (nd_depth(s, &m) < 0)
+		return -1;
+	if (m > x->ndims || u->ndims != ix->ndims - 1 + x->ndims - (int)m)
+		return sf_fail(s, "ScatterND indices' last dim beyond the data's rank, or updates of the wrong rank");
+	for (i = 0; i < ix->ndims - 1; i++)
+		if (require_eq(s, u->dims[i], ix->dims[i], "ScatterND updates differ from the indices' dims") < 0)
+			return -1;
+	for (i = (int)m; i < x->ndims; i++)
+		if (require_eq(s, u->dims[ix->ndims - 1 + i - m], x->dims[i],
+		    "ScatterND updates differ from the data's trailing dims") < 0)
+			return -1;
+	return sf_set_out(s, 0, x);
+}
+
+/* RNN: Y [T, D, B, H], Y_h and Y_c [D, B, H]; the weights, lengths and states checked against X's dims. */
+static int
+sf_rnn(struct sf *s)
+{
+	const struct graph_rnn_attr *a = &s->n->attr.rnn;
+	const struct graph_shapefn_shape *x = sf_in(s, 0);
+	int64_t gates = a->cell == GRAPH_RNN_LSTM ? 4 : a->cell == GRAPH_RNN_GRU ? 3 : 1;
+	int d = K(s, a->ndir), h = K(s, a->hidden), gh = K(s, gates * a->hidden), k;
+	struct graph_shapefn_shape want[8], y = { 4, { 0 } }, yh = { 3, { 0 } };
+
+	if (x->ndims != 3 || s->n->ninputs > 8 || (s->n->ninputs > 6 && a->cell != GRAPH_RNN_LSTM))
+		return sf_fail(s, "X must be [seq, batch, input], with at most the cell's inputs");
+	want[1] = (struct graph_shapefn_shape){ 3, { d, gh, x->dims[2] } };
+	want[2] = (struct graph_shapefn_shape){ 3, { d, gh, h } };
+	want[3] = (struct graph_shapefn_shape){ 2, { d, K(s, 2 * gates * a->hidden) } };
+	want[4] = (struct graph_shapefn_shape){ 1, { x->dims[1] } };
+	want[5] = want[6] = (struct graph_shapefn_shape){ 3, { d, x->dims[1], h } };
+	want[7] = (struct graph_shapefn_shape){ 2, { d, K(s, 3 * a->hidden) } };
+	for (k = 1; k < s->n->ninputs; k++)
+		if (sf_has(s, k) && require_same(s, sf_in(s, k), &want[k],
+		    "an RNN weight, bias, length or state input of the wrong shape") < 0)
+			return -1;
+	y = (struct graph_shapefn_shape){ 4, { x->dims[0], d, x->dims[1], h } };
+	yh = want[5];
+	if (sf_set_out(s, 0, &y) < 0 || sf_set_out(s, 1, &yh) < 0)
+		return -1;
+	return sf_set_out(s, 2, &yh);
+}
+
+/* TOPK: X's shape with the axis k long, twice; k must not exceed the axis. */
+static int
+sf_topk(struct sf *s)
+{
+	struct graph_shapefn_shape r = *sf_in(s, 0);
+	int64_t ax;
+
+	if (sf_axis(s->n->attr.topk.axis, r.ndims, &ax) < 0)
+		return sf_fail(s, "TopK axis out of range");
+	if (sf_require(s, sym_le(s->p, K(s, s->n->attr.topk.k), r.dims[ax]), "TopK's k exceeds the axis") < 0)
+		return -1;
+	r.dims[ax] = K(s, s->n->attr.topk.k);
+	if (sf_set_out(s, 0, &r) < 0)
+		return -1;
+	return sf_set_out(s, 1, &r);
+}
+
 static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_GEMM] = sf_gemm,
 	[GRAPH_OP_MATMUL] = sf_matmul,
@@ -930,6 +1036,13 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SHAPE] = sf_shape,
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = sf_constant_of_shape,
 	[GRAPH_OP_RANGE] = sf_range,
+	[GRAPH_OP_PREDICATE] = sf_same,
+	[GRAPH_OP_TRILU] = sf_same,
+	[GRAPH_OP_CUMSUM] = sf_same,
+	[GRAPH_OP_GATHER_ND] = sf_gather_nd,
+	[GRAPH_OP_SCATTER_ND] = sf_scatter_nd,
+	[GRAPH_OP_RNN] = sf_rnn,
+	[GRAPH_OP_TOPK] = sf_topk,
 };
 
 /* Output shapes of the node (its inputs' shapes set; graph_infer_shapes has checked the node's indices). */

@@ -63,6 +63,7 @@ binary_value(struct sym_pool *p, enum graph_binary fn, int a, int b)
 	case GRAPH_BINARY_LESS_OR_EQUAL: return sym_le(p, a, b);
 	case GRAPH_BINARY_AND: return sym_and(p, a, b);
 	case GRAPH_BINARY_OR: return sym_or(p, a, b);
+	case GRAPH_BINARY_XOR: return sym_not(p, sym_eq(p, sym_not(p, a), sym_not(p, b)));
 	case GRAPH_BINARY_FMOD: return sym_mod(p, a, b);
 	case GRAPH_BINARY_MOD:
 		r = sym_mod(p, a, b);

@@ -66,7 +66,9 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_vmath.c daemon/backend/cpu/cpu_broadcast.c \
 	daemon/backend/cpu/cpu_gemm.c daemon/backend/cpu/cpu_conv.c daemon/backend/cpu/cpu_conv_transpose.c daemon/backend/cpu/cpu_pool.c \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
-	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c
+	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c \
+	daemon/backend/cpu/cpu_predicate.c daemon/backend/cpu/cpu_trilu.c daemon/backend/cpu/cpu_cumsum.c \
+	daemon/backend/cpu/cpu_scatter.c daemon/backend/cpu/cpu_rnn.c daemon/backend/cpu/cpu_topk.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
@@ -76,7 +78,8 @@ endif
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
 	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
-	daemon/onnx_import.c daemon/onnx_import_tensors.c daemon/onnx_import_ops.c daemon/onnx_import.h daemon/onnx_import_impl.h
+	daemon/onnx_import.c daemon/onnx_import_tensors.c daemon/onnx_import_ops.c daemon/onnx_import_rnn.c \
+	daemon/onnx_import.h daemon/onnx_import_impl.h
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_LIBS) $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \

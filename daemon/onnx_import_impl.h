@@ -46,6 +46,8 @@ int imp_const_add(struct imp *im, const char *name, const struct onnx_tensor *sr
 /* Append a zeroed node with index arrays of the given sizes (filled with -1). */
 struct graph_node *imp_node_new(struct imp *im, const char *name, int ninputs, int noutputs,
     char **cause);
+/* RNN, GRU, LSTM (onnx_import_rnn.c): gn's op and attributes; -1 with a cause naming the node. */
+int imp_op_rnn(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 /* Map one ONNX node (in topological order) into the graph. */
 int imp_node(struct imp *im, const struct onnx_node *on, char **cause);
 

@@ -1,5 +1,6 @@
 /* onnx_import_ops.c: map each ONNX op of the supported set to a graph node with typed attributes. */
 #include <float.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 
 typedef int (*imp_fn)(struct imp *, const struct onnx_node *, struct graph_node *, char **);
 
-/* One supported op: allowed attributes as "name:type" (f float, i int, s string, I ints, F floats, t tensor). */
+/* One supported op: allowed attributes as "name:type" (f float, i int, s string, I ints, F floats, S strings, t tensor). */
 struct imp_op {
 	const char *op_type;
 	imp_fn fn;
@@ -104,6 +105,7 @@ attr_letter(int type)
 	case ONNX_ATTR_TENSOR: return 't';
 	case ONNX_ATTR_FLOATS: return 'F';
 	case ONNX_ATTR_INTS: return 'I';
+	case ONNX_ATTR_STRINGS: return 'S';
 	default: return '?';
 	}
 }
@@ -344,7 +346,7 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 		{ "Greater", GRAPH_BINARY_GREATER }, { "Less", GRAPH_BINARY_LESS },
 		{ "GreaterOrEqual", GRAPH_BINARY_GREATER_OR_EQUAL },
 		{ "LessOrEqual", GRAPH_BINARY_LESS_OR_EQUAL },
-		{ "And", GRAPH_BINARY_AND }, { "Or", GRAPH_BINARY_OR },
+		{ "And", GRAPH_BINARY_AND }, { "Or", GRAPH_BINARY_OR }, { "Xor", GRAPH_BINARY_XOR },
 	};
 	size_t i;
 
@@ -729,6 +731,128 @@ op_where(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 	return 0;
 }
 
+/* IsNaN, IsInf (FP32 in) and Not (BOOL in): a BOOL predicate of each element. */
+static int
+op_predicate(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	enum graph_dtype dt = im->g->tensors[gn->inputs[0]].dtype;
+
+	gn->op = GRAPH_OP_PREDICATE;
+	if (strcmp(on->op_type, "Not") == 0) {
+		gn->attr.pred.fn = GRAPH_PRED_NOT;
+		if (dt != GRAPH_DT_BOOL)
+			return refuse(im, on, cause, "Not needs a BOOL input");
+	} else {
+		gn->attr.pred.fn = strcmp(on->op_type, "IsNaN") == 0 ? GRAPH_PRED_ISNAN : GRAPH_PRED_ISINF;
+		gn->attr.pred.detect_pos = a_int(on, "detect_positive", 1) != 0;
+		gn->attr.pred.detect_neg = a_int(on, "detect_negative", 1) != 0;
+		if (dt != GRAPH_DT_F32)
+			return refuse(im, on, cause, "input of dtype %s (FLOAT only)", graph_dtype_name(dt));
+	}
+	im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
+	return 0;
+}
+
+/* A parameter input computed at run time (Trilu's k, CumSum's axis): the kernel reads it; it must be an integer. */
+static int
+scalar_input(struct imp *im, const struct onnx_node *on, const struct graph_node *gn, int k, char **cause)
+{
+	enum graph_dtype dt = im->g->tensors[gn->inputs[k]].dtype;
+
+	if (dt != GRAPH_DT_I64 && dt != GRAPH_DT_I32)
+		return refuse(im, on, cause, "input %d must be INT64 or INT32", k);
+	return 0;
+}
+
+/* Trilu: upper or lower triangle; the diagonal offset k (default 0) folded when constant. */
+static int
+op_trilu(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	int64_t k = 0;
+	int n = 0;
+
+	gn->op = GRAPH_OP_TRILU;
+	gn->attr.trilu.upper = a_int(on, "upper", 1) != 0;
+	if (gn->ninputs > 1 && gn->inputs[1] >= 0 && !in_const_ints(im, gn, 1, &k, 1, &n))
+		return scalar_input(im, on, gn, 1, cause);
+	if (n > 1)
+		return refuse(im, on, cause, "input k must be a scalar");
+	gn->attr.trilu.k = k;
+	trim_inputs(gn, 1);
+	return 0;
+}
+
+/* CumSum: the axis input folded when constant; exclusive and reverse attributes. */
+static int
+op_cumsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	int64_t axis = 0;
+	int n = 0;
+
+	gn->op = GRAPH_OP_CUMSUM;
+	gn->attr.cumsum.exclusive = a_int(on, "exclusive", 0) != 0;
+	gn->attr.cumsum.reverse = a_int(on, "reverse", 0) != 0;
+	if (!in_const_ints(im, gn, 1, &axis, 1, &n))
+		return scalar_input(im, on, gn, 1, cause);
+	if (n != 1)
+		return refuse(im, on, cause, "input axis must be a scalar");
+	gn->attr.cumsum.axis = axis;
+	trim_inputs(gn, 1);
+	return 0;
+}
+
+/* GatherND (batch_dims) and ScatterND (reduction none, add, mul, max or min). */
+static int
+op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	const char *red = a_str(on, "reduction", "none");
+
+	if (im->g->tensors[gn->inputs[1]].dtype != GRAPH_DT_I64)
+		return refuse(im, on, cause, "indices must be INT64");
+	if (strcmp(on->op_type, "GatherND") == 0) {
+		gn->op = GRAPH_OP_GATHER_ND;
+		gn->attr.nd.batch_dims = a_int(on, "batch_dims", 0);
+		return 0;
+	}
+	gn->op = GRAPH_OP_SCATTER_ND;
+	if (strcmp(red, "none") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_NONE;
+	else if (strcmp(red, "add") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_ADD;
+	else if (strcmp(red, "mul") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_MUL;
+	else if (strcmp(red, "max") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_MAX;
+	else if (strcmp(red, "min") == 0)
+		gn->attr.nd.reduce = GRAPH_SCATTER_MIN;
+	else
+		return refuse(im, on, cause, "reduction '%s' not supported (none, add, mul, max, min)", red);
+	return 0;
+}
+
+/* TopK with a constant k: values and INT64 indices, sorted (which sorted=0 allows too). */
+static int
+op_topk(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	int64_t k = 0;
+	int n = 0;
+
+	gn->op = GRAPH_OP_TOPK;
+	if (!in_const_ints(im, gn, 1, &k, 1, &n) || n != 1 || k < 0)
+		return refuse(im, on, cause, "k must be a constant non-negative scalar (a k computed at run time "
+		    "is not supported)");
+	if (im->g->tensors[gn->inputs[0]].dtype != GRAPH_DT_F32 || gn->noutputs != 2)
+		return refuse(im, on, cause, "needs FLOAT input and both outputs");
+	gn->attr.topk.k = k;
+	gn->attr.topk.axis = a_int(on, "axis", -1);
+	gn->attr.topk.largest = a_int(on, "largest", 1) != 0;
+	trim_inputs(gn, 1);
+	if (gn->outputs[1] < 0)
+		return refuse(im, on, cause, "needs both outputs named");
+	im->g->tensors[gn->outputs[1]].dtype = GRAPH_DT_I64;
+	return 0;
+}
+
 /* Constant: a CONST tensor viewing the attribute's bytes. */
 static int
 op_constant(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
@@ -758,6 +882,49 @@ op_constant(struct imp *im, const struct onnx_node *on, struct graph_node *gn, c
 	return 0;
 }
 
+/* Whether Dropout's ratio is a constant 0 (torchvision's attention exports training_mode true with it: the identity). */
+static int
+dropout_ratio_zero(struct imp *im, const struct onnx_node *on)
+{
+	int t = on->ninputs > 1 && on->inputs[1][0] != '\0' ? name_map_get(&im->names, on->inputs[1]) : -1;
+	float r;
+
+	if (t < 0 || !(im->g->tensors[t].flags & GRAPH_TENSOR_CONST) || im->g->tensors[t].dtype != GRAPH_DT_F32 ||
+	    im->g->tensors[t].nbytes != 4)
+		return 0;
+	memcpy(&r, im->g->tensors[t].data, 4);
+	return r == 0.0f;
+}
+
+/* Dropout's mask at inference: all true, of the input's shape (Shape, then ConstantOfShape of BOOL 1). */
+static int
+dropout_mask(struct imp *im, const struct onnx_node *on, int src, char **cause)
+{
+	struct graph_node *n;
+	char *name = NULL;
+	int shp, mask;
+
+	if (xasprintf(&name, "%s/shape", on->outputs[1]) < 0)
+		return error_set(cause, "out of memory");
+	shp = imp_tensor_add(im, name, GRAPH_DT_I64, cause);
+	free(name);
+	if (shp < 0 || (n = imp_node_new(im, on->outputs[1], 1, 1, cause)) == NULL)
+		return -1;
+	n->op = GRAPH_OP_SHAPE;
+	n->attr.shape.start = 0;
+	n->attr.shape.end = INT64_MAX;
+	n->inputs[0] = src;
+	n->outputs[0] = shp;
+	if ((mask = imp_tensor_add(im, on->outputs[1], GRAPH_DT_BOOL, cause)) < 0 ||
+	    (n = imp_node_new(im, on->outputs[1], 1, 1, cause)) == NULL)
+		return -1;
+	n->op = GRAPH_OP_CONSTANT_OF_SHAPE;
+	n->attr.fill.value = 1;
+	n->inputs[0] = shp;
+	n->outputs[0] = mask;
+	return 0;
+}
+
 /* Identity and Dropout (inference): the output is another name for the input. */
 static int
 op_alias(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
@@ -766,15 +933,17 @@ op_alias(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 
 	(void)gn;
 	if (strcmp(on->op_type, "Dropout") == 0) {
-		if (no_extra_output(im, on, 1, "mask", cause) < 0)
+		if (src >= 0 && on->noutputs > 1 && on->outputs[1][0] != '\0' &&
+		    dropout_mask(im, on, src, cause) < 0)
 			return -1;
 		if (on->ninputs > 2 && on->inputs[2][0] != '\0') {
 			int t = name_map_get(&im->names, on->inputs[2]);
 
 			if (t < 0 || im->g->tensors[t].dtype != GRAPH_DT_BOOL ||
 			    !(im->g->tensors[t].flags & GRAPH_TENSOR_CONST) ||
-			    *(const uint8_t *)im->g->tensors[t].data != 0)
-				return refuse(im, on, cause, "input training_mode must be a false constant");
+			    (*(const uint8_t *)im->g->tensors[t].data != 0 && !dropout_ratio_zero(im, on)))
+				return refuse(im, on, cause, "input training_mode must be a false constant "
+				    "(or the ratio a constant 0)");
 		}
 	}
 	if (src < 0 || on->noutputs < 1 || on->outputs[0][0] == '\0')
@@ -840,6 +1009,20 @@ static const struct imp_op imp_ops[] = {
 	    0, 0, 1 },
 	{ "Identity", op_alias, "", 1, 1, 1 },
 	{ "Dropout", op_alias, "seed:i", 1, 3, 1 },
+	{ "Xor", op_binary, "", 2, 2, 0 },
+	{ "IsNaN", op_predicate, "", 1, 1, 0 }, { "Not", op_predicate, "", 1, 1, 0 },
+	{ "IsInf", op_predicate, "detect_negative:i detect_positive:i", 1, 1, 0 },
+	{ "Trilu", op_trilu, "upper:i", 1, 2, 0 },
+	{ "CumSum", op_cumsum, "exclusive:i reverse:i", 2, 2, 0 },
+	{ "GatherND", op_nd, "batch_dims:i", 2, 2, 0 },
+	{ "ScatterND", op_nd, "reduction:s", 3, 3, 0 },
+	{ "TopK", op_topk, "axis:i largest:i sorted:i", 2, 2, 0 },
+	{ "RNN", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i layout:i", 3, 6, 0 },
+	{ "GRU", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i layout:i linear_before_reset:i", 3, 6, 0 },
+	{ "LSTM", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
+	    "hidden_size:i input_forget:i layout:i", 3, 8, 0 },
 };
 
 /* Append a zeroed node with -1-filled index arrays. */
@@ -938,7 +1121,8 @@ imp_node(struct imp *im, const struct onnx_node *on, char **cause)
 		    op->min_in, op->max_in);
 	if (op->nonode)
 		return op->fn(im, on, NULL, cause);
-	if (on->noutputs < 1 || on->outputs[0][0] == '\0')
+	/* The recurrent ops may omit Y and keep only the final states. */
+	if (on->noutputs < 1 || (on->outputs[0][0] == '\0' && op->fn != imp_op_rnn))
 		return refuse(im, on, cause, "needs an output");
 	if (imp_node_new(im, node_label(on), (int)on->ninputs, (int)on->noutputs, cause) == NULL)
 		return -1;

@@ -128,7 +128,7 @@ imp_tensor_add(struct imp *im, const char *name, enum graph_dtype dt, char **cau
 	if ((t->name = xstrdup(name)) == NULL)
 		return error_set(cause, "out of memory");
 	g->ntensors++;
-	if (name_map_put(&im->names, name, (int)g->ntensors - 1) < 0)
+	if (name_map_put(&im->names, t->name, (int)g->ntensors - 1) < 0)
 		return error_set(cause, "out of memory");
 	return (int)g->ntensors - 1;
 }

@@ -369,7 +369,8 @@ EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/f
 # Shape inference on hand-built graphs; whole exported models imported, folded, specialized and run
 # on the CPU kernels against onnxruntime (the generator's models stay in the build directory).
 check_PROGRAMS += tests/unit/test_graph_shape tests/unit/test_onnx_import
-TESTS += tests/unit/test_graph_shape tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
+TESTS += tests/unit/test_graph_shape tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh \
+	tests/unit/test_onnx_ops_ort.sh tests/unit/test_export_suite.sh
 tests_unit_test_graph_shape_SOURCES = tests/unit/test_graph_shape.c $(TEST_COMMON)
 tests_unit_test_graph_shape_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_graph_shape_LDADD = $(TEST_LDADD)
@@ -387,8 +388,10 @@ tests_unit_test_onnx_import_SOURCES = tests/unit/test_onnx_import.c $(TEST_COMMO
 tests_unit_test_onnx_import_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_onnx_import_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_onnx_import_LDADD = $(TEST_LDADD)
-dist_check_SCRIPTS += tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh
-EXTRA_DIST += tests/helpers/make_onnx_import_cases.py tests/helpers/make_onnx_node_cases.py
+dist_check_SCRIPTS += tests/unit/test_onnx_import.sh tests/unit/test_onnx_node.sh tests/unit/test_onnx_ops_ort.sh \
+	tests/unit/test_export_suite.sh
+EXTRA_DIST += tests/helpers/make_onnx_import_cases.py tests/helpers/make_onnx_node_cases.py \
+	tests/helpers/make_onnx_ops_cases.py tests/helpers/export_suite.py
 
 # --- CPU kernels (cpu-kernels) ---
 # Every kernel against naive double-precision references; then random one-node models against onnxruntime.

@@ -4,7 +4,9 @@
  * model_exec_create, inputs copied to model_exec_input, model_exec_run on the CPU backend, outputs
  * read at model_exec_output and compared with the test's expected data (FP32: |y - r| <= 1e-5
  * max|r| + 1e-4 |r|; other dtypes: equal bytes).  A model the engine refuses at load is excluded
- * with the engine's message; every such line starts "NAME: excluded:".
+ * with the engine's message; every such line starts "NAME: excluded:", unless the case is marked
+ * must_load (then the refusal fails); a case with expect_refusal must be refused with a message containing
+ * that text.  The manifest's min_ran (default 200) is how many must run.
  *
  *     onnx_node_engine CASES_DIR      exit 0 all ran cases pass, 1 otherwise
  */
@@ -28,7 +30,7 @@ output_row_bytes(const model_t *m, int o, const struct model_shape *s)
 	return model_output_layout(m, s, &lay, NULL) == 0 ? lay.row_bytes[o] : 0;
 }
 
-static size_t ran, passed, excluded;
+static size_t ran, passed, excluded, refused;
 
 /* A whole file (NULL when unreadable). */
 static void *
@@ -148,6 +150,7 @@ static void
 run_case(device_t *dev, const char *dir, const json_t *c)
 {
 	const char *name = json_string_value(json_object_get(c, "name"));
+	const char *refusal = json_string_value(json_object_get(c, "expect_refusal"));
 	char mdir[4096], *slash, *cause = NULL;
 	device_stream_t *st = NULL;
 	model_exec_t *x = NULL;
@@ -163,7 +166,17 @@ run_case(device_t *dev, const char *dir, const json_t *c)
 	snprintf(mdir, sizeof mdir, "%s", json_string_value(json_object_get(c, "model")));
 	if ((slash = strrchr(mdir, '/')) != NULL)
 		*slash = '\0';
+	if (refusal != NULL) {
+		CHECK(model_load(dev, mdir, &m, &cause) != 0 && cause != NULL && strstr(cause, refusal) != NULL,
+		    "%s: expected a refusal naming '%s', got: %s", name, refusal, cause ? cause : "a load");
+		printf("%s: refused as expected: %s\n", name, cause ? cause : "");
+		refused += test_failures == failures;
+		free(cause);
+		model_free(m);
+		return;
+	}
 	if (model_load(dev, mdir, &m, &cause) != 0) {
+		CHECK(!json_is_true(json_object_get(c, "must_load")), "%s: refused: %s", name, cause);
 		printf("%s: excluded: %s\n", name, cause);
 		excluded++;
 		free(cause);
@@ -192,6 +205,7 @@ main(int argc, char **argv)
 	json_t *man;
 	device_t *dev;
 	char path[4096];
+	json_int_t min_ran;
 	size_t i;
 
 	if (argc != 2) {
@@ -206,9 +220,11 @@ main(int argc, char **argv)
 	dev = test_open_device();
 	for (i = 0; i < json_array_size(json_object_get(man, "cases")); i++)
 		run_case(dev, argv[1], json_array_get(json_object_get(man, "cases"), i));
-	printf("node tests through the engine: %zu ran, %zu passed, %zu excluded\n", ran, passed, excluded);
+	printf("node tests through the engine: %zu ran, %zu passed, %zu excluded, %zu refused as expected\n", ran,
+	    passed, excluded, refused);
 	/* The op set covers far more than this; fewer means loads regressed into refusals. */
-	CHECK(ran >= 200, "only %zu node tests ran", ran);
+	min_ran = json_integer_value(json_object_get(man, "min_ran"));
+	CHECK(ran >= (min_ran > 0 ? (size_t)min_ran : 200), "only %zu node tests ran", ran);
 	json_decref(man);
 	device_close(dev);
 	return test_finish("onnx_node_engine");

@@ -679,14 +679,15 @@ rnd_bcast(const int64_t *d, int nd, int64_t *o)
 }
 
 /*
- * BINARY (FP32 with act, integer; mode 2: a comparison, or And/Or on BOOL,
+ * BINARY (FP32 with act, integer; mode 2: a comparison, or And/Or/Xor on BOOL,
  * into BOOL) and PRELU (mode 1), with broadcasting.
  */
 static void
 case_binary(int mode)
 {
 	static const enum graph_binary bools[] = { GRAPH_BINARY_EQUAL, GRAPH_BINARY_GREATER, GRAPH_BINARY_LESS,
-	    GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL, GRAPH_BINARY_AND, GRAPH_BINARY_OR };
+	    GRAPH_BINARY_GREATER_OR_EQUAL, GRAPH_BINARY_LESS_OR_EQUAL, GRAPH_BINARY_AND, GRAPH_BINARY_OR,
+	    GRAPH_BINARY_XOR };
 	int prelu = mode == 1;
 	struct tc c;
 	struct graph_node *n = tc_init(&c, prelu ? GRAPH_OP_PRELU : GRAPH_OP_BINARY, prelu ? "PRelu" : "Binary");
@@ -703,7 +704,7 @@ case_binary(int mode)
 	if ((dt != GRAPH_DT_F32 && fn == GRAPH_BINARY_POW) || graph_binary_out_bool(fn))
 		fn = GRAPH_BINARY_MUL;
 	if (mode == 2)
-		fn = bools[rnd(0, 6)];
+		fn = bools[rnd(0, 7)];
 	if (graph_binary_is_logical(fn))
 		dt = GRAPH_DT_BOOL;
 	n->attr.binary.fn = fn;

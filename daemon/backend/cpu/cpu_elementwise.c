@@ -245,7 +245,7 @@ binary_span_compare(struct binary_arg *p, int64_t yo, const int64_t *xo, const i
 	}
 }
 
-/* And, Or over BOOL inputs (any nonzero byte is true) into BOOL. */
+/* And, Or, Xor over BOOL inputs (any nonzero byte is true) into BOOL. */
 static void
 binary_span_logical(struct binary_arg *p, int64_t yo, const int64_t *xo, const int64_t *st, int64_t n)
 {
@@ -253,7 +253,8 @@ binary_span_logical(struct binary_arg *p, int64_t yo, const int64_t *xo, const i
 	const uint8_t *a = (const uint8_t *)p->a + xo[0], *b = (const uint8_t *)p->b + xo[1];
 
 	for (int64_t i = 0; i < n; i++)
-		y[i] = p->fn == GRAPH_BINARY_AND ? a[i * st[0]] && b[i * st[1]] : a[i * st[0]] || b[i * st[1]];
+		y[i] = p->fn == GRAPH_BINARY_AND ? a[i * st[0]] && b[i * st[1]] :
+		    p->fn == GRAPH_BINARY_OR ? a[i * st[0]] || b[i * st[1]] : !a[i * st[0]] != !b[i * st[1]];
 }
 
 /* One span of a binary op, by dtype. */

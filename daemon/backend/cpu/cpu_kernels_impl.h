@@ -76,6 +76,13 @@ cpu_out_dtype(const struct cpu_node_ctx *c, int i)
 	return c->g->tensors[c->n->outputs[i]].dtype;
 }
 
+/* Input i's first element as an integer (an INT64 or INT32 parameter computed at run time). */
+static inline int64_t
+cpu_in_scalar(const struct cpu_node_ctx *c, int i)
+{
+	return cpu_in_dtype(c, i) == GRAPH_DT_I64 ? *(const int64_t *)cpu_in(c, i) : *(const int32_t *)cpu_in(c, i);
+}
+
 /* Bytes of one element (0 for an unknown dtype). */
 size_t cpu_dtype_size(enum graph_dtype dt);
 /* Element count of a shape (1 for rank 0). */
@@ -168,5 +175,14 @@ int cpu_expand_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_pad_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_resize_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_resize_workspace(const struct cpu_node_ctx *c);
+int cpu_predicate_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_trilu_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_cumsum_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_scatter_nd_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_rnn_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_rnn_workspace(const struct cpu_node_ctx *c);
+int cpu_topk_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_topk_workspace(const struct cpu_node_ctx *c);
 
 #endif

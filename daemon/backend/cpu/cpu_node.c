@@ -49,6 +49,13 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_COPY] = { "Copy", cpu_copy_run, NULL, 1, 1, 1, 1, DT_ANY },
 	[GRAPH_OP_GATHER_ELEMENTS] = { "GatherElements", cpu_gather_elements_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_ATTENTION] = { "Attention", cpu_attention_run, cpu_attention_workspace, 3, 4, 1, 1, DT_F32 },
+	[GRAPH_OP_PREDICATE] = { "IsNaN/IsInf/Not", cpu_predicate_run, NULL, 1, 1, 1, 1, DT(BOOL) },
+	[GRAPH_OP_TRILU] = { "Trilu", cpu_trilu_run, NULL, 1, 2, 1, 1, DT_ANY },
+	[GRAPH_OP_CUMSUM] = { "CumSum", cpu_cumsum_run, NULL, 1, 2, 1, 1, DT_F32 | DT_INT },
+	[GRAPH_OP_GATHER_ND] = { "GatherND", cpu_gather_nd_run, NULL, 2, 2, 1, 1, DT_ANY },
+	[GRAPH_OP_SCATTER_ND] = { "ScatterND", cpu_scatter_nd_run, NULL, 3, 3, 1, 1, DT_ANY },
+	[GRAPH_OP_RNN] = { "RNN/GRU/LSTM", cpu_rnn_run, cpu_rnn_workspace, 3, 8, 1, 3, DT_F32 },
+	[GRAPH_OP_TOPK] = { "TopK", cpu_topk_run, cpu_topk_workspace, 1, 1, 2, 2, DT_F32 },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -90,7 +97,7 @@ node_ndata(const struct graph_node *n)
 	case GRAPH_OP_BINARY: case GRAPH_OP_PRELU: return 2;
 	case GRAPH_OP_BATCHNORM: return 5;
 	case GRAPH_OP_CONCAT: return n->ninputs;
-	case GRAPH_OP_CAST: case GRAPH_OP_WHERE: return 0;
+	case GRAPH_OP_CAST: case GRAPH_OP_WHERE: case GRAPH_OP_PREDICATE: return 0;
 	default: return 1;
 	}
 }
@@ -124,7 +131,7 @@ window_check(const struct graph_window_attr *w, int need_kernel, char **why)
 	return 0;
 }
 
-/* Dtype rules special to Binary, Cast, Where, Gather and GatherElements. */
+/* Dtype rules special to Binary, Cast, Where, the predicates and the gathers and scatters. */
 static int
 node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum graph_dtype out, char **why)
 {
@@ -151,6 +158,30 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		    tensor_dtype(g, n->inputs[2]) != out)
 			return cpu_fail(why, "Where needs a BOOL condition and X, Y of the output's dtype");
 		return 0;
+	case GRAPH_OP_PREDICATE:
+		if (n->attr.pred.fn == GRAPH_PRED_NOT)
+			return in0 == GRAPH_DT_BOOL ? 0 : cpu_fail(why, "Not needs a BOOL input");
+		return in0 == GRAPH_DT_F32 ? 0 : cpu_fail(why, "IsNaN/IsInf need an FP32 input");
+	case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM:
+		return n->ninputs < 2 || tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I64 ||
+		    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I32 ? 0 :
+		    cpu_fail(why, "Trilu's k or CumSum's axis must be INT64 or INT32");
+	case GRAPH_OP_RNN:
+		for (int i = 1; i < n->ninputs; i++)
+			if (n->inputs[i] >= 0 && tensor_dtype(g, n->inputs[i]) != (i == 4 ? GRAPH_DT_I32 : GRAPH_DT_F32))
+				return cpu_fail(why, "input %d must be %s", i, i == 4 ? "INT32" : "FP32");
+		return n->attr.rnn.ndir >= 1 && n->attr.rnn.ndir <= 2 && n->attr.rnn.hidden >= 1 &&
+		    (int)n->attr.rnn.cell >= 0 && n->attr.rnn.cell <= GRAPH_RNN_LSTM ? 0 :
+		    cpu_fail(why, "cell, directions or hidden size out of range");
+	case GRAPH_OP_GATHER_ND: case GRAPH_OP_SCATTER_ND:
+		if (tensor_dtype(g, n->inputs[1]) != GRAPH_DT_I64)
+			return cpu_fail(why, "GatherND/ScatterND indices must be INT64");
+		if (n->op == GRAPH_OP_GATHER_ND)
+			return 0;
+		if (tensor_dtype(g, n->inputs[2]) != out)
+			return cpu_fail(why, "ScatterND updates must have the data's dtype");
+		return n->attr.nd.reduce == GRAPH_SCATTER_NONE || out == GRAPH_DT_F32 || out == GRAPH_DT_I64 ||
+		    out == GRAPH_DT_I32 ? 0 : cpu_fail(why, "ScatterND add/mul/max/min on %s", dt_name(out));
 	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS: {
 		enum graph_dtype it = tensor_dtype(g, n->inputs[1]);
 
@@ -174,7 +205,8 @@ node_check_dtypes(const graph_t *g, const struct graph_node *n, const struct cpu
 		if (n->inputs[i] >= 0 && tensor_dtype(g, n->inputs[i]) == GRAPH_DT_COUNT)
 			return cpu_fail(why, "input %d has no valid tensor or dtype", i);
 	for (int i = 0; i < n->noutputs; i++)
-		if (tensor_dtype(g, n->outputs[i]) != out || out == GRAPH_DT_COUNT)
+		if ((tensor_dtype(g, n->outputs[i]) != out && !(n->op == GRAPH_OP_TOPK && i == 1 &&
+		    tensor_dtype(g, n->outputs[i]) == GRAPH_DT_I64)) || out == GRAPH_DT_COUNT)
 			return cpu_fail(why, "output %d has no valid tensor or another dtype", i);
 	if (n->op == GRAPH_OP_BINARY && graph_binary_out_bool(n->attr.binary.fn))
 		return node_check_dtypes_special(g, n, out, why);
@@ -206,6 +238,12 @@ node_check_attrs(const struct graph_node *n, char **why)
 	case GRAPH_OP_UNARY:
 		return cpu_act_known(n->attr.unary.fn) ? 0 : cpu_fail(why, "unary function %d",
 		    (int)n->attr.unary.fn);
+	case GRAPH_OP_PREDICATE:
+		return (int)n->attr.pred.fn >= 0 && n->attr.pred.fn <= GRAPH_PRED_NOT ? 0 :
+		    cpu_fail(why, "predicate %d", (int)n->attr.pred.fn);
+	case GRAPH_OP_SCATTER_ND:
+		return (int)n->attr.nd.reduce >= 0 && n->attr.nd.reduce <= GRAPH_SCATTER_MIN ? 0 :
+		    cpu_fail(why, "reduction %d", (int)n->attr.nd.reduce);
 	case GRAPH_OP_BINARY:
 		return (int)n->attr.binary.fn >= 0 && n->attr.binary.fn < GRAPH_BINARY_COUNT ? 0 :
 		    cpu_fail(why, "binary function %d", (int)n->attr.binary.fn);

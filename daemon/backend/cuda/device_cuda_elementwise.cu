@@ -193,6 +193,7 @@ ew_compare(int fn, V a, V b)
 	case GRAPH_BINARY_GREATER_OR_EQUAL: return a >= b;
 	case GRAPH_BINARY_AND: return a != V(0) && b != V(0);
 	case GRAPH_BINARY_OR: return a != V(0) || b != V(0);
+	case GRAPH_BINARY_XOR: return (a != V(0)) != (b != V(0));
 	default: return a <= b;
 	}
 }

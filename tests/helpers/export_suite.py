@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""export_suite.py: models users bring, exported with torch.onnx.export (the TorchScript exporter) at opsets 14
+and 17 with random weights, each run by onnxruntime at several input shapes; written as OUTDIR/manifest.json in
+make_onnx_node_cases.py's format (one directory per export, every case must_load, or expect_refusal naming the
+op for the exports listed in KNOWN_REFUSALS) for onnx_node_engine.
+A model torch cannot export is listed in OUTDIR/not_exportable.txt with the exporter's error.
+
+Usage: export_suite.py OUTDIR [MODEL...]        exit 77 when torch, onnx or onnxruntime cannot be imported."""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from torch import nn
+except ImportError as e:
+    print(f"skip: {e}", file=sys.stderr)
+    sys.exit(77)
+
+OPSETS = (14, 17)
+# Exports inferd refuses today, with the text its refusal must contain (never a wrong answer): pack_padded_sequence
+# with enforce_sorted=False sorts the lengths with a TopK whose k is the batch size, computed at run time (and
+# scatters back with ScatterElements, ReduceProd, not supported either).
+KNOWN_REFUSALS = {"packed_bilstm": "(TopK, opset"}
+NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
+
+
+class Decoder(nn.Module):
+    """A GPT-style decoder block stack whose causal mask is torch.triu over the sequence length."""
+
+    def __init__(self, vocab=50, dim=32, heads=4, layers=2):
+        super().__init__()
+        # As many positions as the daemon's default largest sequence (512): a shorter table's Gather is
+        # out of range at the largest shape the daemon plans for.
+        self.emb, self.pos = nn.Embedding(vocab, dim), nn.Embedding(512, dim)
+        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 64, dropout=0.0, batch_first=True)
+                                    for _ in range(layers))
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        x = self.emb(ids) + self.pos(torch.arange(t).unsqueeze(0))
+        for layer in self.layers:
+            x = layer(x, src_mask=mask)
+        return self.head(x)
+
+
+class LstmClassifier(nn.Module):
+    """Embedding, a two-layer LSTM, the last step's state classified."""
+
+    def __init__(self, vocab=40, dim=16, hidden=24, classes=5, bidirectional=False):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, hidden, num_layers=2, batch_first=True, bidirectional=bidirectional)
+        self.fc = nn.Linear(hidden * (2 if bidirectional else 1), classes)
+
+    def forward(self, ids):
+        y, (h, c) = self.rnn(self.emb(ids))
+        # The final states batch-first: the daemon serves outputs whose first dim is the batch.
+        return self.fc(y[:, -1]), h.transpose(0, 1)
+
+
+class GruTagger(nn.Module):
+    """A GRU over feature vectors, a tag per step."""
+
+    def __init__(self, feat=12, hidden=20, tags=7):
+        super().__init__()
+        self.rnn = nn.GRU(feat, hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, tags)
+
+    def forward(self, x):
+        y, h = self.rnn(x)
+        return self.fc(y), h.transpose(0, 1)
+
+
+class PackedBiLstm(nn.Module):
+    """A bidirectional LSTM over padded sequences with their lengths (pack_padded_sequence)."""
+
+    def __init__(self, feat=8, hidden=12):
+        super().__init__()
+        self.rnn = nn.LSTM(feat, hidden, batch_first=True, bidirectional=True)
+
+    def forward(self, x, lengths):
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        y, (h, c) = self.rnn(packed)
+        y, _ = nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])
+        return y, h.transpose(0, 1)
+
+
+class BertWrap(nn.Module):
+    """transformers' BertModel (tiny config, random weights, its default attention): hidden states and pooled."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import BertConfig, BertModel
+        cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=64)
+        self.bert = BertModel(cfg)
+
+    def forward(self, ids, mask):
+        out = self.bert(input_ids=ids, attention_mask=mask)
+        return out.last_hidden_state, out.pooler_output
+
+
+class WindowAttention(nn.Module):
+    """Swin's shifted-window attention block written out (roll, window partition, relative bias, mask)."""
+
+    def __init__(self, dim=32, heads=4, window=4, shift=2, res=8):
+        super().__init__()
+        from torchvision.models.swin_transformer import SwinTransformerBlock
+        self.block = SwinTransformerBlock(dim, heads, [window, window], [shift, shift], dropout=0.0,
+                                          attention_dropout=0.0, stochastic_depth_prob=0.0)
+
+    def forward(self, x):
+        return self.block(x)
+
+
+def ids(rng, shape, vocab):
+    """Random token ids."""
+    return rng.integers(0, vocab, size=shape).astype(np.int64)
+
+
+def models(rng):
+    """name -> (module, input names, output names, dynamic axes, list of input tuples at varied shapes)."""
+    out = {}
+    out["gpt_decoder_triu"] = (Decoder(), ["ids"], ["logits"], {"ids": {0: "b", 1: "t"}},
+                               [(ids(rng, s, 50),) for s in ((1, 5), (2, 9), (3, 16))])
+    out["lstm_classifier"] = (LstmClassifier(), ["ids"], ["logits", "h"], {"ids": {0: "b", 1: "t"}},
+                              [(ids(rng, s, 40),) for s in ((1, 4), (3, 11), (2, 20))])
+    out["bilstm_classifier"] = (LstmClassifier(bidirectional=True), ["ids"], ["logits", "h"],
+                                {"ids": {0: "b", 1: "t"}}, [(ids(rng, s, 40),) for s in ((1, 3), (2, 13))])
+    out["gru_tagger"] = (GruTagger(), ["x"], ["tags", "h"], {"x": {0: "b", 1: "t"}},
+                         [(rng.standard_normal(s).astype(np.float32),) for s in ((1, 6, 12), (4, 10, 12))])
+    out["packed_bilstm"] = (PackedBiLstm(), ["x", "lengths"], ["y", "h"], {"x": {0: "b", 1: "t"},
+                            "lengths": {0: "b"}},
+                            [(rng.standard_normal((3, 7, 8)).astype(np.float32), np.array([7, 4, 2], np.int64))])
+    out["bert_default_attention"] = (BertWrap(), ["ids", "mask"], ["hidden", "pooled"],
+                                     {"ids": {0: "b", 1: "t"}, "mask": {0: "b", 1: "t"}},
+                                     [(ids(rng, (b, t), 100), (np.arange(t)[None, :] < np.array(lens)[:, None]).astype(
+                                         np.int64)) for b, t, lens in ((1, 6, [6]), (2, 12, [12, 7]), (3, 9, [9, 1, 5]))])
+    out["swin_window_block"] = (WindowAttention(), ["x"], ["y"], {"x": {0: "b"}},
+                                [(rng.standard_normal((b, 8, 8, 32)).astype(np.float32),) for b in (1, 2)])
+    return out
+
+
+def write(outdir, case, tag, a):
+    """One tensor as raw bytes beside the manifest."""
+    a = np.ascontiguousarray(a)
+    fname = f"{case}.{tag}.bin"
+    a.tofile(os.path.join(outdir, fname))
+    return {"file": fname, "dtype": NAMES[a.dtype.name], "shape": list(a.shape)}
+
+
+def export(outdir, name, spec, opset, cases, failed):
+    """Export one model at one opset and record its cases; False when torch cannot export it."""
+    mod, inames, onames, dyn, feeds = spec
+    d = os.path.join(outdir, f"{name}_op{opset}")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    try:
+        with torch.no_grad():
+            torch.onnx.export(mod, tuple(torch.from_numpy(a) for a in feeds[0]), path, input_names=inames,
+                              output_names=onames, dynamic_axes=dyn, opset_version=opset)
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as e:  # the exporter's own limits are recorded, not failed
+        failed.append(f"{name} opset {opset}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+        return
+    for k, f in enumerate(feeds):
+        res = sess.run(None, dict(zip(inames, f)))
+        case = f"{name}_op{opset}_{k}"
+        cases.append({"name": case, "model": path, "node_test": True, "must_load": True,
+                      **({"expect_refusal": KNOWN_REFUSALS[name]} if name in KNOWN_REFUSALS else {}),
+                      "inputs": [write(outdir, case, f"input{i}", a) for i, a in enumerate(f)],
+                      "outputs": [write(outdir, case, f"output{i}", r) for i, r in enumerate(res)]})
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    cases, failed = [], []
+    for name, spec in models(rng).items():
+        if len(sys.argv) > 2 and name not in sys.argv[2:]:
+            continue
+        spec[0].eval()
+        for opset in OPSETS:
+            export(outdir, name, spec, opset, cases, failed)
+    with open(os.path.join(outdir, "manifest.json"), "w") as fp:
+        json.dump({"cases": cases, "refused": [], "min_ran": sum("expect_refusal" not in c for c in cases)}, fp,
+                  indent=1)
+    with open(os.path.join(outdir, "not_exportable.txt"), "w") as fp:
+        fp.write("".join(f + "\n" for f in failed))
+    print(f"{len(cases)} cases; not exportable: {len(failed)}")
+    for f in failed:
+        print("not exportable:", f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

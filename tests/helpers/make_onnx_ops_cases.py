@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
+scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
+RNN, GRU, LSTM), each run by
+onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
+must_load (a refusal fails), for onnx_node_engine.
+
+Usage: make_onnx_ops_cases.py OUTDIR [SEED]        exit 77 when onnx or onnxruntime cannot be imported."""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+    import onnxruntime as ort
+except ImportError as e:
+    print(f"skip: {e}", file=sys.stderr)
+    sys.exit(77)
+
+ELEM = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+        "bool": TensorProto.BOOL}
+NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
+
+
+class Cases:
+    """Builds, runs and records the cases."""
+
+    def __init__(self, outdir, rng):
+        self.outdir, self.rng, self.cases = outdir, rng, []
+
+    def add(self, label, op, inputs, attrs=None, consts=None, nout=1, opset=17, out=None):
+        """One node of op over inputs (arrays, None for an omitted one; consts: index -> array baked in as an
+        initializer);
+        out: the outputs' dtype names (default: one of input 0's)."""
+        consts = consts or {}
+        name = f"{len(self.cases):03d}_{label}"
+        d = os.path.join(self.outdir, name)
+        os.makedirs(d, exist_ok=True)
+        gin, inits, feeds, names = [], [], {}, []
+        for i, a in enumerate(inputs):
+            n = f"in{i}"
+            names.append(n if a is not None else "")
+            if a is None:
+                continue
+            if i in consts:
+                inits.append(onnx.numpy_helper.from_array(a, n))
+            else:
+                gin.append(helper.make_tensor_value_info(n, ELEM[a.dtype.name], list(a.shape)))
+                feeds[n] = a
+        outs = [f"out{k}" for k in range(nout)]
+        node = helper.make_node(op, names, outs, **(attrs or {}))
+        graph = helper.make_graph([node], name, gin, [helper.make_tensor_value_info(o, ELEM[t], None) for o, t in zip(outs, out or [inputs[0].dtype.name])],
+                                  initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+        res = sess.run(None, feeds)
+        self.cases.append({"name": name, "model": os.path.join(d, "model.onnx"), "node_test": True,
+                           "must_load": True,
+                           "inputs": [self.write(name, f"input{k}", a) for k, a in enumerate(feeds.values())],
+                           "outputs": [self.write(name, f"output{k}", r) for k, r in enumerate(res)]})
+
+    def write(self, case, tag, a):
+        """One tensor as raw little-endian bytes beside the manifest."""
+        a = np.ascontiguousarray(a)
+        fname = f"{case}.{tag}.bin"
+        a.tofile(os.path.join(self.outdir, fname))
+        return {"file": fname, "dtype": NAMES[a.dtype.name], "shape": list(a.shape)}
+
+    def shape(self, rank, lo=1, hi=6):
+        """A random shape of the given rank."""
+        return [int(x) for x in self.rng.integers(lo, hi + 1, size=rank)]
+
+    def floats(self, shape, specials=False):
+        """Random floats; with specials some are NaN and +-inf."""
+        a = self.rng.standard_normal(shape).astype(np.float32)
+        if specials:
+            m = self.rng.random(shape)
+            a[m < 0.15] = np.nan
+            a[(m >= 0.15) & (m < 0.3)] = np.inf
+            a[(m >= 0.3) & (m < 0.45)] = -np.inf
+        return a
+
+
+def elementwise(c):
+    """IsNaN, IsInf (both signs, each alone), Not, Xor with broadcasting."""
+    for r in range(1, 5):
+        x = c.floats(c.shape(r), specials=True)
+        c.add(f"isnan_r{r}", "IsNaN", [x], out=["bool"])
+        c.add(f"isinf_r{r}", "IsInf", [x], out=["bool"])
+        c.add(f"isinf_pos_r{r}", "IsInf", [x], {"detect_negative": 0}, out=["bool"])
+        c.add(f"isinf_neg_r{r}", "IsInf", [x], {"detect_positive": 0}, out=["bool"])
+        b = c.rng.random(c.shape(r)) < 0.5
+        c.add(f"not_r{r}", "Not", [b], out=["bool"])
+        s = list(b.shape)
+        s[c.rng.integers(0, r)] = 1
+        c.add(f"xor_r{r}", "Xor", [b, c.rng.random(s[1:] if r > 1 else s) < 0.5])
+
+
+def trilu(c):
+    """Upper and lower, k (negative, zero, positive, past the matrix) constant or an input, ranks 2 to 4."""
+    for i in range(12):
+        r = 2 + i % 3
+        x = c.floats(c.shape(r, 1, 7))
+        k = np.array(int(c.rng.integers(-8, 9)), dtype=np.int64)
+        up = i % 2
+        c.add(f"trilu_u{up}_k{int(k)}", "Trilu", [x, k], {"upper": up}, consts={1: k} if i < 8 else {}, opset=14)
+    x = c.rng.integers(-50, 50, size=c.shape(3)).astype(np.int64)
+    c.add("trilu_int64_default", "Trilu", [x], opset=14)
+
+
+def cumsum(c):
+    """Every axis (negative too; constant or an input), exclusive and reverse, FP32, INT64, INT32."""
+    for i in range(16):
+        r = 1 + i % 4
+        x = c.floats(c.shape(r)) if i % 3 else c.rng.integers(-9, 9, size=c.shape(r)).astype(
+            np.int64 if i % 2 else np.int32)
+        ax = np.array(int(c.rng.integers(-r, r)), dtype=np.int64)
+        c.add(f"cumsum_r{r}_a{int(ax)}", "CumSum", [x, ax],
+              {"exclusive": int(c.rng.integers(0, 2)), "reverse": int(c.rng.integers(0, 2))},
+              consts={1: ax} if i < 12 else {})
+
+
+def nd(c):
+    """GatherND (batch_dims 0 to 2, negative indices) and ScatterND (every reduction, unique tuples)."""
+    for i in range(12):
+        b = i % 3
+        r = b + 1 + int(c.rng.integers(0, 3))
+        d = c.shape(r, 2, 5)
+        m = int(c.rng.integers(1, r - b + 1))
+        tup = c.shape(int(c.rng.integers(0, 3)), 1, 4)
+        ishape = d[:b] + tup + [m]
+        hi = np.array(d[b:b + m])
+        idx = c.rng.integers(0, 1 << 20, size=ishape) % hi
+        idx = np.where(c.rng.random(ishape) < 0.3, idx - hi, idx).astype(np.int64)
+        data = c.floats(d) if i % 2 else c.rng.integers(-9, 9, size=d).astype(np.int64)
+        c.add(f"gathernd_b{b}_m{m}", "GatherND", [data, idx], {"batch_dims": b})
+    for i in range(15):
+        r = 1 + int(c.rng.integers(0, 4))
+        d = c.shape(r, 2, 5)
+        m = int(c.rng.integers(1, r + 1))
+        cells = int(np.prod(d[:m]))
+        n = int(c.rng.integers(1, cells + 1))
+        flat = c.rng.permutation(cells)[:n]
+        idx = np.stack(np.unravel_index(flat, d[:m]), axis=-1).astype(np.int64)
+        red = ["none", "add", "mul", "max", "min"][i % 5]
+        data = c.floats(d)
+        upd = c.floats([n] + d[m:])
+        c.add(f"scatternd_{red}_m{m}", "ScatterND", [data, idx, upd], {"reduction": red}, opset=18)
+
+
+def dropout(c):
+    """Dropout at inference with its mask output: the data passes, the mask is all true."""
+    for r in range(1, 4):
+        c.add(f"dropout_mask_r{r}", "Dropout", [c.floats(c.shape(r))], nout=2, opset=13, out=["float32", "bool"])
+
+
+def topk(c):
+    """TopK with a constant k: largest and smallest, every axis, k from 0 to the axis (distinct values)."""
+    for i in range(10):
+        r = 1 + i % 4
+        shape = c.shape(r, 1, 7)
+        x = c.rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32) * 0.25
+        ax = int(c.rng.integers(-r, r))
+        k = np.array([int(c.rng.integers(0, shape[ax] + 1))], dtype=np.int64)
+        c.add(f"topk_r{r}_a{ax}_k{int(k[0])}", "TopK", [x, k], {"axis": ax, "largest": i % 2}, consts={1: k},
+              nout=2, out=["float32", "int64"])
+
+
+RNN_ACTS = [("Sigmoid", 0, 0), ("Tanh", 0, 0), ("Relu", 0, 0), ("Affine", 1, 1), ("LeakyRelu", 1, 0),
+            ("ThresholdedRelu", 1, 0), ("ScaledTanh", 1, 1), ("HardSigmoid", 1, 1), ("Elu", 1, 0),
+            ("Softsign", 0, 0), ("Softplus", 0, 0)]
+
+
+def rnn_case(c, cell, i):
+    """One RNN/GRU/LSTM: direction, lengths, initial states, biases, peepholes and options varied by i."""
+    gates, per = {"RNN": (1, 1), "GRU": (3, 2), "LSTM": (4, 3)}[cell]
+    direction = ["forward", "reverse", "bidirectional"][i % 3]
+    d = 2 if direction == "bidirectional" else 1
+    t, b, inp, h = (int(v) for v in c.rng.integers(1, 6, size=4))
+    attrs = {"hidden_size": h, "direction": direction}
+    x = c.floats([t, b, inp])
+    w, r = c.floats([d, gates * h, inp]) * 0.5, c.floats([d, gates * h, h]) * 0.5
+    ins, consts = [x, w, r], {1: w, 2: r}
+    if i % 4 != 3:
+        ins.append(c.floats([d, 2 * gates * h]) * 0.5)
+        consts[3] = ins[-1]
+    if i % 2 == 1:
+        while len(ins) < 4:
+            ins.append(None)
+        ins += [c.rng.integers(0, t + 1, size=b).astype(np.int32), c.floats([d, b, h])]
+        if cell == "LSTM":
+            ins += [c.floats([d, b, h]), c.floats([d, 3 * h]) * 0.3]
+    if i % 5 == 2:
+        acts = [RNN_ACTS[int(k)] for k in c.rng.integers(0, len(RNN_ACTS), size=per * d)]
+        attrs["activations"] = [a[0] for a in acts]
+        al = [float(v) for v in c.rng.uniform(0.1, 0.9, size=sum(a[1] for a in acts))]
+        be = [float(v) for v in c.rng.uniform(0.1, 0.9, size=sum(a[2] for a in acts))]
+        if al:
+            attrs["activation_alpha"] = al
+        if be:
+            attrs["activation_beta"] = be
+    if i % 5 == 4:
+        attrs["clip"] = 0.7
+    if cell == "GRU":
+        attrs["linear_before_reset"] = i % 2
+    if cell == "LSTM" and i % 6 == 5:
+        attrs["input_forget"] = 1
+    c.add(f"{cell.lower()}_{direction}_{i}", cell, ins, attrs, consts=consts, nout=3 if cell == "LSTM" else 2,
+          opset=14, out=["float32"] * (3 if cell == "LSTM" else 2))
+
+
+def rnn(c):
+    """RNN, GRU and LSTM against onnxruntime."""
+    for cell in ("RNN", "GRU", "LSTM"):
+        for i in range(12):
+            rnn_case(c, cell, i)
+
+
+def main():
+    outdir = sys.argv[1]
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    os.makedirs(outdir, exist_ok=True)
+    c = Cases(outdir, np.random.default_rng(seed))
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn):
+        gen(c)
+    with open(os.path.join(outdir, "manifest.json"), "w") as fp:
+        json.dump({"cases": c.cases, "refused": [], "min_ran": len(c.cases)}, fp, indent=1)
+    print(f"{len(c.cases)} cases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
