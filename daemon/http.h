@@ -2,22 +2,9 @@
 #ifndef INFERD_HTTP_H
 #define INFERD_HTTP_H
 
-#include "batcher.h"
-#include "daemon_config.h"
-#include "device.h"
-#include "metrics.h"
-#include "repository.h"
+#include "door.h"
 
 typedef struct http_server http_server_t;
-
-/* Everything the HTTP server serves from; all outlive the server. */
-struct http_context {
-	const struct daemon_config *config;
-	device_t *dev;
-	repository_t *repo;
-	batcher_t *batcher;
-	struct metrics *metrics;
-};
 
 /*
  * Bind and start serving (before the start-up loads: health, metadata and
@@ -26,7 +13,7 @@ struct http_context {
  * takes exactly its tensors' bytes from) and the server's batcher client
  * are made here, never per request.
  */
-int http_start(const struct http_context *ctx, http_server_t **out, char **cause);
+int http_start(const struct door_context *ctx, http_server_t **out, char **cause);
 /* Refuse new inference requests with 503 and report not ready; in-flight ones finish. */
 void http_begin_shutdown(http_server_t *s);
 /*

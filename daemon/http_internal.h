@@ -86,7 +86,7 @@ enum http_route {
 };
 
 struct http_server {
-	struct http_context ctx;
+	struct door_context ctx;
 	struct MHD_Daemon *mhd;
 	http_guard_t *guard;		/* slow connections, the body budget */
 	pinned_pool_t *pool;

@@ -171,7 +171,7 @@ http_model_get(struct http_request *req)
 static enum MHD_Result
 http_metrics(struct http_request *req)
 {
-	const struct http_context *ctx = &req->srv->ctx;
+	const struct door_context *ctx = &req->srv->ctx;
 	struct device_info info;
 	char *text, *more, *all = NULL;
 

@@ -242,7 +242,7 @@ http_shm_start(http_server_t *s, char **cause)
 
 /* Allocate the server and its pinned staging memory; the daemon starts later. */
 static int
-http_create(const struct http_context *ctx, http_server_t **out, char **cause)
+http_create(const struct door_context *ctx, http_server_t **out, char **cause)
 {
 	http_server_t *s;
 	int rc;
@@ -295,7 +295,7 @@ http_destroy(http_server_t *s)
 
 /* Bind and start serving. */
 int
-http_start(const struct http_context *ctx, http_server_t **out, char **cause)
+http_start(const struct door_context *ctx, http_server_t **out, char **cause)
 {
 	http_server_t *s = NULL;
 

@@ -480,7 +480,7 @@ ipc_free(ipc_server_t *s)
 
 /* Create, bind and listen on config->shm_socket, and start its thread. */
 int
-ipc_start(const struct ipc_context *ctx, ipc_server_t **out, char **cause)
+ipc_start(const struct door_context *ctx, ipc_server_t **out, char **cause)
 {
 	ipc_server_t *s;
 	int r;

@@ -103,7 +103,7 @@ struct ipc_client {
 };
 
 struct ipc_server {
-	struct ipc_context ctx;
+	struct door_context ctx;
 	struct peer_auth auth;
 	char *path;
 	int listen_fd, epoll_fd, wake_fd;

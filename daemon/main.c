@@ -47,9 +47,9 @@ struct daemon {
 	repository_t *repo;
 	struct metrics metrics;
 	batcher_t *batcher;
-	struct http_context http_ctx;
+	struct door_context http_ctx;
 	http_server_t *http;
-	struct ipc_context ipc_ctx;
+	struct door_context ipc_ctx;
 	ipc_server_t *ipc;
 	request_log_t *request_log;	/* request_log's file; NULL: off */
 };
@@ -487,7 +487,7 @@ daemon_write_port_file(struct daemon *d, int port, char **cause)
 static int
 daemon_start_http(struct daemon *d, char **cause)
 {
-	d->http_ctx = (struct http_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	d->http_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
 	return http_start(&d->http_ctx, &d->http, cause);
 }
 
@@ -520,7 +520,7 @@ daemon_socket_dir_hint(const char *path, char **cause)
 static int
 daemon_start_ipc(struct daemon *d, char **cause)
 {
-	d->ipc_ctx = (struct ipc_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	d->ipc_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
 	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0) {
 		daemon_socket_dir_hint(d->config.shm_socket, cause);
 		if (strncmp(*cause, "shm socket ", 11) != 0)

@@ -52,7 +52,7 @@ fuzz_init(void)
 {
 	static struct daemon_config cfg;
 	static struct metrics metrics;
-	static struct http_context ctx;
+	static struct door_context ctx;
 	http_server_t *srv;
 	repository_t *repo;
 	batcher_t *batcher;
@@ -75,7 +75,7 @@ fuzz_init(void)
 	char *load[] = { "fashion-mlp", NULL };
 	if (repository_create(&o, &repo, &cause) != 0 || repository_load_startup(repo, load, &cause) != 0)
 		fuzz_die("repository", cause);
-	ctx = (struct http_context){ &cfg, dev, repo, batcher, &metrics };
+	ctx = (struct door_context){ &cfg, dev, repo, batcher, &metrics };
 	if (http_start(&ctx, &srv, &cause) != 0)
 		fuzz_die("http", cause);
 	port = http_port(srv);
