@@ -380,6 +380,10 @@ TESTS += tests/unit/test_graph_sym
 # No call loops between source files (the objects' symbols; needs the whole build).
 TESTS += tests/unit/test_layering.sh
 dist_check_SCRIPTS += tests/unit/test_layering.sh
+# docs/ARCHITECTURE.md names every source file.
+TESTS += tests/unit/test_docs_files.sh
+dist_check_SCRIPTS += tests/unit/test_docs_files.sh
+EXTRA_DIST += tests/helpers/source_map.py
 EXTRA_DIST += tests/helpers/check_layering.py
 tests_unit_test_graph_sym_SOURCES = tests/unit/test_graph_sym.c $(TEST_COMMON)
 tests_unit_test_graph_sym_CPPFLAGS = $(TEST_CPPFLAGS)
