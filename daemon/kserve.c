@@ -16,6 +16,7 @@
 #include "kserve.h"
 #include "kserve_classify.h"
 #include "kserve_params.h"
+#include "kserve_regions.h"
 #include "kserve_tensor.h"
 
 /* Dump flags: compact, and enough digits that every float32 reads back exactly. */
@@ -201,101 +202,6 @@ kserve_names(const struct model_io *io, int n, char *dst, size_t len)
 	used = (size_t)snprintf(dst, len, "%s", n == 1 ? "" : "s");
 	for (i = 0; i < n && used < len; i++)
 		used += (size_t)snprintf(dst + used, len - used, "%s'%s'", i == 0 ? " " : ", ", io[i].name);
-}
-
-/* A tensor's place in a Triton shared-memory region, from its parameters. */
-struct kserve_shm_ref {
-	const char *region;	/* NULL: not in shared memory */
-	size_t offset, size;
-};
-
-/* A non-negative integer parameter into *out (left alone when absent); -1 with *cause if mistyped. */
-static int
-kserve_size_param(const json_t *params, const char *key, const char *what, const char *name,
-    size_t *out, char **cause)
-{
-	const json_t *v = json_object_get(params, key);
-
-	if (v == NULL)
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return error_set(cause, "%s '%s': parameter '%s' must be a non-negative integer (bytes)",
-		    what, name, key);
-	*out = (size_t)json_integer_value(v);
-	return 0;
-}
-
-/* parameters.shared_memory_region, _offset (default 0) and _byte_size (required with a region). */
-static int
-kserve_shm_params(const json_t *params, const char *what, const char *name,
-    struct kserve_shm_ref *ref, char **cause)
-{
-	const json_t *v = params != NULL ? json_object_get(params, "shared_memory_region") : NULL;
-
-	memset(ref, 0, sizeof *ref);
-	if (v == NULL)
-		return 0;
-	if (!json_is_string(v))
-		return error_set(cause, "%s '%s': parameter 'shared_memory_region' must be a string",
-		    what, name);
-	if (json_object_get(params, "shared_memory_byte_size") == NULL)
-		return error_set(cause, "%s '%s': shared_memory_region without "
-		    "shared_memory_byte_size", what, name);
-	ref->region = json_string_value(v);
-	if (kserve_size_param(params, "shared_memory_offset", what, name, &ref->offset, cause) != 0 ||
-	    kserve_size_param(params, "shared_memory_byte_size", what, name, &ref->size, cause) != 0)
-		return -1;
-	return 0;
-}
-
-/*
- * Take bytes of region ref for tensor name into *at: the region is
- * referenced (released by kserve_infer_release), the byte size must be
- * bytes for an input (exact) and at least bytes for an output, and
- * [offset, offset + bytes) must lie inside the region.
- */
-static int
-kserve_shm_take(const struct kserve_source *src, const struct kserve_shm_ref *ref,
-    const char *what, const char *name, size_t bytes, int exact, struct kserve_infer *ki,
-    void **at, char **cause)
-{
-	struct shm_region *reg;
-
-	if (src == NULL || src->shm == NULL)
-		return error_set(cause, "%s '%s': shared memory regions are not available here",
-		    what, name);
-	if (exact ? ref->size != bytes : ref->size < bytes)
-		return error_set(cause, "%s '%s': shared_memory_byte_size is %zu, its shape %s %zu "
-		    "bytes", what, name, ref->size, exact ? "has" : "needs", bytes);
-	if (ki->nregions >= (int)(sizeof ki->regions / sizeof ki->regions[0]))
-		return error_set(cause, "%s '%s': too many shared memory tensors", what, name);
-	if (shm_registry_acquire(src->shm, ref->region, &reg, cause) != SHM_OK)
-		return error_prefix(cause, "%s '%s'", what, name);
-	ki->regions[ki->nregions++] = reg;
-	if (shm_region_span(reg, ref->offset, bytes, at, cause) != SHM_OK)
-		return error_prefix(cause, "%s '%s'", what, name);
-	return 0;
-}
-
-/* Whether a tensor of the request lies in a CUDA shared-memory region (device memory). */
-int
-kserve_infer_device_memory(const struct kserve_infer *ki)
-{
-	for (int k = 0; k < ki->nregions; k++)
-		if (shm_region_kind(ki->regions[k]) == SHM_KIND_CUDA)
-			return 1;
-	return 0;
-}
-
-/* Drop the regions a request referenced. */
-void
-kserve_infer_release(struct kserve_infer *ki, shm_registry_t *shm)
-{
-	int k;
-
-	for (k = 0; k < ki->nregions; k++)
-		shm_registry_release(shm, ki->regions[k]);
-	ki->nregions = 0;
 }
 
 /* parameters.classification of an output: a positive integer k (0 when absent). */
