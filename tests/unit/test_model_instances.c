@@ -84,9 +84,8 @@ test_refused(const char *dir)
 	expect_refused(dir, "{\"instance_group\": []}", "\"instance_group\" must be an array");
 	expect_refused(dir, "{\"instance_group\": [3]}", "instance_group[0] must be an object");
 	expect_refused(dir, "{\"instance_group\": [{\"count\": 0}]}", "instance_group[0]: \"count\" must be an integer in [1, 64]");
-	expect_refused(dir, "{\"instance_group\": [{\"count\": \"2\"}]}", "\"count\"");
-	expect_refused(dir, "{\"instance_group\": [{}, {\"kind\": \"KIND_GPU\", \"gpus\": [0]}]}",
-	    "instance_group[1]: unknown key");
+	expect_refused(dir, "{\"instance_group\": [{\"count\": \"two\"}]}", "\"count\"");
+	expect_refused(dir, "{\"instance_group\": [{}, {\"colour\": \"blue\"}]}", "instance_group[1]: unknown key");
 	expect_refused(dir, "{\"instance_group\": [{\"devices\": \"cuda:0,gpu1\"}]}", "instance_group[0]: \"devices\"");
 	expect_refused(dir, "{\"instance_group\": [{\"devices\": \"cuda:0,\"}]}", "empty or overlong device name");
 	expect_refused(dir, "{\"instance_group\": [{\"devices\": \"cuda:1,cuda:1\"}]}", "device 'cuda:1' is listed twice");
