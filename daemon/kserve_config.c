@@ -96,8 +96,10 @@ kserve_config_group_kind(json_t *a, const struct model_instance_group *g, int cu
 		json_decref(gpus);
 		return 0;
 	}
-	if (!cuda)
+	if (!cuda) {
+		json_decref(gpus);
 		return json_array_append_new(a, json_pack("{s:i, s:s}", "count", g->count, "kind", "KIND_CPU"));
+	}
 	return json_array_append_new(a, json_pack("{s:i, s:s, s:o}", "count", g->count, "kind", "KIND_GPU",
 	    "gpus", gpus));
 }
