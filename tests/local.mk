@@ -360,7 +360,7 @@ clean-fuzz:
 	-rm -rf tests/fuzz/core $(FUZZ_TARGETS:%=tests/fuzz/%-scratch)
 # Models and references the ONNX tests generate in the build directory.
 clean-test-models:
-	-rm -rf tests/onnx_models tests/onnx_node_cases tests/onnx_import_cases tests/onnx-cases
+	-rm -rf tests/onnx_models tests/onnx_node_cases tests/onnx_import_cases tests/onnx-cases tests/conv_odd tests/conv_odd.log
 .PHONY: clean-fuzz clean-test-models
 EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_model_json.c tests/fuzz/fuzz_ipc_ring.c tests/fuzz/fuzz_ipc_control.c \
 	tests/fuzz/fuzz_http.c

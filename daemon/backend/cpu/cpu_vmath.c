@@ -27,8 +27,8 @@ __m256 _ZGVdN8v_erff(__m256 x);
 __m256 _ZGVdN8v_erfcf(__m256 x);
 typedef __m256 (*vmath_fn8)(__m256);
 
-/* y = fn(x), 8 at a time; the tail through a padded copy. */
-static void
+/* y = fn(x), 8 at a time; the tail through a padded copy (the attribute for clang, which ignores the pragma). */
+__attribute__((target("avx2"))) static void
 vmath_avx2(float *y, const float *x, int64_t n, vmath_fn8 fn)
 {
 	float buf[8];
@@ -53,8 +53,8 @@ __m512 _ZGVeN16v_erff(__m512 x);
 __m512 _ZGVeN16v_erfcf(__m512 x);
 typedef __m512 (*vmath_fn16)(__m512);
 
-/* y = fn(x), 16 at a time; the tail through a padded copy. */
-static void
+/* y = fn(x), 16 at a time; the tail through a padded copy (the attribute for clang, which ignores the pragma). */
+__attribute__((target("avx512f"))) static void
 vmath_avx512(float *y, const float *x, int64_t n, vmath_fn16 fn)
 {
 	float buf[16];
