@@ -64,7 +64,8 @@ BENCH_CPPFLAGS = $(TOOLS_CPPFLAGS) -I$(top_srcdir)/client/bench
 bin_PROGRAMS += client/bench/inferd-bench
 client_bench_inferd_bench_SOURCES = client/bench/inferd-bench.c client/bench/bench.h \
 	client/bench/bench_args.c client/bench/bench_hist.c client/bench/bench_load_http.c \
-	client/bench/bench_load_shm.c client/bench/bench_report.c client/bench/bench_run.c $(TOOLS_HTTP)
+	client/bench/bench_load_shm.c client/bench/bench_report.c client/bench/bench_run.c \
+	client/bench/bench_http_get.c client/bench/bench_http_get.h $(TOOLS_HTTP)
 client_bench_inferd_bench_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 client_bench_inferd_bench_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) -lm
@@ -75,7 +76,8 @@ bin_PROGRAMS += client/bench/inferd-bench-mix
 client_bench_inferd_bench_mix_SOURCES = client/bench/inferd-bench-mix.c client/bench/bench_mix.h \
 	client/bench/bench_mix_model.c client/bench/bench_mix_data.c client/bench/bench_mix_http.c \
 	client/bench/bench_mix_shm.c client/bench/bench_mix_metrics.c client/bench/bench_mix_report.c \
-	client/bench/bench.h client/bench/bench_args.c client/bench/bench_hist.c $(TOOLS_HTTP)
+	client/bench/bench.h client/bench/bench_args.c client/bench/bench_hist.c \
+	client/bench/bench_http_get.c client/bench/bench_http_get.h $(TOOLS_HTTP)
 client_bench_inferd_bench_mix_CPPFLAGS = $(BENCH_CPPFLAGS)
 client_bench_inferd_bench_mix_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
 client_bench_inferd_bench_mix_LDADD = client/lib/libinferd.la $(JANSSON_LIBS) $(PTHREAD_LIBS) -lm

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "bench.h"
+#include "bench_http_get.h"
 #include "error.h"
 
 /* Every this many responses one is parsed and its output checked (and the first). */
@@ -62,27 +63,16 @@ int
 bench_http_model(const struct httpc_url *u, const char *name,
     struct bench_model *m, char **cause)
 {
-	char path[256], *body;
-	json_error_t jerr;
+	char path[256];
 	json_t *root;
-	size_t len;
-	int status, r;
+	int r;
 
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
 	if (snprintf(path, sizeof path, "/v2/models/%s", name) >= (int)sizeof path)
 		return error_set(cause, "model name too long");
-	if (httpc_fetch(u, "GET", path, NULL, NULL, 0, 0, &status, &body, &len, cause) != 0)
+	if (bench_http_get_json(u, path, &root, cause) != 0)
 		return -1;
-	if (status != 200) {
-		error_set(cause, "GET %s: status %d: %.200s", path, status, body);
-		free(body);
-		return -1;
-	}
-	root = json_loadb(body, len, 0, &jerr);
-	free(body);
-	if (root == NULL)
-		return error_set(cause, "GET %s: bad JSON: %s", path, jerr.text);
 	r = bench_tensor_meta(root, "inputs", m->input_name, sizeof m->input_name,
 	    &m->input_elems, cause);
 	if (r == 0)
@@ -357,43 +347,20 @@ bench_http_worker(void *arg)
 	return NULL;
 }
 
-/* Find "NAME{model="M"} VALUE" at the start of a line of the exposition text. */
-static int
-bench_metric_value(const char *text, const char *name, const char *model, uint64_t *v)
-{
-	char key[512];
-	const char *p = text;
-	size_t klen;
-
-	if (snprintf(key, sizeof key, "%s{model=\"%s\"} ", name, model) >= (int)sizeof key)
-		return -1;
-	klen = strlen(key);
-	for (; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, key, klen) == 0) {
-			*v = strtoull(p + klen, NULL, 10);
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* Read inferd_inference_count and inferd_execution_count of model from GET /metrics. */
 int
 bench_metrics_read(const struct httpc_url *u, const char *model,
     uint64_t *inference, uint64_t *execution, char **cause)
 {
-	char *body;
-	size_t len;
-	int status, r = 0;
+	char *text;
+	int r = 0;
 
-	if (httpc_fetch(u, "GET", "/metrics", NULL, NULL, 0, 0, &status, &body, &len, cause) != 0)
-		return error_prefix(cause, "GET /metrics");
-	if (status != 200)
-		r = error_set(cause, "GET /metrics: status %d", status);
-	else if (bench_metric_value(body, "inferd_inference_count", model, inference) != 0 ||
-	    bench_metric_value(body, "inferd_execution_count", model, execution) != 0)
+	if (bench_http_get_metrics(u, &text, cause) != 0)
+		return -1;
+	if (bench_metric_value(text, "inferd_inference_count", model, inference) != 0 ||
+	    bench_metric_value(text, "inferd_execution_count", model, execution) != 0)
 		r = error_set(cause, "GET /metrics has no inferd_inference_count or "
 		    "inferd_execution_count for model %s", model);
-	free(body);
+	free(text);
 	return r;
 }

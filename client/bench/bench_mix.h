@@ -159,6 +159,9 @@ void mix_input_fill(const struct mix_tensor *t, const struct mix_req *q, int ind
  */
 int mix_output_compare(const struct mix_tensor *t, const unsigned char *a, size_t an,
     const unsigned char *b, size_t bn, double *diff, char **cause);
+/* Compare sample s's outputs under load with bytes/nbytes (the same request alone) into res; -1 with *cause. */
+int mix_sample_compare(const struct mix_model *m, const struct mix_sample *s,
+    const unsigned char *const *bytes, const size_t *nbytes, struct mix_result *res, char **cause);
 /* Keep a copy of an answer's outputs as worker w's next sample; 0 when not kept. */
 int mix_sample_keep(struct mix_worker *w, const struct mix_req *q, const unsigned char *const *bytes,
     const size_t *nbytes, int n);

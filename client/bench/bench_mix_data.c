@@ -149,6 +149,27 @@ mix_output_compare(const struct mix_tensor *t, const unsigned char *a, size_t an
 	return 0;
 }
 
+/* Compare sample s's outputs under load with bytes/nbytes (the same request alone) into res; -1 with *cause. */
+int
+mix_sample_compare(const struct mix_model *m, const struct mix_sample *s,
+    const unsigned char *const *bytes, const size_t *nbytes, struct mix_result *res, char **cause)
+{
+	double diff;
+	int k;
+
+	for (k = 0; k < m->noutputs; k++) {
+		if (mix_output_compare(&m->out[k], s->bytes[k], s->nbytes[k], bytes[k], nbytes[k],
+		    &diff, cause) != 0) {
+			res->check_mismatch++;
+			return -1;
+		}
+		if (diff > res->worst_diff)
+			res->worst_diff = diff;
+	}
+	res->checked++;
+	return 0;
+}
+
 /* Keep a copy of an answer's outputs as worker w's next sample; 0 when not kept. */
 int
 mix_sample_keep(struct mix_worker *w, const struct mix_req *q, const unsigned char *const *bytes,

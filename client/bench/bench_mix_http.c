@@ -261,8 +261,6 @@ mix_http_check_one(const struct mix_run *r, struct httpc_conn *c, struct mix_htt
 	const unsigned char *bytes[MIX_MAX_TENSORS] = { NULL };
 	size_t nbytes[MIX_MAX_TENSORS];
 	struct httpc_response a;
-	double diff;
-	int k;
 
 	if (mix_http_send(c, r, &s->req, b, &a, cause) != 0)
 		return -1;
@@ -270,17 +268,7 @@ mix_http_check_one(const struct mix_run *r, struct httpc_conn *c, struct mix_htt
 		return error_set(cause, "status %d: %.200s", a.status, a.body);
 	if (mix_http_outputs(r, &a, bytes, nbytes, cause) != 0)
 		return -1;
-	for (k = 0; k < r->model.noutputs; k++) {
-		if (mix_output_compare(&r->model.out[k], s->bytes[k], s->nbytes[k], bytes[k], nbytes[k],
-		    &diff, cause) != 0) {
-			res->check_mismatch++;
-			return -1;
-		}
-		if (diff > res->worst_diff)
-			res->worst_diff = diff;
-	}
-	res->checked++;
-	return 0;
+	return mix_sample_compare(&r->model, s, bytes, nbytes, res, cause);
 }
 
 /* Run the samples again one at a time on one connection, comparing; -1 with *cause. */

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "bench_http_get.h"
 #include "bench_mix.h"
 #include "error.h"
 #include "inferd.h"
@@ -76,27 +77,16 @@ mix_tensors_json(const json_t *root, const char *key, struct mix_tensor *ts, int
 int
 mix_model_http(const struct httpc_url *u, const char *name, struct mix_model *m, char **cause)
 {
-	char path[256], *body;
-	json_error_t jerr;
+	char path[256];
 	json_t *root;
-	size_t len;
-	int status, r;
+	int r;
 
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
 	if (snprintf(path, sizeof path, "/v2/models/%s", name) >= (int)sizeof path)
 		return error_set(cause, "model name too long");
-	if (httpc_fetch(u, "GET", path, NULL, NULL, 0, 30, &status, &body, &len, cause) != 0)
-		return error_prefix(cause, "GET %s", path);
-	if (status != 200) {
-		error_set(cause, "GET %s: status %d: %.200s", path, status, body);
-		free(body);
+	if (bench_http_get_json(u, path, &root, cause) != 0)
 		return -1;
-	}
-	root = json_loadb(body, len, 0, &jerr);
-	free(body);
-	if (root == NULL)
-		return error_set(cause, "GET %s: bad JSON: %s", path, jerr.text);
 	r = mix_tensors_json(root, "inputs", m->in, &m->ninputs, cause);
 	if (r == 0)
 		r = mix_tensors_json(root, "outputs", m->out, &m->noutputs, cause);

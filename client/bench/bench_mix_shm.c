@@ -249,23 +249,15 @@ static int
 mix_shm_check_one(const struct mix_run *r, struct mix_shm *s, const struct mix_sample *p,
     struct mix_result *res, char **cause)
 {
+	const unsigned char *bytes[MIX_MAX_TENSORS] = { NULL };
 	size_t nbytes[MIX_MAX_TENSORS];
-	double diff;
 	int k, rc;
 
 	if ((rc = mix_shm_send(s, r, &p->req, nbytes)) != 0)
 		return mix_shm_error(cause, "request", rc);
-	for (k = 0; k < r->model.noutputs; k++) {
-		if (mix_output_compare(&r->model.out[k], p->bytes[k], p->nbytes[k], s->out[k].data,
-		    nbytes[k], &diff, cause) != 0) {
-			res->check_mismatch++;
-			return -1;
-		}
-		if (diff > res->worst_diff)
-			res->worst_diff = diff;
-	}
-	res->checked++;
-	return 0;
+	for (k = 0; k < r->model.noutputs; k++)
+		bytes[k] = s->out[k].data;
+	return mix_sample_compare(&r->model, p, bytes, nbytes, res, cause);
 }
 
 /* Run the samples again one at a time on one connection, comparing; -1 with *cause. */
