@@ -58,6 +58,11 @@ static const char *const graph_op_names[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SCATTER_ND] = "ScatterND",
 	[GRAPH_OP_TOPK] = "TopK",
 	[GRAPH_OP_RNN] = "RNN/GRU/LSTM",
+	[GRAPH_OP_SCATTER_ELEMENTS] = "ScatterElements",
+	[GRAPH_OP_ONEHOT] = "OneHot",
+	[GRAPH_OP_INSTANCENORM] = "InstanceNormalization",
+	[GRAPH_OP_GROUPNORM] = "GroupNormalization",
+	[GRAPH_OP_EINSUM] = "Einsum",
 };
 
 /* Bytes of one element; 0 for an unknown dtype. */

@@ -146,6 +146,13 @@ enum graph_op {
 	GRAPH_OP_TOPK,		/* input X; outputs values, indices (I64); topk attrs (k constant at import) */
 	GRAPH_OP_RNN,		/* RNN, GRU, LSTM as ONNX (layout 0): X, W, R[, B, sequence_lens (I32), initial_h,
 				 * initial_c, P]; outputs Y[, Y_h[, Y_c]] (any may be -1); rnn attrs */
+	GRAPH_OP_SCATTER_ELEMENTS,	/* inputs data, indices (I64/I32, data's rank), updates (indices' shape);
+				 * scatter attrs: y = data, then y[p with p[axis] = indices[p]] (op)= updates[p] */
+	GRAPH_OP_ONEHOT,	/* inputs indices (any numeric), depth (scalar), values [off, on]; output of
+				 * values' dtype, indices' shape with depth inserted at onehot.axis */
+	GRAPH_OP_INSTANCENORM,	/* inputs X [N, C, ...], scale [C], bias [C]; groupnorm attrs (groups = C) */
+	GRAPH_OP_GROUPNORM,	/* inputs X [N, C, ...], scale, bias ([groups], or [C] with per_channel); groupnorm attrs */
+	GRAPH_OP_EINSUM,	/* one or two inputs; einsum attrs (the parsed equation) */
 	GRAPH_OP_COUNT
 };
 
@@ -223,7 +230,7 @@ enum graph_reshape_kind {
 /* PREDICATE's function. */
 enum graph_predicate { GRAPH_PRED_ISNAN = 0, GRAPH_PRED_ISINF, GRAPH_PRED_NOT };
 
-/* SCATTER_ND's reduction of an update into the data it lands on. */
+/* SCATTER_ND's and SCATTER_ELEMENTS' reduction of an update into the data it lands on. */
 enum graph_scatter_reduce {
 	GRAPH_SCATTER_NONE = 0, GRAPH_SCATTER_ADD, GRAPH_SCATTER_MUL, GRAPH_SCATTER_MAX, GRAPH_SCATTER_MIN
 };
@@ -235,6 +242,27 @@ enum graph_rnn_act {
 	GRAPH_RNN_ACT_LEAKY_RELU, GRAPH_RNN_ACT_THRESHOLDED_RELU, GRAPH_RNN_ACT_SCALED_TANH,
 	GRAPH_RNN_ACT_HARD_SIGMOID, GRAPH_RNN_ACT_ELU, GRAPH_RNN_ACT_SOFTSIGN, GRAPH_RNN_ACT_SOFTPLUS,
 	GRAPH_RNN_ACT_COUNT
+};
+
+/*
+ * EINSUM's equation: per operand and for the output, its labels in order as
+ * ids (a-z 0-25, A-Z 26-51, GRAPH_EINSUM_ELLIPSIS where "..." stands); an
+ * implicit output ("ij,jk") is made explicit at parse.  graph_einsum_expand
+ * (graph_einsum.h) gives the dims' labels once the operands' ranks are known.
+ */
+#define GRAPH_EINSUM_LETTERS 52
+#define GRAPH_EINSUM_ELLIPSIS 127
+struct graph_einsum_attr {
+	int ninputs;			/* 1 or 2 */
+	int nlabels[3];			/* operands, then the output */
+	signed char labels[3][GRAPH_MAX_DIMS + 1];
+};
+
+/* INSTANCENORM and GROUPNORM: y = (x - mean) / sqrt(var + eps) * scale + bias over each group of channels. */
+struct graph_groupnorm_attr {
+	int64_t groups;			/* 0: one group per channel (INSTANCENORM) */
+	float eps;
+	int per_channel;		/* scale and bias are [C] (opset 21, InstanceNormalization), else [groups] */
 };
 
 struct graph_rnn_attr {
@@ -300,6 +328,10 @@ struct graph_node {
 		struct { int64_t batch_dims; enum graph_scatter_reduce reduce; } nd;	/* GATHER_ND, SCATTER_ND */
 		struct graph_rnn_attr rnn;
 		struct { int64_t axis, k; int largest; } topk;	/* TOPK: always sorted, ties by lower index */
+		struct { int64_t axis; enum graph_scatter_reduce reduce; } scatter;	/* SCATTER_ELEMENTS */
+		struct { int64_t axis; } onehot;	/* ONEHOT: where depth goes in the output (negative from the end) */
+		struct graph_groupnorm_attr groupnorm;	/* INSTANCENORM, GROUPNORM */
+		struct graph_einsum_attr einsum;
 	} attr;
 };
 

@@ -9,153 +9,9 @@
 #include "error.h"
 #include "graph.h"
 #include "graph_shape.h"
-
-/* Largest dim accepted anywhere: keeps every product of dims far from overflow. */
-#define SHAPE_DIM_MAX ((int64_t)1 << 40)
+#include "graph_shape_impl.h"
 
 typedef int (*shape_fn)(const graph_t *, const struct graph_node *, struct graph_shape *, char **);
-
-/* Format a shape as "[2,3,4]". */
-const char *
-graph_shape_str(const struct graph_shape *s, char *buf, size_t len)
-{
-	size_t off = 0;
-	int i, k;
-
-	if (len == 0)
-		return buf;
-	buf[0] = '\0';
-	k = snprintf(buf, len, "[");
-	off = k > 0 ? (size_t)k : 0;
-	for (i = 0; i < s->ndims && off < len; i++) {
-		k = snprintf(buf + off, len - off, "%s%" PRId64, i ? "," : "", s->dims[i]);
-		off += k > 0 ? (size_t)k : 0;
-	}
-	if (off < len)
-		snprintf(buf + off, len - off, "]");
-	return buf;
-}
-
-/* numpy broadcast of two shapes. */
-int
-graph_shape_broadcast(const struct graph_shape *a, const struct graph_shape *b,
-    struct graph_shape *out)
-{
-	int n = a->ndims > b->ndims ? a->ndims : b->ndims, i;
-	struct graph_shape r;
-
-	memset(&r, 0, sizeof r);
-	r.ndims = n;
-	for (i = 0; i < n; i++) {
-		int ia = i - (n - a->ndims), ib = i - (n - b->ndims);
-		int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-
-		if (da != db && da != 1 && db != 1)
-			return -1;
-		r.dims[i] = da == 1 ? db : da;
-	}
-	*out = r;
-	return 0;
-}
-
-/* Whether two shapes are equal (rank and dims; nothing past the rank is compared). */
-static int
-shape_eq(const struct graph_shape *a, const struct graph_shape *b)
-{
-	return a->ndims == b->ndims &&
-	    memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)(a->ndims > 0 ? a->ndims : 0)) == 0;
-}
-
-/* Shape of input k (it must be present). */
-static const struct graph_shape *
-in_shape(const struct graph_node *n, const struct graph_shape *s, int k)
-{
-	return &s[n->inputs[k]];
-}
-
-/* Refuse a node with a formatted reason. */
-static int
-node_error(const struct graph_node *n, char **cause, const char *what)
-{
-	return error_set(cause, "node '%s': %s", n->name ? n->name : "?", what);
-}
-
-/* Refuse a node whose input shape does not fit. */
-static int
-node_shape_error(const struct graph_node *n, char **cause, const char *what,
-    const struct graph_shape *s)
-{
-	char b[160];
-
-	return error_set(cause, "node '%s': %s (input shape %s)", n->name ? n->name : "?", what,
-	    graph_shape_str(s, b, sizeof b));
-}
-
-/* Normalise an axis into [0, rank); -1 when out of range. */
-static int
-norm_axis(int64_t axis, int rank, int64_t *out)
-{
-	if (axis < -rank || axis >= rank)
-		return -1;
-	*out = axis < 0 ? axis + rank : axis;
-	return 0;
-}
-
-/* Read a CONST integer tensor (I64 or I32) of at most max elements into out. */
-static int
-const_ints(const graph_t *g, const struct graph_node *n, int t, int64_t *out, int max,
-    int *count, char **cause)
-{
-	const struct graph_tensor *x = &g->tensors[t];
-	size_t esz, cnt, i;
-
-	if (!(x->flags & GRAPH_TENSOR_CONST) || x->data == NULL)
-		return error_set(cause, "node '%s': input '%s' must be a constant "
-		    "(specialize the graph for its input shapes first)", n->name, x->name);
-	if (x->dtype != GRAPH_DT_I64 && x->dtype != GRAPH_DT_I32)
-		return error_set(cause, "node '%s': input '%s' must be INT64 or INT32", n->name,
-		    x->name);
-	esz = x->dtype == GRAPH_DT_I64 ? 8 : 4;
-	cnt = x->nbytes / esz;
-	if ((int64_t)cnt > max)
-		return error_set(cause, "node '%s': input '%s' has %zu values, at most %d fit",
-		    n->name, x->name, cnt, max);
-	for (i = 0; i < cnt; i++) {
-		if (esz == 8) {
-			memcpy(&out[i], (const char *)x->data + 8 * i, 8);
-		} else {
-			int32_t v;
-
-			memcpy(&v, (const char *)x->data + 4 * i, 4);
-			out[i] = v;
-		}
-	}
-	*count = (int)cnt;
-	return 0;
-}
-
-/* Set output k to shape r, checking dims stay in range. */
-static int
-set_out(const struct graph_node *n, struct graph_shape *s, int k, const struct graph_shape *r,
-    char **cause)
-{
-	int64_t total;
-	int i;
-
-	if (r->ndims < 0 || r->ndims > GRAPH_MAX_DIMS)
-		return node_error(n, cause, "output rank out of range");
-	for (i = 0, total = 1; i < r->ndims; i++) {
-		if (r->dims[i] < 0 || r->dims[i] > SHAPE_DIM_MAX)
-			return node_error(n, cause, "output dimension negative or too large");
-		/* Every product of dims stays far from overflow: kernels multiply them freely. */
-		if (r->dims[i] > 0 && total > SHAPE_DIM_MAX / r->dims[i])
-			return node_error(n, cause, "output has too many elements");
-		total *= r->dims[i];
-	}
-	if (k < n->noutputs && n->outputs[k] >= 0)
-		s[n->outputs[k]] = *r;
-	return 0;
-}
 
 /* UNARY, SOFTMAX, LAYERNORM, CAST, COPY, BATCHNORM, PRELU, PREDICATE, TRILU, CUMSUM: the output has X's shape. */
 static int
@@ -166,23 +22,23 @@ shape_same(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	struct graph_shape b;
 
 	(void)g;
-	if (n->op == GRAPH_OP_SOFTMAX && norm_axis(n->attr.softmax.axis, x->ndims, &ax) < 0)
-		return node_shape_error(n, cause, "softmax axis out of range", x);
-	if (n->op == GRAPH_OP_LAYERNORM && norm_axis(n->attr.norm.axis, x->ndims, &ax) < 0)
-		return node_shape_error(n, cause, "layer-norm axis out of range", x);
-	if (n->op == GRAPH_OP_LAYERNORM && n->ninputs > 3 && n->inputs[3] >= 0 && !shape_eq(in_shape(n, s, 3), x))
-		return node_shape_error(n, cause, "layer-norm residual differs from X's shape", x);
+	if (n->op == GRAPH_OP_SOFTMAX && gs_norm_axis(n->attr.softmax.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "softmax axis out of range", x);
+	if (n->op == GRAPH_OP_LAYERNORM && gs_norm_axis(n->attr.norm.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "layer-norm axis out of range", x);
+	if (n->op == GRAPH_OP_LAYERNORM && n->ninputs > 3 && n->inputs[3] >= 0 && !gs_shape_eq(in_shape(n, s, 3), x))
+		return gs_node_shape_error(n, cause, "layer-norm residual differs from X's shape", x);
 	if (n->op == GRAPH_OP_BATCHNORM && (x->ndims < 2 || n->ninputs < 5 ||
 	    graph_shape_elems(in_shape(n, s, 1)) != x->dims[1]))
-		return node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
+		return gs_node_shape_error(n, cause, "batch-norm parameters do not match channels", x);
 	if (n->op == GRAPH_OP_TRILU && x->ndims < 2)
-		return node_shape_error(n, cause, "Trilu needs a rank of at least 2", x);
-	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
-		return node_shape_error(n, cause, "CumSum axis out of range", x);
+		return gs_node_shape_error(n, cause, "Trilu needs a rank of at least 2", x);
+	if (n->op == GRAPH_OP_CUMSUM && n->ninputs < 2 && gs_norm_axis(n->attr.cumsum.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "CumSum axis out of range", x);
 	if (n->op == GRAPH_OP_PRELU && (n->ninputs < 2 ||
-	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !shape_eq(&b, x)))
-		return node_shape_error(n, cause, "slope does not broadcast to X", x);
-	return set_out(n, s, 0, x, cause);
+	    graph_shape_broadcast(x, in_shape(n, s, 1), &b) < 0 || !gs_shape_eq(&b, x)))
+		return gs_node_shape_error(n, cause, "slope does not broadcast to X", x);
+	return gs_set_out(n, s, 0, x, cause);
 }
 
 /* BINARY and WHERE: numpy broadcast of all inputs. */
@@ -201,7 +57,7 @@ shape_broadcast(const graph_t *g, const struct graph_node *n, struct graph_shape
 			    n->name, graph_shape_str(&r, a, sizeof a),
 			    graph_shape_str(in_shape(n, s, k), b, sizeof b));
 		}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* GEMM: [M,K] x [K,N] with transposes; C broadcasts to [M,N]. */
@@ -214,18 +70,18 @@ shape_gemm(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 
 	(void)g;
 	if (a->ndims != 2 || b->ndims != 2)
-		return node_shape_error(n, cause, "Gemm needs 2-D A and B", a->ndims != 2 ? a : b);
+		return gs_node_shape_error(n, cause, "Gemm needs 2-D A and B", a->ndims != 2 ? a : b);
 	r.dims[0] = n->attr.gemm.trans_a ? a->dims[1] : a->dims[0];
 	ka = n->attr.gemm.trans_a ? a->dims[0] : a->dims[1];
 	kb = n->attr.gemm.trans_b ? b->dims[1] : b->dims[0];
 	r.dims[1] = n->attr.gemm.trans_b ? b->dims[0] : b->dims[1];
 	if (ka != kb)
-		return node_shape_error(n, cause, "Gemm inner dimensions differ", b);
+		return gs_node_shape_error(n, cause, "Gemm inner dimensions differ", b);
 	if (n->ninputs > 2 && n->inputs[2] >= 0 &&
-	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !shape_eq(&c, &r)))
-		return node_shape_error(n, cause, "Gemm C does not broadcast to [M,N]",
+	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !gs_shape_eq(&c, &r)))
+		return gs_node_shape_error(n, cause, "Gemm C does not broadcast to [M,N]",
 		    in_shape(n, s, 2));
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* MATMUL: numpy matmul (1-D operands promoted and dropped, batch dims broadcast). */
@@ -237,7 +93,7 @@ shape_matmul(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 
 	(void)g;
 	if (a.ndims < 1 || b.ndims < 1)
-		return node_shape_error(n, cause, "MatMul operands must have rank >= 1", &a);
+		return gs_node_shape_error(n, cause, "MatMul operands must have rank >= 1", &a);
 	if (a1) {
 		a.ndims = 2; a.dims[1] = a.dims[0]; a.dims[0] = 1;
 	}
@@ -245,20 +101,20 @@ shape_matmul(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 		b.ndims = 2; b.dims[1] = 1;
 	}
 	if (a.dims[a.ndims - 1] != b.dims[b.ndims - 2])
-		return node_shape_error(n, cause, "MatMul inner dimensions differ", in_shape(n, s, 1));
+		return gs_node_shape_error(n, cause, "MatMul inner dimensions differ", in_shape(n, s, 1));
 	ba = a; ba.ndims -= 2;
 	bb = b; bb.ndims -= 2;
 	if (graph_shape_broadcast(&ba, &bb, &r) < 0 || r.ndims + 2 > GRAPH_MAX_DIMS)
-		return node_shape_error(n, cause, "MatMul batch dimensions do not broadcast", &a);
+		return gs_node_shape_error(n, cause, "MatMul batch dimensions do not broadcast", &a);
 	if (!a1)
 		r.dims[r.ndims++] = a.dims[a.ndims - 2];
 	if (!b1)
 		r.dims[r.ndims++] = b.dims[b.ndims - 1];
 	if (n->ninputs > 2 && n->inputs[2] >= 0 &&
-	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !shape_eq(&c, &r)))
-		return node_shape_error(n, cause, "MatMul bias does not broadcast to the output",
+	    (graph_shape_broadcast(&r, in_shape(n, s, 2), &c) < 0 || !gs_shape_eq(&c, &r)))
+		return gs_node_shape_error(n, cause, "MatMul bias does not broadcast to the output",
 		    in_shape(n, s, 2));
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* ATTENTION: Q, K and V share their leading dims; K's depth is Q's, V's rows are K's; the mask broadcasts to the scores. */
@@ -271,22 +127,22 @@ shape_attention(const graph_t *g, const struct graph_node *n, struct graph_shape
 
 	(void)g;
 	if (rank < 2 || k->ndims != rank || v->ndims != rank)
-		return node_shape_error(n, cause, "attention needs Q, K and V of one rank, at least 2", q);
+		return gs_node_shape_error(n, cause, "attention needs Q, K and V of one rank, at least 2", q);
 	for (i = 0; i < rank - 2; i++)
 		if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
-			return node_shape_error(n, cause, "attention's Q, K and V differ in their leading dims", k);
+			return gs_node_shape_error(n, cause, "attention's Q, K and V differ in their leading dims", k);
 	if (k->dims[kt ? rank - 2 : rank - 1] != q->dims[rank - 1])
-		return node_shape_error(n, cause, "attention's K has another depth than Q", k);
+		return gs_node_shape_error(n, cause, "attention's K has another depth than Q", k);
 	if (v->dims[rank - 2] != k->dims[kt ? rank - 1 : rank - 2])
-		return node_shape_error(n, cause, "attention's V has another length than K", v);
+		return gs_node_shape_error(n, cause, "attention's V has another length than K", v);
 	scores = *q;
 	scores.dims[rank - 1] = k->dims[kt ? rank - 1 : rank - 2];
 	if (n->ninputs > 3 && n->inputs[3] >= 0 &&
-	    (graph_shape_broadcast(&scores, in_shape(n, s, 3), &c) < 0 || !shape_eq(&c, &scores)))
-		return node_shape_error(n, cause, "attention's mask does not broadcast to the scores", in_shape(n, s, 3));
+	    (graph_shape_broadcast(&scores, in_shape(n, s, 3), &c) < 0 || !gs_shape_eq(&c, &scores)))
+		return gs_node_shape_error(n, cause, "attention's mask does not broadcast to the scores", in_shape(n, s, 3));
 	r = *q;
 	r.dims[rank - 1] = v->dims[rank - 1];
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* Kernel extent of spatial axis i: the attribute, or the weight's dim when it is 0. */
@@ -304,10 +160,10 @@ window_check(const struct graph_node *n, const struct graph_window_attr *w,
 	int i;
 
 	if (w->nspatial < 1 || w->nspatial > 3 || x->ndims != 2 + w->nspatial)
-		return node_shape_error(n, cause, "input rank does not match the window", x);
+		return gs_node_shape_error(n, cause, "input rank does not match the window", x);
 	for (i = 0; i < w->nspatial; i++)
 		if (w->stride[i] < 1 || w->dilation[i] < 1 || w->pad_begin[i] < 0 || w->pad_end[i] < 0)
-			return node_error(n, cause, "strides/dilations must be >= 1 and pads >= 0");
+			return gs_node_error(n, cause, "strides/dilations must be >= 1 and pads >= 0");
 	return 0;
 }
 
@@ -325,7 +181,7 @@ shape_conv(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 		return -1;
 	if (wt->ndims != x->ndims || w->group < 1 || wt->dims[1] * w->group != x->dims[1] ||
 	    wt->dims[0] % w->group != 0)
-		return node_shape_error(n, cause, "weight does not match input channels and group", wt);
+		return gs_node_shape_error(n, cause, "weight does not match input channels and group", wt);
 	r.ndims = x->ndims;
 	r.dims[0] = x->dims[0];
 	r.dims[1] = wt->dims[0];
@@ -334,14 +190,14 @@ shape_conv(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 		int64_t span = x->dims[2 + i] + w->pad_begin[i] + w->pad_end[i] - w->dilation[i] * (k - 1) - 1;
 
 		if (k != wt->dims[2 + i] || span < 0)
-			return node_shape_error(n, cause, "kernel larger than the padded input", x);
+			return gs_node_shape_error(n, cause, "kernel larger than the padded input", x);
 		r.dims[2 + i] = span / w->stride[i] + 1;
 	}
 	if (n->ninputs > 2 && n->inputs[2] >= 0 && graph_shape_elems(in_shape(n, s, 2)) != r.dims[1])
-		return node_error(n, cause, "bias length differs from output channels");
-	if (n->ninputs > 3 && n->inputs[3] >= 0 && !shape_eq(in_shape(n, s, 3), &r))
-		return node_error(n, cause, "residual input differs from the output shape");
-	return set_out(n, s, 0, &r, cause);
+		return gs_node_error(n, cause, "bias length differs from output channels");
+	if (n->ninputs > 3 && n->inputs[3] >= 0 && !gs_shape_eq(in_shape(n, s, 3), &r))
+		return gs_node_error(n, cause, "residual input differs from the output shape");
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* CONV_TRANSPOSE: [N, C, in] * [C, M/group, k] -> [N, M, stride (in-1) + op + dil (k-1) + 1 - pads]. */
@@ -359,7 +215,7 @@ shape_conv_transpose(const graph_t *g, const struct graph_node *n, struct graph_
 		return -1;
 	if (wt->ndims != x->ndims || w->group < 1 || wt->dims[0] != x->dims[1] ||
 	    x->dims[1] % w->group != 0)
-		return node_shape_error(n, cause, "weight does not match input channels and group", wt);
+		return gs_node_shape_error(n, cause, "weight does not match input channels and group", wt);
 	r.ndims = x->ndims;
 	r.dims[0] = x->dims[0];
 	r.dims[1] = wt->dims[1] * w->group;
@@ -369,11 +225,11 @@ shape_conv_transpose(const graph_t *g, const struct graph_node *n, struct graph_
 		r.dims[2 + i] = w->stride[i] * (x->dims[2 + i] - 1) + w->output_padding[i] +
 		    (k - 1) * w->dilation[i] + 1 - w->pad_begin[i] - w->pad_end[i];
 		if (k != wt->dims[2 + i] || r.dims[2 + i] < 1 || x->dims[2 + i] < 1)
-			return node_shape_error(n, cause, "transposed convolution output is empty", x);
+			return gs_node_shape_error(n, cause, "transposed convolution output is empty", x);
 	}
 	if (n->ninputs > 2 && n->inputs[2] >= 0 && graph_shape_elems(in_shape(n, s, 2)) != r.dims[1])
-		return node_error(n, cause, "bias length differs from output channels");
-	return set_out(n, s, 0, &r, cause);
+		return gs_node_error(n, cause, "bias length differs from output channels");
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* POOL: window output size with floor or ceil_mode (the last window must start inside the input or left pad). */
@@ -388,10 +244,10 @@ shape_pool(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	(void)g;
 	if (p->global) {
 		if (x->ndims < 3)
-			return node_shape_error(n, cause, "global pooling needs rank >= 3", x);
+			return gs_node_shape_error(n, cause, "global pooling needs rank >= 3", x);
 		for (i = 2; i < x->ndims; i++)
 			r.dims[i] = 1;
-		return set_out(n, s, 0, &r, cause);
+		return gs_set_out(n, s, 0, &r, cause);
 	}
 	if (window_check(n, &p->w, x, cause) < 0)
 		return -1;
@@ -402,13 +258,13 @@ shape_pool(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 		int64_t o;
 
 		if (p->w.kernel[i] < 1 || span < 0)
-			return node_shape_error(n, cause, "pool window larger than the padded input", x);
+			return gs_node_shape_error(n, cause, "pool window larger than the padded input", x);
 		o = (p->ceil_mode ? (span + st - 1) / st : span / st) + 1;
 		if (p->ceil_mode && (o - 1) * st >= in + p->w.pad_begin[i])
 			o--;
 		r.dims[2 + i] = o;
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* REDUCE over axes (all when naxes is 0), keeping size-1 dims when keepdims. */
@@ -424,8 +280,8 @@ shape_reduce(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	for (i = 0; i < a->naxes; i++) {
 		int64_t ax;
 
-		if (norm_axis(a->axes[i], x->ndims, &ax) < 0 || red[ax])
-			return node_shape_error(n, cause, "reduce axis out of range or repeated", x);
+		if (gs_norm_axis(a->axes[i], x->ndims, &ax) < 0 || red[ax])
+			return gs_node_shape_error(n, cause, "reduce axis out of range or repeated", x);
 		red[ax] = 1;
 	}
 	for (i = 0; i < x->ndims; i++) {
@@ -436,7 +292,7 @@ shape_reduce(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 		else if (a->keepdims)
 			r.dims[r.ndims++] = 1;
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* TRANSPOSE by perm (reversed dims when perm is empty). */
@@ -449,16 +305,16 @@ shape_transpose(const graph_t *g, const struct graph_node *n, struct graph_shape
 
 	(void)g;
 	if (n->attr.transpose.nperm != 0 && n->attr.transpose.nperm != x->ndims)
-		return node_shape_error(n, cause, "perm length differs from the rank", x);
+		return gs_node_shape_error(n, cause, "perm length differs from the rank", x);
 	for (i = 0; i < x->ndims; i++) {
 		int64_t p = n->attr.transpose.nperm ? n->attr.transpose.perm[i] : x->ndims - 1 - i;
 
 		if (p < 0 || p >= x->ndims || seen[p])
-			return node_shape_error(n, cause, "perm is not a permutation", x);
+			return gs_node_shape_error(n, cause, "perm is not a permutation", x);
 		seen[p] = 1;
 		r.dims[i] = x->dims[p];
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* RESHAPE to a target shape tensor: 0 copies the input dim (unless allowzero), one -1 is inferred. */
@@ -474,10 +330,10 @@ reshape_target(const graph_t *g, const struct graph_node *n, const struct graph_
 
 		/* A reshape built without a target takes its output's declared, fixed shape. */
 		if (o->ndims < 0)
-			return node_error(n, cause, "reshape without a target shape");
+			return gs_node_error(n, cause, "reshape without a target shape");
 		cnt = o->ndims;
 		memcpy(t, o->dims, sizeof(int64_t) * (size_t)cnt);
-	} else if (const_ints(g, n, n->inputs[1], t, GRAPH_MAX_DIMS, &cnt, cause) < 0)
+	} else if (gs_const_ints(g, n, n->inputs[1], t, GRAPH_MAX_DIMS, &cnt, cause) < 0)
 		return -1;
 	r->ndims = cnt;
 	for (i = 0; i < cnt; i++) {
@@ -485,25 +341,25 @@ reshape_target(const graph_t *g, const struct graph_node *n, const struct graph_
 
 		if (d == 0 && !n->attr.reshape.allowzero) {
 			if (i >= x->ndims)
-				return node_shape_error(n, cause, "target 0 past the input rank", x);
+				return gs_node_shape_error(n, cause, "target 0 past the input rank", x);
 			d = x->dims[i];
 		}
 		if (d == -1) {
 			if (infer >= 0)
-				return node_error(n, cause, "reshape target has two -1 dims");
+				return gs_node_error(n, cause, "reshape target has two -1 dims");
 			infer = i;
 			d = 1;
 		} else if (d < 0)
-			return node_error(n, cause, "reshape target has a negative dim");
+			return gs_node_error(n, cause, "reshape target has a negative dim");
 		r->dims[i] = d;
 		known *= d;
 	}
 	if (infer >= 0) {
 		if (known == 0 || total % known != 0)
-			return node_shape_error(n, cause, "cannot infer the -1 of the reshape target", x);
+			return gs_node_shape_error(n, cause, "cannot infer the -1 of the reshape target", x);
 		r->dims[infer] = total / known;
 	} else if (known != total)
-		return node_shape_error(n, cause, "reshape target changes the element count", x);
+		return gs_node_shape_error(n, cause, "reshape target changes the element count", x);
 	return 0;
 }
 
@@ -516,8 +372,8 @@ reshape_squeeze(const struct graph_node *n, const struct graph_shape *x, struct 
 	int64_t ax;
 
 	for (i = 0; i < n->attr.reshape.naxes; i++) {
-		if (norm_axis(n->attr.reshape.axes[i], x->ndims, &ax) < 0 || x->dims[ax] != 1)
-			return node_shape_error(n, cause, "squeeze axis out of range or not of size 1", x);
+		if (gs_norm_axis(n->attr.reshape.axes[i], x->ndims, &ax) < 0 || x->dims[ax] != 1)
+			return gs_node_shape_error(n, cause, "squeeze axis out of range or not of size 1", x);
 		drop[ax] = 1;
 	}
 	r->ndims = 0;
@@ -536,10 +392,10 @@ reshape_unsqueeze(const struct graph_node *n, const struct graph_shape *x, struc
 	int64_t ax;
 
 	if (rank > GRAPH_MAX_DIMS)
-		return node_shape_error(n, cause, "unsqueeze beyond the maximum rank", x);
+		return gs_node_shape_error(n, cause, "unsqueeze beyond the maximum rank", x);
 	for (i = 0; i < n->attr.reshape.naxes; i++) {
-		if (norm_axis(n->attr.reshape.axes[i], rank, &ax) < 0 || ins[ax])
-			return node_shape_error(n, cause, "unsqueeze axis out of range or repeated", x);
+		if (gs_norm_axis(n->attr.reshape.axes[i], rank, &ax) < 0 || ins[ax])
+			return gs_node_shape_error(n, cause, "unsqueeze axis out of range or repeated", x);
 		ins[ax] = 1;
 	}
 	r->ndims = rank;
@@ -565,7 +421,7 @@ shape_reshape(const graph_t *g, const struct graph_node *n, struct graph_shape *
 		/* Flatten's axis lies in [-rank, rank]: a negative one counts from rank, not rank + 1. */
 		ax = n->attr.reshape.axis < 0 ? n->attr.reshape.axis + x->ndims : n->attr.reshape.axis;
 		if (ax < 0 || ax > x->ndims)
-			return node_shape_error(n, cause, "flatten axis out of range", x);
+			return gs_node_shape_error(n, cause, "flatten axis out of range", x);
 		for (i = 0; i < x->ndims; i++)
 			*(i < ax ? &a : &b) *= x->dims[i];
 		r.ndims = 2; r.dims[0] = a; r.dims[1] = b;
@@ -579,9 +435,9 @@ shape_reshape(const graph_t *g, const struct graph_node *n, struct graph_shape *
 			return -1;
 		break;
 	default:
-		return node_error(n, cause, "unknown reshape kind");
+		return gs_node_error(n, cause, "unknown reshape kind");
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* CONCAT along axis: other dims equal. */
@@ -593,19 +449,19 @@ shape_concat(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	int k, i;
 
 	(void)g;
-	if (norm_axis(n->attr.concat.axis, r.ndims, &ax) < 0)
-		return node_shape_error(n, cause, "concat axis out of range", &r);
+	if (gs_norm_axis(n->attr.concat.axis, r.ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "concat axis out of range", &r);
 	for (k = 1; k < n->ninputs; k++) {
 		const struct graph_shape *x = in_shape(n, s, k);
 
 		if (x->ndims != r.ndims)
-			return node_shape_error(n, cause, "concat inputs differ in rank", x);
+			return gs_node_shape_error(n, cause, "concat inputs differ in rank", x);
 		for (i = 0; i < r.ndims; i++)
 			if (i != ax && x->dims[i] != r.dims[i])
-				return node_shape_error(n, cause, "concat inputs differ off the axis", x);
+				return gs_node_shape_error(n, cause, "concat inputs differ off the axis", x);
 		r.dims[ax] += x->dims[ax];
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* SPLIT along axis by sizes, or into equal chunks (the last smaller, as ONNX 18's num_outputs). */
@@ -619,19 +475,19 @@ shape_split(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 
 	(void)g;
 	if (n->ninputs > 1)
-		return node_error(n, cause, "split sizes are not constant (specialize the graph first)");
-	if (norm_axis(n->attr.split.axis, x->ndims, &ax) < 0 || n->noutputs < 1)
-		return node_shape_error(n, cause, "split axis out of range", x);
+		return gs_node_error(n, cause, "split sizes are not constant (specialize the graph first)");
+	if (gs_norm_axis(n->attr.split.axis, x->ndims, &ax) < 0 || n->noutputs < 1)
+		return gs_node_shape_error(n, cause, "split axis out of range", x);
 	if (n->attr.split.nsplit) {
 		if (n->attr.split.nsplit != n->noutputs)
-			return node_error(n, cause, "split sizes differ in number from the outputs");
+			return gs_node_error(n, cause, "split sizes differ in number from the outputs");
 		for (k = 0; k < n->noutputs; k++) {
 			if (n->attr.split.split[k] < 0)
-				return node_error(n, cause, "negative split size");
+				return gs_node_error(n, cause, "negative split size");
 			total += n->attr.split.split[k];
 		}
 		if (total != x->dims[ax])
-			return node_shape_error(n, cause, "split sizes do not add up to the axis", x);
+			return gs_node_shape_error(n, cause, "split sizes do not add up to the axis", x);
 	}
 	chunk = (x->dims[ax] + n->noutputs - 1) / n->noutputs;
 	for (k = 0; k < n->noutputs; k++) {
@@ -641,8 +497,8 @@ shape_split(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 			r.dims[ax] = k < n->noutputs - 1 ? chunk :
 			    x->dims[ax] - chunk * (n->noutputs - 1);
 		if (r.dims[ax] < 0)
-			return node_shape_error(n, cause, "axis too short for the outputs", x);
-		if (set_out(n, s, k, &r, cause) < 0)
+			return gs_node_shape_error(n, cause, "axis too short for the outputs", x);
+		if (gs_set_out(n, s, k, &r, cause) < 0)
 			return -1;
 	}
 	return 0;
@@ -676,18 +532,18 @@ shape_slice(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 
 	(void)g;
 	if (n->ninputs > 1)
-		return node_error(n, cause, "slice bounds are not constant (specialize the graph first)");
+		return gs_node_error(n, cause, "slice bounds are not constant (specialize the graph first)");
 	for (i = 0; i < n->attr.slice.naxes; i++) {
 		int64_t ax, st = n->attr.slice.steps[i];
 
-		if (norm_axis(n->attr.slice.axes[i], x->ndims, &ax) < 0 || seen[ax])
-			return node_shape_error(n, cause, "slice axis out of range or repeated", x);
+		if (gs_norm_axis(n->attr.slice.axes[i], x->ndims, &ax) < 0 || seen[ax])
+			return gs_node_shape_error(n, cause, "slice axis out of range or repeated", x);
 		if (st == 0)
-			return node_error(n, cause, "slice step is 0");
+			return gs_node_error(n, cause, "slice step is 0");
 		seen[ax] = 1;
 		r.dims[ax] = slice_len(x->dims[ax], n->attr.slice.starts[i], n->attr.slice.ends[i], st);
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* GATHER: data's shape with the axis replaced by the indices' shape. */
@@ -700,17 +556,17 @@ shape_gather(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	int i;
 
 	(void)g;
-	if (norm_axis(n->attr.gather.axis, x->ndims, &ax) < 0)
-		return node_shape_error(n, cause, "gather axis out of range", x);
+	if (gs_norm_axis(n->attr.gather.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "gather axis out of range", x);
 	if (x->ndims - 1 + ix->ndims > GRAPH_MAX_DIMS)
-		return node_shape_error(n, cause, "gather result beyond the maximum rank", x);
+		return gs_node_shape_error(n, cause, "gather result beyond the maximum rank", x);
 	for (i = 0; i < ax; i++)
 		r.dims[r.ndims++] = x->dims[i];
 	for (i = 0; i < ix->ndims; i++)
 		r.dims[r.ndims++] = ix->dims[i];
 	for (i = (int)ax + 1; i < x->ndims; i++)
 		r.dims[r.ndims++] = x->dims[i];
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* GATHER_ELEMENTS: indices' shape; same rank as data, no dim beyond data's off the axis (as onnxruntime). */
@@ -722,15 +578,15 @@ shape_gather_elements(const graph_t *g, const struct graph_node *n, struct graph
 	int i;
 
 	(void)g;
-	if (norm_axis(n->attr.gather.axis, x->ndims, &ax) < 0)
-		return node_shape_error(n, cause, "GatherElements axis out of range", x);
+	if (gs_norm_axis(n->attr.gather.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "GatherElements axis out of range", x);
 	if (ix->ndims != x->ndims)
-		return node_shape_error(n, cause, "GatherElements indices must have the data's rank", ix);
+		return gs_node_shape_error(n, cause, "GatherElements indices must have the data's rank", ix);
 	for (i = 0; i < x->ndims; i++)
 		if (i != ax && ix->dims[i] > x->dims[i])
-			return node_shape_error(n, cause,
+			return gs_node_shape_error(n, cause,
 			    "GatherElements indices exceed the data's dims off the axis", ix);
-	return set_out(n, s, 0, ix, cause);
+	return gs_set_out(n, s, 0, ix, cause);
 }
 
 /* EXPAND: broadcast of the input with the shape tensor's values. */
@@ -740,12 +596,12 @@ shape_expand(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	struct graph_shape t, r;
 	int cnt;
 
-	if (n->ninputs < 2 || const_ints(g, n, n->inputs[1], t.dims, GRAPH_MAX_DIMS, &cnt, cause) < 0)
-		return n->ninputs < 2 ? node_error(n, cause, "expand without a shape") : -1;
+	if (n->ninputs < 2 || gs_const_ints(g, n, n->inputs[1], t.dims, GRAPH_MAX_DIMS, &cnt, cause) < 0)
+		return n->ninputs < 2 ? gs_node_error(n, cause, "expand without a shape") : -1;
 	t.ndims = cnt;
 	if (graph_shape_broadcast(in_shape(n, s, 0), &t, &r) < 0)
-		return node_shape_error(n, cause, "expand shape does not broadcast", in_shape(n, s, 0));
-	return set_out(n, s, 0, &r, cause);
+		return gs_node_shape_error(n, cause, "expand shape does not broadcast", in_shape(n, s, 0));
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* PAD: each dim grows by its begin and end pads (negative pads crop). */
@@ -758,18 +614,18 @@ shape_pad(const graph_t *g, const struct graph_node *n, struct graph_shape *s, c
 
 	(void)g;
 	if (n->ninputs > 1)
-		return node_error(n, cause, "pads are not constant (specialize the graph first)");
+		return gs_node_error(n, cause, "pads are not constant (specialize the graph first)");
 	if (n->attr.pad.npads != 2 * x->ndims)
-		return node_shape_error(n, cause, "pads length is not twice the rank", x);
+		return gs_node_shape_error(n, cause, "pads length is not twice the rank", x);
 	for (i = 0; i < x->ndims; i++) {
 		r.dims[i] = x->dims[i] + n->attr.pad.pads[i] + n->attr.pad.pads[i + x->ndims];
 		if (r.dims[i] < 0)
-			return node_shape_error(n, cause, "negative pads crop past the input", x);
+			return gs_node_shape_error(n, cause, "negative pads crop past the input", x);
 		if (n->attr.pad.mode == GRAPH_PAD_REFLECT && x->dims[i] < 2 &&
 		    (n->attr.pad.pads[i] > 0 || n->attr.pad.pads[i + x->ndims] > 0))
-			return node_shape_error(n, cause, "reflect padding needs dims >= 2", x);
+			return gs_node_shape_error(n, cause, "reflect padding needs dims >= 2", x);
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* RESIZE: sizes when given, else floor(dim * scale). */
@@ -783,20 +639,20 @@ shape_resize(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 
 	(void)g;
 	if (n->ninputs > 1)
-		return node_error(n, cause, "resize scales/sizes are not constant (specialize first)");
+		return gs_node_error(n, cause, "resize scales/sizes are not constant (specialize first)");
 	if ((a->nsizes ? a->nsizes : a->nscales) != x->ndims)
-		return node_shape_error(n, cause, "resize scales/sizes length differs from the rank", x);
+		return gs_node_shape_error(n, cause, "resize scales/sizes length differs from the rank", x);
 	for (i = 0; i < x->ndims; i++) {
 		if (a->nsizes)
 			r.dims[i] = a->sizes[i];
 		else if (a->scales[i] > 0)
 			r.dims[i] = (int64_t)floor((double)x->dims[i] * (double)a->scales[i]);
 		else
-			return node_error(n, cause, "resize scale must be positive");
+			return gs_node_error(n, cause, "resize scale must be positive");
 		if (r.dims[i] < 1)
-			return node_shape_error(n, cause, "resize to an empty size", x);
+			return gs_node_shape_error(n, cause, "resize to an empty size", x);
 	}
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* SHAPE: a 1-D I64 of the clamped [start, end) part of X's rank. */
@@ -814,7 +670,7 @@ shape_shape(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 	st = st < 0 ? 0 : st > rank ? rank : st;
 	en = en < 0 ? 0 : en > rank ? rank : en;
 	r.dims[0] = en > st ? en - st : 0;
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* CONSTANT_OF_SHAPE: the shape is the (constant) input's values. */
@@ -825,10 +681,10 @@ shape_constant_of_shape(const graph_t *g, const struct graph_node *n, struct gra
 	struct graph_shape r;
 	int cnt;
 
-	if (const_ints(g, n, n->inputs[0], r.dims, GRAPH_MAX_DIMS, &cnt, cause) < 0)
+	if (gs_const_ints(g, n, n->inputs[0], r.dims, GRAPH_MAX_DIMS, &cnt, cause) < 0)
 		return -1;
 	r.ndims = cnt;
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* Read element 0 of a CONST numeric scalar as a double. */
@@ -862,10 +718,10 @@ shape_range(const graph_t *g, const struct graph_node *n, struct graph_shape *s,
 		if (const_scalar(g, n, n->inputs[k], &v[k], cause) < 0)
 			return -1;
 	if (v[2] == 0)
-		return node_error(n, cause, "range delta is 0");
+		return gs_node_error(n, cause, "range delta is 0");
 	len = ceil((v[1] - v[0]) / v[2]);
 	r.dims[0] = len > 0 ? (int64_t)len : 0;
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* The shape function of each op. */
@@ -880,20 +736,20 @@ shape_gather_nd(const graph_t *g, const struct graph_node *n, struct graph_shape
 
 	(void)g;
 	if (ix->ndims < 1 || b < 0 || b >= ix->ndims || b >= x->ndims)
-		return node_shape_error(n, cause, "GatherND indices rank or batch_dims out of range", ix);
+		return gs_node_shape_error(n, cause, "GatherND indices rank or batch_dims out of range", ix);
 	m = ix->dims[ix->ndims - 1];
 	if (m < 1 || b + m > x->ndims)
-		return node_shape_error(n, cause, "GatherND indices' last dim exceeds the data's rank", ix);
+		return gs_node_shape_error(n, cause, "GatherND indices' last dim exceeds the data's rank", ix);
 	if (ix->ndims - 1 + x->ndims - b - m > GRAPH_MAX_DIMS)
-		return node_shape_error(n, cause, "GatherND result beyond the maximum rank", ix);
+		return gs_node_shape_error(n, cause, "GatherND result beyond the maximum rank", ix);
 	for (i = 0; i < b; i++)
 		if (ix->dims[i] != x->dims[i])
-			return node_shape_error(n, cause, "GatherND batch dims of data and indices differ", ix);
+			return gs_node_shape_error(n, cause, "GatherND batch dims of data and indices differ", ix);
 	for (i = 0; i < ix->ndims - 1; i++)
 		r.dims[r.ndims++] = ix->dims[i];
 	for (i = (int)(b + m); i < x->ndims; i++)
 		r.dims[r.ndims++] = x->dims[i];
-	return set_out(n, s, 0, &r, cause);
+	return gs_set_out(n, s, 0, &r, cause);
 }
 
 /* SCATTER_ND: data's shape; updates must be indices' dims but the last (m), then data's dims after m. */
@@ -906,16 +762,16 @@ shape_scatter_nd(const graph_t *g, const struct graph_node *n, struct graph_shap
 
 	(void)g;
 	if (ix->ndims < 1 || (m = ix->dims[ix->ndims - 1]) < 1 || m > x->ndims)
-		return node_shape_error(n, cause, "ScatterND indices' last dim is not in [1, data rank]", ix);
+		return gs_node_shape_error(n, cause, "ScatterND indices' last dim is not in [1, data rank]", ix);
 	if (u->ndims != ix->ndims - 1 + x->ndims - (int)m)
-		return node_shape_error(n, cause, "ScatterND updates of the wrong rank", u);
+		return gs_node_shape_error(n, cause, "ScatterND updates of the wrong rank", u);
 	for (i = 0; i < ix->ndims - 1; i++)
 		if (u->dims[i] != ix->dims[i])
-			return node_shape_error(n, cause, "ScatterND updates differ from the indices' dims", u);
+			return gs_node_shape_error(n, cause, "ScatterND updates differ from the indices' dims", u);
 	for (i = (int)m; i < x->ndims; i++)
 		if (u->dims[ix->ndims - 1 + i - m] != x->dims[i])
-			return node_shape_error(n, cause, "ScatterND updates differ from the data's trailing dims", u);
-	return set_out(n, s, 0, x, cause);
+			return gs_node_shape_error(n, cause, "ScatterND updates differ from the data's trailing dims", u);
+	return gs_set_out(n, s, 0, x, cause);
 }
 
 /* RNN: X [T, B, I]; W, R, B, sequence_lens, initial states and P as ONNX; Y [T, D, B, H], Y_h and Y_c [D, B, H]. */
@@ -934,17 +790,17 @@ shape_rnn(const graph_t *g, const struct graph_node *n, struct graph_shape *s, c
 
 	(void)g;
 	if (x->ndims != 3)
-		return node_shape_error(n, cause, "X must be [seq, batch, input]", x);
+		return gs_node_shape_error(n, cause, "X must be [seq, batch, input]", x);
 	for (k = 1; k < n->ninputs && k < 8; k++)
-		if (n->inputs[k] >= 0 && !shape_eq(in_shape(n, s, k), &want[k]))
-			return node_shape_error(n, cause, k == 7 && a->cell != GRAPH_RNN_LSTM ?
+		if (n->inputs[k] >= 0 && !gs_shape_eq(in_shape(n, s, k), &want[k]))
+			return gs_node_shape_error(n, cause, k == 7 && a->cell != GRAPH_RNN_LSTM ?
 			    "too many inputs for the cell" : "a weight, bias, length or state input of the wrong shape",
 			    in_shape(n, s, k));
 	if (n->ninputs > 8 || (n->ninputs > 6 && a->cell != GRAPH_RNN_LSTM))
-		return node_error(n, cause, "too many inputs for the cell");
-	if (set_out(n, s, 0, &y, cause) < 0 || (n->noutputs > 1 && set_out(n, s, 1, &yh, cause) < 0))
+		return gs_node_error(n, cause, "too many inputs for the cell");
+	if (gs_set_out(n, s, 0, &y, cause) < 0 || (n->noutputs > 1 && gs_set_out(n, s, 1, &yh, cause) < 0))
 		return -1;
-	return n->noutputs > 2 ? set_out(n, s, 2, &yh, cause) : 0;
+	return n->noutputs > 2 ? gs_set_out(n, s, 2, &yh, cause) : 0;
 }
 
 /* TOPK: X's shape with the axis k long, twice (values, indices). */
@@ -955,12 +811,12 @@ shape_topk(const graph_t *g, const struct graph_node *n, struct graph_shape *s, 
 	int64_t ax;
 
 	(void)g;
-	if (norm_axis(n->attr.topk.axis, r.ndims, &ax) < 0 || n->attr.topk.k > r.dims[ax])
-		return node_shape_error(n, cause, "TopK axis out of range or k beyond the axis", &r);
+	if (gs_norm_axis(n->attr.topk.axis, r.ndims, &ax) < 0 || n->attr.topk.k > r.dims[ax])
+		return gs_node_shape_error(n, cause, "TopK axis out of range or k beyond the axis", &r);
 	r.dims[ax] = n->attr.topk.k;
-	if (set_out(n, s, 0, &r, cause) < 0)
+	if (gs_set_out(n, s, 0, &r, cause) < 0)
 		return -1;
-	return set_out(n, s, 1, &r, cause);
+	return gs_set_out(n, s, 1, &r, cause);
 }
 
 static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
@@ -1000,6 +856,11 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SCATTER_ND] = shape_scatter_nd,
 	[GRAPH_OP_RNN] = shape_rnn,
 	[GRAPH_OP_TOPK] = shape_topk,
+	[GRAPH_OP_SCATTER_ELEMENTS] = graph_shape_scatter_elements,
+	[GRAPH_OP_ONEHOT] = graph_shape_onehot,
+	[GRAPH_OP_INSTANCENORM] = graph_shape_groupnorm,
+	[GRAPH_OP_GROUPNORM] = graph_shape_groupnorm,
+	[GRAPH_OP_EINSUM] = graph_shape_einsum,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -1015,6 +876,8 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = 1,
 	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
 	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3, [GRAPH_OP_TOPK] = 1,
+	[GRAPH_OP_SCATTER_ELEMENTS] = 3, [GRAPH_OP_ONEHOT] = 3, [GRAPH_OP_INSTANCENORM] = 3, [GRAPH_OP_GROUPNORM] = 3,
+	[GRAPH_OP_EINSUM] = 1,
 };
 
 /* Check the node's tensor indices before any shape is read. */
@@ -1024,16 +887,16 @@ node_check_indices(const graph_t *g, const struct graph_node *n, char **cause)
 	int k;
 
 	if ((unsigned)n->op >= GRAPH_OP_COUNT || shape_fns[n->op] == NULL)
-		return node_error(n, cause, "unknown op");
+		return gs_node_error(n, cause, "unknown op");
 	if (n->ninputs < shape_min_inputs[n->op] || n->noutputs < 1)
-		return node_error(n, cause, "too few inputs or outputs for the op");
+		return gs_node_error(n, cause, "too few inputs or outputs for the op");
 	for (k = 0; k < n->ninputs; k++)
 		if (n->inputs[k] >= (int)g->ntensors || n->inputs[k] < -1 ||
 		    (n->inputs[k] < 0 && k < shape_min_inputs[n->op]))
-			return node_error(n, cause, "input tensor index out of range");
+			return gs_node_error(n, cause, "input tensor index out of range");
 	for (k = 0; k < n->noutputs; k++)
 		if (n->outputs[k] >= (int)g->ntensors || n->outputs[k] < -1)
-			return node_error(n, cause, "output tensor index out of range");
+			return gs_node_error(n, cause, "output tensor index out of range");
 	return 0;
 }
 

@@ -49,6 +49,12 @@ int sf_axis(int64_t axis, int rank, int64_t *out);
 /* The element count of a shape, as an expression. */
 int sf_elems(struct sf *s, const struct graph_shapefn_shape *x);
 
+/* ScatterElements, OneHot, the instance and group norms, Einsum (graph_shapefn_more.c). */
+int sf_scatter_elements(struct sf *s);
+int sf_onehot(struct sf *s);
+int sf_groupnorm(struct sf *s);
+int sf_einsum(struct sf *s);
+
 /* Output shapes of the node (every op of graph.h). */
 int sf_shape_node(struct sf *s);
 /* Output values of the node when its inputs' values are followed and the output is a small integer tensor. */

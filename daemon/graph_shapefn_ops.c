@@ -1043,6 +1043,11 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SCATTER_ND] = sf_scatter_nd,
 	[GRAPH_OP_RNN] = sf_rnn,
 	[GRAPH_OP_TOPK] = sf_topk,
+	[GRAPH_OP_SCATTER_ELEMENTS] = sf_scatter_elements,
+	[GRAPH_OP_ONEHOT] = sf_onehot,
+	[GRAPH_OP_INSTANCENORM] = sf_groupnorm,
+	[GRAPH_OP_GROUPNORM] = sf_groupnorm,
+	[GRAPH_OP_EINSUM] = sf_einsum,
 };
 
 /* Output shapes of the node (its inputs' shapes set; graph_infer_shapes has checked the node's indices). */

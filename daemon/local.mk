@@ -11,7 +11,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/clock.c daemon/clock.h \
 	daemon/fault.c daemon/fault.h daemon/alloc.c daemon/alloc.h \
 	daemon/log.c daemon/log.h \
-	daemon/graph.c daemon/graph_shape.c daemon/graph.h \
+	daemon/graph.c daemon/graph_shape.c daemon/graph_shape_util.c daemon/graph_shape_more.c daemon/graph_shape_impl.h \
+	daemon/graph_einsum.c daemon/graph_einsum.h daemon/graph.h \
 	daemon/device.c daemon/device.h daemon/device_impl.h daemon/backend/device_unary.h daemon/backend/device_resize.h \
 	daemon/backend/device_elementwise.h daemon/backend/device_index.h daemon/backend/backend_node.c daemon/backend/backend_node.h \
 	daemon/device_spec.c daemon/device_spec.h daemon/device_set.c daemon/device_set.h \
@@ -52,7 +53,7 @@ daemon_libinferd_core_a_SOURCES += \
 # Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_sym.c daemon/graph_sym.h daemon/graph_shapefn.c daemon/graph_shapefn.h daemon/graph_shapefn_impl.h daemon/graph_shapefn_ctx.c \
-	daemon/graph_shapefn_ops.c daemon/graph_shapefn_values.c daemon/model_shapefn.c
+	daemon/graph_shapefn_ops.c daemon/graph_shapefn_more.c daemon/graph_shapefn_values.c daemon/model_shapefn.c
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
 	$(ZLIB_CFLAGS)
 # The tensor data codec is the one C++ unit here: no exceptions or RTTI, so it links with -lstdc++ alone.
@@ -69,7 +70,9 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_elementwise.c daemon/backend/cpu/cpu_cast.c daemon/backend/cpu/cpu_norm.c \
 	daemon/backend/cpu/cpu_tensor.c daemon/backend/cpu/cpu_pad.c daemon/backend/cpu/cpu_resize.c \
 	daemon/backend/cpu/cpu_predicate.c daemon/backend/cpu/cpu_trilu.c daemon/backend/cpu/cpu_cumsum.c \
-	daemon/backend/cpu/cpu_scatter.c daemon/backend/cpu/cpu_rnn.c daemon/backend/cpu/cpu_topk.c
+	daemon/backend/cpu/cpu_scatter.c daemon/backend/cpu/cpu_rnn.c daemon/backend/cpu/cpu_topk.c \
+	daemon/backend/cpu/cpu_scatter_elements.c daemon/backend/cpu/cpu_onehot.c daemon/backend/cpu/cpu_groupnorm.c \
+	daemon/backend/cpu/cpu_einsum.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
@@ -80,6 +83,7 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_shape.h daemon/graph_fold.c daemon/graph_fold.h \
 	daemon/graph_fold_eval.c daemon/graph_fold_eval.h \
 	daemon/onnx_import.c daemon/onnx_import_tensors.c daemon/onnx_import_ops.c daemon/onnx_import_rnn.c \
+	daemon/onnx_import_attr.c daemon/onnx_import_more.c \
 	daemon/onnx_import.h daemon/onnx_import_impl.h
 
 # Everything a program linking the core library needs.

@@ -24,76 +24,6 @@ struct imp_op {
 	int nonode;			/* fn binds names itself (Constant, Identity, Dropout) */
 };
 
-/* Node name for messages: its name, else its first output. */
-static const char *
-node_label(const struct onnx_node *on)
-{
-	if (on->name[0] != '\0' || on->noutputs == 0)
-		return on->name;
-	return on->outputs[0];
-}
-
-/* Refuse the model at node on: "node 'N' (Op, opset V): what". */
-static int
-refuse(struct imp *im, const struct onnx_node *on, char **cause, const char *fmt, ...)
-{
-	char what[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
-	return error_set(cause, "node '%s' (%s, opset %lld): %s", node_label(on), on->op_type,
-	    (long long)onnx_model_opset(im->m, on->domain), what);
-}
-
-/* Integer attribute or def. */
-static int64_t
-a_int(const struct onnx_node *on, const char *name, int64_t def)
-{
-	const struct onnx_attr *a = onnx_node_attr(on, name);
-
-	return a ? a->i : def;
-}
-
-/* Float attribute or def. */
-static float
-a_float(const struct onnx_node *on, const char *name, float def)
-{
-	const struct onnx_attr *a = onnx_node_attr(on, name);
-
-	return a ? a->f : def;
-}
-
-/* String attribute or def. */
-static const char *
-a_str(const struct onnx_node *on, const char *name, const char *def)
-{
-	const struct onnx_attr *a = onnx_node_attr(on, name);
-
-	return a && a->s ? a->s : def;
-}
-
-/* Ints attribute into out (at most max); *n = 0 when absent. */
-static int
-a_ints(struct imp *im, const struct onnx_node *on, const char *name, int64_t *out, int max,
-    int *n, char **cause)
-{
-	const struct onnx_attr *a = onnx_node_attr(on, name);
-	size_t i;
-
-	*n = 0;
-	if (a == NULL)
-		return 0;
-	if (a->nints > (size_t)max)
-		return refuse(im, on, cause, "attribute %s has %zu values, at most %d", name,
-		    a->nints, max);
-	for (i = 0; i < a->nints; i++)
-		out[i] = a->ints[i];
-	*n = (int)a->nints;
-	return 0;
-}
-
 /* Type letter of an ONNX attribute type. */
 static char
 attr_letter(int type)
@@ -125,65 +55,13 @@ check_attrs(struct imp *im, const struct onnx_node *on, const char *allowed, cha
 			if ((p == allowed || p[-1] == ' ') && p[len] == ':')
 				break;
 		if (p == NULL)
-			return refuse(im, on, cause, "attribute %s not supported", a->name);
+			return imp_refuse(im, on, cause, "attribute %s not supported", a->name);
 		if (p[len + 1] != attr_letter(a->type))
-			return refuse(im, on, cause, "attribute %s has the wrong type", a->name);
+			return imp_refuse(im, on, cause, "attribute %s has the wrong type", a->name);
 	}
 	return 0;
 }
 
-/* Read a CONST integer input k of gn (I64/I32); 0 when it is not a constant. */
-static int
-in_const_ints(struct imp *im, const struct graph_node *gn, int k, int64_t *out, int max, int *n)
-{
-	const struct graph_tensor *t;
-	size_t esz, i, cnt;
-
-	if (k >= gn->ninputs || gn->inputs[k] < 0)
-		return 0;
-	t = &im->g->tensors[gn->inputs[k]];
-	if (!(t->flags & GRAPH_TENSOR_CONST) || (t->dtype != GRAPH_DT_I64 && t->dtype != GRAPH_DT_I32))
-		return 0;
-	esz = t->dtype == GRAPH_DT_I64 ? 8 : 4;
-	cnt = t->nbytes / esz;
-	if (cnt > (size_t)max)
-		return 0;
-	for (i = 0; i < cnt; i++) {
-		int32_t v32;
-
-		if (esz == 8)
-			memcpy(&out[i], (const char *)t->data + 8 * i, 8);
-		else {
-			memcpy(&v32, (const char *)t->data + 4 * i, 4);
-			out[i] = v32;
-		}
-	}
-	*n = (int)cnt;
-	return 1;
-}
-
-/* Read a CONST float scalar input k; 0 when absent or not a constant. */
-static int
-in_const_float(struct imp *im, const struct graph_node *gn, int k, float *out)
-{
-	const struct graph_tensor *t;
-
-	if (k >= gn->ninputs || gn->inputs[k] < 0)
-		return 0;
-	t = &im->g->tensors[gn->inputs[k]];
-	if (!(t->flags & GRAPH_TENSOR_CONST) || t->dtype != GRAPH_DT_F32 || t->nbytes != 4)
-		return 0;
-	memcpy(out, t->data, 4);
-	return 1;
-}
-
-/* Keep only the first n inputs of gn. */
-static void
-trim_inputs(struct graph_node *gn, int n)
-{
-	if (gn->ninputs > n)
-		gn->ninputs = n;
-}
 
 /* Refuse a node whose optional output k is used (named). */
 static int
@@ -191,7 +69,7 @@ no_extra_output(struct imp *im, const struct onnx_node *on, size_t k, const char
     char **cause)
 {
 	if (on->noutputs > k && on->outputs[k][0] != '\0')
-		return refuse(im, on, cause, "output %s not supported", what);
+		return imp_refuse(im, on, cause, "output %s not supported", what);
 	return 0;
 }
 
@@ -220,10 +98,10 @@ window_ints(struct imp *im, const struct onnx_node *on, const char *name, int n,
 	int64_t v[6];
 	int cnt, i;
 
-	if (a_ints(im, on, name, v, 6, &cnt, cause) < 0)
+	if (imp_attr_ints(im, on, name, v, 6, &cnt, cause) < 0)
 		return -1;
 	if (cnt != 0 && cnt != n)
-		return refuse(im, on, cause, "attribute %s has %d values, expected %d", name, cnt, n);
+		return imp_refuse(im, on, cause, "attribute %s has %d values, expected %d", name, cnt, n);
 	for (i = 0; i < n; i++)
 		out[i] = cnt ? v[i] : def;
 	return 0;
@@ -234,14 +112,14 @@ static int
 window_attrs(struct imp *im, const struct onnx_node *on, const struct graph_node *gn,
     struct graph_window_attr *w, char **cause)
 {
-	const char *ap = a_str(on, "auto_pad", "NOTSET");
+	const char *ap = imp_attr_str(on, "auto_pad", "NOTSET");
 	int64_t pads[6];
 	int n = window_rank(im, on, gn), i;
 
 	if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0)
-		return refuse(im, on, cause, "attribute auto_pad=%s not supported", ap);
+		return imp_refuse(im, on, cause, "attribute auto_pad=%s not supported", ap);
 	if (n < 1 || n > 3)
-		return refuse(im, on, cause, "spatial rank %d not supported (1 to 3)", n);
+		return imp_refuse(im, on, cause, "spatial rank %d not supported (1 to 3)", n);
 	w->nspatial = n;
 	if (window_ints(im, on, "kernel_shape", n, w->kernel, 0, cause) < 0 ||
 	    window_ints(im, on, "strides", n, w->stride, 1, cause) < 0 ||
@@ -264,12 +142,12 @@ op_conv(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char 
 {
 	gn->op = on->op_type[4] == '\0' ? GRAPH_OP_CONV : GRAPH_OP_CONV_TRANSPOSE;
 	if (onnx_node_attr(on, "output_shape") != NULL)
-		return refuse(im, on, cause, "attribute output_shape not supported");
+		return imp_refuse(im, on, cause, "attribute output_shape not supported");
 	if (window_attrs(im, on, gn, &gn->attr.conv, cause) < 0)
 		return -1;
-	gn->attr.conv.group = a_int(on, "group", 1);
+	gn->attr.conv.group = imp_attr_int(on, "group", 1);
 	if (gn->attr.conv.group < 1)
-		return refuse(im, on, cause, "attribute group=%lld not supported",
+		return imp_refuse(im, on, cause, "attribute group=%lld not supported",
 		    (long long)gn->attr.conv.group);
 	return 0;
 }
@@ -286,15 +164,15 @@ op_pool(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char 
 	if (p->global)
 		return 0;
 	if (onnx_node_attr(on, "kernel_shape") == NULL)
-		return refuse(im, on, cause, "attribute kernel_shape missing");
-	if (a_int(on, "storage_order", 0) != 0)
-		return refuse(im, on, cause, "attribute storage_order=%lld not supported",
-		    (long long)a_int(on, "storage_order", 0));
+		return imp_refuse(im, on, cause, "attribute kernel_shape missing");
+	if (imp_attr_int(on, "storage_order", 0) != 0)
+		return imp_refuse(im, on, cause, "attribute storage_order=%lld not supported",
+		    (long long)imp_attr_int(on, "storage_order", 0));
 	if (no_extra_output(im, on, 1, "Indices", cause) < 0 ||
 	    window_attrs(im, on, gn, &p->w, cause) < 0)
 		return -1;
-	p->ceil_mode = a_int(on, "ceil_mode", 0) != 0;
-	p->count_include_pad = a_int(on, "count_include_pad", 0) != 0;
+	p->ceil_mode = imp_attr_int(on, "ceil_mode", 0) != 0;
+	p->count_include_pad = imp_attr_int(on, "count_include_pad", 0) != 0;
 	return 0;
 }
 
@@ -302,14 +180,14 @@ op_pool(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char 
 static int
 op_batchnorm(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	if (a_int(on, "training_mode", 0) != 0)
-		return refuse(im, on, cause, "attribute training_mode=1 not supported");
+	if (imp_attr_int(on, "training_mode", 0) != 0)
+		return imp_refuse(im, on, cause, "attribute training_mode=1 not supported");
 	if (no_extra_output(im, on, 1, "running_mean", cause) < 0 ||
 	    no_extra_output(im, on, 2, "running_var", cause) < 0)
 		return -1;
 	gn->op = GRAPH_OP_BATCHNORM;
 	gn->attr.norm.axis = 1;
-	gn->attr.norm.eps = a_float(on, "epsilon", 1e-5f);
+	gn->attr.norm.eps = imp_attr_float(on, "epsilon", 1e-5f);
 	return 0;
 }
 
@@ -319,10 +197,10 @@ op_gemm(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char 
 {
 	(void)im; (void)cause;
 	gn->op = GRAPH_OP_GEMM;
-	gn->attr.gemm.trans_a = a_int(on, "transA", 0) != 0;
-	gn->attr.gemm.trans_b = a_int(on, "transB", 0) != 0;
-	gn->attr.gemm.alpha = a_float(on, "alpha", 1.0f);
-	gn->attr.gemm.beta = a_float(on, "beta", 1.0f);
+	gn->attr.gemm.trans_a = imp_attr_int(on, "transA", 0) != 0;
+	gn->attr.gemm.trans_b = imp_attr_int(on, "transB", 0) != 0;
+	gn->attr.gemm.alpha = imp_attr_float(on, "alpha", 1.0f);
+	gn->attr.gemm.beta = imp_attr_float(on, "beta", 1.0f);
 	return 0;
 }
 
@@ -357,7 +235,7 @@ op_binary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 			gn->attr.binary.fn = map[i].fn;
 	/* Mod: Python's remainder, or with fmod=1 C's fmod (which ONNX requires for floats). */
 	if (strcmp(on->op_type, "Mod") == 0)
-		gn->attr.binary.fn = a_int(on, "fmod", 0) != 0 ? GRAPH_BINARY_FMOD : GRAPH_BINARY_MOD;
+		gn->attr.binary.fn = imp_attr_int(on, "fmod", 0) != 0 ? GRAPH_BINARY_FMOD : GRAPH_BINARY_MOD;
 	if (graph_binary_out_bool(gn->attr.binary.fn))
 		im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
 	return 0;
@@ -373,13 +251,13 @@ clip_bounds(struct imp *im, const struct onnx_node *on, struct graph_node *gn, c
 	for (k = 1; k < gn->ninputs; k++) {
 		if (gn->inputs[k] < 0)
 			continue;
-		if (!in_const_float(im, gn, k, k == 1 ? &lo : &hi))
-			return refuse(im, on, cause, "input %s must be a FLOAT constant",
+		if (!imp_const_float(im, gn, k, k == 1 ? &lo : &hi))
+			return imp_refuse(im, on, cause, "input %s must be a FLOAT constant",
 			    k == 1 ? "min" : "max");
 	}
 	gn->attr.unary.alpha = lo;
 	gn->attr.unary.beta = hi;
-	trim_inputs(gn, 1);
+	imp_trim_inputs(gn, 1);
 	return 0;
 }
 
@@ -396,7 +274,7 @@ op_unary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 		{ "LeakyRelu", GRAPH_UNARY_LEAKY_RELU }, { "HardSigmoid", GRAPH_UNARY_HARD_SIGMOID },
 		{ "Gelu", GRAPH_UNARY_GELU }, { "Clip", GRAPH_UNARY_CLIP },
 	};
-	const char *approx = a_str(on, "approximate", "none");
+	const char *approx = imp_attr_str(on, "approximate", "none");
 	size_t i;
 
 	gn->op = GRAPH_OP_UNARY;
@@ -405,17 +283,17 @@ op_unary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 			gn->attr.unary.fn = map[i].fn;
 	switch (gn->attr.unary.fn) {
 	case GRAPH_UNARY_LEAKY_RELU:
-		gn->attr.unary.alpha = a_float(on, "alpha", 0.01f);
+		gn->attr.unary.alpha = imp_attr_float(on, "alpha", 0.01f);
 		break;
 	case GRAPH_UNARY_HARD_SIGMOID:
-		gn->attr.unary.alpha = a_float(on, "alpha", 0.2f);
-		gn->attr.unary.beta = a_float(on, "beta", 0.5f);
+		gn->attr.unary.alpha = imp_attr_float(on, "alpha", 0.2f);
+		gn->attr.unary.beta = imp_attr_float(on, "beta", 0.5f);
 		break;
 	case GRAPH_UNARY_GELU:
 		if (strcmp(approx, "tanh") == 0)
 			gn->attr.unary.fn = GRAPH_UNARY_GELU_TANH;
 		else if (strcmp(approx, "none") != 0)
-			return refuse(im, on, cause, "attribute approximate=%s not supported", approx);
+			return imp_refuse(im, on, cause, "attribute approximate=%s not supported", approx);
 		break;
 	case GRAPH_UNARY_CLIP:
 		return clip_bounds(im, on, gn, cause);
@@ -440,7 +318,7 @@ op_softmax(struct imp *im, const struct onnx_node *on, struct graph_node *gn, ch
 {
 	(void)im; (void)cause;
 	gn->op = GRAPH_OP_SOFTMAX;
-	gn->attr.softmax.axis = a_int(on, "axis", -1);
+	gn->attr.softmax.axis = imp_attr_int(on, "axis", -1);
 	gn->attr.softmax.log = on->op_type[0] == 'L';
 	return 0;
 }
@@ -449,15 +327,15 @@ op_softmax(struct imp *im, const struct onnx_node *on, struct graph_node *gn, ch
 static int
 op_layernorm(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	if (a_int(on, "stash_type", 1) != 1)
-		return refuse(im, on, cause, "attribute stash_type=%lld not supported",
-		    (long long)a_int(on, "stash_type", 1));
+	if (imp_attr_int(on, "stash_type", 1) != 1)
+		return imp_refuse(im, on, cause, "attribute stash_type=%lld not supported",
+		    (long long)imp_attr_int(on, "stash_type", 1));
 	if (no_extra_output(im, on, 1, "Mean", cause) < 0 ||
 	    no_extra_output(im, on, 2, "InvStdDev", cause) < 0)
 		return -1;
 	gn->op = GRAPH_OP_LAYERNORM;
-	gn->attr.norm.axis = a_int(on, "axis", -1);
-	gn->attr.norm.eps = a_float(on, "epsilon", 1e-5f);
+	gn->attr.norm.axis = imp_attr_int(on, "axis", -1);
+	gn->attr.norm.eps = imp_attr_float(on, "epsilon", 1e-5f);
 	return 0;
 }
 
@@ -471,15 +349,15 @@ op_reduce(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	gn->op = GRAPH_OP_REDUCE;
 	r->kind = strcmp(on->op_type, "ReduceMean") == 0 ? GRAPH_REDUCE_MEAN :
 	    strcmp(on->op_type, "ReduceSum") == 0 ? GRAPH_REDUCE_SUM : GRAPH_REDUCE_MAX;
-	r->keepdims = a_int(on, "keepdims", 1) != 0;
-	if (a_ints(im, on, "axes", r->axes, GRAPH_MAX_DIMS, &n, cause) < 0)
+	r->keepdims = imp_attr_int(on, "keepdims", 1) != 0;
+	if (imp_attr_ints(im, on, "axes", r->axes, GRAPH_MAX_DIMS, &n, cause) < 0)
 		return -1;
 	if (gn->ninputs > 1 && gn->inputs[1] >= 0 &&
-	    !in_const_ints(im, gn, 1, r->axes, GRAPH_MAX_DIMS, &n))
-		return refuse(im, on, cause, "input axes must be an INT64 constant");
+	    !imp_const_ints(im, gn, 1, r->axes, GRAPH_MAX_DIMS, &n))
+		return imp_refuse(im, on, cause, "input axes must be an INT64 constant");
 	r->naxes = n;
-	trim_inputs(gn, 1);
-	if (n == 0 && a_int(on, "noop_with_empty_axes", 0) != 0)
+	imp_trim_inputs(gn, 1);
+	if (n == 0 && imp_attr_int(on, "noop_with_empty_axes", 0) != 0)
 		gn->op = GRAPH_OP_COPY;
 	return 0;
 }
@@ -494,22 +372,22 @@ op_reshape(struct imp *im, const struct onnx_node *on, struct graph_node *gn, ch
 	gn->op = GRAPH_OP_RESHAPE;
 	if (strcmp(on->op_type, "Reshape") == 0) {
 		n->attr.reshape.kind = GRAPH_RESHAPE_SHAPE;
-		n->attr.reshape.allowzero = a_int(on, "allowzero", 0) != 0;
+		n->attr.reshape.allowzero = imp_attr_int(on, "allowzero", 0) != 0;
 		return 0;
 	}
 	if (strcmp(on->op_type, "Flatten") == 0) {
 		n->attr.reshape.kind = GRAPH_RESHAPE_FLATTEN;
-		n->attr.reshape.axis = a_int(on, "axis", 1);
+		n->attr.reshape.axis = imp_attr_int(on, "axis", 1);
 		return 0;
 	}
 	n->attr.reshape.kind = on->op_type[0] == 'S' ? GRAPH_RESHAPE_SQUEEZE : GRAPH_RESHAPE_UNSQUEEZE;
 	if (gn->ninputs > 1 && gn->inputs[1] >= 0 &&
-	    !in_const_ints(im, gn, 1, n->attr.reshape.axes, GRAPH_MAX_DIMS, &cnt))
-		return refuse(im, on, cause, "input axes must be an INT64 constant");
+	    !imp_const_ints(im, gn, 1, n->attr.reshape.axes, GRAPH_MAX_DIMS, &cnt))
+		return imp_refuse(im, on, cause, "input axes must be an INT64 constant");
 	if (cnt == 0 && n->attr.reshape.kind == GRAPH_RESHAPE_UNSQUEEZE)
-		return refuse(im, on, cause, "input axes missing");
+		return imp_refuse(im, on, cause, "input axes missing");
 	n->attr.reshape.naxes = cnt;
-	trim_inputs(gn, 1);
+	imp_trim_inputs(gn, 1);
 	return 0;
 }
 
@@ -520,7 +398,7 @@ op_transpose(struct imp *im, const struct onnx_node *on, struct graph_node *gn, 
 	int n;
 
 	gn->op = GRAPH_OP_TRANSPOSE;
-	if (a_ints(im, on, "perm", gn->attr.transpose.perm, GRAPH_MAX_DIMS, &n, cause) < 0)
+	if (imp_attr_ints(im, on, "perm", gn->attr.transpose.perm, GRAPH_MAX_DIMS, &n, cause) < 0)
 		return -1;
 	gn->attr.transpose.nperm = n;
 	return 0;
@@ -531,9 +409,9 @@ static int
 op_concat(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
 	if (onnx_node_attr(on, "axis") == NULL)
-		return refuse(im, on, cause, "attribute axis missing");
+		return imp_refuse(im, on, cause, "attribute axis missing");
 	gn->op = GRAPH_OP_CONCAT;
-	gn->attr.concat.axis = a_int(on, "axis", 0);
+	gn->attr.concat.axis = imp_attr_int(on, "axis", 0);
 	return 0;
 }
 
@@ -541,13 +419,13 @@ op_concat(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 static int
 op_split(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	int64_t no = a_int(on, "num_outputs", (int64_t)on->noutputs);
+	int64_t no = imp_attr_int(on, "num_outputs", (int64_t)on->noutputs);
 
 	if (no != (int64_t)on->noutputs)
-		return refuse(im, on, cause, "attribute num_outputs=%lld differs from the %zu outputs",
+		return imp_refuse(im, on, cause, "attribute num_outputs=%lld differs from the %zu outputs",
 		    (long long)no, on->noutputs);
 	gn->op = GRAPH_OP_SPLIT;
-	gn->attr.split.axis = a_int(on, "axis", 0);
+	gn->attr.split.axis = imp_attr_int(on, "axis", 0);
 	return 0;
 }
 
@@ -566,7 +444,7 @@ op_gather(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 {
 	(void)im; (void)cause;
 	gn->op = GRAPH_OP_GATHER;
-	gn->attr.gather.axis = a_int(on, "axis", 0);
+	gn->attr.gather.axis = imp_attr_int(on, "axis", 0);
 	return 0;
 }
 
@@ -576,7 +454,7 @@ op_gather_elements(struct imp *im, const struct onnx_node *on, struct graph_node
 {
 	(void)im; (void)cause;
 	gn->op = GRAPH_OP_GATHER_ELEMENTS;
-	gn->attr.gather.axis = a_int(on, "axis", 0);
+	gn->attr.gather.axis = imp_attr_int(on, "axis", 0);
 	return 0;
 }
 
@@ -593,7 +471,7 @@ op_expand(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 static int
 op_pad(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	const char *mode = a_str(on, "mode", "constant");
+	const char *mode = imp_attr_str(on, "mode", "constant");
 
 	gn->op = GRAPH_OP_PAD;
 	if (strcmp(mode, "constant") == 0)
@@ -603,9 +481,9 @@ op_pad(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char *
 	else if (strcmp(mode, "edge") == 0)
 		gn->attr.pad.mode = GRAPH_PAD_EDGE;
 	else
-		return refuse(im, on, cause, "attribute mode=%s not supported", mode);
+		return imp_refuse(im, on, cause, "attribute mode=%s not supported", mode);
 	if (gn->ninputs < 2 || gn->inputs[1] < 0)
-		return refuse(im, on, cause, "input pads missing");
+		return imp_refuse(im, on, cause, "input pads missing");
 	return 0;
 }
 
@@ -631,24 +509,24 @@ op_resize(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	    "pytorch_half_pixel", "align_corners", "asymmetric", NULL };
 	static const char *const nearest[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
 	    "ceil", NULL };
-	const char *mode = a_str(on, "mode", "nearest");
-	const char *coord = a_str(on, "coordinate_transformation_mode", "half_pixel");
-	const char *nm = a_str(on, "nearest_mode", "round_prefer_floor");
-	const char *kar = a_str(on, "keep_aspect_ratio_policy", "stretch");
+	const char *mode = imp_attr_str(on, "mode", "nearest");
+	const char *coord = imp_attr_str(on, "coordinate_transformation_mode", "half_pixel");
+	const char *nm = imp_attr_str(on, "nearest_mode", "round_prefer_floor");
+	const char *kar = imp_attr_str(on, "keep_aspect_ratio_policy", "stretch");
 
 	gn->op = GRAPH_OP_RESIZE;
 	if (str_index(mode, modes) < 0)
-		return refuse(im, on, cause, "attribute mode=%s not supported", mode);
+		return imp_refuse(im, on, cause, "attribute mode=%s not supported", mode);
 	if (str_index(coord, coords) < 0)
-		return refuse(im, on, cause, "attribute coordinate_transformation_mode=%s not supported",
+		return imp_refuse(im, on, cause, "attribute coordinate_transformation_mode=%s not supported",
 		    coord);
 	if (str_index(nm, nearest) < 0)
-		return refuse(im, on, cause, "attribute nearest_mode=%s not supported", nm);
-	if (a_int(on, "antialias", 0) != 0 || a_int(on, "exclude_outside", 0) != 0)
-		return refuse(im, on, cause, "attribute %s=1 not supported",
-		    a_int(on, "antialias", 0) ? "antialias" : "exclude_outside");
+		return imp_refuse(im, on, cause, "attribute nearest_mode=%s not supported", nm);
+	if (imp_attr_int(on, "antialias", 0) != 0 || imp_attr_int(on, "exclude_outside", 0) != 0)
+		return imp_refuse(im, on, cause, "attribute %s=1 not supported",
+		    imp_attr_int(on, "antialias", 0) ? "antialias" : "exclude_outside");
 	if (onnx_node_attr(on, "axes") != NULL || strcmp(kar, "stretch") != 0)
-		return refuse(im, on, cause, "attribute %s not supported",
+		return imp_refuse(im, on, cause, "attribute %s not supported",
 		    onnx_node_attr(on, "axes") ? "axes" : "keep_aspect_ratio_policy");
 	gn->attr.resize.mode = (enum graph_resize_mode)str_index(mode, modes);
 	gn->attr.resize.coord = str_index(coord, coords);
@@ -662,8 +540,8 @@ op_shape(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 {
 	(void)cause;
 	gn->op = GRAPH_OP_SHAPE;
-	gn->attr.shape.start = a_int(on, "start", 0);
-	gn->attr.shape.end = a_int(on, "end", INT64_MAX);
+	gn->attr.shape.start = imp_attr_int(on, "start", 0);
+	gn->attr.shape.end = imp_attr_int(on, "end", INT64_MAX);
 	im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_I64;
 	return 0;
 }
@@ -672,11 +550,11 @@ op_shape(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 static int
 op_cast(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	int64_t to = a_int(on, "to", 0);
+	int64_t to = imp_attr_int(on, "to", 0);
 	enum graph_dtype dt;
 
 	if (onnx_import_dtype((int)to, &dt) < 0)
-		return refuse(im, on, cause, "attribute to=%s not supported", onnx_elem_name((int)to));
+		return imp_refuse(im, on, cause, "attribute to=%s not supported", onnx_elem_name((int)to));
 	gn->op = GRAPH_OP_CAST;
 	gn->attr.cast.to = dt;
 	im->g->tensors[gn->outputs[0]].dtype = dt;
@@ -697,7 +575,7 @@ op_constant_of_shape(struct imp *im, const struct onnx_node *on, struct graph_no
 		const struct onnx_tensor *t = &a->t;
 
 		if (onnx_import_dtype(t->elem, &dt) < 0 || dt == GRAPH_DT_F16 || t->nbytes == 0)
-			return refuse(im, on, cause, "attribute value of dtype %s not supported",
+			return imp_refuse(im, on, cause, "attribute value of dtype %s not supported",
 			    onnx_elem_name(t->elem));
 		switch (dt) {
 		case GRAPH_DT_F32: { float f; memcpy(&f, t->data, 4); v = f; break; }
@@ -741,13 +619,13 @@ op_predicate(struct imp *im, const struct onnx_node *on, struct graph_node *gn, 
 	if (strcmp(on->op_type, "Not") == 0) {
 		gn->attr.pred.fn = GRAPH_PRED_NOT;
 		if (dt != GRAPH_DT_BOOL)
-			return refuse(im, on, cause, "Not needs a BOOL input");
+			return imp_refuse(im, on, cause, "Not needs a BOOL input");
 	} else {
 		gn->attr.pred.fn = strcmp(on->op_type, "IsNaN") == 0 ? GRAPH_PRED_ISNAN : GRAPH_PRED_ISINF;
-		gn->attr.pred.detect_pos = a_int(on, "detect_positive", 1) != 0;
-		gn->attr.pred.detect_neg = a_int(on, "detect_negative", 1) != 0;
+		gn->attr.pred.detect_pos = imp_attr_int(on, "detect_positive", 1) != 0;
+		gn->attr.pred.detect_neg = imp_attr_int(on, "detect_negative", 1) != 0;
 		if (dt != GRAPH_DT_F32)
-			return refuse(im, on, cause, "input of dtype %s (FLOAT only)", graph_dtype_name(dt));
+			return imp_refuse(im, on, cause, "input of dtype %s (FLOAT only)", graph_dtype_name(dt));
 	}
 	im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_BOOL;
 	return 0;
@@ -760,7 +638,7 @@ scalar_input(struct imp *im, const struct onnx_node *on, const struct graph_node
 	enum graph_dtype dt = im->g->tensors[gn->inputs[k]].dtype;
 
 	if (dt != GRAPH_DT_I64 && dt != GRAPH_DT_I32)
-		return refuse(im, on, cause, "input %d must be INT64 or INT32", k);
+		return imp_refuse(im, on, cause, "input %d must be INT64 or INT32", k);
 	return 0;
 }
 
@@ -772,13 +650,13 @@ op_trilu(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 	int n = 0;
 
 	gn->op = GRAPH_OP_TRILU;
-	gn->attr.trilu.upper = a_int(on, "upper", 1) != 0;
-	if (gn->ninputs > 1 && gn->inputs[1] >= 0 && !in_const_ints(im, gn, 1, &k, 1, &n))
+	gn->attr.trilu.upper = imp_attr_int(on, "upper", 1) != 0;
+	if (gn->ninputs > 1 && gn->inputs[1] >= 0 && !imp_const_ints(im, gn, 1, &k, 1, &n))
 		return scalar_input(im, on, gn, 1, cause);
 	if (n > 1)
-		return refuse(im, on, cause, "input k must be a scalar");
+		return imp_refuse(im, on, cause, "input k must be a scalar");
 	gn->attr.trilu.k = k;
-	trim_inputs(gn, 1);
+	imp_trim_inputs(gn, 1);
 	return 0;
 }
 
@@ -790,14 +668,14 @@ op_cumsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 	int n = 0;
 
 	gn->op = GRAPH_OP_CUMSUM;
-	gn->attr.cumsum.exclusive = a_int(on, "exclusive", 0) != 0;
-	gn->attr.cumsum.reverse = a_int(on, "reverse", 0) != 0;
-	if (!in_const_ints(im, gn, 1, &axis, 1, &n))
+	gn->attr.cumsum.exclusive = imp_attr_int(on, "exclusive", 0) != 0;
+	gn->attr.cumsum.reverse = imp_attr_int(on, "reverse", 0) != 0;
+	if (!imp_const_ints(im, gn, 1, &axis, 1, &n))
 		return scalar_input(im, on, gn, 1, cause);
 	if (n != 1)
-		return refuse(im, on, cause, "input axis must be a scalar");
+		return imp_refuse(im, on, cause, "input axis must be a scalar");
 	gn->attr.cumsum.axis = axis;
-	trim_inputs(gn, 1);
+	imp_trim_inputs(gn, 1);
 	return 0;
 }
 
@@ -805,13 +683,13 @@ op_cumsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 static int
 op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
-	const char *red = a_str(on, "reduction", "none");
+	const char *red = imp_attr_str(on, "reduction", "none");
 
 	if (im->g->tensors[gn->inputs[1]].dtype != GRAPH_DT_I64)
-		return refuse(im, on, cause, "indices must be INT64");
+		return imp_refuse(im, on, cause, "indices must be INT64");
 	if (strcmp(on->op_type, "GatherND") == 0) {
 		gn->op = GRAPH_OP_GATHER_ND;
-		gn->attr.nd.batch_dims = a_int(on, "batch_dims", 0);
+		gn->attr.nd.batch_dims = imp_attr_int(on, "batch_dims", 0);
 		return 0;
 	}
 	gn->op = GRAPH_OP_SCATTER_ND;
@@ -826,7 +704,7 @@ op_nd(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **
 	else if (strcmp(red, "min") == 0)
 		gn->attr.nd.reduce = GRAPH_SCATTER_MIN;
 	else
-		return refuse(im, on, cause, "reduction '%s' not supported (none, add, mul, max, min)", red);
+		return imp_refuse(im, on, cause, "reduction '%s' not supported (none, add, mul, max, min)", red);
 	return 0;
 }
 
@@ -838,17 +716,17 @@ op_topk(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char 
 	int n = 0;
 
 	gn->op = GRAPH_OP_TOPK;
-	if (!in_const_ints(im, gn, 1, &k, 1, &n) || n != 1 || k < 0)
-		return refuse(im, on, cause, "k must be a constant non-negative scalar (a k computed at run time "
+	if (!imp_const_ints(im, gn, 1, &k, 1, &n) || n != 1 || k < 0)
+		return imp_refuse(im, on, cause, "k must be a constant non-negative scalar (a k computed at run time "
 		    "is not supported)");
 	if (im->g->tensors[gn->inputs[0]].dtype != GRAPH_DT_F32 || gn->noutputs != 2)
-		return refuse(im, on, cause, "needs FLOAT input and both outputs");
+		return imp_refuse(im, on, cause, "needs FLOAT input and both outputs");
 	gn->attr.topk.k = k;
-	gn->attr.topk.axis = a_int(on, "axis", -1);
-	gn->attr.topk.largest = a_int(on, "largest", 1) != 0;
-	trim_inputs(gn, 1);
+	gn->attr.topk.axis = imp_attr_int(on, "axis", -1);
+	gn->attr.topk.largest = imp_attr_int(on, "largest", 1) != 0;
+	imp_trim_inputs(gn, 1);
 	if (gn->outputs[1] < 0)
-		return refuse(im, on, cause, "needs both outputs named");
+		return imp_refuse(im, on, cause, "needs both outputs named");
 	im->g->tensors[gn->outputs[1]].dtype = GRAPH_DT_I64;
 	return 0;
 }
@@ -875,10 +753,10 @@ op_constant(struct imp *im, const struct onnx_node *on, struct graph_node *gn, c
 		t.elem = ONNX_INT64; t.ndims = 1; t.dims[0] = (int64_t)a->nints;
 		t.data = a->ints; t.nbytes = 8 * a->nints;
 	} else
-		return refuse(im, on, cause, "no supported value attribute");
+		return imp_refuse(im, on, cause, "no supported value attribute");
 	if (on->noutputs != 1 || imp_const_add(im, on->outputs[0], &t, cause) < 0)
-		return on->noutputs != 1 ? refuse(im, on, cause, "needs one output") :
-		    error_prefix(cause, "node '%s' (Constant)", node_label(on));
+		return on->noutputs != 1 ? imp_refuse(im, on, cause, "needs one output") :
+		    error_prefix(cause, "node '%s' (Constant)", imp_node_label(on));
 	return 0;
 }
 
@@ -942,12 +820,12 @@ op_alias(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 			if (t < 0 || im->g->tensors[t].dtype != GRAPH_DT_BOOL ||
 			    !(im->g->tensors[t].flags & GRAPH_TENSOR_CONST) ||
 			    (*(const uint8_t *)im->g->tensors[t].data != 0 && !dropout_ratio_zero(im, on)))
-				return refuse(im, on, cause, "input training_mode must be a false constant "
+				return imp_refuse(im, on, cause, "input training_mode must be a false constant "
 				    "(or the ratio a constant 0)");
 		}
 	}
 	if (src < 0 || on->noutputs < 1 || on->outputs[0][0] == '\0')
-		return refuse(im, on, cause, "needs an input and an output");
+		return imp_refuse(im, on, cause, "needs an input and an output");
 	if (name_map_put(&im->names, on->outputs[0], src) < 0)
 		return error_set(cause, "out of memory");
 	return 0;
@@ -1017,6 +895,11 @@ static const struct imp_op imp_ops[] = {
 	{ "GatherND", op_nd, "batch_dims:i", 2, 2, 0 },
 	{ "ScatterND", op_nd, "reduction:s", 3, 3, 0 },
 	{ "TopK", op_topk, "axis:i largest:i sorted:i", 2, 2, 0 },
+	{ "ScatterElements", imp_op_scatter_elements, "axis:i reduction:s", 3, 3, 0 },
+	{ "OneHot", imp_op_onehot, "axis:i", 3, 3, 0 },
+	{ "InstanceNormalization", imp_op_norm, "epsilon:f", 3, 3, 0 },
+	{ "GroupNormalization", imp_op_norm, "epsilon:f num_groups:i stash_type:i", 3, 3, 0 },
+	{ "Einsum", imp_op_einsum, "equation:s", 1, 1 << 20, 0 },
 	{ "RNN", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
 	    "hidden_size:i layout:i", 3, 6, 0 },
 	{ "GRU", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
@@ -1087,7 +970,7 @@ imp_node_bind(struct imp *im, const struct onnx_node *on, int gi, char **cause)
 		if (on->inputs[k][0] == '\0')
 			continue;
 		if ((t = name_map_get(&im->names, on->inputs[k])) < 0)
-			return refuse(im, on, cause, "input '%s' is produced by no supported node",
+			return imp_refuse(im, on, cause, "input '%s' is produced by no supported node",
 			    on->inputs[k]);
 		gn->inputs[k] = t;
 	}
@@ -1112,19 +995,19 @@ imp_node(struct imp *im, const struct onnx_node *on, char **cause)
 	int gi, rank, rc;
 
 	if (op == NULL)
-		return refuse(im, on, cause, "op %s%s%s not supported", on->domain,
+		return imp_refuse(im, on, cause, "op %s%s%s not supported", on->domain,
 		    on->domain[0] ? "." : "", on->op_type);
 	if (check_attrs(im, on, op->attrs, cause) < 0)
 		return -1;
 	if ((int)on->ninputs < op->min_in || (int)on->ninputs > op->max_in)
-		return refuse(im, on, cause, "%zu inputs, expected %d to %d", on->ninputs,
+		return imp_refuse(im, on, cause, "%zu inputs, expected %d to %d", on->ninputs,
 		    op->min_in, op->max_in);
 	if (op->nonode)
 		return op->fn(im, on, NULL, cause);
 	/* The recurrent ops may omit Y and keep only the final states. */
 	if (on->noutputs < 1 || (on->outputs[0][0] == '\0' && op->fn != imp_op_rnn))
-		return refuse(im, on, cause, "needs an output");
-	if (imp_node_new(im, node_label(on), (int)on->ninputs, (int)on->noutputs, cause) == NULL)
+		return imp_refuse(im, on, cause, "needs an output");
+	if (imp_node_new(im, imp_node_label(on), (int)on->ninputs, (int)on->noutputs, cause) == NULL)
 		return -1;
 	gi = (int)im->g->nnodes - 1;
 	if (imp_node_bind(im, on, gi, cause) < 0)
@@ -1132,12 +1015,12 @@ imp_node(struct imp *im, const struct onnx_node *on, char **cause)
 	gn = &im->g->nodes[gi];
 	for (rc = 0; rc < op->min_in; rc++)
 		if (gn->inputs[rc] < 0)
-			return refuse(im, on, cause, "input %d missing", rc);
+			return imp_refuse(im, on, cause, "input %d missing", rc);
 	if (op->fn(im, on, gn, cause) < 0)
 		return -1;
 	rank = gn->inputs[0] >= 0 ? im->g->tensors[gn->inputs[0]].ndims : -1;
 	if ((rc = graph_node_resolve(im->g, gn, rank, cause)) < 0)
-		return error_prefix(cause, "node '%s' (%s, opset %lld)", node_label(on), on->op_type,
+		return error_prefix(cause, "node '%s' (%s, opset %lld)", imp_node_label(on), on->op_type,
 		    (long long)onnx_model_opset(im->m, on->domain));
 	return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
 scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
-RNN, GRU, LSTM), each run by
+RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -20,8 +20,8 @@ except ImportError as e:
     sys.exit(77)
 
 ELEM = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
-        "bool": TensorProto.BOOL}
-NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
+        "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8}
+NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL", "int8": "INT8", "uint8": "UINT8"}
 
 
 class Cases:
@@ -30,10 +30,11 @@ class Cases:
     def __init__(self, outdir, rng):
         self.outdir, self.rng, self.cases = outdir, rng, []
 
-    def add(self, label, op, inputs, attrs=None, consts=None, nout=1, opset=17, out=None):
+    def add(self, label, op, inputs, attrs=None, consts=None, nout=1, opset=17, out=None, refusal=None):
         """One node of op over inputs (arrays, None for an omitted one; consts: index -> array baked in as an
         initializer);
-        out: the outputs' dtype names (default: one of input 0's)."""
+        out: the outputs' dtype names (default: one of input 0's); refusal: text the engine's refusal must name
+        (then onnxruntime does not run it)."""
         consts = consts or {}
         name = f"{len(self.cases):03d}_{label}"
         d = os.path.join(self.outdir, name)
@@ -56,6 +57,9 @@ class Cases:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 8
         onnx.save(model, os.path.join(d, "model.onnx"))
+        if refusal is not None:
+            self.cases.append({"name": name, "model": os.path.join(d, "model.onnx"), "expect_refusal": refusal})
+            return
         sess = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
         res = sess.run(None, feeds)
         self.cases.append({"name": name, "model": os.path.join(d, "model.onnx"), "node_test": True,
@@ -220,15 +224,108 @@ def rnn(c):
             rnn_case(c, cell, i)
 
 
+def scatter_elements(c):
+    """ScatterElements at opsets 13 to 18 (the engine reads 13 on): every axis (negative too), each reduction, negative and duplicate
+    indices (applied in order), INT64 and INT32 indices, FP32 and INT64 data."""
+    for i in range(30):
+        r = 1 + i % 4
+        d = c.shape(r, 1, 5)
+        ax = int(c.rng.integers(-r, r))
+        ishape = [int(c.rng.integers(1, x + 1)) for x in d]
+        ishape[ax] = int(c.rng.integers(1, 7))
+        idx = c.rng.integers(-d[ax], d[ax], size=ishape).astype(np.int64 if i % 3 else np.int32)
+        red = ["none", "add", "mul", "max", "min"][i % 5]
+        opset = {"none": [13, 16, 18][i % 3], "add": 16 + 2 * (i % 2), "mul": 16 + 2 * (i % 2)}.get(red, 18)
+        data = c.floats(d) if i % 4 else c.rng.integers(-9, 9, size=d).astype(np.int64)
+        upd = c.floats(ishape) if i % 4 else c.rng.integers(-9, 9, size=ishape).astype(np.int64)
+        attrs = {"axis": ax} if red == "none" else {"axis": ax, "reduction": red}
+        c.add(f"scatterelements_{red}_r{r}_a{ax}_o{opset}", "ScatterElements", [data, idx, upd], attrs, opset=opset)
+
+
+# The (indices, depth, values) dtypes onnxruntime 1.32 implements OneHot for.
+ONEHOT_TYPES = [("int64", "int64", "float32"), ("int64", "int64", "int64"), ("int64", "int32", "float32"),
+                ("int64", "float32", "float32"), ("int64", "float32", "int32"), ("int32", "int32", "float32"),
+                ("int32", "float32", "float32"), ("float32", "int64", "int64"), ("float32", "float32", "float32")]
+
+
+def onehot(c):
+    """OneHot: indices INT64, INT32 or FP32 (truncated), negative and out-of-range indices, depth an INT64,
+    INT32 or FP32 constant (a scalar or [1]), every axis (negative too), values FP32, INT64 or INT32; a depth
+    read from the request refused naming it."""
+    for i in range(18):
+        r = 1 + i % 4
+        depth = int(c.rng.integers(1, 7))
+        it, dt, vt = ONEHOT_TYPES[i % len(ONEHOT_TYPES)]
+        raw = c.rng.integers(-depth - 2, depth + 2, size=c.shape(r, 1, 4))
+        idx = raw.astype(it) + (np.float32(0.25) * np.sign(raw).astype(np.float32) if it == "float32" else 0)
+        dep = np.array(depth if i % 2 else [depth], dtype=dt)
+        val = np.array([0.5, 2.0] if vt == "float32" else [-3, 7], dtype=vt)
+        ax = int(c.rng.integers(-r - 1, r + 1))
+        c.add(f"onehot_r{r}_a{ax}_{it}_{dt}_{vt}", "OneHot", [idx.astype(it), dep, val], {"axis": ax},
+              consts={1: dep, 2: val}, opset=13, out=[vt])
+    idx = np.array([1, 0, 2], dtype=np.int64)
+    c.add("onehot_depth_input", "OneHot", [idx, np.array(3, dtype=np.int64), np.array([0, 1], dtype=np.int64)],
+          opset=13, refusal="depth is the model input")
+
+
+def norms(c):
+    """InstanceNormalization (ranks 3 to 5), GroupNormalization at opset 18 (scale and bias per group) and 21
+    (per channel), with epsilon varied."""
+    for i in range(8):
+        r = 3 + i % 3
+        shape = c.shape(r, 1, 5)
+        ch = shape[1]
+        eps = float([1e-5, 1e-3, 0.1][i % 3])
+        s, b = c.floats([ch]), c.floats([ch])
+        c.add(f"instancenorm_r{r}", "InstanceNormalization", [c.floats(shape) * 3 + 1, s, b], {"epsilon": eps},
+              consts={1: s, 2: b}, opset=13 if i % 2 else 17)
+    for i in range(12):
+        r = 2 + i % 4
+        g = int(c.rng.integers(1, 4))
+        shape = c.shape(r, 1, 5)
+        shape[1] = g * int(c.rng.integers(1, 4))
+        opset = 18 if i % 2 else 21
+        n = g if opset == 18 else shape[1]
+        s, b = c.floats([n]), c.floats([n])
+        c.add(f"groupnorm_o{opset}_r{r}_g{g}", "GroupNormalization", [c.floats(shape) * 2 - 1, s, b],
+              {"num_groups": g, "epsilon": float([1e-5, 1e-2][i % 2])}, consts={1: s, 2: b}, opset=opset)
+
+
+EINSUMS = [
+    ("bhid,bhjd->bhij", "bhid", "bhjd"), ("bhij,bhjd->bhid", "bhij", "bhjd"), ("bij,bjk->bik", "bij", "bjk"),
+    ("...ij,...jk->...ik", "xyij", "wyjk"), ("...ij,...jk->...ik", "xij", "xjk"), ("ij->ji", "ij", None),
+    ("ij->i", "ij", None), ("i,j->ij", "i", "j"), ("ii->i", "ii", None), ("ij,jk", "ij", "jk"),
+    ("ij,ij->i", "ij", "ij"), ("bij,bkj->bik", "bij", "bkj"), ("ijk->", "ijk", None), ("i,i->", "i", "i"),
+    ("ij,kj->ik", "ij", "kj"), ("bn,anm,bm->ba", None, None), ("...ii->...i", "xii", None),
+    ("ij,jk->ki", "ij", "jk"), ("abc,cd->abd", "abc", "cd"), ("bid,bjd->bij", "bid", "bjd"),
+]
+
+
+def einsum(c):
+    """Einsum over the equations exporters write (batched matmuls, an ellipsis with broadcast batch dims,
+    transposes, reductions, outer and inner products, diagonals), random sizes; three operands refused."""
+    for i, (eq, ta, tb) in enumerate(EINSUMS):
+        if ta is None:
+            c.add(f"einsum_{i}_3ops", "Einsum", [c.floats([2, 3]), c.floats([4, 3, 5]), c.floats([2, 5])],
+                  {"equation": eq}, opset=13, refusal="1 or 2 operands")
+            continue
+        size = {ch: int(c.rng.integers(1, 6)) for ch in "abcdhijkmnxy"}
+        size["w"] = 1  # an ellipsis dim of 1 broadcast against x
+        shape = lambda t: [size[ch] for ch in t]
+        ins = [c.floats(shape(ta))] + ([c.floats(shape(tb))] if tb else [])
+        c.add(f"einsum_{i}", "Einsum", ins, {"equation": eq}, opset=13)
+
+
 def main():
     outdir = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum):
         gen(c)
+    ran = sum("expect_refusal" not in case for case in c.cases)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:
-        json.dump({"cases": c.cases, "refused": [], "min_ran": len(c.cases)}, fp, indent=1)
+        json.dump({"cases": c.cases, "refused": [], "min_ran": ran}, fp, indent=1)
     print(f"{len(c.cases)} cases")
     return 0
 

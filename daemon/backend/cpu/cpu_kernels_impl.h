@@ -145,6 +145,10 @@ int cpu_bcast_init(struct cpu_bcast *b, const struct graph_shape *out,
 /* Call fn over every span of b. */
 void cpu_bcast_run(const struct cpu_bcast *b, cpu_span_fn fn, void *arg);
 
+/* Combine n updates u into y by a scatter reduction (NONE copies); dt FP32, INT64 or INT32 unless NONE. */
+void cpu_scatter_combine(enum graph_scatter_reduce red, enum graph_dtype dt, char *y, const char *u, int64_t n,
+    size_t es);
+
 /* Per-op entry points. */
 int cpu_gemm_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_matmul_run(const struct cpu_node_ctx *c, char **cause);
@@ -184,5 +188,10 @@ int cpu_rnn_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_rnn_workspace(const struct cpu_node_ctx *c);
 int cpu_topk_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_topk_workspace(const struct cpu_node_ctx *c);
+int cpu_scatter_elements_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_onehot_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_groupnorm_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_einsum_run(const struct cpu_node_ctx *c, char **cause);
+size_t cpu_einsum_workspace(const struct cpu_node_ctx *c);
 
 #endif

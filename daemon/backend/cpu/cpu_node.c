@@ -56,6 +56,11 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SCATTER_ND] = { "ScatterND", cpu_scatter_nd_run, NULL, 3, 3, 1, 1, DT_ANY },
 	[GRAPH_OP_RNN] = { "RNN/GRU/LSTM", cpu_rnn_run, cpu_rnn_workspace, 3, 8, 1, 3, DT_F32 },
 	[GRAPH_OP_TOPK] = { "TopK", cpu_topk_run, cpu_topk_workspace, 1, 1, 2, 2, DT_F32 },
+	[GRAPH_OP_SCATTER_ELEMENTS] = { "ScatterElements", cpu_scatter_elements_run, NULL, 3, 3, 1, 1, DT_ANY },
+	[GRAPH_OP_ONEHOT] = { "OneHot", cpu_onehot_run, NULL, 3, 3, 1, 1, DT_ANY },
+	[GRAPH_OP_INSTANCENORM] = { "InstanceNormalization", cpu_groupnorm_run, NULL, 3, 3, 1, 1, DT_F32 },
+	[GRAPH_OP_GROUPNORM] = { "GroupNormalization", cpu_groupnorm_run, NULL, 3, 3, 1, 1, DT_F32 },
+	[GRAPH_OP_EINSUM] = { "Einsum", cpu_einsum_run, cpu_einsum_workspace, 1, 2, 1, 1, DT_F32 },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -96,7 +101,9 @@ node_ndata(const struct graph_node *n)
 	case GRAPH_OP_CONV: case GRAPH_OP_ATTENTION: return 4;
 	case GRAPH_OP_BINARY: case GRAPH_OP_PRELU: return 2;
 	case GRAPH_OP_BATCHNORM: return 5;
-	case GRAPH_OP_CONCAT: return n->ninputs;
+	case GRAPH_OP_CONCAT: case GRAPH_OP_EINSUM: return n->ninputs;
+	case GRAPH_OP_INSTANCENORM: case GRAPH_OP_GROUPNORM: return 3;
+	case GRAPH_OP_ONEHOT: return 0;
 	case GRAPH_OP_CAST: case GRAPH_OP_WHERE: case GRAPH_OP_PREDICATE: return 0;
 	default: return 1;
 	}
@@ -129,6 +136,23 @@ window_check(const struct graph_window_attr *w, int need_kernel, char **why)
 	if (w->group < 0)
 		return cpu_fail(why, "group %lld", (long long)w->group);
 	return 0;
+}
+
+/* Dtype rules of ScatterElements (indices INT64/INT32, updates of the data's dtype) and OneHot (numeric indices). */
+static int
+node_check_dtypes_more(const graph_t *g, const struct graph_node *n, enum graph_dtype out, char **why)
+{
+	enum graph_dtype in0 = tensor_dtype(g, n->inputs[0]), in1 = tensor_dtype(g, n->inputs[1]);
+
+	if (n->op == GRAPH_OP_ONEHOT)
+		return in0 != GRAPH_DT_BOOL && tensor_dtype(g, n->inputs[2]) == out ? 0 :
+		    cpu_fail(why, "OneHot needs numeric indices and values of the output's dtype");
+	if (in1 != GRAPH_DT_I64 && in1 != GRAPH_DT_I32)
+		return cpu_fail(why, "ScatterElements indices must be INT64 or INT32");
+	if (tensor_dtype(g, n->inputs[2]) != out)
+		return cpu_fail(why, "ScatterElements updates must have the data's dtype");
+	return n->attr.scatter.reduce == GRAPH_SCATTER_NONE || out == GRAPH_DT_F32 || out == GRAPH_DT_I64 ||
+	    out == GRAPH_DT_I32 ? 0 : cpu_fail(why, "ScatterElements add/mul/max/min on %s", dt_name(out));
 }
 
 /* Dtype rules special to Binary, Cast, Where, the predicates and the gathers and scatters. */
@@ -173,6 +197,8 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		return n->attr.rnn.ndir >= 1 && n->attr.rnn.ndir <= 2 && n->attr.rnn.hidden >= 1 &&
 		    (int)n->attr.rnn.cell >= 0 && n->attr.rnn.cell <= GRAPH_RNN_LSTM ? 0 :
 		    cpu_fail(why, "cell, directions or hidden size out of range");
+	case GRAPH_OP_SCATTER_ELEMENTS: case GRAPH_OP_ONEHOT:
+		return node_check_dtypes_more(g, n, out, why);
 	case GRAPH_OP_GATHER_ND: case GRAPH_OP_SCATTER_ND:
 		if (tensor_dtype(g, n->inputs[1]) != GRAPH_DT_I64)
 			return cpu_fail(why, "GatherND/ScatterND indices must be INT64");
@@ -241,6 +267,12 @@ node_check_attrs(const struct graph_node *n, char **why)
 	case GRAPH_OP_PREDICATE:
 		return (int)n->attr.pred.fn >= 0 && n->attr.pred.fn <= GRAPH_PRED_NOT ? 0 :
 		    cpu_fail(why, "predicate %d", (int)n->attr.pred.fn);
+	case GRAPH_OP_SCATTER_ELEMENTS:
+		return (int)n->attr.scatter.reduce >= 0 && n->attr.scatter.reduce <= GRAPH_SCATTER_MIN ? 0 :
+		    cpu_fail(why, "reduction %d", (int)n->attr.scatter.reduce);
+	case GRAPH_OP_EINSUM:
+		return n->attr.einsum.ninputs == n->ninputs ? 0 : cpu_fail(why, "%d operands, the equation has %d",
+		    n->ninputs, n->attr.einsum.ninputs);
 	case GRAPH_OP_SCATTER_ND:
 		return (int)n->attr.nd.reduce >= 0 && n->attr.nd.reduce <= GRAPH_SCATTER_MIN ? 0 :
 		    cpu_fail(why, "reduction %d", (int)n->attr.nd.reduce);

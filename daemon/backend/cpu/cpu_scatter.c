@@ -88,9 +88,9 @@ cpu_gather_nd_run(const struct cpu_node_ctx *c, char **cause)
 #define SCATTER_COMBINE(red, a, v) ((red) == GRAPH_SCATTER_ADD ? (a) + (v) : (red) == GRAPH_SCATTER_MUL ? \
 	(a) * (v) : (red) == GRAPH_SCATTER_MAX ? ((a) > (v) ? (a) : (v)) : ((a) < (v) ? (a) : (v)))
 
-/* Combine one slice of updates into y by reduction (NONE copies). */
-static void
-scatter_slice(enum graph_scatter_reduce red, enum graph_dtype dt, char *y, const char *u, int64_t n, size_t es)
+/* Combine n updates into y by reduction (NONE copies); also ScatterElements' (cpu_scatter_elements.c). */
+void
+cpu_scatter_combine(enum graph_scatter_reduce red, enum graph_dtype dt, char *y, const char *u, int64_t n, size_t es)
 {
 	if (red == GRAPH_SCATTER_NONE) {
 		memcpy(y, u, (size_t)n * es);
@@ -140,7 +140,7 @@ cpu_scatter_nd_run(const struct cpu_node_ctx *c, char **cause)
 
 		if (off < 0)
 			return cpu_fail(cause, "index tuple %lld is out of range", (long long)t);
-		scatter_slice(c->n->attr.nd.reduce, dt, (char *)cpu_out(c, 0) + (size_t)off * es,
+		cpu_scatter_combine(c->n->attr.nd.reduce, dt, (char *)cpu_out(c, 0) + (size_t)off * es,
 		    (const char *)cpu_in(c, 2) + (size_t)(t * slice) * es, slice, es);
 	}
 	return 0;
