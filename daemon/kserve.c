@@ -330,6 +330,8 @@ kserve_decode_shape(const json_t *input, const model_t *m, int i, int *rows,
 			*rows = (int)v;
 			continue;
 		}
+		if (k == 0 && !batch && v != io->dims[0] && model_fixed_batch(m) > 0)
+			return model_fixed_batch_refuse(m, i, (int64_t)v, cause);
 		if (io->dims[k - batch] >= 0 && v != io->dims[k - batch])
 			return error_set(cause, "input '%s': shape[%zu] is %" JSON_INTEGER_FORMAT
 			    ", the model expects %" PRId64, io->name, k, v, io->dims[k - batch]);

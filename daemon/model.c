@@ -61,6 +61,11 @@ model_load_onnx(model_t *m, const char *path, const char *override, char **cause
 		error_prefix(cause, "%s", path);
 	else if (rc == 0 && (rc = model_config_check_io(m, cfg, cause)) != 0)
 		model_json_prefix(m, override, cause);
+	if (rc == 0 && model_fixed_batch(m) > 0)
+		LOG_INFO("model '%s' has a fixed batch of %lld (its ONNX inputs declare no batch axis): requests of any "
+		    "other batch are refused; to serve other batch sizes re-export it with a dynamic batch axis "
+		    "(torch.onnx.export(..., dynamic_axes={\"%s\": {0: \"batch\"}}))", m->name,
+		    (long long)model_fixed_batch(m), m->inputs[0].name);
 	json_decref(cfg);
 	return rc;
 }

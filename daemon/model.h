@@ -257,6 +257,15 @@ int model_instance_count(const model_t *m);
 /* Free the model's weights and description (NULL is ignored). */
 void model_free(model_t *m);
 
+/*
+ * A model with no batch dimension whose inputs all start with the same fixed
+ * dim N (rank 2 or more): N, the batch it was exported with (a static-shape
+ * export such as [1, 3, 224, 224]); else 0.  Requests of another batch are
+ * refused by model_fixed_batch_refuse, naming the input, its dim, N and how to
+ * re-export with a dynamic batch axis.
+ */
+int64_t model_fixed_batch(const model_t *m);
+int model_fixed_batch_refuse(const model_t *m, int input, int64_t v, char **cause);
 /* Check a request's non-batch dims of input i (fixed dims equal, variable dims in [1, max]); -1 naming input and dim. */
 int model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause);
 /* Bytes of input i for one row of the shape s (product of the non-batch dims * dtype size). */

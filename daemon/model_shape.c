@@ -9,6 +9,31 @@
 #include "model.h"
 #include "model_impl.h"
 
+/* The batch a model without a batch dimension was exported with: every input's first dim, fixed and equal (rank >= 2). */
+int64_t
+model_fixed_batch(const model_t *m)
+{
+	int k;
+
+	if (m->max_batch_size != 0 || m->ninputs < 1)
+		return 0;
+	for (k = 0; k < m->ninputs; k++)
+		if (m->inputs[k].ndims < 2 || m->inputs[k].dims[0] < 1 || m->inputs[k].dims[0] != m->inputs[0].dims[0])
+			return 0;
+	return m->inputs[0].dims[0];
+}
+
+/* Refuse a request whose input has batch v where the model was exported with a fixed batch: what to re-export. */
+int
+model_fixed_batch_refuse(const model_t *m, int input, int64_t v, char **cause)
+{
+	const char *name = m->inputs[input].name;
+
+	return error_set(cause, "input '%s' dim 0 is %lld, but the model was exported with a fixed batch of %lld; "
+	    "to serve other batch sizes re-export it with a dynamic batch axis (torch.onnx.export(..., "
+	    "dynamic_axes={\"%s\": {0: \"batch\"}}))", name, (long long)v, (long long)model_fixed_batch(m), name);
+}
+
 /* Check input i's non-batch dims against the model. */
 int
 model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, char **cause)
@@ -22,6 +47,8 @@ model_check_dims(const model_t *m, int input, int ndims, const int64_t *dims, ch
 	if (ndims != io->ndims)
 		return error_set(cause, "input '%s' has %d dims after the batch, the model's has %d", io->name, ndims, io->ndims);
 	for (d = 0; d < ndims; d++) {
+		if (d == 0 && io->dims[0] >= 0 && dims[0] != io->dims[0] && model_fixed_batch(m) > 0)
+			return model_fixed_batch_refuse(m, input, dims[0], cause);
 		if (io->dims[d] >= 0 && dims[d] != io->dims[d])
 			return error_set(cause, "input '%s' dim %d is %lld, the model's is %lld", io->name,
 			    d + (m->max_batch_size > 0), (long long)dims[d], (long long)io->dims[d]);

@@ -228,7 +228,9 @@ tests_unit_test_model_memory_cuda_LDADD = $(TEST_LDADD)
 # An ONNX model of two inputs and three outputs through HTTP JSON, binary and shm (inferctl).
 TESTS += tests/integration/test_multi_tensor.sh
 dist_check_SCRIPTS += tests/integration/test_multi_tensor.sh
-EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py
+TESTS += tests/integration/test_static_batch.sh
+dist_check_SCRIPTS += tests/integration/test_static_batch.sh
+EXTRA_DIST += tests/helpers/make_multi_onnx.py tests/helpers/multi_client.py tests/helpers/static_batch.py
 # Output dims the inputs' dims compute (a strided Conv, a Reshape's guard) over shm: OUTPUT_DIMS through
 # inferctl, libinferd (ipc_client outdims) and the Python client, against onnxruntime.
 TESTS += tests/integration/test_shm_output_dims.sh

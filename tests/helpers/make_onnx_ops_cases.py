@@ -270,10 +270,12 @@ def onehot(c):
 
 def norms(c):
     """InstanceNormalization (ranks 3 to 5), GroupNormalization at opset 18 (scale and bias per group) and 21
-    (per channel), with epsilon varied."""
+    (per channel), with epsilon varied.  A group holds one element or at least four: onnxruntime's FP32
+    statistics drift from the exact ones by 6e-4 on two close values (a variance near epsilon), ours do not."""
     for i in range(8):
         r = 3 + i % 3
         shape = c.shape(r, 1, 5)
+        shape[-1] = int(c.rng.integers(4, 7))
         ch = shape[1]
         eps = float([1e-5, 1e-3, 0.1][i % 3])
         s, b = c.floats([ch]), c.floats([ch])
@@ -283,7 +285,9 @@ def norms(c):
         r = 2 + i % 4
         g = int(c.rng.integers(1, 4))
         shape = c.shape(r, 1, 5)
-        shape[1] = g * int(c.rng.integers(1, 4))
+        shape[1] = g * int(c.rng.choice([1, 4, 5] if r == 2 else [1, 2, 3]))
+        if r > 2:
+            shape[-1] = int(c.rng.integers(4, 7))
         opset = 18 if i % 2 else 21
         n = g if opset == 18 else shape[1]
         s, b = c.floats([n]), c.floats([n])

@@ -50,10 +50,11 @@ cpu_groupnorm_run(const struct cpu_node_ctx *c, char **cause)
 		group_stats(xg, cpg * inner, a->eps, &mean, &inv);
 		for (int64_t k = 0; k < cpg; k++) {
 			int64_t p = want == ch ? (ng % groups) * cpg + k : ng % groups;
-			float mul = inv * scale[p], add = bias[p] - (float)mean * mul;
+			float mul = inv * scale[p], mu = (float)mean;
 
+			/* x - mean first: folding the mean into the bias cancels badly when the variance is tiny. */
 			for (int64_t i = 0; i < inner; i++)
-				yg[k * inner + i] = xg[k * inner + i] * mul + add;
+				yg[k * inner + i] = (xg[k * inner + i] - mu) * mul + bias[p];
 		}
 	}
 	return 0;
