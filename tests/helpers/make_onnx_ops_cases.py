@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
-scans and recurrences (IsNaN, IsInf, Not, Xor, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
+scans and recurrences (IsNaN, IsInf, Not, Xor, And, Or, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
 RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
@@ -90,7 +90,7 @@ class Cases:
 
 
 def elementwise(c):
-    """IsNaN, IsInf (both signs, each alone), Not, Xor with broadcasting."""
+    """IsNaN, IsInf (both signs, each alone), Not, Xor, And, Or with broadcasting."""
     for r in range(1, 5):
         x = c.floats(c.shape(r), specials=True)
         c.add(f"isnan_r{r}", "IsNaN", [x], out=["bool"])
@@ -101,7 +101,8 @@ def elementwise(c):
         c.add(f"not_r{r}", "Not", [b], out=["bool"])
         s = list(b.shape)
         s[c.rng.integers(0, r)] = 1
-        c.add(f"xor_r{r}", "Xor", [b, c.rng.random(s[1:] if r > 1 else s) < 0.5])
+        for op in ("Xor", "And", "Or"):
+            c.add(f"{op.lower()}_r{r}", op, [b, c.rng.random(s[1:] if r > 1 else s) < 0.5])
 
 
 def trilu(c):
