@@ -36,9 +36,6 @@ class Cases:
         out: the outputs' dtype names (default: one of input 0's); refusal: text the engine's refusal must name
         (then onnxruntime does not run it)."""
         consts = consts or {}
-        name = f"{len(self.cases):03d}_{label}"
-        d = os.path.join(self.outdir, name)
-        os.makedirs(d, exist_ok=True)
         gin, inits, feeds, names = [], [], {}, []
         for i, a in enumerate(inputs):
             n = f"in{i}"
@@ -52,7 +49,15 @@ class Cases:
                 feeds[n] = a
         outs = [f"out{k}" for k in range(nout)]
         node = helper.make_node(op, names, outs, **(attrs or {}))
-        graph = helper.make_graph([node], name, gin, [helper.make_tensor_value_info(o, ELEM[t], None) for o, t in zip(outs, out or [inputs[0].dtype.name])],
+        self.add_graph(label, [node], gin, feeds, inits, list(zip(outs, out or [inputs[0].dtype.name])), opset,
+                       refusal)
+
+    def add_graph(self, label, nodes, gin, feeds, inits, outs, opset=17, refusal=None):
+        """A graph of nodes: inputs gin (value infos) fed feeds, initializers inits, outputs (name, dtype name)."""
+        name = f"{len(self.cases):03d}_{label}"
+        d = os.path.join(self.outdir, name)
+        os.makedirs(d, exist_ok=True)
+        graph = helper.make_graph(nodes, name, gin, [helper.make_tensor_value_info(o, ELEM[t], None) for o, t in outs],
                                   initializer=inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 8
@@ -251,8 +256,8 @@ ONEHOT_TYPES = [("int64", "int64", "float32"), ("int64", "int64", "int64"), ("in
 
 def onehot(c):
     """OneHot: indices INT64, INT32 or FP32 (truncated), negative and out-of-range indices, depth an INT64,
-    INT32 or FP32 constant (a scalar or [1]), every axis (negative too), values FP32, INT64 or INT32; a depth
-    read from the request refused naming it."""
+    INT32 or FP32 constant (a scalar or [1]) or computed from the input shapes, every axis (negative too),
+    values FP32, INT64 or INT32; a depth read from the request refused naming it."""
     for i in range(18):
         r = 1 + i % 4
         depth = int(c.rng.integers(1, 7))
@@ -264,6 +269,21 @@ def onehot(c):
         ax = int(c.rng.integers(-r - 1, r + 1))
         c.add(f"onehot_r{r}_a{ax}_{it}_{dt}_{vt}", "OneHot", [idx.astype(it), dep, val], {"axis": ax},
               consts={1: dep, 2: val}, opset=13, out=[vt])
+    for ax in (-1, 1, 2):
+        # depth computed from the input shapes (the indices' last dim), the batch and that dim variable (the
+        # batch stays first: an output without it cannot be batched).
+        idx = c.rng.integers(-6, 6, size=c.shape(2, 1, 5)).astype(np.int64)
+        nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "one"], ["depth"]),
+                 helper.make_node("OneHot", ["x", "depth", "values"], ["y"], axis=ax)]
+        inits = [onnx.numpy_helper.from_array(np.array(1, dtype=np.int64), "one"),
+                 onnx.numpy_helper.from_array(np.array([0.0, 1.0], dtype=np.float32), "values")]
+        c.add_graph(f"onehot_depth_from_shape_a{ax}", nodes,
+                    [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", "S"])], {"x": idx}, inits,
+                    [("y", "float32")], opset=13)
+    nodes = [helper.make_node("Abs", ["d"], ["depth"]), helper.make_node("OneHot", ["x", "depth", "values"], ["y"])]
+    c.add_graph("onehot_depth_from_data", nodes, [helper.make_tensor_value_info("x", TensorProto.INT64, [2, 3]),
+                helper.make_tensor_value_info("d", TensorProto.FLOAT, [1])], {}, [inits[1]], [("y", "float32")],
+                opset=13, refusal="OneHot's depth 'depth' must be one value, a constant or computed from the input shapes")
     idx = np.array([1, 0, 2], dtype=np.int64)
     c.add("onehot_depth_input", "OneHot", [idx, np.array(3, dtype=np.int64), np.array([0, 1], dtype=np.int64)],
           opset=13, refusal="depth is the model input")
