@@ -106,6 +106,7 @@ check_output(const struct graph_einsum_attr *a, const char *eq, char **cause)
 	return 0;
 }
 
+/* Parse an equation over ninputs operands (spaces ignored; an implicit output made explicit). */
 int
 graph_einsum_parse(const char *eq, int ninputs, struct graph_einsum_attr *a, char **cause)
 {
@@ -163,6 +164,7 @@ expand_term(const signed char *labels, int n, int rank, int widest, signed char 
 	return 0;
 }
 
+/* Every dim's label for the operands' ranks, the ellipses aligned right within the widest. */
 int
 graph_einsum_expand(const struct graph_einsum_attr *a, const int *ranks, struct graph_einsum_dims *d,
     char **cause)
@@ -189,6 +191,7 @@ graph_einsum_expand(const struct graph_einsum_attr *a, const int *ranks, struct 
 	return 0;
 }
 
+/* Each label's size from the operands' shapes (ellipsis dims broadcast). */
 int
 graph_einsum_sizes(const struct graph_einsum_dims *d, const struct graph_shape *const *in, int64_t *size,
     char **cause)

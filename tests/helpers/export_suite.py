@@ -22,7 +22,7 @@ except ImportError as e:
 OPSETS = (14, 17)
 # Exports inferd refuses today, with the text its refusal must contain (never a wrong answer): pack_padded_sequence
 # with enforce_sorted=False sorts the lengths with a TopK whose k is the batch size, computed at run time (and
-# scatters back with ScatterElements, ReduceProd, not supported either).
+# uses ReduceProd, not supported either).
 KNOWN_REFUSALS = {"packed_bilstm": "(TopK, opset"}
 NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL"}
 
@@ -118,6 +118,26 @@ class WindowAttention(nn.Module):
         return self.block(x)
 
 
+class OpsMix(nn.Module):
+    """GroupNorm and InstanceNorm2d after a conv, einsum attention over the pixels, one_hot of labels and
+    scatter / scatter_add into them (InstanceNormalization, Einsum, OneHot, ScatterElements once exported)."""
+
+    def __init__(self, ch=8, groups=4, classes=5):
+        super().__init__()
+        self.conv = nn.Conv2d(3, ch, 3, padding=1)
+        self.gn = nn.GroupNorm(groups, ch)
+        self.inorm = nn.InstanceNorm2d(ch, affine=True)
+        self.classes = classes
+
+    def forward(self, x, labels):
+        q = self.inorm(self.gn(self.conv(x))).flatten(2).transpose(1, 2)
+        z = torch.einsum("bij,bjc->bic", torch.einsum("bic,bjc->bij", q, q).softmax(-1), q)
+        oh = nn.functional.one_hot(labels, self.classes).float()
+        at = labels.unsqueeze(-1)
+        sc = torch.zeros_like(oh).scatter_add(2, at, torch.ones_like(at, dtype=torch.float32))
+        return z, oh, sc + torch.zeros_like(oh).scatter(2, at, 2.0)
+
+
 def ids(rng, shape, vocab):
     """Random token ids."""
     return rng.integers(0, vocab, size=shape).astype(np.int64)
@@ -143,6 +163,10 @@ def models(rng):
                                          np.int64)) for b, t, lens in ((1, 6, [6]), (2, 12, [12, 7]), (3, 9, [9, 1, 5]))])
     out["swin_window_block"] = (WindowAttention(), ["x"], ["y"], {"x": {0: "b"}},
                                 [(rng.standard_normal((b, 8, 8, 32)).astype(np.float32),) for b in (1, 2)])
+    out["ops_mix"] = (OpsMix(), ["x", "labels"], ["z", "onehot", "scattered"],
+                      {"x": {0: "b"}, "labels": {0: "b", 1: "n"}},
+                      [(rng.standard_normal((b, 3, 4, 5)).astype(np.float32), ids(rng, (b, n), 5))
+                       for b, n in ((1, 3), (2, 7), (3, 4))])
     return out
 
 
