@@ -328,7 +328,8 @@ EINSUMS = [
 
 def einsum(c):
     """Einsum over the equations exporters write (batched matmuls, an ellipsis with broadcast batch dims,
-    transposes, reductions, outer and inner products, diagonals), random sizes; three operands refused."""
+    transposes, reductions, outer and inner products, diagonals), random sizes; three operands, malformed
+    equations and operands that do not fit their terms refused, naming what."""
     for i, (eq, ta, tb) in enumerate(EINSUMS):
         if ta is None:
             c.add(f"einsum_{i}_3ops", "Einsum", [c.floats([2, 3]), c.floats([4, 3, 5]), c.floats([2, 5])],
@@ -339,6 +340,11 @@ def einsum(c):
         shape = lambda t: [size[ch] for ch in t]
         ins = [c.floats(shape(ta))] + ([c.floats(shape(tb))] if tb else [])
         c.add(f"einsum_{i}", "Einsum", ins, {"equation": eq}, opset=13)
+    x = c.floats([2, 3])
+    for eq, why in (("ij->ii", "output label 'i' appears twice"), ("ij->k", "output label 'k' is in no operand"),
+                    ("i...j...->ij", "malformed"), ("ij,jk->ik", "malformed, or not one term per operand (1)"),
+                    ("...i->i", "an ellipsis summed away"), ("i%->i", "malformed"), ("ijk->i", "rank 2 does not fit")):
+        c.add(f"einsum_refused_{len(c.cases)}", "Einsum", [x], {"equation": eq}, opset=13, refusal=why)
 
 
 def main():
