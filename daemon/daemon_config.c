@@ -196,6 +196,13 @@ static const struct config_key config_keys[] = {
 	  "Largest tensor copy_mode = auto copies through the mapped kernels, 0 to 1G\n"
 	  "(0: every tensor by DMA).  Below it the DMA copy's fixed cost per tensor\n"
 	  "outweighs the kernel's slower reads over the bus (docs/BENCHMARKS.md)." },
+	{ "MODELS AND DEVICE", "nvml_library", CONFIG_STRING, "libnvidia-ml.so.1", KEY(nvml_library), 0, 0, NULL,
+	  "NVML library the GPU gauges of /metrics read (utilisation, memory, power,\n"
+	  "temperature of each GPU models run on), loaded at start-up with dlopen:\n"
+	  "a name the dynamic loader finds, or a path.  Where it cannot be loaded\n"
+	  "(no NVIDIA driver) or the daemon runs on the CPU, /metrics has no GPU\n"
+	  "gauges and the log says why; empty turns them off.  The tests point it at\n"
+	  "a stand-in library." },
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"

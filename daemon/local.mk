@@ -25,7 +25,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model_config_triton.c daemon/model_pbtxt.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_padding.c daemon/model_padding.h daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
-	daemon/metrics.c daemon/metrics.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
+	daemon/metrics.c daemon/metrics.h daemon/metrics_gpu.c daemon/metrics_gpu.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
 	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_pad.c \
 	daemon/daemon_config.c daemon/daemon_config.h daemon/daemon_man.c daemon/daemon_man.h \
 	daemon/request_log.c daemon/request_log.h \

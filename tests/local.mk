@@ -196,6 +196,20 @@ dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
 TESTS += tests/integration/test_ipc_copy_modes.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_copy_modes.sh
 
+# --- GPU gauges of /metrics: metrics_gpu.c without NVML and against a stand-in NVML library the test builds ---
+check_PROGRAMS += tests/unit/test_metrics_gpu
+TESTS += tests/unit/test_metrics_gpu
+tests_unit_test_metrics_gpu_SOURCES = tests/unit/test_metrics_gpu.c $(TEST_COMMON)
+tests_unit_test_metrics_gpu_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_NVML='"$(abs_top_builddir)/tests/helpers/libfake_nvml.so"'
+tests_unit_test_metrics_gpu_LDADD = $(TEST_LDADD)
+EXTRA_tests_unit_test_metrics_gpu_DEPENDENCIES = tests/helpers/libfake_nvml.so
+# A plain shared object (not a libtool library): the test dlopens it by path, as the daemon does NVML.
+tests/helpers/libfake_nvml.so: $(srcdir)/tests/helpers/fake_nvml.c
+	@$(MKDIR_P) tests/helpers
+	$(AM_V_CCLD)$(CC) -std=gnu11 -Wall -Wextra -shared -fPIC -o $@ $(srcdir)/tests/helpers/fake_nvml.c
+CLEANFILES += tests/helpers/libfake_nvml.so
+EXTRA_DIST += tests/helpers/fake_nvml.c
+
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
 check_PROGRAMS += tests/unit/test_device_set
 tests_unit_test_device_set_SOURCES = tests/unit/test_device_set.c $(TEST_COMMON)

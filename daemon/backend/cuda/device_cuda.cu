@@ -986,6 +986,16 @@ device_cuda_count_impl(void)
 	return n;
 }
 
+/* A CUDA UUID as NVML spells it: "GPU-" and the 16 bytes in hex, grouped 4-2-2-2-6. */
+static void
+cuda_uuid_text(const cudaUUID_t *id, char *out, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)id->bytes;
+
+	snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
 /* Read the GPU's properties into the ctx and the device's name. */
 static int
 cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
@@ -1003,6 +1013,7 @@ cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
 	gib = ((unsigned long long)prop.totalGlobalMem + (1ULL << 29)) >> 30;
 	snprintf(dev->name, sizeof dev->name, "cuda:%d (%.64s, sm_%d%d, %llu GiB)",
 	    c->ordinal, prop.name, prop.major, prop.minor, gib);
+	cuda_uuid_text(&prop.uuid, dev->uuid, sizeof dev->uuid);
 	return 0;
 }
 
