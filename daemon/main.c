@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "batcher.h"
+#include "compile_cache.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
 #include "daemon_man.h"
@@ -618,6 +619,12 @@ daemon_start(struct daemon *d, char **cause)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int cpu_threads = d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1;
 
+	compile_cache_configure(d->config.compile_cache_dir, d->config.compile_cache_max_bytes);
+	if (*d->config.compile_cache_dir != '\0')
+		LOG_INFO("compile cache: %s (at most %zu bytes a file)", d->config.compile_cache_dir,
+		    d->config.compile_cache_max_bytes);
+	else
+		LOG_INFO("compile cache: off (compile_cache_dir is empty)");
 	if (device_open(d->config.device, &d->dev, cause) != 0)
 		return -1;
 	LOG_INFO("device: %s", device_name(d->dev));
@@ -708,6 +715,7 @@ daemon_stop(struct daemon *d, int started)
 	device_set_free(d->devices);
 	if (d->dev != NULL)
 		device_close(d->dev);
+	compile_cache_shutdown();
 	if (d->port_file_written && unlink(d->port_file) != 0)
 		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
 	fault_report();

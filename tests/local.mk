@@ -210,6 +210,16 @@ tests/helpers/libfake_nvml.so: $(srcdir)/tests/helpers/fake_nvml.c
 CLEANFILES += tests/helpers/libfake_nvml.so
 EXTRA_DIST += tests/helpers/fake_nvml.c
 
+# --- the compile cache's file (compile_cache.c): round trip, damage refused whole, identity, size bound; its reader's fuzz target ---
+check_PROGRAMS += tests/unit/test_compile_cache tests/fuzz/fuzz_compile_cache
+TESTS += tests/unit/test_compile_cache tests/fuzz/fuzz_compile_cache
+tests_unit_test_compile_cache_SOURCES = tests/unit/test_compile_cache.c $(TEST_COMMON)
+tests_unit_test_compile_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_compile_cache_LDADD = $(TEST_LDADD)
+tests_fuzz_fuzz_compile_cache_SOURCES = tests/fuzz/fuzz_compile_cache.c $(FUZZ_CORPUS)
+tests_fuzz_fuzz_compile_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_fuzz_fuzz_compile_cache_LDADD = $(TEST_LDADD)
+
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
 check_PROGRAMS += tests/unit/test_device_set
 tests_unit_test_device_set_SOURCES = tests/unit/test_device_set.c $(TEST_COMMON)
@@ -314,7 +324,7 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text model_pbtxt
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text model_pbtxt compile_cache
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.
