@@ -219,6 +219,9 @@ tests_unit_test_compile_cache_LDADD = $(TEST_LDADD)
 tests_fuzz_fuzz_compile_cache_SOURCES = tests/fuzz/fuzz_compile_cache.c $(FUZZ_CORPUS)
 tests_fuzz_fuzz_compile_cache_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_compile_cache_LDADD = $(TEST_LDADD)
+# The cache on a GPU: cold start, warm start, a damaged file (skips on the CPU).
+TESTS += tests/integration/test_compile_cache.sh
+dist_check_SCRIPTS += tests/integration/test_compile_cache.sh
 
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
 check_PROGRAMS += tests/unit/test_device_set

@@ -595,7 +595,11 @@ dnn_fusable(const struct cuda_dnn_conv_desc *d)
 	return !d->transpose && (d->has_bias || d->has_z || d->relu);
 }
 
-/* Build c from the cache's choice for ck: 1 when cuDNN took it; 0 on a miss, or when refused (then dropped). */
+/*
+ * Build c from the cache's choice for ck: 1 when cuDNN took it; -1 when the
+ * search found no engine for ck (stored as engine -1: the caller uses im2col
+ * without searching again); 0 on a miss, or when refused (then dropped).
+ */
 static int
 dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
     const struct dnn_cache_key *ck, struct dnn_plan *c)
@@ -611,6 +615,8 @@ dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_
 	if (len == sizeof ch)
 		memcpy(&ch, val, sizeof ch);
 	free(val);
+	if (len == sizeof ch && ch.engine == -1 && ch.nknobs == 0)
+		return -1;
 	if (len == sizeof ch && ch.nknobs >= 0 && ch.nknobs <= DNN_MAX_KNOBS && (!ch.fused || dnn_fusable(d)) &&
 	    dnn_try_choice(ordinal, d, c, &ch)) {
 		c->fused = ch.fused != 0;
@@ -623,13 +629,17 @@ dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_
 	return 0;
 }
 
-/* Store the search's pick for ck (nothing when cuDNN does not tell the engine). */
+/* Store the search's pick for ck (c NULL: it found none; nothing when cuDNN does not tell the engine). */
 static void
 dnn_plan_store(compile_cache_t *cache, const struct dnn_cache_key *ck, const struct dnn_plan *c)
 {
 	struct dnn_choice ch;
 
-	if (dnn_choice_of(c->cfg, c->fused, &ch) == 0)
+	if (c == NULL) {
+		memset(&ch, 0, sizeof ch);
+		ch.engine = -1;
+		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
+	} else if (dnn_choice_of(c->cfg, c->fused, &ch) == 0)
 		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
 }
 
@@ -874,20 +884,27 @@ dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_d
 {
 	struct dnn_plan *pl = (struct dnn_plan *)calloc(1, sizeof *pl);
 	struct dnn_cache_key ck;
+	int rc = 0;
 
 	if (pl == NULL)
 		return NULL;
 	pl->key = *k;
 	pl->cap = cap;
 	dnn_cache_key_of(k, cap, &ck);
-	if (cache != NULL && dnn_plan_cached(ordinal, cache, d, &ck, pl))
-		return pl;
+	if (cache != NULL && (rc = dnn_plan_cached(ordinal, cache, d, &ck, pl)) != 0) {
+		if (rc > 0)
+			return pl;
+		free(pl);
+		return NULL;
+	}
 	if (dnn_fusable(d) && dnn_try(ordinal, d, pl, 1)) {
 		pl->fused = 1;
 		pl->has_bias = d->has_bias != 0;
 		pl->has_z = d->has_z != 0;
 	} else if (!dnn_try(ordinal, d, pl, 0)) {
 		free(pl);
+		if (cache != NULL)
+			dnn_plan_store(cache, &ck, NULL);
 		return NULL;
 	}
 	if (cache != NULL)

@@ -278,7 +278,8 @@ gemm_lt_align(const void *ptr)
 /*
  * The compile cache's key of a cuBLASLt GEMM: a tag naming this layout, and
  * everything the heuristics were asked (types, epilogue, sizes, alignments,
- * workspace); the value is the algorithm's opaque bytes.
+ * workspace); the value is the algorithm's opaque bytes, or empty when the
+ * heuristics found none.
  */
 struct gemm_lt_key {
 	char tag[8];
@@ -305,7 +306,11 @@ gemm_lt_key_of(const struct gemm_params *p, int ct, int epi, const uint32_t *al,
 	k->ws = ws;
 }
 
-/* The cached algorithm for key, when cuBLASLt still accepts it for l within ws: 1; else 0 (a refused one is dropped). */
+/*
+ * The cached algorithm for key, when cuBLASLt still accepts it for l within
+ * ws: 1; -1 when the heuristics found none for key (stored as an empty
+ * value); else 0 (a miss; a refused algorithm is dropped).
+ */
 static int
 gemm_lt_cached(compile_cache_t *cache, const struct gemm_lt_key *key, struct gemm_lt *l, uint64_t ws)
 {
@@ -317,6 +322,10 @@ gemm_lt_cached(compile_cache_t *cache, const struct gemm_lt_key *key, struct gem
 
 	if (cache == NULL || !compile_cache_lookup(cache, key, sizeof *key, &val, &len))
 		return 0;
+	if (len == 0) {
+		free(val);
+		return -1;
+	}
 	ok = len == sizeof algo;
 	if (ok)
 		memcpy(&algo, val, sizeof algo);
@@ -346,8 +355,8 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
 	if (pthread_once(&gemm_lt_once, gemm_lt_query_init) != 0 || gemm_lt_query == NULL)
 		return 0;
 	gemm_lt_key_of(p, ct, epi, al, ws, &key);
-	if (gemm_lt_cached(cache, &key, l, ws))
-		return 1;
+	if ((count = gemm_lt_cached(cache, &key, l, ws)) != 0)
+		return count > 0;
 	memset(&res, 0, sizeof res);
 	if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == 0 &&
@@ -362,8 +371,8 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
 		count = 0;
 	if (pref != NULL)
 		(void)cublasLtMatmulPreferenceDestroy(pref);
-	if (count > 0 && cache != NULL)
-		compile_cache_store(cache, &key, sizeof key, &l->algo, sizeof l->algo);
+	if (cache != NULL)
+		compile_cache_store(cache, &key, sizeof key, &l->algo, count > 0 ? sizeof l->algo : 0);
 	return count > 0;
 }
 
