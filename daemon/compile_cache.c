@@ -73,7 +73,7 @@ cc_record_size(size_t klen, size_t vlen)
 	return CC_RECORD_FIXED + klen + vlen;
 }
 
-/* Little-endian stores and loads. */
+/* Store v little endian in 4 bytes. */
 static void
 cc_put32(unsigned char *p, uint32_t v)
 {
@@ -81,6 +81,7 @@ cc_put32(unsigned char *p, uint32_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Store v little endian in 8 bytes. */
 static void
 cc_put64(unsigned char *p, uint64_t v)
 {
@@ -88,12 +89,14 @@ cc_put64(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Load 4 little-endian bytes. */
 static uint32_t
 cc_get32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Load 8 little-endian bytes. */
 static uint64_t
 cc_get64(const unsigned char *p)
 {

@@ -76,6 +76,7 @@ fake_nvml_shutdowns(void)
 	return fake_shutdowns;
 }
 
+/* nvmlInit_v2: what fake_nvml_set_init_result said (success by default). */
 int
 nvmlInit_v2(void)
 {
@@ -85,6 +86,7 @@ nvmlInit_v2(void)
 	return NVML_SUCCESS;
 }
 
+/* nvmlShutdown: counted; refused when not initialised. */
 int
 nvmlShutdown(void)
 {
@@ -95,6 +97,7 @@ nvmlShutdown(void)
 	return NVML_SUCCESS;
 }
 
+/* nvmlErrorString: NVML's texts for the codes used here. */
 const char *
 nvmlErrorString(int r)
 {
@@ -117,6 +120,7 @@ fake_gpu_of(void *dev)
 	return fake_initialised && g >= fake_gpus && g < fake_gpus + fake_ngpus ? g : NULL;
 }
 
+/* nvmlDeviceGetHandleByUUID: a declared GPU, or NOT_FOUND. */
 int
 nvmlDeviceGetHandleByUUID(const char *uuid, void **dev)
 {
@@ -132,6 +136,7 @@ nvmlDeviceGetHandleByUUID(const char *uuid, void **dev)
 	return NVML_ERROR_NOT_FOUND;
 }
 
+/* nvmlDeviceGetHandleByIndex_v2: the declared GPUs in declaration order. */
 int
 nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **dev)
 {
@@ -143,6 +148,7 @@ nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **dev)
 	return NVML_SUCCESS;
 }
 
+/* nvmlDeviceGetUtilizationRates: the declared percentage. */
 int
 nvmlDeviceGetUtilizationRates(void *dev, struct fake_utilization *u)
 {
@@ -155,6 +161,7 @@ nvmlDeviceGetUtilizationRates(void *dev, struct fake_utilization *u)
 	return NVML_SUCCESS;
 }
 
+/* nvmlDeviceGetMemoryInfo: the declared bytes, or NOT_SUPPORTED when told to fail. */
 int
 nvmlDeviceGetMemoryInfo(void *dev, struct fake_memory *m)
 {
@@ -170,6 +177,7 @@ nvmlDeviceGetMemoryInfo(void *dev, struct fake_memory *m)
 	return NVML_SUCCESS;
 }
 
+/* nvmlDeviceGetPowerUsage: the declared milliwatts. */
 int
 nvmlDeviceGetPowerUsage(void *dev, unsigned int *mw)
 {
@@ -181,6 +189,7 @@ nvmlDeviceGetPowerUsage(void *dev, unsigned int *mw)
 	return NVML_SUCCESS;
 }
 
+/* nvmlDeviceGetTemperature: the declared degrees, for the GPU sensor (0) only. */
 int
 nvmlDeviceGetTemperature(void *dev, int sensor, unsigned int *c)
 {
