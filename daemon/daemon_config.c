@@ -196,6 +196,27 @@ static const struct config_key config_keys[] = {
 	  "Largest tensor copy_mode = auto copies through the mapped kernels, 0 to 1G\n"
 	  "(0: every tensor by DMA).  Below it the DMA copy's fixed cost per tensor\n"
 	  "outweighs the kernel's slower reads over the bus (docs/BENCHMARKS.md)." },
+	{ "MODELS AND DEVICE", "nvml_library", CONFIG_STRING, "libnvidia-ml.so.1", KEY(nvml_library), 0, 0, NULL,
+	  "NVML library the GPU gauges of /metrics read (utilisation, memory, power,\n"
+	  "temperature of each GPU models run on), loaded at start-up with dlopen:\n"
+	  "a name the dynamic loader finds, or a path.  Where it cannot be loaded\n"
+	  "(no NVIDIA driver) or the daemon runs on the CPU, /metrics has no GPU\n"
+	  "gauges and the log says why; empty turns them off.  The tests point it at\n"
+	  "a stand-in library." },
+	{ "MODELS AND DEVICE", "compile_cache_dir", CONFIG_STRING, "", KEY(compile_cache_dir), 0, 0, NULL,
+	  "Directory of the compile cache, or empty (off).  On a GPU, loading a\n"
+	  "model chooses a cuDNN engine for every convolution and a cuBLASLt\n"
+	  "algorithm for every GEMM with a fused bias, the slow part of a load; the\n"
+	  "cache keeps each choice, keyed by the op's full description, in one file\n"
+	  "per GPU model and driver, cuDNN and cuBLAS versions, and later loads (a\n"
+	  "restart, a reload) take it instead of searching again.  A choice the\n"
+	  "library refuses, and a damaged file, are searched again (and logged).\n"
+	  "The directory is made if its parent exists.  The packaged service can\n"
+	  "use its cache directory, /var/cache/inferd." },
+	{ "MODELS AND DEVICE", "compile_cache_max_bytes", CONFIG_SIZE, "16M", KEY(compile_cache_max_bytes),
+	  64 * KIB, 4 * GIB, NULL,
+	  "Largest compile cache file, 64K to 4G; past it the least recently used\n"
+	  "choices are dropped.  A choice takes a few hundred bytes." },
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"

@@ -39,6 +39,9 @@ struct daemon_config {
 	int cpu_threads;		/* cpu_threads = 0 (every online core) */
 	char *copy_mode;		/* copy_mode = auto | dma | mapped */
 	size_t mapped_copy_max_bytes;	/* mapped_copy_max_bytes = 64K */
+	char *compile_cache_dir;	/* compile_cache_dir = "" (off) */
+	size_t compile_cache_max_bytes;	/* compile_cache_max_bytes = 16M */
+	char *nvml_library;		/* nvml_library = libnvidia-ml.so.1 ("" : no GPU gauges) */
 	char *log_level;		/* log_level = info */
 	char *request_log;		/* request_log = "" (a path: one JSON line per request; empty: off) */
 	char *shm_socket;		/* shm_socket = /run/inferd/inferd.sock ("" : off) */

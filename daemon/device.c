@@ -114,6 +114,7 @@ device_info(const device_t *dev, struct device_info *out)
 	out->name = dev->name;
 	out->gpu = dev->is_gpu;
 	out->ordinal = dev->ordinal;
+	out->uuid = dev->uuid;
 	out->allocations = device_allocation_count(dev);
 #ifdef HAVE_CUDA
 	out->conv_plans_idle = dev->is_gpu ? device_cuda_plans_idle_impl() : -1;

@@ -67,6 +67,7 @@ struct device_info {
 	const char *name;		/* device_name */
 	int gpu;			/* device_is_gpu */
 	int ordinal;			/* the CUDA ordinal; -1 on the CPU */
+	const char *uuid;		/* a GPU's UUID as NVML spells it ("GPU-..."); "" on the CPU */
 	uint64_t allocations;		/* device_allocation_count */
 	/*
 	 * cuDNN convolution plans waiting idle in the process-wide pool for a

@@ -124,6 +124,20 @@ device_set_defaults(device_set_t *s, device_t **out, char **cause)
 	return n;
 }
 
+/* The devices open now. */
+int
+device_set_list(device_set_t *s, device_t **out, int max)
+{
+	int i, n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->ndevs < max ? s->ndevs : max;
+	for (i = 0; i < n; i++)
+		out[i] = s->devs[i];
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 /* Close what the set opened. */
 void
 device_set_free(device_set_t *s)

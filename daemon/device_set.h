@@ -46,6 +46,8 @@ int device_set_get(device_set_t *s, const struct device_spec *spec, device_t **o
 int device_set_defaults(device_set_t *s, device_t **out, char **cause);
 /* Whether dev is the device spec names (an open device's identity, e.g. cuda:1 or cpu). */
 int device_set_matches(const device_t *dev, const struct device_spec *spec);
+/* The devices open now, the daemon's first, at most max of them in out; how many. */
+int device_set_list(device_set_t *s, device_t **out, int max);
 /* Close every device the set opened (not the primary); NULL is ignored. */
 void device_set_free(device_set_t *s);
 

@@ -9,11 +9,13 @@
 #include <microhttpd.h>
 
 #include "alloc.h"
+#include "device_set.h"
 #include "http_internal.h"
 #include "http_shm.h"
 #include "kserve.h"
 #include "kserve_config.h"
 #include "metrics.h"
+#include "metrics_gpu.h"
 #include "repository.h"
 
 /* A URL's version: a positive decimal integer without leading zeros. */
@@ -167,23 +169,49 @@ http_model_get(struct http_request *req)
 	return http_json(req, body, len, cause);
 }
 
+/* The GPU gauges of the GPUs models run on (malloc'ed; "" without NVML), NULL when out of memory. */
+static char *
+http_metrics_gpu(const struct door_context *ctx)
+{
+	struct metrics_gpu_id ids[METRICS_GPU_MAX];
+	device_t *devs[DEVICE_SET_MAX];
+	struct device_info info;
+	size_t n = 0;
+	int i, ndevs;
+
+	if (ctx->gpu == NULL || ctx->devices == NULL)
+		return xstrdup("");
+	ndevs = device_set_list(ctx->devices, devs, DEVICE_SET_MAX);
+	for (i = 0; i < ndevs && n < METRICS_GPU_MAX; i++) {
+		device_info(devs[i], &info);
+		if (!info.gpu)
+			continue;
+		ids[n].ordinal = info.ordinal;
+		snprintf(ids[n].uuid, sizeof ids[n].uuid, "%s", info.uuid);
+		n++;
+	}
+	return metrics_gpu_text(ctx->gpu, ids, n);
+}
+
 /* GET /metrics in Prometheus text format. */
 static enum MHD_Result
 http_metrics(struct http_request *req)
 {
 	const struct door_context *ctx = &req->srv->ctx;
 	struct device_info info;
-	char *text, *more, *all = NULL;
+	char *text, *more, *gpu, *all = NULL;
 
 	device_info(ctx->dev, &info);
 	text = metrics_render(ctx->metrics, info.allocations, info.conv_plans_idle);
 	more = text != NULL ? repository_metrics_text(ctx->repo) : NULL;
+	gpu = more != NULL ? http_metrics_gpu(ctx) : NULL;
 
 	/* Part of the metrics would be a wrong answer: without all of them, a 500. */
-	if (more != NULL)
-		(void)xasprintf(&all, "%s%s", text, more);
+	if (gpu != NULL)
+		(void)xasprintf(&all, "%s%s%s", text, more, gpu);
 	free(text);
 	free(more);
+	free(gpu);
 	text = all;
 
 	return http_reply(req, text ? MHD_HTTP_OK : MHD_HTTP_INTERNAL_SERVER_ERROR, text,

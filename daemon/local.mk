@@ -26,7 +26,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model_config_triton.c daemon/model_pbtxt.h \
 	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_padding.c daemon/model_padding.h daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
-	daemon/metrics.c daemon/metrics.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
+	daemon/metrics.c daemon/metrics.h daemon/metrics_gpu.c daemon/metrics_gpu.h daemon/compile_cache.c daemon/compile_cache.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
 	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_pad.c \
 	daemon/daemon_config.c daemon/daemon_config.h daemon/daemon_man.c daemon/daemon_man.h \
 	daemon/request_log.c daemon/request_log.h \
@@ -98,7 +98,7 @@ CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_supp
 	device_cuda_spatial device_cuda_precision device_cuda_copy
 CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
-	$(srcdir)/common/error.h $(srcdir)/daemon/backend/device_unary.h $(srcdir)/daemon/backend/device_resize.h \
+	$(srcdir)/common/error.h $(srcdir)/daemon/compile_cache.h $(srcdir)/daemon/log.h $(srcdir)/daemon/backend/device_unary.h $(srcdir)/daemon/backend/device_resize.h \
 	$(srcdir)/daemon/backend/device_elementwise.h $(srcdir)/daemon/backend/device_index.h $(srcdir)/daemon/backend/backend_node.h \
 	$(CUDA_HDRS:%=$(srcdir)/%) $(srcdir)/daemon/backend/cpu/cpu_kernels.h config.h
 if HAVE_CUDA

@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "batcher.h"
+#include "compile_cache.h"
 #include "cpu_kernels.h"
 #include "daemon_config.h"
 #include "daemon_man.h"
@@ -25,6 +26,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_gpu.h"
 #include "notify.h"
 #include "repository.h"
 #include "request_log.h"
@@ -46,6 +48,7 @@ struct daemon {
 	device_set_t *devices;		/* dev plus the devices model instances name */
 	repository_t *repo;
 	struct metrics metrics;
+	metrics_gpu_t *gpu;		/* NVML for /metrics' GPU gauges; NULL: none */
 	batcher_t *batcher;
 	struct door_context http_ctx;
 	http_server_t *http;
@@ -382,6 +385,24 @@ daemon_init_metrics(struct daemon *d, char **cause)
 	return 0;
 }
 
+/* NVML for /metrics' GPU gauges when the daemon runs on a GPU; without it, one line says why. */
+static void
+daemon_init_gpu_metrics(struct daemon *d)
+{
+	char *why = NULL;
+
+	if (!device_is_gpu(d->dev)) {
+		LOG_INFO("gpu metrics: none (the daemon runs on %s)", device_name(d->dev));
+		return;
+	}
+	if (metrics_gpu_open(d->config.nvml_library, &d->gpu, &why) != 0) {
+		LOG_INFO("gpu metrics: none: %s", why);
+		free(why);
+		return;
+	}
+	LOG_INFO("gpu metrics: through NVML (%s), sampled at most once a second on scrape", d->config.nvml_library);
+}
+
 /* The model control mode named in the configuration. */
 static enum repository_control
 daemon_control_mode(const struct daemon_config *c)
@@ -487,7 +508,7 @@ daemon_write_port_file(struct daemon *d, int port, char **cause)
 static int
 daemon_start_http(struct daemon *d, char **cause)
 {
-	d->http_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	d->http_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics, d->devices, d->gpu };
 	return http_start(&d->http_ctx, &d->http, cause);
 }
 
@@ -520,7 +541,7 @@ daemon_socket_dir_hint(const char *path, char **cause)
 static int
 daemon_start_ipc(struct daemon *d, char **cause)
 {
-	d->ipc_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics };
+	d->ipc_ctx = (struct door_context){ &d->config, d->dev, d->repo, d->batcher, &d->metrics, d->devices, d->gpu };
 	if (ipc_start(&d->ipc_ctx, &d->ipc, cause) != 0) {
 		daemon_socket_dir_hint(d->config.shm_socket, cause);
 		if (strncmp(*cause, "shm socket ", 11) != 0)
@@ -598,6 +619,12 @@ daemon_start(struct daemon *d, char **cause)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int cpu_threads = d->config.cpu_threads > 0 ? d->config.cpu_threads : cores > 0 ? (int)cores : 1;
 
+	compile_cache_configure(d->config.compile_cache_dir, d->config.compile_cache_max_bytes);
+	if (*d->config.compile_cache_dir != '\0')
+		LOG_INFO("compile cache: %s (at most %zu bytes a file)", d->config.compile_cache_dir,
+		    d->config.compile_cache_max_bytes);
+	else
+		LOG_INFO("compile cache: off (compile_cache_dir is empty)");
 	if (device_open(d->config.device, &d->dev, cause) != 0)
 		return -1;
 	LOG_INFO("device: %s", device_name(d->dev));
@@ -609,6 +636,7 @@ daemon_start(struct daemon *d, char **cause)
 		return -1;
 	if (daemon_init_metrics(d, cause) != 0)
 		return -1;
+	daemon_init_gpu_metrics(d);
 	if (batcher_create(d->dev, &d->metrics, d->config.inflight_batches,
 	    d->config.cuda_graph_max_batch,
 	    &d->batcher, cause) != 0)
@@ -683,9 +711,11 @@ daemon_stop(struct daemon *d, int started)
 		batcher_free(d->batcher);
 	request_log_close(d->request_log);
 	metrics_free(&d->metrics);
+	metrics_gpu_close(d->gpu);
 	device_set_free(d->devices);
 	if (d->dev != NULL)
 		device_close(d->dev);
+	compile_cache_shutdown();
 	if (d->port_file_written && unlink(d->port_file) != 0)
 		LOG_WARN("removing port file %s: %s", d->port_file, strerror(errno));
 	fault_report();

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "compile_cache.h"
 #include "error.h"
 #include "fault.h"
 #include "kserve.h"
@@ -307,6 +308,20 @@ repository_unchanged(struct repository_model *m, int64_t v, uint64_t sig, const 
 	return 0;
 }
 
+/* Save the compile cache's new choices, and log how many choices the load took from it and how many it searched. */
+static void
+repository_compile_cache_report(const char *name, int64_t v)
+{
+	unsigned long hits, misses;
+
+	compile_cache_thread_counts(&hits, &misses);
+	if (!compile_cache_enabled())
+		return;
+	compile_cache_flush_all();
+	LOG_INFO("model '%s' version %" PRId64 ": compile cache: %lu hits, %lu misses (engine and algorithm "
+	    "choices taken from the cache, and searched)", name, v, hits, misses);
+}
+
 /*
  * Load version v of m unless it is loaded unchanged; publish it, retiring the
  * one it replaces.  With settle (a rescan's), a version whose files are still
@@ -319,6 +334,7 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 	struct repository_files files;
 	model_ref_t *ref = NULL, *old;
 	char where[256];
+	unsigned long hits, misses;
 	int same, rc;
 
 	repository_scan_files(e->dir, v, &files);
@@ -334,7 +350,9 @@ repository_load_version(repository_t *r, struct repository_model *m, const struc
 		m->state = REPOSITORY_LOADING;
 	pthread_mutex_unlock(&r->lock);
 	LOG_INFO("model '%s' version %" PRId64 ": loading from %s", m->name, v, e->dir);
+	compile_cache_thread_counts(&hits, &misses);	/* from zero: the load compiles on this thread */
 	rc = repository_build(r, m->name, e->dir, v, override, &ref, cause);
+	repository_compile_cache_report(m->name, v);
 	repository_trim();	/* what the load freed (parsing, library set-up) goes back to the system */
 	if (rc != 0) {
 		if (repository_stopping(r))

@@ -196,6 +196,33 @@ dist_check_SCRIPTS += tests/integration/test_ipc_threads.sh
 TESTS += tests/integration/test_ipc_copy_modes.sh
 dist_check_SCRIPTS += tests/integration/test_ipc_copy_modes.sh
 
+# --- GPU gauges of /metrics: metrics_gpu.c without NVML and against a stand-in NVML library the test builds ---
+check_PROGRAMS += tests/unit/test_metrics_gpu
+TESTS += tests/unit/test_metrics_gpu
+tests_unit_test_metrics_gpu_SOURCES = tests/unit/test_metrics_gpu.c $(TEST_COMMON)
+tests_unit_test_metrics_gpu_CPPFLAGS = $(TEST_CPPFLAGS) -DFAKE_NVML='"$(abs_top_builddir)/tests/helpers/libfake_nvml.so"'
+tests_unit_test_metrics_gpu_LDADD = $(TEST_LDADD)
+EXTRA_tests_unit_test_metrics_gpu_DEPENDENCIES = tests/helpers/libfake_nvml.so
+# A plain shared object (not a libtool library): the test dlopens it by path, as the daemon does NVML.
+tests/helpers/libfake_nvml.so: $(srcdir)/tests/helpers/fake_nvml.c
+	@$(MKDIR_P) tests/helpers
+	$(AM_V_CCLD)$(CC) -std=gnu11 -Wall -Wextra -shared -fPIC -o $@ $(srcdir)/tests/helpers/fake_nvml.c
+CLEANFILES += tests/helpers/libfake_nvml.so
+EXTRA_DIST += tests/helpers/fake_nvml.c
+
+# --- the compile cache's file (compile_cache.c): round trip, damage refused whole, identity, size bound; its reader's fuzz target ---
+check_PROGRAMS += tests/unit/test_compile_cache tests/fuzz/fuzz_compile_cache
+TESTS += tests/unit/test_compile_cache tests/fuzz/fuzz_compile_cache
+tests_unit_test_compile_cache_SOURCES = tests/unit/test_compile_cache.c $(TEST_COMMON)
+tests_unit_test_compile_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_compile_cache_LDADD = $(TEST_LDADD)
+tests_fuzz_fuzz_compile_cache_SOURCES = tests/fuzz/fuzz_compile_cache.c $(FUZZ_CORPUS)
+tests_fuzz_fuzz_compile_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_fuzz_fuzz_compile_cache_LDADD = $(TEST_LDADD)
+# The cache on a GPU: cold start, warm start, a damaged file (skips on the CPU).
+TESTS += tests/integration/test_compile_cache.sh
+dist_check_SCRIPTS += tests/integration/test_compile_cache.sh
+
 # --- model lifecycle, live: reloads under load, versions, control modes, unload under clients ---
 check_PROGRAMS += tests/unit/test_device_set
 tests_unit_test_device_set_SOURCES = tests/unit/test_device_set.c $(TEST_COMMON)
@@ -302,7 +329,7 @@ EXTRA_DIST += tests/helpers/deploy_load.py tests/helpers/deploy_validate.py
 # Every target links the daemon's core compiled with coverage (tests/fuzz/libfuzzcore.a).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
-FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text model_pbtxt
+FUZZ_TARGETS = kserve onnx safetensors model_json ipc_ring ipc_control http tensor_text model_pbtxt compile_cache
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS = -g -O1 $(FUZZ_SAN)
 # Absolute paths: the core is compiled from inside tests/fuzz/core.

@@ -4,7 +4,8 @@
 # its buckets are cumulative (never decreasing) and its sum is positive; a model's request held in
 # its queue (eager_dispatch off, a long max_queue_delay_us) shows queue depth 1 until its batch
 # runs, then 0; with nothing running, no batch is in flight.  The request log (request_log = FILE)
-# has one JSON line per request with its model, version, status, rows and times.
+# has one JSON line per request with its model, version, status, rows and times.  A CPU daemon has no
+# GPU gauges and logs why.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 N=7
@@ -62,6 +63,20 @@ assert count == n and counts[-1] == n, "count %d, +Inf %d, %d requests sent" % (
 assert total > 0, "sum %s" % total
 print("ok: %d requests, histogram %s, sum %.6f s" % (n, counts, total))
 PYEOF
+# GPU gauges (NVML): none on a CPU daemon, and the start-up log says why; on a GPU daemon that found NVML,
+# each GPU's memory total is its real size.
+case "${INFERD_TEST_DEVICE:-cpu}" in
+cpu)
+	grep -q 'gpu metrics: none' "$tmp/daemon.log" || fail "no start-up line saying why there are no GPU gauges"
+	! grep -q '^inferd_gpu_' "$tmp/metrics" || fail "GPU gauges on a CPU daemon"
+	echo "ok: no GPU gauges on the CPU, and the log says why";;
+*)
+	if grep -q 'gpu metrics: through NVML' "$tmp/daemon.log"; then
+		grep -Eq '^inferd_gpu_memory_total_bytes\{gpu="[0-9]+",uuid="GPU-[0-9a-f-]+"\} [1-9][0-9]*$' "$tmp/metrics" ||
+			fail "no GPU memory gauge although NVML was loaded"
+		echo "ok: GPU gauges through NVML"
+	fi;;
+esac
 [ "$(labelled inferd_request_duration_seconds_count held-mlp)" = 0 ] || fail "held-mlp counts requests it never had"
 [ "$(labelled inferd_inflight_batches fashion-mlp)" = 0 ] || fail "a batch of fashion-mlp is in flight at rest"
 [ "$(labelled inferd_queue_depth held-mlp)" = 0 ] || fail "held-mlp's queue is not empty at rest"

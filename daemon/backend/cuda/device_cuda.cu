@@ -22,6 +22,7 @@
 struct cuda_ctx {
 	int ordinal;
 	int sm_count;
+	compile_cache_t *cache;		/* the compile cache of this GPU model and these libraries (NULL: off) */
 };
 
 /* A stream's state behind s->handle; compute streams carry cuBLAS. */
@@ -660,6 +661,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	cuda_plan_ws(p, &c->ws);
 	cc.ws = &c->ws;
 	cc.dnn = cuda_dnn_scope_new();
+	cc.cache = ((const struct cuda_ctx *)p->dev->ctx)->cache;
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
 		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;
@@ -986,6 +988,35 @@ device_cuda_count_impl(void)
 	return n;
 }
 
+/* A CUDA UUID as NVML spells it: "GPU-" and the 16 bytes in hex, grouped 4-2-2-2-6. */
+static void
+cuda_uuid_text(const cudaUUID_t *id, char *out, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)id->bytes;
+
+	snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/*
+ * The compile cache of this GPU: its identity is everything a cached choice
+ * depends on besides the op (the GPU model and compute capability, the CUDA
+ * driver's version, cuDNN's and cuBLASLt's); NULL when the cache is off or
+ * the driver's version cannot be read.
+ */
+static compile_cache_t *
+cuda_cache_open(const struct cudaDeviceProp *prop)
+{
+	char id[256];
+	int driver = 0;
+
+	if (!compile_cache_enabled() || cudaDriverGetVersion(&driver) != cudaSuccess)
+		return NULL;
+	snprintf(id, sizeof id, "%.96s sm_%d%d driver %d cudnn %zu cublasLt %zu", prop->name, prop->major,
+	    prop->minor, driver, cuda_dnn_version(), (size_t)cublasLtGetVersion());
+	return compile_cache_get(id);
+}
+
 /* Read the GPU's properties into the ctx and the device's name. */
 static int
 cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
@@ -1003,6 +1034,8 @@ cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
 	gib = ((unsigned long long)prop.totalGlobalMem + (1ULL << 29)) >> 30;
 	snprintf(dev->name, sizeof dev->name, "cuda:%d (%.64s, sm_%d%d, %llu GiB)",
 	    c->ordinal, prop.name, prop.major, prop.minor, gib);
+	cuda_uuid_text(&prop.uuid, dev->uuid, sizeof dev->uuid);
+	c->cache = cuda_cache_open(&prop);
 	return 0;
 }
 

@@ -336,7 +336,7 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 		d.pad_begin[i] = a->pad_begin[i];
 		d.pad_end[i] = a->pad_end[i];
 	}
-	if ((rc = cuda_dnn_conv_build(cc->ordinal, &d, cc->dnn, &p->dnn, &ws, cause)) != 1)
+	if ((rc = cuda_dnn_conv_build(cc->ordinal, cc->cache, &d, cc->dnn, &p->dnn, &ws, cause)) != 1)
 		return rc;
 	p->fused = cuda_dnn_conv_fused(p->dnn);
 	st->fini = conv_fini;

@@ -417,6 +417,20 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct dnn_plan *c, int tf32, 
 	return -1;
 }
 
+/* Hand the picked config (pick >= 0) and the device properties over to c, free the rest; 1 when one was picked. */
+static int
+dnn_keep(struct dnn_parts *p, struct dnn_plan *c, int pick)
+{
+	if (pick >= 0) {
+		c->cfg = p->cfg[pick];
+		c->devprop = p->devprop;
+		p->cfg[pick] = NULL;
+		p->devprop = NULL;
+	}
+	dnn_parts_free(p);
+	return pick >= 0;
+}
+
 /*
  * Plan one graph (fused: with the epilogue) into c: 1 when an engine took it
  * (c keeps the plan, its engine config and the device properties), else 0.
@@ -438,14 +452,195 @@ dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int
 		if (pick < 0 && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
 			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap);
 	}
-	if (pick >= 0) {
-		c->cfg = p.cfg[pick];
-		c->devprop = p.devprop;
-		p.cfg[pick] = NULL;
-		p.devprop = NULL;
+	return dnn_keep(&p, c, pick);
+}
+
+/*
+ * What the compile cache keeps of a plan: the engine (cuDNN's global index)
+ * and its knob choices, and whether the fused graph took it.  Rebuilt from
+ * these on the same graph, cuDNN, GPU model and driver, the engine config is
+ * the one the search picked, so the search's heuristics and the finalizing
+ * of the configs it refused are skipped.
+ */
+#define DNN_MAX_KNOBS CUDNN_KNOB_TYPE_COUNTS
+struct dnn_choice {
+	int32_t fused;
+	int32_t nknobs;
+	int64_t engine;
+	int64_t knob_type[DNN_MAX_KNOBS];
+	int64_t knob_value[DNN_MAX_KNOBS];
+};
+
+/* The compile cache's key of a convolution: a tag naming this layout, the pool's key without the ordinal, the cap. */
+struct dnn_cache_key {
+	char tag[8];
+	struct dnn_key key;
+	uint64_t cap;
+};
+
+/* The cache key of key k under workspace cap `cap` (zeroed first: its padding is part of the bytes compared). */
+static void
+dnn_cache_key_of(const struct dnn_key *k, size_t cap, struct dnn_cache_key *ck)
+{
+	memset(ck, 0, sizeof *ck);
+	memcpy(ck->tag, "dnnconv1", 8);
+	ck->key = *k;
+	ck->key.ordinal = 0;
+	ck->cap = cap;
+}
+
+/* Destroy n descriptors (NULL ones are skipped). */
+static void
+dnn_destroy_all(cudnnBackendDescriptor_t *d, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (d[i] != NULL)
+			(void)cudnnBackendDestroyDescriptor(d[i]);
+}
+
+/* The engine and knob choices of cfg into ch; 0, or -1 when cuDNN does not tell them. */
+static int
+dnn_choice_of(cudnnBackendDescriptor_t cfg, int fused, struct dnn_choice *ch)
+{
+	cudnnBackendDescriptor_t eng = NULL, knobs[DNN_MAX_KNOBS];
+	int64_t got = 0, n = 0;
+	int rc = -1;
+
+	memset(ch, 0, sizeof *ch);
+	memset(knobs, 0, sizeof knobs);
+	ch->fused = fused;
+	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return -1;
+	for (int i = 0; i < DNN_MAX_KNOBS; i++)
+		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[i]) != CUDNN_STATUS_SUCCESS)
+			goto out;
+	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng) ||
+	    got != 1 || cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got,
+	    &ch->engine) || cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+	    CUDNN_TYPE_BACKEND_DESCRIPTOR, DNN_MAX_KNOBS, &n, knobs) || n < 0 || n > DNN_MAX_KNOBS)
+		goto out;
+	for (int64_t i = 0; i < n; i++) {
+		cudnnBackendKnobType_t t;
+
+		if (cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &got, &t) ||
+		    cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &got,
+		    &ch->knob_value[i]))
+			goto out;
+		ch->knob_type[i] = (int64_t)t;
 	}
-	dnn_parts_free(&p);
-	return pick >= 0;
+	ch->nknobs = (int32_t)n;
+	rc = 0;
+out:
+	dnn_destroy_all(&eng, 1);
+	dnn_destroy_all(knobs, DNN_MAX_KNOBS);
+	return rc;
+}
+
+/* The engine config ch names for p's graph, in p->cfg[0]; cuDNN's status. */
+static cudnnStatus_t
+dnn_cfg_from_choice(struct dnn_parts *p, const struct dnn_choice *ch)
+{
+	cudnnBackendDescriptor_t eng = NULL, knobs[DNN_MAX_KNOBS];
+	cudnnStatus_t s;
+
+	memset(knobs, 0, sizeof knobs);
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng)) ||
+	    (s = cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->graph)) ||
+	    (s = cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &ch->engine)))
+		goto out;
+	/* As the heuristics were, the engine is told the device's properties; a cuDNN without the attribute takes the current device. */
+	(void)cudnnBackendSetAttribute(eng, CUDNN_ATTR_ENGINE_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->devprop);
+	if ((s = cudnnBackendFinalize(eng)))
+		goto out;
+	for (int i = 0; i < ch->nknobs; i++) {
+		cudnnBackendKnobType_t t = (cudnnBackendKnobType_t)ch->knob_type[i];
+
+		if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[i])) ||
+		    (s = cudnnBackendSetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &t)) ||
+		    (s = cudnnBackendSetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+		    &ch->knob_value[i])) || (s = cudnnBackendFinalize(knobs[i])))
+			goto out;
+	}
+	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &p->cfg[0])) ||
+	    (s = cudnnBackendSetAttribute(p->cfg[0], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &eng)) ||
+	    (ch->nknobs > 0 && (s = cudnnBackendSetAttribute(p->cfg[0], CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+	    CUDNN_TYPE_BACKEND_DESCRIPTOR, ch->nknobs, knobs))))
+		goto out;
+	s = cudnnBackendFinalize(p->cfg[0]);
+out:
+	dnn_destroy_all(&eng, 1);
+	dnn_destroy_all(knobs, DNN_MAX_KNOBS);
+	return s;
+}
+
+/* Plan d's graph (fused as ch says) with ch's engine only, checked as the search checks: 1 when cuDNN took it. */
+static int
+dnn_try_choice(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, const struct dnn_choice *ch)
+{
+	struct dnn_parts p;
+	int pick = -1;
+
+	memset(&p, 0, sizeof p);
+	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
+	    (ch->fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS &&
+	    dnn_cfg_from_choice(&p, ch) == CUDNN_STATUS_SUCCESS)
+		pick = dnn_pick_plan(&p, 1, c, d->tf32, d->ws_cap);
+	return dnn_keep(&p, c, pick);
+}
+
+/* Whether d takes the fused graph at all (a forward convolution with an epilogue). */
+static int
+dnn_fusable(const struct cuda_dnn_conv_desc *d)
+{
+	return !d->transpose && (d->has_bias || d->has_z || d->relu);
+}
+
+/*
+ * Build c from the cache's choice for ck: 1 when cuDNN took it; -1 when the
+ * search found no engine for ck (stored as engine -1: the caller uses im2col
+ * without searching again); 0 on a miss, or when refused (then dropped).
+ */
+static int
+dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
+    const struct dnn_cache_key *ck, struct dnn_plan *c)
+{
+	struct dnn_choice ch;
+	void *val = NULL;
+	size_t len = 0;
+	char why[96];
+
+	if (!compile_cache_lookup(cache, ck, sizeof *ck, &val, &len))
+		return 0;
+	memset(&ch, 0, sizeof ch);
+	if (len == sizeof ch)
+		memcpy(&ch, val, sizeof ch);
+	free(val);
+	if (len == sizeof ch && ch.engine == -1 && ch.nknobs == 0)
+		return -1;
+	if (len == sizeof ch && ch.nknobs >= 0 && ch.nknobs <= DNN_MAX_KNOBS && (!ch.fused || dnn_fusable(d)) &&
+	    dnn_try_choice(ordinal, d, c, &ch)) {
+		c->fused = ch.fused != 0;
+		c->has_bias = c->fused && d->has_bias;
+		c->has_z = c->fused && d->has_z;
+		return 1;
+	}
+	snprintf(why, sizeof why, "cuDNN engine %lld of a convolution", (long long)ch.engine);
+	compile_cache_reject(cache, ck, sizeof *ck, why);
+	return 0;
+}
+
+/* Store the search's pick for ck (c NULL: it found none; nothing when cuDNN does not tell the engine). */
+static void
+dnn_plan_store(compile_cache_t *cache, const struct dnn_cache_key *ck, const struct dnn_plan *c)
+{
+	struct dnn_choice ch;
+
+	if (c == NULL) {
+		memset(&ch, 0, sizeof ch);
+		ch.engine = -1;
+		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
+	} else if (dnn_choice_of(c->cfg, c->fused, &ch) == 0)
+		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
 }
 
 /*
@@ -682,31 +877,45 @@ cuda_dnn_pool_size(void)
 	return n;
 }
 
-/* Build a new plan for d (fused when an engine takes the epilogue); NULL when cuDNN cannot. */
+/* Build a new plan for d (fused when an engine takes the epilogue), from the compile cache's choice when it has one; NULL when cuDNN cannot. */
 static struct dnn_plan *
-dnn_plan_build(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, size_t cap)
+dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k,
+    size_t cap)
 {
 	struct dnn_plan *pl = (struct dnn_plan *)calloc(1, sizeof *pl);
+	struct dnn_cache_key ck;
+	int rc = 0;
 
 	if (pl == NULL)
 		return NULL;
 	pl->key = *k;
 	pl->cap = cap;
-	if (!d->transpose && (d->has_bias || d->has_z || d->relu) && dnn_try(ordinal, d, pl, 1)) {
+	dnn_cache_key_of(k, cap, &ck);
+	if (cache != NULL && (rc = dnn_plan_cached(ordinal, cache, d, &ck, pl)) != 0) {
+		if (rc > 0)
+			return pl;
+		free(pl);
+		return NULL;
+	}
+	if (dnn_fusable(d) && dnn_try(ordinal, d, pl, 1)) {
 		pl->fused = 1;
 		pl->has_bias = d->has_bias != 0;
 		pl->has_z = d->has_z != 0;
 	} else if (!dnn_try(ordinal, d, pl, 0)) {
 		free(pl);
+		if (cache != NULL)
+			dnn_plan_store(cache, &ck, NULL);
 		return NULL;
 	}
+	if (cache != NULL)
+		dnn_plan_store(cache, &ck, pl);
 	return pl;
 }
 
 /* Build a strict-fp32 plan for the convolution, with its epilogue fused when an engine takes it; 0 when cuDNN cannot. */
 int
-cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
-    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
+cuda_dnn_conv_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
+    struct cuda_dnn_scope *scope, struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
 {
 	size_t cap = d->ws_cap < CUDA_DNN_WS_CAP ? d->ws_cap : CUDA_DNN_WS_CAP;
 	struct cuda_dnn_conv *c;
@@ -717,7 +926,7 @@ cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda
 		return error_set(cause, "out of memory");
 	dnn_key_of(ordinal, d, &k);
 	if ((c->pl = dnn_scope_find(scope, &k, cap)) == NULL) {
-		if ((c->pl = dnn_pool_take(&k, cap)) == NULL && (c->pl = dnn_plan_build(ordinal, d, &k, cap)) == NULL) {
+		if ((c->pl = dnn_pool_take(&k, cap)) == NULL && (c->pl = dnn_plan_build(ordinal, cache, d, &k, cap)) == NULL) {
 			free(c);
 			return 0;
 		}
@@ -789,6 +998,13 @@ cuda_dnn_conv_free(struct cuda_dnn_conv *c)
 	free(c);
 }
 
+/* cuDNN's version. */
+size_t
+cuda_dnn_version(void)
+{
+	return cudnnGetVersion();
+}
+
 /* A cuDNN handle that queues on stream. */
 int
 cuda_dnn_handle_create(void *stream, void **out, char **cause)
@@ -820,8 +1036,8 @@ cuda_dnn_handle_destroy(void *handle)
 
 /* Without cuDNN no plan is ever built: convolutions use im2col. */
 int
-cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
-    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
+cuda_dnn_conv_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
+    struct cuda_dnn_scope *scope, struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause)
 {
 	*out = NULL;
 	*ws_bytes = 0;
@@ -878,6 +1094,13 @@ cuda_dnn_pool_drain(int ordinal)
 /* No pool without cuDNN. */
 size_t
 cuda_dnn_pool_size(void)
+{
+	return 0;
+}
+
+/* No cuDNN: version 0. */
+size_t
+cuda_dnn_version(void)
 {
 	return 0;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compile_cache.h"
+
 /*
  * Contract.  cuda_dnn_conv_build describes one convolution (or, transpose,
  * the transposed convolution as cuDNN's backward-data) for concrete NCHW-style
@@ -40,6 +42,14 @@
  * instead of asking cuDNN again.  cuda_dnn_pool_drain destroys a device's
  * idle plans.
  *
+ * Compile cache.  With a cache (not NULL), a plan that is neither in the
+ * scope nor in the pool is first looked up there, keyed by everything in
+ * the pool's key but the ordinal, plus the workspace cap: a hit names the
+ * engine (global index and knob choices) and whether the fused graph took
+ * it, and only that engine is finalized.  An engine cuDNN refuses to
+ * finalize, or that is not strict or not within the cap, is rejected from
+ * the cache and the normal search runs; every search's pick is stored.
+ *
  * Scope.  Convolutions built with the same scope (one device plan's compile,
  * whose steps run one after another on one stream) share one plan when
  * their keys match; a plan is never shared across scopes, since cuDNN's
@@ -71,8 +81,8 @@ struct cuda_dnn_scope;
 /* A compile's scope (NULL without cuDNN or memory: nothing is shared), and its end. */
 struct cuda_dnn_scope *cuda_dnn_scope_new(void);
 void cuda_dnn_scope_free(struct cuda_dnn_scope *sc);
-int cuda_dnn_conv_build(int ordinal, const struct cuda_dnn_conv_desc *d, struct cuda_dnn_scope *scope,
-    struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause);
+int cuda_dnn_conv_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
+    struct cuda_dnn_scope *scope, struct cuda_dnn_conv **out, size_t *ws_bytes, char **cause);
 /* 1 when c's plan computes the epilogue the desc asked for, 0 when the caller must run it. */
 int cuda_dnn_conv_fused(const struct cuda_dnn_conv *c);
 int cuda_dnn_conv_bind(struct cuda_dnn_conv *c, const void *x, const void *w, const void *b, const void *z, void *y,
@@ -82,6 +92,8 @@ void cuda_dnn_conv_free(struct cuda_dnn_conv *c);
 /* Destroy the idle pooled plans of device ordinal; how many idle plans the pool holds. */
 void cuda_dnn_pool_drain(int ordinal);
 size_t cuda_dnn_pool_size(void);
+/* cuDNN's version (cudnnGetVersion), 0 without cuDNN: part of the compile cache's identity. */
+size_t cuda_dnn_version(void);
 /* A cuDNN handle bound to stream (NULL *out without cuDNN); -1 on failure. */
 int cuda_dnn_handle_create(void *stream, void **out, char **cause);
 void cuda_dnn_handle_destroy(void *handle);

@@ -275,10 +275,77 @@ gemm_lt_align(const void *ptr)
 	return a;
 }
 
-/* cuBLASLt's best algorithm for l within the stream workspace and the operands' alignments; 1 found, 0 none. */
-static int
-gemm_lt_pick(struct gemm_lt *l, const struct gemm_params *p)
+/*
+ * The compile cache's key of a cuBLASLt GEMM: a tag naming this layout, and
+ * everything the heuristics were asked (types, epilogue, sizes, alignments,
+ * workspace); the value is the algorithm's opaque bytes, or empty when the
+ * heuristics found none.
+ */
+struct gemm_lt_key {
+	char tag[8];
+	int32_t dt, ct, epi, f16;
+	int64_t m, n, k;
+	uint32_t align[3], pad;
+	uint64_t ws;
+};
+
+/* The cache key of the MatMul p under the heuristics' inputs (zeroed first: padding is compared too). */
+static void
+gemm_lt_key_of(const struct gemm_params *p, int ct, int epi, const uint32_t *al, uint64_t ws, struct gemm_lt_key *k)
 {
+	memset(k, 0, sizeof *k);
+	memcpy(k->tag, "cublaslt", 8);
+	k->dt = p->f16 ? CUDA_R_16F : CUDA_R_32F;
+	k->ct = ct;
+	k->epi = epi;
+	k->f16 = p->f16;
+	k->m = p->m;
+	k->n = p->n;
+	k->k = p->k;
+	memcpy(k->align, al, sizeof k->align);
+	k->ws = ws;
+}
+
+/*
+ * The cached algorithm for key, when cuBLASLt still accepts it for l within
+ * ws: 1; -1 when the heuristics found none for key (stored as an empty
+ * value); else 0 (a miss; a refused algorithm is dropped).
+ */
+static int
+gemm_lt_cached(compile_cache_t *cache, const struct gemm_lt_key *key, struct gemm_lt *l, uint64_t ws)
+{
+	cublasLtMatmulHeuristicResult_t res;
+	cublasLtMatmulAlgo_t algo;
+	void *val = NULL;
+	size_t len = 0;
+	int ok;
+
+	if (cache == NULL || !compile_cache_lookup(cache, key, sizeof *key, &val, &len))
+		return 0;
+	if (len == 0) {
+		free(val);
+		return -1;
+	}
+	ok = len == sizeof algo;
+	if (ok)
+		memcpy(&algo, val, sizeof algo);
+	free(val);
+	memset(&res, 0, sizeof res);
+	ok = ok && cublasLtMatmulAlgoCheck(gemm_lt_query, l->desc, l->a, l->b, l->d, l->d, &algo, &res) ==
+	    CUBLAS_STATUS_SUCCESS && res.state == CUBLAS_STATUS_SUCCESS && res.workspaceSize <= ws;
+	if (!ok) {
+		compile_cache_reject(cache, key, sizeof *key, "cuBLASLt algorithm of a MatMul");
+		return 0;
+	}
+	l->algo = algo;
+	return 1;
+}
+
+/* cuBLASLt's best algorithm for l within the stream workspace and the operands' alignments, the cache's when it has one; 1 found, 0 none. */
+static int
+gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params *p, int ct, int epi)
+{
+	struct gemm_lt_key key;
 	cublasLtMatmulPreference_t pref = NULL;
 	cublasLtMatmulHeuristicResult_t res;
 	uint64_t ws = CUDA_BLAS_WORKSPACE;
@@ -287,6 +354,9 @@ gemm_lt_pick(struct gemm_lt *l, const struct gemm_params *p)
 
 	if (pthread_once(&gemm_lt_once, gemm_lt_query_init) != 0 || gemm_lt_query == NULL)
 		return 0;
+	gemm_lt_key_of(p, ct, epi, al, ws, &key);
+	if ((count = gemm_lt_cached(cache, &key, l, ws)) != 0)
+		return count > 0;
 	memset(&res, 0, sizeof res);
 	if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == 0 &&
@@ -301,6 +371,8 @@ gemm_lt_pick(struct gemm_lt *l, const struct gemm_params *p)
 		count = 0;
 	if (pref != NULL)
 		(void)cublasLtMatmulPreferenceDestroy(pref);
+	if (cache != NULL)
+		compile_cache_store(cache, &key, sizeof key, &l->algo, count > 0 ? sizeof l->algo : 0);
 	return count > 0;
 }
 
@@ -338,7 +410,7 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 		gemm_lt_free(l);
 		return cuda_blas_fail(cause, bs, "cuBLASLt descriptors");
 	}
-	if (!gemm_lt_pick(l, p)) {
+	if (!gemm_lt_pick(cc->cache, l, p, (int)ct, (int)epi)) {
 		gemm_lt_free(l);
 		return 0;
 	}

@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "compile_cache.h"
 #include "graph.h"
 
 /*
@@ -121,6 +122,7 @@ struct cuda_compile {
 	struct cuda_ws *ws;		/* the plan's scratch rule (NULL: each step its own) */
 	size_t ws_off;			/* where this step's scratch starts in a shared workspace */
 	struct cuda_dnn_scope *dnn;	/* cuDNN plans identical convolutions of this compile share (NULL: none) */
+	compile_cache_t *cache;		/* the device's persistent engine and algorithm choices (NULL: off) */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
