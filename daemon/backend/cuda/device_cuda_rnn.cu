@@ -348,7 +348,8 @@ cuda_compile_rnn(const struct cuda_compile *cc, const struct graph_node *n, stru
 	p->h0 = (const float *)cuda_in(cc, n, 5);
 	p->c0 = n->attr.rnn.cell == GRAPH_RNN_LSTM ? (const float *)cuda_in(cc, n, 6) : NULL;
 	p->yh = rnn_out(cc, n, 1);
-	p->yc = n->attr.rnn.cell == GRAPH_RNN_LSTM ? rnn_out(cc, n, 2) : NULL;
+	/* Without LSTM's cell state a third output gets the zeros cs holds (as the CPU backend writes). */
+	p->yc = rnn_out(cc, n, 2);
 	p->in = xs->dims[2];
 	p->ybytes = n->outputs[0] >= 0 ? graph_shape_elems(cuda_out_shape(cc, n, 0)) * (int64_t)sizeof(float) : 0;
 	if (b == 0 || floats == 0)
