@@ -1,7 +1,8 @@
 /*
  * onnx_node_engine.c: the ONNX package's node tests (listed by make_onnx_node_cases.py) served
  * through the engine: model_load of each test's directory (its model.onnx, no model.json),
- * model_exec_create, inputs copied to model_exec_input, model_exec_run on the CPU backend, outputs
+ * model_exec_create, inputs copied to model_exec_input, model_exec_run on the device INFERD_TEST_DEVICE
+ * names (default cpu; cuda:0 runs the same cases on the GPU), outputs
  * read at model_exec_output and compared with the test's expected data (FP32: |y - r| <= 1e-5
  * max|r| + 1e-4 |r|; other dtypes: equal bytes).  A model the engine refuses at load is excluded
  * with the engine's message; every such line starts "NAME: excluded:", unless the case is marked
