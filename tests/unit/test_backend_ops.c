@@ -1308,7 +1308,7 @@ case_topk(void)
 
 	rnd_shape(d, nd, 1, 9);
 	if (rnd(0, 3) == 0)
-		d[ax] = rnd(0, 1) ? rnd(100, 2048) : rnd(2049, 9000);
+		d[ax] = rnd(0, 1) ? rnd(100, 4096) : rnd(4097, 12000);
 	n->attr.topk.axis = ax - (rnd(0, 1) ? nd : 0);
 	n->attr.topk.k = d[ax] > 40 && rnd(0, 1) ? rnd(1, 8) : rnd(1, d[ax]);
 	n->attr.topk.largest = (int)rnd(0, 1);

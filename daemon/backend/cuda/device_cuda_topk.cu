@@ -15,7 +15,7 @@
  * for the best element ordered after the previous pick.  The order is total
  * (value, then index), so both ways agree with the CPU backend's sort.
  */
-#define TOPK_SORT_MAX 2048
+#define TOPK_SORT_MAX 4096	/* 32 KiB of shared memory, under the 48 KiB any block may take */
 #define TOPK_THREADS 256
 
 /* Geometry: lines along the axis (outer x inner of them), len long, k kept. */
