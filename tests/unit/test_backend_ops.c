@@ -1337,7 +1337,8 @@ rnn_attrs(struct graph_rnn_attr *a)
 			a->alpha[dir * nact + k] = rndf(0.1f, 1.0f);
 			a->beta[dir * nact + k] = rndf(0.0f, 0.5f);
 		}
-	a->clip = rnd(0, 2) == 0 ? rndf(0.5f, 3.0f) : 0.0f;
+	/* Unbounded activations (Affine, Relu, Softplus...) grow without bound over the steps: clip keeps them finite. */
+	a->clip = any || rnd(0, 2) == 0 ? rndf(0.5f, 3.0f) : 0.0f;
 	a->linear_before_reset = a->cell == GRAPH_RNN_GRU && rnd(0, 1);
 	a->input_forget = a->cell == GRAPH_RNN_LSTM && rnd(0, 3) == 0;
 }
