@@ -34,10 +34,10 @@
  * the GPU plan compiled at that precision, the CPU always FP32.  Bounds
  * (normwise, FP32 outputs; other dtypes exact at every precision):
  *   fp32  every op 1e-5;
- *   tf32  GEMM, MatMul, Conv, ConvTranspose 3e-3 (TF32 keeps 10 mantissa bits:
+ *   tf32  GEMM, MatMul, Conv, ConvTranspose, RNN 3e-3 (TF32 keeps 10 mantissa bits:
  *         2^-11 relative per product), every other op still 1e-5 (only cuBLAS
  *         and cuDNN change);
- *   fp16  GEMM, MatMul, Conv, ConvTranspose, Softmax, LayerNorm, BatchNorm,
+ *   fp16  GEMM, MatMul, Conv, ConvTranspose, RNN, Softmax, LayerNorm, BatchNorm,
  *         Pool, Reduce, Resize 1e-2; element-wise and data-movement ops 2e-3
  *         (FP16 storage rounds each stored value by up to 2^-11 relative).
  * At fp16 the FP32 inputs are first rounded to FP16-representable values for
@@ -77,7 +77,7 @@ rndf(float lo, float hi)
 }
 
 /* How a test fills an input tensor. */
-enum fill { FILL_F32 = 0, FILL_POS, FILL_AWAY0, FILL_BOOL, FILL_INDEX, FILL_INT, FILL_WIDE };
+enum fill { FILL_F32 = 0, FILL_POS, FILL_AWAY0, FILL_BOOL, FILL_INDEX, FILL_INT, FILL_WIDE, FILL_SPECIAL, FILL_LEN };
 
 /* One case: a graph of one node, its tensors and how inputs are filled. */
 struct tc {
@@ -108,7 +108,7 @@ static double
 tol_for(enum graph_op op)
 {
 	int gemm = op == GRAPH_OP_GEMM || op == GRAPH_OP_MATMUL || op == GRAPH_OP_CONV ||
-	    op == GRAPH_OP_CONV_TRANSPOSE;
+	    op == GRAPH_OP_CONV_TRANSPOSE || op == GRAPH_OP_RNN;
 	int reducing = gemm || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM || op == GRAPH_OP_BATCHNORM ||
 	    op == GRAPH_OP_POOL || op == GRAPH_OP_REDUCE || op == GRAPH_OP_RESIZE;
 
@@ -230,6 +230,15 @@ tc_fill_one(struct tc *c, int i, size_t k)
 	case FILL_INDEX: v = (double)rnd(-c->fill_arg[i], c->fill_arg[i] - 1); break;
 	case FILL_INT: v = (double)rnd(-c->fill_arg[i], c->fill_arg[i]); break;
 	case FILL_WIDE: v = rndf(-300.0f, 300.0f); break;
+	case FILL_SPECIAL: {
+		/* NaN, either infinity, or a finite value, a quarter each. */
+		static const double special[] = { NAN, INFINITY, -INFINITY };
+		int64_t pick = rnd(0, 3);
+
+		v = pick < 3 ? special[pick] : rndf(-2.0f, 2.0f);
+		break;
+	}
+	case FILL_LEN: v = (double)rnd(0, c->fill_arg[i]); break;
 	default: v = rndf(-1.0f, 1.0f); break;
 	}
 	switch (c->t[i].dtype) {
@@ -1158,6 +1167,229 @@ case_chain(void)
 	tc_run(&c);
 }
 
+/* PREDICATE: IsNaN, IsInf (either sign or one) on FP32 with NaN and infinities, Not on BOOL. */
+static void
+case_predicate(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_PREDICATE, "IsNaN/IsInf/Not");
+	int nd = (int)rnd(1, 4);
+	int64_t d[4];
+
+	rnd_shape(d, nd, 1, 13);
+	n->attr.pred.fn = (enum graph_predicate)rnd(0, 2);
+	n->attr.pred.detect_pos = (int)rnd(0, 1);
+	n->attr.pred.detect_neg = (int)rnd(0, 1);
+	if (n->attr.pred.fn == GRAPH_PRED_NOT)
+		tc_in(&c, GRAPH_DT_BOOL, nd, d, FILL_BOOL, 0);
+	else
+		tc_in(&c, GRAPH_DT_F32, nd, d, FILL_SPECIAL, 0);
+	tc_out(&c, GRAPH_DT_BOOL);
+	tc_run(&c);
+}
+
+/* TRILU: upper or lower, k an attribute or an INT64/INT32 input (past the matrix either way), odd sizes. */
+static void
+case_trilu(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_TRILU, "Trilu");
+	int nd = (int)rnd(2, 4);
+	int64_t d[4], one = 1;
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 9);
+	d[nd - 1] = rnd(1, 17);
+	n->attr.trilu.upper = (int)rnd(0, 1);
+	n->attr.trilu.k = rnd(-20, 20);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	if (rnd(0, 1))
+		tc_in(&c, rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32, 1, &one, FILL_INT, 12);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* CUMSUM: FP32/INT64/INT32, exclusive and reverse, the axis an attribute or an input (negative too). */
+static void
+case_cumsum(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_CUMSUM, "CumSum");
+	static const enum graph_dtype dts[] = { GRAPH_DT_F32, GRAPH_DT_I64, GRAPH_DT_I32 };
+	int nd = (int)rnd(1, 4);
+	int64_t d[4], one = 1;
+	enum graph_dtype dt = dts[rnd(0, 2)];
+
+	rnd_shape(d, nd, 1, 9);
+	if (rnd(0, 3) == 0)
+		d[rnd(0, nd - 1)] = rnd(100, 700);
+	n->attr.cumsum.axis = rnd(-nd, nd - 1);
+	n->attr.cumsum.exclusive = (int)rnd(0, 1);
+	n->attr.cumsum.reverse = (int)rnd(0, 1);
+	tc_in(&c, dt, nd, d, dt == GRAPH_DT_F32 ? FILL_F32 : FILL_INT, 1000);
+	if (rnd(0, 1))
+		tc_in(&c, rnd(0, 1) ? GRAPH_DT_I64 : GRAPH_DT_I32, 1, &one, FILL_INDEX, nd);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* Index tuples of m over dims d (from dim first): the smallest of those dims bounds every index. */
+static int64_t
+nd_bound(const int64_t *d, int first, int64_t m)
+{
+	int64_t b = d[first];
+
+	for (int64_t j = 1; j < m; j++)
+		b = d[first + j] < b ? d[first + j] : b;
+	return b;
+}
+
+/* GATHER_ND: batch_dims 0 to 2, tuples of 1 to the remaining rank, negative indices. */
+static void
+case_gather_nd(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_GATHER_ND, "GatherND");
+	int nd = (int)rnd(1, 4), b = (int)rnd(0, nd - 1 < 2 ? nd - 1 : 2), ni = 0;
+	int64_t d[4], id[GRAPH_MAX_DIMS], m;
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 7);
+	m = rnd(1, nd - b);
+	for (int k = 0; k < b; k++)
+		id[ni++] = d[k];
+	for (int k = (int)rnd(0, 2); k > 0; k--)
+		id[ni++] = rnd(1, 5);
+	id[ni++] = m;
+	n->attr.nd.batch_dims = b;
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	tc_in(&c, GRAPH_DT_I64, ni, id, FILL_INDEX, nd_bound(d, b, m));
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* SCATTER_ND: every reduction (none on any dtype), tuples repeating often (small dims, many tuples). */
+static void
+case_scatter_nd(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_SCATTER_ND, "ScatterND");
+	static const enum graph_dtype red_dts[] = { GRAPH_DT_F32, GRAPH_DT_I64, GRAPH_DT_I32 };
+	int nd = (int)rnd(1, 4), ni = 0, nu = 0;
+	int64_t d[4], id[GRAPH_MAX_DIMS], ud[GRAPH_MAX_DIMS], m;
+	enum graph_scatter_reduce red = (enum graph_scatter_reduce)rnd(0, 4);
+	enum graph_dtype dt = red == GRAPH_SCATTER_NONE ? rnd_data_dt() : red_dts[rnd(0, 2)];
+
+	rnd_shape(d, nd, 1, 6);
+	m = rnd(1, nd);
+	for (int k = (int)rnd(1, 2); k > 0; k--) {
+		id[ni++] = rnd(1, 9);
+		ud[nu++] = id[ni - 1];
+	}
+	id[ni++] = m;
+	for (int k = (int)m; k < nd; k++)
+		ud[nu++] = d[k];
+	n->attr.nd.reduce = red;
+	tc_in(&c, dt, nd, d, FILL_INT, 20);
+	tc_in(&c, GRAPH_DT_I64, ni, id, FILL_INDEX, nd_bound(d, 0, m));
+	tc_in(&c, dt, nu, ud, FILL_INT, 20);
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
+/* TOPK: any axis, k 1 to the axis, largest or smallest, ties (integer-valued inputs), lines past the sort path. */
+static void
+case_topk(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_TOPK, "TopK");
+	int nd = (int)rnd(1, 3), ax = (int)rnd(0, nd - 1);
+	int64_t d[3];
+
+	rnd_shape(d, nd, 1, 9);
+	if (rnd(0, 3) == 0)
+		d[ax] = rnd(0, 1) ? rnd(100, 4096) : rnd(4097, 12000);
+	n->attr.topk.axis = ax - (rnd(0, 1) ? nd : 0);
+	n->attr.topk.k = d[ax] > 40 && rnd(0, 1) ? rnd(1, 8) : rnd(1, d[ax]);
+	n->attr.topk.largest = (int)rnd(0, 1);
+	tc_in(&c, GRAPH_DT_F32, nd, d, rnd(0, 1) ? FILL_F32 : FILL_INT, 4);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_out(&c, GRAPH_DT_I64);
+	tc_run(&c);
+}
+
+/* RNN attributes: ONNX's default activations, or a random one per slot with alpha/beta; clip; GRU/LSTM flags. */
+static void
+rnn_attrs(struct graph_rnn_attr *a)
+{
+	static const enum graph_rnn_act dflt[3][3] = {
+		{ GRAPH_RNN_ACT_TANH }, { GRAPH_RNN_ACT_SIGMOID, GRAPH_RNN_ACT_TANH },
+		{ GRAPH_RNN_ACT_SIGMOID, GRAPH_RNN_ACT_TANH, GRAPH_RNN_ACT_TANH } };
+	int nact = a->cell == GRAPH_RNN_LSTM ? 3 : a->cell == GRAPH_RNN_GRU ? 2 : 1, any = rnd(0, 2) == 0;
+
+	for (int dir = 0; dir < a->ndir; dir++)
+		for (int k = 0; k < nact; k++) {
+			a->act[dir * nact + k] = any ? (enum graph_rnn_act)rnd(0, GRAPH_RNN_ACT_COUNT - 1) :
+			    dflt[a->cell][k];
+			/* ThresholdedRelu jumps at alpha: TF32's rounding of the GEMMs may move a value across it. */
+			if (precision == GRAPH_PRECISION_TF32 && a->act[dir * nact + k] == GRAPH_RNN_ACT_THRESHOLDED_RELU)
+				a->act[dir * nact + k] = GRAPH_RNN_ACT_RELU;
+			a->alpha[dir * nact + k] = rndf(0.1f, 1.0f);
+			a->beta[dir * nact + k] = rndf(0.0f, 0.5f);
+		}
+	/* Unbounded activations (Affine, Relu, Softplus...) grow without bound over the steps: clip keeps them finite. */
+	a->clip = any || rnd(0, 2) == 0 ? rndf(0.5f, 3.0f) : 0.0f;
+	a->linear_before_reset = a->cell == GRAPH_RNN_GRU && rnd(0, 1);
+	a->input_forget = a->cell == GRAPH_RNN_LSTM && rnd(0, 3) == 0;
+}
+
+/*
+ * RNN, GRU, LSTM: forward, reverse or bidirectional; bias, sequence_lens
+ * (0 to seq, a length 0 included), initial states and peepholes each present
+ * or omitted; Y with Y_h (and Y_c) or alone.
+ */
+static void
+case_rnn(int cell)
+{
+	static const char *labels[] = { "RNN", "GRU", "LSTM" };
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_RNN, labels[cell]);
+	struct graph_rnn_attr *a = &n->attr.rnn;
+	int64_t t = rnd(1, 7), b = rnd(1, 5), in = rnd(1, 13), h = rnd(1, 17), gh, x[3], w[3], r[3], bd[2], sd[3], pd[2];
+	int ninputs = cell == GRAPH_RNN_LSTM ? 8 : 6;
+
+	a->cell = (enum graph_rnn_cell)cell;
+	a->ndir = (int)rnd(1, 2);
+	a->reverse = a->ndir == 1 && rnd(0, 1);
+	a->hidden = h;
+	rnn_attrs(a);
+	gh = (cell == GRAPH_RNN_LSTM ? 4 : cell == GRAPH_RNN_GRU ? 3 : 1) * h;
+	x[0] = t, x[1] = b, x[2] = in;
+	w[0] = r[0] = bd[0] = sd[0] = pd[0] = a->ndir;
+	w[1] = r[1] = gh, w[2] = in, r[2] = h;
+	bd[1] = 2 * gh, sd[1] = b, sd[2] = h, pd[1] = 3 * h;
+	tc_in(&c, GRAPH_DT_F32, 3, x, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 3, w, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 3, r, FILL_F32, 0);
+	for (int i = 3; i < ninputs; i++) {
+		if (rnd(0, 2) == 0) {
+			tc_omit(&c);
+			continue;
+		}
+		if (i == 4)
+			tc_in(&c, GRAPH_DT_I32, 1, &b, FILL_LEN, t);
+		else
+			tc_in(&c, GRAPH_DT_F32, i == 3 ? 2 : i == 7 ? 2 : 3, i == 3 ? bd : i == 7 ? pd : sd, FILL_F32, 0);
+	}
+	tc_out(&c, GRAPH_DT_F32);
+	if (rnd(0, 3) != 0) {
+		tc_out(&c, GRAPH_DT_F32);
+		if (cell == GRAPH_RNN_LSTM)
+			tc_out(&c, GRAPH_DT_F32);
+	}
+	tc_run(&c);
+}
+
 /* Print one line per op at the current precision: cases, largest error, its bound, mean microseconds of a plan run per backend. */
 static void
 print_stats(void)
@@ -1297,6 +1529,14 @@ run_precision(void)
 		case_where();
 		case_copy();
 		case_chain();
+		case_predicate();
+		case_trilu();
+		case_cumsum();
+		case_gather_nd();
+		case_scatter_nd();
+		case_topk();
+		for (int cell = GRAPH_RNN_PLAIN; cell <= GRAPH_RNN_LSTM; cell++)
+			case_rnn(cell);
 	}
 	/* The convolutions again on the im2col + cuBLAS path that builds without cuDNN use. */
 	setenv("INFERD_CUDA_CONV", "im2col", 1);

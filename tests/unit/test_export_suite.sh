@@ -5,6 +5,7 @@
 # opsets 14 and 17 (export_suite.py), loaded by the engine and compared with onnxruntime at several input shapes.
 # A refusal fails, but for the exports listed as known refusals, which must be refused naming the op.
 # Skips without torch, transformers, torchvision, onnx or onnxruntime in /usr/bin/python3.
+# INFERD_TEST_DEVICE=cuda:0 runs the same comparisons on the GPU.
 py=${PYTHON3:-/usr/bin/python3}
 [ -x "$py" ] || { echo "skip: no $py"; exit 77; }
 "$py" -c "import torch, torchvision, transformers, onnx, onnxruntime" 2>/dev/null || { echo "skip: the exporters are not importable by $py"; exit 77; }

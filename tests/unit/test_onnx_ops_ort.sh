@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_onnx_ops_ort.sh: random one-node models of the mask, index and scan ops (make_onnx_ops_cases.py, expected
 # outputs from onnxruntime) imported and run by the engine; a refusal fails.  Skips without onnx/onnxruntime.
+# INFERD_TEST_DEVICE=cuda:0 runs them on the GPU (the CUDA backend has every op of the list).
 py=${PYTHON3:-/usr/bin/python3}
 seed=${ONNX_OPS_SEED:-1}
 [ -x "$py" ] || { echo "skip: no $py"; exit 77; }

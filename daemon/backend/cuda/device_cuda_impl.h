@@ -279,6 +279,17 @@ int cuda_compile_gather_elements(const struct cuda_compile *cc, const struct gra
 int cuda_compile_pad(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+/* device_cuda_index.cu */
+int cuda_compile_predicate(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_trilu(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_cumsum(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_gather_nd(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_scatter_nd(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
+int cuda_compile_topk(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_rnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 
 /*
  * Shared epilogue (device_cuda_elementwise.cu): y = act(y + b) with b

@@ -38,6 +38,18 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = { cuda_compile_where, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_COPY] = { cuda_compile_copy, 1, 1, 1, 1, 0 },
 	[GRAPH_OP_GATHER_ELEMENTS] = { cuda_compile_gather_elements, 2, 2, 1, 1, 0 },
+	/* No compiler (C++ takes array designators only in order, none skipped). */
+	[GRAPH_OP_ATTENTION] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_SHAPE] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_CONSTANT_OF_SHAPE] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_RANGE] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_PREDICATE] = { cuda_compile_predicate, 1, 1, 1, 1, 0 },
+	[GRAPH_OP_TRILU] = { cuda_compile_trilu, 1, 2, 1, 1, 0 },
+	[GRAPH_OP_CUMSUM] = { cuda_compile_cumsum, 1, 2, 1, 1, 0 },
+	[GRAPH_OP_GATHER_ND] = { cuda_compile_gather_nd, 2, 2, 1, 1, 0 },
+	[GRAPH_OP_SCATTER_ND] = { cuda_compile_scatter_nd, 3, 3, 1, 1, 0 },
+	[GRAPH_OP_TOPK] = { cuda_compile_topk, 1, 1, 2, 2, 0 },
+	[GRAPH_OP_RNN] = { cuda_compile_rnn, 3, 8, 1, 3, 0 },
 };
 
 /* The compiler of op (NULL when the backend has none). */
@@ -68,8 +80,9 @@ cuda_check_arity(const graph_t *g, const struct graph_node *n, const struct cuda
 			error_set(why, "input %d is missing or out of range", i);
 			return 0;
 		}
+	/* RNN's outputs are each optional (-1: not wanted). */
 	for (int i = 0; i < n->noutputs; i++)
-		if (n->outputs[i] < 0 || n->outputs[i] >= (int)g->ntensors) {
+		if ((n->outputs[i] < 0 && n->op != GRAPH_OP_RNN) || n->outputs[i] >= (int)g->ntensors) {
 			error_set(why, "output %d is out of range", i);
 			return 0;
 		}
@@ -97,6 +110,69 @@ cuda_check_binary(const graph_t *g, const struct graph_node *n, char **why)
 	return 1;
 }
 
+/* 1 when t is an INT64 or INT32 tensor (indices, k, axis). */
+static int
+cuda_is_int(const graph_t *g, int t)
+{
+	return cuda_tdt(g, t) == GRAPH_DT_I64 || cuda_tdt(g, t) == GRAPH_DT_I32;
+}
+
+/* RNN/GRU/LSTM: FP32 tensors but sequence_lens (INT32), a known cell and activations, 1 or 2 directions. */
+static int
+cuda_check_rnn(const graph_t *g, const struct graph_node *n, char **why)
+{
+	const struct graph_rnn_attr *a = &n->attr.rnn;
+
+	for (int i = 0; i < n->ninputs; i++)
+		if (n->inputs[i] >= 0 && cuda_tdt(g, n->inputs[i]) != (i == 4 ? GRAPH_DT_I32 : GRAPH_DT_F32))
+			return error_set(why, "input %d must be %s", i, i == 4 ? "INT32" : "FP32"), 0;
+	for (int i = 0; i < n->noutputs; i++)
+		if (n->outputs[i] >= 0 && cuda_tdt(g, n->outputs[i]) != GRAPH_DT_F32)
+			return error_set(why, "output %d must be FP32", i), 0;
+	if (a->ndir < 1 || a->ndir > 2 || a->hidden < 1 || (int)a->cell < 0 || a->cell > GRAPH_RNN_LSTM)
+		return error_set(why, "cell, directions or hidden size out of range"), 0;
+	for (int i = 0; i < 6; i++)
+		if ((int)a->act[i] < 0 || a->act[i] >= GRAPH_RNN_ACT_COUNT)
+			return error_set(why, "unknown activation %d", (int)a->act[i]), 0;
+	return 1;
+}
+
+/* IsNaN/IsInf/Not, Trilu, CumSum, GatherND, ScatterND, TopK: -1 when they pass on to the data-movement rule. */
+static int
+cuda_check_index(const graph_t *g, const struct graph_node *n, char **why)
+{
+	enum graph_dtype x = cuda_tdt(g, n->inputs[0]), y = cuda_tdt(g, n->outputs[0]);
+	int red = (int)n->attr.nd.reduce;
+
+	switch (n->op) {
+	case GRAPH_OP_PREDICATE:
+		if ((int)n->attr.pred.fn < 0 || n->attr.pred.fn > GRAPH_PRED_NOT || y != GRAPH_DT_BOOL ||
+		    x != (n->attr.pred.fn == GRAPH_PRED_NOT ? GRAPH_DT_BOOL : GRAPH_DT_F32))
+			return error_set(why, "IsNaN/IsInf need FP32 in, Not BOOL in; both BOOL out"), 0;
+		return 1;
+	case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM:
+		if (n->ninputs > 1 && n->inputs[1] >= 0 && !cuda_is_int(g, n->inputs[1]))
+			return error_set(why, "Trilu's k or CumSum's axis must be INT64 or INT32"), 0;
+		if (n->op == GRAPH_OP_CUMSUM && y != GRAPH_DT_F32 && y != GRAPH_DT_I64 && y != GRAPH_DT_I32)
+			return error_set(why, "CumSum on %s (FP32, INT64, INT32)", graph_dtype_name(y)), 0;
+		return -1;
+	case GRAPH_OP_GATHER_ND: case GRAPH_OP_SCATTER_ND:
+		if (cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I64)
+			return error_set(why, "GatherND/ScatterND indices must be INT64"), 0;
+		if (n->op == GRAPH_OP_GATHER_ND)
+			return -1;
+		if (cuda_tdt(g, n->inputs[2]) != y || red < 0 || red > GRAPH_SCATTER_MIN ||
+		    (red != GRAPH_SCATTER_NONE && y != GRAPH_DT_F32 && y != GRAPH_DT_I64 && y != GRAPH_DT_I32))
+			return error_set(why, "ScatterND updates of the data's dtype; add/mul/max/min on FP32, INT64, "
+			    "INT32"), 0;
+		return -1;
+	default:
+		if (x != GRAPH_DT_F32 || y != GRAPH_DT_F32 || cuda_tdt(g, n->outputs[1]) != GRAPH_DT_I64)
+			return error_set(why, "TopK takes FP32 and writes FP32 values and INT64 indices"), 0;
+		return n->attr.topk.k >= 0 ? 1 : (error_set(why, "TopK's k is not a constant"), 0);
+	}
+}
+
 /* Ops with their own dtype rules (not all-FP32). */
 static int
 cuda_check_dtypes(const graph_t *g, const struct graph_node *n, char **why)
@@ -118,6 +194,16 @@ cuda_check_dtypes(const graph_t *g, const struct graph_node *n, char **why)
 		if (x != GRAPH_DT_F32 || y != GRAPH_DT_F32)
 			return error_set(why, "Resize on FP32 only"), 0;
 		return 1;
+	case GRAPH_OP_RNN:
+		return cuda_check_rnn(g, n, why);
+	case GRAPH_OP_PREDICATE: case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM: case GRAPH_OP_GATHER_ND:
+	case GRAPH_OP_SCATTER_ND: case GRAPH_OP_TOPK: {
+		int rc = cuda_check_index(g, n, why);
+
+		if (rc >= 0)
+			return rc;
+		break;
+	}
 	case GRAPH_OP_GATHER: case GRAPH_OP_GATHER_ELEMENTS:
 		if (cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I64 && cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I32)
 			return error_set(why, "%s indices must be INT64 or INT32", graph_op_name(n->op)), 0;
