@@ -22,7 +22,7 @@ counts() {
 
 # answer FILE: fashion-cnn's logits for the example request, as JSON, into FILE.
 answer() {
-	curl -s -d "@$top_srcdir/docs/examples/fashion-request.json" \
+	curl -s -d "@$top_srcdir/docs/examples/fashion-cnn-request.json" \
 		"http://127.0.0.1:$port/v2/models/fashion-cnn/infer" >"$1" || fail "inference"
 }
 

@@ -281,7 +281,7 @@ rnn_dir_init(const struct cuda_compile *cc, const struct graph_node *n, struct r
 	d->t = xs->dims[0];
 	d->b = xs->dims[1];
 	d->h = a->hidden;
-	d->gh = (d->nact == 3 ? 4 : d->nact) * d->h;
+	d->gh = (a->cell == GRAPH_RNN_LSTM ? 4 : a->cell == GRAPH_RNN_GRU ? 3 : 1) * d->h;	/* GRU: 3 gates, 2 activations */
 	d->wb = cuda_in(cc, n, 3) != NULL ? (const float *)cuda_in(cc, n, 3) + k * 2 * d->gh : NULL;
 	d->rb = d->wb != NULL ? d->wb + d->gh : NULL;
 	d->lens = (const int32_t *)cuda_in(cc, n, 4);
