@@ -192,8 +192,12 @@ fifo_pick(struct model_queue *q, struct batch_slot *s, struct client_fifo *f, in
 	int depth = f->client->unordered ? BATCH_SCAN_DEPTH : 1;
 
 	for (r = f->head; r != NULL && depth-- > 0; prev = r, r = r->next)
-		if (s->rows + r->rows <= limit &&
-		    (s->nreqs == 0 || batcher_pad_agrees(q->model, &s->shape, &r->shape))) {
+		/*
+		 * A model with strings runs each request alone: text one client sent
+		 * that a Cast cannot parse fails its run, and must not fail another's.
+		 */
+		if (s->rows + r->rows <= limit && (s->nreqs == 0 ||
+		    (!q->model->strings && batcher_pad_agrees(q->model, &s->shape, &r->shape)))) {
 			*prevp = prev;
 			return r;
 		}

@@ -1,6 +1,7 @@
 /* graph.c: element types, shape arithmetic and freeing for graph.h's model graph. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ static const struct {
 	[GRAPH_DT_I8] = { 1, "INT8" },
 	[GRAPH_DT_U8] = { 1, "UINT8" },
 	[GRAPH_DT_BOOL] = { 1, "BOOL" },
+	[GRAPH_DT_STRING] = { GRAPH_STRING_SLOT, "BYTES" },
 };
 
 /* Op names, in enum order. */
@@ -96,6 +98,40 @@ graph_dtype_parse(const char *name, enum graph_dtype *out)
 		}
 	}
 	return -1;
+}
+
+/* The bytes of the STRING element in slot, *len of them (never more than GRAPH_STRING_MAX). */
+const char *
+graph_string_get(const void *slot, size_t *len)
+{
+	uint32_t n;
+
+	memcpy(&n, slot, sizeof n);
+	*len = n <= GRAPH_STRING_MAX ? n : GRAPH_STRING_MAX;
+	return (const char *)slot + sizeof n;
+}
+
+/* Write len bytes of s (len <= GRAPH_STRING_MAX, checked by the caller) as the STRING element in slot. */
+void
+graph_string_put(void *slot, const void *s, size_t len)
+{
+	uint32_t n = (uint32_t)len;
+
+	memcpy(slot, &n, sizeof n);
+	if (len > 0)
+		memcpy((char *)slot + sizeof n, s, len);
+	/* The rest is zeroed so that a slot never carries bytes of an earlier request. */
+	memset((char *)slot + sizeof n + len, 0, GRAPH_STRING_SLOT - sizeof n - len);
+}
+
+/* Whether any tensor of g is a STRING tensor. */
+int
+graph_has_strings(const graph_t *g)
+{
+	for (size_t i = 0; i < g->ntensors; i++)
+		if (g->tensors[i].dtype == GRAPH_DT_STRING)
+			return 1;
+	return 0;
 }
 
 static const char *const graph_precision_names[GRAPH_PRECISION_COUNT] = { "fp32", "tf32", "fp16" };

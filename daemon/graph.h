@@ -34,8 +34,20 @@ enum graph_dtype {
 	GRAPH_DT_I8,
 	GRAPH_DT_U8,
 	GRAPH_DT_BOOL,		/* one byte, 0 or 1 */
+	GRAPH_DT_STRING,	/* KServe BYTES: a GRAPH_STRING_SLOT-byte slot, host memory only */
 	GRAPH_DT_COUNT
 };
+
+/*
+ * A STRING element is a fixed slot: its length (uint32_t, host order), its
+ * bytes, zeros to the slot's end.  Fixed slots let strings go through
+ * staging, batching and every data-moving kernel as any fixed-size element
+ * does (no per-batch string heap whose lifetime would have to follow each
+ * request's answer); the price is a longest element, GRAPH_STRING_MAX bytes,
+ * which the codec enforces with a 400.
+ */
+#define GRAPH_STRING_SLOT 256
+#define GRAPH_STRING_MAX (GRAPH_STRING_SLOT - 4)
 
 /* Element-wise unary functions; also the activation fused into GEMM/CONV/MATMUL. */
 enum graph_unary {
@@ -370,6 +382,12 @@ size_t graph_dtype_size(enum graph_dtype dt);
 const char *graph_dtype_name(enum graph_dtype dt);
 /* Parse a KServe name; -1 when unknown. */
 int graph_dtype_parse(const char *name, enum graph_dtype *out);
+/* The bytes of the STRING element in slot, *len of them (never more than GRAPH_STRING_MAX). */
+const char *graph_string_get(const void *slot, size_t *len);
+/* Write len bytes of s (len <= GRAPH_STRING_MAX, checked by the caller) as the STRING element in slot. */
+void graph_string_put(void *slot, const void *s, size_t len);
+/* Whether any tensor of g is a STRING tensor. */
+int graph_has_strings(const graph_t *g);
 /* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
 const char *graph_precision_name(int precision);
 /* Parse a precision name (as in model.json); -1 when unknown. */

@@ -493,17 +493,20 @@ graph_const_ints(const graph_t *g, int t, int64_t *out, int max, int *n)
 	return 1;
 }
 
-/* Whether every dtype n touches is one the evaluator handles. */
+/* Whether every dtype n touches is one the evaluator handles (STRING folds through the CPU kernels). */
 static int
 eval_dtypes_ok(const graph_t *g, const struct graph_node *n)
 {
 	int k;
+	enum graph_dtype dt;
 
 	for (k = 0; k < n->ninputs; k++)
-		if (n->inputs[k] >= 0 && g->tensors[n->inputs[k]].dtype == GRAPH_DT_F16)
+		if (n->inputs[k] >= 0 && ((dt = g->tensors[n->inputs[k]].dtype) == GRAPH_DT_F16 ||
+		    dt == GRAPH_DT_STRING))
 			return 0;
 	for (k = 0; k < n->noutputs; k++)
-		if (n->outputs[k] >= 0 && g->tensors[n->outputs[k]].dtype == GRAPH_DT_F16)
+		if (n->outputs[k] >= 0 && ((dt = g->tensors[n->outputs[k]].dtype) == GRAPH_DT_F16 ||
+		    dt == GRAPH_DT_STRING))
 			return 0;
 	return 1;
 }

@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "kserve.h"
+#include "kserve_bytes.h"
 #include "kserve_classify.h"
 #include "kserve_params.h"
 #include "kserve_regions.h"
@@ -249,6 +250,8 @@ kserve_decode_output(const json_t *o, size_t i, const model_t *m, int *seen,
 		return -1;
 	if (kserve_decode_classification(params, name, &out->classify[k], cause) != 0)
 		return -1;
+	if (out->classify[k] > 0 && m->outputs[k].dtype == GRAPH_DT_STRING)
+		return error_set(cause, "output '%s': classification ranks numbers, this output is BYTES", name);
 	if (kserve_shm_params(params, "output", name, &ref, cause) != 0)
 		return -1;
 	if (ref.region != NULL && out->classify[k] > 0)
@@ -365,6 +368,9 @@ kserve_decode_data(const json_t *v, int depth, struct kserve_sink *s,
 		if (rc == KSERVE_PUT_KIND)
 			return error_set(cause, "input '%s': data element %zu is not %s",
 			    s->input, s->count, kserve_tensor_kind(s->dtype));
+		if (rc == KSERVE_PUT_RANGE && s->dtype == GRAPH_DT_STRING)
+			return error_set(cause, "input '%s': data element %zu is longer than the %d bytes "
+			    "inferd holds per BYTES element", s->input, s->count, GRAPH_STRING_MAX);
 		if (rc == KSERVE_PUT_RANGE)
 			return error_set(cause, "input '%s': data element %zu is out of the "
 			    "%s range", s->input, s->count, graph_dtype_name(s->dtype));
@@ -559,6 +565,16 @@ kserve_decode_binary(const struct kserve_binary *bin, size_t *offset, json_int_t
 	if (bin == NULL)
 		return error_set(cause, "input '%s': binary_data_size without the binary tensor "
 		    "extension's " KSERVE_HEADER_LENGTH " header", io->name);
+	if (io->dtype == GRAPH_DT_STRING) {
+		if (bin->len - *offset < (uint64_t)size)
+			return error_set(cause, "input '%s': binary data is missing: %" JSON_INTEGER_FORMAT
+			    " bytes announced, %zu left after the JSON header", io->name, size, bin->len - *offset);
+		if (kserve_bytes_unpack(bin->data + *offset, (size_t)size, bytes / esize, buf, "input",
+		    io->name, cause) != 0)
+			return -1;
+		*offset += (size_t)size;
+		return 0;
+	}
 	if ((uint64_t)size != bytes)
 		return error_set(cause, "input '%s': binary_data_size is %" JSON_INTEGER_FORMAT
 		    ", its shape needs %zu bytes (%s)", io->name, size, bytes, graph_dtype_name(io->dtype));
@@ -650,6 +666,9 @@ kserve_decode_tensor(const json_t *input, const struct kserve_source *src, size_
 	if ((size >= 0 || ref.region != NULL) && data != NULL)
 		return error_set(cause, "input '%s': give 'data' or parameters.%s, not both", name,
 		    size >= 0 ? "binary_data_size" : "shared_memory_region");
+	if (ref.region != NULL && m->inputs[i].dtype == GRAPH_DT_STRING)
+		return kserve_shm_take_bytes(src, &ref, name, ki, buf + ki->input_offset[i],
+		    ki->input_len[i], cause);
 	if (ref.region != NULL) {
 		ki->input_bytes -= ki->input_len[i];	/* not staged */
 		return kserve_shm_take(src, &ref, "input", name, ki->input_len[i], 1, ki,
@@ -680,9 +699,16 @@ kserve_place_outputs(const struct kserve_source *src, const model_t *m,
 		ref.region = out->output_region[k];
 		ref.offset = out->output_region_offset[k];
 		ref.size = out->output_region_size[k];
-		if (kserve_shm_take(src, &ref, "output", m->outputs[k].name, out->output_len[k], 0,
-		    out, &out->output_at[k], cause) != 0)
+		/* A BYTES output is staged as slots and packed into its region with the answer. */
+		if (kserve_shm_take(src, &ref, "output", m->outputs[k].name,
+		    m->outputs[k].dtype == GRAPH_DT_STRING ? ref.size : out->output_len[k], 0, out,
+		    m->outputs[k].dtype == GRAPH_DT_STRING ? &out->output_pack[k] : &out->output_at[k],
+		    cause) != 0)
 			return -1;
+		if (m->outputs[k].dtype == GRAPH_DT_STRING &&
+		    shm_region_kind(out->regions[out->nregions - 1]) == SHM_KIND_CUDA)
+			return error_set(cause, "output '%s': BYTES tensors go to system shared memory, "
+			    "not CUDA shared memory", m->outputs[k].name);
 		out->output_shm[k] = out->regions[out->nregions - 1];
 		out->output_region[k] = NULL;	/* the tree goes before the answer is written */
 	}
@@ -812,10 +838,11 @@ kserve_shape(const model_t *m, json_int_t batch, int ndims, const int64_t *dims)
  * naming its binary bytes; nothing more for an output in shared memory.
  */
 static json_t *
-kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
+kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki, const unsigned char *buf,
     const struct kserve_classes *cls, char **cause)
 {
 	const struct model_io *io = &m->outputs[o];
+	size_t bytes = ki->output_len[o];
 	json_t *t;
 
 	if (ki->classify[o] > 0) {
@@ -831,9 +858,10 @@ kserve_output_tensor(const model_t *m, int o, const struct kserve_infer *ki,
 	 * reads any "parameters" of an output as binary_data_size and fails
 	 * without it, and the caller knows where it asked the data to go.
 	 */
+	if (io->dtype == GRAPH_DT_STRING)
+		bytes = kserve_bytes_packed_size(buf + ki->output_offset[o], ki->output_len[o] / GRAPH_STRING_SLOT);
 	if (t != NULL && ki->output_shm[o] == NULL && ki->binary[o])
-		json_object_set_new(t, "parameters", json_pack("{s:I}", "binary_data_size",
-		    (json_int_t)ki->output_len[o]));
+		json_object_set_new(t, "parameters", json_pack("{s:I}", "binary_data_size", (json_int_t)bytes));
 	else if (t != NULL && ki->output_shm[o] == NULL)
 		json_object_set_new(t, "data", json_null());
 	if (t == NULL)
@@ -846,6 +874,29 @@ static int
 kserve_json_output(const struct kserve_infer *ki, int o)
 {
 	return !ki->binary[o] && ki->output_shm[o] == NULL && ki->classify[o] == 0;
+}
+
+/* Most bytes of output o's values as JSON text. */
+static size_t
+kserve_text_bound(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf, int o)
+{
+	if (m->outputs[o].dtype == GRAPH_DT_STRING)
+		return kserve_bytes_json_bound(buf + ki->output_offset[o], ki->output_len[o] / GRAPH_STRING_SLOT);
+	return tensor_text_encode_bound(m->outputs[o].dtype, ki->output_len[o]);
+}
+
+/* Output o's values as a JSON array at out (cap bytes, kserve_text_bound at least). */
+static int
+kserve_text(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf, int o, char *out,
+    size_t cap, size_t *len, char **cause)
+{
+	enum graph_dtype dt = m->outputs[o].dtype;
+
+	if (dt == GRAPH_DT_STRING)
+		return kserve_bytes_json(buf + ki->output_offset[o], ki->output_len[o] / GRAPH_STRING_SLOT, out,
+		    cap, len, cause);
+	return tensor_text_encode(dt, buf + ki->output_offset[o], ki->output_len[o] / graph_dtype_size(dt),
+	    out, cap, len, cause);
 }
 
 /*
@@ -866,8 +917,7 @@ kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsign
 
 	for (k = 0; k < ki->nwanted; k++)
 		if (kserve_json_output(ki, ki->wanted[k]))
-			cap += tensor_text_encode_bound(m->outputs[ki->wanted[k]].dtype,
-			    ki->output_len[ki->wanted[k]]);
+			cap += kserve_text_bound(m, ki, buf, ki->wanted[k]);
 	if ((out = xmalloc(cap)) == NULL) {
 		free(s);
 		return error_set(cause, "out of memory"), NULL;
@@ -881,9 +931,7 @@ kserve_splice_data(const model_t *m, const struct kserve_infer *ki, const unsign
 		memcpy(out + used, s + from, n);
 		used += n;
 		from += n + (mlen - skip);
-		if (tensor_text_encode(m->outputs[o].dtype, buf + ki->output_offset[o],
-		    ki->output_len[o] / graph_dtype_size(m->outputs[o].dtype), out + used, cap - used,
-		    &tlen, cause) != 0) {
+		if (kserve_text(m, ki, buf, o, out + used, cap - used, &tlen, cause) != 0) {
 			free(s);
 			free(out);
 			return error_prefix(cause, "output '%s'", m->outputs[o].name), NULL;
@@ -908,10 +956,16 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 	char *p;
 	int k, o;
 
-	for (k = 0; k < ki->nwanted; k++)
-		if (ki->binary[ki->wanted[k]])
-			total += ki->classify[ki->wanted[k]] > 0 ? cls[ki->wanted[k]].bytes :
-			    ki->output_len[ki->wanted[k]];
+	for (k = 0; k < ki->nwanted; k++) {
+		o = ki->wanted[k];
+		if (!ki->binary[o])
+			continue;
+		if (m->outputs[o].dtype == GRAPH_DT_STRING)
+			total += kserve_bytes_packed_size(buf + ki->output_offset[o],
+			    ki->output_len[o] / GRAPH_STRING_SLOT);
+		else
+			total += ki->classify[o] > 0 ? cls[o].bytes : ki->output_len[o];
+	}
 	if ((p = xrealloc(s, total + 1)) == NULL) {
 		free(s);
 		return NULL;
@@ -926,6 +980,12 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 			*len += cls[o].bytes;
 			continue;
 		}
+		if (m->outputs[o].dtype == GRAPH_DT_STRING) {
+			esize = ki->output_len[o] / GRAPH_STRING_SLOT;
+			kserve_bytes_pack(buf + ki->output_offset[o], esize, (unsigned char *)p + *len);
+			*len += kserve_bytes_packed_size(buf + ki->output_offset[o], esize);
+			continue;
+		}
 		esize = graph_dtype_size(m->outputs[o].dtype);
 		/* The same byte swap reads and writes: it is its own inverse. */
 		kserve_tensor_copy_le(p + *len, buf + ki->output_offset[o], ki->output_len[o] / esize, esize);
@@ -937,7 +997,7 @@ kserve_append_binary(const model_t *m, const struct kserve_infer *ki, const unsi
 /* The response's JSON tree: model, version, id, each wanted output described. */
 static json_t *
 kserve_response_tree(const model_t *m, const char *id, const struct kserve_infer *ki,
-    const struct kserve_classes *cls, char **cause)
+    const unsigned char *buf, const struct kserve_classes *cls, char **cause)
 {
 	json_t *outputs = json_array(), *tensor, *resp;
 	char version[24];
@@ -946,7 +1006,7 @@ kserve_response_tree(const model_t *m, const char *id, const struct kserve_infer
 	if (outputs == NULL)
 		return error_set(cause, "out of memory"), NULL;
 	for (k = 0; k < ki->nwanted; k++) {
-		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, cls, cause)) == NULL) {
+		if ((tensor = kserve_output_tensor(m, ki->wanted[k], ki, buf, cls, cause)) == NULL) {
 			json_decref(outputs);
 			return NULL;
 		}
@@ -967,6 +1027,29 @@ kserve_response_tree(const model_t *m, const char *id, const struct kserve_infer
 	return resp;
 }
 
+/* Write each BYTES output asked for in shared memory into its region, packed; -1 when it does not fit. */
+static int
+kserve_pack_regions(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
+    char **cause)
+{
+	size_t n, need;
+	int k, o;
+
+	for (k = 0; k < ki->nwanted; k++) {
+		o = ki->wanted[k];
+		if (ki->output_pack[o] == NULL)
+			continue;
+		n = ki->output_len[o] / GRAPH_STRING_SLOT;
+		need = kserve_bytes_packed_size(buf + ki->output_offset[o], n);
+		if (need > ki->output_region_size[o])
+			return error_set(cause, "output '%s': its BYTES data is %zu bytes, "
+			    "shared_memory_byte_size is %zu", m->outputs[o].name, need,
+			    ki->output_region_size[o]);
+		kserve_bytes_pack(buf + ki->output_offset[o], n, ki->output_pack[o]);
+	}
+	return 0;
+}
+
 /* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
 char *
 kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
@@ -978,8 +1061,9 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 	int o;
 
 	memset(cls, 0, sizeof cls);
-	if (kserve_classify_outputs(m, ki, buf, cls, cause) != 0 ||
-	    (resp = kserve_response_tree(m, id, ki, cls, cause)) == NULL)
+	if (kserve_pack_regions(m, ki, buf, cause) != 0 ||
+	    kserve_classify_outputs(m, ki, buf, cls, cause) != 0 ||
+	    (resp = kserve_response_tree(m, id, ki, buf, cls, cause)) == NULL)
 		goto out;
 	if ((s = kserve_json_body(resp, header_len, cause)) == NULL ||
 	    (s = kserve_splice_data(m, ki, buf, s, header_len, cause)) == NULL)

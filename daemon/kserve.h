@@ -78,6 +78,8 @@ struct kserve_infer {
 	void *output_at[MODEL_MAX_IO];
 	const char *output_region[MODEL_MAX_IO];	/* borrowed from the tree: decoding only */
 	struct shm_region *output_shm[MODEL_MAX_IO];	/* the region each output went to, for the answer */
+	void *output_pack[MODEL_MAX_IO];	/* a BYTES output's place in its region, written packed with
+						 * the answer (its slots are staged in the buffer) */
 	size_t output_region_offset[MODEL_MAX_IO], output_region_size[MODEL_MAX_IO];
 	struct shm_region *regions[2 * MODEL_MAX_IO];
 	int nregions;

@@ -26,7 +26,8 @@ kserve_config_tensor(const struct model_io *io, char *const *labels, size_t nlab
 	for (i = 0; dims != NULL && i < (size_t)io->ndims; i++)
 		if (json_array_append_new(dims, json_integer(io->dims[i])) != 0)
 			dims = (json_decref(dims), NULL);
-	snprintf(type, sizeof type, "TYPE_%s", graph_dtype_name(io->dtype));
+	/* Triton's DataType calls BYTES TYPE_STRING. */
+	snprintf(type, sizeof type, "TYPE_%s", io->dtype == GRAPH_DT_STRING ? "STRING" : graph_dtype_name(io->dtype));
 	t = json_pack("{s:s, s:s, s:o}", "name", io->name, "data_type", type, "dims", dims);
 	if (t == NULL || nlabels == 0)
 		return t;

@@ -6,7 +6,9 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "graph.h"
 #include "kserve.h"
+#include "kserve_bytes.h"
 #include "kserve_regions.h"
 
 /* A non-negative integer parameter into *out (left alone when absent); -1 with *cause if mistyped. */
@@ -75,6 +77,21 @@ kserve_shm_take(const struct kserve_source *src, const struct kserve_shm_ref *re
 	if (shm_region_span(reg, ref->offset, bytes, at, cause) != SHM_OK)
 		return error_prefix(cause, "%s '%s'", what, name);
 	return 0;
+}
+
+/* A BYTES input in region ref, unpacked into the slots at dst (system shared memory only). */
+int
+kserve_shm_take_bytes(const struct kserve_source *src, const struct kserve_shm_ref *ref, const char *name,
+    struct kserve_infer *ki, void *dst, size_t slot_bytes, char **cause)
+{
+	void *at;
+
+	if (kserve_shm_take(src, ref, "input", name, ref->size, 1, ki, &at, cause) != 0)
+		return -1;
+	if (shm_region_kind(ki->regions[ki->nregions - 1]) == SHM_KIND_CUDA)
+		return error_set(cause, "input '%s': BYTES tensors come from system shared memory, not CUDA "
+		    "shared memory", name);
+	return kserve_bytes_unpack(at, ref->size, slot_bytes / GRAPH_STRING_SLOT, dst, "input", name, cause);
 }
 
 /* Whether a tensor of the request lies in a CUDA shared-memory region (device memory). */

@@ -24,5 +24,12 @@ int kserve_shm_params(const json_t *params, const char *what, const char *name, 
  */
 int kserve_shm_take(const struct kserve_source *src, const struct kserve_shm_ref *ref, const char *what,
     const char *name, size_t bytes, int exact, struct kserve_infer *ki, void **at, char **cause);
+/*
+ * A BYTES input in region ref: its shared_memory_byte_size is the packed
+ * data's, unpacked (kserve_bytes_unpack) into the slots at dst (slot_bytes
+ * long, its shape's elements); system shared memory only.
+ */
+int kserve_shm_take_bytes(const struct kserve_source *src, const struct kserve_shm_ref *ref, const char *name,
+    struct kserve_infer *ki, void *dst, size_t slot_bytes, char **cause);
 
 #endif

@@ -162,6 +162,13 @@ kserve_tensor_put(enum graph_dtype dt, const json_t *v, void *dst)
 			return KSERVE_PUT_KIND;
 		*(uint8_t *)dst = json_is_true(v) ? 1 : 0;
 		return KSERVE_PUT_OK;
+	case GRAPH_DT_STRING:
+		if (!json_is_string(v))
+			return KSERVE_PUT_KIND;
+		if (json_string_length(v) > GRAPH_STRING_MAX)
+			return KSERVE_PUT_RANGE;
+		graph_string_put(dst, json_string_value(v), json_string_length(v));
+		return KSERVE_PUT_OK;
 	default:
 		return KSERVE_PUT_KIND;
 	}
@@ -173,6 +180,8 @@ kserve_tensor_kind(enum graph_dtype dt)
 {
 	if (dt == GRAPH_DT_F32 || dt == GRAPH_DT_F16)
 		return "a number";
+	if (dt == GRAPH_DT_STRING)
+		return "a string";
 	return dt == GRAPH_DT_BOOL ? "true or false" : "an integer";
 }
 
@@ -195,6 +204,8 @@ kserve_tensor_get(enum graph_dtype dt, const void *src, int *nonfinite)
 	int64_t i64;
 	int32_t i32;
 	uint16_t h;
+	const char *s;
+	size_t len;
 
 	*nonfinite = 0;
 	switch (dt) {
@@ -216,6 +227,9 @@ kserve_tensor_get(enum graph_dtype dt, const void *src, int *nonfinite)
 		return json_integer(*(const uint8_t *)src);
 	case GRAPH_DT_BOOL:
 		return json_boolean(*(const uint8_t *)src != 0);
+	case GRAPH_DT_STRING:
+		s = graph_string_get(src, &len);
+		return json_stringn(s, len);	/* NULL when not UTF-8 */
 	default:
 		return NULL;
 	}

@@ -1,7 +1,8 @@
 /*
  * kserve_tensor.h: one tensor element between JSON and its bytes, for every
  * KServe datatype the models take (FP32, FP16, INT64, INT32, INT8, UINT8,
- * BOOL), and little-endian byte order for the binary extension.
+ * BOOL, and BYTES as a JSON string into a STRING slot), and little-endian
+ * byte order for the binary extension.
  *
  * Contract: kserve_tensor_put never writes outside the element's
  * graph_dtype_size bytes; it refuses what the datatype cannot hold exactly
@@ -22,7 +23,7 @@
 enum kserve_put_status {
 	KSERVE_PUT_OK = 0,
 	KSERVE_PUT_KIND = -1,		/* not a number / integer / boolean as dt needs */
-	KSERVE_PUT_RANGE = -2,		/* outside dt's range */
+	KSERVE_PUT_RANGE = -2,		/* outside dt's range (BYTES: longer than GRAPH_STRING_MAX) */
 };
 
 /* Store JSON scalar v as one element of dt at dst. */

@@ -34,6 +34,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/pinned_pool.c daemon/pinned_pool.h \
 	daemon/kserve.c daemon/kserve.h daemon/kserve_tensor.c daemon/kserve_tensor.h \
 	daemon/kserve_params.c daemon/kserve_params.h daemon/kserve_config.c daemon/kserve_config.h \
+	daemon/kserve_bytes.c daemon/kserve_bytes.h \
 	daemon/kserve_regions.c daemon/kserve_regions.h \
 	daemon/kserve_classify.c daemon/kserve_classify.h \
 	daemon/http.h daemon/http_internal.h daemon/http_server.c daemon/http_route.c \

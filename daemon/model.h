@@ -163,6 +163,7 @@ typedef struct model {
 	struct model_warmup_spec warmup;	/* run by model_warmup (model_warmup.h) */
 	struct model_instances instances;	/* "instance_group", parsed and checked, not acted on here */
 	struct model_padding padding;	/* batching across lengths (above) */
+	int strings;			/* BYTES tensors: each batch holds one request, on the CPU backend */
 	const char *platform;		/* "inferd_mlp" or "onnx" */
 	int ninputs, noutputs;
 	struct model_io inputs[MODEL_MAX_IO], outputs[MODEL_MAX_IO];

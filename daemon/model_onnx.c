@@ -173,6 +173,46 @@ model_onnx_explain(const char *path, char **cause)
 	free(why);
 }
 
+/* Whether node n of g reads or writes a STRING tensor. */
+static int
+model_onnx_node_strings(const graph_t *g, const struct graph_node *n)
+{
+	for (int k = 0; k < n->ninputs; k++)
+		if (n->inputs[k] >= 0 && g->tensors[n->inputs[k]].dtype == GRAPH_DT_STRING)
+			return 1;
+	for (int k = 0; k < n->noutputs; k++)
+		if (n->outputs[k] >= 0 && g->tensors[n->outputs[k]].dtype == GRAPH_DT_STRING)
+			return 1;
+	return 0;
+}
+
+/*
+ * A model with STRING tensors runs each request alone (m->strings) and only
+ * on the CPU backend: the strings' slots are host memory, and the CUDA
+ * backend never sees them.  On a GPU the model is refused, naming the
+ * first node that carries strings.
+ */
+static int
+model_onnx_check_strings(model_t *m, char **cause)
+{
+	const graph_t *g = m->graph;
+	size_t i;
+
+	if (!graph_has_strings(g))
+		return 0;
+	m->strings = 1;
+	if (!device_is_gpu(m->dev))
+		return 0;
+	for (i = 0; i < g->nnodes && !model_onnx_node_strings(g, &g->nodes[i]); i++)
+		;
+	if (i < g->nnodes)
+		return error_set(cause, "node '%s' (%s) carries BYTES (string) tensors, which only the CPU "
+		    "backend runs: serve this model with instance_group [{ kind: KIND_CPU }]",
+		    g->nodes[i].name ? g->nodes[i].name : "?", graph_op_name(g->nodes[i].op));
+	return error_set(cause, "the model has BYTES (string) tensors, which only the CPU backend runs: "
+	    "serve it with instance_group [{ kind: KIND_CPU }]");
+}
+
 /* Decode path into m->onnx and build m->graph from it; errors name the file. */
 int
 model_onnx_load(model_t *m, const char *path, char **cause)
@@ -184,7 +224,7 @@ model_onnx_load(model_t *m, const char *path, char **cause)
 		model_onnx_explain(path, cause);
 		return -1;	/* the decoder's message names the file */
 	}
-	if (onnx_import(m->onnx, &m->graph, cause) != 0 ||
+	if (onnx_import(m->onnx, &m->graph, cause) != 0 || model_onnx_check_strings(m, cause) != 0 ||
 	    model_onnx_align_constants(m->graph, cause) != 0 ||
 	    graph_fold_constants(m->graph, &cpu_fold_kernels, &removed, cause) != 0 ||
 	    graph_fuse_shapes(m->graph, model_onnx_probe, cause) < 0 || graph_fuse_for(m->graph, &target, cause) < 0)

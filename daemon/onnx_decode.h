@@ -65,7 +65,8 @@ struct onnx_tensor {
 	 * model's arena converted to the elem's own width (int32_data holding INT8/UINT8/BOOL/INT16/FLOAT16 bits
 	 * is narrowed).  nbytes == product(dims) * elem size is checked at decode time.  Narrowed values must fit
 	 * the width (signed or unsigned reading: INT8/UINT8 in [-128, 255], 16-bit types in [-32768, 65535]; BOOL
-	 * 0 or 1; UINT32 from uint64_data below 2^32).  Never NULL, even when nbytes is 0.  Alignment: see above. */
+	 * 0 or 1; UINT32 from uint64_data below 2^32).  STRING (string_data only) is converted to graph.h's slots,
+	 * GRAPH_STRING_SLOT bytes per string.  Never NULL, even when nbytes is 0.  Alignment: see above. */
 	const void *data;
 	size_t nbytes;
 };

@@ -7,6 +7,7 @@
 #include "alloc.h"
 #include "error.h"
 #include "file_copy.h"
+#include "graph.h"
 #include "onnx_decode_impl.h"
 
 /* TensorProto field numbers (onnx.proto). */
@@ -29,11 +30,13 @@ struct tensor_scan {
 	struct pb_field ext_location, ext_offset, ext_length;	/* n = 0 and p = NULL when absent */
 };
 
-/* Bytes per element of a data type (0: no fixed width or not supported). */
+/* Bytes per element of a data type (0: no fixed width or not supported); STRING elements are graph.h's slots. */
 size_t
 onnx_elem_size(int elem)
 {
 	switch (elem) {
+	case ONNX_STRING:
+		return GRAPH_STRING_SLOT;
 	case ONNX_UINT8: case ONNX_INT8: case ONNX_BOOL:
 		return 1;
 	case ONNX_UINT16: case ONNX_INT16: case ONNX_FLOAT16: case ONNX_BFLOAT16:
@@ -63,6 +66,8 @@ tensor_typed_field(int64_t elem)
 		return T_DOUBLE_DATA;
 	case ONNX_UINT32: case ONNX_UINT64:
 		return T_UINT64_DATA;
+	case ONNX_STRING:
+		return T_STRING_DATA;
 	default:
 		return 0;
 	}
@@ -72,8 +77,10 @@ tensor_typed_field(int64_t elem)
 static const char *
 tensor_typed_name(uint32_t num, int *wire)
 {
-	*wire = num == T_FLOAT_DATA ? PB_FIXED32 : num == T_DOUBLE_DATA ? PB_FIXED64 : PB_VARINT;
+	*wire = num == T_FLOAT_DATA ? PB_FIXED32 : num == T_DOUBLE_DATA ? PB_FIXED64 :
+	    num == T_STRING_DATA ? PB_LEN : PB_VARINT;
 	switch (num) {
+	case T_STRING_DATA: return "string_data";
 	case T_FLOAT_DATA: return "float_data";
 	case T_INT32_DATA: return "int32_data";
 	case T_INT64_DATA: return "int64_data";
@@ -137,6 +144,12 @@ tensor_scan_typed(struct onnx_dec *d, const struct pb_reader *c, const struct pb
 		    tensor_typed_name(f->num, &wire));
 	s->typed_num = f->num;
 	tensor_typed_name(f->num, &wire);
+	if (f->num == T_STRING_DATA) {	/* one field per string: repeated bytes are never packed */
+		if (dec_expect(d, f, PB_LEN, "string_data") != 0)
+			return -1;
+		s->ntyped++;
+		return 0;
+	}
 	if (pb_scalars_count(c, f, wire, &s->ntyped, d->cause) != 0)
 		return dec_fail(d);
 	return 0;
@@ -154,9 +167,7 @@ tensor_scan_field(struct onnx_dec *d, const struct pb_reader *c, const struct pb
 		return dec_int(d, f, "data_type", 1, &s->data_type);
 	case T_SEGMENT:
 		return dec_err(d, "segmented tensors are not supported");
-	case T_STRING_DATA:
-		return dec_err(d, "string_data: STRING tensors are not supported");
-	case T_FLOAT_DATA: case T_INT32_DATA: case T_INT64_DATA: case T_DOUBLE_DATA: case T_UINT64_DATA:
+	case T_FLOAT_DATA: case T_STRING_DATA: case T_INT32_DATA: case T_INT64_DATA: case T_DOUBLE_DATA: case T_UINT64_DATA:
 		return tensor_scan_typed(d, c, f, s);
 	case T_NAME:
 		return dec_string(d, f, "name", &t->name);
@@ -248,6 +259,30 @@ tensor_put_value(void *arg, uint64_t v, char **cause)
 	return 0;
 }
 
+/* Pass 2 for string_data: each string into its slot; longer than a slot holds is refused. */
+static int
+tensor_fill_strings(struct onnx_dec *d, const struct pb_reader *r, struct onnx_tensor *t)
+{
+	struct pb_reader c = *r;
+	struct pb_field f;
+	uint8_t *dst;
+	size_t k = 0;
+	int rc;
+
+	if ((dst = dec_alloc(d, t->nbytes)) == NULL)
+		return -1;
+	while ((rc = dec_next(d, &c, &f)) > 0) {
+		if (f.num != T_STRING_DATA)
+			continue;
+		if (f.n > GRAPH_STRING_MAX)
+			return dec_err(d, "string_data[%zu] is %zu bytes long, inferd holds at most %d per string",
+			    k, f.n, GRAPH_STRING_MAX);
+		graph_string_put(dst + k++ * GRAPH_STRING_SLOT, f.p, f.n);
+	}
+	t->data = dst;
+	return rc;
+}
+
 /* Pass 2 for typed fields: convert every element of field num into an arena buffer. */
 static int
 tensor_fill_typed(struct onnx_dec *d, const struct pb_reader *r, const struct tensor_scan *s,
@@ -258,6 +293,8 @@ tensor_fill_typed(struct onnx_dec *d, const struct pb_reader *r, const struct te
 	struct pb_field f;
 	int rc, wire;
 
+	if (s->typed_num == T_STRING_DATA)
+		return tensor_fill_strings(d, r, t);
 	if ((fl.dst = dec_alloc(d, t->nbytes)) == NULL)
 		return -1;
 	tensor_typed_name(s->typed_num, &wire);
@@ -298,6 +335,8 @@ tensor_inline(struct onnx_dec *d, const struct pb_reader *r, const struct tensor
 
 	if (s->raw != NULL && s->typed_num != 0)
 		return dec_err(d, "tensor has both raw_data and %s", tensor_typed_name(s->typed_num, &wire));
+	if (s->raw != NULL && s->data_type == ONNX_STRING)
+		return dec_err(d, "a STRING tensor keeps its strings in string_data, not raw_data");
 	if (s->raw != NULL) {
 		if (s->raw->n != t->nbytes)
 			return dec_err(d, "raw_data holds %zu bytes, the dims and data type need %zu",
@@ -467,6 +506,8 @@ tensor_place(struct onnx_dec *d, const struct pb_reader *r, const struct pb_fiel
 	memcpy(t->dims, s->dims, sizeof s->dims);
 	if (tensor_size(d, s, esize, &count, &t->nbytes) != 0)
 		return -1;
+	if (s->location == 1 && s->data_type == ONNX_STRING)
+		return dec_err(d, "a STRING tensor cannot live in external data");
 	if (s->location == 1)
 		return tensor_external(d, s, t, esize);
 	if (s->location != 0)

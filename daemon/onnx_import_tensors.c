@@ -90,6 +90,7 @@ onnx_import_dtype(int elem, enum graph_dtype *out)
 	case ONNX_INT8: *out = GRAPH_DT_I8; return 0;
 	case ONNX_UINT8: *out = GRAPH_DT_U8; return 0;
 	case ONNX_BOOL: *out = GRAPH_DT_BOOL; return 0;
+	case ONNX_STRING: *out = GRAPH_DT_STRING; return 0;
 	default: return -1;
 	}
 }

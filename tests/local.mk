@@ -103,7 +103,8 @@ tests_fuzz_fuzz_kserve_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_fuzz_fuzz_kserve_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_fuzz_kserve_LDADD = $(TEST_LDADD)
 dist_check_SCRIPTS += tests/integration/test_http.sh
-EXTRA_DIST += tests/helpers/http_client.py tests/helpers/triton_repository.py tests/helpers/triton_examples.py
+EXTRA_DIST += tests/helpers/http_client.py tests/helpers/triton_repository.py tests/helpers/triton_examples.py \
+	tests/helpers/bytes_check.py
 
 # --- tensor data codec (tensor-text) ---
 # The codec against strtof and independent references; its fuzz target run over its corpus.
@@ -143,7 +144,8 @@ CLEANFILES += tests/fuzz/fuzz_tensor_text_libfuzzer tests/fuzz/fuzz_tensor_text_
 check_PROGRAMS += tests/unit/test_shm_registry
 TRITON_TESTS = tests/integration/test_http_extras.sh tests/integration/test_triton_client.sh \
 	tests/integration/test_perf_analyzer.sh tests/integration/test_http_staging.sh \
-	tests/integration/test_triton_repository.sh tests/integration/test_triton_examples.sh
+	tests/integration/test_triton_repository.sh tests/integration/test_triton_examples.sh \
+	tests/integration/test_bytes.sh
 TESTS += tests/unit/test_shm_registry $(TRITON_TESTS)
 # config.pbtxt's reader over its seed corpus (every file, prefix and fixed mutations).
 check_PROGRAMS += tests/fuzz/fuzz_model_pbtxt

@@ -1,8 +1,17 @@
-/* cpu_cast.c: Cast between every graph dtype (float via float, integers via int64, F16 rounded to nearest even). */
+/*
+ * cpu_cast.c: Cast between every graph dtype (float via float, integers via
+ * int64, F16 rounded to nearest even), and between STRING and the others as
+ * onnxruntime does it (its text in, its text out).
+ */
 #include "config.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cpu_kernels_impl.h"
 #include "device_elementwise.h"
@@ -76,6 +85,88 @@ cast_span(enum graph_dtype from, const void *x, enum graph_dtype to, void *y, in
 	}
 }
 
+/*
+ * Parse STRING element i of x into element i of y (dt not STRING), as
+ * onnxruntime does: strtod (std::stod) then narrowed for floats, strtoll
+ * (std::stoll) for signed integers and strtoull (std::stoull) for UINT8
+ * and BOOL, wrapped to the width; text that is no number or out of the
+ * parser's range fails the request, as it fails onnxruntime's run.
+ */
+static int
+cast_parse(const void *x, enum graph_dtype to, void *y, int64_t i, char **cause)
+{
+	char text[GRAPH_STRING_SLOT], *end;
+	size_t len;
+	const char *p = graph_string_get((const char *)x + (size_t)i * GRAPH_STRING_SLOT, &len);
+	double d = 0;
+	int64_t v = 0;
+
+	memcpy(text, p, len);
+	text[len] = '\0';
+	errno = 0;
+	if (is_float(to))
+		d = strtod(text, &end);
+	else if (to == GRAPH_DT_U8 || to == GRAPH_DT_BOOL)
+		v = (int64_t)strtoull(text, &end, 10);
+	else
+		v = strtoll(text, &end, 10);
+	if (end == text)
+		return cpu_fail(cause, "Cast: string element %lld ('%.40s') is not a number",
+		    (long long)i, text);
+	if (errno == ERANGE)
+		return cpu_fail(cause, "Cast: string element %lld ('%.40s') is out of range",
+		    (long long)i, text);
+	if (is_float(to))
+		store_f(to, y, i, (float)d);
+	else
+		store_i(to, y, i, v);
+	return 0;
+}
+
+/*
+ * Element i of x (dt not STRING) as text into STRING element i of y, as
+ * onnxruntime writes it: integers in decimal, BOOL as 1 or 0, floats (FP16
+ * through float) as %.8g (8 significant digits: not always enough to read
+ * back the same float, but what onnxruntime prints), NaN as "NaN" and
+ * infinities as "INF" / "-INF".
+ */
+static void
+cast_format(enum graph_dtype from, const void *x, void *y, int64_t i)
+{
+	char text[64];
+	float f;
+	int n = 0;
+
+	if (!is_float(from)) {
+		n = snprintf(text, sizeof text, "%" PRId64, load_i(from, x, i));
+	} else if (isnan(f = load_f(from, x, i))) {
+		n = snprintf(text, sizeof text, "NaN");
+	} else if (isinf(f)) {
+		n = snprintf(text, sizeof text, "%sINF", f < 0 ? "-" : "");
+	} else {
+		n = snprintf(text, sizeof text, "%.8g", (double)f);	/* onnxruntime's precision */
+	}
+	graph_string_put((char *)y + (size_t)i * GRAPH_STRING_SLOT, text, (size_t)n);
+}
+
+/* CAST from or to STRING (on one thread: strings are few and short). */
+static int
+cast_strings(enum graph_dtype from, const void *x, enum graph_dtype to, void *y, int64_t n,
+    char **cause)
+{
+	if (from == GRAPH_DT_STRING && to == GRAPH_DT_STRING) {
+		memmove(y, x, (size_t)n * GRAPH_STRING_SLOT);
+		return 0;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		if (to == GRAPH_DT_STRING)
+			cast_format(from, x, y, i);
+		else if (cast_parse(x, to, y, i, cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* CAST: y = (to) x. */
 int
 cpu_cast_run(const struct cpu_node_ctx *c, char **cause)
@@ -88,6 +179,8 @@ cpu_cast_run(const struct cpu_node_ctx *c, char **cause)
 	if (cpu_elems(cpu_out_shape(c, 0)) != n)
 		return cpu_fail(cause, "output has %lld elements, input %lld",
 		    (long long)cpu_elems(cpu_out_shape(c, 0)), (long long)n);
+	if (from == GRAPH_DT_STRING || to == GRAPH_DT_STRING)
+		return cast_strings(from, x, to, y, n, cause);
 	if (!cpu_parallel(n)) {
 		cast_span(from, x, to, y, 0, n);
 		return 0;

@@ -54,6 +54,7 @@ cpu_dtype_size(enum graph_dtype dt)
 	case GRAPH_DT_F16: return 2;
 	case GRAPH_DT_I64: return 8;
 	case GRAPH_DT_I8: case GRAPH_DT_U8: case GRAPH_DT_BOOL: return 1;
+	case GRAPH_DT_STRING: return GRAPH_STRING_SLOT;
 	default: return 0;
 	}
 }

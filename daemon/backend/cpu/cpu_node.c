@@ -10,7 +10,9 @@
 #define DT(x) (1u << GRAPH_DT_##x)
 #define DT_F32 DT(F32)
 #define DT_INT (DT(I64) | DT(I32))
-#define DT_ANY ((1u << GRAPH_DT_COUNT) - 1)
+#define DT_ANY (((1u << GRAPH_DT_COUNT) - 1) & ~DT(STRING))
+/* The ops that carry strings: they move whole elements (Cast converts them), so a slot moves like a number. */
+#define DT_MOVE (DT_ANY | DT(STRING))
 
 struct cpu_op {
 	const char *name;
@@ -36,17 +38,17 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_POOL] = { "Pool", cpu_pool_run, NULL, 1, 1, 1, 1, DT_F32 },
 	[GRAPH_OP_REDUCE] = { "Reduce", cpu_reduce_run, NULL, 1, 1, 1, 1, DT_F32 },
 	[GRAPH_OP_TRANSPOSE] = { "Transpose", cpu_transpose_run, NULL, 1, 1, 1, 1, DT_ANY },
-	[GRAPH_OP_RESHAPE] = { "Reshape", cpu_copy_run, NULL, 1, 2, 1, 1, DT_ANY },
-	[GRAPH_OP_CONCAT] = { "Concat", cpu_concat_run, NULL, 1, 1 << 20, 1, 1, DT_ANY },
+	[GRAPH_OP_RESHAPE] = { "Reshape", cpu_copy_run, NULL, 1, 2, 1, 1, DT_MOVE },
+	[GRAPH_OP_CONCAT] = { "Concat", cpu_concat_run, NULL, 1, 1 << 20, 1, 1, DT_MOVE },
 	[GRAPH_OP_SPLIT] = { "Split", cpu_split_run, NULL, 1, 2, 1, 1 << 20, DT_ANY },
 	[GRAPH_OP_SLICE] = { "Slice", cpu_slice_run, NULL, 1, 5, 1, 1, DT_ANY },
-	[GRAPH_OP_GATHER] = { "Gather", cpu_gather_run, NULL, 2, 2, 1, 1, DT_ANY },
+	[GRAPH_OP_GATHER] = { "Gather", cpu_gather_run, NULL, 2, 2, 1, 1, DT_MOVE },
 	[GRAPH_OP_EXPAND] = { "Expand", cpu_expand_run, NULL, 1, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_PAD] = { "Pad", cpu_pad_run, NULL, 1, 4, 1, 1, DT_ANY },
 	[GRAPH_OP_RESIZE] = { "Resize", cpu_resize_run, cpu_resize_workspace, 1, 4, 1, 1, DT_F32 },
-	[GRAPH_OP_CAST] = { "Cast", cpu_cast_run, NULL, 1, 1, 1, 1, DT_ANY },
+	[GRAPH_OP_CAST] = { "Cast", cpu_cast_run, NULL, 1, 1, 1, 1, DT_MOVE },
 	[GRAPH_OP_WHERE] = { "Where", cpu_where_run, NULL, 3, 3, 1, 1, DT_ANY },
-	[GRAPH_OP_COPY] = { "Copy", cpu_copy_run, NULL, 1, 1, 1, 1, DT_ANY },
+	[GRAPH_OP_COPY] = { "Copy", cpu_copy_run, NULL, 1, 1, 1, 1, DT_MOVE },
 	[GRAPH_OP_GATHER_ELEMENTS] = { "GatherElements", cpu_gather_elements_run, NULL, 2, 2, 1, 1, DT_ANY },
 	[GRAPH_OP_ATTENTION] = { "Attention", cpu_attention_run, cpu_attention_workspace, 3, 4, 1, 1, DT_F32 },
 	[GRAPH_OP_PREDICATE] = { "IsNaN/IsInf/Not", cpu_predicate_run, NULL, 1, 1, 1, 1, DT(BOOL) },
@@ -86,7 +88,7 @@ static const char *
 dt_name(enum graph_dtype dt)
 {
 	static const char *const names[GRAPH_DT_COUNT] = { "FP32", "FP16", "INT64", "INT32", "INT8",
-	    "UINT8", "BOOL" };
+	    "UINT8", "BOOL", "BYTES" };
 
 	return (int)dt >= 0 && dt < GRAPH_DT_COUNT ? names[dt] : "an unknown dtype";
 }

@@ -572,11 +572,19 @@ cuda_host_mapped(device_t *dev, void *host, void **dev_ptr, char **cause)
 	return 0;
 }
 
-/* Whether the CUDA kernels can run node n. */
+/* Whether the CUDA kernels can run node n (never one that carries strings: their slots are host memory). */
 static int
 cuda_supports_node(const device_t *dev, const graph_t *g,
     const struct graph_node *n, char **why)
 {
+	for (int k = 0; k < n->ninputs + n->noutputs; k++) {
+		int t = k < n->ninputs ? n->inputs[k] : n->outputs[k - n->ninputs];
+
+		if (t >= 0 && g->tensors[t].dtype == GRAPH_DT_STRING) {
+			error_set(why, "BYTES (string) tensors run on the CPU backend only");
+			return 0;
+		}
+	}
 	return cuda_node_supported(g, n, why);
 }
 
