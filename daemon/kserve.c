@@ -634,7 +634,8 @@ kserve_decode_text(const char *text, const struct tensor_text_span *sp, const mo
 	if (tensor_text_decode(text + sp->off, sp->len, io->dtype, shape, nd, dst,
 	    bytes / graph_dtype_size(io->dtype), NULL, NULL) == 0)
 		return 0;
-	if ((data = json_loadb(text + sp->off, sp->len, JSON_DECODE_ANY, &jerr)) == NULL)
+	/* BYTES elements may hold NUL (Triton's string example sends "he\u0000llo"); slots keep lengths. */
+	if ((data = json_loadb(text + sp->off, sp->len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr)) == NULL)
 		return error_set(cause, "input '%s': malformed JSON in 'data' at byte %d: %s",
 		    io->name, jerr.position, jerr.text);
 	if ((tmp = json_object()) == NULL || json_object_set_new(tmp, "data", data) != 0) {

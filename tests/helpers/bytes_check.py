@@ -59,7 +59,8 @@ def save(root, name, nodes, inputs, outputs, inits=(), config=None):
     """Write root/name/1/model.onnx and its config.pbtxt; inputs/outputs: (name, type, dims w/o batch)."""
     import onnx
     from onnx import TensorProto as T, helper
-    vi = lambda ts: [helper.make_tensor_value_info(n, getattr(T, t), ["batch"] + list(d)) for n, t, d in ts]
+    vi = lambda ts: [helper.make_tensor_value_info(n, getattr(T, t), ["batch"] + [
+        "len%d" % i if x < 0 else x for i, x in enumerate(d)]) for n, t, d in ts]
     g = helper.make_graph(nodes, name, vi(inputs), vi(outputs), list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
@@ -68,8 +69,9 @@ def save(root, name, nodes, inputs, outputs, inits=(), config=None):
     open(os.path.join(root, name, "config.pbtxt"), "w").write(config or pbtxt(name, inputs, outputs))
 
 
-def setup(root):
-    from onnx import TensorProto as T, helper, numpy_helper
+def setup_simple_string(root):
+    """Triton's simple_string as ONNX: Cast(string->int32), Add and Sub, Cast(int32->string)."""
+    from onnx import TensorProto as T, helper
     h = helper.make_node
     save(root, "simple_string", [
         h("Cast", ["INPUT0"], ["a"], to=T.INT32), h("Cast", ["INPUT1"], ["b"], to=T.INT32),
@@ -77,6 +79,23 @@ def setup(root):
         h("Cast", ["sum"], ["OUTPUT0"], to=T.STRING), h("Cast", ["diff"], ["OUTPUT1"], to=T.STRING)],
         [("INPUT0", "STRING", [16]), ("INPUT1", "STRING", [16])],
         [("OUTPUT0", "STRING", [16]), ("OUTPUT1", "STRING", [16])], config=SIMPLE_STRING)
+
+
+
+def setup_simple_identity(root):
+    """Triton's simple_identity: one BYTES tensor of any length, returned as it came."""
+    from onnx import helper
+    save(root, "simple_identity", [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])],
+         [("INPUT0", "STRING", [-1])], [("OUTPUT0", "STRING", [-1])],
+         config=pbtxt("simple_identity", [("INPUT0", "STRING", [-1])], [("OUTPUT0", "STRING", [-1])]))
+
+
+
+def setup(root):
+    from onnx import TensorProto as T, helper, numpy_helper
+    h = helper.make_node
+    setup_simple_string(root)
+    setup_simple_identity(root)
     nodes = [h("Cast", ["FTEXT" if o[0] == "F" else "ITEXT"], [o], to=getattr(T, t)) for o, t in CASTS]
     nodes += [h("Cast", ["NUM"], ["NUMTEXT"], to=T.STRING), h("Cast", ["INUM"], ["INUMTEXT"], to=T.STRING)]
     save(root, "string_casts", nodes,

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bytes_check  # noqa: E402
 import triton_repository as repo  # noqa: E402
 
 IDENTITY = """
@@ -31,6 +32,8 @@ SUPPORTED = [
     ("simple_http_async_infer_client.py", []),
     ("simple_http_aio_infer_client.py", []),
     ("simple_http_shm_client.py", []),
+    ("simple_http_string_infer_client.py", []),
+    ("simple_http_shm_string_client.py", []),
     ("memory_growth_test.py", ["8000"]),
 ]
 # Run after everything else: it unloads simple.
@@ -39,8 +42,6 @@ LAST = ("simple_http_model_control.py", [])
 # Examples run and reported, not required, with why they cannot pass against this daemon.
 REPORTED = {
     "simple_http_health_metadata.py": "checks that the server is named 'triton'",
-    "simple_http_string_infer_client.py": "needs BYTES (string) tensors",
-    "simple_http_shm_string_client.py": "needs BYTES (string) tensors",
     "reuse_infer_objects_client.py": "imports tritonclient.grpc (gRPC is out of scope)",
     "simple_http_cudashm_client.py": "needs a GPU daemon and CUDA shared memory",
 }
@@ -56,10 +57,13 @@ def save_identity(path):
 
 
 def setup(root):
-    """simple and custom_identity_int32, and five more models: the model-control example expects an index of 7."""
+    """simple, simple_string, simple_identity, custom_identity_int32 and three more: the model-control example
+    expects an index of 7."""
     repo.folder(root, "simple", repo.SIMPLE)
+    bytes_check.setup_simple_string(root)
+    bytes_check.setup_simple_identity(root)
     repo.folder(root, "custom_identity_int32", IDENTITY, onnx_saver=save_identity)
-    for i in range(5):
+    for i in range(3):
         name = "identity_%d" % i
         repo.folder(root, name, IDENTITY.replace("custom_identity_int32", name), onnx_saver=save_identity)
 

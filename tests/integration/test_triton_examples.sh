@@ -20,10 +20,10 @@ on8000=
 "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 8000)); s.close()' 2>/dev/null && on8000=1
 if [ -n "$on8000" ]; then
 	start_daemon --model_repository="$tmp/repo" --model_control_mode=explicit \
-		--load_model=simple,custom_identity_int32 --http_port=8000 --listen_address=127.0.0.1
+		--load_model=simple,simple_string,simple_identity,custom_identity_int32 --http_port=8000 --listen_address=127.0.0.1
 else
 	start_daemon --model_repository="$tmp/repo" --model_control_mode=explicit \
-		--load_model=simple,custom_identity_int32
+		--load_model=simple,simple_string,simple_identity,custom_identity_int32
 fi
 "$PY" "$top_srcdir/tests/helpers/triton_examples.py" run "$ex" "127.0.0.1:$port" ${on8000:+--port8000} ||
 	fail "an example inferd supports failed"
