@@ -423,6 +423,14 @@ ipc_conn_query(ipc_server_t *s, struct ipc_client *c, const uint8_t *payload, ui
 	}
 	if (repository_acquire_id(s->ctx.repo, id, &ref, &why) != REPOSITORY_FOUND)
 		return ipc_conn_no_model(c, why);
+	if (ref->model->strings) {
+		if (xasprintf(&why, "model '%s' has BYTES (string) tensors, which the shared-memory door does "
+		    "not carry: send its requests over HTTP (KServe v2: JSON, binary data or Triton shared "
+		    "memory)", ref->model->name) < 0)
+			why = NULL;
+		repository_release(ref);
+		return ipc_conn_no_model(c, why);
+	}
 	r = ipc_conn_send_info(c, ref->model, id);
 	repository_release(ref);
 	if (r != 0)

@@ -348,6 +348,8 @@ ipc_ring_check(ipc_server_t *s, const struct ipc_client *c, const struct ipc_sub
 	if (rc != REPOSITORY_FOUND)
 		return rc == REPOSITORY_UNKNOWN ? INFERD_WIRE_DETAIL_MODEL : INFERD_WIRE_DETAIL_UNLOADED;
 	*mp = (*refp)->model;
+	if ((*mp)->strings)	/* BYTES models are not offered here (ipc_conn_query says why) */
+		return INFERD_WIRE_DETAIL_MODEL;
 	if (e->flags == INFERD_WIRE_SQE_LIST) {
 		if (sub->detail != INFERD_WIRE_DETAIL_NONE)
 			return sub->detail;

@@ -5,7 +5,8 @@ system shared memory; Cast between strings and numbers and the ops that move str
 onnxruntime on the same model; malformed BYTES refused with a 400 naming the input.
 
 usage: bytes_check.py setup REPO     (writes the repository)
-       bytes_check.py check URL      (against a daemon serving REPO with the models loaded)"""
+       bytes_check.py check URL REPO [PYDIR]   (against a daemon serving REPO with the models loaded;
+                                                PYDIR: inferd's Python client, checked to refuse BYTES)"""
 import concurrent.futures
 import json
 import os
@@ -328,6 +329,21 @@ def check_refused_load(url):
         check(r.status == 200, "simple_string is ready after the refused load")
 
 
+def check_inferd_client(url, pydir):
+    """inferd's own Python client does not carry BYTES: it says so, naming the tensors."""
+    sys.path.insert(0, pydir)
+    from inferd import http as ih
+    from inferd.errors import InvalidRequest
+    c = ih.Client("http://" + url)
+    try:
+        c.infer("simple_string", {"INPUT0": np.zeros((1, 16)), "INPUT1": np.zeros((1, 16))})
+        check(False, "inferd's Python client sent BYTES")
+    except InvalidRequest as e:
+        check("BYTES" in str(e) and "INPUT0" in str(e), "inferd's Python client's refusal: %s" % e)
+    finally:
+        c.close()
+
+
 def main():
     if sys.argv[1] == "setup":
         setup(sys.argv[2])
@@ -343,6 +359,8 @@ def main():
     check_moves(root, client, hc)
     check_refusals(url)
     check_refused_load(url)
+    if len(sys.argv) > 4:
+        check_inferd_client(url, sys.argv[4])
     print("%d failures" % len(FAILURES))
     return 1 if FAILURES else 0
 

@@ -12,12 +12,23 @@ from .metadata import ModelMetadata
 Inputs = Union[np.ndarray, Mapping[str, Any], Any]
 
 
+def refuse_strings(meta: ModelMetadata) -> None:
+    """InvalidRequest naming the model's BYTES tensors, which this client does not carry."""
+    strings = [t.name for t in list(meta.inputs) + list(meta.outputs) if t.datatype == "BYTES"]
+    if strings:
+        raise InvalidRequest("model %r: %s %s BYTES (string), which this client does not carry; send its "
+                             "requests with tritonclient.http (inferd serves BYTES over HTTP)" % (
+                                 meta.name, ", ".join(strings), "is" if len(strings) == 1 else "are"))
+
+
 def name_inputs(meta: ModelMetadata, inputs: Inputs) -> Dict[str, Any]:
     """inputs as {input name: value}: a bare array goes to the model's only input.
 
     InvalidRequest when a bare array is given to a model with several inputs,
-    or when a dict's names are not exactly the model's inputs.
+    or when a dict's names are not exactly the model's inputs, or when the
+    model has BYTES tensors.
     """
+    refuse_strings(meta)
     names = [s.name for s in meta.inputs]
     if not isinstance(inputs, Mapping):
         if len(names) != 1:
