@@ -1,6 +1,8 @@
 /*
  * fuzz_kserve.c: fuzz target for the KServe v2 decoder and encoder, JSON
- * and the binary tensor extension.
+ * and the binary tensor extension.  Every body is decoded twice: against
+ * the FP32 fixture and against the same model with BYTES tensors, whose
+ * answers are encoded back and checked element for element.
  *
  * An input that starts with "#ihcl VALUE\n" is a binary-extension body:
  * VALUE stands for its Inference-Header-Content-Length header and the rest
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "kserve.h"
+#include "kserve_bytes.h"
 #include "kserve_fixture.h"
 #ifndef FUZZ_LIBFUZZER
 #include "fuzz_corpus.h"
@@ -39,6 +42,113 @@ fuzz_model(void)
 	if (m.max_batch_size == 0)
 		kserve_fixture_model(&m);
 	return &m;
+}
+
+/* The fixture with BYTES tensors: input "input" [2,3], output "out" [2]. */
+static const model_t *
+fuzz_strings_model(void)
+{
+	static model_t m;
+
+	if (m.max_batch_size == 0) {
+		kserve_fixture_model(&m);
+		snprintf(m.name, sizeof m.name, "strings");
+		m.inputs[0].dtype = m.outputs[0].dtype = GRAPH_DT_STRING;
+		snprintf(m.inputs[0].datatype, sizeof m.inputs[0].datatype, "BYTES");
+		snprintf(m.outputs[0].datatype, sizeof m.outputs[0].datatype, "BYTES");
+		m.input = m.inputs[0];
+		m.output = m.outputs[0];
+	}
+	return &m;
+}
+
+/* The staging buffer of the BYTES model: inputs, then outputs, each aligned. */
+#define FUZZ_STRING_BUF (ROWS_MAX * (IN_ELEMS + OUT_ELEMS) * GRAPH_STRING_SLOT + KSERVE_TENSOR_ALIGN)
+
+/* Whether every one of n slots holds a length in range and zeros past it. */
+static int
+fuzz_slots_ok(const unsigned char *slots, size_t n)
+{
+	uint32_t len;
+	size_t k, i;
+
+	for (k = 0; k < n; k++, slots += GRAPH_STRING_SLOT) {
+		memcpy(&len, slots, sizeof len);
+		if (len > GRAPH_STRING_MAX)
+			return 0;
+		for (i = 4 + len; i < GRAPH_STRING_SLOT; i++)
+			if (slots[i] != 0)
+				return 0;
+	}
+	return 1;
+}
+
+/*
+ * Answer an accepted BYTES request with its first rows * OUT_ELEMS input
+ * strings as the output: JSON (refused only with a reason: an element that
+ * is not UTF-8) must parse, and the binary section must unpack to the same
+ * slots.
+ */
+static void
+fuzz_strings_encode(const model_t *m, struct kserve_infer *ki, unsigned char *buf)
+{
+	static unsigned char back[ROWS_MAX * OUT_ELEMS * GRAPH_STRING_SLOT];
+	size_t n = (size_t)ki->rows * OUT_ELEMS, len, hlen;
+	char *cause = NULL, *s;
+	json_t *doc;
+
+	ki->output_len[0] = n * GRAPH_STRING_SLOT;
+	memcpy(buf + ki->output_offset[0], buf + ki->input_offset[0], ki->output_len[0]);
+	ki->nwanted = 1;
+	ki->wanted[0] = 0;
+	ki->binary[0] = ki->binary_output = 0;
+	s = kserve_encode_infer(m, ki->id, ki, buf, &len, &hlen, &cause);
+	if ((s == NULL && cause == NULL) || (s != NULL && (doc = json_loadb(s, len, 0, NULL)) == NULL))
+		abort();
+	if (s != NULL)
+		json_decref(doc);
+	free(s);
+	free(cause);
+	cause = NULL;
+	ki->binary[0] = ki->binary_output = 1;
+	if ((s = kserve_encode_infer(m, ki->id, ki, buf, &len, &hlen, &cause)) == NULL ||
+	    kserve_bytes_unpack((unsigned char *)s + hlen, len - hlen, n, back, "output", "out", &cause) != 0 ||
+	    memcmp(back, buf + ki->output_offset[0], n * GRAPH_STRING_SLOT) != 0)
+		abort();
+	free(s);
+	free(cause);
+}
+
+/* Decode one body against the BYTES model, by the tree and the fast path, and encode what is accepted. */
+static void
+fuzz_strings(const char *text, size_t len, const struct kserve_binary *binp, const json_t *root)
+{
+	static unsigned char buf[FUZZ_STRING_BUF], fast[FUZZ_STRING_BUF];
+	struct tensor_text_span spans[KSERVE_MAX_SPANS];
+	struct kserve_source src = { text, spans, 0, NULL };
+	const model_t *m = fuzz_strings_model();
+	struct kserve_infer ki, kf;
+	char *cause = NULL;
+	json_t *froot;
+	int rc, frc = -1;
+
+	rc = kserve_decode_infer(root, binp, m, buf, sizeof buf, &ki, &cause);
+	if ((rc != 0 && cause == NULL) || (rc == 0 && (ki.input_bytes != (size_t)ki.rows * IN_ELEMS *
+	    GRAPH_STRING_SLOT || !fuzz_slots_ok(buf + ki.input_offset[0], (size_t)ki.rows * IN_ELEMS))))
+		abort();
+	free(cause);
+	cause = NULL;
+	if ((froot = kserve_parse_fast(text, len, spans, &src.nspans, &cause)) != NULL) {
+		frc = kserve_decode_request(froot, &src, binp, m, fast, sizeof fast, &kf, &cause);
+		kserve_infer_release(&kf, NULL);
+		json_decref(froot);
+	}
+	/* The fast path may take a NUL the whole-body parse refuses (JSON_ALLOW_NUL on data spans only). */
+	if ((frc == 0 && rc == 0 && memcmp(fast, buf, ki.input_bytes) != 0) || (frc != 0 && rc == 0))
+		abort();
+	free(cause);
+	if (rc == 0)
+		fuzz_strings_encode(m, &ki, buf);
 }
 
 /* The prefix that marks a binary-extension input. */
@@ -222,6 +332,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fast_path((const char *)data, json_len, binp, m, rc, &ki, buf);
 	if (rc == 0)
 		fuzz_encode(m, &ki, buf);
+	fuzz_strings((const char *)data, json_len, binp, root);
 	json_decref(root);
 	free(cause);
 	return 0;
