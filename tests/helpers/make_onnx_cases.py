@@ -411,8 +411,12 @@ def handmade_bad(c):
     c.bad_bytes("raw_and_typed.onnx", model_bytes(graph_with_tensor(
         tensor_bytes("w", 1, [1], raw4 + f_len(4, b"\0" * 4)))), "both raw_data and float_data")
     c.bad_bytes("no_data.onnx", model_bytes(graph_with_tensor(tensor_bytes("w", 1, [2]))), "has no data")
-    c.bad_bytes("string_tensor.onnx", model_bytes(graph_with_tensor(
-        tensor_bytes("w", 8, [1], f_len(6, "abc")))), "STRING tensors are not supported")
+    c.bad_bytes("string_too_long.onnx", model_bytes(graph_with_tensor(
+        tensor_bytes("w", 8, [1], f_len(6, "a" * 253)))), "at most 252")
+    c.bad_bytes("string_raw.onnx", model_bytes(graph_with_tensor(
+        tensor_bytes("w", 8, [1], f_len(9, b"abc")))), "string_data, not raw_data")
+    c.bad_bytes("string_count.onnx", model_bytes(graph_with_tensor(
+        tensor_bytes("w", 8, [2], f_len(6, "abc")))), "string_data holds 1 values, the dims need 2")
     c.bad_bytes("complex.onnx", model_bytes(graph_with_tensor(
         tensor_bytes("w", 14, [1], f_len(9, b"\0" * 8)))), "data type 14 is not supported")
     c.bad_bytes("segment.onnx", model_bytes(graph_with_tensor(
