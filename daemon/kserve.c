@@ -1028,29 +1028,6 @@ kserve_response_tree(const model_t *m, const char *id, const struct kserve_infer
 	return resp;
 }
 
-/* Write each BYTES output asked for in shared memory into its region, packed; -1 when it does not fit. */
-static int
-kserve_pack_regions(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
-    char **cause)
-{
-	size_t n, need;
-	int k, o;
-
-	for (k = 0; k < ki->nwanted; k++) {
-		o = ki->wanted[k];
-		if (ki->output_pack[o] == NULL)
-			continue;
-		n = ki->output_len[o] / GRAPH_STRING_SLOT;
-		need = kserve_bytes_packed_size(buf + ki->output_offset[o], n);
-		if (need > ki->output_region_size[o])
-			return error_set(cause, "output '%s': its BYTES data is %zu bytes, "
-			    "shared_memory_byte_size is %zu", m->outputs[o].name, need,
-			    ki->output_region_size[o]);
-		kserve_bytes_pack(buf + ki->output_offset[o], n, ki->output_pack[o]);
-	}
-	return 0;
-}
-
 /* Encode the answer to an inference request, as JSON or as a JSON header and binary data. */
 char *
 kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer *ki,
@@ -1062,7 +1039,7 @@ kserve_encode_infer(const model_t *m, const char *id, const struct kserve_infer 
 	int o;
 
 	memset(cls, 0, sizeof cls);
-	if (kserve_pack_regions(m, ki, buf, cause) != 0 ||
+	if (kserve_bytes_pack_regions(m, ki, buf, cause) != 0 ||
 	    kserve_classify_outputs(m, ki, buf, cls, cause) != 0 ||
 	    (resp = kserve_response_tree(m, id, ki, buf, cls, cause)) == NULL)
 		goto out;

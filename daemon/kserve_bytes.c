@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "graph.h"
+#include "kserve.h"
 #include "kserve_bytes.h"
 
 /* Unpack n length-prefixed elements of src (len bytes, all used) into slots at dst. */
@@ -111,5 +112,28 @@ kserve_bytes_json(const void *slots, size_t n, char *out, size_t cap, size_t *le
 	json_decref(a);
 	if (*len == 0 || *len > cap)
 		return error_set(cause, "BYTES text does not fit its %zu-byte buffer", cap);
+	return 0;
+}
+
+/* Write each BYTES output asked for in shared memory into its region, packed; -1 when it does not fit. */
+int
+kserve_bytes_pack_regions(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
+    char **cause)
+{
+	size_t n, need;
+	int k, o;
+
+	for (k = 0; k < ki->nwanted; k++) {
+		o = ki->wanted[k];
+		if (ki->output_pack[o] == NULL)
+			continue;
+		n = ki->output_len[o] / GRAPH_STRING_SLOT;
+		need = kserve_bytes_packed_size(buf + ki->output_offset[o], n);
+		if (need > ki->output_region_size[o])
+			return error_set(cause, "output '%s': its BYTES data is %zu bytes, "
+			    "shared_memory_byte_size is %zu", m->outputs[o].name, need,
+			    ki->output_region_size[o]);
+		kserve_bytes_pack(buf + ki->output_offset[o], n, ki->output_pack[o]);
+	}
 	return 0;
 }

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "model.h"
+
 /*
  * Unpack the n elements of src (len bytes, every one of them used) into n
  * slots at dst.  A length running past the end, an element longer than
@@ -29,5 +31,14 @@ size_t kserve_bytes_json_bound(const void *slots, size_t n);
  * cannot carry it: the binary extension can).
  */
 int kserve_bytes_json(const void *slots, size_t n, char *out, size_t cap, size_t *len, char **cause);
+
+struct kserve_infer;
+/*
+ * Write each BYTES output of ki asked for in a shared-memory region
+ * (ki->output_pack) into it, packed from its slots in buf; -1 with *cause
+ * naming the output when the packed form is larger than the region's size.
+ */
+int kserve_bytes_pack_regions(const model_t *m, const struct kserve_infer *ki, const unsigned char *buf,
+    char **cause);
 
 #endif

@@ -39,7 +39,7 @@ warmup_next(uint64_t *state)
 	return *state;
 }
 
-/* Fill n elements of dtype dt at p: floating uniform in [0, 1), others 0 or 1. */
+/* Fill n elements of dtype dt at p: floating uniform in [0, 1), others 0 or 1 (STRING: the text "0" or "1"). */
 static void
 warmup_fill_random(void *p, size_t n, enum graph_dtype dt, uint64_t *state)
 {
@@ -51,6 +51,8 @@ warmup_fill_random(void *p, size_t n, enum graph_dtype dt, uint64_t *state)
 			((float *)p)[i] = (float)(r >> 40) / (float)(1 << 24);
 		else if (dt == GRAPH_DT_F16)
 			((uint16_t *)p)[i] = (uint16_t)(r % 0x3c00);	/* every half in [0, 1): bit patterns below 1.0 */
+		else if (dt == GRAPH_DT_STRING)
+			graph_string_put((char *)p + i * size, r & 1 ? "1" : "0", 1);
 		else {
 			memset((char *)p + i * size, 0, size);
 			((unsigned char *)p)[i * size] = (unsigned char)(r & 1);	/* little-endian 0 or 1 */
@@ -101,13 +103,18 @@ warmup_fill(struct warmup_run *r, const struct model_warmup_entry *w, const stru
 
 	for (i = 0; i < r->m->ninputs; i++)
 		total += row[i] = model_input_row_bytes(r->m, i, sh);
+	if (w->data == MODEL_WARMUP_FILE && r->m->strings)
+		return error_set(cause, "warmup from a file does not take BYTES inputs (use zero_data or random_data)");
 	if (w->data == MODEL_WARMUP_FILE && warmup_read_file(r->m->dir, w->file, total, &sample, cause) != 0)
 		return -1;
 	for (i = 0; i < r->m->ninputs; i++) {
 		enum graph_dtype dt = r->m->inputs[i].dtype;
 		for (k = 0; k < sh->rows; k++) {
 			char *dst = (char *)r->in[i] + (size_t)k * row[i];
-			if (w->data == MODEL_WARMUP_ZEROS)
+			if (w->data == MODEL_WARMUP_ZEROS && dt == GRAPH_DT_STRING)
+				for (size_t e = 0; e < row[i] / GRAPH_STRING_SLOT; e++)
+					graph_string_put(dst + e * GRAPH_STRING_SLOT, "0", 1);	/* zero as text: Casts parse it */
+			else if (w->data == MODEL_WARMUP_ZEROS)
 				memset(dst, 0, row[i]);
 			else if (w->data == MODEL_WARMUP_RANDOM)
 				warmup_fill_random(dst, row[i] / graph_dtype_size(dt), dt, &r->rng);

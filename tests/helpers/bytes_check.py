@@ -70,16 +70,17 @@ def save(root, name, nodes, inputs, outputs, inits=(), config=None):
     open(os.path.join(root, name, "config.pbtxt"), "w").write(config or pbtxt(name, inputs, outputs))
 
 
-def setup_simple_string(root):
+def setup_simple_string(root, name="simple_string"):
     """Triton's simple_string as ONNX: Cast(string->int32), Add and Sub, Cast(int32->string)."""
     from onnx import TensorProto as T, helper
     h = helper.make_node
-    save(root, "simple_string", [
+    save(root, name, [
         h("Cast", ["INPUT0"], ["a"], to=T.INT32), h("Cast", ["INPUT1"], ["b"], to=T.INT32),
         h("Add", ["a", "b"], ["sum"]), h("Sub", ["a", "b"], ["diff"]),
         h("Cast", ["sum"], ["OUTPUT0"], to=T.STRING), h("Cast", ["diff"], ["OUTPUT1"], to=T.STRING)],
         [("INPUT0", "STRING", [16]), ("INPUT1", "STRING", [16])],
-        [("OUTPUT0", "STRING", [16]), ("OUTPUT1", "STRING", [16])], config=SIMPLE_STRING)
+        [("OUTPUT0", "STRING", [16]), ("OUTPUT1", "STRING", [16])],
+        config=SIMPLE_STRING.replace('"simple_string"', '"%s"' % name))
 
 
 
@@ -97,6 +98,10 @@ def setup(root):
     h = helper.make_node
     setup_simple_string(root)
     setup_simple_identity(root)
+    # Warm-up runs BYTES inputs as the text "0" (zeros) or "0"/"1" (random): the Casts parse them.
+    setup_simple_string(root, "string_warm")
+    json.dump({"warmup": [{"batch_sizes": [1, 8], "data": "zeros"}, {"batch_sizes": [2], "data": "random"}]},
+              open(os.path.join(root, "string_warm", "model.json"), "w"))
     nodes = [h("Cast", ["FTEXT" if o[0] == "F" else "ITEXT"], [o], to=getattr(T, t)) for o, t in CASTS]
     nodes += [h("Cast", ["NUM"], ["NUMTEXT"], to=T.STRING), h("Cast", ["INUM"], ["INUMTEXT"], to=T.STRING)]
     save(root, "string_casts", nodes,
@@ -312,6 +317,15 @@ def check_refusals(url):
     check(st == 200, "a good request after the failed Cast: %d %s" % (st, raw[:200]))
 
 
+def check_warm(url):
+    """The model warmed up on BYTES inputs loaded and answers."""
+    a = np.arange(16).reshape(1, 16)
+    ins = [{"name": n, "shape": [1, 16], "datatype": "BYTES", "data": [str(v) for v in a[0]]} for n in ("INPUT0", "INPUT1")]
+    st, raw = post(url, "/v2/models/string_warm/infer", json.dumps({"inputs": ins}).encode())
+    check(st == 200 and json.loads(raw)["outputs"][0]["data"] == [str(2 * v) for v in a[0]],
+          "string_warm: %d %s" % (st, raw[:200]))
+
+
 def check_metadata(url):
     with urllib.request.urlopen("http://%s/v2/models/simple_string" % url, timeout=30) as r:
         meta = json.loads(r.read())
@@ -352,6 +366,7 @@ def main():
     url, root = sys.argv[2], sys.argv[3]
     client = hc.InferenceServerClient(url)
     check_metadata(url)
+    check_warm(url)
     check_simple_string(client, hc)
     check_batched(url, hc)
     check_shm(client, hc)

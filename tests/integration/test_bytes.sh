@@ -14,7 +14,7 @@
 check="$top_srcdir/tests/helpers/bytes_check.py"
 "$PY" "$check" setup "$tmp/repo" || fail "setup"
 start_daemon --model_repository="$tmp/repo" --model_control_mode=explicit \
-	--load_model=simple_string,simple_identity,string_casts,string_moves,string_const
+	--load_model=simple_string,simple_identity,string_warm,string_casts,string_moves,string_const
 "$PY" "$check" check "127.0.0.1:$port" "$tmp/repo" "$top_srcdir/client/python" || fail "BYTES checks"
 
 stop_daemon
