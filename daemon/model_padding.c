@@ -369,6 +369,8 @@ model_padding_check(model_t *m, char **cause)
 	int rc;
 
 	m->padding.on = 0;
+	if (m->strings)	/* each request runs alone, and a padded BYTES element (empty text) is no number */
+		return 0;
 	if ((rc = padding_resolve(m, cause)) <= 0)
 		return rc == 0 ? 0 : error_prefix(cause, "model '%s'", m->name);
 	plen = m->var_max[m->padding.var];
