@@ -369,7 +369,11 @@ model_padding_check(model_t *m, char **cause)
 	int rc;
 
 	m->padding.on = 0;
-	if (m->strings)	/* each request runs alone, and a padded BYTES element (empty text) is no number */
+	/* Each request of a BYTES model runs alone, and a padded element (empty text) is no number a Cast reads. */
+	if (m->strings && m->padding.mode == MODEL_PADDING_DECLARED)
+		return error_set(cause, "model '%s': \"padding\" does not apply to a model with BYTES tensors (its "
+		    "requests never share a batch)", m->name);
+	if (m->strings)
 		return 0;
 	if ((rc = padding_resolve(m, cause)) <= 0)
 		return rc == 0 ? 0 : error_prefix(cause, "model '%s'", m->name);
