@@ -84,7 +84,7 @@ EXTRA_DIST += tests/helpers/lifecycle_driver.py
 # The KServe codec and the staging pool as units; the codec's fuzz target run over its corpus
 # (every file, every truncation, fixed mutations); a real daemon driven over HTTP.
 HTTP_C_TESTS = tests/unit/test_kserve tests/unit/test_pinned_pool tests/fuzz/fuzz_kserve \
-	tests/unit/test_kserve_multi
+	tests/unit/test_kserve_multi tests/unit/test_kserve_bytes
 check_PROGRAMS += $(HTTP_C_TESTS)
 TESTS += $(HTTP_C_TESTS) tests/integration/test_http.sh
 tests_unit_test_kserve_SOURCES = tests/unit/test_kserve.c tests/helpers/kserve_fixture.h $(TEST_COMMON)
@@ -95,6 +95,10 @@ tests_unit_test_kserve_multi_SOURCES = tests/unit/test_kserve_multi.c $(TEST_COM
 tests_unit_test_kserve_multi_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_kserve_multi_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_kserve_multi_LDADD = $(TEST_LDADD)
+tests_unit_test_kserve_bytes_SOURCES = tests/unit/test_kserve_bytes.c $(TEST_COMMON)
+tests_unit_test_kserve_bytes_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_kserve_bytes_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_kserve_bytes_LDADD = $(TEST_LDADD)
 tests_unit_test_pinned_pool_SOURCES = tests/unit/test_pinned_pool.c $(TEST_COMMON)
 tests_unit_test_pinned_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_pinned_pool_LDADD = $(TEST_LDADD)
