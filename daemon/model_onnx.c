@@ -190,7 +190,9 @@ model_onnx_node_strings(const graph_t *g, const struct graph_node *n)
  * A model with STRING tensors runs each request alone (m->strings) and only
  * on the CPU backend: the strings' slots are host memory, and the CUDA
  * backend never sees them.  On a GPU the model is refused, naming the
- * first node that carries strings.
+ * first node that carries strings (a version loads on the daemon's device
+ * before its instance_group places copies, so a daemon on a GPU cannot
+ * serve it even with KIND_CPU instances).
  */
 static int
 model_onnx_check_strings(model_t *m, char **cause)
@@ -207,10 +209,10 @@ model_onnx_check_strings(model_t *m, char **cause)
 		;
 	if (i < g->nnodes)
 		return error_set(cause, "node '%s' (%s) carries BYTES (string) tensors, which only the CPU "
-		    "backend runs: serve this model with instance_group [{ kind: KIND_CPU }]",
+		    "backend runs: serve this model from a daemon with device = cpu",
 		    g->nodes[i].name ? g->nodes[i].name : "?", graph_op_name(g->nodes[i].op));
 	return error_set(cause, "the model has BYTES (string) tensors, which only the CPU backend runs: "
-	    "serve it with instance_group [{ kind: KIND_CPU }]");
+	    "serve it from a daemon with device = cpu");
 }
 
 /* Decode path into m->onnx and build m->graph from it; errors name the file. */
