@@ -116,7 +116,16 @@ NVCC_FLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -DCUDNN_WARN_DEPRECATED -Werror=depr
 $(CUDA_DIR)/%.$(OBJEXT): $(srcdir)/$(CUDA_DIR)/%.cu $(CUDA_DEP_FILES)
 	$(AM_V_GEN)$(MKDIR_P) $(CUDA_DIR) && $(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 CLEANFILES += $(CUDA_UNITS:%=$(CUDA_DIR)/%.$(OBJEXT))
+if HAVE_CUDNN
+# The fused-attention probe, a standalone program run by hand on a GPU machine (tests/gpu/sdpa_probe.cu says how).
+noinst_SCRIPTS = tests/gpu/sdpa_probe
+tests/gpu/sdpa_probe: $(srcdir)/tests/gpu/sdpa_probe.cu
+	$(AM_V_GEN)$(MKDIR_P) tests/gpu && $(NVCC) -O2 $(NVCC_GENCODE) -Xcompiler -Wall,-Wextra $(CUDNN_CFLAGS) -o $@ $< \
+	    $(CUDNN_LIBS)
+CLEANFILES += tests/gpu/sdpa_probe
 endif
+endif
+EXTRA_DIST += tests/gpu/sdpa_probe.cu
 EXTRA_DIST += $(CUDA_UNITS:%=$(CUDA_DIR)/%.cu) $(CUDA_HDRS)
 
 sbin_PROGRAMS += inferd
