@@ -7,8 +7,10 @@
  * Run:  ./sdpa_probe            (every case below; exit status 0 when every case that cuDNN planned was accurate)
  *       ./sdpa_probe -v         (also every engine config the heuristics offered and why each was refused)
  *
- * For each shape (B 1 and 8, H 12, S 128, 77, 256, D 64) and each mask form (none; an additive padding mask
- * [B, 1, 1, Sk] read with stride-0 broadcast; the same mask materialised as [B, 1, Sq, Sk]; and [B, H, Sq, Sk]) it
+ * For each shape (B 1, 8 and 64, H 12, S 128, 77, 129, 256, D 64 and 128, K stored [B,H,D,Sk] as the daemon's
+ * fused graphs give it or [B,H,Sk,D]) and each mask form (none; an additive padding mask [B, 1, 1, Sk] given
+ * with dims of 1, which is what the daemon builds; the same memory as full dims [B, H, Sq, Sk] with strides 0;
+ * the mask materialised as [B, 1, Sq, Sk]; and as [B, H, Sq, Sk]) it
  * builds the graph the way cudnn-frontend's SDPA forward node lowers it for inference (matmul, scale, bias add,
  * max, sub, exp, sum, div, matmul), asks heuristics mode A (then the fallback list) for engines, finalizes the first
  * plan that builds, runs it, checks it against an FP64 host reference computed from the same FP16 inputs, replays it
@@ -37,7 +39,7 @@ enum mask_form { MASK_NONE, MASK_B11S, MASK_STRIDE0, MASK_B1SS, MASK_BHSS, MASK_
 static const char *mask_name[MASK_FORMS] = { "none", "[B,1,1,Sk] (dims of 1)", "[B,H,Sq,Sk] strides [Sk,0,0,1]",
 	"[B,1,Sq,Sk]", "[B,H,Sq,Sk]" };
 
-struct shape { int64_t b, h, sq, sk, d; };
+struct shape { int64_t b, h, sq, sk, d; int kt; };	/* kt: K stored [B, H, D, Sk] (the daemon's fused graphs) */
 
 #define MAX_DESC 64
 struct graph_parts { cudnnBackendDescriptor_t d[MAX_DESC]; int n; };
@@ -171,7 +173,8 @@ build_graph(struct graph_parts *p, const struct shape *s, enum mask_form m, cudn
     cudnnHandle_t handle, cudnnBackendDescriptor_t *graph)
 {
 	int64_t qd[4] = { s->b, s->h, s->sq, s->d }, qs[4] = { s->h * s->sq * s->d, s->sq * s->d, s->d, 1 };
-	int64_t kd[4] = { s->b, s->h, s->d, s->sk }, ks[4] = { s->h * s->sk * s->d, s->sk * s->d, 1, s->d };
+	int64_t kd[4] = { s->b, s->h, s->d, s->sk };
+	int64_t ks[4] = { s->h * s->sk * s->d, s->sk * s->d, s->kt ? s->sk : 1, s->kt ? 1 : s->d };
 	int64_t vd[4] = { s->b, s->h, s->sk, s->d }, vs[4] = { s->h * s->sk * s->d, s->sk * s->d, s->d, 1 };
 	int64_t sd[4] = { s->b, s->h, s->sq, s->sk }, rd[4] = { s->b, s->h, s->sq, 1 }, one[4] = { 1, 1, 1, 1 };
 	int64_t bd[4], bs[4], vid = ID_VIRT;
@@ -301,11 +304,12 @@ reference(const struct shape *s, enum mask_form m, const __half *q, const __half
 			double mx = -1e300, sum = 0;
 
 			for (int64_t j = 0; j < s->sk; j++) {
-				const __half *kj = k + (bh * s->sk + j) * s->d;
+				const __half *kb = k + bh * s->sk * s->d;
 				double acc = 0;
 
 				for (int64_t c = 0; c < s->d; c++)
-					acc += (double)__half2float(qi[c]) * (double)__half2float(kj[c]);
+					acc += (double)__half2float(qi[c]) *
+					    (double)__half2float(s->kt ? kb[c * s->sk + j] : kb[j * s->d + c]);
 				w[j] = acc * scale + (m == MASK_NONE ? 0.0 : pad[b * s->sk + j]);
 				mx = w[j] > mx ? w[j] : mx;
 			}
@@ -410,8 +414,8 @@ run_case(cudnnHandle_t h, cudaStream_t st, int devprop_ok, const struct shape *s
 	int rc = 2, n = m == MASK_NONE ? 5 : 6;
 
 	memset(&p, 0, sizeof p);
-	printf("case B=%lld H=%lld Sq=%lld Sk=%lld D=%lld mask %s\n", (long long)s->b, (long long)s->h, (long long)s->sq,
-	    (long long)s->sk, (long long)s->d, mask_name[m]);
+	printf("case B=%lld H=%lld Sq=%lld Sk=%lld D=%lld K %s mask %s\n", (long long)s->b, (long long)s->h,
+	    (long long)s->sq, (long long)s->sk, (long long)s->d, s->kt ? "[B,H,D,Sk]" : "[B,H,Sk,D]", mask_name[m]);
 	srand(7);
 	for (size_t i = 0; i < nq; i++)
 		hq[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
@@ -492,8 +496,9 @@ int
 main(int argc, char **argv)
 {
 	static const struct shape shapes[] = {
-		{ 1, 12, 128, 128, 64 }, { 8, 12, 128, 128, 64 }, { 1, 12, 77, 77, 64 }, { 8, 12, 77, 77, 64 },
-		{ 1, 12, 256, 256, 64 }, { 8, 12, 256, 256, 64 }, { 2, 12, 129, 129, 128 }, { 2, 4, 77, 77, 128 },
+		{ 1, 12, 128, 128, 64, 1 }, { 8, 12, 128, 128, 64, 1 }, { 1, 12, 77, 77, 64, 1 }, { 8, 12, 77, 77, 64, 1 },
+		{ 1, 12, 256, 256, 64, 1 }, { 8, 12, 256, 256, 64, 1 }, { 2, 12, 129, 129, 128, 1 }, { 2, 4, 77, 77, 128, 1 },
+		{ 8, 12, 128, 128, 64, 0 }, { 8, 12, 77, 77, 64, 0 }, { 64, 12, 128, 128, 64, 1 }, { 2, 12, 77, 129, 64, 1 },
 	};
 	cudnnHandle_t h;
 	cudaStream_t st;
