@@ -97,8 +97,9 @@ CUDA_DIR = daemon/backend/cuda
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision device_cuda_copy device_cuda_index device_cuda_topk \
-	device_cuda_rnn
-CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h
+	device_cuda_rnn device_cuda_attention device_cuda_sdpa
+CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h \
+	$(CUDA_DIR)/device_cuda_sdpa.h
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
 	$(srcdir)/common/error.h $(srcdir)/daemon/compile_cache.h $(srcdir)/daemon/log.h $(srcdir)/daemon/backend/device_unary.h $(srcdir)/daemon/backend/device_resize.h \
 	$(srcdir)/daemon/backend/device_elementwise.h $(srcdir)/daemon/backend/device_index.h $(srcdir)/daemon/backend/backend_node.h \
@@ -117,11 +118,12 @@ $(CUDA_DIR)/%.$(OBJEXT): $(srcdir)/$(CUDA_DIR)/%.cu $(CUDA_DEP_FILES)
 	$(AM_V_GEN)$(MKDIR_P) $(CUDA_DIR) && $(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 CLEANFILES += $(CUDA_UNITS:%=$(CUDA_DIR)/%.$(OBJEXT))
 if HAVE_CUDNN
-# The fused-attention probe, a standalone program run by hand on a GPU machine (tests/gpu/sdpa_probe.cu says how).
+# The fused-attention probe, a standalone program run by hand on a GPU machine (tests/gpu/sdpa_probe.cu says how);
+# nvcc takes the linker flags configure wrote for the C compiler through -Xlinker.
 noinst_SCRIPTS = tests/gpu/sdpa_probe
 tests/gpu/sdpa_probe: $(srcdir)/tests/gpu/sdpa_probe.cu
 	$(AM_V_GEN)$(MKDIR_P) tests/gpu && $(NVCC) -O2 $(NVCC_GENCODE) -Xcompiler -Wall,-Wextra $(CUDNN_CFLAGS) -o $@ $< \
-	    $(CUDNN_LIBS)
+	    $(CUDNN_LIBS:-Wl,%=-Xlinker %)
 CLEANFILES += tests/gpu/sdpa_probe
 endif
 endif

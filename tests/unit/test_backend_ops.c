@@ -22,6 +22,10 @@
  * numerical notes promise no TF32, down-conversion, FFT or Winograd, else
  * im2col + SGEMM), so no op needs a looser bound.  The convolutions run a
  * second time with INFERD_CUDA_CONV=im2col, the path of builds without cuDNN.
+ * Attention runs a second time with INFERD_CUDA_ATTENTION=cublas: at fp16
+ * the first pass takes cuDNN's fused attention where it has an engine (head
+ * depths that are multiples of 8), the second the cuBLAS + softmax path in
+ * FP32 that shapes cuDNN refuses take.
  * The GPU outputs compared come from a CUDA-graph replay of the plan (outputs
  * poisoned first), which also proves every step capturable.  Every other GPU
  * case compiles through device_plan_measure + device_plan_compile_shared with a
@@ -34,10 +38,10 @@
  * the GPU plan compiled at that precision, the CPU always FP32.  Bounds
  * (normwise, FP32 outputs; other dtypes exact at every precision):
  *   fp32  every op 1e-5;
- *   tf32  GEMM, MatMul, Conv, ConvTranspose, RNN 3e-3 (TF32 keeps 10 mantissa bits:
+ *   tf32  GEMM, MatMul, Conv, ConvTranspose, RNN, Attention 3e-3 (TF32 keeps 10 mantissa bits:
  *         2^-11 relative per product), every other op still 1e-5 (only cuBLAS
  *         and cuDNN change);
- *   fp16  GEMM, MatMul, Conv, ConvTranspose, RNN, Softmax, LayerNorm, BatchNorm,
+ *   fp16  GEMM, MatMul, Conv, ConvTranspose, RNN, Attention, Softmax, LayerNorm, BatchNorm,
  *         Pool, Reduce, Resize 1e-2; element-wise and data-movement ops 2e-3
  *         (FP16 storage rounds each stored value by up to 2^-11 relative).
  * At fp16 the FP32 inputs are first rounded to FP16-representable values for
@@ -77,7 +81,8 @@ rndf(float lo, float hi)
 }
 
 /* How a test fills an input tensor. */
-enum fill { FILL_F32 = 0, FILL_POS, FILL_AWAY0, FILL_BOOL, FILL_INDEX, FILL_INT, FILL_WIDE, FILL_SPECIAL, FILL_LEN };
+enum fill { FILL_F32 = 0, FILL_POS, FILL_AWAY0, FILL_BOOL, FILL_INDEX, FILL_INT, FILL_WIDE, FILL_SPECIAL, FILL_LEN,
+    FILL_MASK };
 
 /* One case: a graph of one node, its tensors and how inputs are filled. */
 struct tc {
@@ -108,7 +113,8 @@ static double
 tol_for(enum graph_op op)
 {
 	int gemm = op == GRAPH_OP_GEMM || op == GRAPH_OP_MATMUL || op == GRAPH_OP_CONV ||
-	    op == GRAPH_OP_CONV_TRANSPOSE || op == GRAPH_OP_RNN;
+	    op == GRAPH_OP_CONV_TRANSPOSE || op == GRAPH_OP_RNN ||
+	    op == GRAPH_OP_ATTENTION;
 	int reducing = gemm || op == GRAPH_OP_SOFTMAX || op == GRAPH_OP_LAYERNORM || op == GRAPH_OP_BATCHNORM ||
 	    op == GRAPH_OP_POOL || op == GRAPH_OP_REDUCE || op == GRAPH_OP_RESIZE;
 
@@ -242,6 +248,8 @@ tc_fill_one(struct tc *c, int i, size_t k)
 		break;
 	}
 	case FILL_LEN: v = (double)rnd(0, c->fill_arg[i]); break;
+	/* An additive padding mask along the last dim: 0 keeps a key, -10000 drops it; the first is always kept. */
+	case FILL_MASK: v = k % (size_t)c->shapes[i].dims[c->shapes[i].ndims - 1] == 0 || rnd(0, 2) ? 0.0 : -10000.0; break;
 	default: v = rndf(-1.0f, 1.0f); break;
 	}
 	switch (c->t[i].dtype) {
@@ -756,6 +764,54 @@ case_softmax(void)
 	n->attr.softmax.axis = rnd(-nd, nd - 1);
 	n->attr.softmax.log = (int)rnd(0, 1);
 	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_WIDE, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
+/* A sequence length for an attention case: 77, 129 or 1 to 90 (lengths that are multiples of nothing). */
+static int64_t
+attention_len(void)
+{
+	int64_t pick[3] = { 77, 129, rnd(1, 90) };
+
+	return pick[rnd(0, 2)];
+}
+
+/*
+ * ATTENTION: leading dims [B, H] (or [B*H]), query and key lengths that are
+ * multiples of nothing, head depth 64 or 128 (what cuDNN's fused attention
+ * takes at fp16) or odd ones (which an fp16 plan runs in FP32), K given
+ * transposed or not, a padding mask [B, 1, 1, Sk] of 0 / -10000 (every row
+ * keeps at least its first key), a full [Sq, Sk] mask, or none.
+ */
+static void
+case_attention(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_ATTENTION, "Attention");
+	int64_t b = rnd(1, 3), h = rnd(1, 4), sq = attention_len(), sk = rnd(0, 1) ? sq : attention_len();
+	int64_t depth[4] = { 64, 128, rnd(1, 40), rnd(65, 256) }, d = depth[rnd(0, 3)], dv = rnd(0, 2) ? d : rnd(1, 96);
+	int kt = (int)rnd(0, 1), form = (int)rnd(0, 2), lead3 = rnd(0, 3) == 0;
+	int64_t q[4] = { b, h, sq, d }, k[4] = { b, h, kt ? d : sk, kt ? sk : d }, v[4] = { b, h, sk, dv };
+	int64_t pad[4] = { b, 1, 1, sk }, full[2] = { sq, sk };
+
+	n->attr.attention.scale = (float)(1.0 / sqrt((double)d));
+	n->attr.attention.k_transposed = kt;
+	if (lead3) {	/* one leading dim, B*H */
+		q[1] *= q[0]; k[1] *= k[0]; v[1] *= v[0];
+		tc_in(&c, GRAPH_DT_F32, 3, q + 1, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 3, k + 1, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 3, v + 1, FILL_F32, 0);
+		form = form == 1 ? 2 : form;
+	} else {
+		tc_in(&c, GRAPH_DT_F32, 4, q, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 4, k, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 4, v, FILL_F32, 0);
+	}
+	if (form == 1)
+		tc_in(&c, GRAPH_DT_F32, 4, pad, FILL_MASK, 0);
+	else if (form == 2)
+		tc_in(&c, GRAPH_DT_F32, 2, full, FILL_F32, 0);
 	tc_out(&c, GRAPH_DT_F32);
 	tc_run(&c);
 }
@@ -1506,6 +1562,7 @@ static void
 run_precision(void)
 {
 	unsetenv("INFERD_CUDA_CONV");
+	unsetenv("INFERD_CUDA_ATTENTION");
 	for (int i = 0; i < CASES_PER_OP; i++) {
 		case_gemm();
 		case_matmul();
@@ -1516,6 +1573,7 @@ run_precision(void)
 		case_binary(1);
 		case_binary(2);
 		case_softmax();
+		case_attention();
 		case_layernorm();
 		case_batchnorm();
 		case_pool();
@@ -1549,6 +1607,11 @@ run_precision(void)
 		case_conv(1);
 	}
 	unsetenv("INFERD_CUDA_CONV");
+	/* Attention again on the cuBLAS + softmax path an FP16 plan takes where cuDNN has no engine. */
+	setenv("INFERD_CUDA_ATTENTION", "cublas", 1);
+	for (int i = 0; i < CASES_PER_OP; i++)
+		case_attention();
+	unsetenv("INFERD_CUDA_ATTENTION");
 	print_stats();
 }
 

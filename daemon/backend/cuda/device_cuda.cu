@@ -13,6 +13,7 @@
 
 #include "device_cuda_dnn.h"
 #include "device_cuda_impl.h"
+#include "device_cuda_sdpa.h"
 #include "device_impl.h"
 #include "error.h"
 
@@ -670,6 +671,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	cc.ws = &c->ws;
 	cc.dnn = cuda_dnn_scope_new();
 	cc.cache = ((const struct cuda_ctx *)p->dev->ctx)->cache;
+	cc.sdpa = cuda_sdpa_scope_new();
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
 		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;
@@ -686,11 +688,13 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 		goto fail;
 	}
 	cuda_dnn_scope_free(cc.dnn);
+	cuda_sdpa_scope_free(cc.sdpa);
 	p->ws_need = c->ws.need;
 	cuda_plan_tally(p, c);
 	return 0;
 fail:
 	cuda_dnn_scope_free(cc.dnn);
+	cuda_sdpa_scope_free(cc.sdpa);
 	cuda_plan_free(p);
 	return -1;
 }

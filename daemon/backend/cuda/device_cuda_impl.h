@@ -123,6 +123,7 @@ struct cuda_compile {
 	size_t ws_off;			/* where this step's scratch starts in a shared workspace */
 	struct cuda_dnn_scope *dnn;	/* cuDNN plans identical convolutions of this compile share (NULL: none) */
 	compile_cache_t *cache;		/* the device's persistent engine and algorithm choices (NULL: off) */
+	struct cuda_sdpa_scope *sdpa;	/* cuDNN plans identical attentions of this compile share (NULL: none) */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
@@ -261,6 +262,8 @@ int cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *
 int cuda_compile_where(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_softmax(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
 int cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_batchnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "device_cuda_impl.h"
+#include "device_cuda_sdpa.h"
 #include "device_impl.h"
 #include "error.h"
 
@@ -38,8 +39,8 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_WHERE] = { cuda_compile_where, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_COPY] = { cuda_compile_copy, 1, 1, 1, 1, 0 },
 	[GRAPH_OP_GATHER_ELEMENTS] = { cuda_compile_gather_elements, 2, 2, 1, 1, 0 },
+	[GRAPH_OP_ATTENTION] = { cuda_compile_attention, 3, 4, 1, 1, 1 },
 	/* No compiler (C++ takes array designators only in order, none skipped). */
-	[GRAPH_OP_ATTENTION] = { NULL, 0, 0, 0, 0, 0 },
 	[GRAPH_OP_SHAPE] = { NULL, 0, 0, 0, 0, 0 },
 	[GRAPH_OP_CONSTANT_OF_SHAPE] = { NULL, 0, 0, 0, 0, 0 },
 	[GRAPH_OP_RANGE] = { NULL, 0, 0, 0, 0, 0 },
@@ -257,6 +258,12 @@ cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why)
 	}
 	if (!cuda_check_arity(g, n, o, why))
 		return 0;
+	/* Fused attention pays only where cuDNN's flash attention can take it (FP16 plans); else the graph stays unfused. */
+	if (n->op == GRAPH_OP_ATTENTION && !cuda_sdpa_available()) {
+		error_set(why, "attention is fused only with cuDNN %d or later (INFERD_CUDA_ATTENTION not \"off\")",
+		    CUDA_SDPA_MIN_CUDNN);
+		return 0;
+	}
 	if ((n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE || n->op == GRAPH_OP_POOL) &&
 	    !cuda_check_window(n, why))
 		return 0;
