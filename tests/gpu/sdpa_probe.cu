@@ -397,6 +397,25 @@ graph_replay(cudnnHandle_t h, cudaStream_t st, cudnnBackendDescriptor_t plan, cu
 	return 0;
 }
 
+/* Random Q, K, V in [-1, 1] and a padding mask: batch b keeps its first len keys, len in [1, Sk] (batch 0 all). */
+static void
+fill_inputs(const struct shape *s, __half *q, size_t nq, __half *k, __half *v, size_t nk, float *pad)
+{
+	srand(7);
+	for (size_t i = 0; i < nq; i++)
+		q[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
+	for (size_t i = 0; i < nk; i++) {
+		k[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
+		v[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
+	}
+	for (int64_t b = 0; b < s->b; b++) {
+		int64_t len = b == 0 ? s->sk : 1 + rand() % s->sk;
+
+		for (int64_t j = 0; j < s->sk; j++)
+			pad[b * s->sk + j] = j < len ? 0.0f : -10000.0f;
+	}
+}
+
 /* Build, plan, run, check and time one case: 0 accurate, 1 not planned, 2 wrong or failed. */
 static int
 run_case(cudnnHandle_t h, cudaStream_t st, int devprop_ok, const struct shape *s, enum mask_form m)
@@ -416,19 +435,7 @@ run_case(cudnnHandle_t h, cudaStream_t st, int devprop_ok, const struct shape *s
 	memset(&p, 0, sizeof p);
 	printf("case B=%lld H=%lld Sq=%lld Sk=%lld D=%lld K %s mask %s\n", (long long)s->b, (long long)s->h,
 	    (long long)s->sq, (long long)s->sk, (long long)s->d, s->kt ? "[B,H,D,Sk]" : "[B,H,Sk,D]", mask_name[m]);
-	srand(7);
-	for (size_t i = 0; i < nq; i++)
-		hq[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
-	for (size_t i = 0; i < nk; i++) {
-		hk[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
-		hv[i] = __float2half((float)rand() / RAND_MAX * 2 - 1);
-	}
-	for (int64_t b = 0; b < s->b; b++) {	/* batch b keeps its first len keys, len in [1, Sk] */
-		int64_t len = b == 0 ? s->sk : 1 + rand() % s->sk;
-
-		for (int64_t j = 0; j < s->sk; j++)
-			pad[b * s->sk + j] = j < len ? 0.0f : -10000.0f;
-	}
+	fill_inputs(s, hq, nq, hk, hv, nk, pad);
 	if (m != MASK_NONE)
 		hm = mask_fill(s, m, pad, &nm);
 	if (devprop_ok) {
