@@ -6,13 +6,16 @@
  *   nvcc -O2 -arch=sm_90 -o sdpa_probe tests/gpu/sdpa_probe.cu -lcudnn
  * Run:  ./sdpa_probe            (every case below; exit status 0 when every case that cuDNN planned was accurate)
  *       ./sdpa_probe -v         (also every engine config the heuristics offered and why each was refused)
+ * Environment: PROBE_KT=1 runs only the K [B,H,D,Sk] cases (they crash cuDNN 9.14; skipped otherwise),
+ * PROBE_MASK=n only mask form n, PROBE_HANDLE=1 plans with the handle instead of a device-properties descriptor,
+ * PROBE_FALLBACK=1 also tries the fallback engine list, PROBE_TRACE=1 names each cuDNN step as it starts.
  *
  * For each shape (B 1, 8 and 64, H 12, S 128, 77, 129, 256, D 64 and 128, K stored [B,H,D,Sk] as the daemon's
  * fused graphs give it or [B,H,Sk,D]) and each mask form (none; an additive padding mask [B, 1, 1, Sk] given
  * with dims of 1, which is what the daemon builds; the same memory as full dims [B, H, Sq, Sk] with strides 0;
  * the mask materialised as [B, 1, Sq, Sk]; and as [B, H, Sq, Sk]) it
  * builds the graph the way cudnn-frontend's SDPA forward node lowers it for inference (matmul, scale, bias add,
- * max, sub, exp, sum, div, matmul), asks heuristics mode A (then the fallback list) for engines, finalizes the first
+ * max, sub, exp, sum, log, add (the stats), div, matmul), asks heuristics mode A (then the fallback list) for engines, finalizes the first
  * plan that builds, runs it, checks it against an FP64 host reference computed from the same FP16 inputs, replays it
  * inside a CUDA graph capture (as the daemon runs it), and prints max abs error and microseconds per call.  Every
  * cuDNN status is printed with the step that returned it.
@@ -29,7 +32,7 @@
 static int verbose;
 
 /* Print a failed step and return its status. */
-#define CK(step, call) do { cudnnStatus_t s_ = (call); if (s_ != CUDNN_STATUS_SUCCESS) { \
+#define CK(step, call) do { if (getenv("PROBE_TRACE")) fprintf(stderr, "  > %s\n", step); cudnnStatus_t s_ = (call); if (s_ != CUDNN_STATUS_SUCCESS) { \
 	printf("    FAIL %-40s %s (%d)\n", step, cudnnGetErrorString(s_), (int)s_); return s_; } } while (0)
 #define CU(step, call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
 	printf("    CUDA FAIL %-35s %s\n", step, cudaGetErrorString(e_)); exit(2); } } while (0)
@@ -41,7 +44,8 @@ static const char *mask_name[MASK_FORMS] = { "none", "[B,1,1,Sk] (dims of 1)", "
 
 struct shape { int64_t b, h, sq, sk, d; int kt; };	/* kt: K stored [B, H, D, Sk] (the daemon's fused graphs) */
 
-#define MAX_DESC 64
+/* Masked cases need well over 64 descriptors (every tensor, op, config and plan is kept). */
+#define MAX_DESC 1024
 struct graph_parts { cudnnBackendDescriptor_t d[MAX_DESC]; int n; };
 
 /* Remember a descriptor for destruction. */
@@ -178,7 +182,7 @@ build_graph(struct graph_parts *p, const struct shape *s, enum mask_form m, cudn
 	int64_t vd[4] = { s->b, s->h, s->sk, s->d }, vs[4] = { s->h * s->sk * s->d, s->sk * s->d, s->d, 1 };
 	int64_t sd[4] = { s->b, s->h, s->sq, s->sk }, rd[4] = { s->b, s->h, s->sq, 1 }, one[4] = { 1, 1, 1, 1 };
 	int64_t bd[4], bs[4], vid = ID_VIRT;
-	cudnnBackendDescriptor_t q, k, v, o, sc, bias = NULL, t[8], ops[10];
+	cudnnBackendDescriptor_t q, k, v, o, sc, bias = NULL, t[8], ops[16];
 	int nops = 0, i = 0;
 
 	CK("Q tensor", tensor(p, &q, ID_Q, CUDNN_DATA_HALF, qd, qs, false, false));
@@ -208,6 +212,15 @@ build_graph(struct graph_parts *p, const struct shape *s, enum mask_form m, cudn
 	CK("op exp", pointwise(p, &ops[nops++], CUDNN_POINTWISE_EXP, t[4], NULL, t[5]));
 	CK("row sum (virtual)", virt(p, &t[6], &vid, rd, CUDNN_DATA_FLOAT));
 	CK("op row sum", reduction(p, &ops[nops++], CUDNN_REDUCE_TENSOR_ADD, t[5], t[6]));
+	/* The softmax stats (max + log sum), unused: cuDNN's MHA pattern matcher recognises the graph only with them,
+	 * as cudnn-frontend's composite softmax always emits them; without them heuristics offer 0 engines. */
+	{
+		cudnnBackendDescriptor_t lg, stats;
+		CK("log sum (virtual)", virt(p, &lg, &vid, rd, CUDNN_DATA_FLOAT));
+		CK("op log", pointwise(p, &ops[nops++], CUDNN_POINTWISE_LOG, t[6], NULL, lg));
+		CK("stats (virtual)", virt(p, &stats, &vid, rd, CUDNN_DATA_FLOAT));
+		CK("op stats", pointwise(p, &ops[nops++], CUDNN_POINTWISE_ADD, t[3], lg, stats));
+	}
 	/* The probabilities in Q's type: the frontend notes the second matmul takes its A in the I/O type. */
 	CK("P = exp / sum (virtual FP16)", virt(p, &t[7], &vid, sd, CUDNN_DATA_HALF));
 	CK("op div", pointwise(p, &ops[nops++], CUDNN_POINTWISE_DIV, t[5], t[6], t[7]));
@@ -241,7 +254,11 @@ pick_plan(struct graph_parts *p, cudnnBackendDescriptor_t graph, cudnnBackendDes
 		CK("create engine config", cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]));
 		*keep(p) = cfg[i];
 	}
-	CK("heuristics results", cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 32, &count, cfg));
+	/* The count first (nothing requested), then that many configs. */
+	CK("heuristics count", cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL));
+	if (count > 32)
+		count = 32;
+	CK("heuristics results", cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, cfg));
 	printf("    heuristics %s: %lld engine configs\n", mode == CUDNN_HEUR_MODE_A ? "A" : "FALLBACK", (long long)count);
 	for (int64_t i = 0; i < count && i < 32; i++) {
 		cudnnBackendDescriptor_t pl;
@@ -452,7 +469,8 @@ run_case(cudnnHandle_t h, cudaStream_t st, int devprop_ok, const struct shape *s
 		goto out;
 	if (pick_plan(&p, graph, devprop, h, CUDNN_HEUR_MODE_A, &plan, &wsz) != CUDNN_STATUS_SUCCESS || plan == NULL) {
 		printf("    no engine from heuristics A; trying the fallback list\n");
-		if (pick_plan(&p, graph, devprop, h, CUDNN_HEUR_MODE_FALLBACK, &plan, &wsz) != CUDNN_STATUS_SUCCESS ||
+		if (getenv("PROBE_FALLBACK") == NULL ||
+		    pick_plan(&p, graph, devprop, h, CUDNN_HEUR_MODE_FALLBACK, &plan, &wsz) != CUDNN_STATUS_SUCCESS ||
 		    plan == NULL) {
 			printf("    RESULT not planned (the daemon would fall back to the unfused path)\n");
 			rc = 1;
@@ -510,7 +528,7 @@ main(int argc, char **argv)
 	cudnnHandle_t h;
 	cudaStream_t st;
 	struct cudaDeviceProp prop;
-	int bad = 0, unplanned = 0, devprop_ok = 1;
+	int bad = 0, unplanned = 0, devprop_ok = 1, kt_only, mask_only;
 	cudnnStatus_t s;
 
 	verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
@@ -518,7 +536,7 @@ main(int argc, char **argv)
 	    cudnnGetCudartVersion());
 	CU("device properties", cudaGetDeviceProperties(&prop, 0));
 	printf("device 0: %s, sm_%d%d\n", prop.name, prop.major, prop.minor);
-	if (cudnnGetVersion() < 90800) {
+	if (getenv("PROBE_HANDLE") != NULL || cudnnGetVersion() < 90800) {
 		printf("cuDNN below 9.8: no device-properties descriptor; planning with the handle\n");
 		devprop_ok = 0;
 	}
@@ -531,8 +549,14 @@ main(int argc, char **argv)
 		printf("cudnnSetStream: %s\n", cudnnGetErrorString(s));
 		return 2;
 	}
+	/* K stored [B,H,D,Sk] (Sk contiguous) makes cuDNN 9.14 segfault while it lists the heuristics' engine configs,
+	 * so those cases run only when asked for, alone: PROBE_KT=1. */
+	kt_only = getenv("PROBE_KT") != NULL ? atoi(getenv("PROBE_KT")) : 0;
+	mask_only = getenv("PROBE_MASK") != NULL ? atoi(getenv("PROBE_MASK")) : -1;
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
 		for (int m = 0; m < MASK_FORMS; m++) {
+			if (shapes[i].kt != kt_only || (mask_only >= 0 && m != mask_only))
+				continue;
 			int rc = run_case(h, st, devprop_ok, &shapes[i], (enum mask_form)m);
 
 			bad += rc == 2;
