@@ -791,7 +791,10 @@ case_attention(void)
 	struct graph_node *n = tc_init(&c, GRAPH_OP_ATTENTION, "Attention");
 	int64_t b = rnd(1, 3), h = rnd(1, 4), sq = attention_len(), sk = rnd(0, 1) ? sq : attention_len();
 	int64_t depth[4] = { 64, 128, rnd(1, 40), rnd(65, 256) }, d = depth[rnd(0, 3)], dv = rnd(0, 2) ? d : rnd(1, 96);
-	int kt = (int)rnd(0, 1), form = (int)rnd(0, 2), lead3 = rnd(0, 3) == 0;
+	static int turn;
+	/* K transposed on every other case, so both forms always run (on a GPU the transposed one is copied to
+	 * [..., Sk, D] before cuDNN, which must never see K^T with Sk contiguous). */
+	int kt = turn++ % 2, form = (int)rnd(0, 2), lead3 = rnd(0, 3) == 0;
 	int64_t q[4] = { b, h, sq, d }, k[4] = { b, h, kt ? d : sk, kt ? sk : d }, v[4] = { b, h, sk, dv };
 	int64_t pad[4] = { b, 1, 1, sk }, full[2] = { sq, sk };
 

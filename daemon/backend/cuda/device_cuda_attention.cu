@@ -35,7 +35,11 @@ struct att_params {
 	int64_t mrow, mcol;		/* the mask's strides along the query rows and the keys */
 	int64_t chunk;			/* leading indices per pass through the scores' scratch */
 	struct cuda_sdpa *dnn;		/* the cuDNN plan (FP16), or NULL */
+	void *kcopy;			/* with the plan and kt: K copied to [..., Sk, D] (the step's scratch) */
 };
+
+/* Bytes of scratch before cuDNN's workspace when K is copied (cuDNN's addresses stay 256-byte aligned). */
+#define ATT_KCOPY_ALIGN 256
 
 /* Offset of leading index b in the mask. */
 static __device__ int64_t
@@ -94,6 +98,20 @@ att_softmax_rows(struct att_params p, float *s, int64_t b0)
 		r[j] /= sum;
 }
 
+/*
+ * K [lead, D, Sk] to [lead, Sk, D], 16-bit elements (a plain copy: no arithmetic).  Written here because
+ * cuBLAS's geam has no FP16; one thread per output element, consecutive threads write consecutive D.
+ */
+static __global__ void
+att_k_untranspose(const uint16_t *kt, uint16_t *k, int64_t total, int64_t sk, int64_t d)
+{
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+		int64_t c = i % d, j = i / d % sk, b = i / (d * sk);
+
+		k[i] = kt[(b * d + c) * sk + j];
+	}
+}
+
 /* Scores of leading indices [b0, b0 + nb) into s: s = scale Q K^T (row-major [nb, Sq, Sk]). */
 static cublasStatus_t
 att_scores(const struct att_params *p, const struct cuda_exec *ex, float *s, int64_t b0, int64_t nb)
@@ -145,14 +163,21 @@ att_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	return 0;
 }
 
-/* Queue the cuDNN plan. */
+/* Queue the cuDNN plan (after copying K to [..., Sk, D] when it is given transposed). */
 static int
 att_dnn_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 {
 	const struct att_params *p = (const struct att_params *)st->p;
+	int64_t total = p->lead * p->sk * p->d, blocks = (total + ATT_THREADS - 1) / ATT_THREADS;
 
 	if (ex->dnn == NULL)
 		return error_set(cause, "the stream has no cuDNN handle");
+	if (p->kcopy != NULL) {
+		att_k_untranspose<<<(unsigned int)(blocks < 65535 ? blocks : 65535), ATT_THREADS, 0, ex->stream>>>(
+		    (const uint16_t *)p->k, (uint16_t *)p->kcopy, total, p->sk, p->d);
+		if (cuda_launched("att_k_untranspose", cause) != 0)
+			return -1;
+	}
 	return cuda_sdpa_run(p->dnn, ex->dnn, cause);
 }
 
@@ -238,9 +263,12 @@ att_align(uintptr_t u)
 	return a;
 }
 
-/* cuDNN's view of the node: [B, H] from the leading dims (one leading dim: B 1), the mask's dims of 1 kept. */
+/*
+ * cuDNN's view of the node: [B, H] from the leading dims (one leading dim: B 1), the mask's dims of 1 kept, K
+ * always [B, H, Sk, D] (read at kaddr: K itself, or where it is copied when given transposed).
+ */
 static int
-att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const struct att_params *p,
+att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const struct att_params *p, uintptr_t kaddr,
     struct cuda_sdpa_desc *d)
 {
 	const struct graph_shape *m = cuda_in_shape(cc, n, 3);
@@ -255,9 +283,9 @@ att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const s
 	d->sk = p->sk;
 	d->d = p->d;
 	d->dv = p->dv;
-	d->kt = p->kt;
+	d->kt = 0;
 	d->scale = p->scale;
-	d->align = att_align((uintptr_t)p->q | (uintptr_t)p->k | (uintptr_t)p->v | (uintptr_t)p->y |
+	d->align = att_align((uintptr_t)p->q | kaddr | (uintptr_t)p->v | (uintptr_t)p->y |
 	    (uintptr_t)p->mask);
 	if (p->mask == NULL)
 		return 1;
@@ -280,21 +308,24 @@ att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cu
     char **cause)
 {
 	const char *force = getenv("INFERD_CUDA_ATTENTION");
+	size_t kb = p->kt ? ((size_t)(p->lead * p->sk * p->d) * 2 + ATT_KCOPY_ALIGN - 1) / ATT_KCOPY_ALIGN *
+	    ATT_KCOPY_ALIGN : 0, lim = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP), ws = 0;
+	/* The copy starts the step's scratch: a shared workspace's base is cudaMalloc'ed (256-byte aligned). */
+	uintptr_t kaddr = !p->kt ? (uintptr_t)p->k : cc->ws == NULL || cc->ws->mode == CUDA_WS_OWN ? 0 : cc->ws_off;
 	struct cuda_sdpa_desc d;
-	size_t ws = 0;
 	int rc;
 
-	if ((force != NULL && strcmp(force, "cublas") == 0) || !att_sdpa_desc(cc, n, p, &d))
+	if ((force != NULL && strcmp(force, "cublas") == 0) || kb > lim || !att_sdpa_desc(cc, n, p, kaddr, &d))
 		return 0;
-	if ((rc = cuda_sdpa_build(cc->ordinal, &d, cc->sdpa, cuda_scratch_limit(cc, CUDA_DNN_WS_CAP), &p->dnn, &ws,
-	    cause)) != 1)
+	if ((rc = cuda_sdpa_build(cc->ordinal, &d, cc->sdpa, lim - kb, &p->dnn, &ws, cause)) != 1)
 		return rc;
 	st->fini = att_fini;
-	if (cuda_step_scratch(cc, st, ws, cause) != 0)
+	if (cuda_step_scratch(cc, st, kb + ws, cause) != 0)
 		return -1;
+	p->kcopy = p->kt ? st->ws : NULL;
 	/* A probe's workspace is no memory: it only measures, and never runs. */
 	if ((cc->ws == NULL || cc->ws->mode != CUDA_WS_PROBE) &&
-	    cuda_sdpa_bind(p->dnn, p->q, p->k, p->v, p->mask, p->y, st->ws, cause) != 0)
+	    cuda_sdpa_bind(p->dnn, p->q, p->kt ? p->kcopy : p->k, p->v, p->mask, p->y, (char *)st->ws + kb, cause) != 0)
 		return -1;
 	st->run = att_dnn_run;
 	return 1;

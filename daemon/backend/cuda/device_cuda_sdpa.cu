@@ -13,7 +13,7 @@
 #include <cudnn.h>
 
 /* Every descriptor a plan is built from (kept until the plan goes), and the engine configs heuristics may return. */
-#define SDPA_MAX_DESC 96
+#define SDPA_MAX_DESC 128
 #define SDPA_MAX_CFGS 16
 
 /* Unique ids: the variant pack's tensors, then the virtual ones. */
@@ -165,12 +165,12 @@ sdpa_io(struct sdpa_core *s, const struct cuda_sdpa_desc *d, cudnnBackendDescrip
 	return CUDNN_STATUS_SUCCESS;
 }
 
-/* The operation graph: S = Q K^T * scale (+ mask), P = exp(S - max) / sum, O = P V. */
+/* The operation graph: S = Q K^T * scale (+ mask), P = exp(S - max) / sum (and the stats), O = P V. */
 static cudnnStatus_t
 sdpa_graph(struct sdpa_core *s, const struct cuda_sdpa_desc *d)
 {
 	int64_t sd[4] = { d->b, d->h, d->sq, d->sk }, rd[4] = { d->b, d->h, d->sq, 1 };
-	cudnnBackendDescriptor_t io[6], t[8], ops[9];
+	cudnnBackendDescriptor_t io[6], t[10], ops[11];
 	cudnnStatus_t st;
 	int nops = 0, x = 1;
 
@@ -193,6 +193,12 @@ sdpa_graph(struct sdpa_core *s, const struct cuda_sdpa_desc *d)
 	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_EXP, t[4], NULL, t[5])) ||
 	    (st = sdpa_tensor(s, &t[6], 0, CUDNN_DATA_FLOAT, rd, NULL, 16, false)) ||
 	    (st = sdpa_reduce(s, &ops[nops++], CUDNN_REDUCE_TENSOR_ADD, t[5], t[6])) ||
+	    /* The softmax stats, max + log(sum), unused: cuDNN's MHA pattern matcher recognises the graph only with
+	     * them (cudnn-frontend always emits them); without them heuristics offer no engine. */
+	    (st = sdpa_tensor(s, &t[8], 0, CUDNN_DATA_FLOAT, rd, NULL, 16, false)) ||
+	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_LOG, t[6], NULL, t[8])) ||
+	    (st = sdpa_tensor(s, &t[9], 0, CUDNN_DATA_FLOAT, rd, NULL, 16, false)) ||
+	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_ADD, t[3], t[8], t[9])) ||
 	    (st = sdpa_tensor(s, &t[7], 0, CUDNN_DATA_HALF, sd, NULL, 16, false)) ||
 	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_DIV, t[5], t[6], t[7])) ||
 	    (st = sdpa_matmul(s, &ops[nops++], t[7], io[2], io[3])) ||
@@ -229,11 +235,17 @@ sdpa_pick(struct sdpa_core *s, size_t ws_cap, int64_t *ws)
 	    cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &s->devprop) ||
 	    cudnnBackendFinalize(heur))
 		return 0;
-	for (int i = 0; i < SDPA_MAX_CFGS; i++)
+	/* How many configs first (nothing requested), then that many. */
+	if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL) ||
+	    count <= 0)
+		return 0;
+	if (count > SDPA_MAX_CFGS)
+		count = SDPA_MAX_CFGS;
+	for (int64_t i = 0; i < count; i++)
 		if (sdpa_new(s, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]))
 			return 0;
-	if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, SDPA_MAX_CFGS,
-	    &count, cfg))
+	if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count,
+	    cfg))
 		return 0;
 	for (int64_t i = 0; i < count && i < SDPA_MAX_CFGS; i++) {
 		if (sdpa_new(s, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan))
@@ -275,9 +287,14 @@ sdpa_core_release(struct sdpa_core *c)
 static struct sdpa_core *
 sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
 {
-	struct sdpa_core *c = (struct sdpa_core *)calloc(1, sizeof *c);
+	struct sdpa_core *c;
+	int64_t sk_stride = d->kt ? 1 : d->d;
 
-	if (c == NULL)
+	/* Never a K^T whose Sk dim has stride 1 (K stored [B, H, D, Sk]): cuDNN 9.14 segfaults inside
+	 * cudnnBackendGetAttribute(ENGINEHEUR_RESULTS) on such a graph.  The caller gives K with D contiguous. */
+	if (sk_stride == 1 && d->d > 1)
+		return NULL;
+	if ((c = (struct sdpa_core *)calloc(1, sizeof *c)) == NULL)
 		return NULL;
 	c->next_id = SDPA_ID_VIRT;
 	c->refs = 1;

@@ -7,15 +7,17 @@
 
 /*
  * Contract.  cuda_sdpa_build describes one attention over concrete shapes
- * (Q [B, H, Sq, D], K [B, H, Sk, D] or, kt, [B, H, D, Sk], V [B, H, Sk, Dv],
+ * (Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv],
  * O [B, H, Sq, Dv], all dense FP16; an optional FP16 additive mask whose
  * dims are B/1, H/1, Sq/1, Sk with dense strides) as the operation graph
  * cudnn-frontend lowers its SDPA forward node to for inference: matmul,
- * scale, bias add, row max, sub, exp, row sum, div, matmul, every
+ * scale, bias add, row max, sub, exp, row sum, the (unused) stats
+ * log(sum) + max, div, matmul, every
  * intermediate virtual FP32 (the probabilities FP16, the second matmul's
  * input type), and asks heuristics mode A for an engine that finalizes with
  * a workspace within ws_cap.  It returns 1 with *ws_bytes, 0 when this cuDNN
- * cannot (absent, older than CUDA_SDPA_MIN_CUDNN at run time, or no engine
+ * cannot (absent, older than CUDA_SDPA_MIN_CUDNN at run time, kt set (cuDNN
+ * 9.14 crashes listing engines for a K^T with Sk contiguous), or no engine
  * for the shape: the caller runs the attention another way), -1 on a
  * failure that is not that.  cuda_sdpa_bind fixes the device addresses once;
  * cuda_sdpa_run queues the plan on the handle's stream, never allocates, and
@@ -25,7 +27,7 @@ struct cuda_sdpa;
 
 struct cuda_sdpa_desc {
 	int64_t b, h, sq, sk, d, dv;
-	int kt;				/* K is stored [B, H, D, Sk] */
+	int kt;				/* K is stored [B, H, D, Sk]: always refused (see the contract) */
 	int has_mask;
 	int64_t mask_dims[4];		/* each 1 or the scores' dim ([B, H, Sq, Sk]); the last is Sk */
 	float scale;
