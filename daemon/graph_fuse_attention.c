@@ -19,7 +19,11 @@
  * with no bias or activation fused onto either MatMul, every intermediate
  * read only by the next node, and Q, Kt, V of one rank with equal leading
  * dims under both probes (a MatMul that broadcasts its batch dims is left
- * alone).  The ATTENTION node takes Y's place.
+ * alone).  The ATTENTION node takes Y's place.  When Kt is a Transpose's
+ * output read only by the pattern, that Transpose is made to write K
+ * ([..., Sk, D], its last two axes swapped back) and the node reads K
+ * untransposed: the copy the unfused graph made anyway now gives the layout
+ * fused kernels want (cuDNN's fused attention needs D contiguous), at no cost.
  */
 
 /* The pattern's pieces, found walking back from the second MatMul. */
@@ -152,6 +156,41 @@ attn_supported(const struct fuse_ctx *c, int n, const struct attn_match *m)
 	return c->supports(c->supports_arg, c->g, &node);
 }
 
+/* Swap the last two dims of a shape (rank >= 2). */
+static void
+attn_swap_last(int64_t *dims, int r)
+{
+	int64_t x = dims[r - 2];
+
+	dims[r - 2] = dims[r - 1];
+	dims[r - 1] = x;
+}
+
+/* When Kt is a Transpose's output read only by the pattern, make it write K instead: 0 when done (not transposed), else 1. */
+static int
+attn_untranspose_k(struct fuse_ctx *c, int kt)
+{
+	int n = attn_step(c, kt), r = c->probe[0][kt].ndims, i;
+	struct graph_node *t;
+
+	if (n < 0 || c->dead[n] || c->g->nodes[n].op != GRAPH_OP_TRANSPOSE || r < 2 || c->probe[1][kt].ndims != r)
+		return 1;
+	t = &c->g->nodes[n];
+	if (t->attr.transpose.nperm == 0) {	/* ONNX's default: the axes reversed */
+		for (i = 0; i < r; i++)
+			t->attr.transpose.perm[i] = r - 1 - i;
+		t->attr.transpose.nperm = r;
+	}
+	if (t->attr.transpose.nperm != r)
+		return 1;
+	attn_swap_last(t->attr.transpose.perm, r);
+	attn_swap_last(c->probe[0][kt].dims, r);
+	attn_swap_last(c->probe[1][kt].dims, r);
+	if (c->g->tensors[kt].ndims == r)
+		attn_swap_last(c->g->tensors[kt].dims, r);
+	return 0;
+}
+
 /* Fuse every attention the backend can run. */
 int
 fuse_pass_attention(struct fuse_ctx *c, char **cause)
@@ -161,7 +200,7 @@ fuse_pass_attention(struct fuse_ctx *c, char **cause)
 	int k;
 
 	for (n = 0; n < c->g->nnodes; n++) {
-		int in[4];
+		int in[4], kt;
 
 		if (c->dead[n] || !attn_match_at(c, (int)n, &m) || !attn_supported(c, (int)n, &m))
 			continue;
@@ -169,10 +208,11 @@ fuse_pass_attention(struct fuse_ctx *c, char **cause)
 		in[1] = m.kt;
 		in[2] = m.v;
 		in[3] = m.mask;
+		kt = attn_untranspose_k(c, m.kt);
 		if (fuse_rebuild(c, (int)n, GRAPH_OP_ATTENTION, in, m.mask >= 0 ? 4 : 3, cause) < 0)
 			return -1;
 		c->g->nodes[n].attr.attention.scale = (float)m.scale;
-		c->g->nodes[n].attr.attention.k_transposed = 1;
+		c->g->nodes[n].attr.attention.k_transposed = kt;
 		for (k = 0; k < m.count; k++)
 			if (m.nodes[k] != (int)n)
 				fuse_kill(c, m.nodes[k]);
