@@ -38,7 +38,7 @@ struct att_params {
 	void *kcopy;			/* with the plan and kt: K copied to [..., Sk, D] (the step's scratch) */
 };
 
-/* Bytes of scratch before cuDNN's workspace when K is copied (cuDNN's addresses stay 256-byte aligned). */
+/* The copy of a transposed K takes a multiple of this many bytes (cuDNN's workspace follows it). */
 #define ATT_KCOPY_ALIGN 256
 
 /* Offset of leading index b in the mask. */
@@ -265,7 +265,7 @@ att_align(uintptr_t u)
 
 /*
  * cuDNN's view of the node: [B, H] from the leading dims (one leading dim: B 1), the mask's dims of 1 kept, K
- * always [B, H, Sk, D] (read at kaddr: K itself, or where it is copied when given transposed).
+ * always [B, H, Sk, D] (kaddr: K's address, or 0 for its 16-byte aligned copy when given transposed).
  */
 static int
 att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const struct att_params *p, uintptr_t kaddr,
@@ -308,24 +308,26 @@ att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cu
     char **cause)
 {
 	const char *force = getenv("INFERD_CUDA_ATTENTION");
+	/* The copy of a transposed K: 16-byte aligned within the scratch (hence the slack), cuDNN's workspace after it. */
 	size_t kb = p->kt ? ((size_t)(p->lead * p->sk * p->d) * 2 + ATT_KCOPY_ALIGN - 1) / ATT_KCOPY_ALIGN *
-	    ATT_KCOPY_ALIGN : 0, lim = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP), ws = 0;
-	/* The copy starts the step's scratch: a shared workspace's base is cudaMalloc'ed (256-byte aligned). */
-	uintptr_t kaddr = !p->kt ? (uintptr_t)p->k : cc->ws == NULL || cc->ws->mode == CUDA_WS_OWN ? 0 : cc->ws_off;
+	    ATT_KCOPY_ALIGN + 16 : 0, lim = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP), ws = 0;
 	struct cuda_sdpa_desc d;
+	char *dws;
 	int rc;
 
-	if ((force != NULL && strcmp(force, "cublas") == 0) || kb > lim || !att_sdpa_desc(cc, n, p, kaddr, &d))
+	if ((force != NULL && strcmp(force, "cublas") == 0) || kb > lim ||
+	    !att_sdpa_desc(cc, n, p, p->kt ? 0 : (uintptr_t)p->k, &d))
 		return 0;
 	if ((rc = cuda_sdpa_build(cc->ordinal, &d, cc->sdpa, lim - kb, &p->dnn, &ws, cause)) != 1)
 		return rc;
 	st->fini = att_fini;
 	if (cuda_step_scratch(cc, st, kb + ws, cause) != 0)
 		return -1;
-	p->kcopy = p->kt ? st->ws : NULL;
+	p->kcopy = p->kt ? (void *)(((uintptr_t)st->ws + 15) & ~(uintptr_t)15) : NULL;
+	dws = p->kt ? (char *)p->kcopy + kb - 16 : (char *)st->ws;
 	/* A probe's workspace is no memory: it only measures, and never runs. */
 	if ((cc->ws == NULL || cc->ws->mode != CUDA_WS_PROBE) &&
-	    cuda_sdpa_bind(p->dnn, p->q, p->kt ? p->kcopy : p->k, p->v, p->mask, p->y, (char *)st->ws + kb, cause) != 0)
+	    cuda_sdpa_bind(p->dnn, p->q, p->kt ? p->kcopy : p->k, p->v, p->mask, p->y, dws, cause) != 0)
 		return -1;
 	st->run = att_dnn_run;
 	return 1;
