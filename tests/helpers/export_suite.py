@@ -1,11 +1,34 @@
 #!/usr/bin/python3
-"""export_suite.py: models users bring, exported with torch.onnx.export (the TorchScript exporter) at opsets 14
-and 17 with random weights, each run by onnxruntime at several input shapes; written as OUTDIR/manifest.json in
-make_onnx_node_cases.py's format (one directory per export, every case must_load, or expect_refusal naming the
-op for the exports listed in KNOWN_REFUSALS) for onnx_node_engine.
-A model torch cannot export is listed in OUTDIR/not_exportable.txt with the exporter's error.
+"""export_suite.py: models people bring, exported with torch.onnx.export and checked against onnxruntime and PyTorch.
 
-Usage: export_suite.py OUTDIR [MODEL...]        exit 77 when torch, onnx or onnxruntime cannot be imported."""
+Two runs:
+
+  export_suite.py OUTDIR [MODEL...]
+      the engine suite (tests/unit/test_export_suite.sh): small models of this file (a GPT-style decoder with a
+      torch.triu mask, LSTM/GRU classifiers and taggers, transformers' BertModel, swin's shifted-window block)
+      exported with the TorchScript exporter at opsets 14 and 17 with random weights, each run by onnxruntime at
+      several input shapes; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format (one directory per
+      export, every case must_load, or expect_refusal naming the op for the exports listed in KNOWN_REFUSALS) for
+      onnx_node_engine.  A model torch cannot export is listed in OUTDIR/not_exportable.txt with the error.
+
+  export_suite.py --device cpu|cuda:0|both [--exporters torchscript,dynamo] [--only NAME,...] [--out FILE.json]
+                  [--inferd PATH] [--jobs N] [--timeout S] [--workdir DIR] [--tol 1e-4] [--expect-right] [--list]
+      the serving suite: the models people serve (export_suite_zoo.py: torchvision classification, segmentation,
+      detection and video, transformers encoders and GPT-2 from config objects, timm, YOLOv8n), each built with
+      random weights (BatchNorm statistics and affine parameters randomised as training leaves them), exported
+      by each exporter (TorchScript at opset 17, dynamo at its default opset; a dynamic batch axis, and the
+      sequence axis of text), served by a real inferd daemon per device (export_suite_serve.py: load, two input
+      cases over HTTP, unload; fp32, TF32 off) and compared with onnxruntime and PyTorch (fp32, CPU).  A cell is
+      right (max error <= --tol of the output scale against both, the outputs vary across the two inputs, a
+      classifier's top-5 classes equal), wrong, refused (the load error's node and op), not exportable (the
+      exporter's first error line), exporter unavailable, not available (library missing), crash (the daemon
+      died: printed loudly), timeout, run error or degenerate (PyTorch's own outputs do not vary).  Each model is
+      built and exported in a process of its own (--jobs at once, --timeout seconds each).  Writes --out (JSON,
+      rewritten after every record) and --out with .md for the markdown table, which is also printed with the
+      totals.  Exit 0, or 1 with --expect-right when any record is neither right nor an exporter or library
+      missing, or when the daemon crashed.
+
+Exit 77 when torch, onnx or onnxruntime cannot be imported."""
 import json
 import os
 import sys
@@ -201,7 +224,8 @@ def export(outdir, name, spec, opset, cases, failed):
                       "outputs": [write(outdir, case, f"output{i}", r) for i, r in enumerate(res)]})
 
 
-def main():
+def engine_main():
+    """The engine suite: OUTDIR/manifest.json for onnx_node_engine."""
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     torch.manual_seed(0)
@@ -222,6 +246,15 @@ def main():
     for f in failed:
         print("not exportable:", f)
     return 0
+
+
+def main():
+    """The engine suite with OUTDIR first, else the serving suite (export_suite_driver.py) with its options."""
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        return engine_main()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import export_suite_driver
+    return export_suite_driver.main(sys.argv[1:])
 
 
 if __name__ == "__main__":
