@@ -470,6 +470,11 @@ TESTS += tests/integration/test_onnx_models.sh
 TESTS += tests/integration/test_precision_check.sh
 dist_check_SCRIPTS += tests/integration/test_precision_check.sh
 dist_check_SCRIPTS += tests/integration/test_onnx_models.sh
+# The models people serve, exported and served by a real daemon, against onnxruntime and PyTorch (export_suite.py).
+TESTS += tests/integration/test_served_models.sh
+dist_check_SCRIPTS += tests/integration/test_served_models.sh
+EXTRA_DIST += tests/helpers/export_suite_zoo.py tests/helpers/export_suite_run.py tests/helpers/export_suite_serve.py \
+	tests/helpers/export_suite_report.py tests/helpers/export_suite_driver.py
 # The convolution family at odd geometries through the CPU backend's plan, against onnxruntime.
 TESTS += tests/integration/test_cpu_conv_odd.sh
 dist_check_SCRIPTS += tests/integration/test_cpu_conv_odd.sh

@@ -24,6 +24,8 @@ import export_suite_zoo as zoo
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 # Where a build's daemon is looked for when --inferd is not given (relative to the repository root).
 INFERD_CANDIDATES = ("_g/inferd", "build/inferd", "_b/inferd", "inferd")
+# Set when the run is interrupted: the export workers still running are killed and no new one starts.
+ABORT = threading.Event()
 
 
 def parse(argv):
@@ -46,6 +48,7 @@ def parse(argv):
     ap.add_argument("--expect-right", action="store_true", help="exit 1 unless every served export is right")
     ap.add_argument("--list", action="store_true", help="print the model names and exit")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--repo", default="", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     a.exporters = [e for e in a.exporters.split(",") if e]
     bad = [e for e in a.exporters if e not in run.EXPORTERS]
@@ -84,19 +87,23 @@ def run_worker(a, spec, work, repo):
     log = os.path.join(work, f"{spec.name}.log")
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_suite.py"),
            "--worker", spec.name, "--workdir", work, "--exporters", ",".join(a.exporters),
-           "--threads", str(a.threads)]
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), REPO=repo)
+           "--threads", str(a.threads), "--repo", repo]
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     ended = None
+    if ABORT.is_set():
+        return None, "the run was interrupted"
     with open(log, "w") as f:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            rc = p.wait(a.timeout)
-            if rc != 0:
-                ended = f"the export worker exited with {rc}: {tail(log)}"
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + a.timeout
+        while p.poll() is None and time.monotonic() < deadline and not ABORT.is_set():
+            time.sleep(0.2)
+        if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-            ended = f"timeout: building, exporting and referencing took over {a.timeout:g} s"
+            ended = ("the run was interrupted" if ABORT.is_set() else
+                     f"timeout: building, exporting and referencing took over {a.timeout:g} s")
+        elif p.returncode != 0:
+            ended = f"the export worker exited with {p.returncode}: {tail(log)}"
     path = os.path.join(work, spec.name, "result.json")
     if not os.path.exists(path):
         return None, ended or f"the export worker wrote no result: {tail(log)}"
@@ -236,7 +243,7 @@ def main(argv):
     """The serving run; the exit status."""
     a = parse(argv)
     if a.worker:
-        return run.worker(a.worker, a.workdir, os.environ["REPO"], a.exporters, a.threads)
+        return run.worker(a.worker, a.workdir, a.repo, a.exporters, a.threads)
     specs = pick_specs(a.only)
     if a.list:
         print("\n".join(f"{s.name:32s} {s.family}" for s in specs))
@@ -254,12 +261,19 @@ def main(argv):
     threads = [threading.Thread(target=device_loop, args=(suite, daemons[d], queues[d])) for d in a.devices]
     for t in threads:
         t.start()
+    # SIGTERM unwinds like Ctrl-C, so that the daemons and export workers this run started do not outlive it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
             futs = {pool.submit(run_worker, a, s, work, repo): s for s in specs}
             for f in concurrent.futures.as_completed(futs):
                 result, ended = f.result()
                 dispatch(suite, futs[f], result, ended, work, queues)
+    except BaseException:
+        ABORT.set()
+        for d in daemons.values():
+            d.kill()
+        raise
     finally:
         for d in a.devices:
             queues[d].put(None)
