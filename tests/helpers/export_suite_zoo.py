@@ -8,6 +8,7 @@ import collections
 import zlib
 
 import numpy as np
+import torch
 
 Spec = collections.namedtuple("Spec", "name family build inputs input_names output_names dynamic batched classifier")
 IMAGE_SIDE = 224
@@ -28,24 +29,41 @@ def _import(name):
         raise Unavailable(f"{name} is not installed ({e})") from None
 
 
+class _Tupled(torch.nn.Module):
+    """A model whose outputs (tensor, tuple, dict or ModelOutput) are returned as a flat tuple of tensors."""
+
+    def __init__(self, model, keys, kwargs):
+        super().__init__()
+        self.model, self.keys, self.kwargs = model, keys, kwargs
+
+    def outputs(self, *args):
+        """The model's outputs named by keys (indices or names), as a tuple."""
+        out = self.model(**dict(zip(self.kwargs, args))) if self.kwargs else self.model(*args)
+        if isinstance(out, torch.Tensor):
+            return out
+        return tuple(out[k] for k in self.keys)
+
+
+# One forward per arity, with named parameters: the dynamo exporter binds input_names and dynamic_axes to the
+# parameters of forward's signature, which *args would not give it.
+class _Tupled1(_Tupled):
+    """_Tupled of one input."""
+
+    def forward(self, x):
+        return self.outputs(x)
+
+
+class _Tupled2(_Tupled):
+    """_Tupled of two inputs."""
+
+    def forward(self, x, y):
+        return self.outputs(x, y)
+
+
 def _wrapped(model, keys, kwargs=None):
-    """model in eval mode behind a module returning the outputs named by keys (indices or names) as a tuple."""
-    import torch
-
-    class Tupled(torch.nn.Module):
-        """The model's outputs (tensor, tuple, dict or ModelOutput) as a flat tuple of tensors."""
-
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, *args):
-            out = self.model(**dict(zip(kwargs, args))) if kwargs else self.model(*args)
-            if isinstance(out, torch.Tensor):
-                return out
-            return tuple(out[k] for k in keys)
-
-    return Tupled().eval()
+    """model in eval mode behind a module returning the outputs named by keys as a tuple."""
+    cls = _Tupled2 if kwargs and len(kwargs) == 2 else _Tupled1
+    return cls(model, keys, kwargs).eval()
 
 
 def seed_of(name):
@@ -53,7 +71,7 @@ def seed_of(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 
-def randomise_norms(torch, model, example):
+def randomise_norms(model, example):
     """Give every BatchNorm random affine parameters, then the running statistics of its own input on example.
 
     A BatchNorm keeps its default statistics (mean 0, variance 1) in a fresh model, and with them a deep CNN's
@@ -140,7 +158,6 @@ def _tv_detection(name, **kw):
     """A torchvision detection model with its postprocessing: one image in, boxes, scores and labels out."""
     def build():
         tv = _import("torchvision")
-        import torch
         model = getattr(tv.models.detection, name)(weights=None, weights_backbone=None, **kw).eval()
 
         class Detect(torch.nn.Module):
@@ -211,7 +228,8 @@ def specs():
     out = [_tv(n, "classification") for n in ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
                                                "efficientnet_b0", "convnext_tiny", "regnet_y_400mf", "vit_b_16",
                                                "swin_t", "swin_v2_t")]
-    out += [_tv(n, "segmentation", keys=("out",), classifier=False)
+    # weights_backbone=None: the segmentation constructors otherwise download ImageNet backbone weights.
+    out += [_tv(n, "segmentation", keys=("out",), classifier=False, weights_backbone=None)
             for n in ("deeplabv3_mobilenet_v3_large", "fcn_resnet50", "lraspp_mobilenet_v3_large")]
     out += [_tv_detection("ssdlite320_mobilenet_v3_large"), _tv_detection("fasterrcnn_mobilenet_v3_large_320_fpn")]
     out += [_tv("r3d_18", "video", shape=(3, 8, 112, 112))]
