@@ -29,13 +29,19 @@ def table(records, cols):
     for m, fam in models:
         cells = [cell(by[(m, e, d)]) if (m, e, d) in by else "" for e, d in cols]
         lines.append(f"| {m} | {fam} | " + " | ".join(cells) + " |")
-    lines += ["", "Notes (each cell that is not right, its first error line):", ""]
-    for r in records:
-        if r["status"] != "right" and r.get("error"):
-            where = f" at node `{r['node']}`" if r.get("node") else ""
-            lines.append(f"- {r['model']}, {r['exporter']}, {r['device']}: {r['status']}{where}: {r['error']}")
+    lines += ["", "Notes (what each cell that is not right says; cells saying the same are listed together):", ""]
+    lines += notes(records)
     lines += ["", totals(records, cols)]
     return "\n".join(lines)
+
+
+def notes(records):
+    """A line per distinct (status, error) of the records that are not right, naming the cells that say it."""
+    where = collections.OrderedDict()
+    for r in records:
+        if r["status"] != "right" and r.get("error"):
+            where.setdefault((r["status"], r["error"]), []).append(f"{r['model']} {r['exporter']} {r['device']}")
+    return [f"- **{s}**: {e} ({', '.join(cells)})" for (s, e), cells in where.items()]
 
 
 def totals(records, cols):

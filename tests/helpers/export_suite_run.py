@@ -155,6 +155,11 @@ def worker(name, workdir, repo, exporters, threads):
         result["unavailable"] = str(e)
         flush()
         return 0
+    except Exception as e:  # the constructor itself fails with this library version: recorded for every exporter
+        result["torch_error"] = "building the model: " + first_line(e)
+        traceback.print_exc()
+        flush()
+        return 0
     cases = [spec.inputs(rng, 0), spec.inputs(rng, 1)]
     calib = [torch.from_numpy(a) for a in spec.inputs(np.random.default_rng(7), 0)]
     try:

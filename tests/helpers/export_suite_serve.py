@@ -153,6 +153,8 @@ def top5_mismatch(got, want, err):
 
 def judge(got, torch_ref, ort_ref, classifier, tol):
     """The record of one served model: status right / wrong / degenerate with the errors behind it."""
+    if len(got[0]) != len(torch_ref[0]):
+        return {"status": "wrong", "error": f"{len(got[0])} outputs, PyTorch gives {len(torch_ref[0])}"}
     e_torch = max(rel_error(g, w) for gc, wc in zip(got, torch_ref) for g, w in zip(gc, wc))
     rec = {"err_torch": e_torch}
     if ort_ref is not None:
@@ -207,7 +209,10 @@ def failure(daemon, stage, e):
         return {"status": "timeout", "error": f"no answer within {daemon.timeout} s while {stage}: {text}"}
     if stage == "loading":
         m = NODE_OP.search(text)
-        return {"status": "refused", "error": text, **({"node": m.group(1), "op": m.group(2)} if m else {})}
+        if not m:
+            return {"status": "refused", "error": text}
+        # From the node on: the model's name and path before it say nothing the table does not.
+        return {"status": "refused", "error": text[m.start():], "node": m.group(1), "op": m.group(2)}
     return {"status": "run error", "error": text}
 
 
