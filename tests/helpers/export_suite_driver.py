@@ -24,8 +24,10 @@ import export_suite_zoo as zoo
 REPO_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 # Where a build's daemon is looked for when --inferd is not given (relative to the repository root).
 INFERD_CANDIDATES = ("_g/inferd", "build/inferd", "_b/inferd", "inferd")
-# Set when the run is interrupted: the export workers still running are killed and no new one starts.
+# Set when the run is interrupted or its --budget is spent: the export workers still running are killed, no new
+# one starts and the exports not yet served are recorded as such; ABORT_WHY says which.
 ABORT = threading.Event()
+ABORT_WHY = ["timeout: the run was interrupted"]
 
 
 def parse(argv):
@@ -38,11 +40,14 @@ def parse(argv):
     ap.add_argument("--out", default="", help="the JSON file (and the markdown table beside it, .md)")
     ap.add_argument("--inferd", default="", help="the daemon (default: $INFERD, else the first of "
                     + ", ".join(INFERD_CANDIDATES) + " under the repository root that exists)")
-    ap.add_argument("--jobs", type=int, default=max(1, min(4, ncpu // 4)), help="models exported at once")
+    # Exporting is mostly single-threaded Python (tracing, graph rewriting): several models at once, few threads each.
+    ap.add_argument("--jobs", type=int, default=max(1, min(6, ncpu // 3)), help="models exported at once")
     ap.add_argument("--threads", type=int, default=0, help="torch threads per export worker (default cores/jobs)")
     ap.add_argument("--daemon-threads", type=int, default=max(2, ncpu // 4), help="the CPU daemon's cpu_threads")
     ap.add_argument("--timeout", type=float, default=300, help="seconds to build, export and reference one model")
     ap.add_argument("--serve-timeout", type=float, default=300, help="seconds for one load or request")
+    ap.add_argument("--budget", type=float, default=0, help="seconds for the whole run (0: no limit); what is "
+                    "not done by then is recorded as timeout and the table still printed")
     ap.add_argument("--tol", type=float, default=1e-4, help="largest error, relative to max |reference|")
     ap.add_argument("--workdir", default="", help="keep the exports here (default: a temporary directory)")
     ap.add_argument("--expect-right", action="store_true", help="exit 1 unless every served export is right")
@@ -91,7 +96,7 @@ def run_worker(a, spec, work, repo):
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     ended = None
     if ABORT.is_set():
-        return None, "the run was interrupted"
+        return None, ABORT_WHY[0]
     with open(log, "w") as f:
         p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         deadline = time.monotonic() + a.timeout
@@ -100,7 +105,7 @@ def run_worker(a, spec, work, repo):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-            ended = ("the run was interrupted" if ABORT.is_set() else
+            ended = (ABORT_WHY[0] if ABORT.is_set() else
                      f"timeout: building, exporting and referencing took over {a.timeout:g} s")
         elif p.returncode != 0:
             ended = f"the export worker exited with {p.returncode}: {tail(log)}"
@@ -128,6 +133,7 @@ class Suite:
         self.records = []
         self.lock = threading.Lock()
         self.meta = versions()
+        self.deadline = time.monotonic() + a.budget if a.budget else 0
 
     def add(self, rec):
         """Keep one record, print it and rewrite the JSON file."""
@@ -189,6 +195,12 @@ def device_loop(suite, daemon, q):
         if item is None:
             break
         base, served = item
+        if suite.deadline and time.monotonic() > suite.deadline and not ABORT.is_set():
+            ABORT_WHY[0] = f"timeout: the run's --budget of {suite.a.budget:g} s was spent first"
+            ABORT.set()
+        if ABORT.is_set():
+            suite.add(dict(base, status="timeout", error=ABORT_WHY[0][len("timeout: "):]))
+            continue
         if broken:
             suite.add(dict(base, status="error", error=broken))
             continue
@@ -266,9 +278,17 @@ def main(argv):
     try:
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
             futs = {pool.submit(run_worker, a, s, work, repo): s for s in specs}
-            for f in concurrent.futures.as_completed(futs):
-                result, ended = f.result()
-                dispatch(suite, futs[f], result, ended, work, queues)
+            handled = set()
+            try:
+                for f in concurrent.futures.as_completed(futs, timeout=a.budget or None):
+                    handled.add(f)
+                    dispatch(suite, futs[f], *f.result(), work, queues)
+            except concurrent.futures.TimeoutError:
+                ABORT_WHY[0] = f"timeout: the run's --budget of {a.budget:g} s was spent first"
+                ABORT.set()
+                for f in futs:
+                    if f not in handled:  # the workers end at once now: their records say why
+                        dispatch(suite, futs[f], *f.result(), work, queues)
     except BaseException:
         ABORT.set()
         for d in daemons.values():
