@@ -220,6 +220,13 @@ def device_loop(suite, daemon, q):
         suite.meta[f"daemon_exit_{daemon.device}"] = ended
 
 
+def ended_record(ended):
+    """How a worker ended ('timeout: why' or another text) as a record's status and error."""
+    if ended.startswith("timeout: "):
+        return {"status": "timeout", "error": ended[len("timeout: "):]}
+    return {"status": "error", "error": ended}
+
+
 def dispatch(suite, spec, result, ended, work, queues):
     """Records for what cannot be served; each exported file onto every device's queue."""
     a = suite.a
@@ -227,7 +234,7 @@ def dispatch(suite, spec, result, ended, work, queues):
         base = {"model": spec.name, "family": spec.family, "exporter": ex}
         rec = (result or {}).get("exporters", {}).get(ex, {})
         if result is None:
-            fail = {"status": "timeout" if ended.startswith("timeout") else "error", "error": ended}
+            fail = ended_record(ended)
         elif result.get("unavailable"):
             fail = {"status": "not available", "error": result["unavailable"]}
         elif result.get("torch_error"):
@@ -245,8 +252,7 @@ def dispatch(suite, spec, result, ended, work, queues):
         elif rec.get("status") in ("not exportable", "exporter unavailable"):
             fail = {"status": rec["status"], "error": rec["error"]}
         else:
-            fail = {"status": "timeout" if (ended or "").startswith("timeout") else "error",
-                    "error": ended or "the export worker stopped while exporting"}
+            fail = ended_record(ended or "the export worker stopped while exporting")
         for d in a.devices:
             suite.add(dict(base, device=d, **fail))
 
