@@ -46,8 +46,10 @@ class Daemon:
         cmd = [self.exe, f"--device={self.device}", f"--model_repository={self.repo}",
                "--model_control_mode=explicit", "--http_port=0", f"--port-file={port_file}",
                f"--shm_socket={self.sockdir}/s.sock", f"--cpu_threads={self.threads}"]
+        # model.json's precision fp32 already keeps cuBLAS and cuDNN off TF32; the override makes sure of it.
+        env = dict(os.environ, NVIDIA_TF32_OVERRIDE="0")
         with open(self.log_path(), "w") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
