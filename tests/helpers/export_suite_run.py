@@ -56,8 +56,9 @@ def export(torch, spec, model, example, path, exporter):
             kw["dynamo"] = False
     else:
         kw["dynamo"] = True
-    with torch.no_grad():
-        torch.onnx.export(model, tuple(example), path, **kw)
+    # Not under torch.no_grad(), as docs/MODELS.md advises: there nn.MultiheadAttention takes its fused fast
+    # path (aten::_native_multi_head_attention), which the TorchScript exporter cannot write.
+    torch.onnx.export(model, tuple(example), path, **kw)
 
 
 def graph_inputs(path):
