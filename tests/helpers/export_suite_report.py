@@ -2,7 +2,7 @@
 device), the notes behind every cell that is not "right", and the totals per column and overall."""
 import collections
 
-STATUSES = ("right", "wrong", "export wrong", "refused", "run error", "crash", "timeout", "not exportable",
+STATUSES = ("right", "noise floor", "wrong", "export wrong", "refused", "run error", "crash", "timeout", "not exportable",
             "exporter unavailable", "not available", "degenerate", "error")
 
 
@@ -11,6 +11,8 @@ def cell(r):
     s = r["status"]
     if s == "right":
         return f"right ({r['err_torch']:.1e})"
+    if s == "noise floor":
+        return f"right at fp32 noise ({r['err_torch']:.1e})"
     if s in ("wrong", "export wrong"):
         return f"**{s}** ({r.get('err_torch', float('nan')):.1e})"
     if s == "refused" and r.get("op"):

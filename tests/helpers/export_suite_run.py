@@ -111,6 +111,15 @@ def load(path):
     return [[out[c][k] for k in sorted(out[c])] for c in sorted(out)]
 
 
+def float64_refs(torch, model, cases):
+    """PyTorch's outputs with the model and the floating inputs in float64: how far fp32 itself is from exact."""
+    import copy
+    m64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        return [as_arrays(m64(*[torch.from_numpy(a.astype(np.float64) if a.dtype == np.float32 else a)
+                                for a in case])) for case in cases]
+
+
 def one_exporter(torch, spec, model, cases, mdir, repo, exporter):
     """Export with one exporter and run onnxruntime on the file; its record."""
     missing = exporter_missing(torch, exporter)
@@ -174,6 +183,10 @@ def worker(name, workdir, repo, exporters, threads):
         return 0
     save(os.path.join(mdir, "inputs.npz"), cases)
     save(os.path.join(mdir, "torch.npz"), refs)
+    try:
+        save(os.path.join(mdir, "torch64.npz"), float64_refs(torch, model, cases))
+    except Exception as e:  # kept: only the noise floor is then unknown
+        result["float64_error"] = first_line(e)
     flush()
     for exporter in exporters:
         result["exporters"][exporter] = {"status": "exporting"}
