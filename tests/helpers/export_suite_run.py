@@ -173,6 +173,7 @@ def worker(name, workdir, repo, exporters, threads):
     cases = [spec.inputs(rng, 0), spec.inputs(rng, 1)]
     calib = [torch.from_numpy(a) for a in spec.inputs(np.random.default_rng(7), 0)]
     try:
+        zoo.randomise_zero_weights(model)
         zoo.randomise_norms(model, calib)
         with torch.no_grad():
             refs = [as_arrays(model(*[torch.from_numpy(a) for a in case])) for case in cases]

@@ -71,6 +71,18 @@ def seed_of(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 
+def randomise_zero_weights(model):
+    """Give every weight that its constructor left all zero (torchvision's ViT head) random values of scale
+    1/sqrt(fan-in): a zero layer answers the same whatever the input, which hides everything before it."""
+    g = torch.Generator().manual_seed(4321)
+    with torch.no_grad():
+        for m in model.modules():
+            w = getattr(m, "weight", None)
+            if isinstance(w, torch.nn.Parameter) and w.dim() >= 2 and not torch.any(w):
+                fan_in = w[0].numel()
+                w.copy_(torch.randn(w.shape, generator=g) / fan_in ** 0.5)
+
+
 def randomise_norms(model, example):
     """Give every BatchNorm random affine parameters, then the running statistics of its own input on example.
 
