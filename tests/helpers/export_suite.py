@@ -5,8 +5,8 @@ Two runs:
 
   export_suite.py OUTDIR [MODEL...]
       the engine suite (tests/unit/test_export_suite.sh): small models of this file (a GPT-style decoder with a
-      torch.triu mask, LSTM/GRU classifiers and taggers, transformers' BertModel, swin's shifted-window block)
-      exported with the TorchScript exporter at opsets 14 and 17 with random weights, each run by onnxruntime at
+      torch.triu mask, LSTM/GRU classifiers and taggers, transformers' BertModel, swin's shifted-window block,
+      GroupNorm / InstanceNorm / einsum / one_hot / scatter in OpsMix) exported with the TorchScript exporter at opsets 14 and 17 with random weights, each run by onnxruntime at
       several input shapes; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format (one directory per
       export, every case must_load, or expect_refusal naming the op for the exports listed in KNOWN_REFUSALS) for
       onnx_node_engine.  A model torch cannot export is listed in OUTDIR/not_exportable.txt with the error.
