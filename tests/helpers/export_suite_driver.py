@@ -313,9 +313,10 @@ def main(argv):
     suite.write()
     print("\n" + report.table(recs, suite.columns()))
     print(f"\n{len(recs)} records in {time.monotonic() - t0:.0f} s; work in {work}")
-    crashes = [r for r in recs if r["status"] == "crash"]
+    crashes = [r for r in recs if r["status"] == "crash" or r.get("daemon_died_before")]
     for r in crashes:
-        print(f"!!! the daemon CRASHED: {r['model']} {r['exporter']} {r['device']}: {r['error']}", file=sys.stderr)
+        print(f"!!! the daemon CRASHED: {r['model']} {r['exporter']} {r['device']}: "
+              f"{r.get('daemon_died_before') or r['error']}", file=sys.stderr)
     ok = ("right", "noise floor", "exporter unavailable", "not available")
     if crashes or (a.expect_right and any(r["status"] not in ok for r in recs)):
         return 1

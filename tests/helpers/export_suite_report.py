@@ -43,7 +43,9 @@ def notes(records):
     for r in records:
         if r["status"] != "right" and r.get("error"):
             where.setdefault((r["status"], r["error"]), []).append(f"{r['model']} {r['exporter']} {r['device']}")
-    return [f"- **{s}**: {e} ({', '.join(cells)})" for (s, e), cells in where.items()]
+    lines = [f"- **{s}**: {e} ({', '.join(cells)})" for (s, e), cells in where.items()]
+    return lines + [f"- **CRASH** before {r['model']} {r['exporter']} {r['device']}: {r['daemon_died_before']}"
+                    for r in records if r.get("daemon_died_before")]
 
 
 def totals(records, cols):

@@ -243,8 +243,19 @@ def failure(daemon, stage, e):
 
 def serve_one(daemon, model, cases, input_names, torch_ref, ort_ref, ref64, classifier, tol):
     """Load model on the daemon, run the cases, unload it; the record (a daemon is started when none runs)."""
+    died = None
+    if daemon.proc is not None and not daemon.alive():
+        died = (f"the daemon on {daemon.device} died ({daemon.exit_text()}) with no model in flight, after the "
+                f"previous one: {daemon.log_tail(5)}")
+        print(f"\n!!! inferd CRASHED: {died}\n", file=sys.stderr, flush=True)
     if not daemon.alive():
         daemon.start()
+    rec = serve_started(daemon, model, cases, input_names, torch_ref, ort_ref, ref64, classifier, tol)
+    return dict(rec, daemon_died_before=died) if died else rec
+
+
+def serve_started(daemon, model, cases, input_names, torch_ref, ort_ref, ref64, classifier, tol):
+    """serve_one on a running daemon."""
     t0 = time.monotonic()
     stage = "loading"
     try:
