@@ -226,6 +226,11 @@ def infer_cases(client, model, cases, input_names):
 def failure(daemon, stage, e):
     """The record of a failed load or run: a crash, a hang, a refusal (naming the node and op) or an error."""
     text = str(e).strip().splitlines()[0][:400] if str(e).strip() else type(e).__name__
+    if isinstance(e, inferd_errors.ConnectFailed) and "timed out" not in text and daemon.alive():
+        try:  # a dropped connection may come a moment before the dying daemon's exit can be seen
+            daemon.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
     if not daemon.alive():
         return {"status": "crash", "error": f"the daemon died while {stage} ({daemon.exit_text()}): "
                                             f"{daemon.log_tail(8)}", "daemon_log": daemon.log_path()}
