@@ -1,10 +1,10 @@
 """export_suite_run.py: one model of export_suite.py's serving run, in a process of its own (so that a hung exporter
 is killed by the suite's timeout and a crash takes nothing else down): build it with random weights, calibrate its
-BatchNorms, run PyTorch (fp32, CPU) on the two input cases, export it with each exporter asked for into the model
+BatchNorms, run PyTorch (CPU) on the two input cases, export it with each exporter asked for into the model
 repository (REPO/<model>-<exporter>/model.onnx and model.json) and run onnxruntime on each file.
 
-Writes WORKDIR/<model>/cases.npz (inputs and PyTorch's outputs) and ort-<exporter>.npz, and WORKDIR/<model>/
-result.json after every step (what a timeout leaves is still read)."""
+Writes WORKDIR/<model>/inputs.npz, torch.npz and torch64.npz (PyTorch's outputs in fp32 and float64) and
+ort-<exporter>.npz, and WORKDIR/<model>/result.json after every step (what a timeout leaves is still read)."""
 import inspect
 import json
 import os
