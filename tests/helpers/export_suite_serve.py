@@ -87,10 +87,17 @@ class Daemon:
         except OSError as e:
             return f"(no log: {e})"
 
+    def signal_group(self, sig):
+        """Send sig to the daemon's process group (its own session: a wrapper script's children go too)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
     def kill(self):
         """Stop this daemon at once (it hung or is no longer wanted after a failure)."""
-        if self.alive():
-            self.proc.kill()
+        if self.proc is not None:
+            self.signal_group(signal.SIGKILL)
         if self.proc is not None:
             self.proc.wait()
         if self.client is not None:
@@ -101,7 +108,7 @@ class Daemon:
         """SIGTERM and wait (bounded); the exit text, or None when it was not running."""
         if not self.alive():
             return None
-        self.proc.terminate()
+        self.signal_group(signal.SIGTERM)
         try:
             self.proc.wait(60)
         except subprocess.TimeoutExpired:
