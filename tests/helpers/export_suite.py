@@ -29,6 +29,7 @@ Two runs:
       missing, or when the daemon crashed.
 
 Exit 77 when torch, onnx or onnxruntime cannot be imported."""
+import inspect
 import json
 import os
 import sys
@@ -43,6 +44,8 @@ except ImportError as e:
     sys.exit(77)
 
 OPSETS = (14, 17)
+# This suite is the TorchScript exporter's (torch >= 2.9 exports with dynamo unless told otherwise).
+TORCHSCRIPT = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 # Exports inferd refuses today, with the text its refusal must contain (never a wrong answer): pack_padded_sequence
 # with enforce_sorted=False sorts the lengths with a TopK whose k is the batch size, computed at run time (and
 # uses ReduceProd, not supported either).
@@ -210,7 +213,7 @@ def export(outdir, name, spec, opset, cases, failed):
     try:
         with torch.no_grad():
             torch.onnx.export(mod, tuple(torch.from_numpy(a) for a in feeds[0]), path, input_names=inames,
-                              output_names=onames, dynamic_axes=dyn, opset_version=opset)
+                              output_names=onames, dynamic_axes=dyn, opset_version=opset, **TORCHSCRIPT)
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     except Exception as e:  # the exporter's own limits are recorded, not failed
         failed.append(f"{name} opset {opset}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
