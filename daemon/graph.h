@@ -358,6 +358,7 @@ enum graph_precision {
 	GRAPH_PRECISION_FP32 = 0,	/* strict FP32 (the default) */
 	GRAPH_PRECISION_TF32,		/* FP32 storage, GEMM/convolution on TF32 tensor cores */
 	GRAPH_PRECISION_FP16,		/* FP16 weights and activations, FP32 accumulation, softmax/norms in FP32 */
+	GRAPH_PRECISION_BF16,		/* as FP16 with bfloat16 storage (FP32's range, 8-bit mantissa); needs CC >= 8.0 */
 	GRAPH_PRECISION_COUNT
 };
 
