@@ -389,7 +389,7 @@ const char *graph_string_get(const void *slot, size_t *len);
 void graph_string_put(void *slot, const void *s, size_t len);
 /* Whether any tensor of g is a STRING tensor. */
 int graph_has_strings(const graph_t *g);
-/* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
+/* Name of a precision ("fp32", "tf32", "fp16", "bf16"); "?" when out of range. */
 const char *graph_precision_name(int precision);
 /* Parse a precision name (as in model.json); -1 when unknown. */
 int graph_precision_parse(const char *name, int *out);

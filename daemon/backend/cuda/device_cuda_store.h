@@ -16,7 +16,9 @@
  * templates on the storage type T, reading through cuda_ld and writing through
  * cuda_st<T>, so fp16 and bf16 share one source.  bfloat16 is the backend's
  * own storage dtype: no graph, model or wire tensor has it, so it takes the
- * value past the graph's dtypes and only this backend's code sees it.
+ * value past the graph's dtypes and only this backend's code sees it (the
+ * node checks of device_cuda_support.cu, whose "no tensor" is also
+ * GRAPH_DT_COUNT, read graph dtypes only, never stored ones).
  */
 #define CUDA_DT_BF16 ((enum graph_dtype)GRAPH_DT_COUNT)
 
