@@ -149,8 +149,7 @@ prec_shared_new(int ordinal, const void *f32, int64_t n, enum graph_dtype dt, ch
 		if (e->copy != NULL)
 			(void)CUDA_QUIET(cudaFree(e->copy));
 		free(e);
-		cuda_fail(cause, err, "converting a weight to %s (%lld elements)", dt == GRAPH_DT_F16 ? "FP16" : "BF16",
-		    (long long)n);
+		cuda_fail(cause, err, "converting a weight to %s (%lld elements)", cuda_dtype_name(dt), (long long)n);
 		return NULL;
 	}
 	e->ordinal = ordinal;
