@@ -1701,6 +1701,8 @@ main(void)
 	    "data movement; bf16 %g and %g; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32,
 	    TOL_TF32_GEMM, TOL_F32, TOL_F16_GEMM, TOL_F16_EW, TOL_BF16_GEMM, TOL_BF16_EW);
 	check_bf16_bound();
+	if (test_failures != 0)		/* before open_backends, which skips without a GPU */
+		return test_finish("test_backend_ops");
 	open_backends();
 	precision = GRAPH_PRECISION_FP32;
 	unsetenv("INFERD_CUDA_CONV");
