@@ -234,13 +234,13 @@ void device_plan_free(device_plan_t *p);
  * compute stream s, not captured (refused while s is capturing), timing each
  * step, and wait for them.  *out (malloc'ed, *n entries; free() it) has one
  * entry per step in run order: its node's name and op, or for a cast an fp16
- * plan inserts node "(precision cast)" and op "Cast (precision)", and its
+ * or bf16 plan inserts node "(precision cast)" and op "Cast (precision)", and its
  * microseconds (CUDA: events recorded around the step on s, so a step's time
  * includes the gaps between its kernels; CPU: the clock around the step).
  * how says what ran it: "cpu" on the CPU backend; on CUDA the plan's
- * precision ("fp32", "tf32", "fp16"), "fp32 island" for a node an fp16
- * plan runs in FP32 between casts (the casts are in its time), or the
- * precision and " fused" ("fp16 fused") for a Conv whose bias, residual and
+ * precision ("fp32", "tf32", "fp16", "bf16"), "fp32 island" for a node an
+ * fp16 or bf16 plan runs in FP32 between casts (the casts are in its time),
+ * or the precision and " fused" ("fp16 fused", "bf16 fused") for a Conv whose bias, residual and
  * ReLU cuDNN computes in the convolution's own graph.  The names
  * point into the plan's graph and static strings: valid while the graph
  * lives.  Events and the array are allocated here, never by a run.

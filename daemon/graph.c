@@ -134,9 +134,9 @@ graph_has_strings(const graph_t *g)
 	return 0;
 }
 
-static const char *const graph_precision_names[GRAPH_PRECISION_COUNT] = { "fp32", "tf32", "fp16" };
+static const char *const graph_precision_names[GRAPH_PRECISION_COUNT] = { "fp32", "tf32", "fp16", "bf16" };
 
-/* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
+/* Name of a precision ("fp32", "tf32", "fp16", "bf16"); "?" when out of range. */
 const char *
 graph_precision_name(int precision)
 {
@@ -145,7 +145,7 @@ graph_precision_name(int precision)
 	return graph_precision_names[precision];
 }
 
-/* Parse "fp32", "tf32" or "fp16"; -1 when unknown. */
+/* Parse "fp32", "tf32", "fp16" or "bf16"; -1 when unknown. */
 int
 graph_precision_parse(const char *name, int *out)
 {

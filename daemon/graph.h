@@ -358,6 +358,7 @@ enum graph_precision {
 	GRAPH_PRECISION_FP32 = 0,	/* strict FP32 (the default) */
 	GRAPH_PRECISION_TF32,		/* FP32 storage, GEMM/convolution on TF32 tensor cores */
 	GRAPH_PRECISION_FP16,		/* FP16 weights and activations, FP32 accumulation, softmax/norms in FP32 */
+	GRAPH_PRECISION_BF16,		/* as FP16 with bfloat16 storage (FP32's range, 8-bit mantissa); needs CC >= 8.0 */
 	GRAPH_PRECISION_COUNT
 };
 
@@ -388,7 +389,7 @@ const char *graph_string_get(const void *slot, size_t *len);
 void graph_string_put(void *slot, const void *s, size_t len);
 /* Whether any tensor of g is a STRING tensor. */
 int graph_has_strings(const graph_t *g);
-/* Name of a precision ("fp32", "tf32", "fp16"); "?" when out of range. */
+/* Name of a precision ("fp32", "tf32", "fp16", "bf16"); "?" when out of range. */
 const char *graph_precision_name(int precision);
 /* Parse a precision name (as in model.json); -1 when unknown. */
 int graph_precision_parse(const char *name, int *out);

@@ -186,7 +186,7 @@ typedef struct model {
 	struct model_shapefn *shapefn;	/* the output dims as functions of the input dims (model_impl.h) */
 	char *config_override;		/* the load's config override (NULL: none), for loading the same model again */
 	/*
-	 * At tf32 or fp16: the largest relative error of a floating output against
+	 * At tf32, fp16 or bf16: the largest relative error of a floating output against
 	 * the same model at FP32, measured at load (model_precision_check); -1 when
 	 * not measured.
 	 */

@@ -122,7 +122,7 @@ model_config_keys(json_t *root, char **cause)
 	return 0;
 }
 
-/* "precision": "fp32" (default, strict), "tf32" or "fp16": how a GPU backend computes the graph. */
+/* "precision": "fp32" (default, strict), "tf32", "fp16" or "bf16": how a GPU backend computes the graph. */
 static int
 model_config_precision(model_t *m, json_t *root, char **cause)
 {
@@ -131,7 +131,7 @@ model_config_precision(model_t *m, json_t *root, char **cause)
 	if (v == NULL)
 		return 0;
 	if (!json_is_string(v) || graph_precision_parse(json_string_value(v), &m->precision) != 0)
-		return error_set(cause, "\"precision\" must be \"fp32\", \"tf32\" or \"fp16\"");
+		return error_set(cause, "\"precision\" must be \"fp32\", \"tf32\", \"fp16\" or \"bf16\"");
 	return 0;
 }
 

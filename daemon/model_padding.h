@@ -17,7 +17,7 @@
  * alone and padded to the maximum beside another row on a context of its
  * own, and turns padding on (m->padding.on) only when every output of the
  * padded row, sliced to the row's own dims, equals the row alone within
- * 1e-4 relative of the output's scale at fp32 (1e-2 at tf32 or fp16);
+ * 1e-4 relative of the output's scale at fp32 (1e-2 at tf32 or fp16, 8e-2 at bf16);
  * otherwise it logs why and the model keeps exact-length batching.  Only a
  * declaration that does not fit the model fails (-1, naming the key).
  * Allocates like warm-up: call it while loading.

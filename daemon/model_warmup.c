@@ -386,7 +386,7 @@ model_precision_check(model_t *m)
 	model_t *ref = NULL;
 	const char *name = NULL;
 	char *cause = NULL, *override = NULL;
-	double err;
+	double err, warn = m->precision == GRAPH_PRECISION_BF16 ? MODEL_PRECISION_WARN_BF16 : MODEL_PRECISION_WARN;
 
 	m->precision_error = -1;
 	if (m->graph == NULL || m->precision == GRAPH_PRECISION_FP32)
@@ -398,11 +398,11 @@ model_precision_check(model_t *m)
 		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->precision));
 	} else if (name != NULL) {
 		m->precision_error = err;
-		LOG_AT(err > MODEL_PRECISION_WARN ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
+		LOG_AT(err > warn ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
 		    "model '%s' version %lld: at %s its outputs differ from FP32 by %.3g relative (output '%s', one row "
 		    "at the largest dims)%s%s", m->name, (long long)m->version, graph_precision_name(m->precision),
 		    err, name, device_is_gpu(m->dev) ? "" : " (the CPU backend computes FP32 at every precision)",
-		    err > MODEL_PRECISION_WARN ? ": check that the model is meant to run at this precision "
+		    err > warn ? ": check that the model is meant to run at this precision "
 		    "(values beyond or below its range, e.g. underflowing to zeros)" : "");
 	}
 	free(cause);

@@ -23,20 +23,23 @@
 int model_warmup(model_t *m, char **cause);
 
 /*
- * The precision check.  For a model whose precision is tf32 or fp16,
+ * The precision check.  For a model whose precision is tf32, fp16 or bf16,
  * model_precision_check loads the same version again on the CPU backend
  * (which computes strict FP32 whatever the precision), runs one row at the
  * largest dims through both (the first sample file "warmup" lists, else the
  * seeded data of warm-up's "random") and sets m->precision_error to the
  * largest relative error of a floating output: max |y - y32| / max |y32|,
  * or max |y| when the FP32 output is all zeros.  It is logged (a warning
- * above MODEL_PRECISION_WARN, naming the output, so outputs that underflow
- * to zeros at fp16 are never silent) and shown in the model's statistics.
+ * above MODEL_PRECISION_WARN, MODEL_PRECISION_WARN_BF16 at bf16 (8 times:
+ * bfloat16 keeps 8 significant bits to FP16's 11), naming the output, so
+ * outputs that underflow to zeros at fp16 are never silent) and shown in the
+ * model's statistics.
  * A reference that cannot be made (the CPU backend cannot run a node) is
  * logged and leaves precision_error at -1; it never fails the load.  At
  * fp32 nothing runs.  Allocates like warm-up: call it while loading.
  */
 #define MODEL_PRECISION_WARN 1e-2
+#define MODEL_PRECISION_WARN_BF16 8e-2
 void model_precision_check(model_t *m);
 
 #endif

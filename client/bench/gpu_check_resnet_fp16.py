@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_check_resnet_fp16.py: ResNet-50 at precision fp16 in inferd against PyTorch fp32, top-1 agreement on random inputs.
+"""gpu_check_resnet_fp16.py: ResNet-50 at precision fp16 (or bf16) in inferd against PyTorch fp32, top-1 agreement on random inputs.
 
     gpu_check_resnet_fp16.py [--build _g] [--device cuda:0] [--images 1000] [--batch 50]
                              [--precision fp16] [--min-agree 0.99] [--workdir DIR]
@@ -32,7 +32,7 @@ def main():
     gc.add_common_args(ap)
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=50, help="images per case (the model's max_batch_size)")
-    ap.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16"])
+    ap.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16", "bf16"])
     ap.add_argument("--min-agree", type=float, default=0.99)
     args = ap.parse_args()
     if args.images < 1 or args.batch < 1:

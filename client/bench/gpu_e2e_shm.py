@@ -193,7 +193,7 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     gc.add_common_args(ap)
     ap.add_argument("--model", default="resnet50", help="an image model of onnx_reference.py (default resnet50)")
-    ap.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16"])
+    ap.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16", "bf16"])
     ap.add_argument("--side", type=int, default=None, help="image side of a CNN (default: the model's, 224)")
     ap.add_argument("--clients", type=int, default=16, help="shm connections, one image a request (default 16)")
     ap.add_argument("--max-batch", type=int, default=16, help="the model's max_batch_size (default 16)")

@@ -26,7 +26,7 @@ import sys
 PEERS = [("inferd_ms", "inferd (engine alone)", "tab:blue"), ("torch_eager_ms", "PyTorch eager", "tab:orange"),
          ("torch_cudagraph_ms", "PyTorch + CUDA graph", "tab:green"),
          ("torch_compile_ms", "torch.compile", "tab:purple")]
-PRECISIONS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange"}
+PRECISIONS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:orange", "bf16": "tab:red"}
 
 
 def load(paths):

@@ -1,9 +1,11 @@
 #!/bin/sh
-# test_precision_check.sh: a model served at fp16 is compared with itself at FP32 when it loads, and the
-# figure is in its statistics.  Two ONNX models with random weights: one with ordinary outputs, one whose
-# outputs are about 1e-14 (below fp16's smallest value, so fp16 answers would be exact zeros).  On the CPU
-# backend (which computes FP32 at every precision) both measure 0; on a GPU (INFERD_TEST_DEVICE=cuda:N)
-# the first stays under 1e-2 and the second measures about 1 with a warning naming its output.
+# test_precision_check.sh: a model served at fp16 or bf16 is compared with itself at FP32 when it loads,
+# and the figure is in its statistics.  Two ONNX models with random weights, each at fp16 and at bf16: one
+# with ordinary outputs, one whose outputs are about 1e-14 (below fp16's smallest value, so fp16 answers
+# would be exact zeros; bfloat16 has FP32's range).  On the CPU backend (which computes FP32 at every
+# precision) all measure 0; on a GPU (INFERD_TEST_DEVICE=cuda:N) plain at fp16 stays under 1e-2, tiny at
+# fp16 measures about 1 with a warning naming its output, and both at bf16 stay under 8e-2 (fp16's 1e-2
+# times 8: bfloat16 keeps 8 significant bits to FP16's 11), which bfloat16 read as FP16 would not.
 # Skips (77) without python3's onnx and numpy.
 set -u
 
@@ -34,8 +36,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-rng = np.random.default_rng(7)
-for name, scale in (("plain", 1.0), ("tiny", 1e-14)):
+for name, scale, precision in (("plain", 1.0, "fp16"), ("tiny", 1e-14, "fp16"), ("plain_bf16", 1.0, "bf16"),
+                               ("tiny_bf16", 1e-14, "bf16")):
+    rng = np.random.default_rng(7 if scale == 1.0 else 8)
     d = os.path.join(sys.argv[1], name)
     os.makedirs(d)
     w1 = numpy_helper.from_array((rng.standard_normal((32, 64)) / 6).astype(np.float32), "w1")
@@ -48,7 +51,7 @@ for name, scale in (("plain", 1.0), ("tiny", 1e-14)):
     model.ir_version = 8
     onnx.save(model, os.path.join(d, "model.onnx"))
     with open(os.path.join(d, "model.json"), "w") as f:
-        json.dump({"precision": "fp16", "max_batch_size": 4}, f)
+        json.dump({"precision": precision, "max_batch_size": 4}, f)
 PYEOF
 
 device=${INFERD_TEST_DEVICE:-cpu}
@@ -64,28 +67,36 @@ until [ -s "$tmp/port" ] && [ -S "$tmp/sock" ]; do
 done
 port=$(cat "$tmp/port")
 
-# Each model's stats carry its precision and the error measured at load.
+# Each model's stats carry its precision ($2) and the error measured at load.
 error_of() {
 	curl -sf "http://127.0.0.1:$port/v2/models/$1/stats" | "$PY" -c '
 import json, sys
 p = json.load(sys.stdin)["model_stats"][0]["precision"]
-assert p["mode"] == "fp16", p
-print("null" if p["relative_error"] is None else p["relative_error"])'
+assert p["mode"] == sys.argv[1], p
+print("null" if p["relative_error"] is None else p["relative_error"])' "$2"
 }
-plain=$(error_of plain) || fail "stats of plain"
-tiny=$(error_of tiny) || fail "stats of tiny"
-echo "relative error against FP32 on $device: plain $plain, tiny $tiny"
+plain=$(error_of plain fp16) || fail "stats of plain"
+tiny=$(error_of tiny fp16) || fail "stats of tiny"
+plain_bf16=$(error_of plain_bf16 bf16) || fail "stats of plain_bf16"
+tiny_bf16=$(error_of tiny_bf16 bf16) || fail "stats of tiny_bf16"
+echo "relative error against FP32 on $device: fp16 plain $plain, tiny $tiny; bf16 plain $plain_bf16, tiny $tiny_bf16"
 grep -q "model 'plain' version 1: at fp16 its outputs differ from FP32 by" "$tmp/daemon.log" ||
 	fail "no precision line for plain in the log"
+grep -q "model 'plain_bf16' version 1: at bf16 its outputs differ from FP32 by" "$tmp/daemon.log" ||
+	fail "no precision line for plain_bf16 in the log"
 case $device in
 cpu)
-	[ "$plain" = "0.0" ] && [ "$tiny" = "0.0" ] || fail "the CPU backend computes FP32: want 0 for both"
+	for e in "$plain" "$tiny" "$plain_bf16" "$tiny_bf16"; do
+		[ "$e" = "0.0" ] || fail "the CPU backend computes FP32: want 0 for every model"
+	done
 	;;
 *)
 	"$PY" -c "import sys; sys.exit(not (0 <= $plain < 1e-2 and $tiny > 0.5))" ||
 		fail "want plain under 1e-2 and tiny near 1 (its fp16 outputs underflow)"
 	grep -q "inferd warn: model 'tiny' version 1: at fp16 its outputs differ from FP32 by .*output 'y'" \
 	    "$tmp/daemon.log" || fail "no warning for tiny"
+	"$PY" -c "import sys; sys.exit(not (0 < $plain_bf16 < 8e-2 and 0 < $tiny_bf16 < 8e-2))" ||
+		fail "want both bf16 models above 0 (bfloat16 rounds) and under 8e-2 (bfloat16 keeps FP32's range)"
 	;;
 esac
 kill -TERM "$pid"

@@ -43,20 +43,27 @@
  *         and cuDNN change);
  *   fp16  GEMM, MatMul, Conv, ConvTranspose, RNN, Attention, Softmax, LayerNorm, BatchNorm,
  *         Pool, Reduce, Resize 1e-2; element-wise and data-movement ops 2e-3
- *         (FP16 storage rounds each stored value by up to 2^-11 relative).
- * At fp16 the FP32 inputs are first rounded to FP16-representable values for
- * both backends, so what differs is the GPU's FP16 arithmetic and storage,
+ *         (FP16 storage rounds each stored value by up to 2^-11 relative);
+ *   bf16  fp16's bounds times 8, the ratio of the rounding units (bfloat16
+ *         keeps 8 significant bits: up to 2^-8 relative per stored value,
+ *         against FP16's 2^-11): 8e-2 and 1.6e-2.  bfloat16 bits read as FP16
+ *         (or the reverse) are off by far more (main checks that first).
+ * At fp16 (bf16) the FP32 inputs are first rounded to FP16 (bfloat16)
+ * representable values for both backends, so what differs is the GPU's
+ * reduced arithmetic and storage,
  * not the input's rounding (which the plan's input cast would otherwise add,
  * and which would break the exact checks of Cast to integers or Equal).
  * A Gemm>BatchNorm>Softmax chain with constant weights (counted under Gemm)
- * covers FP16 weight copies and FP16 intermediates, which one-node cases lack.
- * BACKEND_OPS_PRECISION=fp32|tf32|fp16 runs one precision only.
+ * covers FP16/BF16 weight copies and intermediates, which one-node cases lack.
+ * BACKEND_OPS_PRECISION=fp32|tf32|fp16|bf16 runs one precision only.
  */
 
 #define TOL_F32 1e-5
 #define TOL_TF32_GEMM 3e-3
 #define TOL_F16_GEMM 1e-2
 #define TOL_F16_EW 2e-3
+#define TOL_BF16_GEMM (8 * TOL_F16_GEMM)
+#define TOL_BF16_EW (8 * TOL_F16_EW)
 #define MAX_T 12
 #define CASES_PER_OP 12
 #define TIMED_RUNS 3
@@ -125,6 +132,8 @@ tol_for(enum graph_op op)
 		return gemm ? TOL_TF32_GEMM : TOL_F32;
 	if (precision == GRAPH_PRECISION_FP16)
 		return reducing ? TOL_F16_GEMM : TOL_F16_EW;
+	if (precision == GRAPH_PRECISION_BF16)
+		return reducing ? TOL_BF16_GEMM : TOL_BF16_EW;
 	return TOL_F32;
 }
 
@@ -142,6 +151,31 @@ round_f16(float x)
 	frexp(a, &e);		/* a = m 2^e, m in [0.5, 1) */
 	q = e - 1 < -14 ? ldexp(1.0, -24) : ldexp(1.0, e - 1 - 10);
 	return (float)(nearbyint((double)x / q) * q);
+}
+
+/* x rounded to the nearest bfloat16 value (ties to even: FP32's top 16 bits), as a float; NaN stays NaN. */
+static float
+round_bf16(float x)
+{
+	uint32_t u;
+
+	if (isnan(x))
+		return x;
+	memcpy(&u, &x, 4);
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
+/* x as the current precision stores it: FP16 or bfloat16 representable at fp16/bf16, else unchanged. */
+static float
+round_stored(float x)
+{
+	if (precision == GRAPH_PRECISION_FP16)
+		return round_f16(x);
+	if (precision == GRAPH_PRECISION_BF16)
+		return round_bf16(x);
+	return x;
 }
 
 /* Start a case of op. */
@@ -276,8 +310,8 @@ tc_fill(struct tc *c)
 		c->host[i] = malloc(tc_bytes(c, (int)i) + 8);
 		for (size_t k = 0; k < (size_t)graph_shape_elems(&c->shapes[i]); k++) {
 			tc_fill_one(c, (int)i, k);
-			if (precision == GRAPH_PRECISION_FP16 && c->t[i].dtype == GRAPH_DT_F32)
-				((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+			if (c->t[i].dtype == GRAPH_DT_F32)
+				((float *)c->host[i])[k] = round_stored(((float *)c->host[i])[k]);
 		}
 	}
 }
@@ -411,6 +445,39 @@ norm_err(const float *y, const float *ref, size_t n)
 	return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* The value of FP16 bits h (what a kernel reading bfloat16 storage as FP16 would see). */
+static float
+f16_bits_value(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+
+	return (float)((h & 0x8000) ? -v : v);
+}
+
+/*
+ * That the bf16 bounds can fail: values of an output's scale, rounded to
+ * bfloat16, are within a quarter of TOL_BF16_EW of themselves, and their
+ * bfloat16 bits read as FP16 (a storage mix-up) are outside the loosest bf16 bound.
+ */
+static void
+check_bf16_bound(void)
+{
+	enum { N = 256 };
+	float ref[N], bf[N], wrong[N];
+
+	for (int i = 0; i < N; i++) {
+		uint32_t u;
+		ref[i] = (float)(2.0 * sin(0.37 * i + 0.1));
+		bf[i] = round_bf16(ref[i]);
+		memcpy(&u, &bf[i], 4);
+		wrong[i] = f16_bits_value((uint16_t)(u >> 16));
+	}
+	CHECK(norm_err(bf, ref, N) <= TOL_BF16_EW / 4, "bfloat16 rounding error %g above 2^-8", norm_err(bf, ref, N));
+	CHECK(!(norm_err(wrong, ref, N) <= TOL_BF16_GEMM), "bfloat16 bits read as FP16 came within %g",
+	    norm_err(wrong, ref, N));
+}
+
 /* Compare output k of both backends. */
 static void
 tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
@@ -431,7 +498,7 @@ tc_compare(struct tc *c, int k, const void *cpu_y, const void *gpu_y)
 	    graph_precision_name(precision), k, graph_dtype_name(c->t[i].dtype));
 }
 
-/* A constant FP32 tensor (a weight) with random values as f (FP16-representable at fp16, like the inputs). */
+/* A constant FP32 tensor (a weight) with random values as f (stored-dtype representable, like the inputs). */
 static int
 tc_const_f32(struct tc *c, int ndims, const int64_t *dims, enum fill f)
 {
@@ -444,8 +511,7 @@ tc_const_f32(struct tc *c, int ndims, const int64_t *dims, enum fill f)
 	c->fill[i] = f;
 	for (int64_t k = 0; k < n; k++) {
 		tc_fill_one(c, i, (size_t)k);
-		if (precision == GRAPH_PRECISION_FP16)
-			((float *)c->host[i])[k] = round_f16(((float *)c->host[i])[k]);
+		((float *)c->host[i])[k] = round_stored(((float *)c->host[i])[k]);
 	}
 	c->t[i].data = c->host[i];
 	c->t[i].nbytes = (size_t)n * 4;
@@ -1627,13 +1693,16 @@ main(void)
 	if (seed != NULL && strtoull(seed, NULL, 0) != 0)
 		rng = strtoull(seed, NULL, 0);
 	if (only != NULL && *only != '\0' && graph_precision_parse(only, &one) != 0) {
-		fprintf(stderr, "FAIL: BACKEND_OPS_PRECISION=%s: not fp32, tf32 or fp16\n", only);
+		fprintf(stderr, "FAIL: BACKEND_OPS_PRECISION=%s: not fp32, tf32, fp16 or bf16\n", only);
 		return 1;
 	}
 	printf("seed 0x%llx, %d cases per op and precision; bounds (normwise, FP32 outputs): fp32 %g; "
 	    "tf32 %g GEMM/MatMul/Conv, %g others; fp16 %g GEMM/Conv/reductions/norms, %g element-wise and "
-	    "data movement; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32, TOL_TF32_GEMM,
-	    TOL_F32, TOL_F16_GEMM, TOL_F16_EW);
+	    "data movement; bf16 %g and %g; other dtypes exact\n", (unsigned long long)rng, CASES_PER_OP, TOL_F32,
+	    TOL_TF32_GEMM, TOL_F32, TOL_F16_GEMM, TOL_F16_EW, TOL_BF16_GEMM, TOL_BF16_EW);
+	check_bf16_bound();
+	if (test_failures != 0)		/* before open_backends, which skips without a GPU */
+		return test_finish("test_backend_ops");
 	open_backends();
 	precision = GRAPH_PRECISION_FP32;
 	unsetenv("INFERD_CUDA_CONV");

@@ -459,6 +459,7 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *io = write_onnx_dir(root, "io", "Relu", "act", 1, 2, dims, 0,
 	    "{\"inputs\": [{\"name\": \"x0\", \"datatype\": \"INT64\", \"dims\": [4]}]}");
 	char *prec = write_onnx_dir(root, "prec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp16\"}");
+	char *bf16 = write_onnx_dir(root, "bf16", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"bf16\"}");
 	char *badprec = write_onnx_dir(root, "badprec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp8\"}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
@@ -470,8 +471,17 @@ test_onnx_models(const char *root, const char *mlp_dir)
 		CHECK(m->precision == GRAPH_PRECISION_FP16, "model.json precision fp16 not on the model");
 	model_free(m);
 	m = NULL;
-	expect_onnx_refused("precision", badprec, (const char *const[]){ "badprec/model.json", "\"precision\" must be", NULL });
+	/* bf16 on the CPU backend follows fp16's rule: it loads, and computes FP32. */
+	CHECK(model_load(dev, bf16, &m, &cause) == 0, "%s", cause);
+	if (m != NULL)
+		CHECK(m->precision == GRAPH_PRECISION_BF16 && strcmp(graph_precision_name(m->precision), "bf16") == 0,
+		    "model.json precision bf16 not on the model");
+	model_free(m);
+	m = NULL;
+	expect_onnx_refused("precision", badprec, (const char *const[]){ "badprec/model.json",
+	    "\"precision\" must be \"fp32\", \"tf32\", \"fp16\" or \"bf16\"", NULL });
 	free(prec);
+	free(bf16);
 	free(badprec);
 	CHECK(model_load(dev, good, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)

@@ -24,6 +24,7 @@ struct cuda_ctx {
 	int ordinal;
 	int sm_count;
 	compile_cache_t *cache;		/* the compile cache of this GPU model and these libraries (NULL: off) */
+	int cc_major, cc_minor;		/* compute capability */
 };
 
 /* A stream's state behind s->handle; compute streams carry cuBLAS. */
@@ -35,7 +36,7 @@ struct cuda_stream {
 	cublasLtHandle_t lt;		/* compute streams: cuBLASLt, on the same workspace (one stream, one at a time) */
 };
 
-/* A plan behind p->handle: one step per node with work to do (plus casts at fp16), and its precision's state. */
+/* A plan behind p->handle: one step per node with work to do (plus casts at fp16/bf16), and its precision's state. */
 struct cuda_plan {
 	size_t nsteps;
 	struct cuda_step *steps;
@@ -646,6 +647,22 @@ cuda_plan_tally(device_plan_t *p, const struct cuda_plan *c)
 	p->weight_bytes = c->prec.new_weight_bytes;
 }
 
+/*
+ * Refuse a precision the GPU has no arithmetic for: bfloat16 needs compute
+ * capability 8.0 (Ampere) for its conversions, cuBLAS GEMMs and cuDNN engines.
+ */
+static int
+cuda_precision_supported(const device_t *dev, int precision, char **cause)
+{
+	const struct cuda_ctx *x = (const struct cuda_ctx *)dev->ctx;
+
+	if (precision == GRAPH_PRECISION_BF16 && x->cc_major < 8)
+		return error_set(cause, "\"precision\": \"bf16\" needs a GPU of compute capability 8.0 or above; "
+		    "cuda:%d is %d.%d: set the model's \"precision\" to \"fp16\" or \"fp32\"", x->ordinal, x->cc_major,
+		    x->cc_minor);
+	return 0;
+}
+
 /* Resolve every node into a step, allocating every workspace now (runs never allocate). */
 static int
 cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
@@ -655,10 +672,10 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	struct cuda_compile cc = { g, shapes, addrs, NULL, addrs, ((const struct cuda_ctx *)p->dev->ctx)->ordinal,
 	    p->precision };
 	struct cuda_plan *c;
-	/* Room for the input casts (one per tensor at most) and the output casts of fp16. */
+	/* Room for the input casts (one per tensor at most) and the output casts of fp16/bf16. */
 	size_t i, cap = g->nnodes + g->ntensors + (size_t)(g->noutputs > 0 ? g->noutputs : 0) + 1;
 
-	if (cuda_use(p->dev, cause) != 0)
+	if (cuda_use(p->dev, cause) != 0 || cuda_precision_supported(p->dev, p->precision, cause) != 0)
 		return -1;
 	c = (struct cuda_plan *)calloc(1, sizeof *c);
 	if (c == NULL || (c->steps = (struct cuda_step *)calloc(cap, sizeof *c->steps)) == NULL) {
@@ -791,7 +808,8 @@ cuda_marks_create(size_t n, cudaEvent_t **out, char **cause)
 static const char *
 cuda_step_how(const struct cuda_plan *c, const struct cuda_step *st)
 {
-	static const char *const fused[GRAPH_PRECISION_COUNT] = { "fp32 fused", "tf32 fused", "fp16 fused" };
+	static const char *const fused[GRAPH_PRECISION_COUNT] = { "fp32 fused", "tf32 fused", "fp16 fused",
+		"bf16 fused" };
 
 	if (cuda_prec_step_island(st))
 		return "fp32 island";
@@ -1041,6 +1059,8 @@ cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cudaGetDeviceProperties(%d)", c->ordinal);
 	c->sm_count = prop.multiProcessorCount;
+	c->cc_major = prop.major;
+	c->cc_minor = prop.minor;
 	dev->integrated = prop.integrated != 0;
 	/* Rounded to the nearest GiB: an "80GB" card reports a little under 80 GiB. */
 	gib = ((unsigned long long)prop.totalGlobalMem + (1ULL << 29)) >> 30;

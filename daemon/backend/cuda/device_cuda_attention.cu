@@ -361,7 +361,7 @@ cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n
 		return -1;
 	for (int i = 0; i < n->ninputs; i++)
 		if (cuda_in(cc, n, i) != NULL && cuda_in_dtype(cc, n, i) != dt)
-			return dt == GRAPH_DT_F16 ? CUDA_COMPILE_FALLBACK :
+			return cuda_dt_reduced(dt) ? CUDA_COMPILE_FALLBACK :
 			    error_set(cause, "attention's inputs and output differ in storage");
 	p->q = cuda_in(cc, n, 0);
 	p->k = cuda_in(cc, n, 1);
@@ -372,13 +372,15 @@ cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n
 	p->tf32 = cc->precision != GRAPH_PRECISION_FP32;
 	if (p->lead * p->sq * p->dv == 0)
 		return 0;
+	if (dt == CUDA_DT_BF16)
+		return CUDA_COMPILE_FALLBACK;	/* the fused graph is built for FP16: bf16 runs this attention in FP32 */
 	if (dt == GRAPH_DT_F16) {
 		if ((rc = att_try_dnn(cc, n, st, p, cause)) != 0)
 			return rc < 0 ? -1 : 0;
 		return CUDA_COMPILE_FALLBACK;	/* no cuDNN engine: the plan runs this attention in FP32 */
 	}
 	if (dt != GRAPH_DT_F32)
-		return error_set(cause, "attention on %s storage", graph_dtype_name(dt));
+		return error_set(cause, "attention on %s storage", cuda_dtype_name(dt));
 	if (p->sk == 0)
 		return error_set(cause, "attention over no keys");
 	if (att_scratch(cc, st, p, cause) != 0)

@@ -1,4 +1,4 @@
-/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine (TF32 or FP16 ones at those precisions; bias + residual + ReLU fused into cuDNN's graph where it can), else im2col/col2im around cuBLAS SGEMM; a one-kernel bias + residual + activation epilogue otherwise. */
+/* device_cuda_conv.cu: Conv and ConvTranspose through cuDNN's graph API where it has a strict-fp32 engine (TF32, FP16 or BF16 ones at those precisions; bias + residual + ReLU fused into cuDNN's graph where it can), else im2col/col2im around cuBLAS SGEMM; a one-kernel bias + residual + activation epilogue otherwise. */
 #include "config.h"
 
 #include <limits.h>
@@ -24,7 +24,7 @@ struct conv_params {
 	int transpose;
 	struct cuda_dnn_conv *dnn;	/* the cuDNN plan, or NULL for im2col */
 	int fused;			/* dnn computes the whole epilogue: no epilogue kernel */
-	int f16;			/* x, w, b, z, y stored as F16: cuDNN only (im2col is FP32) */
+	enum graph_dtype dt;		/* x, w, b, z, y storage; F16/CUDA_DT_BF16: cuDNN only (im2col is FP32) */
 	int act;
 	float act_alpha, act_beta;
 };
@@ -134,7 +134,7 @@ conv_epilogue(const struct conv_params *p, const struct cuda_exec *ex, char **ca
 
 	if (p->b == NULL && p->z == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->f16, p->n, p->m, p->out_sz, p->act,
+	err = cuda_launch_channel_epilogue(ex->stream, p->y, p->b, p->z, p->dt, p->n, p->m, p->out_sz, p->act,
 	    p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "ew_channel_kernel<<<>>>");
@@ -270,7 +270,7 @@ conv_align(uintptr_t u)
 
 /*
  * Ask cuDNN to fuse the epilogue when it is bias, residual and at most a ReLU
- * (INFERD_CUDA_CONV_FUSE=0: never, =1: at FP16 too).  FP16 storage keeps the
+ * (INFERD_CUDA_CONV_FUSE=0: never, =1: at FP16/BF16 too).  FP16 storage keeps the
  * separate epilogue by default: on an H100 ResNet-50's batch of 8 took 1.25 ms
  * with cuDNN's fused FP16 engines against 1.14 ms with the vectorized
  * epilogue kernel, while FP32 gained 2.5-3.6 % from fusing.
@@ -278,10 +278,10 @@ conv_align(uintptr_t u)
 static void
 conv_fuse_desc(const struct conv_params *p, const char *fuse, struct cuda_dnn_conv_desc *d)
 {
-	int never = fuse != NULL && strcmp(fuse, "0") == 0, f16_too = fuse != NULL && strcmp(fuse, "1") == 0;
+	int never = fuse != NULL && strcmp(fuse, "0") == 0, reduced_too = fuse != NULL && strcmp(fuse, "1") == 0;
 
 	/* Another activation keeps the whole epilogue in the kernel: it is never split with cuDNN. */
-	if (p->transpose || never || (p->f16 && !f16_too) ||
+	if (p->transpose || never || (cuda_dt_reduced(p->dt) && !reduced_too) ||
 	    (p->act != GRAPH_UNARY_NONE && p->act != GRAPH_UNARY_RELU))
 		return;
 	d->has_bias = p->b != NULL;
@@ -290,16 +290,16 @@ conv_fuse_desc(const struct conv_params *p, const char *fuse, struct cuda_dnn_co
 	d->epi_align = conv_align((uintptr_t)p->b | (uintptr_t)p->z);
 }
 
-/* 1 when every operand and the output are stored as F16, 0 when all FP32, else -1 with *cause. */
+/* The storage every operand and the output share into *dt; -1 with *cause when they differ. */
 static int
-conv_f16(const struct cuda_compile *cc, const struct graph_node *n, char **cause)
+conv_store(const struct cuda_compile *cc, const struct graph_node *n, enum graph_dtype *dt, char **cause)
 {
-	int f16 = cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16;
-
+	*dt = cuda_out_dtype(cc, n, 0);
 	for (int i = 0; i < n->ninputs; i++)
-		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != f16)
-			return error_set(cause, "operands mix FP16 and FP32 storage");
-	return f16;
+		if (cuda_in(cc, n, i) != NULL && cuda_in_dtype(cc, n, i) != *dt)
+			return error_set(cause, "operands mix %s and %s storage", cuda_dtype_name(cuda_in_dtype(cc, n, i)),
+			    cuda_dtype_name(*dt));
+	return 0;
 }
 
 /*
@@ -322,7 +322,7 @@ conv_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	memset(&d, 0, sizeof d);
 	d.transpose = p->transpose;
 	d.tf32 = cc->precision != GRAPH_PRECISION_FP32;
-	d.f16 = p->f16;
+	d.dt = p->dt;
 	d.align = conv_align((uintptr_t)p->x | (uintptr_t)p->w | (uintptr_t)p->y);
 	conv_fuse_desc(p, getenv("INFERD_CUDA_CONV_FUSE"), &d);
 	d.nspatial = a->nspatial;
@@ -378,7 +378,7 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	if (p == NULL)
 		return -1;
 	p->transpose = transpose;
-	if (conv_geom(cc, n, p, cause) != 0 || conv_sizes(p, cause) != 0 || (p->f16 = conv_f16(cc, n, cause)) < 0)
+	if (conv_geom(cc, n, p, cause) != 0 || conv_sizes(p, cause) != 0 || conv_store(cc, n, &p->dt, cause) != 0)
 		return -1;
 	if (bs != NULL && graph_shape_elems(bs) != p->m)
 		return error_set(cause, "bias has %lld elements, not %lld", (long long)graph_shape_elems(bs), (long long)p->m);
@@ -404,8 +404,8 @@ conv_compile(const struct cuda_compile *cc, const struct graph_node *n, struct c
 	default:
 		break;
 	}
-	if (p->f16)
-		return CUDA_COMPILE_FALLBACK;	/* no FP16 engine: the plan runs this conv in FP32 */
+	if (cuda_dt_reduced(p->dt))
+		return CUDA_COMPILE_FALLBACK;	/* no FP16/BF16 engine: the plan runs this conv in FP32 */
 	if (!p->direct && conv_col_scratch(cc, st, p, cause) != 0)
 		return -1;
 	p->col = (float *)st->ws;

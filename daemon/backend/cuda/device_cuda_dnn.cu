@@ -55,11 +55,18 @@ dnn_tensor_as(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t 
 	return cudnnBackendFinalize(*t);
 }
 
-/* A finalized in-memory tensor of nd dims, FP32 or (d->f16) FP16 at d's alignment. */
+/* cuDNN's name of a convolution's storage dtype (FP32, FP16, bfloat16). */
+static cudnnDataType_t
+dnn_data_type(enum graph_dtype dt)
+{
+	return dt == GRAPH_DT_F16 ? CUDNN_DATA_HALF : dt == CUDA_DT_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+/* A finalized in-memory tensor of nd dims, stored as d->dt at d's alignment (FP32: 4). */
 static cudnnStatus_t
 dnn_tensor(cudnnBackendDescriptor_t *t, int nd, const int64_t *dims, int64_t id, const struct cuda_dnn_conv_desc *d)
 {
-	return dnn_tensor_as(t, nd, dims, id, d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT, d->f16 ? d->align : 4, false);
+	return dnn_tensor_as(t, nd, dims, id, dnn_data_type(d->dt), cuda_dt_reduced(d->dt) ? d->align : 4, false);
 }
 
 /* The convolution descriptor: fp32 compute, cross-correlation, the window of n spatial dims. */
@@ -96,7 +103,7 @@ struct dnn_parts {
 
 /* What makes two convolutions' plans interchangeable: every field of the desc but the workspace cap, canonical. */
 struct dnn_key {
-	int ordinal, transpose, nspatial, tf32, f16, has_bias, has_z, relu;
+	int ordinal, transpose, nspatial, tf32, dt, has_bias, has_z, relu;
 	int64_t x[5], w[5], y[5], stride[3], dilation[3], pad_begin[3], pad_end[3], align, epi_align;
 };
 
@@ -284,7 +291,7 @@ static cudnnStatus_t
 dnn_fused_tensors(const struct cuda_dnn_conv_desc *d, struct dnn_parts *p, int nd, const int64_t *x, const int64_t *w,
     const int64_t *y, int k)
 {
-	cudnnDataType_t dt = d->f16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	cudnnDataType_t dt = dnn_data_type(d->dt);
 	int64_t bdims[5];
 	cudnnStatus_t s;
 
@@ -674,7 +681,7 @@ dnn_key_of(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_key *k)
 	k->transpose = d->transpose != 0;
 	k->nspatial = d->nspatial;
 	k->tf32 = d->tf32 != 0;
-	k->f16 = d->f16 != 0;
+	k->dt = (int)d->dt;
 	k->has_bias = d->has_bias != 0;
 	k->has_z = d->has_z != 0;
 	k->relu = d->relu != 0;

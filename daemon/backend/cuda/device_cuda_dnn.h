@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "compile_cache.h"
+#include "graph.h"
 
 /*
  * Contract.  cuda_dnn_conv_build describes one convolution (or, transpose,
@@ -64,8 +65,8 @@ struct cuda_dnn_conv_desc {
 	int nspatial;			/* 1 to 3 */
 	int64_t x[5], w[5], y[5];	/* [N, C, spatial...], the filter, [N, M, spatial...] */
 	int64_t stride[3], dilation[3], pad_begin[3], pad_end[3];
-	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16) */
-	int f16;			/* x, w, y are FP16 (the compute type stays FP32; tensor-core engines admitted) */
+	int tf32;			/* also accept engines on TF32 tensor cores (precision tf32/fp16/bf16) */
+	enum graph_dtype dt;		/* x, w, y storage: F32, F16 or CUDA_DT_BF16 (compute stays FP32; F16/BF16 take tensor cores) */
 	int64_t align;			/* byte alignment x, w and y keep (2 to 16; FP32: only the fused graph uses it) */
 	int has_bias;			/* fuse + bias[m] (a [M] vector) */
 	int has_z;			/* fuse + z (the residual, y's shape and dtype) */

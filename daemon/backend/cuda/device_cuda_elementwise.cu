@@ -4,8 +4,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#include <cuda_fp16.h>
-
 #include "device_cuda_impl.h"
 #include "device_elementwise.h"
 #include "device_unary.h"
@@ -79,7 +77,7 @@ ew_flat_offset(int at, int64_t cols, int64_t span, int64_t i)
 }
 
 /*
- * 16-byte vectors: 8 FP16 or 4 FP32 elements a thread.  One 2-byte element
+ * 16-byte vectors: 8 FP16/BF16 or 4 FP32 elements a thread.  One 2-byte element
  * a thread with 64-bit index math ran transformer bias and residual passes at
  * a fifth of the memory rate (7.8 us for BERT-base's 1024 x 768 bias add on an
  * H100); the vector paths take the common case (every operand read at i,
@@ -133,15 +131,15 @@ ew_binary_vec_kernel(struct ew_params p)
 		ew_vec_load((const T *)p.b, p.at[1], (uint32_t)p.cols[1], (uint32_t)p.span[1], j * V, bv);
 #pragma unroll
 		for (int k = 0; k < V; k++) {
-			float x = (float)av[k], s = (float)bv[k];
+			float x = cuda_ld(av[k]), s = cuda_ld(bv[k]);
 			float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : device_binary_f32(p.fn, x, s);
-			yv[k] = (T)device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
+			yv[k] = cuda_st<T>(device_unary_apply(p.act, v, p.act_alpha, p.act_beta));
 		}
 		*(uint4 *)((T *)p.y + (size_t)j * V) = *(const uint4 *)yv;
 	}
 }
 
-/* y = act(a op b) in float over elements of T (float or __half), a and b broadcast (fn < 0: PRelu, b the slope). */
+/* y = act(a op b) in float over elements of storage T, a and b broadcast (fn < 0: PRelu, b the slope). */
 template <typename T>
 static __global__ void
 ew_binary_f_kernel(struct ew_params p)
@@ -157,9 +155,9 @@ ew_binary_f_kernel(struct ew_params p)
 		} else {
 			cuda_map_offsets(p.map, i, 2, off);
 		}
-		float x = (float)a[off[0]], s = (float)b[off[1]];
+		float x = cuda_ld(a[off[0]]), s = cuda_ld(b[off[1]]);
 		float v = p.fn < 0 ? (x < 0.0f ? s * x : x) : device_binary_f32(p.fn, x, s);
-		y[i] = (T)device_unary_apply(p.act, v, p.act_alpha, p.act_beta);
+		y[i] = cuda_st<T>(device_unary_apply(p.act, v, p.act_alpha, p.act_beta));
 	}
 }
 
@@ -177,9 +175,10 @@ ew_binary_int_kernel(struct ew_params p)
 	}
 }
 
-/* The type a comparison of T elements is made in (FP16 in float, the rest as they are). */
+/* The type a comparison of T elements is made in (FP16 and BF16 in float, the rest as they are). */
 template <typename T> struct ew_cmp_type { typedef T type; };
 template <> struct ew_cmp_type<__half> { typedef float type; };
+template <> struct ew_cmp_type<__nv_bfloat16> { typedef float type; };
 
 /* Comparison fn (Equal, Greater, Less, GreaterOrEqual, LessOrEqual) or And/Or of a and b; NaN compares false. */
 template <typename V>
@@ -198,7 +197,7 @@ ew_compare(int fn, V a, V b)
 	}
 }
 
-/* A comparison of T elements (float, __half, int64_t, int32_t) or And/Or of BOOL (uint8_t), broadcast, into BOOL. */
+/* A comparison of T elements (float, __half, __nv_bfloat16, int64_t, int32_t) or And/Or of BOOL (uint8_t), broadcast, into BOOL. */
 template <typename T>
 static __global__ void
 ew_compare_kernel(struct ew_params p)
@@ -228,7 +227,7 @@ ew_where_kernel(struct ew_params p)
 	}
 }
 
-/* y = fn(x) in float over elements of T (float or __half). */
+/* y = fn(x) in float over elements of storage T. */
 template <typename T>
 static __global__ void
 ew_unary_kernel(struct ew_params p)
@@ -237,14 +236,30 @@ ew_unary_kernel(struct ew_params p)
 	T *y = (T *)p.y;
 
 	CUDA_FOR(i, p.n)
-		y[i] = (T)device_unary_apply(p.fn, (float)x[i], p.alpha, p.beta);
+		y[i] = cuda_st<T>(device_unary_apply(p.fn, cuda_ld(x[i]), p.alpha, p.beta));
 }
 
-/* Element i of dtype dt as a float. */
+/* Element i of float dtype dt (F32, F16, CUDA_DT_BF16) as a float. */
 static __device__ __forceinline__ float
 ew_load_f(enum graph_dtype dt, const void *p, int64_t i)
 {
-	return dt == GRAPH_DT_F32 ? ((const float *)p)[i] : __half2float(((const __half *)p)[i]);
+	if (dt == GRAPH_DT_F16)
+		return cuda_ld(((const __half *)p)[i]);
+	if (dt == CUDA_DT_BF16)
+		return cuda_ld(((const __nv_bfloat16 *)p)[i]);
+	return ((const float *)p)[i];
+}
+
+/* Store v into element i of float dtype dt (F32, F16, CUDA_DT_BF16), rounded to nearest even. */
+static __device__ __forceinline__ void
+ew_store_f(enum graph_dtype dt, void *p, int64_t i, float v)
+{
+	if (dt == GRAPH_DT_F16)
+		((__half *)p)[i] = cuda_st<__half>(v);
+	else if (dt == CUDA_DT_BF16)
+		((__nv_bfloat16 *)p)[i] = cuda_st<__nv_bfloat16>(v);
+	else
+		((float *)p)[i] = v;
 }
 
 /* Element i of an integer dtype dt as int64. */
@@ -272,30 +287,25 @@ ew_store_i(enum graph_dtype dt, void *p, int64_t i, int64_t v)
 	}
 }
 
-/* Cast: floats go through float, integers through int64, F16 rounded to nearest even. */
+/* Cast: floats go through float, integers through int64, F16 and BF16 rounded to nearest even. */
 static __global__ void
 ew_cast_kernel(struct ew_params p)
 {
-	int fin = p.in_dt == GRAPH_DT_F32 || p.in_dt == GRAPH_DT_F16;
-	int fout = p.out_dt == GRAPH_DT_F32 || p.out_dt == GRAPH_DT_F16;
+	int fin = cuda_dt_float(p.in_dt), fout = cuda_dt_float(p.out_dt);
 
 	CUDA_FOR(i, p.n) {
 		if (fin) {
 			float v = ew_load_f(p.in_dt, p.a, i);
-			if (p.out_dt == GRAPH_DT_F32)
-				((float *)p.y)[i] = v;
-			else if (p.out_dt == GRAPH_DT_F16)
-				((__half *)p.y)[i] = __float2half_rn(v);
+			if (fout)
+				ew_store_f(p.out_dt, p.y, i, v);
 			else if (p.out_dt == GRAPH_DT_BOOL)
 				((uint8_t *)p.y)[i] = v != 0.0f;
 			else
 				ew_store_i(p.out_dt, p.y, i, device_float_to_int(v));
 		} else {
 			int64_t v = ew_load_i(p.in_dt, p.a, i);
-			if (fout && p.out_dt == GRAPH_DT_F32)
-				((float *)p.y)[i] = (float)v;
-			else if (fout)
-				((__half *)p.y)[i] = __float2half_rn((float)v);
+			if (fout)
+				ew_store_f(p.out_dt, p.y, i, (float)v);
 			else
 				ew_store_i(p.out_dt, p.y, i, v);
 		}
@@ -309,15 +319,11 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	const struct ew_params *p = (const struct ew_params *)st->p;
 	unsigned int g = cuda_grid(p->n);
 	const char *name = "ew_binary_f_kernel";
-	int f16 = p->in_dt == GRAPH_DT_F16;
 
 	switch (st->n->op) {
 	case GRAPH_OP_UNARY:
 		name = "ew_unary_kernel";
-		if (f16)
-			ew_unary_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
-		else
-			ew_unary_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+		CUDA_STORE_DISPATCH(p->in_dt, T, ew_unary_kernel<T><<<g, CUDA_THREADS, 0, ex->stream>>>(*p));
 		break;
 	case GRAPH_OP_CAST:
 		name = "ew_cast_kernel";
@@ -325,7 +331,7 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		break;
 	case GRAPH_OP_WHERE:
 		name = "ew_where_kernel";
-		switch (graph_dtype_size(p->out_dt)) {
+		switch (cuda_dtype_size(p->out_dt)) {
 		case 8: ew_where_kernel<uint64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
 		case 4: ew_where_kernel<uint32_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
 		case 2: ew_where_kernel<uint16_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p); break;
@@ -337,24 +343,18 @@ ew_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 			name = "ew_compare_kernel";
 			if (p->in_dt == GRAPH_DT_BOOL)
 				ew_compare_kernel<uint8_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
-			else if (f16)
-				ew_compare_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
-			else if (p->in_dt == GRAPH_DT_F32)
-				ew_compare_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			else if (cuda_dt_float(p->in_dt))
+				CUDA_STORE_DISPATCH(p->in_dt, T, ew_compare_kernel<T><<<g, CUDA_THREADS, 0, ex->stream>>>(*p));
 			else if (p->in_dt == GRAPH_DT_I64)
 				ew_compare_kernel<int64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 			else
 				ew_compare_kernel<int32_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
 		} else if (p->vec) {
 			name = "ew_binary_vec_kernel";
-			if (f16)
-				ew_binary_vec_kernel<__half><<<cuda_grid(p->n / 8), CUDA_THREADS, 0, ex->stream>>>(*p);
-			else
-				ew_binary_vec_kernel<float><<<cuda_grid(p->n / 4), CUDA_THREADS, 0, ex->stream>>>(*p);
-		} else if (f16) {
-			ew_binary_f_kernel<__half><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
-		} else if (p->in_dt == GRAPH_DT_F32) {
-			ew_binary_f_kernel<float><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
+			CUDA_STORE_DISPATCH(p->in_dt, T, ew_binary_vec_kernel<T><<<cuda_grid(p->n / ew_vec<T>::N),
+			    CUDA_THREADS, 0, ex->stream>>>(*p));
+		} else if (cuda_dt_float(p->in_dt)) {
+			CUDA_STORE_DISPATCH(p->in_dt, T, ew_binary_f_kernel<T><<<g, CUDA_THREADS, 0, ex->stream>>>(*p));
 		} else if (p->in_dt == GRAPH_DT_I64) {
 			name = "ew_binary_int_kernel<int64_t>";
 			ew_binary_int_kernel<int64_t><<<g, CUDA_THREADS, 0, ex->stream>>>(*p);
@@ -433,10 +433,10 @@ cuda_compile_binary(const struct cuda_compile *cc, const struct graph_node *n, s
 	p->act = n->op == GRAPH_OP_PRELU ? GRAPH_UNARY_NONE : n->act;
 	p->act_alpha = n->act_alpha;
 	p->act_beta = n->act_beta;
-	if ((p->in_dt == GRAPH_DT_F16 || p->in_dt == GRAPH_DT_F32) && p->out_dt == p->in_dt &&
+	if (cuda_dt_float(p->in_dt) && p->out_dt == p->in_dt &&
 	    !(n->op == GRAPH_OP_BINARY && graph_binary_out_bool((enum graph_binary)p->fn))) {
 		const void *ptrs[3] = { p->a, p->b, p->y };
-		p->vec = ew_vec_ok(p->n, graph_dtype_size(p->in_dt), ptrs, 3, p->at, p->cols, 2);
+		p->vec = ew_vec_ok(p->n, cuda_dtype_size(p->in_dt), ptrs, 3, p->at, p->cols, 2);
 	}
 	return 0;
 }
@@ -461,7 +461,7 @@ cuda_compile_cast(const struct cuda_compile *cc, const struct graph_node *n, str
 	return 0;
 }
 
-/* y = act(y + b) over elements of T (float or __half), b broadcast by map operand 0. */
+/* y = act(y + b) over elements of storage T, b broadcast by map operand 0. */
 template <typename T>
 static __global__ void
 ew_bias_act_kernel(T *y, const T *b, struct cuda_map m, int64_t n, int at, int64_t cols, int64_t span, int act,
@@ -469,15 +469,15 @@ ew_bias_act_kernel(T *y, const T *b, struct cuda_map m, int64_t n, int at, int64
 {
 	CUDA_FOR(i, n) {
 		int64_t off[1] = { 0 };
-		float v = (float)y[i];
+		float v = cuda_ld(y[i]);
 		if (b != NULL) {
 			if (at != EW_AT_MAP)
 				off[0] = ew_flat_offset(at, cols, span, i);
 			else
 				cuda_map_offsets(m, i, 1, off);
-			v += (float)b[off[0]];
+			v += cuda_ld(b[off[0]]);
 		}
-		y[i] = (T)device_unary_apply(act, v, aa, ab);
+		y[i] = cuda_st<T>(device_unary_apply(act, v, aa, ab));
 	}
 }
 
@@ -496,14 +496,15 @@ ew_bias_act_vec_kernel(T *y, const T *b, uint32_t n, int at, uint32_t cols, uint
 			ew_vec_load(b, at, cols, span, j * V, bv);
 #pragma unroll
 		for (int k = 0; k < V; k++)
-			yv[k] = (T)device_unary_apply(act, (float)yv[k] + (b != NULL ? (float)bv[k] : 0.0f), aa, ab);
+			yv[k] = cuda_st<T>(device_unary_apply(act, cuda_ld(yv[k]) + (b != NULL ? cuda_ld(bv[k]) : 0.0f), aa,
+			    ab));
 		*(uint4 *)(y + (size_t)j * V) = *(const uint4 *)yv;
 	}
 }
 
-/* Queue y = act(y + b) over the map's elements (f16: FP16 storage). */
+/* Queue y = act(y + b) over the map's elements stored as dt. */
 cudaError_t
-cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
+cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, enum graph_dtype dt, const struct cuda_map *m,
     int act, float act_alpha, float act_beta)
 {
 	int64_t n = 1, cols = 1, span = 1;
@@ -514,37 +515,30 @@ cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const
 	if (n == 0)
 		return cudaSuccess;
 	const void *ptrs[2] = { y, b };
-	if (ew_vec_ok(n, f16 ? 2 : 4, ptrs, 2, &at, &cols, b != NULL)) {
-		if (f16)
-			ew_bias_act_vec_kernel<__half><<<cuda_grid(n / 8), CUDA_THREADS, 0, stream>>>((__half *)y,
-			    (const __half *)b, (uint32_t)n, at, (uint32_t)cols, (uint32_t)span, act, act_alpha, act_beta);
-		else
-			ew_bias_act_vec_kernel<float><<<cuda_grid(n / 4), CUDA_THREADS, 0, stream>>>((float *)y,
-			    (const float *)b, (uint32_t)n, at, (uint32_t)cols, (uint32_t)span, act, act_alpha, act_beta);
+	if (ew_vec_ok(n, cuda_dtype_size(dt), ptrs, 2, &at, &cols, b != NULL)) {
+		CUDA_STORE_DISPATCH(dt, T, ew_bias_act_vec_kernel<T><<<cuda_grid(n / ew_vec<T>::N), CUDA_THREADS, 0,
+		    stream>>>((T *)y, (const T *)b, (uint32_t)n, at, (uint32_t)cols, (uint32_t)span, act, act_alpha,
+		    act_beta));
 		return cudaGetLastError();
 	}
-	if (f16)
-		ew_bias_act_kernel<__half><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>((__half *)y, (const __half *)b, *m,
-		    n, at, cols, span, act, act_alpha, act_beta);
-	else
-		ew_bias_act_kernel<float><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>((float *)y, (const float *)b, *m,
-		    n, at, cols, span, act, act_alpha, act_beta);
+	CUDA_STORE_DISPATCH(dt, T, ew_bias_act_kernel<T><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>((T *)y,
+	    (const T *)b, *m, n, at, cols, span, act, act_alpha, act_beta));
 	return cudaGetLastError();
 }
 
-/* y = act(y + b[channel] + z) over [n, c, inner], elements of T (float or __half), math in float. */
+/* y = act(y + b[channel] + z) over [n, c, inner], elements of storage T, math in float. */
 template <typename T>
 static __global__ void
 ew_channel_kernel(T *y, const T *b, const T *z, int64_t total, int64_t c, int64_t inner, int act,
     float aa, float ab)
 {
 	CUDA_FOR(i, total) {
-		float v = (float)y[i];
+		float v = cuda_ld(y[i]);
 		if (b != NULL)
-			v += (float)b[(i / inner) % c];
+			v += cuda_ld(b[(i / inner) % c]);
 		if (z != NULL)
-			v += (float)z[i];
-		y[i] = (T)device_unary_apply(act, v, aa, ab);
+			v += cuda_ld(z[i]);
+		y[i] = cuda_st<T>(device_unary_apply(act, v, aa, ab));
 	}
 }
 
@@ -558,24 +552,24 @@ ew_channel_vec_kernel(T *y, const T *b, const T *z, uint32_t total, uint32_t c, 
 
 	for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < total / V; j += gridDim.x * blockDim.x) {
 		alignas(16) T yv[V], zv[V];
-		float bias = b != NULL ? (float)b[(j * V / inner) % c] : 0.0f;
+		float bias = b != NULL ? cuda_ld(b[(j * V / inner) % c]) : 0.0f;
 		*(uint4 *)yv = *(const uint4 *)(y + (size_t)j * V);
 		if (z != NULL)
 			*(uint4 *)zv = *(const uint4 *)(z + (size_t)j * V);
 #pragma unroll
 		for (int k = 0; k < V; k++) {
-			float v = (float)yv[k] + bias;
+			float v = cuda_ld(yv[k]) + bias;
 			if (z != NULL)
-				v += (float)zv[k];
-			yv[k] = (T)device_unary_apply(act, v, aa, ab);
+				v += cuda_ld(zv[k]);
+			yv[k] = cuda_st<T>(device_unary_apply(act, v, aa, ab));
 		}
 		*(uint4 *)(y + (size_t)j * V) = *(const uint4 *)yv;
 	}
 }
 
-/* Queue the per-channel bias, residual and activation epilogue of a convolution (f16: FP16 storage). */
+/* Queue the per-channel bias, residual and activation epilogue of a convolution (all stored as dt). */
 cudaError_t
-cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
+cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, enum graph_dtype dt,
     int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta)
 {
 	int64_t total = n * c * inner;
@@ -584,23 +578,14 @@ cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const 
 		return cudaSuccess;
 	const void *ptrs[2] = { y, z };		/* b is read one value a vector */
 	int at = EW_AT_I;
-	int64_t one = 1;
-	if (inner % (f16 ? 8 : 4) == 0 && c <= (int64_t)UINT32_MAX && ew_vec_ok(total, f16 ? 2 : 4, ptrs, 2, &at, &one, 1)) {
-		if (f16)
-			ew_channel_vec_kernel<__half><<<cuda_grid(total / 8), CUDA_THREADS, 0, stream>>>((__half *)y,
-			    (const __half *)b, (const __half *)z, (uint32_t)total, (uint32_t)c, (uint32_t)inner, act,
-			    act_alpha, act_beta);
-		else
-			ew_channel_vec_kernel<float><<<cuda_grid(total / 4), CUDA_THREADS, 0, stream>>>((float *)y,
-			    (const float *)b, (const float *)z, (uint32_t)total, (uint32_t)c, (uint32_t)inner, act,
-			    act_alpha, act_beta);
+	int64_t one = 1, v = (int64_t)(16 / cuda_dtype_size(dt));
+	if (inner % v == 0 && c <= (int64_t)UINT32_MAX && ew_vec_ok(total, cuda_dtype_size(dt), ptrs, 2, &at, &one, 1)) {
+		CUDA_STORE_DISPATCH(dt, T, ew_channel_vec_kernel<T><<<cuda_grid(total / v), CUDA_THREADS, 0, stream>>>(
+		    (T *)y, (const T *)b, (const T *)z, (uint32_t)total, (uint32_t)c, (uint32_t)inner, act, act_alpha,
+		    act_beta));
 		return cudaGetLastError();
 	}
-	if (f16)
-		ew_channel_kernel<__half><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((__half *)y, (const __half *)b,
-		    (const __half *)z, total, c, inner, act, act_alpha, act_beta);
-	else
-		ew_channel_kernel<float><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((float *)y, (const float *)b,
-		    (const float *)z, total, c, inner, act, act_alpha, act_beta);
+	CUDA_STORE_DISPATCH(dt, T, ew_channel_kernel<T><<<cuda_grid(total), CUDA_THREADS, 0, stream>>>((T *)y,
+	    (const T *)b, (const T *)z, total, c, inner, act, act_alpha, act_beta));
 	return cudaGetLastError();
 }

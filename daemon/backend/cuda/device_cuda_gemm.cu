@@ -1,4 +1,4 @@
-/* device_cuda_gemm.cu: GEMM and batched, broadcast MatMul through cuBLAS (strict fp32; TF32 by the plan's math mode; FP16 in, FP32 accumulation), with fused bias and activation epilogues. */
+/* device_cuda_gemm.cu: GEMM and batched, broadcast MatMul through cuBLAS (strict fp32; TF32 by the plan's math mode; FP16 or BF16 in, FP32 accumulation), with fused bias and activation epilogues. */
 #include "config.h"
 
 #include <limits.h>
@@ -15,7 +15,7 @@
 struct gemm_params {
 	const void *a, *b, *c;
 	void *y;
-	int f16;			/* operands and output stored as F16 (fp16 plans); accumulation stays FP32 */
+	enum graph_dtype dt;		/* operands' and output's storage: F32, or F16/CUDA_DT_BF16 (accumulation stays FP32) */
 	int m, n, k, lda, ldb;
 	int trans_a, trans_b;
 	float alpha, beta;
@@ -45,16 +45,16 @@ gemm_int(int64_t v, const char *what, char **cause)
 	return 0;
 }
 
-/* 1 when every operand and the output are stored as F16, 0 when all FP32, else -1 with *cause. */
+/* The storage every operand and the output share into *dt; -1 with *cause when they differ. */
 static int
-gemm_f16(const struct cuda_compile *cc, const struct graph_node *n, char **cause)
+gemm_store(const struct cuda_compile *cc, const struct graph_node *n, enum graph_dtype *dt, char **cause)
 {
-	int f16 = cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16;
-
+	*dt = cuda_out_dtype(cc, n, 0);
 	for (int i = 0; i < n->ninputs; i++)
-		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != f16)
-			return error_set(cause, "operands mix FP16 and FP32 storage");
-	return f16;
+		if (cuda_in(cc, n, i) != NULL && cuda_in_dtype(cc, n, i) != *dt)
+			return error_set(cause, "operands mix %s and %s storage", cuda_dtype_name(cuda_in_dtype(cc, n, i)),
+			    cuda_dtype_name(*dt));
+	return 0;
 }
 
 /* C's strides along rows and columns of [M,N] (0 where it broadcasts). */
@@ -83,15 +83,17 @@ gemm_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	cudaError_t err;
 
 	if (p->k == 0) {
-		err = cudaMemsetAsync(p->y, 0, elems * (p->f16 ? 2 : 4), ex->stream);
+		err = cudaMemsetAsync(p->y, 0, elems * cuda_dtype_size(p->dt), ex->stream);
 		if (err != cudaSuccess)
 			return cuda_fail(cause, err, "cudaMemsetAsync");
-	} else if (p->f16) {
+	} else if (cuda_dt_reduced(p->dt)) {
+		cudaDataType_t t = cuda_blas_dtype(p->dt);
 		bs = cublasGemmEx(ex->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-		    p->n, p->m, p->k, &p->alpha, p->b, CUDA_R_16F, p->ldb, p->a, CUDA_R_16F, p->lda, &zero, p->y,
-		    CUDA_R_16F, p->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+		    p->n, p->m, p->k, &p->alpha, p->b, t, p->ldb, p->a, t, p->lda, &zero, p->y, t, p->n,
+		    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 		if (bs != CUBLAS_STATUS_SUCCESS)
-			return cuda_blas_fail(cause, bs, "cublasGemmEx(FP16, FP32 compute)");
+			return cuda_blas_fail(cause, bs, p->dt == GRAPH_DT_F16 ?
+			    "cublasGemmEx(FP16, FP32 compute)" : "cublasGemmEx(BF16, FP32 compute)");
 	} else {
 		bs = cublasSgemm(ex->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
 		    p->n, p->m, p->k, &p->alpha, (const float *)p->b, p->ldb, (const float *)p->a, p->lda, &zero,
@@ -101,7 +103,7 @@ gemm_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	}
 	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_gemm_epilogue(ex->stream, cuda_grid((int64_t)elems), p->y, p->c, p->f16, p->beta, p->c_rs,
+	err = cuda_launch_gemm_epilogue(ex->stream, cuda_grid((int64_t)elems), p->y, p->c, p->dt, p->beta, p->c_rs,
 	    p->c_cs, elems, (size_t)p->n, p->act, p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "cuda_epilogue_kernel<<<>>>");
@@ -135,7 +137,7 @@ cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, str
 	p->a = cuda_in(cc, n, 0);
 	p->b = cuda_in(cc, n, 1);
 	p->y = cuda_out(cc, n, 0);
-	if ((p->f16 = gemm_f16(cc, n, cause)) < 0)
+	if (gemm_store(cc, n, &p->dt, cause) != 0)
 		return -1;
 	if (cs != NULL && p->beta != 0.0f) {
 		p->c = cuda_in(cc, n, 2);
@@ -149,27 +151,30 @@ cuda_compile_gemm(const struct cuda_compile *cc, const struct graph_node *n, str
 	return 0;
 }
 
-/* The FP16 batched GEMM (FP32 compute): strided, or through the pointer arrays in ws. */
+/* The FP16/BF16 batched GEMM (FP32 compute): strided, or through the pointer arrays in ws. */
 static int
-matmul_run_f16(const struct gemm_params *p, void *ws, const struct cuda_exec *ex, char **cause)
+matmul_run_reduced(const struct gemm_params *p, void *ws, const struct cuda_exec *ex, char **cause)
 {
 	const float one = 1.0f, zero = 0.0f;
+	cudaDataType_t t = cuda_blas_dtype(p->dt);
 	cublasStatus_t bs;
 
 	if (p->pointers) {
 		const void **ptr = (const void **)ws;
 		bs = cublasGemmBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one, ptr + p->batch,
-		    CUDA_R_16F, p->n, ptr, CUDA_R_16F, p->k, &zero, (void **)(ptr + 2 * p->batch), CUDA_R_16F, p->n,
+		    t, p->n, ptr, t, p->k, &zero, (void **)(ptr + 2 * p->batch), t, p->n,
 		    (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 		if (bs != CUBLAS_STATUS_SUCCESS)
-			return cuda_blas_fail(cause, bs, "cublasGemmBatchedEx(FP16, FP32 compute)");
+			return cuda_blas_fail(cause, bs, p->dt == GRAPH_DT_F16 ?
+			    "cublasGemmBatchedEx(FP16, FP32 compute)" : "cublasGemmBatchedEx(BF16, FP32 compute)");
 		return 0;
 	}
-	bs = cublasGemmStridedBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one, p->b, CUDA_R_16F,
-	    p->n, p->sb, p->a, CUDA_R_16F, p->k, p->sa, &zero, p->y, CUDA_R_16F, p->n, (long long)p->m * p->n,
+	bs = cublasGemmStridedBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, p->n, p->m, p->k, &one, p->b, t,
+	    p->n, p->sb, p->a, t, p->k, p->sa, &zero, p->y, t, p->n, (long long)p->m * p->n,
 	    (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 	if (bs != CUBLAS_STATUS_SUCCESS)
-		return cuda_blas_fail(cause, bs, "cublasGemmStridedBatchedEx(FP16, FP32 compute)");
+		return cuda_blas_fail(cause, bs, p->dt == GRAPH_DT_F16 ? "cublasGemmStridedBatchedEx(FP16, FP32 compute)" :
+		    "cublasGemmStridedBatchedEx(BF16, FP32 compute)");
 	return 0;
 }
 
@@ -183,11 +188,11 @@ matmul_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	cudaError_t err;
 
 	if (p->k == 0) {
-		err = cudaMemsetAsync(p->y, 0, (size_t)p->batch * p->m * p->n * (p->f16 ? 2 : 4), ex->stream);
+		err = cudaMemsetAsync(p->y, 0, (size_t)p->batch * p->m * p->n * cuda_dtype_size(p->dt), ex->stream);
 		if (err != cudaSuccess)
 			return cuda_fail(cause, err, "cudaMemsetAsync");
-	} else if (p->f16) {
-		if (matmul_run_f16(p, st->ws, ex, cause) != 0)
+	} else if (cuda_dt_reduced(p->dt)) {
+		if (matmul_run_reduced(p, st->ws, ex, cause) != 0)
 			return -1;
 	} else if (p->pointers) {
 		const float **ptr = (const float **)st->ws;
@@ -204,7 +209,7 @@ matmul_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	}
 	if (p->c == NULL && p->act == GRAPH_UNARY_NONE)
 		return 0;
-	err = cuda_launch_bias_act(ex->stream, p->y, p->c, p->f16, &p->bias, p->act, p->act_alpha, p->act_beta);
+	err = cuda_launch_bias_act(ex->stream, p->y, p->c, p->dt, &p->bias, p->act, p->act_alpha, p->act_beta);
 	if (err != cudaSuccess)
 		return cuda_fail(cause, err, "ew_bias_act_kernel<<<>>>");
 	return 0;
@@ -283,7 +288,7 @@ gemm_lt_align(const void *ptr)
  */
 struct gemm_lt_key {
 	char tag[8];
-	int32_t dt, ct, epi, f16;
+	int32_t dt, ct, epi, reduced;
 	int64_t m, n, k;
 	uint32_t align[3], pad;
 	uint64_t ws;
@@ -295,10 +300,10 @@ gemm_lt_key_of(const struct gemm_params *p, int ct, int epi, const uint32_t *al,
 {
 	memset(k, 0, sizeof *k);
 	memcpy(k->tag, "cublaslt", 8);
-	k->dt = p->f16 ? CUDA_R_16F : CUDA_R_32F;
+	k->dt = cuda_blas_dtype(p->dt);
 	k->ct = ct;
 	k->epi = epi;
-	k->f16 = p->f16;
+	k->reduced = cuda_dt_reduced(p->dt);
 	k->m = p->m;
 	k->n = p->n;
 	k->k = p->k;
@@ -387,9 +392,9 @@ static int
 matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_params *p,
     const struct graph_shape *cs, char **cause)
 {
-	cudaDataType_t dt = p->f16 ? CUDA_R_16F : CUDA_R_32F;
-	cublasComputeType_t ct = !p->f16 && cc->precision != GRAPH_PRECISION_FP32 ? CUBLAS_COMPUTE_32F_FAST_TF32 :
-	    CUBLAS_COMPUTE_32F;
+	cudaDataType_t dt = cuda_blas_dtype(p->dt);
+	cublasComputeType_t ct = p->dt == GRAPH_DT_F32 && cc->precision != GRAPH_PRECISION_FP32 ?
+	    CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	cublasLtEpilogue_t epi = p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
 	const char *off = getenv("INFERD_CUDA_GEMM_LT");
 	struct gemm_lt *l;
@@ -442,7 +447,7 @@ matmul_pointers(struct cuda_step *st, struct gemm_params *p, const struct graph_
     const struct graph_shape *bs, const int64_t *ob, int nb, int a_nd, int b_nd, char **cause)
 {
 	const char **h;
-	size_t es = p->f16 ? 2 : 4;
+	size_t es = cuda_dtype_size(p->dt);
 	int64_t ai, bi, rem;
 	int rc;
 
@@ -522,7 +527,7 @@ cuda_compile_matmul(const struct cuda_compile *cc, const struct graph_node *n, s
 	p->a = cuda_in(cc, n, 0);
 	p->b = cuda_in(cc, n, 1);
 	p->y = cuda_out(cc, n, 0);
-	if ((p->f16 = gemm_f16(cc, n, cause)) < 0)
+	if (gemm_store(cc, n, &p->dt, cause) != 0)
 		return -1;
 	p->act = n->act;
 	p->act_alpha = n->act_alpha;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "compile_cache.h"
+#include "device_cuda_store.h"
 #include "graph.h"
 
 /*
@@ -52,7 +53,7 @@ cuda_quiet_done(cudaError_t err)
  * queues work on ex->stream (kernels, cuBLAS, async device-to-device copies):
  * it never allocates, synchronises or reads device memory on the host, so a
  * plan's run can be captured into a CUDA graph.  Everything is fp32 strict
- * (cuBLAS without TF32) unless the graph asks for tf32 or fp16
+ * (cuBLAS without TF32) unless the graph asks for tf32, fp16 or bf16
  * (device_cuda_precision.cu): then the steps read their tensors' stored dtype
  * through cuda_in_dtype/cuda_out_dtype, and a step's node may be NULL for the
  * casts the plan inserts.  Every CUDA/cuBLAS call is checked; failures name the call.
@@ -108,7 +109,8 @@ struct cuda_ws {
 /*
  * What a compiler sees: the graph, every tensor's concrete shape, device
  * address and stored dtype (dtypes: the graph's own at fp32/tf32; at fp16 the
- * FP32 tensors are stored as F16, see device_cuda_precision.cu), the GPU's
+ * FP32 tensors are stored as F16, at bf16 as CUDA_DT_BF16, see
+ * device_cuda_precision.cu and device_cuda_store.h), the GPU's
  * ordinal and the plan's precision (enum graph_precision).
  */
 struct cuda_compile {
@@ -116,7 +118,7 @@ struct cuda_compile {
 	const struct graph_shape *shapes;
 	void *const *addrs;
 	const enum graph_dtype *dtypes;
-	void *const *graph_addrs;	/* the caller's addresses (FP32 weights stay there at fp16) */
+	void *const *graph_addrs;	/* the caller's addresses (FP32 weights stay there at fp16/bf16) */
 	int ordinal;
 	int precision;
 	struct cuda_ws *ws;		/* the plan's scratch rule (NULL: each step its own) */
@@ -128,7 +130,7 @@ struct cuda_compile {
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
     struct cuda_step *st, char **cause);
-/* What a compiler returns (instead of 0 or -1) when it has no kernel for the node's FP16 storage: the plan runs it in FP32. */
+/* What a compiler returns (instead of 0 or -1) when it has no kernel for the node's FP16/BF16 storage: the plan runs it in FP32. */
 #define CUDA_COMPILE_FALLBACK 1
 
 /*
@@ -208,7 +210,7 @@ cuda_compile_fn cuda_op_compiler(enum graph_op op);
 /*
  * Precision (device_cuda_precision.cu).  A plan's mixed-precision state: the
  * stored dtype and address of every tensor, the device buffers it owns (FP16
- * homes of graph inputs/outputs) and the FP16 weight copies it shares.
+ * or BF16 homes of graph inputs/outputs) and the weight copies it shares.
  */
 struct prec_shared;
 struct cuda_prec {
@@ -216,25 +218,25 @@ struct cuda_prec {
 	void **addrs;
 	void **owned;
 	size_t nowned;
-	struct prec_shared **weights;	/* FP16 weight copies this plan holds (shared between plans, counted) */
+	struct prec_shared **weights;	/* FP16/BF16 weight copies this plan holds (shared between plans, counted) */
 	size_t nweights;
 	size_t owned_bytes;		/* device bytes of owned[] (memory reports) */
-	size_t new_weight_bytes;	/* device bytes of the FP16 weight copies this plan created */
+	size_t new_weight_bytes;	/* device bytes of the FP16/BF16 weight copies this plan created */
 };
-/* Fill cc's dtypes/addrs for g at its precision, allocating FP16 buffers at fp16; pre-steps cast inputs. */
+/* Fill cc's dtypes/addrs for g at its precision, allocating FP16/BF16 buffers at fp16/bf16; pre-steps cast inputs. */
 int cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *addrs,
     struct cuda_step *steps, size_t *nsteps, char **cause);
-/* Append the steps casting the graph's FP16-stored outputs to their FP32 homes. */
+/* Append the steps casting the graph's FP16/BF16-stored outputs to their FP32 homes. */
 int cuda_prec_finish(const struct cuda_prec *pr, const struct cuda_compile *cc, void *const *addrs,
     struct cuda_step *steps, size_t *nsteps, char **cause);
 /* Free what prepare allocated. */
 void cuda_prec_free(struct cuda_prec *pr);
-/* Compile n at fp16: natively when its compiler takes F16, else in FP32 between casts (the step's fini frees). */
+/* Compile n at fp16/bf16: natively when its compiler takes the stored dtype, else in FP32 between casts (the step's fini frees). */
 int cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_node *n, cuda_compile_fn fn,
     struct cuda_step *st, char **cause);
-/* 1 when st runs its node in FP32 between casts (an FP16 plan's FP32 island; profiles say so). */
+/* 1 when st runs its node in FP32 between casts (an FP16/BF16 plan's FP32 island; profiles say so). */
 int cuda_prec_step_island(const struct cuda_step *st);
-/* Queue an element-wise cast of n elements between F32 and F16 (either way). */
+/* Queue an element-wise cast of n elements between F32 and F16 or CUDA_DT_BF16 (either way). */
 cudaError_t cuda_launch_cast_f(cudaStream_t stream, const void *x, enum graph_dtype xdt, void *y,
     enum graph_dtype ydt, int64_t n);
 
@@ -297,12 +299,12 @@ int cuda_compile_rnn(const struct cuda_compile *cc, const struct graph_node *n, 
 /*
  * Shared epilogue (device_cuda_elementwise.cu): y = act(y + b) with b
  * broadcast by map operand 0 (b may be NULL: act alone), over the map's elements;
- * f16: y and b are FP16 (the arithmetic is FP32).
+ * dt: y's and b's stored dtype, F32, F16 or CUDA_DT_BF16 (the arithmetic is FP32).
  */
-cudaError_t cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, int f16, const struct cuda_map *m,
-    int act, float act_alpha, float act_beta);
-/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL; f16: all FP16. */
-cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z, int f16,
-    int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta);
+cudaError_t cuda_launch_bias_act(cudaStream_t stream, void *y, const void *b, enum graph_dtype dt,
+    const struct cuda_map *m, int act, float act_alpha, float act_beta);
+/* y[i] = act(y[i] + b[(i / inner) % c] + z[i]) for a [n, c, inner] output; b and z may be NULL; all stored as dt. */
+cudaError_t cuda_launch_channel_epilogue(cudaStream_t stream, void *y, const void *b, const void *z,
+    enum graph_dtype dt, int64_t n, int64_t c, int64_t inner, int act, float act_alpha, float act_beta);
 
 #endif

@@ -285,7 +285,7 @@ index_params_init(const struct cuda_compile *cc, const struct graph_node *n, str
 	if (p == NULL)
 		return NULL;
 	p->dt = (int)cuda_out_dtype(cc, n, 0);
-	p->es = graph_dtype_size(cuda_out_dtype(cc, n, 0));
+	p->es = cuda_dtype_size(cuda_out_dtype(cc, n, 0));
 	p->x = cuda_in(cc, n, 0);
 	p->aux = cuda_in(cc, n, 1);
 	p->aux64 = n->ninputs > 1 && n->inputs[1] >= 0 && cuda_in_dtype(cc, n, 1) == GRAPH_DT_I64;

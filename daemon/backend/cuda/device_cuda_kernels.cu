@@ -3,12 +3,11 @@
 
 #include <math.h>
 
-#include <cuda_fp16.h>
-
 #include "device_cuda_kernels.h"
+#include "device_cuda_store.h"
 #include "device_unary.h"
 
-/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements; c may be NULL; T is float or __half (math in float). */
+/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements; c may be NULL; T is the storage (math in float). */
 template <typename T>
 static __global__ void
 cuda_epilogue_kernel(T *y, const T *c, float beta, int64_t rs,
@@ -18,24 +17,20 @@ cuda_epilogue_kernel(T *y, const T *c, float beta, int64_t rs,
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
 	for (; i < n; i += stride) {
-		float v = (float)y[i];
+		float v = cuda_ld(y[i]);
 		if (c != NULL)
-			v += beta * (float)c[(int64_t)(i / cols) * rs + (int64_t)(i % cols) * cs];
-		y[i] = (T)device_unary_apply(act, v, aa, ab);
+			v += beta * cuda_ld(c[(int64_t)(i / cols) * rs + (int64_t)(i % cols) * cs]);
+		y[i] = cuda_st<T>(device_unary_apply(act, v, aa, ab));
 	}
 }
 
-/* Queue the GEMM epilogue over FP32 or (f16) FP16 elements. */
+/* Queue the GEMM epilogue over elements stored as dt (F32, F16, CUDA_DT_BF16). */
 cudaError_t
 cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks, void *y,
-    const void *c, int f16, float beta, int64_t rs, int64_t cs, size_t n, size_t cols,
+    const void *c, enum graph_dtype dt, float beta, int64_t rs, int64_t cs, size_t n, size_t cols,
     int act, float alpha_act, float beta_act)
 {
-	if (f16)
-		cuda_epilogue_kernel<__half><<<blocks, CUDA_EW_THREADS, 0, stream>>>((__half *)y, (const __half *)c,
-		    beta, rs, cs, n, cols, act, alpha_act, beta_act);
-	else
-		cuda_epilogue_kernel<float><<<blocks, CUDA_EW_THREADS, 0, stream>>>((float *)y, (const float *)c, beta,
-		    rs, cs, n, cols, act, alpha_act, beta_act);
+	CUDA_STORE_DISPATCH(dt, T, cuda_epilogue_kernel<T><<<blocks, CUDA_EW_THREADS, 0, stream>>>((T *)y,
+	    (const T *)c, beta, rs, cs, n, cols, act, alpha_act, beta_act));
 	return cudaGetLastError();
 }

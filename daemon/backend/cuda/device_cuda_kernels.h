@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include "graph.h"
+
 /*
  * Each launcher queues one kernel on stream and returns the launch's error
  * (cudaSuccess when queued).  Pointers are device memory, row-major; y may
@@ -16,9 +18,9 @@
  */
 #define CUDA_EW_THREADS 256
 
-/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements of cols columns; c may be NULL; f16: y and c are FP16. */
+/* y[r,c] = act(y[r,c] + beta c[r rs + c cs]) over n elements of cols columns; c may be NULL; y and c stored as dt. */
 cudaError_t cuda_launch_gemm_epilogue(cudaStream_t stream, unsigned int blocks,
-    void *y, const void *c, int f16, float beta, int64_t rs, int64_t cs, size_t n,
+    void *y, const void *c, enum graph_dtype dt, float beta, int64_t rs, int64_t cs, size_t n,
     size_t cols, int act, float alpha_act, float beta_act);
 
 #endif

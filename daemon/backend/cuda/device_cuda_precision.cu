@@ -1,25 +1,25 @@
-/* device_cuda_precision.cu: a plan's precision: FP16 storage of the FP32 tensors, the casts at the graph's edges, and FP32 islands for ops without FP16 kernels. */
+/* device_cuda_precision.cu: a plan's precision: FP16 or BF16 storage of the FP32 tensors, the casts at the graph's edges, and FP32 islands for ops without such kernels. */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_fp16.h>
-
 #include "device_cuda_impl.h"
 #include "error.h"
 
 /*
- * At fp16 every FP32 tensor of the graph is stored as F16: intermediates at
- * their planned address (the planner sized it for FP32, so F16 fits), weights
- * in FP16 copies made here once (shared between the plans compiled over the
- * same uploaded weights), graph inputs and outputs in FP16 buffers of
- * their own, filled from (written to) the caller's FP32 tensors by cast steps
- * at the start (end) of the plan.  Ops whose compilers take F16 run on it
- * directly; any other op runs in FP32 between casts, in scratch memory its
- * step owns, reading weights from their FP32 originals.  At fp32 and tf32 the
- * stored dtypes and addresses are the graph's own.
+ * At fp16 every FP32 tensor of the graph is stored as F16, at bf16 as
+ * bfloat16 (CUDA_DT_BF16); both are 2 bytes and take the same path, the
+ * "reduced" storage: intermediates at their planned address (the planner
+ * sized it for FP32, so 2 bytes fit), weights in reduced copies made here once
+ * (shared between the plans compiled over the same uploaded weights), graph
+ * inputs and outputs in reduced buffers of their own, filled from (written
+ * to) the caller's FP32 tensors by cast steps at the start (end) of the plan.
+ * Ops whose compilers take the reduced dtype run on it directly; any other op
+ * runs in FP32 between casts, in scratch memory its step owns, reading weights
+ * from their FP32 originals.  At fp32 and tf32 the stored dtypes and
+ * addresses are the graph's own.
  */
 
 /* Alignment of scratch pieces in a wrapped step's workspace. */
@@ -33,27 +33,28 @@ struct prec_cast {
 	int64_t n;
 };
 
-/* y = (ydt) x between F32 and F16, rounding to nearest even. */
+/* y = x from storage X to storage Y through float, rounding to nearest even. */
+template <typename X, typename Y>
 static __global__ void
-prec_cast_kernel(const void *x, enum graph_dtype xdt, void *y, enum graph_dtype ydt, int64_t n)
+prec_cast_kernel(const X *x, Y *y, int64_t n)
 {
-	CUDA_FOR(i, n) {
-		float v = xdt == GRAPH_DT_F32 ? ((const float *)x)[i] : __half2float(((const __half *)x)[i]);
-		if (ydt == GRAPH_DT_F32)
-			((float *)y)[i] = v;
-		else
-			((__half *)y)[i] = __float2half_rn(v);
-	}
+	CUDA_FOR(i, n)
+		y[i] = cuda_st<Y>(cuda_ld(x[i]));
 }
 
-/* Queue a cast of n elements between F32 and F16. */
+/* Queue a cast of n elements between F32 and a reduced storage (F16, CUDA_DT_BF16), either way. */
 cudaError_t
 cuda_launch_cast_f(cudaStream_t stream, const void *x, enum graph_dtype xdt, void *y, enum graph_dtype ydt,
     int64_t n)
 {
 	if (n == 0)
 		return cudaSuccess;
-	prec_cast_kernel<<<cuda_grid(n), CUDA_THREADS, 0, stream>>>(x, xdt, y, ydt, n);
+	if (xdt == GRAPH_DT_F32)
+		CUDA_STORE_DISPATCH(ydt, T, prec_cast_kernel<float, T><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>(
+		    (const float *)x, (T *)y, n));
+	else
+		CUDA_STORE_DISPATCH(xdt, T, prec_cast_kernel<T, float><<<cuda_grid(n), CUDA_THREADS, 0, stream>>>(
+		    (const T *)x, (float *)y, n));
 	return cudaGetLastError();
 }
 
@@ -100,7 +101,7 @@ prec_alloc(struct cuda_prec *pr, size_t bytes, char **cause)
 	cudaError_t err = CUDA_QUIET(cudaMalloc(&d, bytes ? bytes : 1));
 
 	if (err != cudaSuccess) {
-		cuda_fail(cause, err, "cudaMalloc(FP16 tensor, %zu bytes)", bytes);
+		cuda_fail(cause, err, "cudaMalloc(reduced-precision tensor, %zu bytes)", bytes);
 		return NULL;
 	}
 	pr->owned[pr->nowned++] = d;
@@ -109,7 +110,7 @@ prec_alloc(struct cuda_prec *pr, size_t bytes, char **cause)
 }
 
 /*
- * FP16 copies of weights, shared by every plan that converts the same FP32
+ * Reduced copies of weights, shared by every plan that converts the same FP32
  * device buffer (a model compiles one plan per batch size or shape, all over
  * the same uploaded weights), counted, freed with the last plan using them.
  * The FP32 buffer outlives every plan compiled over it, so its address names
@@ -119,7 +120,8 @@ struct prec_shared {
 	int ordinal;
 	const void *src;
 	int64_t n;
-	void *half;
+	enum graph_dtype dt;		/* the copy's dtype: F16 or CUDA_DT_BF16 */
+	void *copy;
 	int refs;
 	struct prec_shared *next;
 };
@@ -127,9 +129,9 @@ struct prec_shared {
 static pthread_mutex_t prec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct prec_shared *prec_cache;
 
-/* A new entry: n FP32 elements at f32 converted on the device (synchronously, at compile). */
+/* A new entry: n FP32 elements at f32 converted to dt on the device (synchronously, at compile). */
 static struct prec_shared *
-prec_shared_new(int ordinal, const void *f32, int64_t n, char **cause)
+prec_shared_new(int ordinal, const void *f32, int64_t n, enum graph_dtype dt, char **cause)
 {
 	struct prec_shared *e = (struct prec_shared *)calloc(1, sizeof *e);
 	cudaError_t err;
@@ -138,35 +140,36 @@ prec_shared_new(int ordinal, const void *f32, int64_t n, char **cause)
 		error_set(cause, "out of memory");
 		return NULL;
 	}
-	err = CUDA_QUIET(cudaMalloc(&e->half, (size_t)(n > 0 ? n : 1) * 2));
+	err = CUDA_QUIET(cudaMalloc(&e->copy, (size_t)(n > 0 ? n : 1) * 2));
 	if (err == cudaSuccess)
-		err = cuda_launch_cast_f(0, f32, GRAPH_DT_F32, e->half, GRAPH_DT_F16, n);
+		err = cuda_launch_cast_f(0, f32, GRAPH_DT_F32, e->copy, dt, n);
 	if (err == cudaSuccess)
 		err = cudaStreamSynchronize(0);
 	if (err != cudaSuccess) {
-		if (e->half != NULL)
-			(void)CUDA_QUIET(cudaFree(e->half));
+		if (e->copy != NULL)
+			(void)CUDA_QUIET(cudaFree(e->copy));
 		free(e);
-		cuda_fail(cause, err, "converting a weight to FP16 (%lld elements)", (long long)n);
+		cuda_fail(cause, err, "converting a weight to %s (%lld elements)", cuda_dtype_name(dt), (long long)n);
 		return NULL;
 	}
 	e->ordinal = ordinal;
 	e->src = f32;
 	e->n = n;
+	e->dt = dt;
 	return e;
 }
 
-/* The FP16 copy of an uploaded FP32 weight (shared, counted; the plan releases it in cuda_prec_free). */
+/* The dt copy of an uploaded FP32 weight (shared, counted; the plan releases it in cuda_prec_free). */
 static void *
-prec_weight(struct cuda_prec *pr, int ordinal, const void *f32, int64_t n, char **cause)
+prec_weight(struct cuda_prec *pr, int ordinal, const void *f32, int64_t n, enum graph_dtype dt, char **cause)
 {
 	struct prec_shared *e;
 
 	pthread_mutex_lock(&prec_lock);
 	for (e = prec_cache; e != NULL; e = e->next)
-		if (e->ordinal == ordinal && e->src == f32 && e->n == n)
+		if (e->ordinal == ordinal && e->src == f32 && e->n == n && e->dt == dt)
 			break;
-	if (e == NULL && (e = prec_shared_new(ordinal, f32, n, cause)) != NULL) {
+	if (e == NULL && (e = prec_shared_new(ordinal, f32, n, dt, cause)) != NULL) {
 		e->next = prec_cache;
 		prec_cache = e;
 		pr->new_weight_bytes += (size_t)(n > 0 ? n : 1) * 2;
@@ -176,7 +179,7 @@ prec_weight(struct cuda_prec *pr, int ordinal, const void *f32, int64_t n, char 
 		pr->weights[pr->nweights++] = e;
 	}
 	pthread_mutex_unlock(&prec_lock);
-	return e != NULL ? e->half : NULL;
+	return e != NULL ? e->copy : NULL;
 }
 
 /* Drop one reference to a shared weight; the last frees it. */
@@ -191,13 +194,13 @@ prec_weight_release(struct prec_shared *e)
 			;
 		if (*pp == e)
 			*pp = e->next;
-		(void)CUDA_QUIET(cudaFree(e->half));
+		(void)CUDA_QUIET(cudaFree(e->copy));
 		free(e);
 	}
 	pthread_mutex_unlock(&prec_lock);
 }
 
-/* 1 when op n runs on F16 tensors itself (its compiler reads the stored dtypes). */
+/* 1 when op n runs on reduced (F16, BF16) tensors itself (its compiler reads the stored dtypes). */
 static int
 prec_native(const struct graph_node *n)
 {
@@ -218,7 +221,7 @@ prec_native(const struct graph_node *n)
 	}
 }
 
-/* 1 when a node that runs on F16 itself reads constant t (so t needs an FP16 copy). */
+/* 1 when a node that runs on reduced storage itself reads constant t (so t needs a reduced copy). */
 static int
 prec_native_weight(const graph_t *g, size_t t)
 {
@@ -246,20 +249,20 @@ prec_role(const graph_t *g, size_t t, unsigned role)
 	return 0;
 }
 
-/* Store tensor t as F16: its FP16 home, and the input cast when the graph fills it. */
+/* Store tensor t as dt (F16 or CUDA_DT_BF16): its reduced home, and the input cast when the graph fills it. */
 static int
 prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void *const *addrs,
-    struct cuda_step *steps, size_t *nsteps, char **cause)
+    enum graph_dtype dt, struct cuda_step *steps, size_t *nsteps, char **cause)
 {
 	const struct graph_tensor *gt = &cc->g->tensors[t];
 	int64_t n = graph_shape_elems(&cc->shapes[t]);
 	int in = prec_role(cc->g, t, GRAPH_TENSOR_INPUT), out = prec_role(cc->g, t, GRAPH_TENSOR_OUTPUT);
 
-	pr->dtypes[t] = GRAPH_DT_F16;
+	pr->dtypes[t] = dt;
 	if (gt->flags & GRAPH_TENSOR_CONST) {
 		if (!prec_native_weight(cc->g, t))
 			return 0;	/* read in FP32 by the ops that run in FP32 */
-		pr->addrs[t] = prec_weight(pr, cc->ordinal, addrs[t], n, cause);
+		pr->addrs[t] = prec_weight(pr, cc->ordinal, addrs[t], n, dt, cause);
 		return pr->addrs[t] == NULL ? -1 : 0;
 	}
 	if (!in && !out)
@@ -267,16 +270,28 @@ prec_tensor(struct cuda_prec *pr, const struct cuda_compile *cc, size_t t, void 
 	if ((pr->addrs[t] = prec_alloc(pr, (size_t)n * 2, cause)) == NULL)
 		return -1;
 	if (in)
-		return prec_add_cast(steps, nsteps, addrs[t], GRAPH_DT_F32, pr->addrs[t], GRAPH_DT_F16, n, cause);
+		return prec_add_cast(steps, nsteps, addrs[t], GRAPH_DT_F32, pr->addrs[t], dt, n, cause);
 	return 0;
 }
 
-/* Stored dtypes and addresses of every tensor; at fp16, FP16 homes and the input casts. */
+/*
+ * The storage of a plan's FP32 tensors at precision: F16 at fp16,
+ * CUDA_DT_BF16 at bf16, F32 (the graph's own) otherwise.
+ */
+static enum graph_dtype
+prec_store_dtype(int precision)
+{
+	return precision == GRAPH_PRECISION_FP16 ? GRAPH_DT_F16 : precision == GRAPH_PRECISION_BF16 ? CUDA_DT_BF16 :
+	    GRAPH_DT_F32;
+}
+
+/* Stored dtypes and addresses of every tensor; at fp16/bf16, reduced homes and the input casts. */
 int
 cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *addrs,
     struct cuda_step *steps, size_t *nsteps, char **cause)
 {
 	const graph_t *g = cc->g;
+	enum graph_dtype dt = prec_store_dtype(cc->precision);
 	cudaError_t err;
 
 	memset(pr, 0, sizeof *pr);
@@ -294,25 +309,27 @@ cuda_prec_prepare(struct cuda_prec *pr, struct cuda_compile *cc, void *const *ad
 	}
 	cc->dtypes = pr->dtypes;
 	cc->addrs = pr->addrs;
-	if (cc->precision != GRAPH_PRECISION_FP16)
+	if (dt == GRAPH_DT_F32)
 		return 0;
 	/* The weights may have been uploaded by async copies on any stream; they must have landed before conversion. */
 	if ((err = cudaDeviceSynchronize()) != cudaSuccess)
-		return cuda_fail(cause, err, "cudaDeviceSynchronize (before converting weights to FP16)");
+		return cuda_fail(cause, err, "cudaDeviceSynchronize (before converting weights to %s)",
+		    graph_precision_name(cc->precision));
 	for (size_t t = 0; t < g->ntensors; t++)
-		if (g->tensors[t].dtype == GRAPH_DT_F32 && prec_tensor(pr, cc, t, addrs, steps, nsteps, cause) != 0)
+		if (g->tensors[t].dtype == GRAPH_DT_F32 && prec_tensor(pr, cc, t, addrs, dt, steps, nsteps, cause) != 0)
 			return error_prefix(cause, "tensor '%s'", g->tensors[t].name ? g->tensors[t].name : "?");
 	return 0;
 }
 
-/* The output casts, FP16 home to the caller's FP32 tensor. */
+/* The output casts, reduced home to the caller's FP32 tensor. */
 int
 cuda_prec_finish(const struct cuda_prec *pr, const struct cuda_compile *cc, void *const *addrs,
     struct cuda_step *steps, size_t *nsteps, char **cause)
 {
 	const graph_t *g = cc->g;
+	enum graph_dtype dt = prec_store_dtype(cc->precision);
 
-	if (cc->precision != GRAPH_PRECISION_FP16)
+	if (dt == GRAPH_DT_F32)
 		return 0;
 	for (int k = 0; k < g->noutputs; k++) {
 		int t = g->outputs[k];
@@ -320,14 +337,14 @@ cuda_prec_finish(const struct cuda_prec *pr, const struct cuda_compile *cc, void
 		    (g->tensors[t].flags & GRAPH_TENSOR_CONST))
 			continue;
 		/* An output listed twice is cast twice, harmlessly. */
-		if (prec_add_cast(steps, nsteps, pr->addrs[t], GRAPH_DT_F16, addrs[t], GRAPH_DT_F32,
+		if (prec_add_cast(steps, nsteps, pr->addrs[t], dt, addrs[t], GRAPH_DT_F32,
 		    graph_shape_elems(&cc->shapes[t]), cause) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* Free the FP16 buffers and tables. */
+/* Free the reduced buffers and tables. */
 void
 cuda_prec_free(struct cuda_prec *pr)
 {
@@ -343,7 +360,7 @@ cuda_prec_free(struct cuda_prec *pr)
 	memset(pr, 0, sizeof *pr);
 }
 
-/* An op run in FP32 at fp16: its FP32 step, and the casts around it into and out of scratch. */
+/* An op run in FP32 at fp16/bf16: its FP32 step, and the casts around it into and out of scratch. */
 #define PREC_MAX_CASTS 64
 struct prec_wrap {
 	struct cuda_step inner;
@@ -359,15 +376,15 @@ prec_wrap_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cau
 	cudaError_t err;
 
 	for (int i = 0; i < w->nin; i++)
-		if ((err = cuda_launch_cast_f(ex->stream, w->in[i].x, GRAPH_DT_F16, w->in[i].y, GRAPH_DT_F32,
+		if ((err = cuda_launch_cast_f(ex->stream, w->in[i].x, w->in[i].xdt, w->in[i].y, GRAPH_DT_F32,
 		    w->in[i].n)) != cudaSuccess)
 			return cuda_fail(cause, err, "prec_cast_kernel<<<>>> (to FP32)");
 	if (w->inner.run != NULL && w->inner.run(&w->inner, ex, cause) != 0)
 		return -1;
 	for (int i = 0; i < w->nout; i++)
-		if ((err = cuda_launch_cast_f(ex->stream, w->out[i].x, GRAPH_DT_F32, w->out[i].y, GRAPH_DT_F16,
+		if ((err = cuda_launch_cast_f(ex->stream, w->out[i].x, GRAPH_DT_F32, w->out[i].y, w->out[i].ydt,
 		    w->out[i].n)) != cudaSuccess)
-			return cuda_fail(cause, err, "prec_cast_kernel<<<>>> (to FP16)");
+			return cuda_fail(cause, err, "prec_cast_kernel<<<>>> (from FP32)");
 	return 0;
 }
 
@@ -386,11 +403,11 @@ prec_wrap_fini(struct cuda_step *st)
 	memset(&w->inner, 0, sizeof w->inner);
 }
 
-/* 1 when tensor t is stored as F16 for an FP32 graph tensor (it needs a cast around an FP32 op). */
+/* 1 when tensor t is stored reduced for an FP32 graph tensor (it needs a cast around an FP32 op). */
 static int
 prec_is_lowered(const struct cuda_compile *cc, int t)
 {
-	return t >= 0 && cc->g->tensors[t].dtype == GRAPH_DT_F32 && cc->dtypes[t] == GRAPH_DT_F16;
+	return t >= 0 && cc->g->tensors[t].dtype == GRAPH_DT_F32 && cuda_dt_reduced(cc->dtypes[t]);
 }
 
 /* Scratch bytes for the node's lowered tensors in FP32 (each piece aligned). */
@@ -430,10 +447,12 @@ prec_lower_one(const struct cuda_compile *cc, struct prec_wrap *w, int t, int ou
 	c = out ? &w->out[w->nout++] : &w->in[w->nin++];
 	c->x = out ? addrs2[t] : cc->addrs[t];
 	c->y = out ? cc->addrs[t] : addrs2[t];
+	c->xdt = out ? GRAPH_DT_F32 : cc->dtypes[t];
+	c->ydt = out ? cc->dtypes[t] : GRAPH_DT_F32;
 	c->n = n;
 }
 
-/* Compile n in FP32 between casts of its F16-stored tensors. */
+/* Compile n in FP32 between casts of its reduced-stored tensors. */
 static int
 prec_wrap_compile(const struct cuda_compile *cc, const struct graph_node *n, cuda_compile_fn fn,
     struct cuda_step *st, char **cause)
@@ -482,7 +501,7 @@ prec_wrap_compile(const struct cuda_compile *cc, const struct graph_node *n, cud
 	return rc;
 }
 
-/* 1 when st runs its node in FP32 between casts (an FP16 plan's FP32 island). */
+/* 1 when st runs its node in FP32 between casts (an FP16/BF16 plan's FP32 island). */
 int
 cuda_prec_step_island(const struct cuda_step *st)
 {
@@ -500,7 +519,7 @@ prec_step_reset(struct cuda_step *st)
 }
 
 /*
- * Compile n: as it is at fp32/tf32 or when it runs on F16 itself, else (or
+ * Compile n: as it is at fp32/tf32 or when it runs on its reduced storage itself, else (or
  * when its compiler answers CUDA_COMPILE_FALLBACK) wrapped in FP32.
  */
 int
@@ -509,7 +528,7 @@ cuda_prec_compile_node(const struct cuda_compile *cc, const struct graph_node *n
 {
 	int rc;
 
-	if (cc->precision != GRAPH_PRECISION_FP16)
+	if (prec_store_dtype(cc->precision) == GRAPH_DT_F32)
 		return fn(cc, n, st, cause);
 	if (prec_native(n)) {
 		if ((rc = fn(cc, n, st, cause)) != CUDA_COMPILE_FALLBACK)

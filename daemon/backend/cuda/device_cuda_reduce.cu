@@ -1,9 +1,8 @@
-/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32 or FP16 storage, FP32 math), batch norm, ReduceMean/Sum/Max. */
+/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32, FP16 or BF16 storage, FP32 math), batch norm, ReduceMean/Sum/Max. */
 #include "config.h"
 
 #include <math.h>
 
-#include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
 #include "error.h"
@@ -20,7 +19,7 @@ struct red_params {
 	int64_t sst, bst;		/* LAYERNORM: scale/bias step along the row (0 or 1) */
 	float eps;
 	int as_log, kind;
-	int f16;			/* SOFTMAX, LAYERNORM: x, y, scale and bias stored as F16 (math in FP32) */
+	enum graph_dtype dt;		/* SOFTMAX, LAYERNORM: x, y, scale and bias stored as F32, F16 or CUDA_DT_BF16 (math in FP32) */
 	struct cuda_map keep, red;	/* REDUCE: kept dims and reduced dims, input strides as operand 0 */
 	int64_t nout, nred;
 };
@@ -59,7 +58,7 @@ red_block_max(float v, float *sh)
 	return v;
 }
 
-/* Softmax of rows (inner == 1): one block per row; T (float or __half) is the storage, the math FP32. */
+/* Softmax of rows (inner == 1): one block per row; T (float, __half, __nv_bfloat16) is the storage, the math FP32. */
 template <typename T>
 static __global__ void
 red_softmax_rows(struct red_params p)
@@ -73,14 +72,14 @@ red_softmax_rows(struct red_params p)
 		float mx = -INFINITY;
 		double sum = 0.0;
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			mx = (float)x[i] > mx || isnan((float)x[i]) ? (float)x[i] : mx;
+			mx = cuda_ld(x[i]) > mx || isnan(cuda_ld(x[i])) ? cuda_ld(x[i]) : mx;
 		mx = red_block_max(mx, shf);
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			sum += expf((float)x[i] - mx);
+			sum += expf(cuda_ld(x[i]) - mx);
 		sum = red_block_sum(sum, shd);
 		float ls = (float)log(sum), inv = (float)(1.0 / sum);
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
-			y[i] = (T)(p.as_log ? (float)x[i] - mx - ls : expf((float)x[i] - mx) * inv);
+			y[i] = cuda_st<T>(p.as_log ? cuda_ld(x[i]) - mx - ls : expf(cuda_ld(x[i]) - mx) * inv);
 	}
 }
 
@@ -123,7 +122,7 @@ red_softmax_warps(struct red_params p)
 #pragma unroll
 		for (int k = 0; k < NK; k++) {
 			int i = lane + 32 * k;
-			v[k] = i < len ? (float)x[i] : -INFINITY;
+			v[k] = i < len ? cuda_ld(x[i]) : -INFINITY;
 			mx = v[k] > mx || isnan(v[k]) ? v[k] : mx;
 		}
 		mx = red_warp_max(mx);
@@ -139,13 +138,13 @@ red_softmax_warps(struct red_params p)
 #pragma unroll
 			for (int k = 0; k < NK; k++)
 				if (lane + 32 * k < len)
-					y[lane + 32 * k] = (T)((float)x[lane + 32 * k] - mx - ls);
+					y[lane + 32 * k] = cuda_st<T>(cuda_ld(x[lane + 32 * k]) - mx - ls);
 		} else {
 			float inv = (float)(1.0 / sum);
 #pragma unroll
 			for (int k = 0; k < NK; k++)
 				if (lane + 32 * k < len)
-					y[lane + 32 * k] = (T)(v[k] * inv);
+					y[lane + 32 * k] = cuda_st<T>(v[k] * inv);
 		}
 	}
 }
@@ -161,15 +160,15 @@ red_softmax_cols(struct red_params p)
 		float mx = -INFINITY;
 		double sum = 0.0;
 		for (int64_t i = 0; i < p.len; i++) {
-			float v = (float)x[i * p.inner];
+			float v = cuda_ld(x[i * p.inner]);
 			mx = v > mx || isnan(v) ? v : mx;
 		}
 		for (int64_t i = 0; i < p.len; i++)
-			sum += expf((float)x[i * p.inner] - mx);
+			sum += expf(cuda_ld(x[i * p.inner]) - mx);
 		float ls = (float)log(sum), inv = (float)(1.0 / sum);
 		for (int64_t i = 0; i < p.len; i++) {
-			float v = (float)x[i * p.inner];
-			y[i * p.inner] = (T)(p.as_log ? v - mx - ls : expf(v - mx) * inv);
+			float v = cuda_ld(x[i * p.inner]);
+			y[i * p.inner] = cuda_st<T>(p.as_log ? v - mx - ls : expf(v - mx) * inv);
 		}
 	}
 }
@@ -179,7 +178,7 @@ template <typename T>
 static __device__ __forceinline__ float
 red_ln_in(const T *x, const T *z, int64_t i)
 {
-	return z != NULL ? (float)x[i] + (float)z[i] : (float)x[i];
+	return z != NULL ? cuda_ld(x[i]) + cuda_ld(z[i]) : cuda_ld(x[i]);
 }
 
 /* Layer norm of rows: mean, then the biased variance around it (two passes, double), then the scaled row; storage T. */
@@ -205,10 +204,10 @@ red_layernorm_rows(struct red_params p)
 		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x) {
 			float v = (red_ln_in(x, z, i) - m) * inv;
 			if (s != NULL)
-				v *= (float)s[i * p.sst];
+				v *= cuda_ld(s[i * p.sst]);
 			if (b != NULL)
-				v += (float)b[i * p.bst];
-			y[i] = (T)v;
+				v += cuda_ld(b[i * p.bst]);
+			y[i] = cuda_st<T>(v);
 		}
 	}
 }
@@ -258,10 +257,10 @@ red_layernorm_regs(struct red_params p)
 				continue;
 			float u = (v[k] - m) * inv;
 			if (s != NULL)
-				u *= (float)s[i * p.sst];
+				u *= cuda_ld(s[i * p.sst]);
 			if (b != NULL)
-				u += (float)b[i * p.bst];
-			y[i] = (T)u;
+				u += cuda_ld(b[i * p.bst]);
+			y[i] = cuda_st<T>(u);
 		}
 	}
 }
@@ -350,36 +349,24 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	switch (st->n->op) {
 	case GRAPH_OP_SOFTMAX:
 		if (p->inner == 1 && p->len <= RED_WARP_ROW_MAX) {
-			if (p->f16)
-				RED_WARPS_LAUNCH(red_softmax_warps, __half, p, ex->stream);
-			else
-				RED_WARPS_LAUNCH(red_softmax_warps, float, p, ex->stream);
+			CUDA_STORE_DISPATCH(p->dt, T, RED_WARPS_LAUNCH(red_softmax_warps, T, p, ex->stream));
 			return cuda_launched("red_softmax_warps", cause);
 		}
 		if (p->inner == 1) {
-			if (p->f16)
-				red_softmax_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
-			else
-				red_softmax_rows<float><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+			CUDA_STORE_DISPATCH(p->dt, T, red_softmax_rows<T><<<red_rows_grid(p->outer), RED_THREADS, 0,
+			    ex->stream>>>(*p));
 			return cuda_launched("red_softmax_rows", cause);
 		}
-		if (p->f16)
-			red_softmax_cols<__half><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
-		else
-			red_softmax_cols<float><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
+		CUDA_STORE_DISPATCH(p->dt, T, red_softmax_cols<T><<<cuda_grid(p->outer * p->inner), CUDA_THREADS, 0,
+		    ex->stream>>>(*p));
 		return cuda_launched("red_softmax_cols", cause);
 	case GRAPH_OP_LAYERNORM:
 		if (p->len <= RED_LN_THREADS * 8) {
-			if (p->f16)
-				RED_LN_LAUNCH(__half, p, ex->stream);
-			else
-				RED_LN_LAUNCH(float, p, ex->stream);
+			CUDA_STORE_DISPATCH(p->dt, T, RED_LN_LAUNCH(T, p, ex->stream));
 			return cuda_launched("red_layernorm_regs", cause);
 		}
-		if (p->f16)
-			red_layernorm_rows<__half><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
-		else
-			red_layernorm_rows<float><<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+		CUDA_STORE_DISPATCH(p->dt, T, red_layernorm_rows<T><<<red_rows_grid(p->outer), RED_THREADS, 0,
+		    ex->stream>>>(*p));
 		return cuda_launched("red_layernorm_rows", cause);
 	case GRAPH_OP_BATCHNORM:
 		red_batchnorm<<<cuda_grid(p->outer * p->len * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
@@ -420,15 +407,16 @@ red_params_init(const struct cuda_compile *cc, const struct graph_node *n, struc
 	}
 	p->x = (const float *)cuda_in(cc, n, 0);
 	p->y = (float *)cuda_out(cc, n, 0);
-	p->f16 = cuda_in_dtype(cc, n, 0) == GRAPH_DT_F16;
-	for (int i = 0; i < n->ninputs; i++)
-		if (cuda_in(cc, n, i) != NULL && (cuda_in_dtype(cc, n, i) == GRAPH_DT_F16) != p->f16) {
-			error_set(cause, "inputs mix FP16 and FP32 storage");
+	p->dt = cuda_in_dtype(cc, n, 0);
+	for (int i = 0; i <= n->ninputs; i++) {
+		enum graph_dtype dt = i < n->ninputs ? cuda_in_dtype(cc, n, i) : cuda_out_dtype(cc, n, 0);
+		if (i < n->ninputs && cuda_in(cc, n, i) == NULL)
+			continue;
+		if (dt != p->dt && (cuda_dt_reduced(dt) || cuda_dt_reduced(p->dt))) {
+			error_set(cause, "%s %s storage differs from input 0's %s", i < n->ninputs ? "an input's" :
+			    "the output's", cuda_dtype_name(dt), cuda_dtype_name(p->dt));
 			return NULL;
 		}
-	if ((cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16) != p->f16) {
-		error_set(cause, "input and output storage differ");
-		return NULL;
 	}
 	return p;
 }

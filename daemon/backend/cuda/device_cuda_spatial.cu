@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "cpu_kernels.h"
-#include <cuda_fp16.h>
 
 #include "device_cuda_impl.h"
 #include "device_resize.h"
@@ -19,7 +18,7 @@ struct pool_params {
 	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
 	int64_t in_sz, out_sz;
 	int kind, include_pad;
-	int f16;			/* x and y stored as F16 (the sums stay in double) */
+	enum graph_dtype dt;		/* x's and y's storage: F32, F16 or CUDA_DT_BF16 (the sums stay in double) */
 };
 
 /* Kernel taps [lo, hi) of one dim that land in [0, limit) for a window starting at start. */
@@ -62,14 +61,15 @@ pool_kernel(struct pool_params p)
 				const T *row = x + ((start[0] + a * p.d[0]) * p.in[1] + start[1] + b * p.d[1]) * p.in[2] +
 				    start[2];
 				for (int64_t c = lo[2]; c < hi[2]; c++) {
-					float v = (float)row[c * p.d[2]];
+					float v = cuda_ld(row[c * p.d[2]]);
 					sum += v;
 					best = v > best || isnan(v) ? v : best;
 				}
 			}
 		int64_t valid = (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]);
 		int64_t cnt = p.include_pad ? padded : valid;
-		((T *)(void *)p.y)[i] = (T)(p.kind == GRAPH_POOL_MAX ? best : cnt > 0 ? (float)(sum / (double)cnt) : 0.0f);
+		((T *)(void *)p.y)[i] = cuda_st<T>(p.kind == GRAPH_POOL_MAX ? best : cnt > 0 ? (float)(sum / (double)cnt) :
+		    0.0f);
 	}
 }
 
@@ -79,10 +79,8 @@ pool_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 {
 	const struct pool_params *p = (const struct pool_params *)st->p;
 
-	if (p->f16)
-		pool_kernel<__half><<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
-	else
-		pool_kernel<float><<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0, ex->stream>>>(*p);
+	CUDA_STORE_DISPATCH(p->dt, T, pool_kernel<T><<<cuda_grid(p->planes * p->out_sz), CUDA_THREADS, 0,
+	    ex->stream>>>(*p));
 	return cuda_launched("pool_kernel", cause);
 }
 
@@ -120,8 +118,8 @@ cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, str
 	p->planes = xs->dims[0] * xs->dims[1];
 	p->x = (const float *)cuda_in(cc, n, 0);
 	p->y = (float *)cuda_out(cc, n, 0);
-	p->f16 = cuda_in_dtype(cc, n, 0) == GRAPH_DT_F16;
-	if ((cuda_out_dtype(cc, n, 0) == GRAPH_DT_F16) != p->f16)
+	p->dt = cuda_in_dtype(cc, n, 0);
+	if (cuda_out_dtype(cc, n, 0) != p->dt)
 		return error_set(cause, "input and output storage differ");
 	p->kind = a->kind;
 	p->include_pad = a->count_include_pad;

@@ -266,7 +266,7 @@ tensor_params_init(const struct cuda_compile *cc, const struct graph_node *n, st
 	struct tensor_params *p = (struct tensor_params *)cuda_step_params(st, sizeof *p, cause);
 
 	if (p != NULL)
-		p->es = graph_dtype_size(cuda_in_dtype(cc, n, 0));
+		p->es = cuda_dtype_size(cuda_in_dtype(cc, n, 0));
 	return p;
 }
 
@@ -612,6 +612,11 @@ tensor_pad_value(enum graph_dtype dt, float v, unsigned char *buf)
 {
 	int64_t i = isnan(v) ? 0 : v >= 9.2e18f ? INT64_MAX : v <= -9.2e18f ? INT64_MIN : (int64_t)v;
 
+	if (dt == CUDA_DT_BF16) {
+		__nv_bfloat16 h = __float2bfloat16_rn(v);
+		memcpy(buf, &h, 2);
+		return;
+	}
 	switch (dt) {
 	case GRAPH_DT_F32: memcpy(buf, &v, 4); break;
 	case GRAPH_DT_F16: { __half h = __float2half_rn(v); memcpy(buf, &h, 2); break; }
