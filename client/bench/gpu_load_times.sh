@@ -2,6 +2,7 @@
 # gpu_load_times.sh BUILD [OUTDIR]: load to ready on the GPU, run from the source tree: ResNet-50 and BERT-base
 # (the default max_batch_size 64; BERT max_dims 256 with padding buckets), fp32 and fp16, without the compile
 # cache, then with it cold and warm (a restart); one line per start, the daemons' logs copied to OUTDIR.
+# LOAD_TIMES_PRECISIONS (default "fp32 fp16") and LOAD_TIMES_ARGS (more daemon options) adjust it.
 set -u
 B=$(cd "${1:?usage: gpu_load_times.sh BUILD [OUTDIR]}" && pwd); OUT=${2:-.}; W=${TMPDIR:-/tmp}/inferd-load-times; rm -rf $W; mkdir -p $W
 for m in resnet50 bert; do python3 tests/helpers/onnx_reference.py --out $W/exp --model $m --opset 17 --batch 1 > $W/exp_$m.txt 2>&1 || tail -3 $W/exp_$m.txt; done
@@ -13,7 +14,7 @@ for p in fp32 fp16; do
 done
 run() { # tag repo extra-args
   t0=$(date +%s.%N)
-  "$B/inferd" --device=cuda:0 --model_repository=$2 --http_port=8011 --shm_socket=$W/sock $3 > $W/d_$1.log 2>&1 &
+  "$B/inferd" --device=cuda:0 --model_repository=$2 --http_port=8011 --shm_socket=$W/sock ${LOAD_TIMES_ARGS:-} $3 > $W/d_$1.log 2>&1 &
   pid=$!
   for i in $(seq 1 1500); do curl -sf http://127.0.0.1:8011/v2/health/ready >/dev/null && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   t1=$(date +%s.%N)
@@ -21,7 +22,7 @@ run() { # tag repo extra-args
   [ "$1" = "fp16_warm" ] && curl -s http://127.0.0.1:8011/metrics | grep -E "^inferd_gpu_" | head -6
   kill $pid; wait $pid 2>/dev/null
 }
-for p in fp32 fp16; do
+for p in ${LOAD_TIMES_PRECISIONS:-fp32 fp16}; do
   run ${p}_nocache $W/repo_$p ""
   run ${p}_cold $W/repo_$p "--compile_cache_dir=$W/cache_$p"
   run ${p}_warm $W/repo_$p "--compile_cache_dir=$W/cache_$p"
