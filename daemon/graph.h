@@ -128,7 +128,7 @@ enum graph_op {
 	GRAPH_OP_LAYERNORM,	/* inputs X[, scale[, bias[, residual]]]; axis, eps; normalises X (+ residual, a fused Add of X's shape) */
 	GRAPH_OP_BATCHNORM,	/* inputs X, scale, bias, mean, var; eps (left only when not folded) */
 	GRAPH_OP_POOL,		/* max/average, incl. global; pool attrs */
-	GRAPH_OP_REDUCE,	/* mean/sum/max over axes; reduce attrs */
+	GRAPH_OP_REDUCE,	/* mean/sum/max/min/prod/L1/L2/sum-square/log-sum-exp over axes; reduce attrs */
 	GRAPH_OP_TRANSPOSE,	/* perm */
 	GRAPH_OP_RESHAPE,	/* output shape from the inferred shape; a view where the backend can */
 	GRAPH_OP_CONCAT,	/* axis; any number of inputs */
@@ -222,7 +222,10 @@ struct graph_pool_attr {
 	struct graph_window_attr w;
 };
 
-enum graph_reduce_kind { GRAPH_REDUCE_MEAN = 0, GRAPH_REDUCE_SUM, GRAPH_REDUCE_MAX };
+enum graph_reduce_kind {
+	GRAPH_REDUCE_MEAN = 0, GRAPH_REDUCE_SUM, GRAPH_REDUCE_MAX, GRAPH_REDUCE_MIN, GRAPH_REDUCE_PROD,
+	GRAPH_REDUCE_L1, GRAPH_REDUCE_L2, GRAPH_REDUCE_SUMSQUARE, GRAPH_REDUCE_LOGSUMEXP, GRAPH_REDUCE_COUNT
+};
 
 struct graph_reduce_attr {
 	enum graph_reduce_kind kind;

@@ -339,16 +339,23 @@ op_layernorm(struct imp *im, const struct onnx_node *on, struct graph_node *gn, 
 	return 0;
 }
 
-/* ReduceMean/Sum/Max: axes from the attribute (older opsets) or a constant input. */
+/* The reduce ops by ONNX name, in enum graph_reduce_kind order. */
+static const char *const reduce_names[GRAPH_REDUCE_COUNT] = {
+	"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+	"ReduceSumSquare", "ReduceLogSumExp",
+};
+
+/* ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp: axes from the attribute (older opsets) or a constant input. */
 static int
 op_reduce(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
 {
 	struct graph_reduce_attr *r = &gn->attr.reduce;
-	int n = 0;
+	int n = 0, k = 0;
 
+	while (k < GRAPH_REDUCE_COUNT - 1 && strcmp(on->op_type, reduce_names[k]) != 0)
+		k++;
 	gn->op = GRAPH_OP_REDUCE;
-	r->kind = strcmp(on->op_type, "ReduceMean") == 0 ? GRAPH_REDUCE_MEAN :
-	    strcmp(on->op_type, "ReduceSum") == 0 ? GRAPH_REDUCE_SUM : GRAPH_REDUCE_MAX;
+	r->kind = (enum graph_reduce_kind)k;
 	r->keepdims = imp_attr_int(on, "keepdims", 1) != 0;
 	if (imp_attr_ints(im, on, "axes", r->axes, GRAPH_MAX_DIMS, &n, cause) < 0)
 		return -1;
@@ -357,8 +364,13 @@ op_reduce(struct imp *im, const struct onnx_node *on, struct graph_node *gn, cha
 		return imp_refuse(im, on, cause, "input axes must be an INT64 constant");
 	r->naxes = n;
 	imp_trim_inputs(gn, 1);
-	if (n == 0 && imp_attr_int(on, "noop_with_empty_axes", 0) != 0)
+	if (n == 0 && imp_attr_int(on, "noop_with_empty_axes", 0) != 0) {
+		/* Runtimes disagree on whether an empty-axes no-op still squares/abs/exps; only the plain ones are sure. */
+		if (k > GRAPH_REDUCE_PROD)
+			return imp_refuse(im, on, cause, "noop_with_empty_axes=1 with no axes is supported only for "
+			    "ReduceMean/Sum/Max/Min/Prod; give the axes");
 		gn->op = GRAPH_OP_COPY;
+	}
 	return 0;
 }
 
@@ -864,6 +876,12 @@ static const struct imp_op imp_ops[] = {
 	{ "ReduceMean", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
 	{ "ReduceSum", op_reduce, "keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
 	{ "ReduceMax", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceMin", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceProd", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceL1", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceL2", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceSumSquare", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
+	{ "ReduceLogSumExp", op_reduce, "axes:I keepdims:i noop_with_empty_axes:i", 1, 2, 0 },
 	{ "LayerNormalization", op_layernorm, "axis:i epsilon:f stash_type:i", 1, 3, 0 },
 	{ "Reshape", op_reshape, "allowzero:i", 2, 2, 0 }, { "Flatten", op_reshape, "axis:i", 1, 1, 0 },
 	{ "Squeeze", op_reshape, "", 1, 2, 0 }, { "Unsqueeze", op_reshape, "", 2, 2, 0 },

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
 scans and recurrences (IsNaN, IsInf, Not, Xor, And, Or, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
-RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum), each run by
+RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, the Reduce family), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -347,12 +347,43 @@ def einsum(c):
         c.add(f"einsum_refused_{len(c.cases)}", "Einsum", [x], {"equation": eq}, opset=13, refusal=why)
 
 
+REDUCES = ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+           "ReduceSumSquare", "ReduceLogSumExp"]
+
+
+def reductions(c):
+    """Every Reduce op at opset 13 (axes an attribute; ReduceSum's an input) and 18 (axes an input): ranks 1 to
+    4, random axis sets (negative too, or none: all axes), keepdims either way, noop_with_empty_axes; the
+    squaring/abs/exp ones refuse an empty-axes no-op."""
+    for i in range(len(REDUCES) * 6):
+        op = REDUCES[i % len(REDUCES)]
+        opset = 13 if (i // len(REDUCES)) % 2 else 18
+        r = int(c.rng.integers(1, 5))
+        shape = c.shape(r, 1, 5)
+        x = c.floats(shape)
+        if op == "ReduceProd":
+            x = (0.5 + c.rng.random(shape)).astype(np.float32)
+        axes = [int(a) - (r if c.rng.integers(0, 2) else 0) for a in range(r) if c.rng.integers(0, 2)]
+        attrs = {"keepdims": int(c.rng.integers(0, 2))}
+        inputs, consts = [x], {}
+        if axes and (opset == 18 or op == "ReduceSum"):
+            inputs.append(np.array(axes, np.int64))
+            consts = {1: inputs[1]}
+        elif axes:
+            attrs["axes"] = axes
+        elif opset == 18 and i % 4 == 0 and REDUCES.index(op) <= REDUCES.index("ReduceProd"):
+            attrs["noop_with_empty_axes"] = 1
+        c.add(f"{op.lower()}_o{opset}_r{r}", op, inputs, attrs, consts=consts, opset=opset)
+    c.add("reducel2_noop_refused", "ReduceL2", [c.floats([2, 3])], {"noop_with_empty_axes": 1}, opset=18,
+          refusal="noop_with_empty_axes=1 with no axes is supported only for ReduceMean/Sum/Max/Min/Prod")
+
+
 def main():
     outdir = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum, reductions):
         gen(c)
     ran = sum("expect_refusal" not in case for case in c.cases)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:

@@ -958,7 +958,7 @@ case_pool(void)
 	tc_run(&c);
 }
 
-/* REDUCE mean/sum/max over a random axis set (or all), keepdims either way. */
+/* REDUCE of a random kind over a random axis set (or all), keepdims either way. */
 static void
 case_reduce(void)
 {
@@ -969,7 +969,7 @@ case_reduce(void)
 	int64_t d[4];
 
 	rnd_shape(d, nd, 1, 20);
-	a->kind = (enum graph_reduce_kind)rnd(0, 2);
+	a->kind = (enum graph_reduce_kind)rnd(0, GRAPH_REDUCE_COUNT - 1);
 	a->keepdims = (int)rnd(0, 1);
 	for (int i = 0; i < nd; i++)
 		if (rnd(0, 1))

@@ -282,7 +282,7 @@ node_check_attrs(const struct graph_node *n, char **why)
 		return (int)n->attr.binary.fn >= 0 && n->attr.binary.fn < GRAPH_BINARY_COUNT ? 0 :
 		    cpu_fail(why, "binary function %d", (int)n->attr.binary.fn);
 	case GRAPH_OP_REDUCE:
-		if ((int)n->attr.reduce.kind < 0 || n->attr.reduce.kind > GRAPH_REDUCE_MAX)
+		if ((int)n->attr.reduce.kind < 0 || n->attr.reduce.kind >= GRAPH_REDUCE_COUNT)
 			return cpu_fail(why, "reduce kind %d", (int)n->attr.reduce.kind);
 		return n->attr.reduce.naxes >= 0 && n->attr.reduce.naxes <= GRAPH_MAX_DIMS ? 0 :
 		    cpu_fail(why, "%d reduce axes", n->attr.reduce.naxes);

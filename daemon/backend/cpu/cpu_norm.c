@@ -250,14 +250,84 @@ reduce_geom_init(const struct cpu_node_ctx *c, struct reduce_geom *r, char **cau
 	return 0;
 }
 
+/* Running state of one reduction: a sum, product or log-sum-exp scale in acc, the max/min (or LSE shift) in best. */
+struct reduce_acc {
+	double acc;
+	float best;
+};
+
+/* Start a reduction of kind: the value of an empty reduction. */
+static void
+reduce_start(enum graph_reduce_kind kind, struct reduce_acc *a)
+{
+	a->acc = kind == GRAPH_REDUCE_PROD ? 1.0 : 0.0;
+	a->best = kind == GRAPH_REDUCE_MIN ? INFINITY : -INFINITY;
+}
+
+/* Fold v into the reduction (NaN wins max and min). */
+static void
+reduce_fold(enum graph_reduce_kind kind, struct reduce_acc *a, float v)
+{
+	switch (kind) {
+	case GRAPH_REDUCE_MAX:
+		if (v > a->best || isnan(v))
+			a->best = v;
+		break;
+	case GRAPH_REDUCE_MIN:
+		if (v < a->best || isnan(v))
+			a->best = v;
+		break;
+	case GRAPH_REDUCE_PROD:
+		a->acc *= v;
+		break;
+	case GRAPH_REDUCE_L1:
+		a->acc += fabs((double)v);
+		break;
+	case GRAPH_REDUCE_L2:
+	case GRAPH_REDUCE_SUMSQUARE:
+		a->acc += (double)v * v;
+		break;
+	case GRAPH_REDUCE_LOGSUMEXP:
+		/* Single pass: rescale the running sum whenever the shift (the max so far) grows. */
+		if (v > a->best || isnan(v)) {
+			a->acc = a->acc * exp((double)a->best - v) + 1.0;
+			a->best = v;
+		} else if (v > -INFINITY && a->best < INFINITY) {
+			a->acc += exp((double)v - a->best);
+		}
+		break;
+	default:
+		a->acc += v;
+	}
+}
+
+/* The reduction's result over nred elements. */
+static float
+reduce_finish(enum graph_reduce_kind kind, const struct reduce_acc *a, int64_t nred)
+{
+	switch (kind) {
+	case GRAPH_REDUCE_MAX:
+	case GRAPH_REDUCE_MIN:
+		return a->best;
+	case GRAPH_REDUCE_MEAN:
+		return nred > 0 ? (float)(a->acc / (double)nred) : NAN;
+	case GRAPH_REDUCE_L2:
+		return (float)sqrt(a->acc);
+	case GRAPH_REDUCE_LOGSUMEXP:
+		return a->acc > 0.0 ? (float)(a->best + log(a->acc)) : a->best;
+	default:
+		return (float)a->acc;
+	}
+}
+
 /* Reduce the input over the reduced dims for output element o. */
 static float
 reduce_one(const struct reduce_geom *r, enum graph_reduce_kind kind, const float *x, int64_t o)
 {
 	int64_t base = 0, idx[GRAPH_MAX_DIMS] = { 0 };
-	double sum = 0.0;
-	float best = -INFINITY;
+	struct reduce_acc a;
 
+	reduce_start(kind, &a);
 	for (int i = r->nd - 1; i >= 0; i--)
 		if (!r->red[i]) {
 			base += o % r->dims[i] * r->st[i];
@@ -265,14 +335,10 @@ reduce_one(const struct reduce_geom *r, enum graph_reduce_kind kind, const float
 		}
 	for (int64_t k = 0; k < r->nred; k++) {
 		int64_t off = base;
-		float v;
 
 		for (int i = 0; i < r->nd; i++)
 			off += idx[i] * r->st[i];
-		v = x[off];
-		sum += v;
-		if (v > best || isnan(v))
-			best = v;
+		reduce_fold(kind, &a, x[off]);
 		/* Step the odometer over the reduced dims only. */
 		for (int i = r->nd - 1; i >= 0; i--)
 			if (r->red[i] && ++idx[i] < r->dims[i])
@@ -280,14 +346,10 @@ reduce_one(const struct reduce_geom *r, enum graph_reduce_kind kind, const float
 			else if (r->red[i])
 				idx[i] = 0;
 	}
-	if (kind == GRAPH_REDUCE_MAX)
-		return best;
-	if (kind == GRAPH_REDUCE_MEAN)
-		return r->nred > 0 ? (float)(sum / (double)r->nred) : NAN;
-	return (float)sum;
+	return reduce_finish(kind, &a, r->nred);
 }
 
-/* REDUCE: mean, sum or max over axes. */
+/* REDUCE: mean, sum, max, min, product, L1, L2, sum of squares or log-sum-exp over axes. */
 int
 cpu_reduce_run(const struct cpu_node_ctx *c, char **cause)
 {

@@ -1,4 +1,4 @@
-/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32, FP16 or BF16 storage, FP32 math), batch norm, ReduceMean/Sum/Max. */
+/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32, FP16 or BF16 storage, FP32 math), batch norm, the Reduce ops. */
 #include "config.h"
 
 #include <math.h>
@@ -303,6 +303,78 @@ red_batchnorm(struct red_params p)
 	}
 }
 
+/* Product over the block (every thread gets it); sh holds RED_THREADS / 32 doubles. */
+static __device__ double
+red_block_prod(double v, double *sh)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v *= __shfl_xor_sync(0xffffffffu, v, o);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		sh[threadIdx.x >> 5] = v;
+	__syncthreads();
+	v = 1.0;
+	for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+		v *= sh[w];
+	return v;
+}
+
+/* The block's max (sign 1) or min (sign -1) of the elements reduced into the output at base, NaN winning. */
+static __device__ float
+red_extreme(const struct red_params &p, int64_t base, float sign, float *shf)
+{
+	float best = -INFINITY;
+
+	for (int64_t k = threadIdx.x; k < p.nred; k += blockDim.x) {
+		int64_t off;
+		cuda_map_offsets(p.red, k, 1, &off);
+		float v = sign * p.x[base + off];
+		best = v > best || isnan(v) ? v : best;
+	}
+	return sign * red_block_max(best, shf);
+}
+
+/* log(sum(exp(x))) of the elements at base, shifted by their max so that exp cannot overflow. */
+static __device__ float
+red_logsumexp(const struct red_params &p, int64_t base, float *shf, double *shd)
+{
+	float mx = red_extreme(p, base, 1.0f, shf);
+	double sum = 0.0;
+
+	if (isinf(mx) || isnan(mx))
+		return mx;
+	for (int64_t k = threadIdx.x; k < p.nred; k += blockDim.x) {
+		int64_t off;
+		cuda_map_offsets(p.red, k, 1, &off);
+		sum += exp((double)p.x[base + off] - mx);
+	}
+	return (float)(mx + log(red_block_sum(sum, shd)));
+}
+
+/* Mean, sum, product, L1, L2 or sum of squares of the elements at base (every thread gets it). */
+static __device__ float
+red_accumulate(const struct red_params &p, int64_t base, double *shd)
+{
+	double acc = p.kind == GRAPH_REDUCE_PROD ? 1.0 : 0.0;
+
+	for (int64_t k = threadIdx.x; k < p.nred; k += blockDim.x) {
+		int64_t off;
+		cuda_map_offsets(p.red, k, 1, &off);
+		double v = p.x[base + off];
+		if (p.kind == GRAPH_REDUCE_PROD)
+			acc *= v;
+		else
+			acc += p.kind == GRAPH_REDUCE_L1 ? fabs(v) :
+			    p.kind == GRAPH_REDUCE_L2 || p.kind == GRAPH_REDUCE_SUMSQUARE ? v * v : v;
+	}
+	if (p.kind == GRAPH_REDUCE_PROD)
+		return (float)red_block_prod(acc, shd);
+	acc = red_block_sum(acc, shd);
+	if (p.kind == GRAPH_REDUCE_MEAN)
+		return (float)(acc / (double)p.nred);
+	return (float)(p.kind == GRAPH_REDUCE_L2 ? sqrt(acc) : acc);
+}
+
 /* Reduce: one block per output element, the reduced elements strided through the block. */
 static __global__ void
 red_reduce(struct red_params p)
@@ -311,25 +383,17 @@ red_reduce(struct red_params p)
 	__shared__ float shf[RED_THREADS / 32];
 
 	for (int64_t o = blockIdx.x; o < p.nout; o += gridDim.x) {
-		int64_t base, off;
-		double sum = 0.0;
-		float best = -INFINITY;
+		int64_t base;
+		float r;
 		cuda_map_offsets(p.keep, o, 1, &base);
-		for (int64_t k = threadIdx.x; k < p.nred; k += blockDim.x) {
-			cuda_map_offsets(p.red, k, 1, &off);
-			float v = p.x[base + off];
-			sum += v;
-			best = v > best || isnan(v) ? v : best;
-		}
-		if (p.kind == GRAPH_REDUCE_MAX) {
-			best = red_block_max(best, shf);
-			if (threadIdx.x == 0)
-				p.y[o] = best;
-		} else {
-			sum = red_block_sum(sum, shd);
-			if (threadIdx.x == 0)
-				p.y[o] = (float)(p.kind == GRAPH_REDUCE_MEAN ? sum / (double)p.nred : sum);
-		}
+		if (p.kind == GRAPH_REDUCE_MAX || p.kind == GRAPH_REDUCE_MIN)
+			r = red_extreme(p, base, p.kind == GRAPH_REDUCE_MAX ? 1.0f : -1.0f, shf);
+		else if (p.kind == GRAPH_REDUCE_LOGSUMEXP)
+			r = red_logsumexp(p, base, shf, shd);
+		else
+			r = red_accumulate(p, base, shd);
+		if (threadIdx.x == 0)
+			p.y[o] = r;
 	}
 }
 
@@ -528,6 +592,8 @@ cuda_compile_reduce(const struct cuda_compile *cc, const struct graph_node *n, s
 
 	if (p == NULL)
 		return -1;
+	if ((int)a->kind < 0 || a->kind >= GRAPH_REDUCE_COUNT)
+		return error_set(cause, "reduce kind %d unknown", (int)a->kind);
 	for (int d = 0; d < xs->ndims; d++)
 		red[d] = a->naxes == 0;
 	for (int k = 0; k < a->naxes; k++) {
