@@ -214,6 +214,9 @@ un_d(enum graph_unary fn, double x, double *r)
 	case GRAPH_UNARY_RELU: *r = x > 0 ? x : 0; return 1;
 	case GRAPH_UNARY_NEG: *r = -x; return 1;
 	case GRAPH_UNARY_ABS: *r = fabs(x); return 1;
+	case GRAPH_UNARY_CEIL: *r = ceil(x); return 1;
+	case GRAPH_UNARY_FLOOR: *r = floor(x); return 1;
+	case GRAPH_UNARY_ROUND: *r = rint(x); return 1;
 	case GRAPH_UNARY_SQRT: *r = sqrt(x); return 1;
 	case GRAPH_UNARY_EXP: *r = exp(x); return 1;
 	case GRAPH_UNARY_LOG: *r = log(x); return 1;

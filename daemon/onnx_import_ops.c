@@ -273,6 +273,7 @@ op_unary(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char
 		{ "Abs", GRAPH_UNARY_ABS }, { "HardSwish", GRAPH_UNARY_HARD_SWISH },
 		{ "LeakyRelu", GRAPH_UNARY_LEAKY_RELU }, { "HardSigmoid", GRAPH_UNARY_HARD_SIGMOID },
 		{ "Gelu", GRAPH_UNARY_GELU }, { "Clip", GRAPH_UNARY_CLIP },
+		{ "Ceil", GRAPH_UNARY_CEIL }, { "Floor", GRAPH_UNARY_FLOOR }, { "Round", GRAPH_UNARY_ROUND },
 	};
 	const char *approx = imp_attr_str(on, "approximate", "none");
 	size_t i;
@@ -863,6 +864,7 @@ static const struct imp_op imp_ops[] = {
 	{ "Log", op_unary, "", 1, 1, 0 }, { "Sqrt", op_unary, "", 1, 1, 0 },
 	{ "Neg", op_unary, "", 1, 1, 0 }, { "Reciprocal", op_unary, "", 1, 1, 0 },
 	{ "Erf", op_unary, "", 1, 1, 0 }, { "Abs", op_unary, "", 1, 1, 0 },
+	{ "Ceil", op_unary, "", 1, 1, 0 }, { "Floor", op_unary, "", 1, 1, 0 }, { "Round", op_unary, "", 1, 1, 0 },
 	{ "HardSwish", op_unary, "", 1, 1, 0 }, { "LeakyRelu", op_unary, "alpha:f", 1, 1, 0 },
 	{ "HardSigmoid", op_unary, "alpha:f beta:f", 1, 1, 0 },
 	{ "Gelu", op_unary, "approximate:s", 1, 1, 0 }, { "Clip", op_unary, "", 1, 3, 0 },

@@ -60,6 +60,13 @@ device_unary_apply(int fn, float x, float alpha, float beta)
 		return erff(x);
 	case GRAPH_UNARY_ABS:
 		return fabsf(x);
+	case GRAPH_UNARY_CEIL:
+		return ceilf(x);
+	case GRAPH_UNARY_FLOOR:
+		return floorf(x);
+	case GRAPH_UNARY_ROUND:
+		/* The default rounding mode rounds halves to even on host and device alike. */
+		return rintf(x);
 	default:
 		return x;
 	}

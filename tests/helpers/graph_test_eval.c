@@ -33,6 +33,9 @@ ev_fn(enum graph_unary fn, double a, double b, double x)
 	case GRAPH_UNARY_RECIPROCAL: return 1 / x;
 	case GRAPH_UNARY_ERF: return erf(x);
 	case GRAPH_UNARY_ABS: return fabs(x);
+	case GRAPH_UNARY_CEIL: return ceil(x);
+	case GRAPH_UNARY_FLOOR: return floor(x);
+	case GRAPH_UNARY_ROUND: return rint(x);
 	default: return NAN;
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
 scans and recurrences (IsNaN, IsInf, Not, Xor, And, Or, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
-RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, the Reduce family), each run by
+RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, the Reduce family, Ceil, Floor, Round), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -378,12 +378,26 @@ def reductions(c):
           refusal="noop_with_empty_axes=1 with no axes is supported only for ReduceMean/Sum/Max/Min/Prod")
 
 
+def rounding(c):
+    """Ceil, Floor and Round (halves to even) on random values, exact halves of both signs, integers, +-0, NaN
+    and +-inf."""
+    for op in ("Ceil", "Floor", "Round"):
+        for r in (1, 3):
+            shape = c.shape(r, 1, 6)
+            x = c.floats(shape) * 4
+            x.flat[::3] = np.round(x.flat[::3] * 2) / 2
+            c.add(f"{op.lower()}_r{r}", op, [x], opset=13 if r == 1 else 17)
+        edge = np.array([0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0, -0.0, 0.0, 1e8 + 0.5, np.nan, np.inf, -np.inf,
+                         0.49999997, -0.49999997], np.float32)
+        c.add(f"{op.lower()}_edges", op, [edge])
+
+
 def main():
     outdir = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum, reductions):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum, reductions, rounding):
         gen(c)
     ran = sum("expect_refusal" not in case for case in c.cases)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:

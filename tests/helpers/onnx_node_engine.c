@@ -82,7 +82,7 @@ read_all(const char *dir, const char *name, size_t *len)
 	return buf;
 }
 
-/* FP32 within tolerance, anything else byte for byte; 0 when they match. */
+/* FP32 within tolerance (NaN and infinities exactly), anything else byte for byte; 0 when they match. */
 static int
 outputs_differ(enum graph_dtype dt, const void *y, const void *r, size_t bytes, double *worst)
 {
@@ -95,9 +95,16 @@ outputs_differ(enum graph_dtype dt, const void *y, const void *r, size_t bytes, 
 	if (dt != GRAPH_DT_F32)
 		return memcmp(y, r, bytes) != 0;
 	for (i = 0; i < n; i++)
-		maxr = fmax(maxr, fabs(b[i]));
+		if (isfinite(b[i]))
+			maxr = fmax(maxr, fabs(b[i]));
 	for (i = 0; i < n; i++) {
 		double d = fabs((double)a[i] - b[i]);
+
+		/* A NaN or infinite reference must be met exactly (an infinity of the same sign). */
+		if (!isfinite(b[i])) {
+			bad += !(isnan(b[i]) ? isnan(a[i]) : a[i] == b[i]);
+			continue;
+		}
 		*worst = fmax(*worst, d / (maxr > 0 ? maxr : 1));
 		bad += !(d <= 1e-5 * maxr + 1e-4 * fabs(b[i]));
 	}

@@ -108,6 +108,9 @@ ref_act(double x, enum graph_unary fn, double a, double b)
 	case GRAPH_UNARY_RECIPROCAL: return 1 / x;
 	case GRAPH_UNARY_ERF: return erf(x);
 	case GRAPH_UNARY_ABS: return fabs(x);
+	case GRAPH_UNARY_CEIL: return ceil(x);
+	case GRAPH_UNARY_FLOOR: return floor(x);
+	case GRAPH_UNARY_ROUND: return rint(x);
 	default: return x;
 	}
 }

@@ -61,6 +61,12 @@ ref_unary(enum graph_unary fn, double x, double a, double b)
 		return erf(x);
 	case GRAPH_UNARY_ABS:
 		return fabs(x);
+	case GRAPH_UNARY_CEIL:
+		return ceil(x);
+	case GRAPH_UNARY_FLOOR:
+		return floor(x);
+	case GRAPH_UNARY_ROUND:
+		return rint(x);
 	default:
 		return x;
 	}

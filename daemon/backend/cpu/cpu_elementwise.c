@@ -35,6 +35,9 @@ act_one(float x, enum graph_unary fn, float a, float b)
 	case GRAPH_UNARY_RECIPROCAL: return 1.0f / x;
 	case GRAPH_UNARY_ERF: return erff(x);
 	case GRAPH_UNARY_ABS: return fabsf(x);
+	case GRAPH_UNARY_CEIL: return ceilf(x);
+	case GRAPH_UNARY_FLOOR: return floorf(x);
+	case GRAPH_UNARY_ROUND: return rintf(x);
 	default: return x;
 	}
 }
