@@ -958,6 +958,31 @@ case_pool(void)
 	tc_run(&c);
 }
 
+/* INSTANCENORM and GROUPNORM (scale and bias per group or per channel) over ranks 2 to 4. */
+static void
+case_groupnorm(int instance)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, instance ? GRAPH_OP_INSTANCENORM : GRAPH_OP_GROUPNORM,
+	    instance ? "InstanceNorm" : "GroupNorm");
+	struct graph_groupnorm_attr *a = &n->attr.groupnorm;
+	int nd = (int)rnd(2, 4);
+	int64_t d[4], want;
+
+	rnd_shape(d, nd, 1, 12);
+	a->groups = instance ? 0 : rnd(1, 3);
+	if (!instance)
+		d[1] = a->groups * rnd(1, 4);
+	a->eps = 1e-5f;
+	a->per_channel = instance || (int)rnd(0, 1);
+	want = a->per_channel ? d[1] : a->groups;
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 1, &want, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 1, &want, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
 /* REDUCE of a random kind over a random axis set (or all), keepdims either way. */
 static void
 case_reduce(void)
@@ -1647,6 +1672,8 @@ run_precision(void)
 		case_batchnorm();
 		case_pool();
 		case_reduce();
+		case_groupnorm(0);
+		case_groupnorm(1);
 		case_transpose();
 		case_concat_split(0);
 		case_concat_split(1);

@@ -271,6 +271,8 @@ int cuda_compile_layernorm(const struct cuda_compile *cc, const struct graph_nod
 int cuda_compile_batchnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_reduce(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_groupnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
 int cuda_compile_copy(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_transpose(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);

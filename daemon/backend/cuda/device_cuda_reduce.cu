@@ -1,4 +1,4 @@
-/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32, FP16 or BF16 storage, FP32 math), batch norm, the Reduce ops. */
+/* device_cuda_reduce.cu: row-wise and reducing CUDA steps: softmax/log-softmax on any axis and layer norm (FP32, FP16 or BF16 storage, FP32 math), batch norm, group and instance norm, the Reduce ops. */
 #include "config.h"
 
 #include <math.h>
@@ -21,6 +21,8 @@ struct red_params {
 	int as_log, kind;
 	enum graph_dtype dt;		/* SOFTMAX, LAYERNORM: x, y, scale and bias stored as F32, F16 or CUDA_DT_BF16 (math in FP32) */
 	struct cuda_map keep, red;	/* REDUCE: kept dims and reduced dims, input strides as operand 0 */
+	int64_t groups;			/* GROUPNORM: groups per image ([outer = N groups, len = group, inner = spatial]) */
+	int per_channel;		/* GROUPNORM: scale and bias per channel, else per group */
 	int64_t nout, nred;
 };
 
@@ -397,6 +399,32 @@ red_reduce(struct red_params p)
 	}
 }
 
+/* Group/instance norm: one block per (n, group), statistics in double over the group as the CPU kernel takes them. */
+static __global__ void
+red_groupnorm(struct red_params p)
+{
+	__shared__ double shd[RED_THREADS / 32];
+
+	for (int64_t ng = blockIdx.x; ng < p.outer; ng += gridDim.x) {
+		const float *x = p.x + ng * p.len;
+		float *y = p.y + ng * p.len;
+		int64_t g = ng % p.groups, cpg = p.len / p.inner;
+		double mean = 0.0, var = 0.0;
+
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			mean += x[i];
+		mean = red_block_sum(mean, shd) / (double)p.len;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x)
+			var += (x[i] - mean) * (x[i] - mean);
+		float inv = (float)(1.0 / sqrt(red_block_sum(var, shd) / (double)p.len + p.eps)), mu = (float)mean;
+		for (int64_t i = threadIdx.x; i < p.len; i += blockDim.x) {
+			int64_t c = p.per_channel ? g * cpg + i / p.inner : g;
+			/* x - mean first: folding the mean into the bias cancels badly when the variance is tiny. */
+			y[i] = (x[i] - mu) * (inv * p.s[c]) + p.b[c];
+		}
+	}
+}
+
 /* Blocks for the one-block-per-row kernels. */
 static unsigned int
 red_rows_grid(int64_t rows)
@@ -432,6 +460,10 @@ red_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 		CUDA_STORE_DISPATCH(p->dt, T, red_layernorm_rows<T><<<red_rows_grid(p->outer), RED_THREADS, 0,
 		    ex->stream>>>(*p));
 		return cuda_launched("red_layernorm_rows", cause);
+	case GRAPH_OP_INSTANCENORM:
+	case GRAPH_OP_GROUPNORM:
+		red_groupnorm<<<red_rows_grid(p->outer), RED_THREADS, 0, ex->stream>>>(*p);
+		return cuda_launched("red_groupnorm", cause);
 	case GRAPH_OP_BATCHNORM:
 		red_batchnorm<<<cuda_grid(p->outer * p->len * p->inner), CUDA_THREADS, 0, ex->stream>>>(*p);
 		return cuda_launched("red_batchnorm", cause);
@@ -615,6 +647,41 @@ cuda_compile_reduce(const struct cuda_compile *cc, const struct graph_node *n, s
 		    (long long)graph_shape_elems(cuda_out_shape(cc, n, 0)), (long long)p->nout);
 	p->kind = a->kind;
 	if (p->nout > 0)
+		st->run = red_run;
+	return 0;
+}
+
+/* INSTANCENORM, GROUPNORM: X [N, C, ...] normalised per (n, group), scaled per channel or per group. */
+int
+cuda_compile_groupnorm(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause)
+{
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0);
+	const struct graph_groupnorm_attr *a = &n->attr.groupnorm;
+	struct red_params *p = red_params_init(cc, n, st, 1, cause);
+	int64_t ch, want;
+
+	if (p == NULL)
+		return -1;
+	if (xs->ndims < 2)
+		return error_set(cause, "X must be [N, C, ...]");
+	ch = xs->dims[1];
+	p->groups = n->op == GRAPH_OP_INSTANCENORM ? ch : a->groups;
+	p->per_channel = n->op == GRAPH_OP_INSTANCENORM || a->per_channel;
+	want = p->per_channel ? ch : p->groups;
+	if (p->groups < 1 || ch % p->groups != 0 || graph_shape_elems(cuda_in_shape(cc, n, 1)) != want ||
+	    graph_shape_elems(cuda_in_shape(cc, n, 2)) != want)
+		return error_set(cause, "%lld channels in %lld groups, or scale and bias not of %lld values",
+		    (long long)ch, (long long)p->groups, (long long)want);
+	p->inner = 1;
+	for (int d = 2; d < xs->ndims; d++)
+		p->inner *= xs->dims[d];
+	p->outer = xs->dims[0] * p->groups;
+	p->len = ch / p->groups * p->inner;
+	p->s = (const float *)cuda_in(cc, n, 1);
+	p->b = (const float *)cuda_in(cc, n, 2);
+	p->eps = a->eps;
+	if (p->outer * p->len > 0)
 		st->run = red_run;
 	return 0;
 }

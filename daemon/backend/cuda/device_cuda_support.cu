@@ -51,6 +51,10 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_SCATTER_ND] = { cuda_compile_scatter_nd, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_TOPK] = { cuda_compile_topk, 1, 1, 2, 2, 0 },
 	[GRAPH_OP_RNN] = { cuda_compile_rnn, 3, 8, 1, 3, 0 },
+	[GRAPH_OP_SCATTER_ELEMENTS] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_ONEHOT] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_INSTANCENORM] = { cuda_compile_groupnorm, 3, 3, 1, 1, 0 },
+	[GRAPH_OP_GROUPNORM] = { cuda_compile_groupnorm, 3, 3, 1, 1, 0 },
 };
 
 /* The compiler of op (NULL when the backend has none). */
