@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device_cuda_sdpa.h"
 #include "error.h"
@@ -10,7 +11,6 @@
 #ifdef HAVE_CUDNN
 
 #include <pthread.h>
-#include <time.h>
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
