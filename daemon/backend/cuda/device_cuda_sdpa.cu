@@ -1,4 +1,4 @@
-/* device_cuda_sdpa.cu: fused attention as one cuDNN graph-API plan (cuDNN's flash-attention fusion, its kernel compiled once per device and form through a dynamic-shape kernel cache), or "unavailable" without cuDNN. */
+/* device_cuda_sdpa.cu: fused attention as one cuDNN graph-API plan (cuDNN's flash-attention fusion), or "unavailable" without cuDNN. */
 #include "config.h"
 
 #include <stdlib.h>
