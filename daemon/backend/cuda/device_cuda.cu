@@ -99,10 +99,8 @@ cuda_event(const device_event_t *e)
 static void
 cuda_close(device_t *dev)
 {
-	if (dev->ctx != NULL) {
+	if (dev->ctx != NULL)
 		cuda_dnn_pool_drain(((const struct cuda_ctx *)dev->ctx)->ordinal);
-		cuda_sdpa_kcache_drain(((const struct cuda_ctx *)dev->ctx)->ordinal);
-	}
 	free(dev->ctx);
 	dev->ctx = NULL;
 }

@@ -3,19 +3,14 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device_cuda_sdpa.h"
 #include "error.h"
 
 #ifdef HAVE_CUDNN
 
-#include <pthread.h>
-
 #include <cuda_runtime.h>
 #include <cudnn.h>
-
-#include "log.h"
 
 /* Every descriptor a plan is built from (kept until the plan goes), and the engine configs heuristics may return. */
 #define SDPA_MAX_DESC 128
@@ -23,48 +18,6 @@
 
 /* Unique ids: the variant pack's tensors, then the virtual ones. */
 enum { SDPA_ID_Q = 1, SDPA_ID_K, SDPA_ID_V, SDPA_ID_O, SDPA_ID_SCALE, SDPA_ID_BIAS, SDPA_ID_VIRT = 100 };
-
-/*
- * The dims cuDNN's runtime-compiled kernel is specialised on: a graph's
- * topology (cuDNN reuses a cached kernel only for "same-topology" graphs).
- * B, Sq and Sk are left out (they are what dynamic shapes vary), and of the
- * mask only which dims broadcast.
- */
-struct sdpa_form {
-	int64_t h, d, dv, align;
-	int kt, has_mask, bcast;
-};
-
-/*
- * A cuDNN kernel cache (dynamic shapes): the flash-attention engine compiles
- * its kernel at run time (NVRTC, 100 ms and more) at every plan finalize; a
- * plan finalized through a cache binds the kernel already compiled for a
- * graph of the same form instead.  One per device and form (a cache is
- * finalized against its first graph), held by the list until the device
- * closes and by every plan built through it.
- */
-struct sdpa_kcache {
-	struct sdpa_kcache *next;
-	int ordinal;
-	struct sdpa_form form;
-	cudnnBackendDescriptor_t desc;
-	int state;			/* under lock: 0 not finalized yet, 1 finalized, -1 refused by cuDNN */
-	/* cuDNN documents no thread safety for a shared cache: every finalize and destroy through it is serialised. */
-	pthread_mutex_t lock;
-	int refs;			/* under sdpa_kc_list_lock */
-};
-
-/* The cuDNN (headers, and runtime: cudnnGetVersion) that finalizes a kernel cache against an operation graph. */
-#define SDPA_KCACHE_MIN_CUDNN 90500
-#if CUDNN_VERSION >= SDPA_KCACHE_MIN_CUDNN
-#define SDPA_KCACHE_BUILT 1
-#else
-#define SDPA_KCACHE_BUILT 0
-#endif
-
-static pthread_mutex_t sdpa_kc_list_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sdpa_kcache *sdpa_kc_list;	/* every open device's caches */
-static int sdpa_kc_logged;			/* under sdpa_kc_list_lock: the fallback was logged */
 
 /* A built plan and what it was built from, shared by the identical attentions of one compile. */
 struct sdpa_core {
@@ -76,7 +29,6 @@ struct sdpa_core {
 	int refs;
 	int ordinal;
 	struct cuda_sdpa_desc key;
-	struct sdpa_kcache *kc;			/* the kernel cache the plan was built through (NULL: none) */
 };
 
 /* One attention: a shared plan and this node's addresses. */
@@ -213,21 +165,6 @@ sdpa_io(struct sdpa_core *s, const struct cuda_sdpa_desc *d, cudnnBackendDescrip
 	return CUDNN_STATUS_SUCCESS;
 }
 
-/* Finalize the operation graph, as a dynamic-shape graph when a kernel cache plans it (cuDNN caches only those). */
-static cudnnStatus_t
-sdpa_graph_finalize(struct sdpa_core *s)
-{
-#if SDPA_KCACHE_BUILT
-	bool dynamic = true;
-	cudnnStatus_t st;
-
-	if (s->kc != NULL && (st = cudnnBackendSetAttribute(s->graph, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
-	    CUDNN_TYPE_BOOLEAN, 1, &dynamic)) != CUDNN_STATUS_SUCCESS)
-		return st;
-#endif
-	return cudnnBackendFinalize(s->graph);
-}
-
 /* The operation graph: S = Q K^T * scale (+ mask), P = exp(S - max) / sum (and the stats), O = P V. */
 static cudnnStatus_t
 sdpa_graph(struct sdpa_core *s, const struct cuda_sdpa_desc *d)
@@ -268,7 +205,7 @@ sdpa_graph(struct sdpa_core *s, const struct cuda_sdpa_desc *d)
 	    (st = sdpa_new(s, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &s->graph)) ||
 	    (st = cudnnBackendSetAttribute(s->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops)))
 		return st;
-	return sdpa_graph_finalize(s);
+	return cudnnBackendFinalize(s->graph);
 }
 
 /* The device's properties (the plan is built from them, not from a handle). */
@@ -282,38 +219,6 @@ sdpa_devprop(struct sdpa_core *s, int ordinal)
 	    (st = cudnnBackendSetAttribute(s->devprop, CUDNN_ATTR_DEVICEPROP_DEVICE_ID, CUDNN_TYPE_INT32, 1, &id)))
 		return st;
 	return cudnnBackendFinalize(s->devprop);
-}
-
-/*
- * Finalize plan, through the core's kernel cache when it has one (the first
- * plan finalizes the cache against its graph): the kernel is compiled once
- * per form, under the cache's lock, and every later plan binds it.
- */
-static cudnnStatus_t
-sdpa_plan_finalize(struct sdpa_core *s, cudnnBackendDescriptor_t plan)
-{
-	struct sdpa_kcache *kc = s->kc;
-	cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
-
-	if (kc == NULL)
-		return cudnnBackendFinalize(plan);
-#if SDPA_KCACHE_BUILT
-	if (pthread_mutex_lock(&kc->lock) != 0)
-		return CUDNN_STATUS_INTERNAL_ERROR;
-	if (kc->state == 0) {
-		kc->state = cudnnBackendSetAttribute(kc->desc, CUDNN_ATTR_KERNEL_CACHE_OPERATION_GRAPH,
-		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &s->graph) == CUDNN_STATUS_SUCCESS &&
-		    cudnnBackendFinalize(kc->desc) == CUDNN_STATUS_SUCCESS ? 1 : -1;
-		LOG_DEBUG("cuda:%d: cuDNN attention kernel cache for H %lld, D %lld, Dv %lld%s: %s", kc->ordinal,
-		    (long long)kc->form.h, (long long)kc->form.d, (long long)kc->form.dv,
-		    kc->form.has_mask ? ", masked" : "", kc->state == 1 ? "finalized" : "refused");
-	}
-	if (kc->state == 1 && (st = cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_KERNEL_CACHE,
-	    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &kc->desc)) == CUDNN_STATUS_SUCCESS)
-		st = cudnnBackendFinalize(plan);
-	(void)pthread_mutex_unlock(&kc->lock);
-#endif
-	return st;
 }
 
 /* Heuristics mode A, then the first engine config whose plan finalizes within ws_cap: 1 with s->plan, else 0. */
@@ -348,7 +253,7 @@ sdpa_pick(struct sdpa_core *s, size_t ws_cap, int64_t *ws)
 		if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
 		    &cfg[i]) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-		    &s->devprop) == CUDNN_STATUS_SUCCESS && sdpa_plan_finalize(s, plan) == CUDNN_STATUS_SUCCESS &&
+		    &s->devprop) == CUDNN_STATUS_SUCCESS && cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
 		    ws) == CUDNN_STATUS_SUCCESS && *ws >= 0 && (size_t)*ws <= ws_cap) {
 			s->plan = plan;
@@ -367,215 +272,40 @@ cuda_sdpa_available(void)
 	return cudnnGetVersion() >= CUDA_SDPA_MIN_CUDNN && (force == NULL || strcmp(force, "off") != 0);
 }
 
-/* The form of d: what a kernel cache is chosen by. */
-static void
-sdpa_form_of(const struct cuda_sdpa_desc *d, struct sdpa_form *f)
-{
-	memset(f, 0, sizeof *f);
-	f->h = d->h;
-	f->d = d->d;
-	f->dv = d->dv;
-	f->align = d->align;
-	f->kt = d->kt;
-	f->has_mask = d->has_mask;
-	for (int i = 0; d->has_mask && i < 4; i++)
-		if (d->mask_dims[i] == 1)
-			f->bcast |= 1 << i;
-}
-
-/* Whether two forms are one. */
-static int
-sdpa_form_eq(const struct sdpa_form *a, const struct sdpa_form *b)
-{
-	return a->h == b->h && a->d == b->d && a->dv == b->dv && a->align == b->align && a->kt == b->kt &&
-	    a->has_mask == b->has_mask && a->bcast == b->bcast;
-}
-
-/* Log, once per process, that cuDNN refused a kernel cache (the plans are then built shape by shape). */
-static void
-sdpa_kcache_refused(int ordinal, const char *what)
-{
-	int first = 0;
-
-	if (pthread_mutex_lock(&sdpa_kc_list_lock) == 0) {
-		first = !sdpa_kc_logged;
-		sdpa_kc_logged = 1;
-		(void)pthread_mutex_unlock(&sdpa_kc_list_lock);
-	}
-	if (first)
-		LOG_DEBUG("cuda:%d: cuDNN %zu refused the attention kernel cache (%s): each attention shape compiles its "
-		    "own kernel", ordinal, (size_t)cudnnGetVersion(), what);
-}
-
-/* A new kernel cache of ordinal for form f (not finalized: its first plan does that), or NULL. */
-static struct sdpa_kcache *
-sdpa_kcache_new(int ordinal, const struct sdpa_form *f)
-{
-	struct sdpa_kcache *kc = (struct sdpa_kcache *)calloc(1, sizeof *kc);
-
-	if (kc == NULL)
-		return NULL;
-	if (pthread_mutex_init(&kc->lock, NULL) != 0) {
-		free(kc);
-		return NULL;
-	}
-	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_KERNEL_CACHE_DESCRIPTOR, &kc->desc) != CUDNN_STATUS_SUCCESS) {
-		(void)pthread_mutex_destroy(&kc->lock);
-		free(kc);
-		return NULL;
-	}
-	kc->ordinal = ordinal;
-	kc->form = *f;
-	kc->refs = 1;
-	return kc;
-}
-
-/* The kernel cache of ordinal for d's form (a new reference; created on first use), or NULL when cuDNN has none. */
-static struct sdpa_kcache *
-sdpa_kcache_get(int ordinal, const struct cuda_sdpa_desc *d)
-{
-	struct sdpa_kcache *kc;
-	struct sdpa_form f;
-
-	if (!SDPA_KCACHE_BUILT || cudnnGetVersion() < SDPA_KCACHE_MIN_CUDNN)
-		return NULL;
-	sdpa_form_of(d, &f);
-	if (pthread_mutex_lock(&sdpa_kc_list_lock) != 0)
-		return NULL;
-	for (kc = sdpa_kc_list; kc != NULL; kc = kc->next)
-		if (kc->ordinal == ordinal && sdpa_form_eq(&kc->form, &f))
-			break;
-	if (kc == NULL && (kc = sdpa_kcache_new(ordinal, &f)) != NULL) {
-		kc->next = sdpa_kc_list;
-		sdpa_kc_list = kc;
-	}
-	if (kc != NULL)
-		kc->refs++;
-	(void)pthread_mutex_unlock(&sdpa_kc_list_lock);
-	if (kc == NULL)
-		sdpa_kcache_refused(ordinal, "no kernel cache descriptor");
-	return kc;
-}
-
-/* Drop a reference to kc, destroying it with the last. */
-static void
-sdpa_kcache_put(struct sdpa_kcache *kc)
-{
-	int last;
-
-	if (kc == NULL || pthread_mutex_lock(&sdpa_kc_list_lock) != 0)
-		return;
-	last = --kc->refs == 0;
-	(void)pthread_mutex_unlock(&sdpa_kc_list_lock);
-	if (!last)
-		return;
-	(void)cudnnBackendDestroyDescriptor(kc->desc);
-	(void)pthread_mutex_destroy(&kc->lock);
-	free(kc);
-}
-
-/* Forget device ordinal's kernel caches (it is closing); each goes once no plan built through it remains. */
-void
-cuda_sdpa_kcache_drain(int ordinal)
-{
-	struct sdpa_kcache **pp, *gone = NULL;
-
-	if (pthread_mutex_lock(&sdpa_kc_list_lock) != 0)
-		return;
-	for (pp = &sdpa_kc_list; *pp != NULL;) {
-		struct sdpa_kcache *kc = *pp;
-
-		if (kc->ordinal != ordinal) {
-			pp = &kc->next;
-			continue;
-		}
-		*pp = kc->next;
-		kc->next = gone;
-		gone = kc;
-	}
-	(void)pthread_mutex_unlock(&sdpa_kc_list_lock);
-	while (gone != NULL) {
-		struct sdpa_kcache *next = gone->next;
-
-		sdpa_kcache_put(gone);
-		gone = next;
-	}
-}
-
-/* Destroy a core's descriptors once no attention holds it (under its kernel cache's lock: see sdpa_kcache). */
+/* Destroy a core's descriptors once no attention holds it. */
 static void
 sdpa_core_release(struct sdpa_core *c)
 {
-	int locked;
-
 	if (c == NULL || --c->refs > 0)
 		return;
-	locked = c->kc != NULL && pthread_mutex_lock(&c->kc->lock) == 0;
 	for (int i = c->nd - 1; i >= 0; i--)
 		(void)cudnnBackendDestroyDescriptor(c->d[i]);
-	if (locked)
-		(void)pthread_mutex_unlock(&c->kc->lock);
-	sdpa_kcache_put(c->kc);
 	free(c);
 }
 
-/* A monotonic clock in milliseconds, for the debug log's plan build times (0 when unreadable). */
-static double
-sdpa_now_ms(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		return 0;
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Build d's plan through kernel cache kc (NULL: none): the core (one reference; it takes kc's), or NULL. */
+/* Build d's plan: the core (one reference), or NULL when this cuDNN has no engine for it. */
 static struct sdpa_core *
-sdpa_core_try(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap, struct sdpa_kcache *kc)
+sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
 {
 	struct sdpa_core *c;
+	int64_t sk_stride = d->kt ? 1 : d->d;
 
-	if ((c = (struct sdpa_core *)calloc(1, sizeof *c)) == NULL) {
-		sdpa_kcache_put(kc);
+	/* Never a K^T whose Sk dim has stride 1 (K stored [B, H, D, Sk]): cuDNN 9.14 segfaults inside
+	 * cudnnBackendGetAttribute(ENGINEHEUR_RESULTS) on such a graph.  The caller gives K with D contiguous. */
+	if (sk_stride == 1 && d->d > 1)
 		return NULL;
-	}
+	if ((c = (struct sdpa_core *)calloc(1, sizeof *c)) == NULL)
+		return NULL;
 	c->next_id = SDPA_ID_VIRT;
 	c->refs = 1;
 	c->ordinal = ordinal;
 	c->key = *d;
-	c->kc = kc;
 	/* Any status below means this cuDNN cannot take the graph: the caller runs the attention another way. */
 	if (sdpa_devprop(c, ordinal) != CUDNN_STATUS_SUCCESS || sdpa_graph(c, d) != CUDNN_STATUS_SUCCESS ||
 	    !sdpa_pick(c, ws_cap, &c->ws)) {
 		sdpa_core_release(c);
 		return NULL;
 	}
-	return c;
-}
-
-/* Build d's plan, through the device's kernel cache when cuDNN takes it, else on its own: the core, or NULL. */
-static struct sdpa_core *
-sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
-{
-	struct sdpa_kcache *kc;
-	struct sdpa_core *c = NULL;
-	int64_t sk_stride = d->kt ? 1 : d->d;
-	double t0;
-
-	/* Never a K^T whose Sk dim has stride 1 (K stored [B, H, D, Sk]): cuDNN 9.14 segfaults inside
-	 * cudnnBackendGetAttribute(ENGINEHEUR_RESULTS) on such a graph.  The caller gives K with D contiguous. */
-	if (sk_stride == 1 && d->d > 1)
-		return NULL;
-	t0 = sdpa_now_ms();
-	if ((kc = sdpa_kcache_get(ordinal, d)) != NULL && (c = sdpa_core_try(ordinal, d, ws_cap, kc)) == NULL)
-		sdpa_kcache_refused(ordinal, "no dynamic-shape plan for this shape");
-	if (c == NULL)
-		c = sdpa_core_try(ordinal, d, ws_cap, NULL);
-	if (c != NULL)
-		LOG_DEBUG("cuda:%d: cuDNN attention plan B %lld, H %lld, Sq %lld, Sk %lld built in %.1f ms (%s)", ordinal,
-		    (long long)d->b, (long long)d->h, (long long)d->sq, (long long)d->sk, sdpa_now_ms() - t0,
-		    c->kc != NULL ? "through the kernel cache" : "its own kernel");
 	return c;
 }
 
@@ -717,13 +447,6 @@ int
 cuda_sdpa_available(void)
 {
 	return 0;
-}
-
-/* Without cuDNN there is no kernel cache. */
-void
-cuda_sdpa_kcache_drain(int ordinal)
-{
-	(void)ordinal;
 }
 
 /* Without cuDNN nothing is shared. */

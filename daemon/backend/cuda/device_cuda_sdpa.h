@@ -60,15 +60,5 @@ int cuda_sdpa_bind(struct cuda_sdpa *s, const void *q, const void *k, const void
     void *ws, char **cause);
 int cuda_sdpa_run(const struct cuda_sdpa *s, void *handle, char **cause);
 void cuda_sdpa_free(struct cuda_sdpa *s);
-/*
- * Kernel cache.  cuDNN's flash-attention engine compiles its kernel at run
- * time at every plan build; with cuDNN 9.5 or later each device keeps one
- * dynamic-shape kernel cache per attention form (H, D, Dv, mask broadcast,
- * alignment), so every other shape of that form (each padding bucket) binds
- * the kernel the first one compiled.  When cuDNN refuses it, plans are built
- * shape by shape as before.  Drain at device close: each cache goes once
- * the last plan built through it is freed.
- */
-void cuda_sdpa_kcache_drain(int ordinal);
 
 #endif
