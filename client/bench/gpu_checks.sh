@@ -1,5 +1,5 @@
 #!/bin/sh
-# gpu_checks.sh: the ONNX-on-GPU checks of issue 12 in one go, on the GPU machine, from the repository root:
+# gpu_checks.sh: the ONNX-on-GPU checks in one go, on the GPU machine, from the repository root:
 #     client/bench/gpu_checks.sh [BUILD_DIR [PYTHON [OUTDIR]]]   (defaults: _g, /opt/torch/.venv/bin/python3, gpu-checks)
 # Runs, in order (CHECKS="encoders resnet_fp16 fashion vision e2e" picks some, e.g. one per 10-minute slot):
 #   encoders     gpu_check_encoders.py: BERT-base, DistilBERT (seq 128) fp32 and fp16 vs PyTorch fp32, speed at

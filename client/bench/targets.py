@@ -137,7 +137,7 @@ def main():
         print("usage: targets.py OUTDIR", file=sys.stderr)
         return 2
     out = sys.argv[1]
-    print("## Shared-memory targets (issue 18), each copy_mode\n")
+    print("## Shared-memory targets, each copy_mode\n")
     print("\n".join(target_rows(out)))
     print("\n## One copy by DMA and by the mapped kernel (event-timed medians; mapped_copy_max_bytes)\n")
     print("\n".join(copy_rows(out)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""attack_http.py: the HTTP attacks of issue 17, each bounded in time and bytes, on loopback.
+"""attack_http.py: the hostile-client HTTP attacks, each bounded in time and bytes, on loopback.
 
     attack_http.py PORT PID ATTACK
 

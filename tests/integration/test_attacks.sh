@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_attacks.sh: the attacks of issue 17 on HTTP, each bounded and on loopback, against a
+# test_attacks.sh: the hostile-client attacks on HTTP, each bounded and on loopback, against a
 # daemon with small limits; each asserts the fixed behaviour and that a normal client is
 # served meanwhile (tests/helpers/attack_http.py).  The shm side has its own tests:
 # test_ipc_hostile.sh (access control), test_shutdown_drain.sh (nothing lost on SIGTERM).
