@@ -7,6 +7,7 @@ usage: triton_examples.py setup REPO                 (writes the repository)
        triton_examples.py run EXAMPLES_DIR URL [--port8000]
 Prints one line per example (PASS, FAIL or NOT RUN with the reason) and exits 1 when an example that
 inferd supports fails."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -36,6 +37,10 @@ SUPPORTED = [
     ("simple_http_shm_string_client.py", []),
     ("memory_growth_test.py", ["8000"]),
 ]
+# image_client.py against densenet_onnx (an image classifier with labels, input format NCHW), when the Python
+# running the examples has what it imports (tritonclient[grpc] for the model-config protobuf, attrdict, PIL).
+IMAGE_CLIENT = [["-m", "densenet_onnx", "-c", "3", "-s", "INCEPTION"],
+                ["-m", "densenet_onnx", "-c", "3", "-s", "VGG", "-b", "2", "--async"]]
 # Run after everything else: it unloads simple.
 LAST = ("simple_http_model_control.py", [])
 
@@ -56,14 +61,50 @@ def save_identity(path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+DENSENET = """name: "densenet_onnx"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "data_0" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 3, 224, 224 ] } ]
+output [ { name: "fc6_1" data_type: TYPE_FP32 dims: [ 1000 ] label_filename: "densenet_labels.txt" } ]
+"""
+
+
+def save_classifier(path):
+    """A 1000-class image classifier (global average pool, then a random linear layer) named as Triton's densenet_onnx."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((1000, 3)).astype(np.float32), "W")
+    b = numpy_helper.from_array(rng.standard_normal(1000).astype(np.float32), "B")
+    nodes = [helper.make_node("GlobalAveragePool", ["data_0"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("Gemm", ["f", "W", "B"], ["fc6_1"], transB=1)]
+    g = helper.make_graph(nodes, "densenet_onnx", [helper.make_tensor_value_info("data_0", T.FLOAT, ["b", 3, 224, 224])],
+                          [helper.make_tensor_value_info("fc6_1", T.FLOAT, ["b", 1000])], [w, b])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def save_image(path):
+    """A 400x300 JPEG of random pixels for image_client.py (PIL, which the example needs anyway)."""
+    import numpy as np
+    from PIL import Image
+    Image.fromarray((np.random.default_rng(1).random((300, 400, 3)) * 255).astype(np.uint8)).save(path)
+
+
 def setup(root):
-    """simple, simple_string, simple_identity, custom_identity_int32 and three more: the model-control example
-    expects an index of 7."""
+    """simple, simple_string, simple_identity, custom_identity_int32, densenet_onnx and two more: the
+    model-control example expects an index of 7; image_client.jpg beside the repository."""
     repo.folder(root, "simple", repo.SIMPLE)
     bytes_check.setup_simple_string(root)
     bytes_check.setup_simple_identity(root)
     repo.folder(root, "custom_identity_int32", IDENTITY, onnx_saver=save_identity)
-    for i in range(3):
+    repo.folder(root, "densenet_onnx", DENSENET, onnx_saver=save_classifier,
+                extra={"densenet_labels.txt": "".join("LABEL_%d\n" % i for i in range(1000))})
+    try:
+        save_image(os.path.join(os.path.dirname(os.path.abspath(root)), "image_client.jpg"))
+    except ImportError:
+        pass
+    for i in range(2):
         name = "identity_%d" % i
         repo.folder(root, name, IDENTITY.replace("custom_identity_int32", name), onnx_saver=save_identity)
 
@@ -90,8 +131,23 @@ def run_supported(examples, url, script, args, port8000):
     return 0 if ok else 1
 
 
-def run(examples, url, port8000):
+def run_image_client(examples, url, image):
+    """image_client.py on densenet_onnx; 1 when it failed, 0 when passed or its imports are missing here."""
+    # Found, not imported: attrdict imports on Python >= 3.10 only after the example's own collections patch.
+    try:
+        import tritonclient.grpc  # noqa: F401
+        missing = [m for m in ("PIL", "attrdict") if importlib.util.find_spec(m) is None]
+    except Exception as e:
+        missing = [str(e)]
+    if missing:
+        print("NOT RUN: image_client.py (this Python lacks what it imports: %s)" % ", ".join(missing))
+        return 0
+    return sum(run_supported(examples, url, "image_client.py", args + [image], False) for args in IMAGE_CLIENT)
+
+
+def run(examples, url, port8000, image):
     failed = sum(run_supported(examples, url, script, args, port8000) for script, args in SUPPORTED)
+    failed += run_image_client(examples, url, image)
     for script, why in sorted(REPORTED.items()):
         ok, tail = run_one(examples, url, script, [])
         print("%s: %s (%s)" % ("PASS" if ok else "NOT SUPPORTED", script, why))
@@ -102,7 +158,9 @@ def main():
     if sys.argv[1] == "setup":
         setup(sys.argv[2])
         return 0
-    return 1 if run(sys.argv[2], sys.argv[3], "--port8000" in sys.argv) else 0
+    image = os.path.join(os.path.dirname(os.path.abspath(sys.argv[4])), "image_client.jpg") if len(sys.argv) > 4 and \
+        not sys.argv[4].startswith("--") else ""
+    return 1 if run(sys.argv[2], sys.argv[3], "--port8000" in sys.argv, image) else 0
 
 
 if __name__ == "__main__":
