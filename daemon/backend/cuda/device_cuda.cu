@@ -622,7 +622,8 @@ cuda_plan_add(struct cuda_plan *c, const struct cuda_compile *cc, const struct g
 
 	st->n = n;
 	if (fn == NULL)
-		return error_set(cause, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
+		return error_set(cause, "op %s has no CUDA kernel (serve this model from a daemon with device = cpu)",
+		    graph_op_name(n->op));
 	/* The step is counted before compiling so that plan_free releases what a failed compile allocated. */
 	c->nsteps++;
 	if (cuda_prec_compile_node(cc, n, fn, st, cause) != 0)

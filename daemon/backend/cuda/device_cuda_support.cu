@@ -252,7 +252,8 @@ cuda_node_supported(const graph_t *g, const struct graph_node *n, char **why)
 	const struct cuda_op *o = (unsigned)n->op < GRAPH_OP_COUNT ? &cuda_ops_table[n->op] : NULL;
 
 	if (o == NULL || o->compile == NULL) {
-		error_set(why, "op %s not implemented by the CUDA backend", graph_op_name(n->op));
+		error_set(why, "op %s has no CUDA kernel (serve this model from a daemon with device = cpu)",
+		    graph_op_name(n->op));
 		return 0;
 	}
 	if (!device_unary_known(n->act) ||
