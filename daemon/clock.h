@@ -13,6 +13,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Monotonic microseconds since an arbitrary start (CLOCK_MONOTONIC cannot fail here). */
 uint64_t clock_now_us(void);
 
@@ -21,5 +25,9 @@ int clock_cond_init(pthread_cond_t *cond);
 
 /* Wait on cond (made by clock_cond_init) until woken or the monotonic time deadline_us. */
 void clock_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t deadline_us);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

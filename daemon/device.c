@@ -511,6 +511,7 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct device_pl
 	p->dev = dev;
 	p->g = g;
 	p->precision = opts != NULL ? opts->precision : GRAPH_PRECISION_FP32;
+	p->background = opts != NULL && opts->background;
 	p->ws_mode = mode;
 	p->ws = ws;
 	p->ws_bytes = ws_bytes;
@@ -538,6 +539,15 @@ device_plan_compile_shared(device_t *dev, const graph_t *g, const struct device_
     size_t ws_bytes, device_plan_t **out, char **cause)
 {
 	return device_plan_compile_mode(dev, g, opts, shapes, addrs, DEVICE_WS_SHARED, ws, ws_bytes, out, cause);
+}
+
+/* Wait for the work a background compile left: 0 ready, 1 compile again without background, -1 error. */
+int
+device_plan_settle(device_plan_t *p, char **cause)
+{
+	if (p == NULL || p->dev->ops->plan_settle == NULL)
+		return 0;
+	return p->dev->ops->plan_settle(p, cause);
 }
 
 /* The shared workspace a plan for g at shapes would take (compiled to measure, then freed). */

@@ -191,6 +191,7 @@ int device_supports_node(const device_t *dev, const graph_t *g,
  */
 struct device_plan_options {
 	int precision;
+	int background;			/* slow per-shape work may finish on worker threads: see device_plan_settle */
 };
 
 /*
@@ -225,6 +226,16 @@ int device_plan_measure(device_t *dev, const graph_t *g, const struct device_pla
 int device_plan_compile_shared(device_t *dev, const graph_t *g, const struct device_plan_options *opts,
     const struct graph_shape *shapes, void *const *addrs, void *ws,
     size_t ws_bytes, device_plan_t **out, char **cause);
+/*
+ * A plan compiled with options.background may leave work to the backend's
+ * worker threads (the CUDA backend's fused-attention engines, each a runtime
+ * compilation), so that a load compiling many shapes builds them side by
+ * side.  device_plan_settle waits for it: 0 when the plan can run, 1 when
+ * that work found nothing the plan can use (compile it again without
+ * background, which takes another way at compile), -1 on error.  A plan
+ * compiled without background settles at once; run settles by itself.
+ */
+int device_plan_settle(device_plan_t *p, char **cause);
 /* Queue the plan's work on compute stream s (capturable into a device graph); never allocates. */
 int device_plan_run(device_plan_t *p, device_stream_t *s, char **cause);
 /* Free a plan and its workspaces (NULL is ignored). */

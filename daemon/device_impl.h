@@ -59,6 +59,8 @@ struct device_ops {
 	int (*plan_compile)(device_plan_t *p, const struct graph_shape *shapes,
 	    void *const *addrs, char **cause);
 	int (*plan_run)(device_plan_t *p, device_stream_t *s, char **cause);
+	/* device_plan_settle; NULL on backends that leave no work behind (CPU). */
+	int (*plan_settle)(device_plan_t *p, char **cause);
 	void (*plan_free)(device_plan_t *p);
 	/* device_plan_profile: one entry per step, malloc'ed; NULL on a backend that cannot. */
 	int (*plan_profile)(device_plan_t *p, device_stream_t *s, struct device_step_time **out, size_t *n,
@@ -118,6 +120,7 @@ struct device_plan {
 	device_t *dev;
 	const graph_t *g;		/* the compiled graph; outlives the plan */
 	int precision;			/* enum graph_precision (device_plan_options) */
+	int background;			/* device_plan_options.background */
 	void *handle;			/* the backend's compiled steps */
 	enum device_ws_mode ws_mode;	/* set before plan_compile */
 	void *ws;			/* DEVICE_WS_SHARED: the workspace */

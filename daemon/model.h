@@ -217,6 +217,7 @@ typedef struct model_exec {
 	void **addrs;			/* per graph tensor: its device memory */
 	int nplans;			/* fixed dims: plans[r - 1] runs r rows; variable: LRU slots */
 	int bucketed;			/* on a GPU: batches run at model_exec_rows_run sizes (fixed dims: only their plans) */
+	int background;			/* plans leave slow engines to worker threads, settled on first use (not when redoing one) */
 	struct model_plan_entry *plans;
 	uint64_t clock;			/* LRU time */
 	void *ws;			/* device: scratch shared by every plan (GPU; NULL when none needs any) */
@@ -297,6 +298,8 @@ void model_shape_max(const model_t *m, int rows, struct model_shape *s);
 
 /* Allocate a context's arena for the largest batch and compile its plans (all of them without variable dims). */
 int model_exec_create(const model_t *m, model_exec_t **out, char **cause);
+/* A context for a run or two at load (the padding and precision checks, warm-up): only the largest shape compiled now. */
+int model_exec_create_lazy(const model_t *m, model_exec_t **out, char **cause);
 void model_exec_free(model_exec_t *x);
 /* Device addresses where the batch's input i / output o starts: row r at r * row_bytes.  Fixed for the context. */
 void *model_exec_input(model_exec_t *x, int i);

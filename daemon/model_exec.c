@@ -19,6 +19,7 @@ struct model_plan_entry {
 	device_plan_t *plan;
 	void **spec_consts;		/* GPU, fixed dims: device copies of the constants the specialization folded */
 	device_graph_t *graph;		/* variable dims: the plan captured on its first run (NULL until then) */
+	int settled;			/* its background work waited for (device_plan_settle): it may run */
 	uint64_t used;			/* LRU time */
 };
 
@@ -149,7 +150,7 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
-		struct device_plan_options opts = { m->precision };
+		struct device_plan_options opts = { m->precision, x->background };
 
 		if (mode == MODEL_ENTRY_MEASURE)
 			rc = device_plan_measure(m->dev, &e->spec->graph, &opts, e->spec->shapes, addrs, need, cause);
@@ -373,6 +374,50 @@ model_exec_warm_buckets(model_exec_t *x, char **cause)
 	return 0;
 }
 
+/*
+ * Before e's first run: wait for the engines its compile left to worker
+ * threads (built side by side with every other plan's; one still queued is
+ * built by this thread at once).  A plan whose engine could not be built is
+ * compiled again without background work, which takes another way for it.
+ */
+static int
+model_entry_settle(model_exec_t *x, struct model_plan_entry *e, char **cause)
+{
+	struct model_shape s;
+	uint64_t used;
+	int r;
+
+	if (e->settled)
+		return 0;
+	if ((r = device_plan_settle(e->plan, cause)) < 0)
+		return -1;
+	if (r > 0) {
+		s = e->shape;
+		used = e->used;
+		model_entry_clear(x->model, e);
+		x->background = 0;
+		r = model_entry_compile(x, &s, e, MODEL_ENTRY_SHARED, NULL, cause);
+		x->background = 1;
+		if (r != 0)
+			return error_prefix(cause, "compiling %d rows again", s.rows);
+		e->used = used;
+	}
+	e->settled = 1;
+	return 0;
+}
+
+/* Settle every compiled plan (fixed dims: before any graph is captured from them). */
+static int
+model_exec_settle(model_exec_t *x, char **cause)
+{
+	int i;
+
+	for (i = 0; i < x->nplans; i++)
+		if (x->plans[i].valid && model_entry_settle(x, &x->plans[i], cause) != 0)
+			return -1;
+	return 0;
+}
+
 /* Bytes of a context's arena (never 0: a graph whose tensors are all constants still gets an address). */
 static size_t
 model_exec_arena_bytes(const model_t *m)
@@ -418,9 +463,16 @@ model_exec_tally(model_exec_t *x)
 	}
 }
 
-/* Allocate a context's arena for the model's largest batch and compile its plans. */
-int
-model_exec_create(const model_t *m, model_exec_t **out, char **cause)
+/*
+ * Allocate a context's arena for the model's largest batch and compile its
+ * plans: every bucket's when warm (a serving context), else only the
+ * largest shape's, the rest on first use (a context of the load's checks,
+ * which run a shape or two).  Fixed dims settle every plan now (graphs are
+ * captured from them next); variable dims settle each plan on its first run,
+ * so the engines of all buckets build side by side while the model serves.
+ */
+static int
+model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **cause)
 {
 	model_exec_t *x;
 	int rc;
@@ -441,11 +493,15 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 		error_prefix(cause, "model '%s': allocating the batch arena", m->name);
 	else {
 		model_exec_bind(x);
+		x->background = 1;
 		rc = model_exec_device_memory(x, cause);
-		if (rc == 0)
+		/* A lazy context's runs compile what they take (the serving contexts check the largest shape). */
+		if (rc == 0 && (m->nvars == 0 || warm))
 			rc = m->nvars == 0 ? model_exec_fixed_plans(x, cause) : model_exec_first_plan(x, cause);
-		if (rc == 0)
+		if (rc == 0 && warm)
 			rc = model_exec_warm_buckets(x, cause);
+		if (rc == 0 && m->nvars == 0)
+			rc = model_exec_settle(x, cause);
 		if (rc != 0)
 			error_prefix(cause, "model '%s': compiling for the %s device", m->name, device_name(m->dev));
 	}
@@ -456,6 +512,20 @@ model_exec_create(const model_t *m, model_exec_t **out, char **cause)
 	model_exec_tally(x);
 	*out = x;
 	return 0;
+}
+
+/* A serving context: every bucket compiled now. */
+int
+model_exec_create(const model_t *m, model_exec_t **out, char **cause)
+{
+	return model_exec_create_as(m, 1, out, cause);
+}
+
+/* A context for a check at load: the largest shape compiled now, any other on its first run. */
+int
+model_exec_create_lazy(const model_t *m, model_exec_t **out, char **cause)
+{
+	return model_exec_create_as(m, 0, out, cause);
 }
 
 /* Free a context (NULL is ignored). */
@@ -583,7 +653,7 @@ model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *
 	run.rows = model_exec_rows_run(x, s->rows);
 	if (x->model->nvars == 0)
 		e = &x->plans[run.rows - 1];
-	else if (model_exec_lookup(x, &run, st, &e, cause) != 0)
+	else if (model_exec_lookup(x, &run, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
 	if (x->model->nvars > 0 && run.rows <= x->lazy_graph_rows) {
@@ -642,7 +712,7 @@ model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device
 	s.rows = model_exec_rows_run(x, s.rows);
 	if (m->nvars == 0)
 		e = &x->plans[s.rows - 1];
-	else if (model_exec_lookup(x, &s, st, &e, cause) != 0)
+	else if (model_exec_lookup(x, &s, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
 		return error_prefix(cause, "model '%s'", m->name);
 	e->used = ++x->clock;
 	*ran_rows = s.rows;

@@ -285,7 +285,7 @@ padding_runs(struct padding_run *r, char **cause)
 	device_stream_t *st = NULL;
 	int rc;
 
-	rc = model_exec_create(r->m, &x, cause);
+	rc = model_exec_create_lazy(r->m, &x, cause);
 	if (rc == 0)
 		rc = device_stream_create(r->m->dev, DEVICE_STREAM_COMPUTE, &st, cause);
 	if (rc == 0)

@@ -237,7 +237,7 @@ model_warmup(model_t *m, char **cause)
 		return 0;
 	rc = warmup_buffers(&r, cause);
 	if (rc == 0)
-		rc = model_exec_create(m, &r.x, cause);
+		rc = model_exec_create_lazy(m, &r.x, cause);
 	if (rc == 0)
 		rc = device_stream_create(m->dev, DEVICE_STREAM_COMPUTE, &r.s, cause);
 	if (rc == 0)
@@ -278,7 +278,7 @@ precision_run(model_t *m, void *const *in, const struct model_shape *sh, void **
 	device_stream_t *s = NULL;
 	int i, rc;
 
-	rc = model_exec_create(m, &x, cause);
+	rc = model_exec_create_lazy(m, &x, cause);
 	if (rc == 0)
 		rc = device_stream_create(m->dev, DEVICE_STREAM_COMPUTE, &s, cause);
 	for (i = 0; rc == 0 && i < m->ninputs; i++)

@@ -99,6 +99,8 @@ cuda_event(const device_event_t *e)
 static void
 cuda_close(device_t *dev)
 {
+	/* No engine may still be building for plans of a device going away. */
+	cuda_sdpa_quiesce();
 	if (dev->ctx != NULL)
 		cuda_dnn_pool_drain(((const struct cuda_ctx *)dev->ctx)->ordinal);
 	free(dev->ctx);
@@ -690,6 +692,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	cc.dnn = cuda_dnn_scope_new();
 	cc.cache = ((const struct cuda_ctx *)p->dev->ctx)->cache;
 	cc.sdpa = cuda_sdpa_scope_new();
+	cc.background = p->background;
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
 		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;
@@ -759,6 +762,20 @@ cuda_plan_steps(const struct cuda_plan *c, const struct cuda_exec *ex, cudaEvent
 	    rc == 0)
 		return cuda_blas_fail(cause, bs, "cublasSetMathMode(restore)");
 	return rc;
+}
+
+/* Wait for the engines the plan's steps left to worker threads: 0 ready, 1 when one found none. */
+static int
+cuda_plan_settle(device_plan_t *p, char **cause)
+{
+	const struct cuda_plan *c = (const struct cuda_plan *)p->handle;
+	int redo = 0;
+
+	(void)cause;
+	for (size_t i = 0; c != NULL && i < c->nsteps; i++)
+		if (c->steps[i].settle != NULL && c->steps[i].settle(&c->steps[i]) != 0)
+			redo = 1;
+	return redo;
 }
 
 /* Queue every step on the stream. */
@@ -987,6 +1004,7 @@ static const struct device_ops cuda_ops = {
 	.supports_node = cuda_supports_node,
 	.plan_compile = cuda_plan_compile,
 	.plan_run = cuda_plan_run,
+	.plan_settle = cuda_plan_settle,
 	.plan_free = cuda_plan_free,
 	.plan_profile = cuda_plan_profile,
 	.graph_capture_begin = cuda_graph_capture_begin,

@@ -302,6 +302,15 @@ att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const s
 	return 1;
 }
 
+/* Wait for the step's engine when a worker builds it: 1 when cuDNN had none. */
+static int
+att_settle(struct cuda_step *st)
+{
+	const struct att_params *p = (const struct att_params *)st->p;
+
+	return p != NULL && p->dnn != NULL ? cuda_sdpa_settle(p->dnn) : 0;
+}
+
 /* Try cuDNN's fused attention: 1 when planned (step set), 0 when cuDNN cannot, -1 on error. */
 static int
 att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, struct att_params *p,
@@ -312,22 +321,25 @@ att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cu
 	size_t kb = p->kt ? ((size_t)(p->lead * p->sk * p->d) * 2 + ATT_KCOPY_ALIGN - 1) / ATT_KCOPY_ALIGN *
 	    ATT_KCOPY_ALIGN + 16 : 0, lim = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP), ws = 0;
 	struct cuda_sdpa_desc d;
+	enum cuda_sdpa_how how;
 	char *dws;
-	int rc;
+	int rc, probe;
 
 	if ((force != NULL && strcmp(force, "cublas") == 0) || kb > lim ||
 	    !att_sdpa_desc(cc, n, p, p->kt ? 0 : (uintptr_t)p->k, &d))
 		return 0;
-	if ((rc = cuda_sdpa_build(cc->ordinal, &d, cc->sdpa, lim - kb, &p->dnn, &ws, cause)) != 1)
+	probe = cc->ws != NULL && cc->ws->mode == CUDA_WS_PROBE;
+	how = !cc->background ? CUDA_SDPA_NOW : probe ? CUDA_SDPA_ESTIMATE : CUDA_SDPA_QUEUE;
+	if ((rc = cuda_sdpa_build(cc->ordinal, &d, cc->sdpa, lim - kb, how, &p->dnn, &ws, cause)) != 1)
 		return rc;
 	st->fini = att_fini;
+	st->settle = att_settle;
 	if (cuda_step_scratch(cc, st, kb + ws, cause) != 0)
 		return -1;
 	p->kcopy = p->kt ? (void *)(((uintptr_t)st->ws + 15) & ~(uintptr_t)15) : NULL;
 	dws = p->kt ? (char *)p->kcopy + kb - 16 : (char *)st->ws;
 	/* A probe's workspace is no memory: it only measures, and never runs. */
-	if ((cc->ws == NULL || cc->ws->mode != CUDA_WS_PROBE) &&
-	    cuda_sdpa_bind(p->dnn, p->q, p->kt ? p->kcopy : p->k, p->v, p->mask, p->y, dws, cause) != 0)
+	if (!probe && cuda_sdpa_bind(p->dnn, p->q, p->kt ? p->kcopy : p->k, p->v, p->mask, p->y, dws, cause) != 0)
 		return -1;
 	st->run = att_dnn_run;
 	return 1;

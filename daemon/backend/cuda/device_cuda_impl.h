@@ -88,6 +88,7 @@ struct cuda_step {
 	size_t ws_bytes;
 	int ws_shared;			/* ws is a piece of the shared workspace: not the step's to free */
 	void (*fini)(struct cuda_step *st);	/* releases what p holds beyond itself (NULL: nothing) */
+	int (*settle)(struct cuda_step *st);	/* waits for work built in the background: 1 when it failed (NULL: none) */
 };
 
 /*
@@ -126,6 +127,7 @@ struct cuda_compile {
 	struct cuda_dnn_scope *dnn;	/* cuDNN plans identical convolutions of this compile share (NULL: none) */
 	compile_cache_t *cache;		/* the device's persistent engine and algorithm choices (NULL: off) */
 	struct cuda_sdpa_scope *sdpa;	/* cuDNN plans identical attentions of this compile share (NULL: none) */
+	int background;			/* slow engines may be built by worker threads (device_plan_settle) */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,

@@ -1,11 +1,15 @@
 /* device_cuda_sdpa.cu: fused attention as one cuDNN graph-API plan (cuDNN's flash-attention fusion), or "unavailable" without cuDNN. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "clock.h"
 #include "device_cuda_sdpa.h"
 #include "error.h"
+#include "log.h"
 
 #ifdef HAVE_CUDNN
 
@@ -19,6 +23,21 @@
 /* Unique ids: the variant pack's tensors, then the virtual ones. */
 enum { SDPA_ID_Q = 1, SDPA_ID_K, SDPA_ID_V, SDPA_ID_O, SDPA_ID_SCALE, SDPA_ID_BIAS, SDPA_ID_VIRT = 100 };
 
+/* Workspace a plan built in the background may take: its size must be known before the engine is (cuDNN's fused
+ * attention engines take none or a few hundred bytes). */
+#define SDPA_BACKGROUND_WS ((size_t)1 << 20)
+/* Most threads building engines at once (each engine is a runtime compilation of a few hundred ms of CPU). */
+#define SDPA_MAX_WORKERS 16
+
+/* Where a core's engine stands. */
+enum sdpa_state {
+	SDPA_READY = 0,			/* built: runs */
+	SDPA_PENDING,			/* on the workers' queue */
+	SDPA_BUILDING,			/* being built (by a worker, or by a thread that needed it first) */
+	SDPA_FAILED,			/* no engine for it: the plan holding it must be compiled again */
+	SDPA_ESTIMATE,			/* a measuring compile's: never built, never run */
+};
+
 /* A built plan and what it was built from, shared by the identical attentions of one compile. */
 struct sdpa_core {
 	cudnnBackendDescriptor_t d[SDPA_MAX_DESC];	/* every descriptor, destroyed last first */
@@ -26,7 +45,11 @@ struct sdpa_core {
 	cudnnBackendDescriptor_t graph, devprop, plan;
 	int64_t next_id;
 	int64_t ws;
-	int refs;
+	size_t ws_cap;			/* the engine's workspace is at most this */
+	int deferred;			/* not built by its creator: a step reserves ws_cap for it */
+	int refs;			/* under sdpa_lock (workers hold one while a build is queued) */
+	enum sdpa_state state;		/* under sdpa_lock */
+	struct sdpa_core *queued;	/* the next core on the workers' queue */
 	int ordinal;
 	struct cuda_sdpa_desc key;
 };
@@ -36,8 +59,21 @@ struct cuda_sdpa {
 	struct sdpa_core *core;
 	cudnnBackendDescriptor_t pack;
 	int has_mask;
+	int ready;			/* its core was seen built (set by settle; run checks it) */
 	float scale;				/* the variant pack points here: passed by value */
 };
+
+/*
+ * Engines built in the background: a queue of cores and the detached worker
+ * threads draining it (started as work arrives, gone when it is done).
+ * Each build is independent cuDNN work on descriptors of its own, made from
+ * device properties rather than a handle, which cuDNN allows from any thread.
+ */
+static pthread_mutex_t sdpa_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sdpa_changed = PTHREAD_COND_INITIALIZER;
+static struct sdpa_core *sdpa_head, *sdpa_tail;
+static int sdpa_workers;
+static int sdpa_building;		/* builds under way, by workers or by threads that needed them */
 
 /* The plans one compile has built (each held by its steps; the scope only finds them). */
 struct cuda_sdpa_scope {
@@ -272,20 +308,27 @@ cuda_sdpa_available(void)
 	return cudnnGetVersion() >= CUDA_SDPA_MIN_CUDNN && (force == NULL || strcmp(force, "off") != 0);
 }
 
-/* Destroy a core's descriptors once no attention holds it. */
+/* Destroy a core's descriptors once nothing holds it. */
 static void
 sdpa_core_release(struct sdpa_core *c)
 {
-	if (c == NULL || --c->refs > 0)
+	int last;
+
+	if (c == NULL)
+		return;
+	(void)pthread_mutex_lock(&sdpa_lock);
+	last = --c->refs == 0;
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	if (!last)
 		return;
 	for (int i = c->nd - 1; i >= 0; i--)
 		(void)cudnnBackendDestroyDescriptor(c->d[i]);
 	free(c);
 }
 
-/* Build d's plan: the core (one reference), or NULL when this cuDNN has no engine for it. */
+/* A core for d, nothing built yet (one reference), or NULL when out of memory or d must never be built. */
 static struct sdpa_core *
-sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
+sdpa_core_new(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
 {
 	struct sdpa_core *c;
 	int64_t sk_stride = d->kt ? 1 : d->d;
@@ -300,13 +343,129 @@ sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
 	c->refs = 1;
 	c->ordinal = ordinal;
 	c->key = *d;
-	/* Any status below means this cuDNN cannot take the graph: the caller runs the attention another way. */
-	if (sdpa_devprop(c, ordinal) != CUDNN_STATUS_SUCCESS || sdpa_graph(c, d) != CUDNN_STATUS_SUCCESS ||
-	    !sdpa_pick(c, ws_cap, &c->ws)) {
+	c->ws_cap = ws_cap;
+	return c;
+}
+
+/* Build c's plan (any status below means this cuDNN cannot take the graph): 1 when built, 0 when not. */
+static int
+sdpa_core_plan(struct sdpa_core *c)
+{
+	return sdpa_devprop(c, c->ordinal) == CUDNN_STATUS_SUCCESS && sdpa_graph(c, &c->key) == CUDNN_STATUS_SUCCESS &&
+	    sdpa_pick(c, c->ws_cap, &c->ws);
+}
+
+/* Build d's plan now: the core (one reference), or NULL when this cuDNN has no engine for it. */
+static struct sdpa_core *
+sdpa_core_build(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
+{
+	struct sdpa_core *c = sdpa_core_new(ordinal, d, ws_cap);
+
+	if (c != NULL && !sdpa_core_plan(c)) {
 		sdpa_core_release(c);
 		return NULL;
 	}
 	return c;
+}
+
+/* Build c, which this thread took off the queue (sdpa_lock not held); log how long it took beside how many others. */
+static int
+sdpa_core_plan_timed(struct sdpa_core *c, const char *who)
+{
+	uint64_t t0 = clock_now_us();
+	int ok, beside;
+
+	(void)pthread_mutex_lock(&sdpa_lock);
+	beside = sdpa_building++;
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	/* The runtime binds a thread to device 0 until told otherwise. */
+	ok = cudaSetDevice(c->ordinal) == cudaSuccess && sdpa_core_plan(c);
+	(void)pthread_mutex_lock(&sdpa_lock);
+	sdpa_building--;
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	LOG_DEBUG("cuda:%d: cuDNN attention engine for [%lld, %lld, %lld, %lld, %lld] %s in %.0f ms by %s, %d other "
+	    "builds under way", c->ordinal, (long long)c->key.b, (long long)c->key.h, (long long)c->key.sq,
+	    (long long)c->key.sk, (long long)c->key.d, ok ? "built" : "not built (no engine)",
+	    (double)(clock_now_us() - t0) / 1e3, who, beside);
+	return ok;
+}
+
+/* A worker: build queued cores until the queue is empty, then end. */
+static void *
+sdpa_worker(void *arg)
+{
+	struct sdpa_core *c;
+
+	(void)arg;
+	(void)pthread_mutex_lock(&sdpa_lock);
+	while ((c = sdpa_head) != NULL) {
+		int ok;
+
+		sdpa_head = c->queued;
+		if (sdpa_head == NULL)
+			sdpa_tail = NULL;
+		c->state = SDPA_BUILDING;
+		(void)pthread_mutex_unlock(&sdpa_lock);
+		ok = sdpa_core_plan_timed(c, "a worker");
+		(void)pthread_mutex_lock(&sdpa_lock);
+		c->state = ok ? SDPA_READY : SDPA_FAILED;
+		(void)pthread_cond_broadcast(&sdpa_changed);
+		(void)pthread_mutex_unlock(&sdpa_lock);
+		sdpa_core_release(c);	/* the queue's reference */
+		(void)pthread_mutex_lock(&sdpa_lock);
+	}
+	sdpa_workers--;
+	(void)pthread_cond_broadcast(&sdpa_changed);
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	return NULL;
+}
+
+/* How many workers may build at once: the machine's processors, at most SDPA_MAX_WORKERS. */
+static int
+sdpa_max_workers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > SDPA_MAX_WORKERS ? SDPA_MAX_WORKERS : (int)n;
+}
+
+/*
+ * Queue c's build (it takes a reference) and start a worker if fewer than
+ * the most are running; 0, or -1 (c not queued) when no worker runs and none
+ * can be started.
+ */
+static int
+sdpa_queue(struct sdpa_core *c)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc = 0;
+
+	(void)pthread_mutex_lock(&sdpa_lock);
+	c->state = SDPA_PENDING;
+	c->refs++;
+	c->queued = NULL;
+	if (sdpa_tail != NULL)
+		sdpa_tail->queued = c;
+	else
+		sdpa_head = c;
+	sdpa_tail = c;
+	if (sdpa_workers < sdpa_max_workers()) {
+		if (pthread_attr_init(&attr) == 0) {
+			if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+			    pthread_create(&t, &attr, sdpa_worker, NULL) == 0)
+				sdpa_workers++;
+			(void)pthread_attr_destroy(&attr);
+		}
+		if (sdpa_workers == 0) {
+			/* No worker drains the queue, so c is all it holds: take it back, the caller builds it itself. */
+			sdpa_head = sdpa_tail = NULL;
+			c->refs--;
+			rc = -1;
+		}
+	}
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	return rc;
 }
 
 /* A core of the scope built for the same shapes within ws_cap (a new reference), or NULL. */
@@ -321,7 +480,9 @@ sdpa_scope_find(struct cuda_sdpa_scope *sc, int ordinal, const struct cuda_sdpa_
 		    c->key.sq == d->sq && c->key.sk == d->sk && c->key.d == d->d && c->key.dv == d->dv &&
 		    c->key.kt == d->kt && c->key.has_mask == d->has_mask && c->key.align == d->align &&
 		    memcmp(c->key.mask_dims, d->mask_dims, sizeof d->mask_dims) == 0) {
+			(void)pthread_mutex_lock(&sdpa_lock);
 			c->refs++;
+			(void)pthread_mutex_unlock(&sdpa_lock);
 			return c;
 		}
 	}
@@ -344,7 +505,9 @@ sdpa_scope_add(struct cuda_sdpa_scope *sc, struct sdpa_core *c)
 		sc->cap = cap;
 	}
 	sc->cores[sc->n++] = c;
+	(void)pthread_mutex_lock(&sdpa_lock);
 	c->refs++;
+	(void)pthread_mutex_unlock(&sdpa_lock);
 }
 
 /* A compile's scope (NULL when out of memory: nothing is shared). */
@@ -366,10 +529,35 @@ cuda_sdpa_scope_free(struct cuda_sdpa_scope *sc)
 	free(sc);
 }
 
+/*
+ * A core for d as how says, or NULL when this cuDNN has no engine for it:
+ * built now, queued for a worker (built now when no worker can start), or
+ * left unbuilt for a measuring compile.
+ */
+static struct sdpa_core *
+sdpa_core_for(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap, enum cuda_sdpa_how how)
+{
+	struct sdpa_core *c;
+
+	if (how == CUDA_SDPA_NOW)
+		return sdpa_core_build(ordinal, d, ws_cap);
+	if ((c = sdpa_core_new(ordinal, d, ws_cap < SDPA_BACKGROUND_WS ? ws_cap : SDPA_BACKGROUND_WS)) == NULL)
+		return NULL;
+	c->deferred = 1;
+	if (how == CUDA_SDPA_ESTIMATE) {
+		c->state = SDPA_ESTIMATE;
+		c->ws = (int64_t)c->ws_cap;
+	} else if (sdpa_queue(c) != 0 && !sdpa_core_plan(c)) {
+		sdpa_core_release(c);
+		return NULL;
+	}
+	return c;
+}
+
 /* Plan d (or take the scope's plan for the same shapes): 1 with *out and *ws_bytes, 0 when cuDNN cannot. */
 int
 cuda_sdpa_build(int ordinal, const struct cuda_sdpa_desc *d, struct cuda_sdpa_scope *scope, size_t ws_cap,
-    struct cuda_sdpa **out, size_t *ws_bytes, char **cause)
+    enum cuda_sdpa_how how, struct cuda_sdpa **out, size_t *ws_bytes, char **cause)
 {
 	struct cuda_sdpa *s;
 	struct sdpa_core *c;
@@ -380,7 +568,7 @@ cuda_sdpa_build(int ordinal, const struct cuda_sdpa_desc *d, struct cuda_sdpa_sc
 	if ((s = (struct cuda_sdpa *)calloc(1, sizeof *s)) == NULL)
 		return error_set(cause, "out of memory for a cuDNN attention plan");
 	if ((c = sdpa_scope_find(scope, ordinal, d, ws_cap)) == NULL) {
-		if ((c = sdpa_core_build(ordinal, d, ws_cap)) == NULL) {
+		if ((c = sdpa_core_for(ordinal, d, ws_cap, how)) == NULL) {
 			free(s);
 			return 0;
 		}
@@ -389,9 +577,81 @@ cuda_sdpa_build(int ordinal, const struct cuda_sdpa_desc *d, struct cuda_sdpa_sc
 	s->core = c;
 	s->has_mask = d->has_mask;
 	s->scale = d->scale;
-	*ws_bytes = (size_t)c->ws;
+	/* A queued build's workspace is its cap: the engine it finds will fit in it. */
+	*ws_bytes = c->deferred ? c->ws_cap : (size_t)c->ws;
 	*out = s;
 	return 1;
+}
+
+/* Take c off the workers' queue (it is on it; sdpa_lock held). */
+static void
+sdpa_unqueue(struct sdpa_core *c)
+{
+	struct sdpa_core *prev = NULL, *q;
+
+	for (q = sdpa_head; q != NULL && q != c; q = q->queued)
+		prev = q;
+	if (q == NULL)
+		return;
+	if (prev != NULL)
+		prev->queued = c->queued;
+	else
+		sdpa_head = c->queued;
+	if (sdpa_tail == c)
+		sdpa_tail = prev;
+}
+
+/*
+ * Wait for s's engine: 0 when built (or a measuring compile's, never run), 1
+ * when cuDNN had none for it.  A build still queued is taken off the queue
+ * and done here: whoever needs it first does not wait behind the others.
+ */
+int
+cuda_sdpa_settle(struct cuda_sdpa *s)
+{
+	struct sdpa_core *c = s->core;
+	enum sdpa_state st;
+
+	(void)pthread_mutex_lock(&sdpa_lock);
+	if (c->state == SDPA_PENDING) {
+		int ok;
+
+		sdpa_unqueue(c);
+		c->state = SDPA_BUILDING;
+		(void)pthread_mutex_unlock(&sdpa_lock);
+		ok = sdpa_core_plan_timed(c, "the thread needing it first");
+		(void)pthread_mutex_lock(&sdpa_lock);
+		c->state = ok ? SDPA_READY : SDPA_FAILED;
+		c->refs--;		/* the queue's reference; never the last: s holds one */
+		(void)pthread_cond_broadcast(&sdpa_changed);
+	}
+	while (c->state == SDPA_BUILDING)
+		(void)pthread_cond_wait(&sdpa_changed, &sdpa_lock);
+	st = c->state;
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	s->ready = st == SDPA_READY;
+	return st == SDPA_FAILED;
+}
+
+/* Drop every queued build (their plans compile again if ever settled) and wait for the running ones. */
+void
+cuda_sdpa_quiesce(void)
+{
+	struct sdpa_core *c, *next;
+
+	(void)pthread_mutex_lock(&sdpa_lock);
+	c = sdpa_head;
+	sdpa_head = sdpa_tail = NULL;
+	for (next = c; next != NULL; next = next->queued)
+		next->state = SDPA_FAILED;
+	(void)pthread_cond_broadcast(&sdpa_changed);
+	while (sdpa_workers > 0)
+		(void)pthread_cond_wait(&sdpa_changed, &sdpa_lock);
+	(void)pthread_mutex_unlock(&sdpa_lock);
+	for (; c != NULL; c = next) {
+		next = c->queued;
+		sdpa_core_release(c);	/* the queue's reference */
+	}
 }
 
 /* Fix the addresses the plan reads and writes (once, at plan compile). */
@@ -423,6 +683,8 @@ cuda_sdpa_run(const struct cuda_sdpa *s, void *handle, char **cause)
 
 	if (s->pack == NULL)
 		return error_set(cause, "cuDNN attention plan run before its addresses were bound");
+	if (!s->ready && (cuda_sdpa_settle((struct cuda_sdpa *)s) != 0 || !s->ready))
+		return error_set(cause, "cuDNN found no attention engine for this plan in the background: compile it again");
 	if ((st = cudnnBackendExecute((cudnnHandle_t)handle, s->core->plan, s->pack)) != CUDNN_STATUS_SUCCESS)
 		return error_set(cause, "cudnnBackendExecute (attention): %s", cudnnGetErrorString(st));
 	return 0;
@@ -466,11 +728,25 @@ cuda_sdpa_scope_free(struct cuda_sdpa_scope *sc)
 /* Without cuDNN no plan is ever built: the caller runs the attention another way. */
 int
 cuda_sdpa_build(int ordinal, const struct cuda_sdpa_desc *d, struct cuda_sdpa_scope *scope, size_t ws_cap,
-    struct cuda_sdpa **out, size_t *ws_bytes, char **cause)
+    enum cuda_sdpa_how how, struct cuda_sdpa **out, size_t *ws_bytes, char **cause)
 {
-	(void)ordinal; (void)d; (void)scope; (void)ws_cap; (void)ws_bytes; (void)cause;
+	(void)ordinal; (void)d; (void)scope; (void)ws_cap; (void)how; (void)ws_bytes; (void)cause;
 	*out = NULL;
 	return 0;
+}
+
+/* Never reached without a plan. */
+int
+cuda_sdpa_settle(struct cuda_sdpa *s)
+{
+	(void)s;
+	return 0;
+}
+
+/* No builds without cuDNN. */
+void
+cuda_sdpa_quiesce(void)
+{
 }
 
 /* Never reached without a plan. */

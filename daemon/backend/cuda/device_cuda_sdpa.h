@@ -54,8 +54,26 @@ int cuda_sdpa_available(void);
 struct cuda_sdpa_scope;
 struct cuda_sdpa_scope *cuda_sdpa_scope_new(void);
 void cuda_sdpa_scope_free(struct cuda_sdpa_scope *sc);
+/*
+ * How a plan's engine is built.  Building one is a runtime compilation
+ * (hundreds of ms of CPU per shape), so a load compiling a plan per
+ * (rows, length) bucket queues them to worker threads that build them side
+ * by side (CUDA_SDPA_QUEUE; *ws_bytes is then the cap the engine will fit),
+ * and waits with cuda_sdpa_settle before the plan's first run (a build still
+ * queued then is done by the settling thread at once, so the first request
+ * of a shape never waits behind the other shapes' builds): 1 there means
+ * cuDNN had no engine, and the plan must be compiled again (with
+ * CUDA_SDPA_NOW, which falls back to the unfused attention at compile).
+ * cuda_sdpa_run settles by itself and fails on such a plan.  A measuring
+ * compile (its plan never runs) takes CUDA_SDPA_ESTIMATE: no engine is
+ * built, *ws_bytes is the cap a queued build would take.  cuda_sdpa_quiesce
+ * (device close) drops queued builds and waits for the running ones.
+ */
+enum cuda_sdpa_how { CUDA_SDPA_NOW = 0, CUDA_SDPA_QUEUE, CUDA_SDPA_ESTIMATE };
 int cuda_sdpa_build(int ordinal, const struct cuda_sdpa_desc *d, struct cuda_sdpa_scope *scope, size_t ws_cap,
-    struct cuda_sdpa **out, size_t *ws_bytes, char **cause);
+    enum cuda_sdpa_how how, struct cuda_sdpa **out, size_t *ws_bytes, char **cause);
+int cuda_sdpa_settle(struct cuda_sdpa *s);
+void cuda_sdpa_quiesce(void);
 int cuda_sdpa_bind(struct cuda_sdpa *s, const void *q, const void *k, const void *v, const void *mask, void *o,
     void *ws, char **cause);
 int cuda_sdpa_run(const struct cuda_sdpa *s, void *handle, char **cause);
