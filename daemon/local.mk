@@ -73,7 +73,7 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_predicate.c daemon/backend/cpu/cpu_trilu.c daemon/backend/cpu/cpu_cumsum.c \
 	daemon/backend/cpu/cpu_scatter.c daemon/backend/cpu/cpu_rnn.c daemon/backend/cpu/cpu_topk.c \
 	daemon/backend/cpu/cpu_scatter_elements.c daemon/backend/cpu/cpu_onehot.c daemon/backend/cpu/cpu_groupnorm.c \
-	daemon/backend/cpu/cpu_einsum.c
+	daemon/backend/cpu/cpu_einsum.c daemon/backend/cpu/cpu_argmax.c daemon/backend/cpu/cpu_tile.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
