@@ -1,5 +1,4 @@
-/* graph_shape_more.c: shape inference for ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum,
- * ArgMax/ArgMin and Tile. */
+/* graph_shape_more.c: shape inference for ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, ArgMax/ArgMin, Tile. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
