@@ -456,6 +456,17 @@ def tile(c):
         c.add_graph(f"tile_reps_from_shape_r{r}", nodes,
                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 3][:r])], {"x": x},
                     inits, [("y", "float32")], opset=13)
+    # Tile on shape values: [N, S] -> a [N, S, S] shape built by tiling [S] (the shape functions follow it).
+    x = c.floats([2, 3])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Slice", ["shape", "zero", "one"], ["n"]),
+             helper.make_node("Slice", ["shape", "one", "two"], ["s"]), helper.make_node("Tile", ["s", "two"], ["ss"]),
+             helper.make_node("Concat", ["n", "ss"], ["nss"], axis=0),
+             helper.make_node("ConstantOfShape", ["nss"], ["z"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("Unsqueeze", ["x", "minus1"], ["x3"]), helper.make_node("Add", ["z", "x3"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+             for v, n in ((0, "zero"), (1, "one"), (2, "two"), (-1, "minus1"))]
+    c.add_graph("tile_shape_values", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S"])],
+                {"x": x}, inits, [("y", "float32")], opset=13)
     # Tiling the batch dim of a batched model: each request's rows would interleave with the others'.
     reps = np.array([2, 1], dtype=np.int64)
     c.add_graph("tile_batch_refused", [helper.make_node("Tile", ["x", "reps"], ["y"], name="tile_b")],
