@@ -148,7 +148,8 @@ graph_shape_argmax(const graph_t *g, const struct graph_node *n, struct graph_sh
 
 /* Tile's repeats: the node's constant ones, else its input 1 once folding made it a constant; -1 naming it. */
 static int
-tile_repeats(const graph_t *g, const struct graph_node *n, int64_t *reps, int *nreps, char **cause)
+tile_repeats(const graph_t *g, const struct graph_node *n, const struct graph_shape *s, int64_t *reps, int *nreps,
+    char **cause)
 {
 	const struct graph_tensor *t;
 
@@ -163,6 +164,8 @@ tile_repeats(const graph_t *g, const struct graph_node *n, int64_t *reps, int *n
 	if (!(t->flags & GRAPH_TENSOR_CONST))
 		return error_set(cause, "node '%s': Tile's repeats '%s' must be a constant or computed from the input "
 		    "shapes (repeats read from the request's data are not supported)", n->name, t->name);
+	if (s[n->inputs[1]].ndims != 1)
+		return gs_node_shape_error(n, cause, "Tile's repeats must be 1-D", &s[n->inputs[1]]);
 	return gs_const_ints(g, n, n->inputs[1], reps, GRAPH_MAX_DIMS, nreps, cause);
 }
 
@@ -175,7 +178,7 @@ graph_shape_tile(const graph_t *g, const struct graph_node *n, struct graph_shap
 	int64_t reps[GRAPH_MAX_DIMS];
 	int nreps = 0, i;
 
-	if (tile_repeats(g, n, reps, &nreps, cause) < 0)
+	if (tile_repeats(g, n, s, reps, &nreps, cause) < 0)
 		return -1;
 	if (nreps != x->ndims)
 		return gs_node_shape_error(n, cause, "Tile's repeats differ in length from the input's rank", x);

@@ -183,6 +183,8 @@ sf_tile(struct sf *s)
 		if (!sf_has(s, 1) || (n = sf_values(s, s->n->inputs[1], &v)) < 0)
 			return sf_fail(s, "Tile's repeats must be constants or computed from the input shapes (repeats "
 			    "read from the request's data are not supported)");
+		if (sf_in(s, 1)->ndims != 1)
+			return sf_fail(s, "Tile's repeats must be 1-D");
 		for (i = 0; i < n && i < GRAPH_MAX_DIMS; i++)
 			reps[i] = v[i];
 	}

@@ -126,6 +126,8 @@ imp_op_tile(struct imp *im, const struct onnx_node *on, struct graph_node *gn, c
 	gn->attr.tile.nreps = -1;
 	if (!(r->flags & GRAPH_TENSOR_CONST))
 		return 0;
+	if (r->ndims != 1)
+		return imp_refuse(im, on, cause, "repeats of rank %d (must be 1-D)", r->ndims);
 	if (!imp_const_ints(im, gn, 1, gn->attr.tile.reps, GRAPH_MAX_DIMS, &gn->attr.tile.nreps))
 		return imp_refuse(im, on, cause, "repeats has more than %d values", GRAPH_MAX_DIMS);
 	for (k = 0; k < gn->attr.tile.nreps; k++)

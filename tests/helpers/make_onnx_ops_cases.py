@@ -424,14 +424,17 @@ def argmax(c):
     c.add("argmin_last_axis", "ArgMin", [x], {"axis": -1, "keepdims": 0}, opset=13, out=["int64"])
     x = c.rng.integers(0, 50000, size=[2, 77]).astype(np.int32)
     c.add("argmax_clip_ids", "ArgMax", [x], {"axis": -1, "keepdims": 0}, opset=13, out=["int64"])
+    c.add("argmax_axis_refused", "ArgMax", [x], {"axis": 2}, opset=13, out=["int64"],
+          refusal="ArgMax/ArgMin axis out of range")
     c.add("argmax_half_refused", "ArgMax", [x.astype(np.float16)], opset=13, out=["int64"],
           refusal="input of dtype FP16 (FLOAT, INT64 or INT32)")
 
 
 def tile(c):
     """Tile: ranks 1 to 5, repeats of 0, 1 and more (on the first axis too), FP32, INT64, INT32 and BOOL data;
-    repeats a constant, or computed from the input shapes (Shape -> Slice -> Concat); repeats read from the
-    request refused naming them."""
+    repeats a constant, or computed from the input shapes (Shape -> Slice -> Concat), or tiling shape values;
+    the batch dim of a batched model tiled, malformed repeats and repeats read from the request refused naming
+    them."""
     for i in range(30):
         r = 1 + i % 5
         shape = c.shape(r, 1, 4)
@@ -473,6 +476,11 @@ def tile(c):
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])], {}, [onnx.numpy_helper.from_array(reps, "reps")],
                 [("y", "float32")], opset=13, refusal="node 'tile_b' (Tile) repeats the batch dim")
     x = c.floats([2, 3])
+    for label, reps, why in (("2d", [[1], [2]], "repeats of rank 2 (must be 1-D)"),
+                             ("negative", [1, -2], "repeats[1] is -2 (must be 0 or more)"),
+                             ("length", [1, 2, 3], "Tile's repeats differ in length from the input's rank")):
+        r = np.array(reps, dtype=np.int64)
+        c.add(f"tile_refused_{label}", "Tile", [x, r], consts={1: r}, opset=13, refusal=why)
     c.add("tile_reps_input", "Tile", [x, np.array([1, 2], dtype=np.int64)], opset=13,
           refusal="repeats is the model input 'in1'")
     nodes = [helper.make_node("Add", ["r", "zero"], ["reps"]), helper.make_node("Tile", ["x", "reps"], ["y"])]
