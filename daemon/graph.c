@@ -65,6 +65,8 @@ static const char *const graph_op_names[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_INSTANCENORM] = "InstanceNormalization",
 	[GRAPH_OP_GROUPNORM] = "GroupNormalization",
 	[GRAPH_OP_EINSUM] = "Einsum",
+	[GRAPH_OP_ARGMAX] = "ArgMax/ArgMin",
+	[GRAPH_OP_TILE] = "Tile",
 };
 
 /* Bytes of one element; 0 for an unknown dtype. */

@@ -168,6 +168,8 @@ enum graph_op {
 	GRAPH_OP_INSTANCENORM,	/* inputs X [N, C, ...], scale [C], bias [C]; groupnorm attrs (groups = C) */
 	GRAPH_OP_GROUPNORM,	/* inputs X [N, C, ...], scale, bias ([groups], or [C] with per_channel); groupnorm attrs */
 	GRAPH_OP_EINSUM,	/* one or two inputs; einsum attrs (the parsed equation) */
+	GRAPH_OP_ARGMAX,	/* ArgMax, ArgMin: input X (FP32, INT64, INT32); output I64; argmax attrs */
+	GRAPH_OP_TILE,		/* inputs X[, repeats (I64) when not constant]; tile attrs (constant repeats) */
 	GRAPH_OP_COUNT
 };
 
@@ -350,6 +352,9 @@ struct graph_node {
 		struct { int64_t axis; } onehot;	/* ONEHOT: where depth goes in the output (negative from the end) */
 		struct graph_groupnorm_attr groupnorm;	/* INSTANCENORM, GROUPNORM */
 		struct graph_einsum_attr einsum;
+		/* ARGMAX: the index of the largest (smallest: min) along axis; ties (and NaN) as onnxruntime */
+		struct { int64_t axis; int keepdims, min, last; } argmax;
+		struct { int nreps; int64_t reps[GRAPH_MAX_DIMS]; } tile;	/* TILE: nreps -1: input 1 holds them */
 	} attr;
 };
 

@@ -349,7 +349,7 @@ slice_plan(const struct graph_node *n, const struct graph_shape *x, int64_t *sta
 	}
 }
 
-/* Data movement (SLICE, TRANSPOSE, EXPAND, RESHAPE, COPY): out coord -> in element. */
+/* Data movement (SLICE, TRANSPOSE, EXPAND, TILE, RESHAPE, COPY): out coord -> in element. */
 static int
 eval_move(const graph_t *g, const struct graph_node *n, const struct graph_shape *s, void **outs,
     char **cause)
@@ -370,7 +370,7 @@ eval_move(const graph_t *g, const struct graph_node *n, const struct graph_shape
 
 		if (n->op == GRAPH_OP_EXPAND) {
 			at = bcast_index(os, xs, (size_t)i);
-		} else if (n->op == GRAPH_OP_SLICE || n->op == GRAPH_OP_TRANSPOSE) {
+		} else if (n->op == GRAPH_OP_SLICE || n->op == GRAPH_OP_TRANSPOSE || n->op == GRAPH_OP_TILE) {
 			int64_t lin = i, c, d;
 
 			at = 0;
@@ -379,6 +379,8 @@ eval_move(const graph_t *g, const struct graph_node *n, const struct graph_shape
 				lin /= os->dims[d];
 				if (n->op == GRAPH_OP_SLICE)
 					at += (size_t)((start[d] + c * step[d]) * xst[d]);
+				else if (n->op == GRAPH_OP_TILE)
+					at += (size_t)(c % xs->dims[d] * xst[d]);
 				else
 					at += (size_t)(c * xst[n->attr.transpose.nperm ?
 					    n->attr.transpose.perm[d] : os->ndims - 1 - d]);
@@ -534,7 +536,7 @@ graph_eval_node(const graph_t *g, const struct graph_node *n, const struct graph
 		return eval_gather(g, n, shapes, outs, cause);
 	case GRAPH_OP_CONCAT: case GRAPH_OP_SPLIT:
 		return eval_concat_split(g, n, shapes, outs, cause);
-	case GRAPH_OP_SLICE: case GRAPH_OP_TRANSPOSE: case GRAPH_OP_EXPAND:
+	case GRAPH_OP_SLICE: case GRAPH_OP_TRANSPOSE: case GRAPH_OP_EXPAND: case GRAPH_OP_TILE:
 	case GRAPH_OP_RESHAPE: case GRAPH_OP_COPY:
 		return eval_move(g, n, shapes, outs, cause);
 	default:

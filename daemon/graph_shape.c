@@ -861,6 +861,8 @@ static const shape_fn shape_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_INSTANCENORM] = graph_shape_groupnorm,
 	[GRAPH_OP_GROUPNORM] = graph_shape_groupnorm,
 	[GRAPH_OP_EINSUM] = graph_shape_einsum,
+	[GRAPH_OP_ARGMAX] = graph_shape_argmax,
+	[GRAPH_OP_TILE] = graph_shape_tile,
 };
 
 /* Minimum input count of each op (optional inputs beyond it may be -1). */
@@ -877,7 +879,7 @@ static const int shape_min_inputs[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_RANGE] = 3, [GRAPH_OP_PREDICATE] = 1, [GRAPH_OP_TRILU] = 1, [GRAPH_OP_CUMSUM] = 1,
 	[GRAPH_OP_GATHER_ND] = 2, [GRAPH_OP_SCATTER_ND] = 3, [GRAPH_OP_RNN] = 3, [GRAPH_OP_TOPK] = 1,
 	[GRAPH_OP_SCATTER_ELEMENTS] = 3, [GRAPH_OP_ONEHOT] = 3, [GRAPH_OP_INSTANCENORM] = 3, [GRAPH_OP_GROUPNORM] = 3,
-	[GRAPH_OP_EINSUM] = 1,
+	[GRAPH_OP_EINSUM] = 1, [GRAPH_OP_ARGMAX] = 1, [GRAPH_OP_TILE] = 1,
 };
 
 /* Check the node's tensor indices before any shape is read. */

@@ -28,10 +28,12 @@ int gs_const_ints(const graph_t *g, const struct graph_node *n, int t, int64_t *
 /* Set output k of n to shape r, checking dims stay in range. */
 int gs_set_out(const struct graph_node *n, struct graph_shape *s, int k, const struct graph_shape *r, char **cause);
 
-/* ScatterElements, OneHot, the instance and group norms, Einsum (graph_shape_more.c). */
+/* ScatterElements, OneHot, the instance and group norms, Einsum, ArgMax/ArgMin, Tile (graph_shape_more.c). */
 int graph_shape_scatter_elements(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
 int graph_shape_onehot(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
 int graph_shape_groupnorm(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
 int graph_shape_einsum(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
+int graph_shape_argmax(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
+int graph_shape_tile(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause);
 
 #endif

@@ -1,4 +1,4 @@
-/* graph_shape_more.c: shape inference for ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum. */
+/* graph_shape_more.c: shape inference for ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, ArgMax/ArgMin, Tile. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,5 +121,71 @@ graph_shape_einsum(const graph_t *g, const struct graph_node *n, struct graph_sh
 	r.ndims = d.rank[2];
 	for (k = 0; k < r.ndims; k++)
 		r.dims[k] = size[d.lab[2][k]];
+	return gs_set_out(n, s, 0, &r, cause);
+}
+
+/* ARGMAX: X's shape with the axis 1 long (keepdims) or removed; the axis must not be empty. */
+int
+graph_shape_argmax(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0);
+	struct graph_shape r = { 0, { 0 } };
+	int64_t ax;
+	int i;
+
+	(void)g;
+	if (gs_norm_axis(n->attr.argmax.axis, x->ndims, &ax) < 0)
+		return gs_node_shape_error(n, cause, "ArgMax/ArgMin axis out of range", x);
+	if (x->dims[ax] == 0)
+		return gs_node_shape_error(n, cause, "ArgMax/ArgMin over an empty axis", x);
+	for (i = 0; i < x->ndims; i++)
+		if (i != ax)
+			r.dims[r.ndims++] = x->dims[i];
+		else if (n->attr.argmax.keepdims)
+			r.dims[r.ndims++] = 1;
+	return gs_set_out(n, s, 0, &r, cause);
+}
+
+/* Tile's repeats: the node's constant ones, else its input 1 once folding made it a constant; -1 naming it. */
+static int
+tile_repeats(const graph_t *g, const struct graph_node *n, const struct graph_shape *s, int64_t *reps, int *nreps,
+    char **cause)
+{
+	const struct graph_tensor *t;
+
+	if (n->attr.tile.nreps >= 0) {
+		*nreps = n->attr.tile.nreps;
+		memcpy(reps, n->attr.tile.reps, sizeof n->attr.tile.reps);
+		return 0;
+	}
+	if (n->ninputs < 2 || n->inputs[1] < 0)
+		return gs_node_error(n, cause, "Tile has no repeats");
+	t = &g->tensors[n->inputs[1]];
+	if (!(t->flags & GRAPH_TENSOR_CONST))
+		return error_set(cause, "node '%s': Tile's repeats '%s' must be a constant or computed from the input "
+		    "shapes (repeats read from the request's data are not supported)", n->name, t->name);
+	if (s[n->inputs[1]].ndims != 1)
+		return gs_node_shape_error(n, cause, "Tile's repeats must be 1-D", &s[n->inputs[1]]);
+	return gs_const_ints(g, n, n->inputs[1], reps, GRAPH_MAX_DIMS, nreps, cause);
+}
+
+/* TILE: each dim of X times its repeat (one repeat per dim, none negative). */
+int
+graph_shape_tile(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
+{
+	const struct graph_shape *x = in_shape(n, s, 0);
+	struct graph_shape r = *x;
+	int64_t reps[GRAPH_MAX_DIMS];
+	int nreps = 0, i;
+
+	if (tile_repeats(g, n, s, reps, &nreps, cause) < 0)
+		return -1;
+	if (nreps != x->ndims)
+		return gs_node_shape_error(n, cause, "Tile's repeats differ in length from the input's rank", x);
+	for (i = 0; i < x->ndims; i++) {
+		if (reps[i] < 0 || (x->dims[i] > 0 && reps[i] > SHAPE_DIM_MAX / x->dims[i]))
+			return gs_node_shape_error(n, cause, "a Tile repeat is negative or too large", x);
+		r.dims[i] = x->dims[i] * reps[i];
+	}
 	return gs_set_out(n, s, 0, &r, cause);
 }

@@ -49,11 +49,13 @@ int sf_axis(int64_t axis, int rank, int64_t *out);
 /* The element count of a shape, as an expression. */
 int sf_elems(struct sf *s, const struct graph_shapefn_shape *x);
 
-/* ScatterElements, OneHot, the instance and group norms, Einsum (graph_shapefn_more.c). */
+/* ScatterElements, OneHot, the instance and group norms, Einsum, ArgMax/ArgMin, Tile (graph_shapefn_more.c). */
 int sf_scatter_elements(struct sf *s);
 int sf_onehot(struct sf *s);
 int sf_groupnorm(struct sf *s);
 int sf_einsum(struct sf *s);
+int sf_argmax(struct sf *s);
+int sf_tile(struct sf *s);
 
 /* Output shapes of the node (every op of graph.h). */
 int sf_shape_node(struct sf *s);

@@ -1,4 +1,4 @@
-/* graph_shapefn_more.c: ScatterElements', OneHot's, the instance and group norms' and Einsum's shapes over symbolic dims. */
+/* graph_shapefn_more.c: ScatterElements', OneHot's, the norms', Einsum's, ArgMax/ArgMin's and Tile's shapes over symbolic dims. */
 #include <string.h>
 
 #include "graph_einsum.h"
@@ -138,5 +138,62 @@ sf_einsum(struct sf *s)
 	r.ndims = d.rank[2];
 	for (i = 0; i < r.ndims; i++)
 		r.dims[i] = size[(int)d.lab[2][i]];
+	return sf_set_out(s, 0, &r);
+}
+
+/* ARGMAX: X's shape with the axis 1 long (keepdims) or removed; the axis must not be empty. */
+int
+sf_argmax(struct sf *s)
+{
+	const struct graph_shapefn_shape *x = sf_in(s, 0);
+	struct graph_shapefn_shape r = { 0, { 0 } };
+	int64_t ax;
+	int i;
+
+	if (sf_axis(s->n->attr.argmax.axis, x->ndims, &ax) < 0)
+		return sf_fail(s, "ArgMax/ArgMin axis out of range");
+	if (sf_require(s, sym_le(s->p, sym_const(s->p, 1), x->dims[ax]), "ArgMax/ArgMin over an empty axis") < 0)
+		return -1;
+	for (i = 0; i < x->ndims; i++)
+		if (i != ax)
+			r.dims[r.ndims++] = x->dims[i];
+		else if (s->n->attr.argmax.keepdims)
+			r.dims[r.ndims++] = sym_const(s->p, 1);
+	return sf_set_out(s, 0, &r);
+}
+
+/*
+ * TILE: each dim of X times its repeat.  The repeats are the node's constants,
+ * or its input followed from the input shapes; repeats read from the
+ * request's data leave the output shape unknown before the run: refused.
+ */
+int
+sf_tile(struct sf *s)
+{
+	const struct graph_shapefn_shape *x = sf_in(s, 0);
+	struct graph_shapefn_shape r = *x;
+	int32_t reps[GRAPH_MAX_DIMS];
+	const int32_t *v;
+	int n, i;
+
+	if ((n = s->n->attr.tile.nreps) >= 0) {
+		for (i = 0; i < n; i++)
+			reps[i] = sym_const(s->p, s->n->attr.tile.reps[i]);
+	} else {
+		if (!sf_has(s, 1) || (n = sf_values(s, s->n->inputs[1], &v)) < 0)
+			return sf_fail(s, "Tile's repeats must be constants or computed from the input shapes (repeats "
+			    "read from the request's data are not supported)");
+		if (sf_in(s, 1)->ndims != 1)
+			return sf_fail(s, "Tile's repeats must be 1-D");
+		for (i = 0; i < n && i < GRAPH_MAX_DIMS; i++)
+			reps[i] = v[i];
+	}
+	if (n != x->ndims)
+		return sf_fail(s, "Tile's repeats differ in length from the input's rank");
+	for (i = 0; i < n; i++) {
+		if (sf_require(s, sym_le(s->p, sym_const(s->p, 0), reps[i]), "a Tile repeat is negative") < 0)
+			return -1;
+		r.dims[i] = sym_mul(s->p, x->dims[i], reps[i]);
+	}
 	return sf_set_out(s, 0, &r);
 }

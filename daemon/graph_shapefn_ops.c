@@ -1048,6 +1048,8 @@ static const sf_fn sf_fns[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_INSTANCENORM] = sf_groupnorm,
 	[GRAPH_OP_GROUPNORM] = sf_groupnorm,
 	[GRAPH_OP_EINSUM] = sf_einsum,
+	[GRAPH_OP_ARGMAX] = sf_argmax,
+	[GRAPH_OP_TILE] = sf_tile,
 };
 
 /* Output shapes of the node (its inputs' shapes set; graph_infer_shapes has checked the node's indices). */

@@ -226,6 +226,31 @@ values_expand(struct sf *s)
 	return sf_set_values(s, 0, out, cnt);
 }
 
+/* Values of TILE (output coordinate c reads the input's c mod its dim, per dim; both shapes constant). */
+static int
+values_tile(struct sf *s)
+{
+	int64_t od[GRAPH_MAX_DIMS], id[GRAPH_MAX_DIMS];
+	int32_t out[SF_MAX_VALUES];
+	const int32_t *v;
+	int cnt, nd = s->f->shapes[s->n->outputs[0]].ndims, i, d;
+
+	if ((cnt = const_dims(s, s->n->outputs[0], od)) < 0 || const_dims(s, s->n->inputs[0], id) < 0 ||
+	    sf_values(s, s->n->inputs[0], &v) < 0 || s->f->shapes[s->n->inputs[0]].ndims != nd)
+		return 0;
+	for (i = 0; i < cnt; i++) {
+		int64_t lin = i, at = 0, st = 1;
+
+		for (d = nd - 1; d >= 0; d--) {
+			at += lin % od[d] % id[d] * st;
+			st *= id[d];
+			lin /= od[d];
+		}
+		out[i] = v[at];
+	}
+	return sf_set_values(s, 0, out, cnt);
+}
+
 /* Values of CONSTANT_OF_SHAPE (its fill) and RANGE (start + i delta) of constant length. */
 static int
 values_generator(struct sf *s)
@@ -270,6 +295,8 @@ sf_values_node(struct sf *s)
 		return values_same(s);
 	case GRAPH_OP_EXPAND:
 		return values_expand(s);
+	case GRAPH_OP_TILE:
+		return values_tile(s);
 	case GRAPH_OP_CONSTANT_OF_SHAPE:
 	case GRAPH_OP_RANGE:
 		return values_generator(s);

@@ -73,7 +73,7 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_predicate.c daemon/backend/cpu/cpu_trilu.c daemon/backend/cpu/cpu_cumsum.c \
 	daemon/backend/cpu/cpu_scatter.c daemon/backend/cpu/cpu_rnn.c daemon/backend/cpu/cpu_topk.c \
 	daemon/backend/cpu/cpu_scatter_elements.c daemon/backend/cpu/cpu_onehot.c daemon/backend/cpu/cpu_groupnorm.c \
-	daemon/backend/cpu/cpu_einsum.c
+	daemon/backend/cpu/cpu_einsum.c daemon/backend/cpu/cpu_argmax.c daemon/backend/cpu/cpu_tile.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
@@ -97,7 +97,7 @@ CUDA_DIR = daemon/backend/cuda
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
 	device_cuda_conv device_cuda_dnn device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision device_cuda_copy device_cuda_index device_cuda_topk \
-	device_cuda_rnn device_cuda_attention device_cuda_sdpa
+	device_cuda_rnn device_cuda_attention device_cuda_sdpa device_cuda_argmax
 CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h \
 	$(CUDA_DIR)/device_cuda_sdpa.h $(CUDA_DIR)/device_cuda_store.h
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \

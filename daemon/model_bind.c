@@ -210,6 +210,31 @@ model_describe_inputs(model_t *m, json_t *cfg, char **cause)
 	return model_output_functions(m, from_cfg, cause);
 }
 
+/*
+ * Refuse output name, whose first dim (first) is not the batch (rows).  A Tile
+ * repeating the batch dim into a dim of that size is named: its output holds
+ * each request's rows once per repeat, interleaved with the other requests',
+ * which no per-request slice expresses.
+ */
+static int
+model_refuse_not_batch_first(const struct graph_spec *a, int rows, int64_t first, const char *name, char **cause)
+{
+	for (size_t i = 0; i < a->graph.nnodes; i++) {
+		const struct graph_node *n = &a->graph.nodes[i];
+		const struct graph_shape *x, *y;
+
+		if (n->op != GRAPH_OP_TILE || n->inputs[0] < 0 || n->outputs[0] < 0)
+			continue;
+		x = &a->shapes[n->inputs[0]];
+		y = &a->shapes[n->outputs[0]];
+		if (x->ndims > 0 && y->ndims > 0 && x->dims[0] == rows && y->dims[0] != rows && y->dims[0] == first)
+			return error_set(cause, "output '%s' does not have the batch dimension first: node '%s' (Tile) "
+			    "repeats the batch dim, so each request's rows would interleave with the other requests' "
+			    "(tile a later dim, or export the model with a fixed batch, no batch axis)", name, n->name);
+	}
+	return error_set(cause, "output '%s' does not have the batch dimension first", name);
+}
+
 /* Output o's dims: from its function when derived (fixed, one variable dim, or computed), else the largest shape's. */
 static int
 model_describe_output(model_t *m, int o, const struct graph_spec *a, const struct model_shape *sa, char **cause)
@@ -224,7 +249,7 @@ model_describe_output(model_t *m, int o, const struct graph_spec *a, const struc
 	if (io->ndims < 0 || io->ndims > MODEL_MAX_DIMS)
 		return error_set(cause, "output '%s' has rank %d", name, ya->ndims);
 	if (skip && ya->dims[0] != sa->rows)
-		return error_set(cause, "output '%s' does not have the batch dimension first", name);
+		return model_refuse_not_batch_first(a, sa->rows, ya->dims[0], name, cause);
 	if (m->shapefn != NULL && m->shapefn->out_ndims[o] != io->ndims)
 		return error_set(cause, "output '%s': its derived rank %d differs from inference's %d", name,
 		    m->shapefn->out_ndims[o], io->ndims);

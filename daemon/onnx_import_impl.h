@@ -65,11 +65,13 @@ int imp_const_ints(struct imp *im, const struct graph_node *gn, int k, int64_t *
 int imp_const_float(struct imp *im, const struct graph_node *gn, int k, float *out);
 /* Keep only the first n inputs of gn. */
 void imp_trim_inputs(struct graph_node *gn, int n);
-/* ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum (onnx_import_more.c). */
+/* ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, ArgMax/ArgMin, Tile (onnx_import_more.c). */
 int imp_op_scatter_elements(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 int imp_op_onehot(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 int imp_op_norm(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 int imp_op_einsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
+int imp_op_argmax(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
+int imp_op_tile(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 /* RNN, GRU, LSTM (onnx_import_rnn.c): gn's op and attributes; -1 with a cause naming the node. */
 int imp_op_rnn(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause);
 /* Map one ONNX node (in topological order) into the graph. */

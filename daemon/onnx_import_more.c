@@ -1,4 +1,4 @@
-/* onnx_import_more.c: ScatterElements, OneHot, InstanceNormalization, GroupNormalization and Einsum into graph nodes. */
+/* onnx_import_more.c: ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, ArgMax/ArgMin and Tile into graph nodes. */
 #include <stdint.h>
 #include <string.h>
 
@@ -85,5 +85,55 @@ imp_op_einsum(struct imp *im, const struct onnx_node *on, struct graph_node *gn,
 	if (graph_einsum_parse(eq, gn->ninputs, &gn->attr.einsum, cause) < 0)
 		return error_prefix(cause, "node '%s' (Einsum, opset %lld)", imp_node_label(on),
 		    (long long)onnx_model_opset(im->m, on->domain));
+	return 0;
+}
+
+/* ArgMax and ArgMin: axis, keepdims, select_last_index; FP32, INT64 or INT32 in, INT64 out. */
+int
+imp_op_argmax(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	enum graph_dtype dt = im->g->tensors[gn->inputs[0]].dtype;
+
+	if (dt != GRAPH_DT_F32 && dt != GRAPH_DT_I64 && dt != GRAPH_DT_I32)
+		return imp_refuse(im, on, cause, "input of dtype %s (FLOAT, INT64 or INT32)", graph_dtype_name(dt));
+	gn->op = GRAPH_OP_ARGMAX;
+	gn->attr.argmax.axis = imp_attr_int(on, "axis", 0);
+	gn->attr.argmax.keepdims = imp_attr_int(on, "keepdims", 1) != 0;
+	gn->attr.argmax.last = imp_attr_int(on, "select_last_index", 0) != 0;
+	gn->attr.argmax.min = strcmp(on->op_type, "ArgMin") == 0;
+	im->g->tensors[gn->outputs[0]].dtype = GRAPH_DT_I64;
+	return 0;
+}
+
+/*
+ * Tile: constant repeats are kept in the node; repeats computed from the
+ * input shapes stay an input, which the shape functions follow (every
+ * request's output shape is known before it runs).  Repeats read from the
+ * request's data are refused here, naming them.
+ */
+int
+imp_op_tile(struct imp *im, const struct onnx_node *on, struct graph_node *gn, char **cause)
+{
+	const struct graph_tensor *r = &im->g->tensors[gn->inputs[1]];
+	int k;
+
+	if (r->dtype != GRAPH_DT_I64)
+		return imp_refuse(im, on, cause, "repeats of dtype %s (INT64 only)", graph_dtype_name(r->dtype));
+	if (r->flags & GRAPH_TENSOR_INPUT)
+		return imp_refuse(im, on, cause, "repeats is the model input '%s', read from each request: an output "
+		    "dim must follow from the input shapes alone (export repeats as a constant)", r->name);
+	gn->op = GRAPH_OP_TILE;
+	gn->attr.tile.nreps = -1;
+	if (!(r->flags & GRAPH_TENSOR_CONST))
+		return 0;
+	if (r->ndims != 1)
+		return imp_refuse(im, on, cause, "repeats of rank %d (must be 1-D)", r->ndims);
+	if (!imp_const_ints(im, gn, 1, gn->attr.tile.reps, GRAPH_MAX_DIMS, &gn->attr.tile.nreps))
+		return imp_refuse(im, on, cause, "repeats has more than %d values", GRAPH_MAX_DIMS);
+	for (k = 0; k < gn->attr.tile.nreps; k++)
+		if (gn->attr.tile.reps[k] < 0)
+			return imp_refuse(im, on, cause, "repeats[%d] is %lld (must be 0 or more)", k,
+			    (long long)gn->attr.tile.reps[k]);
+	imp_trim_inputs(gn, 1);
 	return 0;
 }

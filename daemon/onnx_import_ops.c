@@ -920,6 +920,9 @@ static const struct imp_op imp_ops[] = {
 	{ "InstanceNormalization", imp_op_norm, "epsilon:f", 3, 3, 0 },
 	{ "GroupNormalization", imp_op_norm, "epsilon:f num_groups:i stash_type:i", 3, 3, 0 },
 	{ "Einsum", imp_op_einsum, "equation:s", 1, 1 << 20, 0 },
+	{ "ArgMax", imp_op_argmax, "axis:i keepdims:i select_last_index:i", 1, 1, 0 },
+	{ "ArgMin", imp_op_argmax, "axis:i keepdims:i select_last_index:i", 1, 1, 0 },
+	{ "Tile", imp_op_tile, "", 2, 2, 0 },
 	{ "RNN", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "
 	    "hidden_size:i layout:i", 3, 6, 0 },
 	{ "GRU", imp_op_rnn, "activation_alpha:F activation_beta:F activations:S clip:f direction:s "

@@ -107,16 +107,17 @@ def setup(root):
     save(root, "string_casts", nodes,
          [("FTEXT", "STRING", [N]), ("ITEXT", "STRING", [N]), ("NUM", "FLOAT", [N]), ("INUM", "INT64", [N])],
          [(o, t, [N]) for o, t in CASTS] + [("NUMTEXT", "STRING", [N]), ("INUMTEXT", "STRING", [N])])
-    # Identity, Reshape, Unsqueeze, Squeeze, Flatten, Concat, Gather.
+    # Identity, Reshape, Unsqueeze, Squeeze, Flatten, Concat, Tile, Gather.
     inits = [numpy_helper.from_array(np.array([0, 6], np.int64), "shape6"),
              numpy_helper.from_array(np.array([1], np.int64), "axis1"),
-             numpy_helper.from_array(np.array([7, 0, 2, 11], np.int64), "pick")]
+             numpy_helper.from_array(np.array([1, 2], np.int64), "reps12"),
+             numpy_helper.from_array(np.array([7, 0, 2, 11, 19, 23], np.int64), "pick")]
     save(root, "string_moves", [
         h("Identity", ["S"], ["s0"]), h("Reshape", ["s0", "shape6"], ["s1"]),
         h("Unsqueeze", ["s1", "axis1"], ["s2"]), h("Squeeze", ["s2", "axis1"], ["s3"]),
         h("Flatten", ["s3"], ["s4"], axis=1), h("Concat", ["s4", "s1"], ["s5"], axis=1),
-        h("Gather", ["s5", "pick"], ["O"], axis=1)],
-        [("S", "STRING", [2, 3])], [("O", "STRING", [4])], inits)
+        h("Tile", ["s5", "reps12"], ["s6"]), h("Gather", ["s6", "pick"], ["O"], axis=1)],
+        [("S", "STRING", [2, 3])], [("O", "STRING", [6])], inits)
     # A string initializer (string_data): text to an index, the index to a name.
     save(root, "string_const", [h("Cast", ["S"], ["idx"], to=T.INT64), h("Gather", ["names", "idx"], ["O"], axis=0)],
          [("S", "STRING", [1])], [("O", "STRING", [1])],
@@ -266,7 +267,7 @@ def check_casts(root, client, hc):
 
 
 def check_moves(root, client, hc):
-    """Identity, Reshape, (Un)Squeeze, Flatten, Concat, Gather on strings; a string initializer."""
+    """Identity, Reshape, (Un)Squeeze, Flatten, Concat, Tile, Gather on strings; a string initializer."""
     s = np.array([[["a%d%d" % (r, k) for k in range(3)] for _ in range(2)] for r in range(3)], dtype=object)
     s[1, 1, 2] = "üñï\u00e9"
     ref = ort_run(root, "string_moves", {"S": s})["O"]

@@ -6,7 +6,8 @@ Two runs:
   export_suite.py OUTDIR [MODEL...]
       the engine suite (tests/unit/test_export_suite.sh): small models of this file (a GPT-style decoder with a
       torch.triu mask, LSTM/GRU classifiers and taggers, transformers' BertModel, swin's shifted-window block,
-      GroupNorm / InstanceNorm / einsum / one_hot / scatter in OpsMix) exported with the TorchScript exporter at opsets 14 and 17 with random weights, each run by onnxruntime at
+      GroupNorm / InstanceNorm / einsum / one_hot / scatter in OpsMix, transformers' CLIPTextModel pooling by
+      ArgMax, torch's repeat as Tile in TileMix) exported with the TorchScript exporter at opsets 14 and 17 with random weights, each run by onnxruntime at
       several input shapes; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format (one directory per
       export, every case must_load, or expect_refusal naming the op for the exports listed in KNOWN_REFUSALS) for
       onnx_node_engine.  A model torch cannot export is listed in OUTDIR/not_exportable.txt with the error.
@@ -164,6 +165,47 @@ class OpsMix(nn.Module):
         return z, oh, sc + torch.zeros_like(oh).scatter(2, at, 2.0)
 
 
+class ClipTextWrap(nn.Module):
+    """transformers' CLIPTextModel (tiny config, random weights): its pooled output is the hidden state at each
+    row's argmax of the ids cast to INT32 (eos_token_id 2, the legacy rule: Cast, ArgMax(-1), indexing by
+    [arange(batch), argmax]), or at the first position equal to eos_token_id (Equal, Cast, ArgMax)."""
+
+    def __init__(self, eos=2):
+        super().__init__()
+        from transformers import CLIPTextConfig, CLIPTextModel
+        # As many positions as the daemon's default largest sequence (512), as the decoder above.
+        cfg = CLIPTextConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, max_position_embeddings=512, eos_token_id=eos)
+        self.clip = CLIPTextModel(cfg)
+
+    def forward(self, ids):
+        out = self.clip(input_ids=ids)
+        return out.last_hidden_state, out.pooler_output
+
+
+class TileMix(nn.Module):
+    """torch's repeat as detection heads use it: constant anchors repeated per image (Tile whose repeats hold
+    the batch size, computed from the input's shape) and a feature map tiled by constant repeats."""
+
+    def __init__(self):
+        super().__init__()
+        self.anchors = nn.Parameter(torch.randn(1, 6, 4))
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        a = self.anchors.repeat(x.shape[0], 1, 1)
+        return self.fc(torch.cat([a, x], 1)), x.repeat(1, 2, 3)
+
+
+def eos_ids(rng, shape, eos):
+    """Token ids below eos with eos at a random position of most rows (twice in some: the first counts)."""
+    a = rng.integers(0, eos, size=shape).astype(np.int64)
+    for r in range(shape[0]):
+        for _ in range(int(rng.integers(0, 3))):
+            a[r, int(rng.integers(0, shape[1]))] = eos
+    return a
+
+
 def ids(rng, shape, vocab):
     """Random token ids."""
     return rng.integers(0, vocab, size=shape).astype(np.int64)
@@ -193,6 +235,12 @@ def models(rng):
                       {"x": {0: "b"}, "labels": {0: "b", 1: "n"}},
                       [(rng.standard_normal((b, 3, 4, 5)).astype(np.float32), ids(rng, (b, n), 5))
                        for b, n in ((1, 3), (2, 7), (3, 4))])
+    out["clip_text_argmax"] = (ClipTextWrap(), ["ids"], ["hidden", "pooled"], {"ids": {0: "b", 1: "t"}},
+                               [(ids(rng, s, 100),) for s in ((1, 7), (2, 16), (3, 5))])
+    out["clip_text_eos"] = (ClipTextWrap(eos=99), ["ids"], ["hidden", "pooled"], {"ids": {0: "b", 1: "t"}},
+                            [(eos_ids(rng, s, 99),) for s in ((1, 7), (3, 16), (4, 5))])
+    out["tile_mix"] = (TileMix(), ["x"], ["boxes", "tiled"], {"x": {0: "b", 1: "n"}},
+                       [(rng.standard_normal((b, n, 4)).astype(np.float32),) for b, n in ((1, 2), (3, 5), (2, 1))])
     return out
 
 

@@ -23,7 +23,7 @@ LayerNormalization Reshape Flatten Squeeze Unsqueeze Transpose Concat Split Slic
 Resize Shape Cast ConstantOfShape Range Where Constant Identity Dropout GatherElements Greater Less
 GreaterOrEqual LessOrEqual And Or Mod Xor Not IsNaN IsInf Trilu CumSum GatherND ScatterND RNN GRU LSTM TopK
 ScatterElements OneHot InstanceNormalization GroupNormalization Einsum ReduceMin ReduceProd ReduceL1 ReduceL2
-ReduceSumSquare ReduceLogSumExp Ceil Floor Round""".split())
+ReduceSumSquare ReduceLogSumExp Ceil Floor Round ArgMax ArgMin Tile""".split())
 
 # Tests whose expected data disagree with onnxruntime, which inferd follows.
 EXCLUDED = {

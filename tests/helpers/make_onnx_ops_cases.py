@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """make_onnx_ops_cases.py: random one-node ONNX models of the ops that exporters emit for masks, indexing,
 scans and recurrences (IsNaN, IsInf, Not, Xor, And, Or, Trilu, CumSum, GatherND, ScatterND, Dropout's mask, TopK,
-RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, the Reduce family, Ceil, Floor, Round), each run by
+RNN, GRU, LSTM, ScatterElements, OneHot, InstanceNormalization, GroupNormalization, Einsum, the Reduce family, Ceil, Floor, Round,
+ArgMax, ArgMin, Tile), each run by
 onnxruntime; written as OUTDIR/manifest.json in make_onnx_node_cases.py's format, every case marked
 must_load (a refusal fails), for onnx_node_engine.
 
@@ -20,8 +21,9 @@ except ImportError as e:
     sys.exit(77)
 
 ELEM = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
-        "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8}
-NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL", "int8": "INT8", "uint8": "UINT8"}
+        "bool": TensorProto.BOOL, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "float16": TensorProto.FLOAT16}
+NAMES = {"float32": "FP32", "int64": "INT64", "int32": "INT32", "bool": "BOOL", "int8": "INT8", "uint8": "UINT8",
+         "float16": "FP16"}
 
 
 class Cases:
@@ -392,12 +394,108 @@ def rounding(c):
         c.add(f"{op.lower()}_edges", op, [edge])
 
 
+def argmax(c):
+    """ArgMax and ArgMin: ranks 1 to 5, every axis (negative too), keepdims and select_last_index either way,
+    FP32 (with NaN and infinities in some: onnxruntime's loop keeps the first element when it is NaN and never
+    lets a later NaN win; on a 1-D input its vectorised path does not, so NaN cases have several lines), INT64
+    and INT32 inputs with many ties (values from a small range)."""
+    for i in range(40):
+        r = 1 + i % 5
+        shape = c.shape(r, 1, 6)
+        kind = ["float32", "int64", "int32", "float32"][i % 4]
+        if kind == "float32":
+            x = (c.rng.integers(-3, 4, size=shape) * 0.5).astype(np.float32)
+            if i % 8 == 3 and r > 1:
+                shape[0] = max(shape[0], 2)
+                x = (c.rng.integers(-3, 4, size=shape) * 0.5).astype(np.float32)
+                m = c.rng.random(shape)
+                x[m < 0.2] = np.nan
+                x[(m >= 0.2) & (m < 0.3)] = np.inf
+                x[(m >= 0.3) & (m < 0.35)] = -np.inf
+        else:
+            x = c.rng.integers(-4, 4, size=shape).astype(kind)
+        ax = int(c.rng.integers(-r, r))
+        op = "ArgMax" if i % 2 == 0 else "ArgMin"
+        attrs = {"axis": ax, "keepdims": int(c.rng.integers(0, 2)), "select_last_index": (i // 2) % 2}
+        c.add(f"{op.lower()}_r{r}_a{ax}_k{attrs['keepdims']}_l{attrs['select_last_index']}_{kind}", op, [x], attrs,
+              opset=13, out=["int64"])
+    x = c.floats([3, 200])
+    c.add("argmax_default_attrs", "ArgMax", [x], opset=13, out=["int64"])
+    c.add("argmin_last_axis", "ArgMin", [x], {"axis": -1, "keepdims": 0}, opset=13, out=["int64"])
+    x = c.rng.integers(0, 50000, size=[2, 77]).astype(np.int32)
+    c.add("argmax_clip_ids", "ArgMax", [x], {"axis": -1, "keepdims": 0}, opset=13, out=["int64"])
+    c.add("argmax_axis_refused", "ArgMax", [x], {"axis": 2}, opset=13, out=["int64"],
+          refusal="ArgMax/ArgMin axis out of range")
+    c.add("argmax_half_refused", "ArgMax", [x.astype(np.float16)], opset=13, out=["int64"],
+          refusal="input of dtype FP16 (FLOAT, INT64 or INT32)")
+
+
+def tile(c):
+    """Tile: ranks 1 to 5, repeats of 0, 1 and more (on the first axis too), FP32, INT64, INT32 and BOOL data;
+    repeats a constant, or computed from the input shapes (Shape -> Slice -> Concat), or tiling shape values;
+    the batch dim of a batched model tiled, malformed repeats and repeats read from the request refused naming
+    them."""
+    for i in range(30):
+        r = 1 + i % 5
+        shape = c.shape(r, 1, 4)
+        kind = ["float32", "int64", "int32", "bool"][i % 4]
+        x = c.floats(shape) if kind == "float32" else (c.rng.random(shape) < 0.5 if kind == "bool" else
+                                                        c.rng.integers(-9, 9, size=shape).astype(kind))
+        reps = c.rng.choice([1, 1, 2, 3], size=r).astype(np.int64)
+        if i % 7 == 6:
+            reps[int(c.rng.integers(0, r))] = 0
+        if i % 3 == 0:
+            reps[0] = 2
+        c.add(f"tile_r{r}_{kind}_{'x'.join(str(int(v)) for v in reps)}", "Tile", [x, reps], consts={1: reps}, opset=13)
+    for r in (2, 3):
+        # repeats = [1, the dims after the batch] computed from the shape (the batch and S variable), so the
+        # output [N, S * S(, 9)] follows from the input shapes only.
+        x = c.floats([3, 4, 3][:r])
+        nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+                 helper.make_node("Slice", ["shape", "one", "big"], ["rest"]),
+                 helper.make_node("Concat", ["one", "rest"], ["reps"], axis=0),
+                 helper.make_node("Tile", ["x", "reps"], ["y"])]
+        inits = [onnx.numpy_helper.from_array(np.array([v], dtype=np.int64), n) for v, n in ((1, "one"), (1 << 30, "big"))]
+        c.add_graph(f"tile_reps_from_shape_r{r}", nodes,
+                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S", 3][:r])], {"x": x},
+                    inits, [("y", "float32")], opset=13)
+    # Tile on shape values: [N, S] -> a [N, S, S] shape built by tiling [S] (the shape functions follow it).
+    x = c.floats([2, 3])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Slice", ["shape", "zero", "one"], ["n"]),
+             helper.make_node("Slice", ["shape", "one", "two"], ["s"]), helper.make_node("Tile", ["s", "two"], ["ss"]),
+             helper.make_node("Concat", ["n", "ss"], ["nss"], axis=0),
+             helper.make_node("ConstantOfShape", ["nss"], ["z"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+             helper.make_node("Unsqueeze", ["x", "minus1"], ["x3"]), helper.make_node("Add", ["z", "x3"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+             for v, n in ((0, "zero"), (1, "one"), (2, "two"), (-1, "minus1"))]
+    c.add_graph("tile_shape_values", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S"])],
+                {"x": x}, inits, [("y", "float32")], opset=13)
+    # Tiling the batch dim of a batched model: each request's rows would interleave with the others'.
+    reps = np.array([2, 1], dtype=np.int64)
+    c.add_graph("tile_batch_refused", [helper.make_node("Tile", ["x", "reps"], ["y"], name="tile_b")],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])], {}, [onnx.numpy_helper.from_array(reps, "reps")],
+                [("y", "float32")], opset=13, refusal="node 'tile_b' (Tile) repeats the batch dim")
+    x = c.floats([2, 3])
+    for label, reps, why in (("2d", [[1], [2]], "repeats of rank 2 (must be 1-D)"),
+                             ("negative", [1, -2], "repeats[1] is -2 (must be 0 or more)"),
+                             ("length", [1, 2, 3], "Tile's repeats differ in length from the input's rank")):
+        r = np.array(reps, dtype=np.int64)
+        c.add(f"tile_refused_{label}", "Tile", [x, r], consts={1: r}, opset=13, refusal=why)
+    c.add("tile_reps_input", "Tile", [x, np.array([1, 2], dtype=np.int64)], opset=13,
+          refusal="repeats is the model input 'in1'")
+    nodes = [helper.make_node("Add", ["r", "zero"], ["reps"]), helper.make_node("Tile", ["x", "reps"], ["y"])]
+    c.add_graph("tile_reps_from_data", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                helper.make_tensor_value_info("r", TensorProto.INT64, [2])], {},
+                [onnx.numpy_helper.from_array(np.zeros(2, dtype=np.int64), "zero")], [("y", "float32")], opset=13,
+                refusal="Tile's repeats 'reps' must be a constant or computed from the input shapes")
+
+
 def main():
     outdir = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(outdir, exist_ok=True)
     c = Cases(outdir, np.random.default_rng(seed))
-    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum, reductions, rounding):
+    for gen in (elementwise, trilu, cumsum, nd, dropout, topk, rnn, scatter_elements, onehot, norms, einsum, reductions, rounding, argmax, tile):
         gen(c)
     ran = sum("expect_refusal" not in case for case in c.cases)
     with open(os.path.join(outdir, "manifest.json"), "w") as fp:

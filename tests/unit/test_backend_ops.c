@@ -1476,6 +1476,61 @@ case_topk(void)
 	tc_run(&c);
 }
 
+/*
+ * ARGMAX: ArgMax or ArgMin on FP32 (NaN and infinities in some), INT64 or
+ * INT32 with many ties, any axis (negative too), keepdims, select_last_index;
+ * long contiguous lines (the GPU's block-per-line path) in some.
+ */
+static void
+case_argmax(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_ARGMAX, "ArgMax/ArgMin");
+	static const enum graph_dtype dts[] = { GRAPH_DT_F32, GRAPH_DT_F32, GRAPH_DT_I64, GRAPH_DT_I32 };
+	int nd = (int)rnd(1, 4), ax = (int)rnd(0, nd - 1);
+	int64_t d[4];
+	enum graph_dtype dt = dts[rnd(0, 3)];
+	enum fill f = dt != GRAPH_DT_F32 ? FILL_INT : rnd(0, 2) == 0 ? FILL_SPECIAL : rnd(0, 1) ? FILL_F32 : FILL_INT;
+
+	rnd_shape(d, nd, 1, 9);
+	if (rnd(0, 2) == 0) {
+		ax = nd - 1;
+		d[ax] = rnd(200, 5000);
+	}
+	n->attr.argmax.axis = ax - (rnd(0, 1) ? nd : 0);
+	n->attr.argmax.keepdims = (int)rnd(0, 1);
+	n->attr.argmax.min = (int)rnd(0, 1);
+	n->attr.argmax.last = (int)rnd(0, 1);
+	tc_in(&c, dt, nd, d, f, 3);
+	tc_out(&c, GRAPH_DT_I64);
+	tc_run(&c);
+}
+
+/* TILE: ranks 1 to 5, repeats 0 to 3 in the node or a constant input, any data dtype. */
+static void
+case_tile(void)
+{
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_TILE, "Tile");
+	int nd = (int)rnd(1, 5);
+	int64_t d[5], reps[5];
+	enum graph_dtype dt = rnd_data_dt();
+
+	rnd_shape(d, nd, 1, 6);
+	for (int k = 0; k < nd; k++)
+		reps[k] = rnd(0, 7) == 0 ? 0 : rnd(1, 3);
+	tc_in(&c, dt, nd, d, FILL_INT, 100);
+	n->attr.tile.nreps = -1;
+	if (rnd(0, 1))
+		tc_const_i64(&c, nd, reps);
+	else {
+		n->attr.tile.nreps = nd;
+		memcpy(n->attr.tile.reps, reps, sizeof reps);
+	}
+	tc_out(&c, dt);
+	tc_run(&c);
+}
+
 /* RNN attributes: ONNX's default activations, or a random one per slot with alpha/beta; clip; GRU/LSTM flags. */
 static void
 rnn_attrs(struct graph_rnn_attr *a)
@@ -1697,6 +1752,8 @@ run_precision(void)
 		case_gather_nd();
 		case_scatter_nd();
 		case_topk();
+		case_argmax();
+		case_tile();
 		for (int cell = GRAPH_RNN_PLAIN; cell <= GRAPH_RNN_LSTM; cell++)
 			case_rnn(cell);
 	}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_export_suite.sh: models users bring (a GPT-style decoder with a torch.triu mask, LSTM/GRU classifiers and taggers,
 # transformers' BertModel with its default attention, swin's shifted-window block, GroupNorm/InstanceNorm2d with einsum,
-# one_hot and scatter), exported by torch.onnx.export at
+# one_hot and scatter, transformers' CLIPTextModel pooling by ArgMax, torch's repeat as Tile), exported by torch.onnx.export at
 # opsets 14 and 17 (export_suite.py), loaded by the engine and compared with onnxruntime at several input shapes.
 # A refusal fails, but for the exports listed as known refusals, which must be refused naming the op.
 # Skips without torch, transformers, torchvision, onnx or onnxruntime in /usr/bin/python3.

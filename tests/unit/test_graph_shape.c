@@ -612,6 +612,51 @@ test_fold_gather_elements(void)
 	}
 }
 
+/* ArgMax/ArgMin (keepdims, negative axis) and Tile (repeats in the node, a constant or not one). */
+static void
+test_argmax_tile(void)
+{
+	static const int64_t reps[] = { 1, 3, 0 };
+	struct tg b;
+	struct graph_shape in[2] = { SH(3, 2, 3, 4) };
+	struct graph_node *n;
+	int x, r;
+
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	n = tg_node(&b, GRAPH_OP_ARGMAX, "am0", 1, &x, 1);
+	n->attr.argmax.axis = -2;
+	n->attr.argmax.keepdims = 1;
+	expect_shape(&b, in, 0, SH(3, 2, 1, 4), "argmax axis -2 keepdims");
+	n->attr.argmax.keepdims = 0;
+	expect_shape(&b, in, 0, SH(2, 2, 4), "argmax axis -2");
+	n->attr.argmax.axis = 3;
+	expect_error(&b, in, "'am0': ArgMax/ArgMin axis out of range", "argmax axis 3 of rank 3");
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	n = tg_node(&b, GRAPH_OP_TILE, "tile0", 1, &x, 1);
+	n->attr.tile.nreps = 3;
+	n->attr.tile.reps[0] = 2; n->attr.tile.reps[1] = 1; n->attr.tile.reps[2] = 3;
+	in[0] = SH(3, 2, 3, 4);
+	expect_shape(&b, in, 0, SH(3, 4, 3, 12), "tile [2,1,3]");
+	n->attr.tile.nreps = 2;
+	expect_error(&b, in, "repeats differ in length", "tile repeats of the wrong length");
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	r = tg_ints(&b, "reps", reps, 3);
+	n = tg_node(&b, GRAPH_OP_TILE, "tile1", 2, (int[]){ x, r }, 1);
+	n->attr.tile.nreps = -1;
+	expect_shape(&b, in, 0, SH(3, 2, 9, 0), "tile by a constant input [1,3,0]");
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	r = tg_input(&b, "reps");
+	b.t[r].dtype = GRAPH_DT_I64;
+	n = tg_node(&b, GRAPH_OP_TILE, "tile2", 2, (int[]){ x, r }, 1);
+	n->attr.tile.nreps = -1;
+	in[1] = SH(1, 3);
+	expect_error(&b, in, "Tile's repeats 'reps' must be a constant", "tile by repeats from the request");
+}
+
 int
 main(void)
 {
@@ -627,5 +672,6 @@ main(void)
 	test_specialize();
 	test_fold_at_load();
 	test_fold_gather_elements();
+	test_argmax_tile();
 	return test_finish("test_graph_shape");
 }

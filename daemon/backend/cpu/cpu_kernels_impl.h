@@ -193,5 +193,7 @@ int cpu_onehot_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_groupnorm_run(const struct cpu_node_ctx *c, char **cause);
 int cpu_einsum_run(const struct cpu_node_ctx *c, char **cause);
 size_t cpu_einsum_workspace(const struct cpu_node_ctx *c);
+int cpu_argmax_run(const struct cpu_node_ctx *c, char **cause);
+int cpu_tile_run(const struct cpu_node_ctx *c, char **cause);
 
 #endif

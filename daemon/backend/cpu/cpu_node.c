@@ -63,6 +63,8 @@ static const struct cpu_op cpu_ops[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_INSTANCENORM] = { "InstanceNormalization", cpu_groupnorm_run, NULL, 3, 3, 1, 1, DT_F32 },
 	[GRAPH_OP_GROUPNORM] = { "GroupNormalization", cpu_groupnorm_run, NULL, 3, 3, 1, 1, DT_F32 },
 	[GRAPH_OP_EINSUM] = { "Einsum", cpu_einsum_run, cpu_einsum_workspace, 1, 2, 1, 1, DT_F32 },
+	[GRAPH_OP_ARGMAX] = { "ArgMax/ArgMin", cpu_argmax_run, NULL, 1, 1, 1, 1, DT(I64) },
+	[GRAPH_OP_TILE] = { "Tile", cpu_tile_run, NULL, 1, 2, 1, 1, DT_MOVE },
 };
 
 /* The table entry of n, or NULL for an op outside the set. */
@@ -105,7 +107,7 @@ node_ndata(const struct graph_node *n)
 	case GRAPH_OP_BATCHNORM: return 5;
 	case GRAPH_OP_CONCAT: case GRAPH_OP_EINSUM: return n->ninputs;
 	case GRAPH_OP_INSTANCENORM: case GRAPH_OP_GROUPNORM: return 3;
-	case GRAPH_OP_ONEHOT: return 0;
+	case GRAPH_OP_ONEHOT: case GRAPH_OP_ARGMAX: return 0;
 	case GRAPH_OP_CAST: case GRAPH_OP_WHERE: case GRAPH_OP_PREDICATE: return 0;
 	default: return 1;
 	}
@@ -188,6 +190,12 @@ node_check_dtypes_special(const graph_t *g, const struct graph_node *n, enum gra
 		if (n->attr.pred.fn == GRAPH_PRED_NOT)
 			return in0 == GRAPH_DT_BOOL ? 0 : cpu_fail(why, "Not needs a BOOL input");
 		return in0 == GRAPH_DT_F32 ? 0 : cpu_fail(why, "IsNaN/IsInf need an FP32 input");
+	case GRAPH_OP_ARGMAX:
+		return in0 == GRAPH_DT_F32 || in0 == GRAPH_DT_I64 || in0 == GRAPH_DT_I32 ? 0 :
+		    cpu_fail(why, "ArgMax/ArgMin on %s (FP32, INT64 or INT32)", dt_name(in0));
+	case GRAPH_OP_TILE:
+		return n->ninputs < 2 || tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I64 ? 0 :
+		    cpu_fail(why, "Tile's repeats must be INT64");
 	case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM:
 		return n->ninputs < 2 || tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I64 ||
 		    tensor_dtype(g, n->inputs[1]) == GRAPH_DT_I32 ? 0 :

@@ -286,6 +286,7 @@ int cuda_compile_gather(const struct cuda_compile *cc, const struct graph_node *
 int cuda_compile_gather_elements(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_pad(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+int cuda_compile_tile(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_resize(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 int cuda_compile_pool(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 /* device_cuda_index.cu */
@@ -298,6 +299,9 @@ int cuda_compile_gather_nd(const struct cuda_compile *cc, const struct graph_nod
 int cuda_compile_scatter_nd(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
     char **cause);
 int cuda_compile_topk(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
+/* device_cuda_argmax.cu */
+int cuda_compile_argmax(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st,
+    char **cause);
 int cuda_compile_rnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause);
 
 /*

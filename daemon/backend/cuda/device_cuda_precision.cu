@@ -211,7 +211,7 @@ prec_native(const struct graph_node *n)
 	case GRAPH_OP_TRANSPOSE: case GRAPH_OP_RESHAPE: case GRAPH_OP_CONCAT: case GRAPH_OP_SPLIT:
 	case GRAPH_OP_SLICE: case GRAPH_OP_GATHER: case GRAPH_OP_EXPAND: case GRAPH_OP_PAD: case GRAPH_OP_COPY:
 	case GRAPH_OP_GATHER_ELEMENTS: case GRAPH_OP_TRILU: case GRAPH_OP_GATHER_ND:
-	case GRAPH_OP_ATTENTION:
+	case GRAPH_OP_ATTENTION: case GRAPH_OP_TILE:
 		return 1;
 	case GRAPH_OP_SCATTER_ND:
 		/* Byte-generic without a reduction; a reduction's arithmetic runs in FP32. */

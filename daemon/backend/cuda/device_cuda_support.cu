@@ -55,6 +55,9 @@ static const struct cuda_op cuda_ops_table[GRAPH_OP_COUNT] = {
 	[GRAPH_OP_ONEHOT] = { NULL, 0, 0, 0, 0, 0 },
 	[GRAPH_OP_INSTANCENORM] = { cuda_compile_groupnorm, 3, 3, 1, 1, 0 },
 	[GRAPH_OP_GROUPNORM] = { cuda_compile_groupnorm, 3, 3, 1, 1, 0 },
+	[GRAPH_OP_EINSUM] = { NULL, 0, 0, 0, 0, 0 },
+	[GRAPH_OP_ARGMAX] = { cuda_compile_argmax, 1, 1, 1, 1, 0 },
+	[GRAPH_OP_TILE] = { cuda_compile_tile, 1, 2, 1, 1, 0 },
 };
 
 /* The compiler of op (NULL when the backend has none). */
@@ -201,6 +204,14 @@ cuda_check_dtypes(const graph_t *g, const struct graph_node *n, char **why)
 		return 1;
 	case GRAPH_OP_RNN:
 		return cuda_check_rnn(g, n, why);
+	case GRAPH_OP_ARGMAX:
+		if ((x != GRAPH_DT_F32 && x != GRAPH_DT_I64 && x != GRAPH_DT_I32) || y != GRAPH_DT_I64)
+			return error_set(why, "ArgMax/ArgMin takes FP32, INT64 or INT32 and writes INT64"), 0;
+		return 1;
+	case GRAPH_OP_TILE:
+		if (n->ninputs > 1 && n->inputs[1] >= 0 && cuda_tdt(g, n->inputs[1]) != GRAPH_DT_I64)
+			return error_set(why, "Tile's repeats must be INT64"), 0;
+		break;
 	case GRAPH_OP_PREDICATE: case GRAPH_OP_TRILU: case GRAPH_OP_CUMSUM: case GRAPH_OP_GATHER_ND:
 	case GRAPH_OP_SCATTER_ND: case GRAPH_OP_TOPK: {
 		int rc = cuda_check_index(g, n, why);

@@ -1,4 +1,4 @@
-/* device_cuda_tensor.cu: data-movement CUDA steps for any dtype: copy/reshape, transpose, expand, slice, concat, split, gather, gather-elements, pad. */
+/* device_cuda_tensor.cu: data-movement CUDA steps for any dtype: copy/reshape, transpose, expand, slice, concat, split, gather, gather-elements, pad, tile. */
 #include "config.h"
 
 #include <math.h>
@@ -36,6 +36,11 @@ struct tensor_gather_el {
 	int64_t dim, n;			/* data's size along the axis; elements of indices */
 };
 
+/* Tile: the input's dims (the piece's map holds the output's dims and the input's strides). */
+struct tensor_tile {
+	int64_t in[GRAPH_MAX_DIMS];
+};
+
 /* Parameters of a data-movement step. */
 struct tensor_params {
 	size_t es;			/* element size */
@@ -47,6 +52,7 @@ struct tensor_params {
 	int idx64;
 	struct tensor_pad pad;
 	struct tensor_gather_el ge;	/* GATHER_ELEMENTS */
+	struct tensor_tile tile;	/* TILE */
 };
 
 /* Strided copy of elements of type T. */
@@ -194,6 +200,25 @@ tensor_pad_kernel(struct tensor_piece c, struct tensor_pad p)
 	}
 }
 
+/* Tile of T elements: output coordinate c reads input coordinate c mod the input's dim, per dim. */
+template <typename T>
+static __global__ void
+tensor_tile_kernel(struct tensor_piece c, struct tensor_tile t)
+{
+	const T *x = (const T *)c.src;
+	T *y = (T *)c.dst;
+	const struct cuda_map &m = c.map;
+
+	CUDA_FOR(i, c.n) {
+		int64_t r = i, off = 0;
+		for (int d = m.nd - 1; d >= 0; d--) {
+			off += (r % m.dims[d]) % t.in[d] * m.st[0][d];
+			r /= m.dims[d];
+		}
+		y[i] = x[off];
+	}
+}
+
 /* Launch kernel K<T> for the element size es. */
 #define TENSOR_LAUNCH(K, es, grid, stream, ...) do { \
 	switch (es) { \
@@ -254,6 +279,9 @@ tensor_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	case GRAPH_OP_PAD:
 		TENSOR_LAUNCH(tensor_pad_kernel, p->es, cuda_grid(c->n), ex->stream, *c, p->pad);
 		return cuda_launched("tensor_pad_kernel", cause);
+	case GRAPH_OP_TILE:
+		TENSOR_LAUNCH(tensor_tile_kernel, p->es, cuda_grid(c->n), ex->stream, *c, p->tile);
+		return cuda_launched("tensor_tile_kernel", cause);
 	default:
 		return tensor_run_copy(p, ex, cause);
 	}
@@ -660,5 +688,38 @@ cuda_compile_pad(const struct cuda_compile *cc, const struct graph_node *n, stru
 	c->n = graph_shape_elems(ys);
 	if (c->n > 0)
 		st->run = tensor_run;
+	return 0;
+}
+
+/*
+ * TILE: each output dim a multiple of the input's (the repeats follow from
+ * the shapes, so a repeats input needs no reading); one piece over the
+ * output's dims with the input's strides.
+ */
+int
+cuda_compile_tile(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
+{
+	const struct graph_shape *xs = cuda_in_shape(cc, n, 0), *ys = cuda_out_shape(cc, n, 0);
+	struct tensor_params *p = tensor_params_init(cc, n, st, cause);
+	struct tensor_piece *c;
+
+	if (p == NULL)
+		return -1;
+	if (ys->ndims != xs->ndims)
+		return error_set(cause, "output rank differs from input rank");
+	for (int d = 0; d < xs->ndims; d++)
+		if (xs->dims[d] == 0 ? ys->dims[d] != 0 : ys->dims[d] % xs->dims[d] != 0)
+			return error_set(cause, "output dim %d is not a multiple of the input's", d);
+	c = &p->piece[p->npieces++];
+	c->src = (const char *)cuda_in(cc, n, 0);
+	c->dst = (char *)cuda_out(cc, n, 0);
+	c->n = graph_shape_elems(ys);
+	c->map.nd = ys->ndims;
+	cuda_strides(xs, c->map.st[0]);
+	for (int d = 0; d < ys->ndims; d++) {
+		c->map.dims[d] = ys->dims[d];
+		p->tile.in[d] = xs->dims[d];
+	}
+	tensor_arm(st, p);
 	return 0;
 }
