@@ -47,6 +47,10 @@ except ImportError as e:
 OPSETS = (14, 17)
 # This suite is the TorchScript exporter's (torch >= 2.9 exports with dynamo unless told otherwise).
 TORCHSCRIPT = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+# torch >= 2.1 runs an eval-mode nn.TransformerEncoderLayer as one fused aten op the TorchScript exporter cannot write;
+# the layer's own ops are what users' exports contain.
+if hasattr(torch.backends, "mha") and hasattr(torch.backends.mha, "set_fastpath_enabled"):
+    torch.backends.mha.set_fastpath_enabled(False)
 # Exports inferd refuses today, with the text its refusal must contain (never a wrong answer): pack_padded_sequence
 # with enforce_sorted=False sorts the lengths with a TopK whose k is the batch size, computed at run time (and
 # uses ReduceProd, not supported either).
