@@ -189,6 +189,9 @@ dist_check_SCRIPTS += $(IPC_TESTS)
 # inferd-bench-mix: mixed-length traffic to an exported encoder over HTTP and shm, with --check.
 TESTS += tests/integration/test_bench_mix.sh
 dist_check_SCRIPTS += tests/integration/test_bench_mix.sh
+# Constant folding: a BERT export's plans fold little beyond its parameters; answers against onnxruntime.
+TESTS += tests/integration/test_fold_growth.sh
+dist_check_SCRIPTS += tests/integration/test_fold_growth.sh
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
 # --- one libinferd connection shared by threads; cancel; the threaded example (libv1) ---
