@@ -182,7 +182,7 @@ tests_helpers_ipc_hostile_LDADD = -lpthread -lm
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
 	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh \
 	tests/integration/test_faults.sh tests/integration/test_shutdown_loads.sh \
-	tests/integration/test_startup_http.sh tests/integration/test_model_file_errors.sh \
+	tests/integration/test_startup_http.sh tests/integration/test_startup_ipc.sh tests/integration/test_model_file_errors.sh \
 	tests/integration/test_metrics_latency.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
