@@ -512,7 +512,7 @@ spec_keeps(const struct graph_spec *sp, struct fold_marking *mk, struct graph_no
 	return n->no_fold;
 }
 
-/* Specialize one node (source node i): resolve, infer, fold when its inputs are constants (or it is SHAPE): 1 folded. */
+/* Specialize source node i: resolve, infer, fold when its inputs are constants (or it is SHAPE): 1 folded. */
 static int
 spec_node(struct graph_spec *sp, const struct graph_fold_kernels *kern, struct graph_node *n,
     const struct graph_node *src, struct fold_marking *mk, size_t i, char **cause)

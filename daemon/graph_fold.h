@@ -25,7 +25,8 @@ extern "C" {
  *      - spec->graph has the SAME tensors, at the SAME indices, as the source
  *        graph; folded tensors are flagged CONST and carry the values for
  *        these shapes.  Its node list holds only the runtime nodes, in the
- *        source order.  No SHAPE/CONSTANT_OF_SHAPE/RANGE node remains.
+ *        source order.  No SHAPE node remains, nor a CONSTANT_OF_SHAPE or
+ *        RANGE one unless marked no_fold (no backend runs them today).
  *      - Which nodes fold depends only on the graph's structure (a node folds
  *        when all its inputs are constants or it is a SHAPE node, unless
  *        graph_fold_mark_growth marked it no_fold), never on the shape
