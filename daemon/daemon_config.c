@@ -110,9 +110,10 @@ static const struct config_key config_keys[] = {
 	  "one row at its maximum dims does not fit is refused at load." },
 	{ "HTTP", "strict_readiness", CONFIG_BOOL, "yes", KEY(strict_readiness), 0, 1, NULL,
 	  "Whether readiness needs every start-up model loaded (yes or no).\n"
-	  "HTTP is up from the start; /v2/health/ready answers 503 until the start-up\n"
-	  "loads have finished, then 200: with yes (as Triton) only when every\n"
-	  "start-up model loaded, with no whatever the loads' outcome." },
+	  "HTTP and the shm socket are up from the start; /v2/health/ready answers\n"
+	  "503 until the start-up loads have finished, then 200: with yes (as\n"
+	  "Triton) only when every start-up model loaded, with no whatever the\n"
+	  "loads' outcome." },
 	{ "HTTP", "http_shared_memory", CONFIG_STRING, "auto", KEY(http_shared_memory), 0, 0,
 	  config_check_on_off_auto,
 	  "Triton's shared-memory registration over HTTP (/v2/systemsharedmemory,\n"
@@ -220,7 +221,9 @@ static const struct config_key config_keys[] = {
 	{ "SHARED-MEMORY CLIENTS", "shm_socket", CONFIG_STRING,
 	  "/run/inferd/inferd.sock", KEY(shm_socket), 0, 0, config_check_socket,
 	  "Unix socket of the shared-memory client API (libinferd); \"\" turns it off.\n"
-	  "Under systemd, /run/inferd is the unit's RuntimeDirectory." },
+	  "Under systemd, /run/inferd is the unit's RuntimeDirectory.  It accepts\n"
+	  "clients before the start-up loads: a model still loading is refused\n"
+	  "(INFERD_ENOMODEL, saying it is loading) until its load has finished." },
 	{ "SHARED-MEMORY CLIENTS", "max_clients", CONFIG_INT, "64", KEY(max_clients),
 	  1, 4096, NULL,
 	  "Shared-memory clients connected at once, 1 to 4096.\n"

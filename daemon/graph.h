@@ -318,6 +318,7 @@ struct graph_node {
 	int *outputs;
 	enum graph_unary act;		/* fused activation (GEMM, MATMUL, CONV, BINARY) */
 	float act_alpha, act_beta;	/* its parameters (LEAKY_RELU, CLIP, HARD_SIGMOID) */
+	int no_fold;			/* runs even on constants: folding would grow them (graph_fold_mark_growth) */
 	union {
 		struct graph_gemm_attr gemm;
 		struct graph_window_attr conv;

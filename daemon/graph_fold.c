@@ -471,10 +471,51 @@ graph_spec_free(struct graph_spec *s)
 	free(s);
 }
 
-/* Specialize one node: resolve, infer, fold when its inputs are constants (or it is SHAPE): 1 folded. */
+/* What graph_fold_mark_growth decides with while it specializes: NULL in an ordinary specialization. */
+struct fold_marking {
+	graph_fold_runs_fn runs;
+	void *arg;
+	unsigned char *no_fold;		/* per source node */
+	size_t count;
+};
+
+/* Whether folding n (inputs constant, output shapes inferred) would turn small constants into a large one. */
+static int
+fold_grows(const graph_t *g, const struct graph_node *n, const struct graph_shape *shapes)
+{
+	int64_t in = 0, out = 0, e;
+	int k;
+
+	for (k = 0; k < n->ninputs; k++)
+		if (n->inputs[k] >= 0)
+			in += (int64_t)g->tensors[n->inputs[k]].nbytes;
+	for (k = 0; k < n->noutputs; k++) {
+		if (n->outputs[k] < 0)
+			continue;
+		e = graph_shape_elems(&shapes[n->outputs[k]]);
+		if (e < 0 || e > FOLD_MAX_BYTES)
+			return 1;
+		out += e * (int64_t)graph_dtype_size(g->tensors[n->outputs[k]].dtype);
+	}
+	return out > GRAPH_FOLD_GROW_FLOOR && out / GRAPH_FOLD_GROWTH > in;
+}
+
+/* Whether n (source node i, inputs constant) stays at run time: marked, or marked now because it grows. */
+static int
+spec_keeps(const struct graph_spec *sp, struct fold_marking *mk, struct graph_node *n, size_t i)
+{
+	if (mk == NULL || n->op == GRAPH_OP_SHAPE)
+		return n->no_fold;
+	n->no_fold = fold_grows(&sp->graph, n, sp->shapes) && mk->runs(mk->arg, &sp->graph, n);
+	mk->no_fold[i] = (unsigned char)n->no_fold;
+	mk->count += (size_t)n->no_fold;
+	return n->no_fold;
+}
+
+/* Specialize source node i: resolve, infer, fold when its inputs are constants (or it is SHAPE): 1 folded. */
 static int
 spec_node(struct graph_spec *sp, const struct graph_fold_kernels *kern, struct graph_node *n,
-    const struct graph_node *src, char **cause)
+    const struct graph_node *src, struct fold_marking *mk, size_t i, char **cause)
 {
 	graph_t *g = &sp->graph;
 	int rank = n->ninputs > 0 && n->inputs[0] >= 0 ? sp->shapes[n->inputs[0]].ndims : -1, rc;
@@ -487,11 +528,11 @@ spec_node(struct graph_spec *sp, const struct graph_fold_kernels *kern, struct g
 	if (graph_infer_node(g, n, sp->shapes, cause) < 0)
 		return -1;
 	rc = 0;
-	if (n->op == GRAPH_OP_SHAPE || inputs_const(g, n))
+	if (n->op == GRAPH_OP_SHAPE || (inputs_const(g, n) && !spec_keeps(sp, mk, n, i)))
 		rc = fold_node(g, kern, n, sp->shapes, cause);
 	if (rc == 1 && n->op == GRAPH_OP_SPLIT && n->attr.split.split != src->attr.split.split)
 		free(n->attr.split.split);
-	if (rc == 0 && (n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_CONSTANT_OF_SHAPE ||
+	if (rc == 0 && !n->no_fold && (n->op == GRAPH_OP_SHAPE || n->op == GRAPH_OP_CONSTANT_OF_SHAPE ||
 	    n->op == GRAPH_OP_RANGE))
 		return error_set(cause, "node '%s': shape arithmetic on tensor values is not "
 		    "supported", n->name);
@@ -524,10 +565,10 @@ spec_copy(struct graph_spec *sp, const graph_t *g, char **cause)
 	return 0;
 }
 
-/* Specialize g for concrete input shapes. */
-int
-graph_specialize(const graph_t *g, const struct graph_fold_kernels *kern, const struct graph_shape *input_shapes,
-    struct graph_spec **out, char **cause)
+/* Specialize g for concrete input shapes, deciding the no_fold marks into mk when it is not NULL. */
+static int
+spec_run(const graph_t *g, const struct graph_fold_kernels *kern, const struct graph_shape *input_shapes,
+    struct fold_marking *mk, struct graph_spec **out, char **cause)
 {
 	struct graph_spec *sp = xcalloc(1, sizeof *sp);
 	size_t i;
@@ -540,7 +581,7 @@ graph_specialize(const graph_t *g, const struct graph_fold_kernels *kern, const 
 	for (i = 0; i < g->nnodes; i++) {
 		struct graph_node n = g->nodes[i];
 
-		if ((rc = spec_node(sp, kern, &n, &g->nodes[i], cause)) < 0)
+		if ((rc = spec_node(sp, kern, &n, &g->nodes[i], mk, i, cause)) < 0)
 			goto fail;
 		if (rc == 1) {
 			sp->nfolded++;
@@ -554,4 +595,33 @@ graph_specialize(const graph_t *g, const struct graph_fold_kernels *kern, const 
 fail:
 	graph_spec_free(sp);
 	return -1;
+}
+
+/* Specialize g for concrete input shapes. */
+int
+graph_specialize(const graph_t *g, const struct graph_fold_kernels *kern, const struct graph_shape *input_shapes,
+    struct graph_spec **out, char **cause)
+{
+	return spec_run(g, kern, input_shapes, NULL, out, cause);
+}
+
+/* Mark the nodes whose folding would grow small constants into a large one; how many. */
+size_t
+graph_fold_mark_growth(graph_t *g, const struct graph_fold_kernels *kern, const struct graph_shape *input_shapes,
+    graph_fold_runs_fn runs, void *arg)
+{
+	struct fold_marking mk = { runs, arg, xcalloc(g->nnodes + 1, 1), 0 };
+	struct graph_spec *sp = NULL;
+	size_t i;
+
+	if (mk.no_fold == NULL)
+		return 0;	/* marking saves memory; without it folding stays as it was */
+	/* A failure here (a marked node's values needed later) leaves every node unmarked. */
+	if (spec_run(g, kern, input_shapes, &mk, &sp, NULL) != 0)
+		mk.count = 0;
+	for (i = 0; i < g->nnodes; i++)
+		g->nodes[i].no_fold = mk.count > 0 && mk.no_fold[i];
+	graph_spec_free(sp);
+	free(mk.no_fold);
+	return mk.count;
 }

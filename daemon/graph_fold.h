@@ -25,10 +25,12 @@ extern "C" {
  *      - spec->graph has the SAME tensors, at the SAME indices, as the source
  *        graph; folded tensors are flagged CONST and carry the values for
  *        these shapes.  Its node list holds only the runtime nodes, in the
- *        source order.  No SHAPE/CONSTANT_OF_SHAPE/RANGE node remains.
+ *        source order.  No SHAPE node remains, nor a CONSTANT_OF_SHAPE or
+ *        RANGE one unless marked no_fold (no backend runs them today).
  *      - Which nodes fold depends only on the graph's structure (a node folds
- *        when all its inputs are constants or it is a SHAPE node), never on
- *        the shape values: every specialization of one graph has the same
+ *        when all its inputs are constants or it is a SHAPE node, unless
+ *        graph_fold_mark_growth marked it no_fold), never on the shape
+ *        values: every specialization of one graph has the same
  *        runtime nodes reading and writing the same tensor indices.  A memory
  *        plan computed on the specialization for the maximum shapes is
  *        therefore valid, offset for offset, for any smaller shapes; the
@@ -72,6 +74,35 @@ int graph_node_resolve(graph_t *g, struct graph_node *n, int rank, char **cause)
 
 /* Fold constant nodes and drop dead ones, at load; *nremoved counts the nodes removed. */
 int graph_fold_constants(graph_t *g, const struct graph_fold_kernels *k, size_t *nremoved, char **cause);
+
+/*
+ * Folding must not turn small constants into a large one: a specialization
+ * holds its folded constants for as long as its plan is cached (on a GPU a
+ * copy per cached shape), so BERT's token-type lookup, a Gather of a [2, 768]
+ * table by an all-zero [rows, length] index, would cost 50 MB a plan at 64 x
+ * 256 where running it costs a lookup.  A node grows when its outputs would
+ * take more than GRAPH_FOLD_GROW_FLOOR bytes and more than GRAPH_FOLD_GROWTH
+ * times its inputs' bytes; shape arithmetic (small INT64 vectors) stays under
+ * the floor and always folds.
+ */
+#define GRAPH_FOLD_GROW_FLOOR ((int64_t)64 << 10)
+#define GRAPH_FOLD_GROWTH 4
+
+/* Whether the device runs node n of specialization g at run time (what may be left unfolded). */
+typedef int (*graph_fold_runs_fn)(void *arg, const graph_t *g, const struct graph_node *n);
+
+/*
+ * Mark no_fold the nodes that grow (above) when g is specialized for
+ * input_shapes (the largest shapes the model takes) and that runs says the
+ * device runs; every specialization then keeps them, and what reads them, at
+ * run time.  The marks are decided once, at the largest shapes, so that which
+ * nodes fold stays independent of the shape (see above).  When keeping them
+ * would leave a value some node needs unknown (a Reshape target, a Slice
+ * bound), nothing is marked and folding stays as it was.  Returns how many
+ * nodes it marked.
+ */
+size_t graph_fold_mark_growth(graph_t *g, const struct graph_fold_kernels *k, const struct graph_shape *input_shapes,
+    graph_fold_runs_fn runs, void *arg);
 
 /* Specialize g for concrete input shapes (g->inputs order); free with graph_spec_free. */
 int graph_specialize(const graph_t *g, const struct graph_fold_kernels *k, const struct graph_shape *input_shapes,

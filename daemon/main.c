@@ -548,7 +548,7 @@ daemon_start_ipc(struct daemon *d, char **cause)
 			error_prefix(cause, "shm socket %s", d->config.shm_socket);
 		return -1;
 	}
-	LOG_INFO("ipc: listening on %s", d->config.shm_socket);
+	LOG_INFO("ipc: listening on %s (each model serves once its start-up load has finished)", d->config.shm_socket);
 	return 0;
 }
 
@@ -645,13 +645,17 @@ daemon_start(struct daemon *d, char **cause)
 	    daemon_create_repository(d, cause) != 0)
 		return -1;
 	/*
-	 * HTTP comes up before the loads, so that liveness, readiness (503
-	 * meanwhile) and the repository index (LOADING) answer while models
-	 * load; a request for a model not yet loaded is refused as not ready.
-	 * The shm socket waits for the loads: the shared-memory protocol has no
-	 * readiness, and its clients take a socket that accepts as serving.
+	 * Both doors come up before the loads, so that clients can connect
+	 * while models load: over HTTP liveness, readiness (503 meanwhile) and
+	 * the repository index (LOADING) answer; over the shm socket a lookup
+	 * of a model still loading is refused naming it and that it is loading
+	 * (ERR_NO_MODEL), and the same connection finds it once it is loaded.
+	 * Both doors reach models only through published versions
+	 * (repository_acquire*), which a load publishes once its queues run.
 	 */
 	if (d->config.http_enable && daemon_start_http(d, cause) != 0)
+		return -1;
+	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
 		return -1;
 	if (daemon_load_models(d, cause) != 0)
 		return -1;
@@ -660,8 +664,6 @@ daemon_start(struct daemon *d, char **cause)
 		LOG_INFO("a stop signal came during the start-up load: never ready, shutting down");
 		return 0;
 	}
-	if (*d->config.shm_socket != '\0' && daemon_start_ipc(d, cause) != 0)
-		return -1;
 	/* Both servers have preallocated; from here on the count must stay flat. */
 	d->metrics.allocations_baseline = device_allocation_count(d->dev);
 	repository_startup_finish(d->repo);

@@ -287,6 +287,13 @@ model_const_outputs(model_t *m, const struct graph_spec *a, char **cause)
 	return 0;
 }
 
+/* Whether the model's device runs node n (what folding may leave at run time). */
+static int
+model_device_runs(void *arg, const graph_t *g, const struct graph_node *n)
+{
+	return device_supports_node(((const model_t *)arg)->dev, g, n, NULL);
+}
+
 /* Specialize at the largest shape; describe the outputs and plan the arena. */
 static int
 model_describe_outputs(model_t *m, char **cause)
@@ -294,10 +301,15 @@ model_describe_outputs(model_t *m, char **cause)
 	struct graph_shape in[MODEL_MAX_IO];
 	struct graph_spec *a = NULL;
 	struct model_shape sa;
+	size_t kept;
 	int o, rows = model_max_rows(m), rc = -1;
 
 	model_shape_max(m, rows, &sa);
 	model_graph_input_shapes(m, &sa, in);
+	kept = graph_fold_mark_growth(m->graph, &cpu_fold_kernels, in, model_device_runs, m);
+	if (kept > 0)
+		LOG_DEBUG("model '%s': %zu nodes run on constants at run time instead of folding into large "
+		    "constants", m->name, kept);
 	if (graph_specialize(m->graph, &cpu_fold_kernels, in, &a, cause) != 0) {
 		error_prefix(cause, "at the largest shape (%d rows, variable dims at their maximum; model.json "
 		    "\"max_batch_size\" and \"max_dims\" set them)", rows);

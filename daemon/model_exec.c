@@ -8,6 +8,8 @@
 #include "cpu_kernels.h"
 #include "error.h"
 #include "graph_fold.h"
+#include "graph_shape.h"
+#include "log.h"
 #include "model.h"
 #include "model_impl.h"
 
@@ -126,6 +128,25 @@ model_entry_const_outputs_fit(const model_t *m, const struct graph_spec *sp, cha
 	return 0;
 }
 
+/* Log (at debug) the constants a specialisation folded beyond the model's own: what its plan adds to memory. */
+static void
+model_entry_log_folded(const model_t *m, const struct graph_spec *sp, const struct graph_shape *in)
+{
+	const graph_t *g = &sp->graph;
+	size_t i, n = 0, bytes = 0;
+	char buf[128];
+
+	if (log_threshold < LOG_LEVEL_DEBUG)
+		return;
+	for (i = 0; i < g->ntensors; i++)
+		if ((g->tensors[i].flags & GRAPH_TENSOR_CONST) && !(m->graph->tensors[i].flags & GRAPH_TENSOR_CONST)) {
+			n++;
+			bytes += g->tensors[i].nbytes;
+		}
+	LOG_DEBUG("model '%s': the plan at input shape %s folded %zu constants of %zu bytes (%zu nodes)", m->name,
+	    graph_shape_str(&in[0], buf, sizeof buf), n, bytes, sp->nfolded);
+}
+
 /*
  * Specialize the model for shape s and compile a plan over the context's
  * arena into e, its scratch as mode says; MODEL_ENTRY_MEASURE only measures
@@ -151,6 +172,8 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
 		struct device_plan_options opts = { m->precision, x->background };
+
+		model_entry_log_folded(m, e->spec, in);
 
 		if (mode == MODEL_ENTRY_MEASURE)
 			rc = device_plan_measure(m->dev, &e->spec->graph, &opts, e->spec->shapes, addrs, need, cause);

@@ -276,7 +276,10 @@ INFERD_EXPORT void inferd_close(inferd_conn_t *conn);
 
 /* Number of models the daemon serves; their ids are 0 .. count-1. */
 INFERD_EXPORT unsigned inferd_model_count(inferd_conn_t *conn);
-/* Look a model up by name (INFERD_ENOMODEL if none); cached after the first call. */
+/*
+ * Look a model up by name (INFERD_ENOMODEL if none, or while it is still
+ * loading: inferd_last_error says which); cached after the first call.
+ */
 INFERD_EXPORT int inferd_model_get(inferd_conn_t *conn, const char *name,
     const struct inferd_model **out);
 /*

@@ -182,13 +182,16 @@ tests_helpers_ipc_hostile_LDADD = -lpthread -lm
 IPC_TESTS = tests/integration/test_ipc_compare.sh tests/integration/test_ipc_load.sh tests/integration/test_ipc_kill.sh \
 	tests/integration/test_ipc_hostile.sh tests/integration/test_shutdown_drain.sh tests/integration/test_attacks.sh \
 	tests/integration/test_faults.sh tests/integration/test_shutdown_loads.sh \
-	tests/integration/test_startup_http.sh tests/integration/test_model_file_errors.sh \
+	tests/integration/test_startup_http.sh tests/integration/test_startup_ipc.sh tests/integration/test_model_file_errors.sh \
 	tests/integration/test_metrics_latency.sh
 TESTS += $(IPC_TESTS)
 dist_check_SCRIPTS += $(IPC_TESTS)
 # inferd-bench-mix: mixed-length traffic to an exported encoder over HTTP and shm, with --check.
 TESTS += tests/integration/test_bench_mix.sh
 dist_check_SCRIPTS += tests/integration/test_bench_mix.sh
+# Constant folding: a BERT export's plans fold little beyond its parameters; answers against onnxruntime.
+TESTS += tests/integration/test_fold_growth.sh
+dist_check_SCRIPTS += tests/integration/test_fold_growth.sh
 EXTRA_DIST += tests/helpers/test_ipc_lib.sh tests/helpers/attack_http.py tests/soak.sh
 
 # --- one libinferd connection shared by threads; cancel; the threaded example (libv1) ---

@@ -69,6 +69,27 @@ await_daemon() {
 	port=$(cat "$tmp/port")
 }
 
+# Start the daemon on $tmp/models with model held-mlp's start-up load held (INFERD_FAULT_HOLD_LOAD) until
+# $tmp/release exists; wait until it is held and read the HTTP port from the log.  A build without
+# --enable-fault-injection turns ready instead: the test is skipped (exit 77).
+start_held() {
+	: >"$tmp/daemon.log"
+	rm -f "$tmp/release" "$tmp/port"
+	INFERD_FAULT_HOLD_LOAD="held-mlp:$tmp/release" "$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" \
+		--model_repository="$tmp/models" --http_port=0 --port-file="$tmp/port" --shm_socket="$sock" \
+		>>"$tmp/daemon.log" 2>&1 &
+	daemon_pid=$!
+	held_or_ready() { grep -q "holding the load of model 'held-mlp'\| ready$" "$tmp/daemon.log" && echo yes; }
+	wait_for held_or_ready yes
+	if ! grep -q "holding the load of model 'held-mlp'" "$tmp/daemon.log"; then
+		stop_daemon
+		echo "SKIP: inferd built without --enable-fault-injection"
+		exit 77
+	fi
+	port=$(sed -n 's/.*http: listening on port \([0-9]*\) .*/\1/p' "$tmp/daemon.log")
+	[ -n "$port" ] || fail "no 'http: listening on port' line before the loads finished"
+}
+
 # SIGTERM the daemon and require a clean exit (under ASan that includes no leaks).
 stop_daemon() {
 	kill -TERM "$daemon_pid" || fail "the daemon is gone"

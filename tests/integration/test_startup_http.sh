@@ -46,27 +46,7 @@ stop_daemon
 rmdir "$tmp/models/empty" || exit 99
 echo "ok: strict_readiness"
 
-# --- a start-up load held on the fault hook --------------------------------------------------
-# start_held: start the daemon with held-mlp's load held until $tmp/release exists; wait until it is
-# held (or ready: a build without fault injection) and read the port from the log.
-start_held() {
-	: >"$tmp/daemon.log"
-	rm -f "$tmp/release" "$tmp/port"
-	INFERD_FAULT_HOLD_LOAD="held-mlp:$tmp/release" "$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" \
-		--model_repository="$tmp/models" --http_port=0 --port-file="$tmp/port" --shm_socket="$sock" \
-		>>"$tmp/daemon.log" 2>&1 &
-	daemon_pid=$!
-	held_or_ready() { grep -q "holding the load of model 'held-mlp'\| ready$" "$tmp/daemon.log" && echo yes; }
-	wait_for held_or_ready yes
-	if ! grep -q "holding the load of model 'held-mlp'" "$tmp/daemon.log"; then
-		stop_daemon
-		echo "SKIP: inferd built without --enable-fault-injection"
-		exit 77
-	fi
-	port=$(sed -n 's/.*http: listening on port \([0-9]*\) .*/\1/p' "$tmp/daemon.log")
-	[ -n "$port" ] || fail "no 'http: listening on port' line before the loads finished"
-}
-
+# --- a start-up load held on the fault hook (start_held: test_ipc_lib.sh) --------------------------
 start_held
 [ "$(status_of /v2/health/live)" = 200 ] || fail "live is not 200 while a start-up load is held"
 [ "$(status_of /v2/health/ready)" = 503 ] || fail "ready is not 503 while a start-up load is held"

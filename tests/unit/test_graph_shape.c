@@ -657,6 +657,92 @@ test_argmax_tile(void)
 	expect_error(&b, in, "Tile's repeats 'reps' must be a constant", "tile by repeats from the request");
 }
 
+/* The device test_fold_growth pretends to have: runs every node, or none. */
+static int
+runs_all(void *arg, const graph_t *g, const struct graph_node *n)
+{
+	(void)g;
+	(void)n;
+	return *(const int *)arg;
+}
+
+/* Bytes of the constants s folded beyond its source graph's own. */
+static size_t
+spec_folded_bytes(const struct graph_spec *s)
+{
+	size_t i, b = 0;
+
+	for (i = 0; i < s->graph.ntensors; i++)
+		if ((s->graph.tensors[i].flags & GRAPH_TENSOR_CONST) && !(s->source->tensors[i].flags & GRAPH_TENSOR_CONST))
+			b += s->graph.tensors[i].nbytes;
+	return b;
+}
+
+/*
+ * BERT's token-type lookup: Gather(table [2, 64], Expand(zero [1, 1], Shape(x)))
+ * would fold into a [rows, length, 64] constant, 4 MB at 64 x 256 from 512
+ * bytes of table.  Marked at the largest shape, the Expand and the Gather stay
+ * at run time in every specialization (the same runtime nodes at 2 x 3), the
+ * Shape still folds, and no folded constant outgrows the floor; on a device
+ * that runs neither, nothing is marked and the lookup folds as before.
+ */
+static void
+test_fold_growth(void)
+{
+	static const float table[2][64] = { { 1, 2, 3 }, { 4, 5, 6 } };
+	static const int64_t dt[2] = { 2, 64 }, dz[2] = { 1, 1 }, zero = 0;
+	struct graph_spec *big = NULL, *small = NULL;
+	struct graph_node *n;
+	struct tg b;
+	char *cause = NULL;
+	int x, sh, idx, tab, z, emb, yes = 1, no = 0;
+	size_t marked;
+
+	tg_init(&b);
+	x = tg_input(&b, "x");
+	n = tg_node(&b, GRAPH_OP_SHAPE, "shape", 1, &x, 1);
+	n->attr.shape.end = INT64_MAX;
+	sh = n->outputs[0];
+	b.t[sh].dtype = GRAPH_DT_I64;
+	z = tg_tensor(&b, "zero", GRAPH_TENSOR_CONST, GRAPH_DT_I64, 2, dz, &zero, 8);
+	idx = tg_node(&b, GRAPH_OP_EXPAND, "expand", 2, (int[]){ z, sh }, 1)->outputs[0];
+	b.t[idx].dtype = GRAPH_DT_I64;
+	tab = tg_tensor(&b, "table", GRAPH_TENSOR_CONST, GRAPH_DT_F32, 2, dt, table, sizeof table);
+	emb = tg_node(&b, GRAPH_OP_GATHER, "gather", 2, (int[]){ tab, idx }, 1)->outputs[0];
+	b.gout[b.g.noutputs++] = emb;
+	b.t[emb].flags = GRAPH_TENSOR_OUTPUT;
+
+	marked = graph_fold_mark_growth(&b.g, &cpu_fold_kernels, &SH(2, 64, 256), runs_all, &yes);
+	CHECK(marked == 1 && !b.n[0].no_fold && b.n[1].no_fold && !b.n[2].no_fold,
+	    "marked %zu: shape %d, expand %d, gather %d", marked, b.n[0].no_fold, b.n[1].no_fold, b.n[2].no_fold);
+	CHECK(graph_specialize(&b.g, &cpu_fold_kernels, &SH(2, 64, 256), &big, &cause) == 0, "64 x 256: %s", cause);
+	CHECK(graph_specialize(&b.g, &cpu_fold_kernels, &SH(2, 2, 3), &small, &cause) == 0, "2 x 3: %s", cause);
+	if (big != NULL && small != NULL) {
+		CHECK(big->graph.nnodes == 2 && small->graph.nnodes == 2 && big->graph.nodes[1].op == GRAPH_OP_GATHER &&
+		    small->graph.nodes[1].outputs[0] == emb, "runtime nodes %zu at 64 x 256, %zu at 2 x 3",
+		    big->graph.nnodes, small->graph.nnodes);
+		CHECK(!(big->graph.tensors[emb].flags & GRAPH_TENSOR_CONST) && spec_folded_bytes(big) == 16,
+		    "the lookup folded: %zu bytes of constants at 64 x 256", spec_folded_bytes(big));
+		CHECK(big->shapes[emb].ndims == 3 && big->shapes[emb].dims[0] == 64 && big->shapes[emb].dims[2] == 64,
+		    "gather shape");
+	}
+	graph_spec_free(big);
+	graph_spec_free(small);
+	big = NULL;
+
+	marked = graph_fold_mark_growth(&b.g, &cpu_fold_kernels, &SH(2, 64, 256), runs_all, &no);
+	CHECK(marked == 0 && !b.n[1].no_fold, "marked %zu on a device that runs nothing", marked);
+	CHECK(graph_specialize(&b.g, &cpu_fold_kernels, &SH(2, 64, 256), &big, &cause) == 0, "unmarked: %s", cause);
+	if (big != NULL) {
+		const struct graph_tensor *t = &big->graph.tensors[emb];
+
+		CHECK(big->graph.nnodes == 0 && (t->flags & GRAPH_TENSOR_CONST) && t->nbytes == 64 * 256 * 64 * 4 &&
+		    ((const float *)t->data)[64 * 256 * 64 - 63] == 2, "unmarked, the lookup does not fold as before");
+	}
+	graph_spec_free(big);
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -673,5 +759,6 @@ main(void)
 	test_fold_at_load();
 	test_fold_gather_elements();
 	test_argmax_tile();
+	test_fold_growth();
 	return test_finish("test_graph_shape");
 }
