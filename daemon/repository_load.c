@@ -527,6 +527,35 @@ repository_unload_model(repository_t *r, const char *name, char **cause)
 	return 0;
 }
 
+/*
+ * Start-up: a model about to be loaded is in the index as LOADING from the
+ * start, not only once its turn comes (a request for it hears that it is
+ * loading, not that there is no such model).
+ */
+static void
+repository_mark_loading(repository_t *r, const char *name)
+{
+	struct repository_model *m;
+
+	pthread_mutex_lock(&r->lock);
+	if ((m = repository_model_add(r, name)) != NULL && m->versions == NULL && m->reason == NULL)
+		m->state = REPOSITORY_LOADING;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* After the start-up loads: a model marked LOADING that none of them published is UNAVAILABLE. */
+static void
+repository_unmark_loading(repository_t *r)
+{
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nmodels; i++)
+		if (r->models[i]->state == REPOSITORY_LOADING && r->models[i]->versions == NULL)
+			r->models[i]->state = REPOSITORY_UNAVAILABLE;
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* Whether a rescan looks at m in this mode (lock held). */
 static int
 repository_rescans(repository_t *r, const struct repository_model *m)
@@ -603,6 +632,8 @@ repository_rescan_locked(repository_t *r, int startup, char **cause)
 
 	if (repository_scan(r->dir, &e, &n, cause) != 0)
 		return -1;
+	for (i = 0; startup && r->o.control != REPOSITORY_CONTROL_EXPLICIT && i < n; i++)
+		repository_mark_loading(r, e[i].name);
 	for (i = 0; i < n && !(stop = repository_stopping(r)); i++) {
 		pthread_mutex_lock(&r->lock);
 		m = repository_model_find(r, e[i].name);
@@ -620,6 +651,8 @@ repository_rescan_locked(repository_t *r, int startup, char **cause)
 		repository_log_abandoned(startup ? "start-up load" : "rescan", e, i, n);
 	else
 		repository_drop_missing(r, e, n);
+	if (startup)
+		repository_unmark_loading(r);
 	repository_scan_free(e, n);
 	return 0;
 }
@@ -694,7 +727,7 @@ repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 		return rc;
 	}
 	while (load_models != NULL && load_models[n] != NULL)
-		n++;
+		repository_mark_loading(r, load_models[n++]);
 	for (i = 0; i < n; i++) {
 		if (repository_stopping(r)) {
 			LOG_WARN("the daemon is stopping: the start-up load abandons its remaining loads (load_model "
@@ -705,5 +738,6 @@ repository_load_startup(repository_t *r, char *const *load_models, char **cause)
 			r->o.progress(r->o.progress_arg, i + 1, n, load_models[i]);
 		repository_load_named(r, load_models[i]);
 	}
+	repository_unmark_loading(r);
 	return 0;
 }

@@ -3,7 +3,8 @@
 # a start-up where a model failed to load never turns ready, while live answers 200 and the good
 # model serves; with strict_readiness = no it is ready.  In a build with --enable-fault-injection
 # (skipped otherwise) a start-up load held by INFERD_FAULT_HOLD_LOAD shows live 200, ready 503 and
-# the held model LOADING in the repository index, a log line and a progress line for its load,
+# the held model and the one queued behind it LOADING in the repository index, a log line and a
+# progress line for its load,
 # and turns ready (the model READY and serving) once released; a SIGTERM while it is held ends
 # the daemon with status 0, never ready.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
@@ -25,7 +26,7 @@ infer() {	# infer MODEL: the HTTP status of one inference
 }
 
 mkdir -p "$tmp/models/empty" || exit 99
-for m in a-mlp held-mlp; do
+for m in a-mlp held-mlp z-mlp; do
 	cp -r "$top_srcdir/conf/models/fashion-mlp" "$tmp/models/$m" || exit 99
 	sed -i "s/\"fashion-mlp\"/\"$m\"/" "$tmp/models/$m/model.json" || exit 99
 done
@@ -53,12 +54,14 @@ start_held
 [ "$(state_of held-mlp)" = LOADING ] || fail "held-mlp is $(state_of held-mlp) in the index, not LOADING"
 [ "$(status_of /v2/models/held-mlp/ready)" = 200 ] && fail "held-mlp says ready while it loads"
 [ -e "$tmp/port" ] && fail "the port file was written before the start-up loads finished"
-grep -q "start-up load 2 of 2: model 'held-mlp'" "$tmp/daemon.log" || fail "no progress line for held-mlp"
+grep -q "start-up load 2 of 3: model 'held-mlp'" "$tmp/daemon.log" || fail "no progress line for held-mlp"
+[ "$(state_of z-mlp)" = LOADING ] || fail "z-mlp, loaded after held-mlp, is $(state_of z-mlp) in the index, not LOADING"
 grep -q "model 'held-mlp' version 1: loading from" "$tmp/daemon.log" || fail "no log line as held-mlp's load starts"
 touch "$tmp/release" || exit 99
 wait_for "status_of /v2/health/ready" 200
 [ "$(state_of held-mlp)" = READY ] || fail "held-mlp is $(state_of held-mlp) after the release"
 [ "$(infer held-mlp)" = 200 ] || fail "held-mlp does not serve after the release"
+[ "$(state_of z-mlp)" = READY ] || fail "z-mlp is $(state_of z-mlp) after the release"
 [ -s "$tmp/port" ] || fail "no port file once ready"
 stop_daemon
 echo "ok: live 200, ready 503 and the model LOADING while held; ready 200 after the release"
