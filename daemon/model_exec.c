@@ -285,7 +285,11 @@ model_exec_rows_run(const model_exec_t *x, int rows)
 
 /*
  * Compile a plan per batch size max..1 rows (models without variable dims;
- * on a GPU only the sizes model_exec_rows_run runs).
+ * on a GPU only the sizes model_exec_rows_run runs; on the CPU, whose sizes
+ * are not bucketed, only the largest and 1 now: a size's plan makes a oneDNN
+ * primitive per convolution, a just-in-time compilation, and 64 sizes of a
+ * ResNet-50 took 8 s to load where onnxruntime makes its session in 0.3 s,
+ * so the other sizes compile on their first batch).
  * Another size may need more workspace than the largest (its engines differ):
  * then the workspace grows and every size compiles again, all before any
  * graph is captured.
@@ -298,7 +302,7 @@ model_exec_fixed_plans(model_exec_t *x, char **cause)
 	int r, grown;
 
 	for (r = x->nplans; r >= 1; r--) {
-		if (model_exec_rows_run(x, r) != r)
+		if (model_exec_rows_run(x, r) != r || (!x->bucketed && r != x->nplans && r != 1))
 			continue;
 		model_shape_max(m, r, &s);
 		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
@@ -666,6 +670,23 @@ model_entry_capture(struct model_plan_entry *e, device_stream_t *st, char **caus
 	return 0;
 }
 
+/* The plan for rows rows of a model without variable dims, compiled now if its size was left for first use. */
+static int
+model_exec_fixed_entry(model_exec_t *x, int rows, struct model_plan_entry **out, char **cause)
+{
+	struct model_plan_entry *e = &x->plans[rows - 1];
+	struct model_shape s;
+
+	if (!e->valid) {
+		model_shape_max(x->model, rows, &s);
+		if (model_entry_compile(x, &s, e, MODEL_ENTRY_SHARED, NULL, cause) != 0 ||
+		    model_entry_settle(x, e, cause) != 0)
+			return error_prefix(cause, "compiling %d rows", rows);
+	}
+	*out = e;
+	return 0;
+}
+
 /* Queue the plan for shape s (already checked and normalised) on st. */
 static int
 model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *st, char **cause)
@@ -674,9 +695,10 @@ model_exec_queue(model_exec_t *x, const struct model_shape *s, device_stream_t *
 	struct model_plan_entry *e;
 
 	run.rows = model_exec_rows_run(x, s->rows);
-	if (x->model->nvars == 0)
-		e = &x->plans[run.rows - 1];
-	else if (model_exec_lookup(x, &run, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
+	if (x->model->nvars == 0) {
+		if (model_exec_fixed_entry(x, run.rows, &e, cause) != 0)
+			return -1;
+	} else if (model_exec_lookup(x, &run, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
 		return -1;
 	e->used = ++x->clock;
 	if (x->model->nvars > 0 && run.rows <= x->lazy_graph_rows) {
@@ -733,9 +755,10 @@ model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device
 	if (s.rows <= x->ngraphs && x->graph_rows != NULL)
 		s.rows = x->graph_rows[s.rows - 1];
 	s.rows = model_exec_rows_run(x, s.rows);
-	if (m->nvars == 0)
-		e = &x->plans[s.rows - 1];
-	else if (model_exec_lookup(x, &s, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
+	if (m->nvars == 0) {
+		if (model_exec_fixed_entry(x, s.rows, &e, cause) != 0)
+			return error_prefix(cause, "model '%s'", m->name);
+	} else if (model_exec_lookup(x, &s, st, &e, cause) != 0 || model_entry_settle(x, e, cause) != 0)
 		return error_prefix(cause, "model '%s'", m->name);
 	e->used = ++x->clock;
 	*ran_rows = s.rows;
