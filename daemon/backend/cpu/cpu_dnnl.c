@@ -1,4 +1,4 @@
-/* cpu_dnnl.c: Conv and ConvTranspose through oneDNN: primitives made once per plan, weights reordered once and shared. */
+/* cpu_dnnl.c: Conv, ConvTranspose, pools and Gemm/MatMul with constant weights through oneDNN: primitives made once per plan, weights reordered once and shared. */
 #include "config.h"
 
 #include <dnnl.h>
@@ -39,9 +39,10 @@ struct cpu_dnnl {
  * one of the plan's two staging buffers.
  */
 struct dnnl_edge {
-	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout */
+	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout, or direct */
 	dnnl_memory_t user, blk;
-	size_t bytes;			/* of the blocked copy */
+	size_t bytes;			/* of the blocked copy in a staging buffer */
+	void *direct;			/* non-NULL: the blocked copy is the tensor itself, here (dnnl_plan_link) */
 	dnnl_exec_arg_t args[2];
 };
 
@@ -440,9 +441,10 @@ dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
 }
 
 /*
- * Whether oneDNN may take node n: a Conv or ConvTranspose with weights known
- * at load, or a windowed (not global: one pass over the plane either way) pool;
- * fp32 throughout.
+ * Whether oneDNN may take node n: a Conv, ConvTranspose, MatMul or Gemm (A
+ * not transposed, alpha 1, C added as is) with weights known at load, or a
+ * windowed (not global: one pass over the plane either way) pool; fp32
+ * throughout.
  */
 static int
 dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
@@ -450,7 +452,11 @@ dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
 	if (n->op == GRAPH_OP_POOL)
 		return !n->attr.pool.global && n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
 		    g->tensors[n->inputs[0]].dtype == GRAPH_DT_F32 && g->tensors[n->outputs[0]].dtype == GRAPH_DT_F32;
-	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE)
+	if (n->op == GRAPH_OP_GEMM && (n->attr.gemm.trans_a || n->attr.gemm.alpha != 1.0f ||
+	    (n->ninputs >= 3 && n->inputs[2] >= 0 && n->attr.gemm.beta != 1.0f)))
+		return 0;
+	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE && n->op != GRAPH_OP_GEMM &&
+	    n->op != GRAPH_OP_MATMUL)
 		return 0;
 	if (n->ninputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->noutputs < 1)
 		return 0;
@@ -552,6 +558,87 @@ fail:
 	return -1;
 }
 
+/*
+ * The matmul of Gemm or MatMul c over all of A's rows at once: B a 2-D
+ * weight and the bias one value per output column, else the kernel library
+ * keeps it (*pd NULL).  The weights go into the layout oneDNN picks, once:
+ * sgemm would repack them on every call.
+ */
+static int
+dnnl_linear_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, struct dnnl_conv_mds *m,
+    dnnl_primitive_desc_t *pd, char **cause)
+{
+	const struct graph_shape *as = cpu_in_shape(c, 0), *bs = cpu_in_shape(c, 1), *cs;
+	int tb = c->n->op == GRAPH_OP_GEMM && c->n->attr.gemm.trans_b;
+	int64_t k = as->ndims >= 2 ? as->dims[as->ndims - 1] : 0, n, rows;
+	dnnl_primitive_attr_t attr;
+	dnnl_matmul_desc_t md;
+	dnnl_status_t st;
+
+	*pd = NULL;
+	if (k == 0 || bs->ndims != 2 || (tb ? bs->dims[1] : bs->dims[0]) != k)
+		return 0;
+	n = tb ? bs->dims[0] : bs->dims[1];
+	rows = cpu_elems(as) / k;
+	cs = cpu_has_in(c, 2) ? cpu_in_shape(c, 2) : NULL;
+	if (rows * n == 0 || cpu_elems(cpu_out_shape(c, 0)) != rows * n ||
+	    (cs != NULL && (cs->ndims < 1 || cs->dims[cs->ndims - 1] != n || cpu_elems(cs) != n)))
+		return 0;
+	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, 2, (dnnl_dims_t){ rows, k }, dnnl_f32, dnnl_ab), "md",
+	    cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, 2, (dnnl_dims_t){ rows, n }, dnnl_f32, dnnl_ab),
+	    "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 2, (dnnl_dims_t){ 1, n }, dnnl_f32,
+	    dnnl_ab), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, 2, (dnnl_dims_t){ k, n },
+	    dnnl_f32, dnnl_format_tag_any), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, 2,
+	    (dnnl_dims_t){ k, n }, dnnl_f32, tb ? (dnnl_dims_t){ 1, k } : (dnnl_dims_t){ n, 1 }), "md", cause))
+		return -1;
+	if (dnnl_matmul_desc_init(&md, &m->src, &m->wany, cs != NULL ? &m->bias : NULL, &m->dst) != dnnl_success)
+		return 0;
+	if (dnnl_node_attr(c->n, 0, &attr, cause) != 0)
+		return -1;
+	st = dnnl_primitive_desc_create(pd, &md, attr, d->eng, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	if (st == dnnl_unimplemented) {
+		*pd = NULL;
+		return 0;
+	}
+	return dnnl_check(st, "primitive_desc_create (matmul)", cause);
+}
+
+/* The oneDNN node for Gemm or MatMul c, or NULL (*out) when the kernel library keeps it. */
+static int
+dnnl_linear_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	const struct graph_shape *ys = cpu_out_shape(c, 0);
+	struct dnnl_conv_mds m;
+	struct dnnl_node *x;
+
+	*out = NULL;
+	if ((x = xcalloc(1, sizeof *x)) == NULL)
+		return error_set(cause, "out of memory");
+	if (dnnl_linear_pd(p->d, c, &m, &x->pd, cause) != 0)
+		goto fail;
+	if (x->pd == NULL) {
+		free(x);
+		return 0;
+	}
+	if (dnnl_weights_get(p->d, p->stream, &m.wuser, cpu_in(c, 1), dnnl_memory_desc_get_size(&m.wuser),
+	    dnnl_primitive_desc_query_md(x->pd, dnnl_query_weights_md, 0), &x->w, cause) != 0 ||
+	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
+		goto fail;
+	x->dst = cpu_out(c, 0);
+	x->nch = ys->dims[ys->ndims - 1];
+	x->dst_elems = (size_t)cpu_elems(ys);
+	x->plane = (size_t)x->nch;
+	x->nplanes = (int64_t)x->dst_elems / x->nch;
+	x->n = c->n;
+	*out = x;
+	return 0;
+fail:
+	dnnl_node_free(p->d, x);
+	return -1;
+}
+
 /* The oneDNN node for c, or NULL (*out) when the kernel library keeps it. */
 static int
 dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
@@ -564,6 +651,8 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 
 	if (c->n->op == GRAPH_OP_POOL)
 		return dnnl_pool_create(p, c, out, cause);
+	if (c->n->op == GRAPH_OP_GEMM || c->n->op == GRAPH_OP_MATMUL)
+		return dnnl_linear_create(p, c, out, cause);
 	*out = NULL;
 	if (cpu_conv_node_geom(c, transpose, &w, &cg, &mg, cause) != 0)
 		return -1;
@@ -633,12 +722,12 @@ dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
 
 		if (x == NULL)
 			continue;
-		if ((x->in.blk != NULL &&
+		if ((x->in.blk != NULL && x->in.direct == NULL &&
 		    dnnl_check(dnnl_memory_set_data_handle(x->in.blk, p->stage[0]), "set_data_handle", cause) != 0) ||
-		    (x->out.blk != NULL &&
+		    (x->out.blk != NULL && x->out.direct == NULL &&
 		    dnnl_check(dnnl_memory_set_data_handle(x->out.blk, p->stage[1]), "set_data_handle", cause) != 0) ||
-		    (x->resid_in.blk != NULL &&
-		    dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk, p->stage[1]), "set_data_handle", cause) != 0))
+		    (x->resid_in.blk != NULL && dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk,
+		    x->out.direct != NULL ? x->out.direct : p->stage[1]), "set_data_handle", cause) != 0))
 			return -1;
 		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_scratchpad_md, 0);
 		if (dnnl_memory_desc_get_size(md) == 0)
@@ -648,6 +737,91 @@ dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
 		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, x->scratch };
 	}
 	return 0;
+}
+
+/* Whether edge e's primitive takes tensor t (at address ptr) blocked in layout md through a reorder. */
+static int
+dnnl_link_edge_ok(const struct dnnl_edge *e, const dnnl_memory_desc_t *blk, const dnnl_memory_desc_t *md)
+{
+	return e->r != NULL && e->direct == NULL && dnnl_memory_desc_equal(blk, md);
+}
+
+/*
+ * The readers of tensor t when every one is a oneDNN node taking t as its
+ * source (input 0 only) through a reorder to layout md, writing elsewhere;
+ * their count into *n (0 when any reader is not such a node).
+ */
+static void
+dnnl_link_readers(const struct cpu_dnnl_plan *p, const graph_t *g, void *const *ptrs, int t,
+    const dnnl_memory_desc_t *md, size_t *readers, size_t *n)
+{
+	*n = 0;
+	for (size_t j = 0; j < g->nnodes; j++) {
+		const struct graph_node *r = &g->nodes[j];
+		const struct dnnl_node *y = p->nodes[j];
+
+		for (int k = 0; k < r->ninputs; k++) {
+			if (r->inputs[k] != t)
+				continue;
+			if (k != 0 || y == NULL || r->noutputs < 1 || r->outputs[0] < 0 || ptrs[r->outputs[0]] == ptrs[t] ||
+			    !dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md)) {
+				*n = 0;
+				return;
+			}
+			readers[(*n)++] = j;
+		}
+	}
+}
+
+/* Make e direct: its blocked copy is the tensor at ptr, its reorder gone. */
+static int
+dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause)
+{
+	dnnl_primitive_destroy(e->r);
+	e->r = NULL;
+	e->bytes = 0;
+	e->direct = ptr;
+	return dnnl_check(dnnl_memory_set_data_handle(e->blk, ptr), "set_data_handle", cause);
+}
+
+/*
+ * Keep tensors blocked between oneDNN nodes.  Where node i's output is read
+ * only by oneDNN nodes that want it in the very layout i writes, and that
+ * layout takes the plain one's bytes (no channel padding: the channels a
+ * multiple of the block), i writes it blocked at the tensor's own address and
+ * its readers read it there: two reorders fewer per tensor.  A graph output,
+ * a tensor any other node reads, and a residual sharing the output's address
+ * (its reorder would overwrite itself) stay plain.
+ */
+static int
+dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
+    char **cause)
+{
+	size_t *readers = xcalloc(g->nnodes + 1, sizeof *readers), n;
+	int rc = 0;
+
+	if (readers == NULL)
+		return error_set(cause, "out of memory");
+	for (size_t i = 0; i < g->nnodes && rc == 0; i++) {
+		struct dnnl_node *x = p->nodes[i];
+		const dnnl_memory_desc_t *md;
+		int t = g->nodes[i].noutputs >= 1 ? g->nodes[i].outputs[0] : -1;
+
+		if (x == NULL || t < 0 || x->out.r == NULL || (g->tensors[t].flags & GRAPH_TENSOR_OUTPUT) ||
+		    ptrs[g->nodes[i].inputs[0]] == ptrs[t] || (x->resid_in.r != NULL && x->resid == x->dst))
+			continue;
+		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
+		if (dnnl_memory_desc_get_size(md) != (size_t)cpu_elems(&shapes[t]) * sizeof(float))
+			continue;
+		dnnl_link_readers(p, g, ptrs, t, md, readers, &n);
+		if (n == 0)
+			continue;
+		rc = dnnl_edge_direct(&x->out, ptrs[t], cause);
+		for (size_t j = 0; j < n && rc == 0; j++)
+			rc = dnnl_edge_direct(&p->nodes[readers[j]]->in, ptrs[t], cause);
+	}
+	free(readers);
+	return rc;
 }
 
 /* Make the plan's primitives. */
@@ -673,7 +847,7 @@ cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_sh
 			goto fail;
 		}
 	}
-	if (dnnl_plan_buffers(p, cause) != 0)
+	if (dnnl_plan_link(p, g, shapes, ptrs, cause) != 0 || dnnl_plan_buffers(p, cause) != 0)
 		goto fail;
 	*out = p;
 	return 0;
