@@ -3,6 +3,9 @@
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +18,15 @@
 
 /* Alignment of buffers oneDNN reads with vector loads. */
 #define DNNL_BUF_ALIGN 64
+
+/*
+ * Multiply-adds (a pool: input elements) below which a node's primitives are
+ * made and run on the calling thread alone: some 20 to 40 us on one core,
+ * about what waking the other workers and waiting for them costs once the
+ * machine is busy (mobilenet_v3_small at batch 1, 52 such convolutions, ran
+ * three times slower on two threads than on one beside other work).
+ */
+#define DNNL_SERIAL_MACS (1 << 20)
 
 /* Weights in a primitive's layout, shared by every plan wanting that layout of those bytes. */
 struct dnnl_weights {
@@ -60,6 +72,7 @@ struct dnnl_node {
 	size_t dst_elems, plane;	/* the output's elements, one output plane's */
 	int64_t nplanes, nch;		/* output planes (N x M), output channels */
 	const struct graph_node *n;	/* for an activation oneDNN does not run */
+	int serial;			/* made for and run on one thread (DNNL_SERIAL_MACS) */
 };
 
 struct cpu_dnnl_plan {
@@ -824,6 +837,50 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	return rc;
 }
 
+/* Node n's multiply-adds (a pool's: its input elements), against DNNL_SERIAL_MACS. */
+static int64_t
+dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
+{
+	const struct graph_shape *x = &shapes[n->inputs[0]], *y = &shapes[n->outputs[0]], *w;
+
+	if (n->op == GRAPH_OP_POOL)
+		return cpu_elems(x);
+	w = &shapes[n->inputs[1]];
+	if (n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE)
+		return w->ndims > 0 && w->dims[0] > 0 ?
+		    cpu_elems(n->op == GRAPH_OP_CONV ? y : x) * (cpu_elems(w) / w->dims[0]) : 0;
+	return x->ndims > 0 ? cpu_elems(y) * x->dims[x->ndims - 1] : 0;	/* Gemm, MatMul: rows x N x K */
+}
+
+/* Set the calling thread's OpenMP team size, which oneDNN's primitives take as theirs, to n; the previous one. */
+static int
+dnnl_threads_set(int n)
+{
+#ifdef _OPENMP
+	int prev = omp_get_max_threads();
+
+	omp_set_num_threads(n);
+	return prev;
+#else
+	(void)n;
+	return 1;
+#endif
+}
+
+/* Node c's oneDNN node into *out (NULL when the kernel library keeps it), made on one thread when small. */
+static int
+dnnl_node_make(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	int serial = dnnl_node_macs(c->n, c->shapes) < DNNL_SERIAL_MACS, prev = serial ? dnnl_threads_set(1) : 0, rc;
+
+	rc = dnnl_node_create(p, c, out, cause);
+	if (serial)
+		dnnl_threads_set(prev);
+	if (rc == 0 && *out != NULL)
+		(*out)->serial = serial;
+	return rc;
+}
+
 /* Make the plan's primitives. */
 int
 cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
@@ -842,7 +899,7 @@ cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_sh
 	for (size_t i = 0; i < g->nnodes; i++) {
 		struct cpu_node_ctx c = { g, &g->nodes[i], shapes, ptrs, NULL };
 
-		if (dnnl_node_eligible(g, c.n) && dnnl_node_create(p, &c, &p->nodes[i], cause) != 0) {
+		if (dnnl_node_eligible(g, c.n) && dnnl_node_make(p, &c, &p->nodes[i], cause) != 0) {
 			error_prefix(cause, "node '%s' (%s)", c.n->name ? c.n->name : "?", graph_op_name(c.n->op));
 			goto fail;
 		}
@@ -878,14 +935,10 @@ dnnl_edge_run(struct cpu_dnnl_plan *p, struct dnnl_edge *e, char **cause)
 	return dnnl_check(dnnl_primitive_execute(e->r, p->stream, 2, e->args), "reorder", cause);
 }
 
-/* Run node i if oneDNN has it. */
-int
-cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
+/* Run x: the residual into place, the reorders and the primitive, the activation oneDNN did not fuse. */
+static int
+dnnl_node_exec(struct cpu_dnnl_plan *p, struct dnnl_node *x, char **cause)
 {
-	struct dnnl_node *x = p->nodes[i];
-
-	if (x == NULL)
-		return 0;
 	if (x->resid_in.r != NULL) {
 		if (dnnl_edge_run(p, &x->resid_in, cause) != 0)
 			return -1;
@@ -898,7 +951,23 @@ cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
 	    dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
 		return -1;
 	dnnl_node_act(x);
-	return 1;
+	return 0;
+}
+
+/* Run node i if oneDNN has it (a small one on this thread alone). */
+int
+cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
+{
+	struct dnnl_node *x = p->nodes[i];
+	int prev, rc;
+
+	if (x == NULL)
+		return 0;
+	prev = x->serial ? dnnl_threads_set(1) : 0;
+	rc = dnnl_node_exec(p, x, cause);
+	if (x->serial)
+		dnnl_threads_set(prev);
+	return rc != 0 ? -1 : 1;
 }
 
 /* Free the plan's nodes, scratchpad and stream. */
