@@ -759,10 +759,25 @@ dnnl_link_edge_ok(const struct dnnl_edge *e, const dnnl_memory_desc_t *blk, cons
 	return e->r != NULL && e->direct == NULL && dnnl_memory_desc_equal(blk, md);
 }
 
+/* Whether node y may read tensor t (at ptr) in layout md at input k: its source, or a Conv's residual. */
+static int
+dnnl_link_reader_ok(const struct dnnl_node *y, const struct graph_node *r, void *const *ptrs, int t, int k,
+    const dnnl_memory_desc_t *md)
+{
+	if (y == NULL || r->noutputs < 1 || r->outputs[0] < 0)
+		return 0;
+	if (k == 0)
+		return ptrs[r->outputs[0]] != ptrs[t] &&
+		    dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md);
+	/* The residual, copied as it is into the blocked output the sum post-op adds to. */
+	return k == 3 && r->op == GRAPH_OP_CONV && y->resid_in.direct == NULL &&
+	    dnnl_link_edge_ok(&y->resid_in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_dst_md, 0), md);
+}
+
 /*
- * The readers of tensor t when every one is a oneDNN node taking t as its
- * source (input 0 only) through a reorder to layout md, writing elsewhere;
- * their count into *n (0 when any reader is not such a node).
+ * The readers of tensor t when every one is a oneDNN node taking t blocked
+ * in layout md (dnnl_link_reader_ok), as node index * 2 + (1 for the
+ * residual); their count into *n (0 when any reader is not such a node).
  */
 static void
 dnnl_link_readers(const struct cpu_dnnl_plan *p, const graph_t *g, void *const *ptrs, int t,
@@ -771,17 +786,15 @@ dnnl_link_readers(const struct cpu_dnnl_plan *p, const graph_t *g, void *const *
 	*n = 0;
 	for (size_t j = 0; j < g->nnodes; j++) {
 		const struct graph_node *r = &g->nodes[j];
-		const struct dnnl_node *y = p->nodes[j];
 
 		for (int k = 0; k < r->ninputs; k++) {
 			if (r->inputs[k] != t)
 				continue;
-			if (k != 0 || y == NULL || r->noutputs < 1 || r->outputs[0] < 0 || ptrs[r->outputs[0]] == ptrs[t] ||
-			    !dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md)) {
+			if (!dnnl_link_reader_ok(p->nodes[j], r, ptrs, t, k, md)) {
 				*n = 0;
 				return;
 			}
-			readers[(*n)++] = j;
+			readers[(*n)++] = j * 2 + (k == 3);
 		}
 	}
 }
@@ -799,7 +812,8 @@ dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause)
 
 /*
  * Keep tensors blocked between oneDNN nodes.  Where node i's output is read
- * only by oneDNN nodes that want it in the very layout i writes, and that
+ * only by oneDNN nodes that want it in the very layout i writes (as their
+ * source, or as a Conv's residual in the layout of that Conv's output), and that
  * layout takes the plain one's bytes (no channel padding: the channels a
  * multiple of the block), i writes it blocked at the tensor's own address and
  * its readers read it there: two reorders fewer per tensor.  A graph output,
@@ -810,7 +824,7 @@ static int
 dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
     char **cause)
 {
-	size_t *readers = xcalloc(g->nnodes + 1, sizeof *readers), n;
+	size_t *readers = xcalloc(2 * g->nnodes + 1, sizeof *readers), n;
 	int rc = 0;
 
 	if (readers == NULL)
@@ -830,8 +844,18 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 		if (n == 0)
 			continue;
 		rc = dnnl_edge_direct(&x->out, ptrs[t], cause);
-		for (size_t j = 0; j < n && rc == 0; j++)
-			rc = dnnl_edge_direct(&p->nodes[readers[j]]->in, ptrs[t], cause);
+		for (size_t j = 0; j < n && rc == 0; j++) {
+			struct dnnl_node *y = p->nodes[readers[j] / 2];
+
+			if (readers[j] % 2 == 0) {
+				rc = dnnl_edge_direct(&y->in, ptrs[t], cause);
+				continue;
+			}
+			/* The residual's reorder becomes a copy (dnnl_node_exec); its target stays the output's. */
+			dnnl_primitive_destroy(y->resid_in.r);
+			y->resid_in.r = NULL;
+			y->resid_in.direct = ptrs[t];
+		}
 	}
 	free(readers);
 	return rc;
@@ -942,6 +966,11 @@ dnnl_node_exec(struct cpu_dnnl_plan *p, struct dnnl_node *x, char **cause)
 	if (x->resid_in.r != NULL) {
 		if (dnnl_edge_run(p, &x->resid_in, cause) != 0)
 			return -1;
+	} else if (x->resid_in.direct != NULL) {
+		void *to = x->out.direct != NULL ? x->out.direct : p->stage[1];
+
+		if (to != x->resid_in.direct)
+			memcpy(to, x->resid_in.direct, x->dst_elems * sizeof(float));
 	} else if (x->resid != NULL && x->resid != x->dst) {
 		memcpy(x->dst, x->resid, x->dst_elems * sizeof(float));
 	}
