@@ -209,6 +209,7 @@ cpu_batchnorm_run(const struct cpu_node_ctx *c, char **cause)
 		float a = (float)((double)sc[k] / sqrt((double)var[k] + (double)c->n->attr.norm.eps));
 		float b = bi[k] - mu[k] * a;
 
+		#pragma omp simd
 		for (int64_t i = 0; i < inner; i++)
 			y[p * inner + i] = x[p * inner + i] * a + b;
 	}
