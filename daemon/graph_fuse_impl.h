@@ -72,6 +72,7 @@ int fuse_add_const(struct fuse_ctx *c, const char *base, const char *suffix,
 
 /* The passes; each returns -1 with *cause only when memory runs out. */
 int fuse_pass_gelu(struct fuse_ctx *c, char **cause);
+int fuse_pass_hardswish(struct fuse_ctx *c, char **cause);
 int fuse_pass_layernorm(struct fuse_ctx *c, char **cause);
 int fuse_pass_batchnorm(struct fuse_ctx *c, char **cause);
 int fuse_pass_bias(struct fuse_ctx *c, char **cause);

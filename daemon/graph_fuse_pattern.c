@@ -1,4 +1,4 @@
-/* graph_fuse_pattern.c: decomposed GELU and LayerNorm subgraphs, as exported by torch, into one node each. */
+/* graph_fuse_pattern.c: decomposed GELU, HardSwish and LayerNorm subgraphs, as exported by torch, into one node each. */
 #include "config.h"
 
 #include <math.h>
@@ -203,6 +203,51 @@ fuse_pass_gelu(struct fuse_ctx *c, char **cause)
 	for (n = 0; n < c->g->nnodes; n++)
 		if (!c->dead[n] && (gelu_match(c, (int)n, cause) < 0 ||
 		    (!c->dead[n] && gelu_tanh_match(c, (int)n, cause) < 0)))
+			return -1;
+	return 0;
+}
+
+/*
+ * x * HardSigmoid(x) with alpha 1/6, beta 1/2 (torch's HardSwish below opset
+ * 14) into one HardSwish node at the Mul: the pass after this one folds it
+ * into the Conv before it, where the two nodes kept x alive for a second read.
+ */
+static int
+hardswish_match(struct fuse_ctx *c, int m, char **cause)
+{
+	const struct graph_node *node = &c->g->nodes[m], *h;
+	int k, t, x, hn;
+
+	if (!fuse_is_binary(c, m, GRAPH_BINARY_MUL))
+		return 0;
+	for (k = 0; k < 2; k++) {
+		t = node->inputs[k];
+		hn = t >= 0 ? c->producer[t] : -1;
+		if (hn < 0 || !fuse_single_use(c, t))
+			continue;
+		h = &c->g->nodes[hn];
+		x = node->inputs[1 - k];
+		if (h->op != GRAPH_OP_UNARY || h->attr.unary.fn != GRAPH_UNARY_HARD_SIGMOID ||
+		    h->act != GRAPH_UNARY_NONE || h->ninputs != 1 || h->inputs[0] != x || x < 0 ||
+		    !fuse_close(h->attr.unary.alpha, 1.0 / 6.0) || !fuse_close(h->attr.unary.beta, 0.5))
+			continue;
+		fuse_kill(c, hn);
+		if (fuse_rebuild(c, m, GRAPH_OP_UNARY, &x, 1, cause) < 0)
+			return -1;
+		c->g->nodes[m].attr.unary.fn = GRAPH_UNARY_HARD_SWISH;
+		return 1;
+	}
+	return 0;
+}
+
+/* Fuse every decomposed HardSwish. */
+int
+fuse_pass_hardswish(struct fuse_ctx *c, char **cause)
+{
+	size_t n;
+
+	for (n = 0; n < c->g->nnodes; n++)
+		if (!c->dead[n] && hardswish_match(c, (int)n, cause) < 0)
 			return -1;
 	return 0;
 }

@@ -2,17 +2,25 @@
 """cpu_vs_ort.py: inferd's CPU engine against onnxruntime on torchvision models.
 
     cpu_vs_ort.py --build BUILDDIR [--models mobilenet_v3_small:128 ...]
-                  [--rows 2] [--threads 2] [--rounds 3] [--duration 3]
+                  [--rows 1 8] [--threads 1 2] [--rounds 3] [--duration 3]
                   [--busy 0] [--workdir DIR] [--out FILE]
 
-Each model (torchvision constructor:image size) is exported once with random
-weights (torch.manual_seed(0)) and a dynamic batch dim to WORKDIR/<model>/model.onnx.
-Then, --rounds times, alternating so that the machine's other load falls on
-both alike: inferd-bench-engine --engine=DIR --device=cpu --rows=ROWS --json
-(INFERD_CPU_THREADS=T) and an onnxruntime CPUExecutionProvider session on the
-same file (intra_op_num_threads T, inter_op 1, sequential, default graph
-optimisations), each timed for --duration seconds after a warm-up.  A batch's
-time is the median of the batch times of that round.  --busy N starts N
+Each model (NAME:SIZE) is exported once with random weights
+(torch.manual_seed(0)) and a dynamic batch dim to WORKDIR/<model>/model.onnx.
+NAME is a torchvision constructor (SIZE: image size), "unet" (a small UNet
+with ConvTranspose2d upsampling; SIZE: image size), "bert_base" (transformers'
+BertModel with BertConfig's defaults: 12 layers, hidden 768) or "minilm"
+(BertModel shaped like all-MiniLM-L6-v2: 6 layers, hidden 384, 12 heads,
+intermediate 1536); for the two BERTs SIZE is the sequence length, fixed in
+the export, and the inputs are input_ids and attention_mask, both 0 and 1
+alternating as inferd-bench-engine fills them.  For every model, rows count
+(--rows) and thread count (--threads), --rounds times, alternating so that
+the machine's other load falls on both alike: inferd-bench-engine
+--engine=DIR --device=cpu --rows=ROWS --json (INFERD_CPU_THREADS=T) and an
+onnxruntime CPUExecutionProvider session on the same file
+(intra_op_num_threads T, inter_op 1, sequential, default graph
+optimisations), each timed for --duration seconds after a warm-up.  A
+batch's time is the median of the batch times of that round.  --busy N starts N
 `sh -c 'while :; do :; done'` processes for the whole run (the busy-machine
 measurement).  The figure is onnxruntime ms / inferd ms (above 1: inferd is
 faster), from the medians of the rounds; min and median of both are printed
@@ -28,33 +36,88 @@ import sys
 import time
 
 DEFAULT_MODELS = ["mobilenet_v3_small:128", "regnet_y_400mf:128", "resnet18:128", "densenet121:96"]
+BERTS = {"bert_base": {},
+         "minilm": {"num_hidden_layers": 6, "hidden_size": 384, "num_attention_heads": 12,
+                    "intermediate_size": 1536}}
+
+
+def unet():
+    """A small UNet: two stride-2 downs, two ConvTranspose2d ups with skip concatenations."""
+    import torch
+    from torch import nn
+
+    def block(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(inplace=True),
+                             nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.d2, self.mid = block(3, 32), block(32, 64), block(64, 128)
+            self.pool = nn.MaxPool2d(2)
+            self.u2, self.c2 = nn.ConvTranspose2d(128, 64, 2, stride=2), block(128, 64)
+            self.u1, self.c1 = nn.ConvTranspose2d(64, 32, 2, stride=2), block(64, 32)
+            self.head = nn.Conv2d(32, 2, 1)
+
+        def forward(self, x):
+            a = self.d1(x)
+            b = self.d2(self.pool(a))
+            m = self.mid(self.pool(b))
+            y = self.c2(torch.cat([self.u2(m), b], 1))
+            y = self.c1(torch.cat([self.u1(y), a], 1))
+            return self.head(y)
+
+    return UNet()
 
 
 def export(name, size, path):
-    """Write torchvision's name with random weights as ONNX (opset 13, batch dim dynamic)."""
+    """Write model name with random weights as ONNX (opset 13 vision, 14 BERT; batch dim dynamic)."""
     import torch
-    import torchvision
 
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)().eval()
-    x = torch.rand(1, 3, size, size)
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    if name in BERTS:
+        import transformers
+
+        model = transformers.BertModel(transformers.BertConfig(**BERTS[name])).eval()
+        ids = torch.ones(1, size, dtype=torch.int64)
+        with torch.no_grad():
+            torch.onnx.export(model, (ids, ids), path, opset_version=14,
+                              input_names=["input_ids", "attention_mask"],
+                              output_names=["last_hidden_state", "pooler_output"],
+                              dynamic_axes={k: {0: "batch"} for k in
+                                            ("input_ids", "attention_mask", "last_hidden_state", "pooler_output")})
+        return
+    import torchvision
+
+    model = (unet() if name == "unet" else getattr(torchvision.models, name)()).eval()
+    x = torch.rand(1, 3, size, size)
     with torch.no_grad():
         torch.onnx.export(model, x, path, opset_version=13, input_names=["input"],
                           output_names=["output"],
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
 
 
+def feeds(name, size, rows):
+    """onnxruntime's inputs for rows rows of model name (BERTs: 0 and 1 alternating, as inferd-bench-engine)."""
+    import numpy as np
+
+    if name in BERTS:
+        ids = (np.arange(rows * size, dtype=np.int64) % 2).reshape(rows, size)
+        return {"input_ids": ids, "attention_mask": ids.copy()}
+    return {"input": np.random.default_rng(0).random((rows, 3, size, size), dtype=np.float32)}
+
+
 def ort_round(sess, x, seconds, warmup):
-    """Median and min ms of one onnxruntime session's batches over seconds."""
+    """Median ms of one onnxruntime session's batches over seconds (feeds x)."""
     end = time.perf_counter() + warmup
     while time.perf_counter() < end:
-        sess.run(None, {"input": x})
+        sess.run(None, x)
     times = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end or len(times) < 3:
         t0 = time.perf_counter()
-        sess.run(None, {"input": x})
+        sess.run(None, x)
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
 
@@ -68,12 +131,45 @@ def inferd_round(engine, d, rows, threads, seconds, warmup):
     return json.loads(out.strip().splitlines()[-1])["batch_us"]["p50"] / 1e3
 
 
+def measure(a, engine, spec, rows, threads):
+    """One model at rows rows and threads threads: --rounds alternating rounds, their medians and ratio."""
+    import onnxruntime as ort
+
+    name, size = spec.split(":")
+    d = os.path.join(a.workdir, "%s-%s" % (name, size))
+    path = os.path.join(d, "model.onnx")
+    if not os.path.exists(path):
+        export(name, int(size), path)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    x = feeds(name, int(size), rows)
+    ort_ms, inf_ms = [], []
+    for r in range(a.rounds):
+        inf_ms.append(inferd_round(engine, d, rows, threads, a.duration, a.warmup))
+        ort_ms.append(ort_round(sess, x, a.duration, a.warmup))
+        print("  %s rows %d threads %d round %d: inferd %.2f ms, onnxruntime %.2f ms"
+              % (spec, rows, threads, r, inf_ms[-1], ort_ms[-1]), flush=True)
+    res = {"model": name, "size": int(size), "rows": rows, "threads": threads, "busy": a.busy,
+           "loadavg_1m": os.getloadavg()[0], "inferd_ms": inf_ms, "ort_ms": ort_ms,
+           "inferd_median_ms": statistics.median(inf_ms), "inferd_min_ms": min(inf_ms),
+           "ort_median_ms": statistics.median(ort_ms), "ort_min_ms": min(ort_ms)}
+    res["ratio"] = res["ort_median_ms"] / res["inferd_median_ms"]
+    print("%-22s %4d rows %d threads %d: inferd median %8.2f ms (min %8.2f), onnxruntime median %8.2f ms "
+          "(min %8.2f), ort/inferd %.2f, load %.2f"
+          % (name, int(size), rows, threads, res["inferd_median_ms"], res["inferd_min_ms"],
+             res["ort_median_ms"], res["ort_min_ms"], res["ratio"], res["loadavg_1m"]), flush=True)
+    return res
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", required=True, help="build directory with client/bench/inferd-bench-engine")
     p.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
-    p.add_argument("--rows", type=int, default=2)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rows", type=int, nargs="+", default=[2])
+    p.add_argument("--threads", type=int, nargs="+", default=[2])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", type=float, default=3.0)
     p.add_argument("--warmup", type=float, default=1.0)
@@ -82,7 +178,6 @@ def main():
     p.add_argument("--out", default=None)
     a = p.parse_args()
 
-    import numpy as np
     import onnxruntime as ort
 
     engine = os.path.join(a.build, "client", "bench", "inferd-bench-engine")
@@ -90,40 +185,18 @@ def main():
         sys.exit("cpu_vs_ort.py: %s is missing: build first" % engine)
     busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(a.busy)]
     results = []
+    load0 = os.getloadavg()
     try:
         for spec in a.models:
-            name, size = spec.split(":")
-            d = os.path.join(a.workdir, "%s-%s" % (name, size))
-            path = os.path.join(d, "model.onnx")
-            if not os.path.exists(path):
-                export(name, int(size), path)
-            so = ort.SessionOptions()
-            so.intra_op_num_threads = a.threads
-            so.inter_op_num_threads = 1
-            so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-            x = np.random.default_rng(0).random((a.rows, 3, int(size), int(size)), dtype=np.float32)
-            ort_ms, inf_ms = [], []
-            for r in range(a.rounds):
-                inf_ms.append(inferd_round(engine, d, a.rows, a.threads, a.duration, a.warmup))
-                ort_ms.append(ort_round(sess, x, a.duration, a.warmup))
-                print("  %s round %d: inferd %.2f ms, onnxruntime %.2f ms" % (spec, r, inf_ms[-1], ort_ms[-1]),
-                      flush=True)
-            res = {"model": name, "size": int(size), "rows": a.rows, "threads": a.threads, "busy": a.busy,
-                   "inferd_ms": inf_ms, "ort_ms": ort_ms,
-                   "inferd_median_ms": statistics.median(inf_ms), "inferd_min_ms": min(inf_ms),
-                   "ort_median_ms": statistics.median(ort_ms), "ort_min_ms": min(ort_ms)}
-            res["ratio"] = res["ort_median_ms"] / res["inferd_median_ms"]
-            results.append(res)
-            print("%-22s %4d px: inferd median %8.2f ms (min %8.2f), onnxruntime median %8.2f ms (min %8.2f), "
-                  "ort/inferd %.2f" % (name, int(size), res["inferd_median_ms"], res["inferd_min_ms"],
-                                       res["ort_median_ms"], res["ort_min_ms"], res["ratio"]), flush=True)
+            for threads in a.threads:
+                for rows in a.rows:
+                    results.append(measure(a, engine, spec, rows, threads))
     finally:
         for b in busy:
             b.kill()
             b.wait()
     doc = {"onnxruntime": ort.__version__, "threads": a.threads, "rows": a.rows, "rounds": a.rounds,
-           "busy": a.busy, "results": results}
+           "busy": a.busy, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "results": results}
     if a.out:
         with open(a.out, "w") as f:
             json.dump(doc, f, indent=1)

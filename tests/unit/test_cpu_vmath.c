@@ -71,10 +71,47 @@ check_fn(const char *name, vmath_fn f, double (*ref)(double), double lo, double 
 	free(y);
 }
 
+/*
+ * exp over a masked softmax row: scores alternating with masked ones (-3.4e38,
+ * -1e4, -104.5, -inf, as an additive mask leaves them), and a NaN; the masked
+ * give exactly 0, the rest stay within the bound, the NaN stays NaN.
+ */
+static void
+check_exp_masked(void)
+{
+	static const float masked[] = { -3.4e38f, -1e4f, -104.5f, -INFINITY };
+	enum { N = 1001 };
+	float x[N], y[N];
+
+	for (int i = 0; i < N; i++)
+		x[i] = i % 2 ? masked[(i / 2) % 4] : -10.0f * (float)i / N;
+	x[N / 2] = NAN;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0)
+			cpu_vexpf(y, x, N);
+		else {
+			memcpy(y, x, sizeof y);
+			cpu_vexpf(y, y, N);
+		}
+		for (int i = 0; i < N; i++) {
+			if (i == N / 2)
+				CHECK(isnan(y[i]), "exp(NaN) = %g", y[i]);
+			else if (i % 2)
+				CHECK(y[i] == 0.0f, "exp(%g) = %g, not 0", x[i], y[i]);
+			else
+				CHECK(fabs((double)y[i] - exp((double)x[i])) <= VMATH_RTOL * exp((double)x[i]),
+				    "exp(%g) = %.9g", x[i], y[i]);
+		}
+	}
+	printf("exp of a masked row: masked scores 0\n");
+}
+
 int
 main(void)
 {
 	check_fn("exp", cpu_vexpf, exp, -87.0, 88.0);
+	check_fn("exp (underflow)", cpu_vexpf, exp, -120.0, -80.0);
+	check_exp_masked();
 	check_fn("exp (softmax range)", cpu_vexpf, exp, -30.0, 0.0);
 	check_fn("tanh", cpu_vtanhf, tanh, -12.0, 12.0);
 	check_fn("tanh (near 0)", cpu_vtanhf, tanh, -1e-3, 1e-3);

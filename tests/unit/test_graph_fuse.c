@@ -422,6 +422,59 @@ test_gelu(void)
 	}
 }
 
+enum { HS_CONV = 0, HS_SWAPPED, HS_ALPHA, HS_OTHER_X, HS_SIG_OUT };
+
+/* x * HardSigmoid(x) (alpha 1/6, beta 1/2) as torch exports HardSwish, after a Conv, and its near misses. */
+static graph_t *
+build_hardswish(int v)
+{
+	static const int64_t xc[] = { 3, 5, 5 }, wc[] = { 4, 3, 3, 3 };
+	graph_t *g = gt_new();
+	int x = batch_input(g, "x", 4, xc), l = gt_temp(g, "l"), h = gt_temp(g, "h"), y = gt_temp(g, "y");
+	int in[2], n, u, z = l;
+
+	in[0] = x;
+	in[1] = rand_const(g, "w", 4, wc, -1, 1);
+	n = gt_node(g, "conv", GRAPH_OP_CONV, 2, in, l);
+	g->nodes[n].attr.conv = (struct graph_window_attr){ .nspatial = 2, .kernel = { 3, 3 },
+	    .stride = { 1, 1 }, .dilation = { 1, 1 }, .group = 1 };
+	u = gt_unary(g, "hsig", GRAPH_UNARY_HARD_SIGMOID, l, h);
+	g->nodes[u].attr.unary.alpha = v == HS_ALPHA ? 0.2f : 1.0f / 6.0f;
+	g->nodes[u].attr.unary.beta = 0.5f;
+	if (v == HS_OTHER_X)
+		gt_unary(g, "neg", GRAPH_UNARY_NEG, l, z = gt_temp(g, "z"));
+	gt_binary(g, "mul", GRAPH_BINARY_MUL, v == HS_SWAPPED ? h : z, v == HS_SWAPPED ? z : h, y);
+	gt_output(g, y);
+	if (v == HS_SIG_OUT)
+		gt_output(g, h);
+	return g;
+}
+
+/* x * HardSigmoid(x) becomes HardSwish folded into the Conv, in either order; the near misses stay. */
+static void
+test_hardswish(void)
+{
+	graph_t *g;
+	double err;
+	int v, n;
+
+	for (v = HS_CONV; v <= HS_SIG_OUT; v++) {
+		err = fuse_equiv(build_hardswish, v, &g, &n);
+		CHECK(err < TOL, "hardswish variant %d: error %g", v, err);
+		CHECK(topological(g), "hardswish variant %d: order broken", v);
+		if (v <= HS_SWAPPED)
+			CHECK(g->nnodes == 1 && g->nodes[0].op == GRAPH_OP_CONV &&
+			    g->nodes[0].act == GRAPH_UNARY_HARD_SWISH, "hardswish variant %d: %zu nodes, act %d", v,
+			    g->nnodes, (int)g->nodes[0].act);
+		else
+			CHECK(count_op(g, GRAPH_OP_UNARY, GRAPH_UNARY_HARD_SIGMOID) == 1 &&
+			    count_op(g, GRAPH_OP_UNARY, GRAPH_UNARY_HARD_SWISH) == 0 &&
+			    count_op(g, GRAPH_OP_BINARY, GRAPH_BINARY_MUL) == 1,
+			    "hardswish variant %d fused (%zu nodes)", v, g->nnodes);
+		graph_free(g);
+	}
+}
+
 enum { T_TORCH = 0, T_HF, T_KAPPA, T_SQUARE };
 
 /* x -> tanh-approximated GELU as torch exports it (x*x*x, 0.5 last) or as HF writes it (Pow, 0.5 x first). */
@@ -700,6 +753,7 @@ main(void)
 	test_bias_act();
 	test_gelu();
 	test_gelu_tanh();
+	test_hardswish();
 	test_residual();
 	test_layernorm();
 	test_residual_norm();

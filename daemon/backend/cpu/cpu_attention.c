@@ -91,20 +91,26 @@ attn_softmax_row(float *s, const float *mask, int64_t mst, int64_t n)
 	float inv;
 	int64_t i;
 
-	if (mask != NULL)
+	/* omp simd: the max is exact in any order, the sum in double needs reassociating to vectorise. */
+	if (mask != NULL) {
+		#pragma omp simd
 		for (i = 0; i < n; i++)
 			s[i] += mask[i * mst];
+	}
+	#pragma omp simd reduction(max:mx)
 	for (i = 0; i < n; i++)
-		if (s[i] > mx)
-			mx = s[i];
+		mx = s[i] > mx ? s[i] : mx;
 	if (mx == -INFINITY)
 		mx = 0.0f;	/* a fully masked row: every score -inf, the row becomes 0/0 as in the unfused graph */
+	#pragma omp simd
 	for (i = 0; i < n; i++)
 		s[i] -= mx;
 	cpu_vexpf(s, s, n);
+	#pragma omp simd reduction(+:sum)
 	for (i = 0; i < n; i++)
 		sum += s[i];
 	inv = (float)(1.0 / sum);
+	#pragma omp simd
 	for (i = 0; i < n; i++)
 		s[i] *= inv;
 }

@@ -1,8 +1,11 @@
-/* cpu_dnnl.c: Conv and ConvTranspose through oneDNN: primitives made once per plan, weights reordered once and shared. */
+/* cpu_dnnl.c: Conv, ConvTranspose, pools and Gemm/MatMul with constant weights through oneDNN: primitives made once per plan, weights reordered once and shared. */
 #include "config.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +18,15 @@
 
 /* Alignment of buffers oneDNN reads with vector loads. */
 #define DNNL_BUF_ALIGN 64
+
+/*
+ * Multiply-adds (a pool: input elements) below which a node's primitives are
+ * made and run on the calling thread alone: some 20 to 40 us on one core,
+ * about what waking the other workers and waiting for them costs once the
+ * machine is busy (mobilenet_v3_small at batch 1, 52 such convolutions, ran
+ * three times slower on two threads than on one beside other work).
+ */
+#define DNNL_SERIAL_MACS (1 << 20)
 
 /* Weights in a primitive's layout, shared by every plan wanting that layout of those bytes. */
 struct dnnl_weights {
@@ -39,9 +51,10 @@ struct cpu_dnnl {
  * one of the plan's two staging buffers.
  */
 struct dnnl_edge {
-	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout */
+	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout, or direct */
 	dnnl_memory_t user, blk;
-	size_t bytes;			/* of the blocked copy */
+	size_t bytes;			/* of the blocked copy in a staging buffer */
+	void *direct;			/* non-NULL: the blocked copy is the tensor itself, here (dnnl_plan_link) */
 	dnnl_exec_arg_t args[2];
 };
 
@@ -59,6 +72,7 @@ struct dnnl_node {
 	size_t dst_elems, plane;	/* the output's elements, one output plane's */
 	int64_t nplanes, nch;		/* output planes (N x M), output channels */
 	const struct graph_node *n;	/* for an activation oneDNN does not run */
+	int serial;			/* made for and run on one thread (DNNL_SERIAL_MACS) */
 };
 
 struct cpu_dnnl_plan {
@@ -440,9 +454,10 @@ dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
 }
 
 /*
- * Whether oneDNN may take node n: a Conv or ConvTranspose with weights known
- * at load, or a windowed (not global: one pass over the plane either way) pool;
- * fp32 throughout.
+ * Whether oneDNN may take node n: a Conv, ConvTranspose, MatMul or Gemm (A
+ * not transposed, alpha 1, C added as is) with weights known at load, or a
+ * windowed (not global: one pass over the plane either way) pool; fp32
+ * throughout.
  */
 static int
 dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
@@ -450,7 +465,11 @@ dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
 	if (n->op == GRAPH_OP_POOL)
 		return !n->attr.pool.global && n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
 		    g->tensors[n->inputs[0]].dtype == GRAPH_DT_F32 && g->tensors[n->outputs[0]].dtype == GRAPH_DT_F32;
-	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE)
+	if (n->op == GRAPH_OP_GEMM && (n->attr.gemm.trans_a || n->attr.gemm.alpha != 1.0f ||
+	    (n->ninputs >= 3 && n->inputs[2] >= 0 && n->attr.gemm.beta != 1.0f)))
+		return 0;
+	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE && n->op != GRAPH_OP_GEMM &&
+	    n->op != GRAPH_OP_MATMUL)
 		return 0;
 	if (n->ninputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->noutputs < 1)
 		return 0;
@@ -552,6 +571,87 @@ fail:
 	return -1;
 }
 
+/*
+ * The matmul of Gemm or MatMul c over all of A's rows at once: B a 2-D
+ * weight and the bias one value per output column, else the kernel library
+ * keeps it (*pd NULL).  The weights go into the layout oneDNN picks, once:
+ * sgemm would repack them on every call.
+ */
+static int
+dnnl_linear_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, struct dnnl_conv_mds *m,
+    dnnl_primitive_desc_t *pd, char **cause)
+{
+	const struct graph_shape *as = cpu_in_shape(c, 0), *bs = cpu_in_shape(c, 1), *cs;
+	int tb = c->n->op == GRAPH_OP_GEMM && c->n->attr.gemm.trans_b;
+	int64_t k = as->ndims >= 2 ? as->dims[as->ndims - 1] : 0, n, rows;
+	dnnl_primitive_attr_t attr;
+	dnnl_matmul_desc_t md;
+	dnnl_status_t st;
+
+	*pd = NULL;
+	if (k == 0 || bs->ndims != 2 || (tb ? bs->dims[1] : bs->dims[0]) != k)
+		return 0;
+	n = tb ? bs->dims[0] : bs->dims[1];
+	rows = cpu_elems(as) / k;
+	cs = cpu_has_in(c, 2) ? cpu_in_shape(c, 2) : NULL;
+	if (rows * n == 0 || cpu_elems(cpu_out_shape(c, 0)) != rows * n ||
+	    (cs != NULL && (cs->ndims < 1 || cs->dims[cs->ndims - 1] != n || cpu_elems(cs) != n)))
+		return 0;
+	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, 2, (dnnl_dims_t){ rows, k }, dnnl_f32, dnnl_ab), "md",
+	    cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, 2, (dnnl_dims_t){ rows, n }, dnnl_f32, dnnl_ab),
+	    "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 2, (dnnl_dims_t){ 1, n }, dnnl_f32,
+	    dnnl_ab), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, 2, (dnnl_dims_t){ k, n },
+	    dnnl_f32, dnnl_format_tag_any), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, 2,
+	    (dnnl_dims_t){ k, n }, dnnl_f32, tb ? (dnnl_dims_t){ 1, k } : (dnnl_dims_t){ n, 1 }), "md", cause))
+		return -1;
+	if (dnnl_matmul_desc_init(&md, &m->src, &m->wany, cs != NULL ? &m->bias : NULL, &m->dst) != dnnl_success)
+		return 0;
+	if (dnnl_node_attr(c->n, 0, &attr, cause) != 0)
+		return -1;
+	st = dnnl_primitive_desc_create(pd, &md, attr, d->eng, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	if (st == dnnl_unimplemented) {
+		*pd = NULL;
+		return 0;
+	}
+	return dnnl_check(st, "primitive_desc_create (matmul)", cause);
+}
+
+/* The oneDNN node for Gemm or MatMul c, or NULL (*out) when the kernel library keeps it. */
+static int
+dnnl_linear_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	const struct graph_shape *ys = cpu_out_shape(c, 0);
+	struct dnnl_conv_mds m;
+	struct dnnl_node *x;
+
+	*out = NULL;
+	if ((x = xcalloc(1, sizeof *x)) == NULL)
+		return error_set(cause, "out of memory");
+	if (dnnl_linear_pd(p->d, c, &m, &x->pd, cause) != 0)
+		goto fail;
+	if (x->pd == NULL) {
+		free(x);
+		return 0;
+	}
+	if (dnnl_weights_get(p->d, p->stream, &m.wuser, cpu_in(c, 1), dnnl_memory_desc_get_size(&m.wuser),
+	    dnnl_primitive_desc_query_md(x->pd, dnnl_query_weights_md, 0), &x->w, cause) != 0 ||
+	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
+		goto fail;
+	x->dst = cpu_out(c, 0);
+	x->nch = ys->dims[ys->ndims - 1];
+	x->dst_elems = (size_t)cpu_elems(ys);
+	x->plane = (size_t)x->nch;
+	x->nplanes = (int64_t)x->dst_elems / x->nch;
+	x->n = c->n;
+	*out = x;
+	return 0;
+fail:
+	dnnl_node_free(p->d, x);
+	return -1;
+}
+
 /* The oneDNN node for c, or NULL (*out) when the kernel library keeps it. */
 static int
 dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
@@ -564,6 +664,8 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 
 	if (c->n->op == GRAPH_OP_POOL)
 		return dnnl_pool_create(p, c, out, cause);
+	if (c->n->op == GRAPH_OP_GEMM || c->n->op == GRAPH_OP_MATMUL)
+		return dnnl_linear_create(p, c, out, cause);
 	*out = NULL;
 	if (cpu_conv_node_geom(c, transpose, &w, &cg, &mg, cause) != 0)
 		return -1;
@@ -633,12 +735,12 @@ dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
 
 		if (x == NULL)
 			continue;
-		if ((x->in.blk != NULL &&
+		if ((x->in.blk != NULL && x->in.direct == NULL &&
 		    dnnl_check(dnnl_memory_set_data_handle(x->in.blk, p->stage[0]), "set_data_handle", cause) != 0) ||
-		    (x->out.blk != NULL &&
+		    (x->out.blk != NULL && x->out.direct == NULL &&
 		    dnnl_check(dnnl_memory_set_data_handle(x->out.blk, p->stage[1]), "set_data_handle", cause) != 0) ||
-		    (x->resid_in.blk != NULL &&
-		    dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk, p->stage[1]), "set_data_handle", cause) != 0))
+		    (x->resid_in.blk != NULL && dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk,
+		    x->out.direct != NULL ? x->out.direct : p->stage[1]), "set_data_handle", cause) != 0))
 			return -1;
 		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_scratchpad_md, 0);
 		if (dnnl_memory_desc_get_size(md) == 0)
@@ -648,6 +750,159 @@ dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
 		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, x->scratch };
 	}
 	return 0;
+}
+
+/* Whether edge e's primitive takes tensor t (at address ptr) blocked in layout md through a reorder. */
+static int
+dnnl_link_edge_ok(const struct dnnl_edge *e, const dnnl_memory_desc_t *blk, const dnnl_memory_desc_t *md)
+{
+	return e->r != NULL && e->direct == NULL && dnnl_memory_desc_equal(blk, md);
+}
+
+/* Whether node y may read tensor t (at ptr) in layout md at input k: its source, or a Conv's residual. */
+static int
+dnnl_link_reader_ok(const struct dnnl_node *y, const struct graph_node *r, void *const *ptrs, int t, int k,
+    const dnnl_memory_desc_t *md)
+{
+	if (y == NULL || r->noutputs < 1 || r->outputs[0] < 0)
+		return 0;
+	if (k == 0)
+		return ptrs[r->outputs[0]] != ptrs[t] &&
+		    dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md);
+	/* The residual, copied as it is into the blocked output the sum post-op adds to. */
+	return k == 3 && r->op == GRAPH_OP_CONV && y->resid_in.direct == NULL &&
+	    dnnl_link_edge_ok(&y->resid_in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_dst_md, 0), md);
+}
+
+/*
+ * The readers of tensor t when every one is a oneDNN node taking t blocked
+ * in layout md (dnnl_link_reader_ok), as node index * 2 + (1 for the
+ * residual); their count into *n (0 when any reader is not such a node).
+ */
+static void
+dnnl_link_readers(const struct cpu_dnnl_plan *p, const graph_t *g, void *const *ptrs, int t,
+    const dnnl_memory_desc_t *md, size_t *readers, size_t *n)
+{
+	*n = 0;
+	for (size_t j = 0; j < g->nnodes; j++) {
+		const struct graph_node *r = &g->nodes[j];
+
+		for (int k = 0; k < r->ninputs; k++) {
+			if (r->inputs[k] != t)
+				continue;
+			if (!dnnl_link_reader_ok(p->nodes[j], r, ptrs, t, k, md)) {
+				*n = 0;
+				return;
+			}
+			readers[(*n)++] = j * 2 + (k == 3);
+		}
+	}
+}
+
+/* Make e direct: its blocked copy is the tensor at ptr, its reorder gone. */
+static int
+dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause)
+{
+	dnnl_primitive_destroy(e->r);
+	e->r = NULL;
+	e->bytes = 0;
+	e->direct = ptr;
+	return dnnl_check(dnnl_memory_set_data_handle(e->blk, ptr), "set_data_handle", cause);
+}
+
+/*
+ * Keep tensors blocked between oneDNN nodes.  Where node i's output is read
+ * only by oneDNN nodes that want it in the very layout i writes (as their
+ * source, or as a Conv's residual in the layout of that Conv's output), and that
+ * layout takes the plain one's bytes (no channel padding: the channels a
+ * multiple of the block), i writes it blocked at the tensor's own address and
+ * its readers read it there: two reorders fewer per tensor.  A graph output,
+ * a tensor any other node reads, and a residual sharing the output's address
+ * (its reorder would overwrite itself) stay plain.
+ */
+static int
+dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
+    char **cause)
+{
+	size_t *readers = xcalloc(2 * g->nnodes + 1, sizeof *readers), n;
+	int rc = 0;
+
+	if (readers == NULL)
+		return error_set(cause, "out of memory");
+	for (size_t i = 0; i < g->nnodes && rc == 0; i++) {
+		struct dnnl_node *x = p->nodes[i];
+		const dnnl_memory_desc_t *md;
+		int t = g->nodes[i].noutputs >= 1 ? g->nodes[i].outputs[0] : -1;
+
+		if (x == NULL || t < 0 || x->out.r == NULL || (g->tensors[t].flags & GRAPH_TENSOR_OUTPUT) ||
+		    ptrs[g->nodes[i].inputs[0]] == ptrs[t] || (x->resid_in.r != NULL && x->resid == x->dst))
+			continue;
+		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
+		if (dnnl_memory_desc_get_size(md) != (size_t)cpu_elems(&shapes[t]) * sizeof(float))
+			continue;
+		dnnl_link_readers(p, g, ptrs, t, md, readers, &n);
+		if (n == 0)
+			continue;
+		rc = dnnl_edge_direct(&x->out, ptrs[t], cause);
+		for (size_t j = 0; j < n && rc == 0; j++) {
+			struct dnnl_node *y = p->nodes[readers[j] / 2];
+
+			if (readers[j] % 2 == 0) {
+				rc = dnnl_edge_direct(&y->in, ptrs[t], cause);
+				continue;
+			}
+			/* The residual's reorder becomes a copy (dnnl_node_exec); its target stays the output's. */
+			dnnl_primitive_destroy(y->resid_in.r);
+			y->resid_in.r = NULL;
+			y->resid_in.direct = ptrs[t];
+		}
+	}
+	free(readers);
+	return rc;
+}
+
+/* Node n's multiply-adds (a pool's: its input elements), against DNNL_SERIAL_MACS. */
+static int64_t
+dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
+{
+	const struct graph_shape *x = &shapes[n->inputs[0]], *y = &shapes[n->outputs[0]], *w;
+
+	if (n->op == GRAPH_OP_POOL)
+		return cpu_elems(x);
+	w = &shapes[n->inputs[1]];
+	if (n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE)
+		return w->ndims > 0 && w->dims[0] > 0 ?
+		    cpu_elems(n->op == GRAPH_OP_CONV ? y : x) * (cpu_elems(w) / w->dims[0]) : 0;
+	return x->ndims > 0 ? cpu_elems(y) * x->dims[x->ndims - 1] : 0;	/* Gemm, MatMul: rows x N x K */
+}
+
+/* Set the calling thread's OpenMP team size, which oneDNN's primitives take as theirs, to n; the previous one. */
+static int
+dnnl_threads_set(int n)
+{
+#ifdef _OPENMP
+	int prev = omp_get_max_threads();
+
+	omp_set_num_threads(n);
+	return prev;
+#else
+	(void)n;
+	return 1;
+#endif
+}
+
+/* Node c's oneDNN node into *out (NULL when the kernel library keeps it), made on one thread when small. */
+static int
+dnnl_node_make(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
+{
+	int serial = dnnl_node_macs(c->n, c->shapes) < DNNL_SERIAL_MACS, prev = serial ? dnnl_threads_set(1) : 0, rc;
+
+	rc = dnnl_node_create(p, c, out, cause);
+	if (serial)
+		dnnl_threads_set(prev);
+	if (rc == 0 && *out != NULL)
+		(*out)->serial = serial;
+	return rc;
 }
 
 /* Make the plan's primitives. */
@@ -668,12 +923,12 @@ cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_sh
 	for (size_t i = 0; i < g->nnodes; i++) {
 		struct cpu_node_ctx c = { g, &g->nodes[i], shapes, ptrs, NULL };
 
-		if (dnnl_node_eligible(g, c.n) && dnnl_node_create(p, &c, &p->nodes[i], cause) != 0) {
+		if (dnnl_node_eligible(g, c.n) && dnnl_node_make(p, &c, &p->nodes[i], cause) != 0) {
 			error_prefix(cause, "node '%s' (%s)", c.n->name ? c.n->name : "?", graph_op_name(c.n->op));
 			goto fail;
 		}
 	}
-	if (dnnl_plan_buffers(p, cause) != 0)
+	if (dnnl_plan_link(p, g, shapes, ptrs, cause) != 0 || dnnl_plan_buffers(p, cause) != 0)
 		goto fail;
 	*out = p;
 	return 0;
@@ -704,17 +959,18 @@ dnnl_edge_run(struct cpu_dnnl_plan *p, struct dnnl_edge *e, char **cause)
 	return dnnl_check(dnnl_primitive_execute(e->r, p->stream, 2, e->args), "reorder", cause);
 }
 
-/* Run node i if oneDNN has it. */
-int
-cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
+/* Run x: the residual into place, the reorders and the primitive, the activation oneDNN did not fuse. */
+static int
+dnnl_node_exec(struct cpu_dnnl_plan *p, struct dnnl_node *x, char **cause)
 {
-	struct dnnl_node *x = p->nodes[i];
-
-	if (x == NULL)
-		return 0;
 	if (x->resid_in.r != NULL) {
 		if (dnnl_edge_run(p, &x->resid_in, cause) != 0)
 			return -1;
+	} else if (x->resid_in.direct != NULL) {
+		void *to = x->out.direct != NULL ? x->out.direct : p->stage[1];
+
+		if (to != x->resid_in.direct)
+			memcpy(to, x->resid_in.direct, x->dst_elems * sizeof(float));
 	} else if (x->resid != NULL && x->resid != x->dst) {
 		memcpy(x->dst, x->resid, x->dst_elems * sizeof(float));
 	}
@@ -724,7 +980,23 @@ cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
 	    dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
 		return -1;
 	dnnl_node_act(x);
-	return 1;
+	return 0;
+}
+
+/* Run node i if oneDNN has it (a small one on this thread alone). */
+int
+cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
+{
+	struct dnnl_node *x = p->nodes[i];
+	int prev, rc;
+
+	if (x == NULL)
+		return 0;
+	prev = x->serial ? dnnl_threads_set(1) : 0;
+	rc = dnnl_node_exec(p, x, cause);
+	if (x->serial)
+		dnnl_threads_set(prev);
+	return rc != 0 ? -1 : 1;
 }
 
 /* Free the plan's nodes, scratchpad and stream. */

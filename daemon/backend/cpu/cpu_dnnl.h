@@ -1,4 +1,4 @@
-/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv and ConvTranspose as oneDNN primitives made once per plan. */
+/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Gemm and MatMul as oneDNN primitives made once per plan. */
 #ifndef INFERD_CPU_DNNL_H
 #define INFERD_CPU_DNNL_H
 
@@ -13,8 +13,11 @@
  * sizes have plans).  A cpu_dnnl_plan holds, per node of one plan, a
  * primitive with its memory objects bound to the plan's fixed addresses, or
  * nothing where oneDNN does not take the node (the kernel library runs it):
- * running a node then allocates nothing.  Activations stay plain NCHW
- * (NCW, NCDHW) at every node's edges, as the kernel library expects them.
+ * running a node then allocates nothing.  Activations are plain NCHW (NCW,
+ * NCDHW), as the kernel library expects them, wherever anything but oneDNN
+ * nodes reads them (graph outputs included); a tensor only oneDNN nodes read,
+ * all in the layout its writer writes, and that layout no larger, stays in
+ * oneDNN's blocked layout in the tensor's own memory.
  * A plan runs on one thread at a time; plans of one cpu_dnnl may run at once.
  */
 struct cpu_dnnl;

@@ -73,8 +73,10 @@ int cpu_kernels_threads(void);
  * Call first in main(): unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set,
  * exec argv again (same pid) with the OpenMP workers' spin bounded, after
  * which they sleep, so they never spin out their time slices against the
- * machine's other work.  0 when nothing was needed; -1 with *cause when the
- * exec failed (the caller warns and goes on).
+ * machine's other work; likewise, unless OPENBLAS_CORETYPE is set, when
+ * OpenBLAS fell back to kernels older than the processor's (AVX-512 or AVX2)
+ * ones, with OPENBLAS_CORETYPE naming those.  0 when nothing was needed; -1
+ * with *cause when the exec failed (the caller warns and goes on).
  */
 int cpu_threads_bound_waits(char **argv, char **cause);
 

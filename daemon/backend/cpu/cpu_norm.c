@@ -108,14 +108,18 @@ layernorm_row(const float *x, const float *z, float *y, int64_t len, float eps, 
 	double mean = 0.0, var = 0.0;
 	float inv, m;
 
+	/* omp simd: the sums in double need reassociating to vectorise (their order is no part of the result's precision). */
+	#pragma omp simd reduction(+:mean)
 	for (int64_t i = 0; i < len; i++)
 		mean += layernorm_in(x, z, i);
 	mean /= (double)len;
+	#pragma omp simd reduction(+:var)
 	for (int64_t i = 0; i < len; i++)
 		var += ((double)layernorm_in(x, z, i) - mean) * ((double)layernorm_in(x, z, i) - mean);
 	var /= (double)len;
 	inv = (float)(1.0 / sqrt(var + (double)eps));
 	m = (float)mean;
+	#pragma omp simd
 	for (int64_t i = 0; i < len; i++) {
 		float v = (layernorm_in(x, z, i) - m) * inv;
 
@@ -205,6 +209,7 @@ cpu_batchnorm_run(const struct cpu_node_ctx *c, char **cause)
 		float a = (float)((double)sc[k] / sqrt((double)var[k] + (double)c->n->attr.norm.eps));
 		float b = bi[k] - mu[k] * a;
 
+		#pragma omp simd
 		for (int64_t i = 0; i < inner; i++)
 			y[p * inner + i] = x[p * inner + i] * a + b;
 	}

@@ -1,10 +1,17 @@
-/* cpu_threads.c: how the CPU backend's worker threads wait (OpenMP and OpenBLAS pools), set before they exist. */
+/*
+ * cpu_threads.c: how the CPU backend's worker threads wait (OpenMP and OpenBLAS pools) and which OpenBLAS
+ * kernels run, set before the libraries start.
+ */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+#ifdef HAVE_OPENBLAS_GET_CORENAME
+#include <cblas.h>
+#endif
 
 #include "cpu_kernels.h"
 #include "error.h"
@@ -28,26 +35,67 @@
 static int
 cpu_threads_env_set(void)
 {
-	return getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL ||
-	    getenv(CPU_THREADS_MARK) != NULL;
+	return getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL;
 }
 
 /*
- * Re-run this program (argv) with the worker threads' waits bounded; returns 0
- * when nothing needs doing, -1 with *cause when the re-run failed (the program
- * then goes on with the libraries' default spinning).
+ * The OpenBLAS kernels to ask for (OPENBLAS_CORETYPE) when OpenBLAS chose
+ * kernels older than this processor runs, else NULL.  OpenBLAS picks by
+ * CPU model and falls back to its SSE3 "Prescott" kernels on a model it does
+ * not know (0.3.21 on a current Xeon, model 207, say), which run sgemm
+ * several times slower than its AVX-512 or AVX2 ones would there.
+ */
+static const char *
+cpu_threads_blas_core(void)
+{
+#ifdef HAVE_OPENBLAS_GET_CORENAME
+	static const char *const old[] = { "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+	    "Katmai", "Coppermine", "Northwood", "Banias", "Sandybridge", "Unknown" };
+	const char *name = openblas_get_corename();
+	size_t i;
+
+	if (name == NULL || getenv("OPENBLAS_CORETYPE") != NULL)
+		return NULL;
+	for (i = 0; i < sizeof old / sizeof old[0] && strcasecmp(name, old[i]) != 0; i++)
+		;
+	if (i == sizeof old / sizeof old[0])
+		return NULL;
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		return "SKYLAKEX";
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return "HASWELL";
+#endif
+	return NULL;
+}
+
+/*
+ * Re-run this program (argv) with the worker threads' waits bounded and
+ * OpenBLAS's kernels matching the processor; returns 0 when nothing needs
+ * doing, -1 with *cause when the re-run failed (the program then goes on
+ * with the libraries' defaults).
  */
 int
 cpu_threads_bound_waits(char **argv, char **cause)
 {
+	const char *core;
+	int waits;
+
 	/*
 	 * libgomp and OpenBLAS read these variables once, in their constructors,
 	 * before main runs; neither has a call to change them afterwards, so the
 	 * only way to set them for this process is to exec it again.
 	 */
-	if (cpu_threads_env_set())
+	if (getenv(CPU_THREADS_MARK) != NULL)
 		return 0;
-	if (setenv(CPU_THREADS_MARK, "1", 1) != 0 || setenv("GOMP_SPINCOUNT", CPU_THREADS_SPINCOUNT, 1) != 0)
+	waits = !cpu_threads_env_set();
+	core = cpu_threads_blas_core();
+	if (!waits && core == NULL)
+		return 0;
+	if (setenv(CPU_THREADS_MARK, "1", 1) != 0 ||
+	    (waits && setenv("GOMP_SPINCOUNT", CPU_THREADS_SPINCOUNT, 1) != 0) ||
+	    (core != NULL && setenv("OPENBLAS_CORETYPE", core, 1) != 0))
 		return error_set(cause, "setenv: %s", strerror(errno));
 #ifdef _OPENMP
 	/* The kernels split sgemm over OpenMP threads themselves: OpenBLAS's own pool would only idle. */
@@ -55,6 +103,7 @@ cpu_threads_bound_waits(char **argv, char **cause)
 		return error_set(cause, "setenv: %s", strerror(errno));
 #endif
 	execv("/proc/self/exe", argv);
-	return error_set(cause, "re-running %s to bound the CPU threads' spin-waits: %s (set OMP_WAIT_POLICY=passive "
-	    "in its environment instead)", argv[0], strerror(errno));
+	return error_set(cause, "re-running %s to bound the CPU threads' spin-waits%s: %s (set OMP_WAIT_POLICY=passive%s "
+	    "in its environment instead)", argv[0], core != NULL ? " and choose OpenBLAS's kernels" : "",
+	    strerror(errno), core != NULL ? " and OPENBLAS_CORETYPE" : "");
 }

@@ -98,11 +98,46 @@ vmath_scalar(float *y, const float *x, int64_t n, vmath_scalar_fn f1)
 #define VMATH(f16, f8, f1) vmath_scalar(y, x, n, f1)
 #endif
 
-/* y = exp(x) (y may be x). */
+/* Below this exp(x) is under half the least subnormal: 0 in fp32, correctly rounded. */
+#define VMATH_EXP_ZERO (-104.0f)
+/* Elements per pass of cpu_vexpf (a stack buffer, so y may be x). */
+#define VMATH_CHUNK 256
+
+/* y = exp(x) over n elements, every one at or above VMATH_EXP_ZERO (or NaN). */
+static void
+vmath_exp(float *y, const float *x, int64_t n)
+{
+	VMATH(_ZGVeN16v_expf, _ZGVdN8v_expf, expf);
+}
+
+/*
+ * y = exp(x) (y may be x).  libmvec hands every lane it cannot finish in
+ * registers, underflow among them, to the scalar expf, which also sets
+ * errno: a softmax row whose scores were masked by adding -3.4e38 (half of
+ * it, for a padded sequence) ran several times slower.  Lanes below
+ * VMATH_EXP_ZERO are written 0 here, which is what expf returns for them;
+ * libmvec gets 0 in their place.
+ */
 void
 cpu_vexpf(float *y, const float *x, int64_t n)
 {
-	VMATH(_ZGVeN16v_expf, _ZGVdN8v_expf, expf);
+	float t[VMATH_CHUNK];
+
+	for (int64_t lo = 0; lo < n; lo += VMATH_CHUNK) {
+		int64_t m = n - lo < VMATH_CHUNK ? n - lo : VMATH_CHUNK, low = 0;
+
+		for (int64_t i = 0; i < m; i++)
+			low += x[lo + i] < VMATH_EXP_ZERO;
+		if (low == 0) {
+			vmath_exp(y + lo, x + lo, m);
+			continue;
+		}
+		for (int64_t i = 0; i < m; i++)
+			t[i] = x[lo + i] < VMATH_EXP_ZERO ? 0.0f : x[lo + i];
+		vmath_exp(t, t, m);
+		for (int64_t i = 0; i < m; i++)
+			y[lo + i] = x[lo + i] < VMATH_EXP_ZERO ? 0.0f : t[i];
+	}
 }
 
 /* y = tanh(x) (y may be x). */
