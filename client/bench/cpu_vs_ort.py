@@ -72,8 +72,12 @@ def unet():
 
 def export(name, size, path):
     """Write model name with random weights as ONNX (opset 13 vision, 14 BERT; batch dim dynamic)."""
+    import inspect
+
     import torch
 
+    # The TorchScript exporter: torch >= 2.9 exports with dynamo unless told otherwise.
+    ts = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.manual_seed(0)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if name in BERTS:
@@ -82,7 +86,7 @@ def export(name, size, path):
         model = transformers.BertModel(transformers.BertConfig(**BERTS[name])).eval()
         ids = torch.ones(1, size, dtype=torch.int64)
         with torch.no_grad():
-            torch.onnx.export(model, (ids, ids), path, opset_version=14,
+            torch.onnx.export(model, (ids, ids), path, opset_version=14, **ts,
                               input_names=["input_ids", "attention_mask"],
                               output_names=["last_hidden_state", "pooler_output"],
                               dynamic_axes={k: {0: "batch"} for k in
@@ -93,7 +97,7 @@ def export(name, size, path):
     model = (unet() if name == "unet" else getattr(torchvision.models, name)()).eval()
     x = torch.rand(1, 3, size, size)
     with torch.no_grad():
-        torch.onnx.export(model, x, path, opset_version=13, input_names=["input"],
+        torch.onnx.export(model, x, path, opset_version=13, input_names=["input"], **ts,
                           output_names=["output"],
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
 
