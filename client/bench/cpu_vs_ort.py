@@ -83,7 +83,20 @@ def export(name, size, path):
     if name in BERTS:
         import transformers
 
-        model = transformers.BertModel(transformers.BertConfig(**BERTS[name])).eval()
+        bert = transformers.BertModel(transformers.BertConfig(**BERTS[name])).eval()
+
+        class Named(torch.nn.Module):
+            """The two inputs by name: transformers 5 takes other arguments positionally."""
+
+            def __init__(self):
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, input_ids, attention_mask):
+                out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+                return out.last_hidden_state, out.pooler_output
+
+        model = Named().eval()
         ids = torch.ones(1, size, dtype=torch.int64)
         with torch.no_grad():
             torch.onnx.export(model, (ids, ids), path, opset_version=14, **ts,
