@@ -68,6 +68,7 @@ struct bench_model {
 	char name[128];
 	char input_name[128], output_name[128];
 	size_t input_elems, output_elems;	/* floats per row */
+	char input_dims[128];			/* HTTP: ",d1,d2,..." the input's dims after the batch, as a request shapes it */
 	int max_batch_size;			/* 0 when unknown (HTTP metadata has none) */
 };
 

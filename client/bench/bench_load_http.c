@@ -19,12 +19,17 @@
 /* The random floats' seed: the same body every run, JSON or binary. */
 #define BENCH_SEED 0x9e3779b97f4a7c15u
 
-/* Product of a metadata shape's dimensions after the batch one; 0 if malformed. */
+/*
+ * Product of a metadata shape's dimensions after the batch one, and those
+ * dims as ",d1,d2,..." into dims (a request for an image model carries
+ * [rows, 3, 224, 224], not a flat row); 0 if malformed.
+ */
 static size_t
-bench_shape_elems(const json_t *shape)
+bench_shape_elems(const json_t *shape, char *dims, size_t dims_len)
 {
 	const json_t *d;
-	size_t i, n = 1;
+	size_t i, n = 1, used = 0;
+	int w;
 
 	if (!json_is_array(shape) || json_array_size(shape) < 2)
 		return 0;
@@ -35,6 +40,10 @@ bench_shape_elems(const json_t *shape)
 		    json_integer_value(d) > (1 << 24) || n > ((size_t)1 << 32))
 			return 0;
 		n *= (size_t)json_integer_value(d);
+		w = snprintf(dims + used, dims_len - used, ",%lld", (long long)json_integer_value(d));
+		if (w < 0 || (size_t)w >= dims_len - used)
+			return 0;
+		used += (size_t)w;
 	}
 	return n;
 }
@@ -42,7 +51,7 @@ bench_shape_elems(const json_t *shape)
 /* Name and row width of inputs[0] or outputs[0] of the metadata. */
 static int
 bench_tensor_meta(const json_t *root, const char *key, char *name, size_t name_len,
-    size_t *elems, char **cause)
+    size_t *elems, char *dims, size_t dims_len, char **cause)
 {
 	const json_t *t = json_array_get(json_object_get(root, key), 0);
 	const char *n = json_string_value(json_object_get(t, "name"));
@@ -52,7 +61,7 @@ bench_tensor_meta(const json_t *root, const char *key, char *name, size_t name_l
 		return error_set(cause, "model metadata has no %s[0] with a name and datatype", key);
 	if (strcmp(dt, "FP32") != 0)
 		return error_set(cause, "%s[0] is %s: inferd-bench sends FP32 only", key, dt);
-	if ((*elems = bench_shape_elems(json_object_get(t, "shape"))) == 0)
+	if ((*elems = bench_shape_elems(json_object_get(t, "shape"), dims, dims_len)) == 0)
 		return error_set(cause, "%s[0] has a malformed shape", key);
 	snprintf(name, name_len, "%s", n);
 	return 0;
@@ -63,7 +72,7 @@ int
 bench_http_model(const struct httpc_url *u, const char *name,
     struct bench_model *m, char **cause)
 {
-	char path[256];
+	char path[256], out_dims[128];
 	json_t *root;
 	int r;
 
@@ -74,10 +83,10 @@ bench_http_model(const struct httpc_url *u, const char *name,
 	if (bench_http_get_json(u, path, &root, cause) != 0)
 		return -1;
 	r = bench_tensor_meta(root, "inputs", m->input_name, sizeof m->input_name,
-	    &m->input_elems, cause);
+	    &m->input_elems, m->input_dims, sizeof m->input_dims, cause);
 	if (r == 0)
 		r = bench_tensor_meta(root, "outputs", m->output_name, sizeof m->output_name,
-		    &m->output_elems, cause);
+		    &m->output_elems, out_dims, sizeof out_dims, cause);
 	json_decref(root);
 	return r;
 }
@@ -147,8 +156,8 @@ bench_body_json(struct bench_run *r, struct bench_buf *b)
 	size_t i, n = (size_t)r->set->rows * m->input_elems;
 	int bad;
 
-	bad = bench_buf_printf(b, "{\"inputs\":[{\"name\":\"%s\",\"shape\":[%d,%zu],"
-	    "\"datatype\":\"FP32\",\"data\":[", m->input_name, r->set->rows, m->input_elems);
+	bad = bench_buf_printf(b, "{\"inputs\":[{\"name\":\"%s\",\"shape\":[%d%s],"
+	    "\"datatype\":\"FP32\",\"data\":[", m->input_name, r->set->rows, m->input_dims);
 	for (i = 0; i < n && bad == 0; i++)
 		bad = bench_buf_printf(b, "%s%.9g", i ? "," : "", (double)bench_random(&state));
 	return bad == 0 ? bench_buf_printf(b, "]}]}") : -1;
@@ -169,10 +178,10 @@ bench_body_binary(struct bench_run *r, struct bench_buf *b)
 	uint32_t bits;
 	float f;
 
-	if (bench_buf_printf(b, "{\"inputs\":[{\"name\":\"%s\",\"shape\":[%d,%zu],"
+	if (bench_buf_printf(b, "{\"inputs\":[{\"name\":\"%s\",\"shape\":[%d%s],"
 	    "\"datatype\":\"FP32\",\"parameters\":{\"binary_data_size\":%zu}}],"
 	    "\"outputs\":[{\"name\":\"%s\",\"parameters\":{\"binary_data\":true}}]}",
-	    m->input_name, r->set->rows, m->input_elems, n * sizeof(float), m->output_name) != 0 ||
+	    m->input_name, r->set->rows, m->input_dims, n * sizeof(float), m->output_name) != 0 ||
 	    bench_buf_reserve(b, n * sizeof(float)) != 0)
 		return -1;
 	r->http_header_len = b->len;
