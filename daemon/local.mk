@@ -76,7 +76,8 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/backend/cpu/cpu_einsum.c daemon/backend/cpu/cpu_argmax.c daemon/backend/cpu/cpu_tile.c
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
-daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h
+daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h \
+	daemon/backend/cpu/cpu_dnnl_weights.c daemon/backend/cpu/cpu_dnnl_weights.h
 endif
 
 # ONNX import: op mapping, constant folding and per-shape specialization of the graph.

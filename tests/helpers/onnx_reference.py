@@ -9,7 +9,8 @@ Models (random weights, fixed seed, eval mode; BatchNorm running statistics and
 the affine parameters of BatchNorm/LayerNorm randomised so that folding them is
 actually tested):
   CPU issue: lenet5, resnet18, mobilenetv2, transformer, transformer_mask,
-             transformer_fmask, vit_tiny
+             transformer_fmask, vit_tiny, googlenet (torchvision, 96 px: its
+             channel Concats of Conv outputs)
   GPU issue: resnet50, mobilenetv3 (torchvision mobilenet_v3_small),
              efficientnet_b0, vit_b_16 (head re-initialised, torchvision zeroes
              it), bert, distilbert (only where `transformers` imports)
@@ -272,6 +273,7 @@ SPECS = {
     "lenet5":            (LeNet5, ("image", 1, 32), ["logits"]),
     "resnet18":          (lambda: torchvision_model("resnet18"), ("image", 3, 224), ["logits"]),
     "mobilenetv2":       (lambda: torchvision_model("mobilenet_v2"), ("image", 3, 224), ["logits"]),
+    "googlenet":         (lambda: torchvision_model("googlenet"), ("image", 3, 96), ["logits"]),
     "transformer":       (TokenEncoder, ("tokens", None), ["hidden"]),
     "transformer_mask":  (TokenEncoder, ("tokens", "bool"), ["hidden"]),
     "transformer_fmask": (TokenEncoder, ("tokens", "float"), ["hidden"]),

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_onnx_models.sh: whole models exported from PyTorch with random weights (tests/helpers/onnx_reference.py:
-# LeNet-5, ResNet-18, MobileNetV2, MobileNetV3-small (opset 13), the 2-layer TransformerEncoder with an embedding, a tiny ViT; opsets 13 and 17),
+# LeNet-5, ResNet-18, MobileNetV2, MobileNetV3-small (opset 13), GoogLeNet (opset 17, 96 px), the 2-layer TransformerEncoder with an embedding, a tiny ViT; opsets 13 and 17),
 # (its attention fused into one node: checked from the profile) served through the engine on the CPU backend, or the GPU named by INFERD_TEST_DEVICE (model_load + model_exec_run) at batch sizes 1, 3, 8 and, for the
 # transformer, sequence lengths 7 and 33, and compared with onnxruntime. Skips (77) without torch/onnx/onnxruntime.
 set -u
@@ -36,6 +36,8 @@ for opset in 13 17; do
 	make_case resnet18 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	make_case mobilenetv2 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	make_case vit_tiny $opset "" '{"platform": "onnx", "max_batch_size": 8}'
+	# Inception blocks: Concats of Conv outputs along the channels, read by Convs and a max pool.
+	[ "$opset" = 17 ] && make_case googlenet $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	# Below opset 14 torch writes HardSwish as x * HardSigmoid(x): fused back into one node, then into the Conv.
 	[ "$opset" = 13 ] && make_case mobilenetv3 $opset "" '{"platform": "onnx", "max_batch_size": 8}'
 	# Variable dims: a plan (and on CUDA a graph) per exact shape on first use; plan_cache 2 makes them evict.

@@ -1,4 +1,4 @@
-/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Gemm and MatMul as oneDNN primitives made once per plan. */
+/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Concat, Gemm and MatMul as oneDNN primitives made once per plan. */
 #ifndef INFERD_CPU_DNNL_H
 #define INFERD_CPU_DNNL_H
 
@@ -17,7 +17,8 @@
  * NCDHW), as the kernel library expects them, wherever anything but oneDNN
  * nodes reads them (graph outputs included); a tensor only oneDNN nodes read,
  * all in the layout its writer writes, and that layout no larger, stays in
- * oneDNN's blocked layout in the tensor's own memory.
+ * oneDNN's blocked layout in the tensor's own memory; so does one only
+ * channel Concats read (they take each source in whatever layout it has).
  * A plan runs on one thread at a time; plans of one cpu_dnnl may run at once.
  */
 struct cpu_dnnl;
