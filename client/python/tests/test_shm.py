@@ -241,6 +241,13 @@ def test_daemon_going_away_fails_requests(tmp_path, rng):
             time.sleep(0.1)
         c = inferd.connect(sock)
         x = c.array(rng.random((64, 784), dtype=np.float32))
+        # The socket accepts clients before the start-up load has finished: wait until the model serves.
+        for _ in range(600):
+            try:
+                c.infer(MODEL, x)
+                break
+            except inferd.ModelNotFound:
+                time.sleep(0.1)
         futures = [c.submit(MODEL, x) for _ in range(400)]
         p.send_signal(signal.SIGKILL)
         p.wait()
