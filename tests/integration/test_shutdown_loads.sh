@@ -3,21 +3,22 @@
 # load, not once every queued load is done.  During the start-up load, during a SIGHUP rescan (with
 # a request in flight, which is still answered) and during an explicit load of several versions over
 # HTTP, the daemon exits 0 with fewer of the N queued loads done than N, and logs that it abandoned
-# the rest.  Each load is made slow by its warm-up (three batches of 32 through the Fashion CNN);
+# the rest.  Each load is made slow by its warm-up (ten batches of 256 through the Fashion CNN);
 # before the stop was checked between loads, all N loaded first.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 N=6
 cnn="$top_srcdir/conf/models/fashion-cnn"
 
-# make_slow DIR NAME [POLICY]: the Fashion CNN as model NAME in DIR, its warm-up three batches of 32.
+# make_slow DIR NAME [POLICY]: the Fashion CNN as model NAME in DIR, its warm-up ten batches of 256 (the
+# batches' compute is what takes the time: a warm-up compiles only the batch sizes it runs).
 make_slow() {
 	mkdir -p "$1/$2" && cp "$cnn/model.onnx" "$1/$2/" || exit 99
 	"$PY" - "$cnn/model.json" "$1/$2/model.json" "$2" <<'PYEOF' || exit 99
 import json, sys
 m = json.load(open(sys.argv[1]))
 m["name"] = sys.argv[3]
-m["warmup"] = [{"batch_sizes": [32, 32, 32], "data": "zeros"}]
+m["warmup"] = [{"batch_sizes": [256] * 10, "data": "zeros"}]
 m["version_policy"] = {"all": {}}
 json.dump(m, open(sys.argv[2], "w"))
 PYEOF
