@@ -103,7 +103,7 @@ fuzz_strings_encode(const model_t *m, struct kserve_infer *ki, unsigned char *bu
 	ki->wanted[0] = 0;
 	ki->binary[0] = ki->binary_output = 0;
 	s = kserve_encode_infer(m, ki->id, ki, buf, &len, &hlen, &cause);
-	if ((s == NULL && cause == NULL) || (s != NULL && (doc = json_loadb(s, len, 0, NULL)) == NULL))
+	if ((s == NULL && cause == NULL) || (s != NULL && (doc = json_loadb(s, len, JSON_ALLOW_NUL, NULL)) == NULL))
 		abort();
 	if (s != NULL)
 		json_decref(doc);
