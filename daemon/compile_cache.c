@@ -118,9 +118,9 @@ compile_cache_new(const char *path, const char *identity, size_t max_bytes)
 
 	if (c == NULL)
 		return NULL;
-	c->path = xstrdup(path);
+	c->path = path != NULL ? xstrdup(path) : NULL;
 	c->identity = xstrdup(identity);
-	if (c->path == NULL || c->identity == NULL || strlen(identity) > CC_MAX_IDENTITY ||
+	if ((path != NULL && c->path == NULL) || c->identity == NULL || strlen(identity) > CC_MAX_IDENTITY ||
 	    pthread_mutex_init(&c->lock, NULL) != 0) {
 		free(c->path);
 		free(c->identity);
@@ -334,6 +334,8 @@ compile_cache_load(compile_cache_t *c, char **cause)
 	size_t len;
 	int rc;
 
+	if (c->path == NULL)
+		return 0;	/* a cache in memory only has no file */
 	if (cc_read_file(c->path, &buf, &len, cause) != 0)
 		return -1;
 	if (buf == NULL)
@@ -413,6 +415,8 @@ compile_cache_save(compile_cache_t *c, char **cause)
 	size_t len;
 	int rc;
 
+	if (c->path == NULL)
+		return 0;
 	pthread_mutex_lock(&c->lock);
 	len = c->bytes;
 	buf = cc_serialize(c);
@@ -505,13 +509,17 @@ compile_cache_reject(compile_cache_t *c, const void *key, size_t klen, const cha
 	if (cc_hits > 0)
 		cc_hits--;
 	cc_misses++;
-	LOG_INFO("compile cache %s: a cached choice was refused (%s); searching again", c->path, why);
+	LOG_INFO("compile cache %s: a cached choice was refused (%s); searching again",
+	    c->path != NULL ? c->path : "(in memory)", why);
 }
 
 /* The registry: the directory, the bound, and the caches made so far. */
 static pthread_mutex_t cc_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *cc_dir;
 static size_t cc_max_bytes;
+
+/* The bound of a cache in memory only when none was configured (a few thousand choices). */
+#define CC_MEMORY_DEFAULT ((size_t)16 << 20)
 static compile_cache_t *cc_caches;
 
 /* Set the directory and the bound. */
@@ -555,14 +563,26 @@ cc_path_of(const char *identity)
 	return path;
 }
 
-/* Make the cache of identity and read its file (called locked); NULL when out of memory. */
+/*
+ * Make the cache of identity and read its file (called locked); NULL when
+ * out of memory.  Without a directory the cache lives in memory only: the
+ * process still searches each choice once (a second batch context, a
+ * reload, another instance on a GPU of the same model take it from there).
+ */
 static compile_cache_t *
 cc_open(const char *identity)
 {
-	char *path = cc_path_of(identity), *cause = NULL;
+	char *path = NULL, *cause = NULL;
 	compile_cache_t *c;
 
-	if (path == NULL || (c = compile_cache_new(path, identity, cc_max_bytes)) == NULL) {
+	if (cc_dir == NULL) {
+		if ((c = compile_cache_new(NULL, identity, cc_max_bytes ? cc_max_bytes : CC_MEMORY_DEFAULT)) != NULL) {
+			c->next = cc_caches;
+			cc_caches = c;
+		}
+		return c;
+	}
+	if ((path = cc_path_of(identity)) == NULL || (c = compile_cache_new(path, identity, cc_max_bytes)) == NULL) {
 		free(path);
 		return NULL;
 	}
@@ -590,7 +610,7 @@ compile_cache_get(const char *identity)
 	for (c = cc_caches; c != NULL; c = c->next)
 		if (strcmp(c->identity, identity) == 0)
 			break;
-	if (c == NULL && cc_dir != NULL)
+	if (c == NULL)
 		c = cc_open(identity);
 	pthread_mutex_unlock(&cc_registry_lock);
 	return c;

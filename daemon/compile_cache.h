@@ -35,7 +35,7 @@ typedef struct compile_cache compile_cache_t;
 /* The largest key or value. */
 #define COMPILE_CACHE_MAX_FIELD 4096
 
-/* Make an empty cache for identity, saved to path; NULL when out of memory. */
+/* Make an empty cache for identity, saved to path (NULL: in memory only); NULL when out of memory. */
 compile_cache_t *compile_cache_new(const char *path, const char *identity, size_t max_bytes);
 /* Read the cache's file into it (a missing file is an empty cache); -1 with *cause when the file was refused. */
 int compile_cache_load(compile_cache_t *c, char **cause);
@@ -59,7 +59,7 @@ void compile_cache_reject(compile_cache_t *c, const void *key, size_t klen, cons
 void compile_cache_configure(const char *dir, size_t max_bytes);
 /* 1 when compile_cache_configure named a directory. */
 int compile_cache_enabled(void);
-/* The cache of identity, loaded from its file on first use; NULL when off or out of memory. */
+/* The cache of identity, loaded from its file on first use (in memory only without a directory); NULL when out of memory. */
 compile_cache_t *compile_cache_get(const char *identity);
 /* Save every cache that changed since its last save (failures are logged). */
 void compile_cache_flush_all(void);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "cpu_kernels.h"
 #include "error.h"
 #include "graph_fold.h"
@@ -445,6 +446,28 @@ model_exec_settle(model_exec_t *x, char **cause)
 	return 0;
 }
 
+/* How many plans the context holds compiled. */
+static int
+model_exec_compiled(const model_exec_t *x)
+{
+	int i, n = 0;
+
+	for (i = 0; i < x->nplans; i++)
+		n += x->plans[i].valid;
+	return n;
+}
+
+/* How many graphs the context holds captured. */
+static int
+model_exec_captured(const model_exec_t *x)
+{
+	int i, n = 0;
+
+	for (i = 0; i < x->ngraphs; i++)
+		n += x->graphs[i] != NULL;
+	return n;
+}
+
 /* Bytes of a context's arena (never 0: a graph whose tensors are all constants still gets an address). */
 static size_t
 model_exec_arena_bytes(const model_t *m)
@@ -504,6 +527,8 @@ model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **caus
 	model_exec_t *x;
 	int rc;
 
+	uint64_t t0 = clock_now_us(), t1 = t0;
+
 	x = xcalloc(1, sizeof *x);
 	if (x == NULL)
 		return error_set(cause, "out of memory");
@@ -522,6 +547,7 @@ model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **caus
 		model_exec_bind(x);
 		x->background = 1;
 		rc = model_exec_device_memory(x, cause);
+		t1 = clock_now_us();
 		/* A lazy context's runs compile what they take (the serving contexts check the largest shape). */
 		if (rc == 0 && (m->nvars == 0 || warm))
 			rc = m->nvars == 0 ? model_exec_fixed_plans(x, cause) : model_exec_first_plan(x, cause);
@@ -537,6 +563,9 @@ model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **caus
 		return -1;
 	}
 	model_exec_tally(x);
+	LOG_DEBUG("model '%s': a %s context in %.3f s (workspace measured in %.3f s, %d plans compiled)", m->name,
+	    warm ? "serving" : "checking", (double)(clock_now_us() - t0) / 1e6, (double)(t1 - t0) / 1e6,
+	    model_exec_compiled(x));
 	*out = x;
 	return 0;
 }
@@ -807,9 +836,11 @@ model_exec_choose(model_exec_t *x, device_stream_t *s, char **cause)
 		free(us);
 		return error_set(cause, "out of memory");
 	}
-	if (device_event_create(x->model->dev, &a, cause) != 0 || device_event_create(x->model->dev, &b, cause) != 0)
+	/* Only a layer model may run a larger graph for fewer rows: the others need no timing. */
+	if (rowwise && (device_event_create(x->model->dev, &a, cause) != 0 ||
+	    device_event_create(x->model->dev, &b, cause) != 0))
 		goto out;
-	for (r = 0; r < n; r++)
+	for (r = 0; rowwise && r < n; r++)
 		if (x->graphs[r] != NULL && model_time_graph(x->graphs[r], s, a, b, &us[r], cause) != 0)
 			goto out;
 	/* From the largest size down, so each size knows the best at or above it (sizes not captured: that one). */
@@ -857,6 +888,7 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 	struct model_shape sh;
 	device_graph_t *g;
 	size_t before, after;
+	uint64_t t0 = clock_now_us(), t1;
 	int rows, rc;
 
 	if (!device_has_graphs(m->dev) || max_rows <= 0 || m->nconst_out > 0)
@@ -902,8 +934,11 @@ model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char **cau
 		}
 		x->graphs[rows - 1] = g;
 	}
+	t1 = clock_now_us();
 	if (model_exec_choose(x, s, cause) != 0)
 		return error_prefix(cause, "model '%s': timing its graphs", m->name);
+	LOG_DEBUG("model '%s': %d graphs captured in %.3f s (chosen in %.3f s)", m->name, model_exec_captured(x),
+	    (double)(t1 - t0) / 1e6, (double)(clock_now_us() - t1) / 1e6);
 	if (model_exec_free_bytes(m->dev, &after, cause) != 0)
 		return error_prefix(cause, "model '%s'", m->name);
 	x->memory.graphs = before > after ? before - after : 0;

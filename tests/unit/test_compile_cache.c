@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,22 @@ test_bound(const char *dir)
 	compile_cache_free(c);
 }
 
+/* Entries of dir other than . and .. (-1 when it cannot be read). */
+static int
+count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
 /* The registry: one cache per identity in the directory, saved by flush, read again after shutdown. */
 static void
 test_registry(const char *dir)
@@ -230,7 +247,19 @@ test_registry(const char *dir)
 	free(val);
 	compile_cache_shutdown();
 	compile_cache_configure("", 1 << 20);
-	CHECK(!compile_cache_enabled() && compile_cache_get(IDENTITY) == NULL, "a cache without a directory");
+	/* Without a directory a cache still memoizes choices, in memory only: nothing is written. */
+	a = compile_cache_get(IDENTITY);
+	CHECK(!compile_cache_enabled() && a != NULL && a == compile_cache_get(IDENTITY), "no cache in memory");
+	if (a != NULL) {
+		compile_cache_store(a, "conv", 4, "engine 9", 8);
+		CHECK(compile_cache_lookup(a, "conv", 4, &val, &len) && len == 8 && memcmp(val, "engine 9", 8) == 0,
+		    "the in-memory cache lost its record");
+		free(val);
+		CHECK(compile_cache_save(a, NULL) == 0, "saving a cache in memory failed");
+	}
+	compile_cache_flush_all();
+	compile_cache_shutdown();
+	CHECK(count_files(sub) == 1, "a cache in memory wrote a file");
 }
 
 int

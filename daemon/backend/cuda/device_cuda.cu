@@ -1059,7 +1059,7 @@ cuda_cache_open(const struct cudaDeviceProp *prop)
 	char id[256];
 	int driver = 0;
 
-	if (!compile_cache_enabled() || cudaDriverGetVersion(&driver) != cudaSuccess)
+	if (cudaDriverGetVersion(&driver) != cudaSuccess)
 		return NULL;
 	snprintf(id, sizeof id, "%.96s sm_%d%d driver %d cudnn %zu cublasLt %zu", prop->name, prop->major,
 	    prop->minor, driver, cuda_dnn_version(), (size_t)cublasLtGetVersion());
