@@ -401,14 +401,39 @@ dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 	return ok;
 }
 
-/* An execution plan from the first strict engine config that finalizes within the workspace cap: its index, or -1. */
+/* 1 when the config's engine compiles its kernel when finalized (NVRTC: a fraction of a second each time). */
 static int
-dnn_pick_plan(struct dnn_parts *p, int64_t count, struct dnn_plan *c, int tf32, size_t ws_cap)
+dnn_cfg_compiles(cudnnBackendDescriptor_t cfg)
+{
+	cudnnBackendDescriptor_t eng = NULL;
+	cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+	int64_t n = 0, got = 0;
+	int rtc = 0;
+
+	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return 0;
+	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+	    &eng) == CUDNN_STATUS_SUCCESS && got == 1 &&
+	    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+	    CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
+		for (int64_t i = 0; i < n && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; i++)
+			rtc |= notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+	(void)cudnnBackendDestroyDescriptor(eng);
+	return rtc;
+}
+
+/*
+ * An execution plan from the first strict engine config that finalizes
+ * within the workspace cap: its index, or -1.  precompiled: only engines
+ * that need no runtime compilation.
+ */
+static int
+dnn_pick_plan(struct dnn_parts *p, int64_t count, struct dnn_plan *c, int tf32, size_t ws_cap, int precompiled)
 {
 	int64_t got = 0, cap = (int64_t)(ws_cap < CUDA_DNN_WS_CAP ? ws_cap : CUDA_DNN_WS_CAP);
 
 	for (int64_t i = 0; i < count && i < DNN_MAX_CFGS; i++) {
-		if (!dnn_cfg_strict(p->cfg[i], tf32))
+		if (!dnn_cfg_strict(p->cfg[i], tf32) || (precompiled && dnn_cfg_compiles(p->cfg[i])))
 			continue;
 		if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &c->plan) != CUDNN_STATUS_SUCCESS)
 			return -1;
@@ -441,6 +466,22 @@ dnn_keep(struct dnn_parts *p, struct dnn_plan *c, int pick)
 }
 
 /*
+ * Whether d is a grouped (depthwise among them) forward convolution whose
+ * engines should be precompiled ones where one fits.  For
+ * these cuDNN 9.14 ranks runtime-compiled engines first, and finalizing one
+ * compiles its kernel: on an H200, 150-200 ms for each depthwise layer at
+ * each batch size (MobileNetV2 at fp16 took 46 s to load, 40 of them in
+ * such builds); a precompiled engine is taken when one fits.
+ */
+static int
+dnn_grouped(const struct cuda_dnn_conv_desc *d)
+{
+	const char *rtc = getenv("INFERD_CUDA_CONV_RTC");	/* "1": heuristics' order for these too */
+
+	return !d->transpose && d->w[1] != d->x[1] && !(rtc != NULL && strcmp(rtc, "1") == 0);
+}
+
+/*
  * Plan one graph (fused: with the epilogue) into c: 1 when an engine took it
  * (c keeps the plan, its engine config and the device properties), else 0.
  * Every other descriptor of the build is destroyed either way.
@@ -456,10 +497,14 @@ dnn_try(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int
 	/* Any failure below means this cuDNN cannot take the graph: the caller falls back. */
 	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
 	    (fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS) {
-		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS)
-			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap);
+		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS) {
+			if (dnn_grouped(d))
+				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 1);
+			if (pick < 0)
+				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
+		}
 		if (pick < 0 && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap);
+			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
 	}
 	return dnn_keep(&p, c, pick);
 }
@@ -593,7 +638,7 @@ dnn_try_choice(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan 
 	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
 	    (ch->fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS &&
 	    dnn_cfg_from_choice(&p, ch) == CUDNN_STATUS_SUCCESS)
-		pick = dnn_pick_plan(&p, 1, c, d->tf32, d->ws_cap);
+		pick = dnn_pick_plan(&p, 1, c, d->tf32, d->ws_cap, 0);
 	return dnn_keep(&p, c, pick);
 }
 
