@@ -108,7 +108,7 @@ EXTRA_DIST += client/bench/common.sh client/bench/run-cpu.sh client/bench/run-gp
 	client/bench/make_models.py client/bench/http_shm_ingest.py client/bench/torch_peer.py client/bench/torch_http_server.py \
 	client/bench/summarize.py client/bench/plot.py client/bench/wrk-post.lua client/bench/targets.py
 EXTRA_DIST += client/bench/wrk-post-binary.lua client/bench/make_binary_body.py
-EXTRA_DIST += client/bench/onnx_peer.py client/bench/gpu_load_times.sh
+EXTRA_DIST += client/bench/onnx_peer.py client/bench/gpu_load_times.sh client/bench/gpu_suite_loads.py
 
 # Not installed: the tensor data codec's decode/encode MB/s beside jansson and strtof, one run
 # (client/bench/bench_tensor_text docs/examples/fashion-request.json [reps]).
