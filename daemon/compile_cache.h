@@ -1,4 +1,4 @@
-/* compile_cache.h: the persistent on-disk cache of the CUDA backend's slow choices (cuDNN engine configs, cuBLASLt algorithms), one file per device and library versions. */
+/* compile_cache.h: the persistent on-disk cache of the CUDA backend's slow choices (cuDNN engine configs, cuBLASLt algorithms), one file per device and library versions (in memory only without a directory). */
 #ifndef INFERD_COMPILE_CACHE_H
 #define INFERD_COMPILE_CACHE_H
 
