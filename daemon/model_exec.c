@@ -287,10 +287,11 @@ model_exec_rows_run(const model_exec_t *x, int rows)
 /*
  * Compile a plan per batch size max..1 rows (models without variable dims;
  * on a GPU only the sizes model_exec_rows_run runs; on the CPU, whose sizes
- * are not bucketed, only the largest and 1 now: a size's plan makes a oneDNN
- * primitive per convolution, a just-in-time compilation, and 64 sizes of a
- * ResNet-50 took 8 s to load where onnxruntime makes its session in 0.3 s,
- * so the other sizes compile on their first batch).
+ * are not bucketed, only 1 row now: a size's plan makes a oneDNN primitive
+ * per convolution, a just-in-time compilation, and 64 sizes of a ResNet-50
+ * took 8 s to load where onnxruntime makes its session in 0.3 s, so the other
+ * sizes compile on their first batch; the workspace measure has prepared
+ * every kernel at the largest size already).
  * Another size may need more workspace than the largest (its engines differ):
  * then the workspace grows and every size compiles again, all before any
  * graph is captured.
@@ -303,7 +304,7 @@ model_exec_fixed_plans(model_exec_t *x, char **cause)
 	int r, grown;
 
 	for (r = x->nplans; r >= 1; r--) {
-		if (model_exec_rows_run(x, r) != r || (!x->bucketed && r != x->nplans && r != 1))
+		if (model_exec_rows_run(x, r) != r || (!x->bucketed && r != 1))
 			continue;
 		model_shape_max(m, r, &s);
 		if (model_entry_compile(x, &s, &x->plans[r - 1], MODEL_ENTRY_SHARED, NULL, cause) == 0)
@@ -548,8 +549,15 @@ model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **caus
 		x->background = 1;
 		rc = model_exec_device_memory(x, cause);
 		t1 = clock_now_us();
-		/* A lazy context's runs compile what they take (the serving contexts check the largest shape). */
-		if (rc == 0 && (m->nvars == 0 || warm))
+		/*
+		 * A lazy context's runs compile what they take (the serving contexts
+		 * check the largest shape).  On the CPU the workspace measure above
+		 * already prepared every kernel at the largest shape (all but
+		 * oneDNN's primitives, which only a plan that runs makes): a serving
+		 * context there compiles each shape on its first batch (BERT-base's
+		 * largest, 64 x 512, cost 0.55 s of a 1.6 s load and may never come).
+		 */
+		if (rc == 0 && (m->nvars == 0 || (warm && x->bucketed)))
 			rc = m->nvars == 0 ? model_exec_fixed_plans(x, cause) : model_exec_first_plan(x, cause);
 		if (rc == 0 && warm)
 			rc = model_exec_warm_buckets(x, cause);
