@@ -1,0 +1,57 @@
+/* device_cuda_dnn_plan.h: the cuDNN convolution plan, its key, and how device_cuda_dnn_plan.cu builds one (internal to the CUDA backend's cuDNN files). */
+#ifndef INFERD_DEVICE_CUDA_DNN_PLAN_H
+#define INFERD_DEVICE_CUDA_DNN_PLAN_H
+
+#include "config.h"
+
+#ifdef HAVE_CUDNN
+
+#include <cudnn.h>
+
+#include "compile_cache.h"
+#include "device_cuda_dnn.h"
+
+/* Unique ids of the tensors: those in the variant pack, then the fused graph's virtual ones (DNN_ID_V + i). */
+enum { DNN_ID_X = 'x', DNN_ID_W = 'w', DNN_ID_Y = 'y', DNN_ID_B = 'b', DNN_ID_Z = 'z', DNN_ID_V = 1000 };
+
+/* What makes two convolutions' plans interchangeable: every field of the desc but the workspace cap, canonical. */
+struct dnn_key {
+	int ordinal, transpose, nspatial, tf32, dt, has_bias, has_z, relu;
+	int64_t x[5], w[5], y[5], stride[3], dilation[3], pad_begin[3], pad_end[3], align, epi_align;
+};
+
+/*
+ * A finalized plan with the engine config and device properties it was
+ * made from (what cuDNN's own frontend keeps a plan with); the heuristics,
+ * the other configs, the operation graph and its tensors are destroyed once
+ * the plan is finalized: kept, they cost about 1.4 MB of host memory a plan
+ * (measured on an H100), against about 45 KB without them.  Unused plans
+ * wait in a process-wide pool (see dnn_pool_take) for the next convolution
+ * of the same key.
+ */
+struct dnn_plan {
+	struct dnn_key key;
+	size_t cap;			/* the workspace cap it was picked under */
+	cudnnBackendDescriptor_t plan, cfg, devprop;
+	int64_t ws;
+	int fused;			/* the plan adds the bias (has_bias) and residual (has_z), then ReLU (relu) */
+	int has_bias, has_z;		/* fused: the variant pack binds these too */
+	int refs;			/* convolutions and scopes holding it (0 in the pool); under dnn_pool_lock */
+	struct dnn_plan *next;		/* in the pool */
+};
+
+/* "what: cuDNN's message" in *cause; -1. */
+int cuda_dnn_fail(char **cause, cudnnStatus_t st, const char *what);
+/* Whether d takes the fused graph at all (a forward convolution with an epilogue). */
+int cuda_dnn_plan_fusable(const struct cuda_dnn_conv_desc *d);
+/* Search d's graph (fused: with the epilogue) into pl: 1 when an engine took it, else 0. */
+int cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *pl, int fused);
+/* Build pl from the compile cache's choice for (k, cap): 1 taken, -1 the search found none before, 0 a miss. */
+int cuda_dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k,
+    size_t cap, struct dnn_plan *pl);
+/* Record the search's pick for (k, cap) in the compile cache (pl NULL: it found none). */
+void cuda_dnn_plan_store(compile_cache_t *cache, const struct dnn_key *k, size_t cap, const struct dnn_plan *pl);
+
+#endif
+
+#endif
