@@ -50,6 +50,7 @@ daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
 	daemon/graph_fuse_query.c daemon/graph_fuse_edit.c daemon/graph_fuse_attention.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
+	daemon/graph_fuse_noop.c \
 	daemon/graph_plan.c daemon/graph_plan.h
 # Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
 daemon_libinferd_core_a_SOURCES += \

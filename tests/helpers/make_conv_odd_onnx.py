@@ -77,7 +77,8 @@ def dense(name, cin, growth, layers, spatial, tail="pool"):
     """A DenseNet block as torchvision exports it, after a 3x3 Conv stem (so that oneDNN writes every source of
     the Concats): per layer Concat (of the block input and every earlier
     layer's output; one source for the first) -> BatchNormalization -> Relu -> Conv 1x1 (bias, Relu) -> Conv 3x3;
-    then Concat -> BatchNormalization -> Relu and either a 1x1 Conv + AveragePool (tail "pool", a transition) or
+    then Concat -> BatchNormalization -> Relu and either a 1x1 Conv, a Pad of zeros and an AveragePool (tail
+    "pool", a transition as torch exports it) or
     a GlobalAveragePool (tail "global", the classifier's head)."""
     rng = np.random.default_rng(len(name) + 7)
     nodes, inits, feats, ch = [], [], ["stem"], cin
@@ -109,9 +110,10 @@ def dense(name, cin, growth, layers, spatial, tail="pool"):
         feats.append(f"c2_{i}")
         ch += growth
     if tail == "pool":
-        inits.append(conv_w("wt", ch // 2, ch, 1))
+        inits += [conv_w("wt", ch // 2, ch, 1), numpy_helper.from_array(np.zeros(8, np.int64), "zeros")]
         nodes += [helper.make_node("Conv", [r, "wt"], ["t"], kernel_shape=[1, 1]),
-                  helper.make_node("AveragePool", ["t"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])]
+                  helper.make_node("Pad", ["t", "zeros"], ["tp"]),
+                  helper.make_node("AveragePool", ["tp"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])]
     else:
         nodes.append(helper.make_node("GlobalAveragePool", [r], ["Y"]))
     graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", cin] + list(spatial))]
