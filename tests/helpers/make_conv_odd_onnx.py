@@ -120,14 +120,23 @@ def dense(name, cin, growth, layers, spatial, tail="pool"):
     return name, nodes, graph_in, inits, False
 
 
-def norm(name, c, spatial, readers):
-    """BatchNormalization -> Relu -> Conv 3x3 on the graph input (a plain source); readers "resid": the norm's
+def norm(name, c, spatial, readers, stem=True):
+    """BatchNormalization -> Relu -> Conv 3x3, the norm's source a Conv + MaxPool stem (so that oneDNN leaves it
+    blocked; a Conv alone would take the norm in) or (stem False) the graph input; readers "resid": the norm's
     output is also added to the Conv's (the Conv's residual), so the Relu cannot take it over."""
     rng = np.random.default_rng(len(name) + 11)
     names, inits = bn_inits(rng, "bn", c)
-    inits.append(numpy_helper.from_array((rng.standard_normal([c, c] + [3] * len(spatial)) /
-                                          np.sqrt(c * 3 ** len(spatial))).astype(np.float32), "W"))
-    nodes = [helper.make_node("BatchNormalization", ["X"] + names, ["n"], epsilon=1e-3),
+    k = [3] * len(spatial)
+    for w in ("W", "WS"):
+        inits.append(numpy_helper.from_array((rng.standard_normal([c, c] + k) /
+                                              np.sqrt(c * 3 ** len(spatial))).astype(np.float32), w))
+    src = "X"
+    nodes = []
+    if stem:
+        nodes += [helper.make_node("Conv", ["X", "WS"], ["s0"], kernel_shape=k, pads=[1] * (2 * len(spatial))),
+                  helper.make_node("MaxPool", ["s0"], ["s1"], kernel_shape=k, pads=[1] * (2 * len(spatial)))]
+        src = "s1"
+    nodes += [helper.make_node("BatchNormalization", [src] + names, ["n"], epsilon=1e-3),
              helper.make_node("Relu", ["n"], ["r"]),
              helper.make_node("Conv", ["r", "W"], ["c"], kernel_shape=[3] * len(spatial),
                               pads=[1] * (2 * len(spatial)))]
@@ -187,6 +196,7 @@ CASES = [
     dense("dense_block_head", 64, 32, 3, (6, 6), tail="global"),
     dense("dense_block_odd", 12, 6, 3, (7, 5)),
     norm("norm_relu_conv", 16, (8, 7), ""),
+    norm("norm_relu_conv_plain", 16, (8, 7), "", stem=False),
     norm("norm_relu_conv_odd", 5, (6, 9), ""),
     norm("norm_shared_resid", 16, (7, 7), "resid"),
     norm("norm_relu_conv1d", 16, (13,), ""),
