@@ -19,11 +19,12 @@
 #define DNNL_BUF_ALIGN 64
 
 /*
- * Multiply-adds (a pool, a BatchNormalization: input elements) below which a node's primitives are
- * made and run on the calling thread alone: some 20 to 40 us on one core,
- * about what waking the other workers and waiting for them costs once the
- * machine is busy (mobilenet_v3_small at batch 1, 52 such convolutions, ran
- * three times slower on two threads than on one beside other work).
+ * Multiply-adds (a pool, a BatchNormalization: input elements) below which
+ * a node's primitives are made and run on the calling thread alone: some 20
+ * to 40 us on one core, about what waking the other workers and waiting for
+ * them costs once the machine is busy (mobilenet_v3_small at batch 1, 52
+ * such convolutions, ran three times slower on two threads than on one
+ * beside other work).
  */
 #define DNNL_SERIAL_MACS (1 << 20)
 
@@ -319,6 +320,51 @@ dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memo
 	return cpu_dnnl_check(st, "concat_primitive_desc_create", cause);
 }
 
+/* Whether md is shape s in the channels-last layout (nwc, nhwc, ndhwc) with nothing padded. */
+static int
+dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s)
+{
+	static const dnnl_format_tag_t tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
+	dnnl_memory_desc_t cl;
+	dnnl_dims_t dims;
+
+	for (int d = 0; d < s->ndims; d++)
+		dims[d] = s->dims[d];
+	return s->ndims >= 3 && s->ndims <= 5 &&
+	    dnnl_memory_desc_init_by_tag(&cl, s->ndims, dims, dnnl_f32, tags[s->ndims - 3]) == dnnl_success &&
+	    dnnl_memory_desc_equal(md, &cl);
+}
+
+/*
+ * Let Concat x (sources mds of tensors ts, n of them) join channels-last
+ * sources into a channels-last result by hand (dnnl_node_exec): oneDNN
+ * 2.6's concat copies each pixel's run of each source's channels with an
+ * overhead that dominates runs this short (densenet's 32 channels: 10.6 ms
+ * of its 62 Concats at batch 8 on one thread; about 4.5 ms in this loop).
+ */
+static int
+dnnl_concat_cl(struct dnnl_node *x, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, const int *ts,
+    int n, char **cause)
+{
+	const struct graph_shape *ys = cpu_out_shape(c, 0);
+
+	if (!dnnl_md_channels_last(dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), ys))
+		return 0;
+	for (int k = 0; k < n; k++)
+		if (!dnnl_md_channels_last(&mds[k], &c->shapes[ts[k]]))
+			return 0;
+	if ((x->cl_src = xcalloc((size_t)n, sizeof *x->cl_src)) == NULL ||
+	    (x->cl_ch = xcalloc((size_t)n, sizeof *x->cl_ch)) == NULL)
+		return error_set(cause, "out of memory");
+	for (int k = 0; k < n; k++) {
+		x->cl_src[k] = c->ptrs[ts[k]];
+		x->cl_ch[k] = c->shapes[ts[k]].dims[1];
+	}
+	x->cl_pixels = cpu_elems(ys) / ys->dims[1];
+	x->nch = ys->dims[1];
+	return 0;
+}
+
 /*
  * The oneDNN node for Concat c (NULL in *out when oneDNN does not join it):
  * its sources as their writers left them, blocked or plain, in one pass.
@@ -351,6 +397,8 @@ dnnl_concat_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 	    &x->out, cause) != 0)
 		goto fail;
 	x->cargs[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_DST, x->out.r != NULL ? x->out.blk : x->out.user };
+	if (dnnl_concat_cl(x, c, mds, ts, n, cause) != 0)
+		goto fail;
 	x->dst = cpu_out(c, 0);
 	x->dst_elems = (size_t)cpu_elems(cpu_out_shape(c, 0));
 	x->n = c->n;
@@ -729,7 +777,7 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	return rc;
 }
 
-/* Node n's multiply-adds (a pool's: its input elements), against DNNL_SERIAL_MACS. */
+/* Node n's multiply-adds (a pool's, a norm's: its input elements), against DNNL_SERIAL_MACS. */
 static int64_t
 dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
 {
@@ -834,6 +882,24 @@ dnnl_node_act(const struct dnnl_node *x)
 		    x->n->act_beta);
 }
 
+/* Channels-last Concat x by hand (dnnl_concat_cl): per pixel, each source's channels in turn. */
+static void
+dnnl_concat_cl_run(const struct cpu_dnnl_plan *p, const struct dnnl_node *x)
+{
+	float *dst = x->out.direct != NULL ? x->out.direct : x->out.r != NULL ? p->stage[1] : x->dst;
+
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) \
+	    if (!x->serial && cpu_parallel((int64_t)x->dst_elems))
+	for (int64_t px = 0; px < x->cl_pixels; px++) {
+		float *d = dst + px * x->nch;
+
+		for (int k = 0; k < x->ncsrc; k++) {
+			memcpy(d, x->cl_src[k] + px * x->cl_ch[k], (size_t)x->cl_ch[k] * sizeof(float));
+			d += x->cl_ch[k];
+		}
+	}
+}
+
 /* Run e's reorder. */
 static int
 dnnl_edge_run(struct cpu_dnnl_plan *p, struct dnnl_edge *e, char **cause)
@@ -856,9 +922,11 @@ dnnl_node_exec(struct cpu_dnnl_plan *p, struct dnnl_node *x, char **cause)
 	} else if (x->resid != NULL && x->resid != x->dst) {
 		memcpy(x->dst, x->resid, x->dst_elems * sizeof(float));
 	}
+	if (x->cl_src != NULL)
+		dnnl_concat_cl_run(p, x);
 	if ((x->in.r != NULL && dnnl_edge_run(p, &x->in, cause) != 0) ||
-	    cpu_dnnl_check(dnnl_primitive_execute(x->prim, p->stream, x->nargs, x->cargs != NULL ? x->cargs : x->args),
-	    "primitive_execute", cause) != 0 ||
+	    (x->cl_src == NULL && cpu_dnnl_check(dnnl_primitive_execute(x->prim, p->stream, x->nargs,
+	    x->cargs != NULL ? x->cargs : x->args), "primitive_execute", cause) != 0) ||
 	    (x->out.r != NULL && dnnl_edge_run(p, &x->out, cause) != 0) ||
 	    cpu_dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
 		return -1;

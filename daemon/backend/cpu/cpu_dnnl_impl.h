@@ -38,6 +38,8 @@ struct dnnl_node {
 	dnnl_exec_arg_t args[8];
 	dnnl_exec_arg_t *cargs;		/* a Concat's arguments (args is too small), else NULL */
 	dnnl_memory_t *csrc;		/* a Concat's sources, ncsrc of them */
+	const float **cl_src;		/* a channels-last Concat's sources (dnnl_concat_cl), else NULL */
+	int64_t *cl_ch, cl_pixels;	/* their channels; the pixels (N x spatial) */
 	int nargs, ncsrc;
 	int src_t, dst_t;		/* the tensors it reads as source (a Concat: its first) and writes */
 	size_t absorbs;			/* the next node, whose work this primitive does too (a ReLU), or 0 */

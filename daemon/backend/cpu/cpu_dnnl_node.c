@@ -144,6 +144,8 @@ cpu_dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
 			dnnl_memory_destroy(x->csrc[i]);
 	free(x->csrc);
 	free(x->cargs);
+	free(x->cl_src);
+	free(x->cl_ch);
 	if (x->prim != NULL)
 		dnnl_primitive_destroy(x->prim);
 	if (x->pd != NULL)
