@@ -172,7 +172,7 @@ int
 graph_fuse_shapes(graph_t *g, graph_fuse_infer_fn infer, char **cause)
 {
 	static int (*const passes[])(struct fuse_ctx *, char **) = {
-		fuse_pass_gelu, fuse_pass_hardswish, fuse_pass_layernorm, fuse_pass_batchnorm,
+		fuse_pass_noop, fuse_pass_gelu, fuse_pass_hardswish, fuse_pass_layernorm, fuse_pass_batchnorm,
 		fuse_pass_bias, fuse_pass_residual, fuse_pass_residual_norm, fuse_pass_act,
 	};
 

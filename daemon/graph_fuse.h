@@ -13,6 +13,8 @@
  * (graph_infer_shapes with the batch and variable dims set to 2/3 and 3/5);
  * a rewrite that needs shapes is skipped when that inference fails.
  *
+ *  - A Pad whose pads are all zero (not a graph output): removed, its
+ *    readers read its input.
  *  - BatchNormalization on a Conv output with constant weights: folded into
  *    new conv weights and bias (constants the graph owns).
  *  - Decomposed exact GELU, x * 0.5 * (1 + erf(x / sqrt 2)) in the orders torch

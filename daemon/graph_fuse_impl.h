@@ -71,6 +71,7 @@ int fuse_add_const(struct fuse_ctx *c, const char *base, const char *suffix,
     int ndims, const int64_t *dims, float *data, char **cause);
 
 /* The passes; each returns -1 with *cause only when memory runs out. */
+int fuse_pass_noop(struct fuse_ctx *c, char **cause);
 int fuse_pass_gelu(struct fuse_ctx *c, char **cause);
 int fuse_pass_hardswish(struct fuse_ctx *c, char **cause);
 int fuse_pass_layernorm(struct fuse_ctx *c, char **cause);

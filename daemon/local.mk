@@ -50,6 +50,7 @@ daemon_libinferd_core_a_CPPFLAGS = $(DAEMON_CPPFLAGS)
 daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_fuse.c daemon/graph_fuse.h daemon/graph_fuse_impl.h \
 	daemon/graph_fuse_query.c daemon/graph_fuse_edit.c daemon/graph_fuse_attention.c daemon/graph_fuse_pattern.c daemon/graph_fuse_linear.c \
+	daemon/graph_fuse_noop.c \
 	daemon/graph_plan.c daemon/graph_plan.h
 # Output shapes as functions of the input shapes: symbolic dims, derived once per model at load.
 daemon_libinferd_core_a_SOURCES += \
@@ -77,6 +78,7 @@ daemon_libinferd_core_a_SOURCES += \
 daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h \
+	daemon/backend/cpu/cpu_dnnl_impl.h daemon/backend/cpu/cpu_dnnl_node.c daemon/backend/cpu/cpu_dnnl_norm.c \
 	daemon/backend/cpu/cpu_dnnl_weights.c daemon/backend/cpu/cpu_dnnl_weights.h
 endif
 

@@ -2,7 +2,9 @@
 """make_conv_odd_onnx.py OUTDIR: one-op models of the convolution family at odd geometries
 (groups, depthwise, dilations, strides, asymmetric pads, 1-D and 3-D, transposed with
 output_padding, a fused bias + residual + activation, windowed pools with ceil_mode and
-padding counted or not), weights as initializers, the batch dim dynamic.  For each, with
+padding counted or not) and DenseNet's Concat -> BatchNormalization -> Relu -> Conv chains
+(channels blocked or not, the norm's output shared or a graph output), weights as initializers,
+the batch dim dynamic.  For each, with
 onnxruntime's outputs as the reference, OUTDIR/<case>/ gets model.onnx, model.json and
 manifest.json in the format onnx_engine_run reads (tests/helpers/onnx_reference.py).
 
@@ -63,6 +65,105 @@ def pool(name, op, c, spatial, k, **attrs):
     return name, nodes, graph_in, [], False
 
 
+def bn_inits(rng, prefix, c):
+    """A BatchNormalization's scale, bias, mean and variance (positive) as initializers, and their names."""
+    vals = [rng.standard_normal(c) * 0.5 + 1, rng.standard_normal(c) * 0.5, rng.standard_normal(c) * 0.5,
+            rng.uniform(0.25, 2.0, c)]
+    names = [f"{prefix}_{k}" for k in ("scale", "bias", "mean", "var")]
+    return names, [numpy_helper.from_array(v.astype(np.float32), n) for n, v in zip(names, vals)]
+
+
+def dense(name, cin, growth, layers, spatial, tail="pool"):
+    """A DenseNet block as torchvision exports it, after a 3x3 Conv stem (so that oneDNN writes every source of
+    the Concats): per layer Concat (of the block input and every earlier
+    layer's output; one source for the first) -> BatchNormalization -> Relu -> Conv 1x1 (bias, Relu) -> Conv 3x3;
+    then Concat -> BatchNormalization -> Relu and either a 1x1 Conv, a Pad of zeros and an AveragePool (tail
+    "pool", a transition as torch exports it) or
+    a GlobalAveragePool (tail "global", the classifier's head)."""
+    rng = np.random.default_rng(len(name) + 7)
+    nodes, inits, feats, ch = [], [], ["stem"], cin
+
+    def conv_w(n, o, i, k):
+        return numpy_helper.from_array((rng.standard_normal([o, i, k, k]) / np.sqrt(i * k * k)).astype(np.float32), n)
+
+    def norm_relu(i, src, c):
+        names, ts = bn_inits(rng, f"bn{i}", c)
+        inits.extend(ts)
+        nodes.append(helper.make_node("BatchNormalization", [src] + names, [f"n{i}"], epsilon=1e-5))
+        nodes.append(helper.make_node("Relu", [f"n{i}"], [f"r{i}"]))
+        return f"r{i}"
+
+    inits.append(conv_w("ws", cin, cin, 3))
+    nodes.append(helper.make_node("Conv", ["X", "ws"], ["stem"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    for i in range(layers + 1):
+        nodes.append(helper.make_node("Concat", list(feats), [f"cat{i}"], axis=1))
+        r = norm_relu(i, f"cat{i}", ch)
+        if i == layers:
+            break
+        inits += [conv_w(f"w1_{i}", 2 * growth, ch, 1),
+                  numpy_helper.from_array(rng.standard_normal(2 * growth).astype(np.float32) * 0.1, f"b1_{i}"),
+                  conv_w(f"w2_{i}", growth, 2 * growth, 3)]
+        nodes += [helper.make_node("Conv", [r, f"w1_{i}", f"b1_{i}"], [f"c1_{i}"], kernel_shape=[1, 1]),
+                  helper.make_node("Relu", [f"c1_{i}"], [f"a1_{i}"]),
+                  helper.make_node("Conv", [f"a1_{i}", f"w2_{i}"], [f"c2_{i}"], kernel_shape=[3, 3],
+                                   pads=[1, 1, 1, 1])]
+        feats.append(f"c2_{i}")
+        ch += growth
+    if tail == "pool":
+        inits += [conv_w("wt", ch // 2, ch, 1), numpy_helper.from_array(np.zeros(8, np.int64), "zeros")]
+        nodes += [helper.make_node("Conv", [r, "wt"], ["t"], kernel_shape=[1, 1]),
+                  helper.make_node("Pad", ["t", "zeros"], ["tp"]),
+                  helper.make_node("AveragePool", ["tp"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])]
+    else:
+        nodes.append(helper.make_node("GlobalAveragePool", [r], ["Y"]))
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", cin] + list(spatial))]
+    return name, nodes, graph_in, inits, False
+
+
+def norm(name, c, spatial, readers, stem=True):
+    """BatchNormalization -> Relu -> Conv 3x3, the norm's source a Conv + MaxPool stem (so that oneDNN leaves it
+    blocked; a Conv alone would take the norm in) or (stem False) the graph input; readers "resid": the norm's
+    output is also added to the Conv's (the Conv's residual), so the Relu cannot take it over."""
+    rng = np.random.default_rng(len(name) + 11)
+    names, inits = bn_inits(rng, "bn", c)
+    k = [3] * len(spatial)
+    for w in ("W", "WS"):
+        inits.append(numpy_helper.from_array((rng.standard_normal([c, c] + k) /
+                                              np.sqrt(c * 3 ** len(spatial))).astype(np.float32), w))
+    src = "X"
+    nodes = []
+    if stem:
+        nodes += [helper.make_node("Conv", ["X", "WS"], ["s0"], kernel_shape=k, pads=[1] * (2 * len(spatial))),
+                  helper.make_node("MaxPool", ["s0"], ["s1"], kernel_shape=k, pads=[1] * (2 * len(spatial)))]
+        src = "s1"
+    nodes += [helper.make_node("BatchNormalization", [src] + names, ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("Conv", ["r", "W"], ["c"], kernel_shape=[3] * len(spatial),
+                              pads=[1] * (2 * len(spatial)))]
+    last = "c"
+    if readers == "resid":
+        nodes.append(helper.make_node("Add", ["c", "n"], ["s"]))
+        last = "s"
+    nodes.append(helper.make_node("Identity", [last], ["Y"]))
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", c] + list(spatial))]
+    return name, nodes, graph_in, inits, False
+
+
+def norm_tail(name, c, spatial, relu=True):
+    """Conv 3x3, Concat with the input, BatchNormalization [-> Relu] as the graph's output (written plain)."""
+    rng = np.random.default_rng(len(name) + 13)
+    names, inits = bn_inits(rng, "bn", c)
+    inits.append(numpy_helper.from_array((rng.standard_normal([c, c, 3, 3]) / np.sqrt(9 * c)).astype(np.float32),
+                                         "W"))
+    nodes = [helper.make_node("Conv", ["X", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["c", "X"], ["k"], axis=1)]
+    names2, inits2 = bn_inits(rng, "bn2", 2 * c)
+    nodes.append(helper.make_node("BatchNormalization", ["k"] + names2, ["n"], epsilon=1e-5))
+    nodes.append(helper.make_node("Relu", ["n"], ["Y"]) if relu else helper.make_node("Identity", ["n"], ["Y"]))
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", c] + list(spatial))]
+    return name, nodes, graph_in, inits + inits2, False
+
+
 CASES = [
     conv("grouped_dilated", 6, 9, (11, 13), (3, 2), group=3, strides=[2, 1], dil=[2, 2], pads=[1, 0, 2, 1]),
     conv("depthwise_relu", 8, 8, (9, 7), (3, 3), group=8, pads=[1, 1, 1, 1], act=("Relu", {})),
@@ -91,6 +192,17 @@ CASES = [
          count_include_pad=1),
     pool("maxpool1d", "MaxPool", 3, (17,), (4,), strides=[3], pads=[1, 2]),
     pool("avgpool3d", "AveragePool", 2, (5, 6, 7), (2, 3, 2), strides=[1, 2, 2]),
+    dense("dense_block", 32, 16, 4, (9, 10)),
+    dense("dense_block_head", 64, 32, 3, (6, 6), tail="global"),
+    dense("dense_block_odd", 12, 6, 3, (7, 5)),
+    norm("norm_relu_conv", 16, (8, 7), ""),
+    norm("norm_relu_conv_plain", 16, (8, 7), "", stem=False),
+    norm("norm_relu_conv_odd", 5, (6, 9), ""),
+    norm("norm_shared_resid", 16, (7, 7), "resid"),
+    norm("norm_relu_conv1d", 16, (13,), ""),
+    norm("norm_relu_conv3d", 8, (4, 5, 6), ""),
+    norm_tail("norm_relu_out", 16, (6, 5)),
+    norm_tail("norm_out", 16, (6, 5), relu=False),
 ]
 
 

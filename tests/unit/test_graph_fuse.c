@@ -727,6 +727,62 @@ test_residual_norm(void)
 	}
 }
 
+enum { P_ZERO = 0, P_ZERO_TWO_READERS, P_NONZERO, P_OUTPUT, P_UNRESOLVED };
+
+/* x -> Pad (zeros, or a near miss) -> Relu (and a Sigmoid for two readers) -> y. */
+static graph_t *
+build_pad(int v)
+{
+	static const int64_t xd[] = { 4, 5, 6 };
+	graph_t *g = gt_new();
+	int x = batch_input(g, "x", 4, xd), p = gt_temp(g, "p"), y = gt_temp(g, "y"), in[2] = { x, -1 }, k;
+	struct graph_node *pad;
+
+	if (v == P_UNRESOLVED)	/* pads still an input: not known to be zero */
+		in[1] = gt_scalar(g, "pads", 0);
+	k = gt_node(g, "pad", GRAPH_OP_PAD, v == P_UNRESOLVED ? 2 : 1, in, p);
+	pad = &g->nodes[k];
+	pad->attr.pad.mode = GRAPH_PAD_CONSTANT;
+	pad->attr.pad.npads = 8;
+	pad->attr.pad.pads[7] = v == P_NONZERO;
+	gt_unary(g, "relu", GRAPH_UNARY_RELU, p, y);
+	gt_output(g, y);
+	if (v == P_ZERO_TWO_READERS) {
+		int z = gt_temp(g, "z");
+
+		gt_unary(g, "sigmoid", GRAPH_UNARY_SIGMOID, p, z);
+		gt_output(g, z);
+	}
+	if (v == P_OUTPUT)
+		gt_output(g, p);
+	return g;
+}
+
+/* A Pad of zeros goes, its readers reading its input; one adding anything, a graph output or unresolved stays. */
+static void
+test_pad_zero(void)
+{
+	char *cause = NULL;
+	graph_t *g;
+	int v, n, removed;
+
+	for (v = P_ZERO; v <= P_UNRESOLVED; v++) {
+		g = build_pad(v);
+		n = graph_fuse_shapes(g, gt_infer_shapes, &cause);
+		CHECK(n >= 0, "pad variant %d: %s", v, cause != NULL ? cause : "?");
+		removed = v <= P_ZERO_TWO_READERS;
+		CHECK(n == removed && (gt_find(g, GRAPH_OP_PAD, -1) < 0) == removed && topological(g),
+		    "pad variant %d: %d rewrites, %zu nodes", v, n, g->nnodes);
+		if (removed)
+			for (size_t i = 0; i < g->nnodes; i++)
+				CHECK(g->nodes[i].op == GRAPH_OP_UNARY && g->nodes[i].inputs[0] == g->inputs[0],
+				    "pad variant %d: node %zu reads tensor %d, not the input", v, i, g->nodes[i].inputs[0]);
+		free(cause);
+		cause = NULL;
+		graph_free(g);
+	}
+}
+
 /* A node naming a tensor outside the graph is refused with its name, and the graph is left as it was. */
 static void
 test_errors(void)
@@ -757,6 +813,7 @@ main(void)
 	test_residual();
 	test_layernorm();
 	test_residual_norm();
+	test_pad_zero();
 	test_errors();
 	printf("graph_fuse with the library's shape inference: %d graphs compared\n", real_runs);
 	return test_finish("test_graph_fuse");

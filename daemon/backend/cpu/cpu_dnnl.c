@@ -1,8 +1,7 @@
-/* cpu_dnnl.c: Conv, ConvTranspose, pools, channel Concat and Gemm/MatMul with constant weights through oneDNN: primitives made once per plan, tensors kept blocked between them. */
+/* cpu_dnnl.c: Conv, ConvTranspose, pools, channel Concat, BatchNormalization and Gemm/MatMul with constant weights through oneDNN: primitives made once per plan, tensors kept blocked between them. */
 #include "config.h"
 
 #include <dnnl.h>
-#include <dnnl_debug.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -13,76 +12,21 @@
 
 #include "alloc.h"
 #include "cpu_conv_geom.h"
-#include "cpu_dnnl.h"
-#include "cpu_dnnl_weights.h"
+#include "cpu_dnnl_impl.h"
 #include "error.h"
 
 /* Alignment of buffers oneDNN reads with vector loads. */
 #define DNNL_BUF_ALIGN 64
 
 /*
- * Multiply-adds (a pool: input elements) below which a node's primitives are
- * made and run on the calling thread alone: some 20 to 40 us on one core,
- * about what waking the other workers and waiting for them costs once the
- * machine is busy (mobilenet_v3_small at batch 1, 52 such convolutions, ran
- * three times slower on two threads than on one beside other work).
+ * Multiply-adds (a pool, a BatchNormalization: input elements) below which
+ * a node's primitives are made and run on the calling thread alone: some 20
+ * to 40 us on one core, about what waking the other workers and waiting for
+ * them costs once the machine is busy (mobilenet_v3_small at batch 1, 52
+ * such convolutions, ran three times slower on two threads than on one
+ * beside other work).
  */
 #define DNNL_SERIAL_MACS (1 << 20)
-
-struct cpu_dnnl {
-	dnnl_engine_t eng;
-	struct cpu_dnnl_wcache wc;
-};
-
-/*
- * A reorder between a tensor in the plan's plain layout and the layout the
- * primitive runs fastest in (oneDNN's blocked nChw16c and the like), through
- * one of the plan's two staging buffers.
- */
-struct dnnl_edge {
-	dnnl_primitive_t r;		/* NULL: the primitive takes the plain layout, or direct */
-	dnnl_memory_t user, blk;
-	size_t bytes;			/* of the blocked copy in a staging buffer */
-	void *direct;			/* non-NULL: the blocked copy is the tensor itself, here (dnnl_plan_link) */
-	dnnl_exec_arg_t args[2];
-};
-
-/* One node's primitive, its arguments bound to the plan's addresses. */
-struct dnnl_node {
-	dnnl_primitive_t prim;
-	dnnl_primitive_desc_t pd;
-	dnnl_memory_t bias, scratch;		/* NULL when the node has none */
-	struct dnnl_edge in, out, resid_in;	/* plain -> blocked src, blocked -> plain dst, residual -> dst */
-	dnnl_exec_arg_t args[5];
-	dnnl_exec_arg_t *cargs;		/* a Concat's arguments (args is too small), else NULL */
-	dnnl_memory_t *csrc;		/* a Concat's sources, ncsrc of them */
-	int nargs, ncsrc;
-	struct dnnl_weights *w;
-	const float *resid;		/* fused residual: copied into dst for the sum post-op */
-	float *dst;
-	size_t dst_elems, plane;	/* the output's elements, one output plane's */
-	int64_t nplanes, nch;		/* output planes (N x M), output channels */
-	const struct graph_node *n;	/* for an activation oneDNN does not run */
-	int serial;			/* made for and run on one thread (DNNL_SERIAL_MACS) */
-};
-
-struct cpu_dnnl_plan {
-	struct cpu_dnnl *d;
-	dnnl_stream_t stream;
-	size_t nnodes;
-	struct dnnl_node **nodes;	/* NULL where the kernel library runs the node */
-	void *scratch;
-	void *stage[2];			/* blocked copies of a node's input and output */
-};
-
-/* 0, or -1 with *cause naming the oneDNN call and its status. */
-static int
-dnnl_check(dnnl_status_t st, const char *what, char **cause)
-{
-	if (st == dnnl_success)
-		return 0;
-	return error_set(cause, "oneDNN %s: %s", what, dnnl_status2str(st));
-}
 
 /* Open the CPU engine. */
 int
@@ -97,7 +41,7 @@ cpu_dnnl_open(struct cpu_dnnl **out, char **cause)
 		free(d);
 		return error_set(cause, "pthread_mutex_init: %s", strerror(err));
 	}
-	if (dnnl_check(dnnl_engine_create(&d->eng, dnnl_cpu, 0), "engine_create", cause) != 0) {
+	if (cpu_dnnl_check(dnnl_engine_create(&d->eng, dnnl_cpu, 0), "engine_create", cause) != 0) {
 		pthread_mutex_destroy(&d->wc.lock);
 		free(d);
 		return -1;
@@ -141,18 +85,16 @@ dnnl_node_attr(const struct graph_node *n, int resid, dnnl_primitive_attr_t *att
 	float alpha, beta;
 	int rc = -1;
 
-	if (dnnl_check(dnnl_primitive_attr_create(attr), "primitive_attr_create", cause) != 0)
+	if (cpu_dnnl_scratch_attr(attr, cause) != 0)
 		return -1;
-	if (dnnl_check(dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user),
-	    "set_scratchpad_mode", cause) != 0 ||
-	    dnnl_check(dnnl_post_ops_create(&po), "post_ops_create", cause) != 0)
+	if (cpu_dnnl_check(dnnl_post_ops_create(&po), "post_ops_create", cause) != 0)
 		goto out;
-	if (resid && dnnl_check(dnnl_post_ops_append_sum(po, 1.0f), "post_ops_append_sum", cause) != 0)
+	if (resid && cpu_dnnl_check(dnnl_post_ops_append_sum(po, 1.0f), "post_ops_append_sum", cause) != 0)
 		goto out;
 	if (dnnl_act_alg(n, &alg, &alpha, &beta) &&
-	    dnnl_check(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "append_eltwise", cause) != 0)
+	    cpu_dnnl_check(dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta), "append_eltwise", cause) != 0)
 		goto out;
-	rc = dnnl_check(dnnl_primitive_attr_set_post_ops(*attr, po), "set_post_ops", cause);
+	rc = cpu_dnnl_check(dnnl_primitive_attr_set_post_ops(*attr, po), "set_post_ops", cause);
 out:
 	if (po != NULL)
 		dnnl_post_ops_destroy(po);
@@ -163,20 +105,24 @@ out:
 	return rc;
 }
 
-/* Plain (row-major) layout tag of ndims dims. */
-static dnnl_format_tag_t
-dnnl_plain_tag(int ndims)
-{
-	static const dnnl_format_tag_t tags[] = { dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef };
-
-	return tags[ndims - 1];
-}
-
 /* The memory descriptors of a Conv (transpose 0) or ConvTranspose node's data, bias and user weights. */
 struct dnnl_conv_mds {
 	dnnl_memory_desc_t src, dst, sany, dany, bias, wany, wuser;
 	dnnl_dims_t strides, dil, pl, pr;
 };
+
+/* m's source and destination layouts (dims xd and yd, nd of them), plain and "any". */
+static int
+dnnl_data_mds(struct dnnl_conv_mds *m, int nd, const dnnl_dims_t xd, const dnnl_dims_t yd, char **cause)
+{
+	dnnl_format_tag_t plain = cpu_dnnl_plain_tag(nd);
+
+	return cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, nd, xd, dnnl_f32, plain), "md", cause) ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, nd, yd, dnnl_f32, plain), "md", cause) ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->sany, nd, xd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->dany, nd, yd, dnnl_f32, dnnl_format_tag_any), "md", cause) ?
+	    -1 : 0;
+}
 
 /* Fill m from the window geometry w (ns spatial dims), group count and the node's attributes. */
 static int
@@ -208,13 +154,10 @@ dnnl_conv_mds_init(const struct cpu_window *w, const struct graph_window_attr *a
 	ws[g + (transpose ? 1 : 0)] = w->k_sz * (transpose ? oc : ic);
 	if (g)
 		ws[0] = oc * ic * w->k_sz;
-	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, ns + 2, xd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, ns + 2, yd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->sany, ns + 2, xd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dany, ns + 2, yd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 1, bd, dnnl_f32, dnnl_a), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, wn, wd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, wn, wd, dnnl_f32, ws), "md", cause))
+	if (dnnl_data_mds(m, ns + 2, xd, yd, cause) != 0 ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 1, bd, dnnl_f32, dnnl_a), "md", cause) ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, wn, wd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
+	    cpu_dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, wn, wd, dnnl_f32, ws), "md", cause))
 		return -1;
 	return 0;
 }
@@ -242,62 +185,8 @@ dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl
 		return 0;
 	if (dnnl_node_attr(c->n, cpu_has_in(c, 3), &attr, cause) != 0)
 		return -1;
-	st = dnnl_primitive_desc_create(pd, transpose ? (const_dnnl_op_desc_t)&dd : (const_dnnl_op_desc_t)&cd,
-	    attr, d->eng, NULL);
-	dnnl_primitive_attr_destroy(attr);
-	if (st == dnnl_unimplemented) {
-		*pd = NULL;
-		return 0;
-	}
-	return dnnl_check(st, "primitive_desc_create", cause);
-}
-
-/* Set up e between plain tensor ptr (layout user) and the primitive's layout blk; to_blk: plain is the source. */
-static int
-dnnl_edge_init(struct cpu_dnnl *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *blk, void *ptr,
-    int to_blk, struct dnnl_edge *e, char **cause)
-{
-	dnnl_primitive_desc_t rpd;
-	int rc;
-
-	if (dnnl_check(dnnl_memory_create(&e->user, user, d->eng, ptr), "memory_create", cause) != 0)
-		return -1;
-	if (dnnl_memory_desc_equal(user, blk))
-		return 0;
-	/* The blocked copy's address is the plan's staging buffer, bound once every node is sized. */
-	e->bytes = dnnl_memory_desc_get_size(blk);
-	if (dnnl_check(dnnl_memory_create(&e->blk, blk, d->eng, DNNL_MEMORY_NONE), "memory_create", cause) != 0 ||
-	    dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, to_blk ? user : blk, d->eng, to_blk ? blk : user,
-	    d->eng, NULL), "reorder_primitive_desc_create", cause) != 0)
-		return -1;
-	rc = dnnl_check(dnnl_primitive_create(&e->r, rpd), "primitive_create (reorder)", cause);
-	dnnl_primitive_desc_destroy(rpd);
-	e->args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, to_blk ? e->user : e->blk };
-	e->args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, to_blk ? e->blk : e->user };
-	return rc;
-}
-
-/* Free e's reorder and memory objects. */
-static void
-dnnl_edge_free(struct dnnl_edge *e)
-{
-	if (e->r != NULL)
-		dnnl_primitive_destroy(e->r);
-	if (e->user != NULL)
-		dnnl_memory_destroy(e->user);
-	if (e->blk != NULL)
-		dnnl_memory_destroy(e->blk);
-}
-
-/* Make e direct: its blocked copy is the tensor at ptr, its reorder gone. */
-static int
-dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause)
-{
-	dnnl_primitive_destroy(e->r);
-	e->r = NULL;
-	e->bytes = 0;
-	e->direct = ptr;
-	return dnnl_check(dnnl_memory_set_data_handle(e->blk, ptr), "set_data_handle", cause);
+	return cpu_dnnl_pd_create(d, transpose ? (const_dnnl_op_desc_t)&dd : (const_dnnl_op_desc_t)&cd, attr,
+	    transpose ? "deconvolution" : "convolution", pd, cause);
 }
 
 /* Bind x's arguments: memory objects over the plan's addresses, reorders where the primitive wants blocks. */
@@ -308,144 +197,22 @@ dnnl_node_bind(struct cpu_dnnl *d, struct dnnl_node *x, const struct cpu_node_ct
 	const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(x->pd, dnnl_query_src_md, 0);
 	const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
 
-	if (dnnl_edge_init(d, &m->src, smd, (void *)cpu_in(c, 0), 1, &x->in, cause) != 0 ||
-	    dnnl_edge_init(d, &m->dst, dmd, cpu_out(c, 0), 0, &x->out, cause) != 0 ||
+	if (cpu_dnnl_edge_init(d, &m->src, smd, (void *)cpu_in(c, 0), 1, &x->in, cause) != 0 ||
+	    cpu_dnnl_edge_init(d, &m->dst, dmd, cpu_out(c, 0), 0, &x->out, cause) != 0 ||
 	    (c->n->op == GRAPH_OP_CONV && cpu_has_in(c, 3) && x->out.r != NULL &&
-	    dnnl_edge_init(d, &m->dst, dmd, (void *)cpu_in(c, 3), 1, &x->resid_in, cause) != 0))
+	    cpu_dnnl_edge_init(d, &m->dst, dmd, (void *)cpu_in(c, 3), 1, &x->resid_in, cause) != 0))
 		return -1;
 	x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, x->in.r != NULL ? x->in.blk : x->in.user };
 	if (x->w != NULL)
 		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, x->w->mem };
 	x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_DST, x->out.r != NULL ? x->out.blk : x->out.user };
 	if (c->n->op != GRAPH_OP_POOL && cpu_has_in(c, 2)) {
-		if (dnnl_check(dnnl_memory_create(&x->bias, &m->bias, d->eng, (void *)cpu_in(c, 2)), "memory_create",
+		if (cpu_dnnl_check(dnnl_memory_create(&x->bias, &m->bias, d->eng, (void *)cpu_in(c, 2)), "memory_create",
 		    cause) != 0)
 			return -1;
 		x->args[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_BIAS, x->bias };
 	}
 	return 0;
-}
-
-/* Free one node's primitive, memory objects and weight reference (lock not held). */
-static void
-dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
-{
-	if (x == NULL)
-		return;
-	dnnl_edge_free(&x->in);
-	dnnl_edge_free(&x->out);
-	dnnl_edge_free(&x->resid_in);
-	if (x->bias != NULL)
-		dnnl_memory_destroy(x->bias);
-	if (x->scratch != NULL)
-		dnnl_memory_destroy(x->scratch);
-	for (int i = 0; i < x->ncsrc; i++)
-		if (x->csrc[i] != NULL)
-			dnnl_memory_destroy(x->csrc[i]);
-	free(x->csrc);
-	free(x->cargs);
-	if (x->prim != NULL)
-		dnnl_primitive_destroy(x->prim);
-	if (x->pd != NULL)
-		dnnl_primitive_desc_destroy(x->pd);
-	if (x->w != NULL) {
-		cpu_dnnl_weights_unref(&d->wc, x->w);
-	}
-	free(x);
-}
-
-/*
- * Whether oneDNN may take node n: a Conv, ConvTranspose, MatMul or Gemm (A
- * not transposed, alpha 1, C added as is) with weights known at load, or a
- * windowed (not global: one pass over the plane either way) pool; fp32
- * throughout.  A Concat: dnnl_concat_ok, with the plan's shapes.
- */
-static int
-dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
-{
-	if (n->op == GRAPH_OP_CONCAT)
-		return 1;	/* dnnl_concat_ok decides, with the shapes */
-	if (n->op == GRAPH_OP_POOL)
-		return !n->attr.pool.global && n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
-		    g->tensors[n->inputs[0]].dtype == GRAPH_DT_F32 && g->tensors[n->outputs[0]].dtype == GRAPH_DT_F32;
-	if (n->op == GRAPH_OP_GEMM && (n->attr.gemm.trans_a || n->attr.gemm.alpha != 1.0f ||
-	    (n->ninputs >= 3 && n->inputs[2] >= 0 && n->attr.gemm.beta != 1.0f)))
-		return 0;
-	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE && n->op != GRAPH_OP_GEMM &&
-	    n->op != GRAPH_OP_MATMUL)
-		return 0;
-	if (n->ninputs < 2 || n->inputs[0] < 0 || n->inputs[1] < 0 || n->noutputs < 1)
-		return 0;
-	for (int i = 0; i < n->ninputs; i++)
-		if (n->inputs[i] >= 0 && g->tensors[n->inputs[i]].dtype != GRAPH_DT_F32)
-			return 0;
-	if (g->tensors[n->outputs[0]].dtype != GRAPH_DT_F32)
-		return 0;
-	return (g->tensors[n->inputs[1]].flags & GRAPH_TENSOR_CONST) != 0;
-}
-
-/* The index of the node before i writing tensor t as its first output, or -1. */
-static long
-dnnl_writer(const graph_t *g, size_t i, int t)
-{
-	for (size_t j = 0; j < i; j++)
-		if (g->nodes[j].noutputs >= 1 && g->nodes[j].outputs[0] == t)
-			return (long)j;
-	return -1;
-}
-
-/*
- * Whether oneDNN node x (graph node n) may write its output t blocked at the
- * tensor's own address: not a graph output, not over its own source, not
- * with a residual at that address (its reorder would overwrite itself).
- */
-static int
-dnnl_out_linkable(const graph_t *g, const struct graph_node *n, const struct dnnl_node *x, void *const *ptrs)
-{
-	int t = n->noutputs >= 1 ? n->outputs[0] : -1;
-
-	return t >= 0 && !(g->tensors[t].flags & GRAPH_TENSOR_OUTPUT) && ptrs[n->inputs[0]] != ptrs[t] &&
-	    !(x->resid_in.r != NULL && x->resid == x->dst);
-}
-
-/*
- * The blocked layout the oneDNN writer of tensor t (a node before i) makes
- * it in, when t may stay in it (dnnl_out_linkable) and it takes the plain
- * layout's bytes (no channel padding); NULL when t is plain.  Sets *w to
- * the writer.
- */
-static const dnnl_memory_desc_t *
-dnnl_writer_md(const struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_shape *shapes,
-    void *const *ptrs, size_t i, int t, struct dnnl_node **w)
-{
-	long j = dnnl_writer(g, i, t);
-	struct dnnl_node *x = j >= 0 ? p->nodes[j] : NULL;
-	const dnnl_memory_desc_t *md;
-
-	*w = x;
-	if (x == NULL || (x->out.r == NULL && x->out.direct == NULL) || !dnnl_out_linkable(g, &g->nodes[j], x, ptrs))
-		return NULL;
-	md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
-	return dnnl_memory_desc_get_size(md) == (size_t)cpu_elems(&shapes[t]) * sizeof(float) ? md : NULL;
-}
-
-/* Whether every node reading tensor t is one oneDNN may take (so a Concat may write t blocked). */
-static int
-dnnl_read_by_dnnl(const graph_t *g, int t)
-{
-	int any = 0;
-
-	if (g->tensors[t].flags & GRAPH_TENSOR_OUTPUT)
-		return 0;
-	for (size_t j = 0; j < g->nnodes; j++)
-		for (int k = 0; k < g->nodes[j].ninputs; k++) {
-			if (g->nodes[j].inputs[k] != t)
-				continue;
-			if (g->nodes[j].op == GRAPH_OP_CONCAT || !dnnl_node_eligible(g, &g->nodes[j]))
-				return 0;
-			any = 1;
-		}
-	return any;
 }
 
 /*
@@ -463,7 +230,7 @@ dnnl_concat_ok(const graph_t *g, const struct graph_node *n, const struct graph_
 	int64_t axis;
 
 	if (n->op != GRAPH_OP_CONCAT || t < 0 || n->ninputs < 1 || n->act != GRAPH_UNARY_NONE ||
-	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !dnnl_read_by_dnnl(g, t))
+	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !cpu_dnnl_read_by_dnnl(g, t))
 		return 0;
 	nd = shapes[t].ndims;
 	axis = n->attr.concat.axis < 0 ? n->attr.concat.axis + nd : n->attr.concat.axis;
@@ -512,22 +279,17 @@ dnnl_concat_srcs(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, dnnl_mem
 		const struct graph_shape *s = &c->shapes[t];
 		const dnnl_memory_desc_t *md;
 		struct dnnl_node *w;
-		dnnl_dims_t dims;
 
 		if (cpu_elems(s) == 0)
 			continue;
-		md = dnnl_writer_md(p, c->g, c->shapes, c->ptrs, i, t, &w);
+		md = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, i, t, &w);
 		if (md != NULL && (w->out.direct != NULL || dnnl_read_by_concats(c->g, c->shapes, c->ptrs, t))) {
-			if (w->out.direct == NULL && dnnl_edge_direct(&w->out, c->ptrs[t], cause) != 0)
+			if (w->out.direct == NULL && cpu_dnnl_edge_direct(&w->out, c->ptrs[t], cause) != 0)
 				return -1;
 			mds[*n] = *md;
 			(*blocked)++;
-		} else {
-			for (int d = 0; d < s->ndims; d++)
-				dims[d] = s->dims[d];
-			if (dnnl_check(dnnl_memory_desc_init_by_tag(&mds[*n], s->ndims, dims, dnnl_f32,
-			    dnnl_plain_tag(s->ndims)), "md", cause) != 0)
-				return -1;
+		} else if (cpu_dnnl_plain_md(s, &mds[*n], cause) != 0) {
+			return -1;
 		}
 		ts[(*n)++] = t;
 	}
@@ -542,27 +304,65 @@ static int
 dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, int n, int blocked,
     dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, char **cause)
 {
-	const struct graph_shape *ys = cpu_out_shape(c, 0);
 	dnnl_primitive_attr_t attr;
-	dnnl_dims_t dims;
 	dnnl_status_t st;
 
-	for (int i = 0; i < ys->ndims; i++)
-		dims[i] = ys->dims[i];
-	if (dnnl_check(dnnl_memory_desc_init_by_tag(dst, ys->ndims, dims, dnnl_f32, dnnl_plain_tag(ys->ndims)), "md",
-	    cause) != 0 || dnnl_check(dnnl_primitive_attr_create(&attr), "primitive_attr_create", cause) != 0)
+	if (cpu_dnnl_plain_md(cpu_out_shape(c, 0), dst, cause) != 0 || cpu_dnnl_scratch_attr(&attr, cause) != 0)
 		return -1;
-	st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
 	/*
 	 * All sources blocked: no destination layout given, oneDNN keeps theirs
 	 * for the readers to take.  Mixed ones go plain: the readers' Convs may
 	 * want another layout (the UNet's want nhwc), and a blocked result would
 	 * cost a reorder to plain and another out of it.
 	 */
-	if (st == dnnl_success)
-		st = dnnl_concat_primitive_desc_create(pd, blocked == n ? NULL : dst, n, 1, mds, attr, d->eng);
+	st = dnnl_concat_primitive_desc_create(pd, blocked == n ? NULL : dst, n, 1, mds, attr, d->eng);
 	dnnl_primitive_attr_destroy(attr);
-	return dnnl_check(st, "concat_primitive_desc_create", cause);
+	return cpu_dnnl_check(st, "concat_primitive_desc_create", cause);
+}
+
+/* Whether md is shape s in the channels-last layout (nwc, nhwc, ndhwc) with nothing padded. */
+static int
+dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s)
+{
+	static const dnnl_format_tag_t tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
+	dnnl_memory_desc_t cl;
+	dnnl_dims_t dims;
+
+	for (int d = 0; d < s->ndims; d++)
+		dims[d] = s->dims[d];
+	return s->ndims >= 3 && s->ndims <= 5 &&
+	    dnnl_memory_desc_init_by_tag(&cl, s->ndims, dims, dnnl_f32, tags[s->ndims - 3]) == dnnl_success &&
+	    dnnl_memory_desc_equal(md, &cl);
+}
+
+/*
+ * Let Concat x (sources mds of tensors ts, n of them) join channels-last
+ * sources into a channels-last result by hand (dnnl_node_exec): oneDNN
+ * 2.6's concat copies each pixel's run of each source's channels with an
+ * overhead that dominates runs this short (densenet's 32 channels: 10.6 ms
+ * of its 62 Concats at batch 8 on one thread; about 4.5 ms in this loop).
+ */
+static int
+dnnl_concat_cl(struct dnnl_node *x, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, const int *ts,
+    int n, char **cause)
+{
+	const struct graph_shape *ys = cpu_out_shape(c, 0);
+
+	if (!dnnl_md_channels_last(dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), ys))
+		return 0;
+	for (int k = 0; k < n; k++)
+		if (!dnnl_md_channels_last(&mds[k], &c->shapes[ts[k]]))
+			return 0;
+	if ((x->cl_src = xcalloc((size_t)n, sizeof *x->cl_src)) == NULL ||
+	    (x->cl_ch = xcalloc((size_t)n, sizeof *x->cl_ch)) == NULL)
+		return error_set(cause, "out of memory");
+	for (int k = 0; k < n; k++) {
+		x->cl_src[k] = c->ptrs[ts[k]];
+		x->cl_ch[k] = c->shapes[ts[k]].dims[1];
+	}
+	x->cl_pixels = cpu_elems(ys) / ys->dims[1];
+	x->nch = ys->dims[1];
+	return 0;
 }
 
 /*
@@ -584,19 +384,21 @@ dnnl_concat_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 	}
 	if (dnnl_concat_srcs(p, c, mds, ts, &n, &blocked, cause) != 0 ||
 	    dnnl_concat_pd(p->d, c, mds, n, blocked, &dst, &x->pd, cause) != 0 ||
-	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0)
+	    cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0)
 		goto fail;
 	for (int k = 0; k < n; k++) {
-		if (dnnl_check(dnnl_memory_create(&x->csrc[k], &mds[k], p->d->eng, c->ptrs[ts[k]]), "memory_create",
+		if (cpu_dnnl_check(dnnl_memory_create(&x->csrc[k], &mds[k], p->d->eng, c->ptrs[ts[k]]), "memory_create",
 		    cause) != 0)
 			goto fail;
 		x->ncsrc++;
 		x->cargs[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_MULTIPLE_SRC + k, x->csrc[k] };
 	}
-	if (dnnl_edge_init(p->d, &dst, dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), cpu_out(c, 0), 0,
+	if (cpu_dnnl_edge_init(p->d, &dst, dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), cpu_out(c, 0), 0,
 	    &x->out, cause) != 0)
 		goto fail;
 	x->cargs[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_DST, x->out.r != NULL ? x->out.blk : x->out.user };
+	if (dnnl_concat_cl(x, c, mds, ts, n, cause) != 0)
+		goto fail;
 	x->dst = cpu_out(c, 0);
 	x->dst_elems = (size_t)cpu_elems(cpu_out_shape(c, 0));
 	x->n = c->n;
@@ -605,7 +407,7 @@ dnnl_concat_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 	free(mds);
 	return 0;
 fail:
-	dnnl_node_free(p->d, x);
+	cpu_dnnl_node_free(p->d, x);
 	free(ts);
 	free(mds);
 	return -1;
@@ -628,7 +430,6 @@ dnnl_pool_pd(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, const struct
 	dnnl_primitive_attr_t attr;
 	dnnl_pooling_v2_desc_t pdsc;
 	dnnl_alg_kind_t alg;
-	dnnl_status_t st;
 
 	*pd = NULL;
 	for (int i = 0; i < ns; i++) {
@@ -648,31 +449,20 @@ dnnl_pool_pd(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, const struct
 	}
 	alg = a->kind == GRAPH_POOL_MAX ? dnnl_pooling_max :
 	    a->count_include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
-	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, ns + 2, xd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, ns + 2, yd, dnnl_f32, dnnl_plain_tag(ns + 2)), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->sany, ns + 2, xd, dnnl_f32, dnnl_format_tag_any), "md", cause) ||
-	    dnnl_check(dnnl_memory_desc_init_by_tag(&m->dany, ns + 2, yd, dnnl_f32, dnnl_format_tag_any), "md", cause))
+	if (dnnl_data_mds(m, ns + 2, xd, yd, cause) != 0)
 		return -1;
 	/*
 	 * Pooling takes its source in the layout given (no "any"): the blocked
 	 * one its oneDNN writer makes (dnnl_plan_link may then drop both
 	 * reorders), else the plain one; the output as it likes.
 	 */
-	bsrc = dnnl_writer_md(p, c->g, c->shapes, c->ptrs, (size_t)(c->n - c->g->nodes), c->n->inputs[0], &writer);
+	bsrc = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, (size_t)(c->n - c->g->nodes), c->n->inputs[0], &writer);
 	if (dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, bsrc != NULL ? bsrc : &m->src,
 	    &m->dany, m->strides, k, m->dil, m->pl, m->pr) != dnnl_success)
 		return 0;
-	if (dnnl_check(dnnl_primitive_attr_create(&attr), "primitive_attr_create", cause) != 0)
+	if (cpu_dnnl_scratch_attr(&attr, cause) != 0)
 		return -1;
-	st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-	if (st == dnnl_success)
-		st = dnnl_primitive_desc_create(pd, &pdsc, attr, p->d->eng, NULL);
-	dnnl_primitive_attr_destroy(attr);
-	if (st == dnnl_unimplemented) {
-		*pd = NULL;
-		return 0;
-	}
-	return dnnl_check(st, "primitive_desc_create (pooling)", cause);
+	return cpu_dnnl_pd_create(p->d, &pdsc, attr, "pooling", pd, cause);
 }
 
 /* The oneDNN node for pool c, or NULL (*out) when the kernel library keeps it. */
@@ -696,7 +486,7 @@ dnnl_pool_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 		free(x);
 		return 0;
 	}
-	if (dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	if (cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
 	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
 		goto fail;
 	x->dst = cpu_out(c, 0);
@@ -704,7 +494,7 @@ dnnl_pool_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 	*out = x;
 	return 0;
 fail:
-	dnnl_node_free(p->d, x);
+	cpu_dnnl_node_free(p->d, x);
 	return -1;
 }
 
@@ -723,7 +513,6 @@ dnnl_linear_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, struct dnnl_con
 	int64_t k = as->ndims >= 2 ? as->dims[as->ndims - 1] : 0, n, rows;
 	dnnl_primitive_attr_t attr;
 	dnnl_matmul_desc_t md;
-	dnnl_status_t st;
 
 	*pd = NULL;
 	if (k == 0 || bs->ndims != 2 || (tb ? bs->dims[1] : bs->dims[0]) != k)
@@ -734,24 +523,18 @@ dnnl_linear_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, struct dnnl_con
 	if (rows * n == 0 || cpu_elems(cpu_out_shape(c, 0)) != rows * n ||
 	    (cs != NULL && (cs->ndims < 1 || cs->dims[cs->ndims - 1] != n || cpu_elems(cs) != n)))
 		return 0;
-	if (dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, 2, (dnnl_dims_t){ rows, k }, dnnl_f32, dnnl_ab), "md",
-	    cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, 2, (dnnl_dims_t){ rows, n }, dnnl_f32, dnnl_ab),
-	    "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 2, (dnnl_dims_t){ 1, n }, dnnl_f32,
-	    dnnl_ab), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, 2, (dnnl_dims_t){ k, n },
-	    dnnl_f32, dnnl_format_tag_any), "md", cause) || dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, 2,
+	if (cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->src, 2, (dnnl_dims_t){ rows, k }, dnnl_f32, dnnl_ab), "md",
+	    cause) || cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->dst, 2, (dnnl_dims_t){ rows, n }, dnnl_f32, dnnl_ab),
+	    "md", cause) || cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->bias, 2, (dnnl_dims_t){ 1, n }, dnnl_f32,
+	    dnnl_ab), "md", cause) || cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&m->wany, 2, (dnnl_dims_t){ k, n },
+	    dnnl_f32, dnnl_format_tag_any), "md", cause) || cpu_dnnl_check(dnnl_memory_desc_init_by_strides(&m->wuser, 2,
 	    (dnnl_dims_t){ k, n }, dnnl_f32, tb ? (dnnl_dims_t){ 1, k } : (dnnl_dims_t){ n, 1 }), "md", cause))
 		return -1;
 	if (dnnl_matmul_desc_init(&md, &m->src, &m->wany, cs != NULL ? &m->bias : NULL, &m->dst) != dnnl_success)
 		return 0;
 	if (dnnl_node_attr(c->n, 0, &attr, cause) != 0)
 		return -1;
-	st = dnnl_primitive_desc_create(pd, &md, attr, d->eng, NULL);
-	dnnl_primitive_attr_destroy(attr);
-	if (st == dnnl_unimplemented) {
-		*pd = NULL;
-		return 0;
-	}
-	return dnnl_check(st, "primitive_desc_create (matmul)", cause);
+	return cpu_dnnl_pd_create(d, &md, attr, "matmul", pd, cause);
 }
 
 /* The oneDNN node for Gemm or MatMul c, or NULL (*out) when the kernel library keeps it. */
@@ -773,7 +556,7 @@ dnnl_linear_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 	}
 	if (cpu_dnnl_weights_get(&p->d->wc, p->d->eng, p->stream, &m.wuser, cpu_in(c, 1), dnnl_memory_desc_get_size(&m.wuser),
 	    dnnl_primitive_desc_query_md(x->pd, dnnl_query_weights_md, 0), &x->w, cause) != 0 ||
-	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
 	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
 		goto fail;
 	x->dst = cpu_out(c, 0);
@@ -785,7 +568,7 @@ dnnl_linear_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 	*out = x;
 	return 0;
 fail:
-	dnnl_node_free(p->d, x);
+	cpu_dnnl_node_free(p->d, x);
 	return -1;
 }
 
@@ -807,6 +590,8 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 	}
 	if (c->n->op == GRAPH_OP_GEMM || c->n->op == GRAPH_OP_MATMUL)
 		return dnnl_linear_create(p, c, out, cause);
+	if (c->n->op == GRAPH_OP_BATCHNORM)
+		return cpu_dnnl_bnorm_create(p, c, out, cause);
 	*out = NULL;
 	if (cpu_conv_node_geom(c, transpose, &w, &cg, &mg, cause) != 0)
 		return -1;
@@ -823,7 +608,7 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 	}
 	if (cpu_dnnl_weights_get(&p->d->wc, p->d->eng, p->stream, &m.wuser, cpu_in(c, 1), dnnl_memory_desc_get_size(&m.wuser),
 	    dnnl_primitive_desc_query_md(x->pd, dnnl_query_weights_md, 0), &x->w, cause) != 0 ||
-	    dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
+	    cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||
 	    dnnl_node_bind(p->d, x, c, &m, cause) != 0)
 		goto fail;
 	x->resid = cpu_has_in(c, 3) ? cpu_in(c, 3) : NULL;
@@ -836,7 +621,7 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 	*out = x;
 	return 0;
 fail:
-	dnnl_node_free(p->d, x);
+	cpu_dnnl_node_free(p->d, x);
 	return -1;
 }
 
@@ -845,7 +630,8 @@ static int
 dnnl_buffer(size_t n, void **out, char **cause)
 {
 	*out = NULL;
-	if (n > 0 && (*out = aligned_alloc(DNNL_BUF_ALIGN, (n + DNNL_BUF_ALIGN - 1) / DNNL_BUF_ALIGN * DNNL_BUF_ALIGN)) == NULL)
+	if (n > 0 &&
+	    (*out = aligned_alloc(DNNL_BUF_ALIGN, (n + DNNL_BUF_ALIGN - 1) / DNNL_BUF_ALIGN * DNNL_BUF_ALIGN)) == NULL)
 		return error_set(cause, "out of memory for %zu bytes of oneDNN buffers", n);
 	return 0;
 }
@@ -877,16 +663,16 @@ dnnl_plan_buffers(struct cpu_dnnl_plan *p, char **cause)
 		if (x == NULL)
 			continue;
 		if ((x->in.blk != NULL && x->in.direct == NULL &&
-		    dnnl_check(dnnl_memory_set_data_handle(x->in.blk, p->stage[0]), "set_data_handle", cause) != 0) ||
+		    cpu_dnnl_check(dnnl_memory_set_data_handle(x->in.blk, p->stage[0]), "set_data_handle", cause) != 0) ||
 		    (x->out.blk != NULL && x->out.direct == NULL &&
-		    dnnl_check(dnnl_memory_set_data_handle(x->out.blk, p->stage[1]), "set_data_handle", cause) != 0) ||
-		    (x->resid_in.blk != NULL && dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk,
+		    cpu_dnnl_check(dnnl_memory_set_data_handle(x->out.blk, p->stage[1]), "set_data_handle", cause) != 0) ||
+		    (x->resid_in.blk != NULL && cpu_dnnl_check(dnnl_memory_set_data_handle(x->resid_in.blk,
 		    x->out.direct != NULL ? x->out.direct : p->stage[1]), "set_data_handle", cause) != 0))
 			return -1;
 		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_scratchpad_md, 0);
 		if (dnnl_memory_desc_get_size(md) == 0)
 			continue;
-		if (dnnl_check(dnnl_memory_create(&x->scratch, md, p->d->eng, p->scratch), "memory_create", cause) != 0)
+		if (cpu_dnnl_check(dnnl_memory_create(&x->scratch, md, p->d->eng, p->scratch), "memory_create", cause) != 0)
 			return -1;
 		(x->cargs != NULL ? x->cargs : x->args)[x->nargs++] = (dnnl_exec_arg_t){ DNNL_ARG_SCRATCHPAD, x->scratch };
 	}
@@ -908,7 +694,7 @@ dnnl_link_reader_ok(const struct dnnl_node *y, const struct graph_node *r, void 
 	if (y == NULL || r->noutputs < 1 || r->outputs[0] < 0)
 		return 0;
 	if (k == 0)
-		return ptrs[r->outputs[0]] != ptrs[t] &&
+		return (y->in_place || ptrs[y->dst_t] != ptrs[t]) &&
 		    dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md);
 	/* The residual, copied as it is into the blocked output the sum post-op adds to. */
 	return k == 3 && r->op == GRAPH_OP_CONV && y->resid_in.direct == NULL &&
@@ -962,22 +748,23 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	for (size_t i = 0; i < g->nnodes && rc == 0; i++) {
 		struct dnnl_node *x = p->nodes[i];
 		const dnnl_memory_desc_t *md;
-		int t = g->nodes[i].noutputs >= 1 ? g->nodes[i].outputs[0] : -1;
+		int t;
 
-		if (x == NULL || x->out.r == NULL || !dnnl_out_linkable(g, &g->nodes[i], x, ptrs))
+		if (x == NULL || x->out.r == NULL || !cpu_dnnl_out_linkable(g, x, ptrs))
 			continue;
+		t = x->dst_t;
 		md = dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0);
 		if (dnnl_memory_desc_get_size(md) != (size_t)cpu_elems(&shapes[t]) * sizeof(float))
 			continue;
 		dnnl_link_readers(p, g, ptrs, t, md, readers, &n);
 		if (n == 0)
 			continue;
-		rc = dnnl_edge_direct(&x->out, ptrs[t], cause);
+		rc = cpu_dnnl_edge_direct(&x->out, ptrs[t], cause);
 		for (size_t j = 0; j < n && rc == 0; j++) {
 			struct dnnl_node *y = p->nodes[readers[j] / 2];
 
 			if (readers[j] % 2 == 0) {
-				rc = dnnl_edge_direct(&y->in, ptrs[t], cause);
+				rc = cpu_dnnl_edge_direct(&y->in, ptrs[t], cause);
 				continue;
 			}
 			/* The residual's reorder becomes a copy (dnnl_node_exec); its target stays the output's. */
@@ -990,13 +777,13 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	return rc;
 }
 
-/* Node n's multiply-adds (a pool's: its input elements), against DNNL_SERIAL_MACS. */
+/* Node n's multiply-adds (a pool's, a norm's: its input elements), against DNNL_SERIAL_MACS. */
 static int64_t
 dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
 {
 	const struct graph_shape *x = &shapes[n->inputs[0]], *y = &shapes[n->outputs[0]], *w;
 
-	if (n->op == GRAPH_OP_POOL)
+	if (n->op == GRAPH_OP_POOL || n->op == GRAPH_OP_BATCHNORM)
 		return cpu_elems(x);
 	if (n->op == GRAPH_OP_CONCAT)
 		return cpu_elems(y);
@@ -1027,13 +814,24 @@ static int
 dnnl_node_make(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
 {
 	int serial = dnnl_node_macs(c->n, c->shapes) < DNNL_SERIAL_MACS, prev = serial ? dnnl_threads_set(1) : 0, rc;
+	struct dnnl_node *x;
 
 	rc = dnnl_node_create(p, c, out, cause);
 	if (serial)
 		dnnl_threads_set(prev);
-	if (rc == 0 && *out != NULL)
-		(*out)->serial = serial;
-	return rc;
+	if (rc != 0 || (x = *out) == NULL)
+		return rc;
+	x->serial = serial;
+	x->src_t = c->n->inputs[0];
+	x->dst_t = x->absorbs != 0 ? c->g->nodes[x->absorbs].outputs[0] : c->n->outputs[0];
+	return 0;
+}
+
+/* Whether node i's work is done by the node before it (a ReLU fused into a BatchNormalization). */
+static int
+dnnl_absorbed(const struct cpu_dnnl_plan *p, size_t i)
+{
+	return i > 0 && p->nodes[i - 1] != NULL && p->nodes[i - 1]->absorbs == i;
 }
 
 /* Make the plan's primitives. */
@@ -1049,12 +847,13 @@ cpu_dnnl_plan_create(struct cpu_dnnl *d, const graph_t *g, const struct graph_sh
 	}
 	p->d = d;
 	p->nnodes = g->nnodes;
-	if (dnnl_check(dnnl_stream_create(&p->stream, d->eng, dnnl_stream_default_flags), "stream_create", cause) != 0)
+	if (cpu_dnnl_check(dnnl_stream_create(&p->stream, d->eng, dnnl_stream_default_flags), "stream_create", cause) != 0)
 		goto fail;
 	for (size_t i = 0; i < g->nnodes; i++) {
 		struct cpu_node_ctx c = { g, &g->nodes[i], shapes, ptrs, NULL };
 
-		if (dnnl_node_eligible(g, c.n) && dnnl_node_make(p, &c, &p->nodes[i], cause) != 0) {
+		if (!dnnl_absorbed(p, i) && cpu_dnnl_node_eligible(g, c.n) && dnnl_node_make(p, &c, &p->nodes[i],
+		    cause) != 0) {
 			error_prefix(cause, "node '%s' (%s)", c.n->name ? c.n->name : "?", graph_op_name(c.n->op));
 			goto fail;
 		}
@@ -1083,11 +882,29 @@ dnnl_node_act(const struct dnnl_node *x)
 		    x->n->act_beta);
 }
 
+/* Channels-last Concat x by hand (dnnl_concat_cl): per pixel, each source's channels in turn. */
+static void
+dnnl_concat_cl_run(const struct cpu_dnnl_plan *p, const struct dnnl_node *x)
+{
+	float *dst = x->out.direct != NULL ? x->out.direct : x->out.r != NULL ? p->stage[1] : x->dst;
+
+	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) \
+	    if (!x->serial && cpu_parallel((int64_t)x->dst_elems))
+	for (int64_t px = 0; px < x->cl_pixels; px++) {
+		float *d = dst + px * x->nch;
+
+		for (int k = 0; k < x->ncsrc; k++) {
+			memcpy(d, x->cl_src[k] + px * x->cl_ch[k], (size_t)x->cl_ch[k] * sizeof(float));
+			d += x->cl_ch[k];
+		}
+	}
+}
+
 /* Run e's reorder. */
 static int
 dnnl_edge_run(struct cpu_dnnl_plan *p, struct dnnl_edge *e, char **cause)
 {
-	return dnnl_check(dnnl_primitive_execute(e->r, p->stream, 2, e->args), "reorder", cause);
+	return cpu_dnnl_check(dnnl_primitive_execute(e->r, p->stream, 2, e->args), "reorder", cause);
 }
 
 /* Run x: the residual into place, the reorders and the primitive, the activation oneDNN did not fuse. */
@@ -1105,17 +922,19 @@ dnnl_node_exec(struct cpu_dnnl_plan *p, struct dnnl_node *x, char **cause)
 	} else if (x->resid != NULL && x->resid != x->dst) {
 		memcpy(x->dst, x->resid, x->dst_elems * sizeof(float));
 	}
+	if (x->cl_src != NULL)
+		dnnl_concat_cl_run(p, x);
 	if ((x->in.r != NULL && dnnl_edge_run(p, &x->in, cause) != 0) ||
-	    dnnl_check(dnnl_primitive_execute(x->prim, p->stream, x->nargs, x->cargs != NULL ? x->cargs : x->args),
-	    "primitive_execute", cause) != 0 ||
+	    (x->cl_src == NULL && cpu_dnnl_check(dnnl_primitive_execute(x->prim, p->stream, x->nargs,
+	    x->cargs != NULL ? x->cargs : x->args), "primitive_execute", cause) != 0) ||
 	    (x->out.r != NULL && dnnl_edge_run(p, &x->out, cause) != 0) ||
-	    dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
+	    cpu_dnnl_check(dnnl_stream_wait(p->stream), "stream_wait", cause) != 0)
 		return -1;
 	dnnl_node_act(x);
 	return 0;
 }
 
-/* Run node i if oneDNN has it (a small one on this thread alone). */
+/* Run node i if oneDNN has it (a small one on this thread alone); nothing when the node before did its work. */
 int
 cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
 {
@@ -1123,7 +942,7 @@ cpu_dnnl_plan_run_node(struct cpu_dnnl_plan *p, size_t i, char **cause)
 	int prev, rc;
 
 	if (x == NULL)
-		return 0;
+		return dnnl_absorbed(p, i);
 	prev = x->serial ? dnnl_threads_set(1) : 0;
 	rc = dnnl_node_exec(p, x, cause);
 	if (x->serial)
@@ -1138,7 +957,7 @@ cpu_dnnl_plan_free(struct cpu_dnnl_plan *p)
 	if (p == NULL)
 		return;
 	for (size_t i = 0; i < p->nnodes; i++)
-		dnnl_node_free(p->d, p->nodes[i]);
+		cpu_dnnl_node_free(p->d, p->nodes[i]);
 	if (p->stream != NULL)
 		dnnl_stream_destroy(p->stream);
 	free(p->scratch);

@@ -1,4 +1,4 @@
-/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Concat, Gemm and MatMul as oneDNN primitives made once per plan. */
+/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Concat, BatchNormalization, Gemm and MatMul as oneDNN primitives made once per plan. */
 #ifndef INFERD_CPU_DNNL_H
 #define INFERD_CPU_DNNL_H
 
@@ -19,6 +19,10 @@
  * all in the layout its writer writes, and that layout no larger, stays in
  * oneDNN's blocked layout in the tensor's own memory; so does one only
  * channel Concats read (they take each source in whatever layout it has).
+ * A ReLU right after a BatchNormalization oneDNN runs, reading its output
+ * alone, is computed by the norm's primitive: running the ReLU's node is
+ * then done (cpu_dnnl_plan_run_node answers 1) and the norm's own output is
+ * never written.
  * A plan runs on one thread at a time; plans of one cpu_dnnl may run at once.
  */
 struct cpu_dnnl;
