@@ -3,7 +3,7 @@
 
     cpu_vs_ort.py --build BUILDDIR [--models mobilenet_v3_small:128 ...]
                   [--rows 1 8] [--threads 1 2] [--rounds 3] [--duration 3]
-                  [--busy 0] [--workdir DIR] [--out FILE]
+                  [--busy 0] [--torch] [--workdir DIR] [--out FILE]
 
 Each model (NAME:SIZE) is exported once with random weights
 (torch.manual_seed(0)) and a dynamic batch dim to WORKDIR/<model>/model.onnx.
@@ -24,7 +24,9 @@ batch's time is the median of the batch times of that round.  --busy N starts N
 `sh -c 'while :; do :; done'` processes for the whole run (the busy-machine
 measurement).  The figure is onnxruntime ms / inferd ms (above 1: inferd is
 faster), from the medians of the rounds; min and median of both are printed
-and written as JSON to --out.
+and written as JSON to --out.  --torch also times PyTorch eager (the model
+object the export came from, inference mode, torch.set_num_threads T) on the
+same inputs in each round: torch ms / inferd ms beside.
 """
 
 import argparse
@@ -70,16 +72,11 @@ def unet():
     return UNet()
 
 
-def export(name, size, path):
-    """Write model name with random weights as ONNX (opset 13 vision, 14 BERT; batch dim dynamic)."""
-    import inspect
-
+def build(name, size):
+    """Model name with random weights (torch.manual_seed(0)), in eval mode, and its ONNX export arguments."""
     import torch
 
-    # The TorchScript exporter: torch >= 2.9 exports with dynamo unless told otherwise.
-    ts = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.manual_seed(0)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     if name in BERTS:
         import transformers
 
@@ -96,23 +93,30 @@ def export(name, size, path):
                 out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
                 return out.last_hidden_state, out.pooler_output
 
-        model = Named().eval()
         ids = torch.ones(1, size, dtype=torch.int64)
-        with torch.no_grad():
-            torch.onnx.export(model, (ids, ids), path, opset_version=14, **ts,
-                              input_names=["input_ids", "attention_mask"],
-                              output_names=["last_hidden_state", "pooler_output"],
-                              dynamic_axes={k: {0: "batch"} for k in
-                                            ("input_ids", "attention_mask", "last_hidden_state", "pooler_output")})
-        return
+        names = ["input_ids", "attention_mask", "last_hidden_state", "pooler_output"]
+        return Named().eval(), (ids, ids), dict(opset_version=14, input_names=names[:2], output_names=names[2:],
+                                                 dynamic_axes={k: {0: "batch"} for k in names})
     import torchvision
 
     model = (unet() if name == "unet" else getattr(torchvision.models, name)()).eval()
-    x = torch.rand(1, 3, size, size)
+    return model, (torch.rand(1, 3, size, size),), dict(opset_version=13, input_names=["input"],
+                                                        output_names=["output"],
+                                                        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+
+
+def export(name, size, path):
+    """Write model name with random weights as ONNX (opset 13 vision, 14 BERT; batch dim dynamic)."""
+    import inspect
+
+    import torch
+
+    # The TorchScript exporter: torch >= 2.9 exports with dynamo unless told otherwise.
+    ts = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    model, args, kw = build(name, size)
     with torch.no_grad():
-        torch.onnx.export(model, x, path, opset_version=13, input_names=["input"], **ts,
-                          output_names=["output"],
-                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        torch.onnx.export(model, args, path, **kw, **ts)
 
 
 def feeds(name, size, rows):
@@ -139,6 +143,25 @@ def ort_round(sess, x, seconds, warmup):
     return statistics.median(times)
 
 
+def torch_round(model, x, threads, seconds, warmup):
+    """Median ms of PyTorch eager batches (inference mode, threads intra-op threads) over seconds (feeds x)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    args = [torch.from_numpy(v) for v in x.values()]
+    with torch.inference_mode():
+        end = time.perf_counter() + warmup
+        while time.perf_counter() < end:
+            model(*args)
+        times = []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end or len(times) < 3:
+            t0 = time.perf_counter()
+            model(*args)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
 def inferd_round(engine, d, rows, threads, seconds, warmup):
     """Median ms of inferd-bench-engine's batches over seconds (its p50)."""
     env = dict(os.environ, INFERD_CPU_THREADS=str(threads))
@@ -146,6 +169,13 @@ def inferd_round(engine, d, rows, threads, seconds, warmup):
                           "--duration=%g" % seconds, "--warmup=%g" % warmup],
                          env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])["batch_us"]["p50"] / 1e3
+
+
+def peer_version():
+    """The PyTorch peer's version."""
+    import torch
+
+    return torch.__version__
 
 
 def measure(a, engine, spec, rows, threads):
@@ -163,17 +193,27 @@ def measure(a, engine, spec, rows, threads):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     x = feeds(name, int(size), rows)
-    ort_ms, inf_ms = [], []
+    peer = build(name, int(size))[0] if a.torch else None
+    ort_ms, inf_ms, torch_ms = [], [], []
     for r in range(a.rounds):
         inf_ms.append(inferd_round(engine, d, rows, threads, a.duration, a.warmup))
         ort_ms.append(ort_round(sess, x, a.duration, a.warmup))
-        print("  %s rows %d threads %d round %d: inferd %.2f ms, onnxruntime %.2f ms"
-              % (spec, rows, threads, r, inf_ms[-1], ort_ms[-1]), flush=True)
+        if peer is not None:
+            torch_ms.append(torch_round(peer, x, threads, a.duration, a.warmup))
+        print("  %s rows %d threads %d round %d: inferd %.2f ms, onnxruntime %.2f ms%s"
+              % (spec, rows, threads, r, inf_ms[-1], ort_ms[-1],
+                 ", PyTorch %.2f ms" % torch_ms[-1] if torch_ms else ""), flush=True)
     res = {"model": name, "size": int(size), "rows": rows, "threads": threads, "busy": a.busy,
            "loadavg_1m": os.getloadavg()[0], "inferd_ms": inf_ms, "ort_ms": ort_ms,
            "inferd_median_ms": statistics.median(inf_ms), "inferd_min_ms": min(inf_ms),
            "ort_median_ms": statistics.median(ort_ms), "ort_min_ms": min(ort_ms)}
     res["ratio"] = res["ort_median_ms"] / res["inferd_median_ms"]
+    if torch_ms:
+        res.update(torch_ms=torch_ms, torch_median_ms=statistics.median(torch_ms), torch_min_ms=min(torch_ms))
+        res["torch_ratio"] = res["torch_median_ms"] / res["inferd_median_ms"]
+        print("%-22s %4d rows %d threads %d: PyTorch %s eager median %8.2f ms (min %8.2f), torch/inferd %.2f"
+              % (name, int(size), rows, threads, peer_version(), res["torch_median_ms"], res["torch_min_ms"],
+                 res["torch_ratio"]), flush=True)
     print("%-22s %4d rows %d threads %d: inferd median %8.2f ms (min %8.2f), onnxruntime median %8.2f ms "
           "(min %8.2f), ort/inferd %.2f, load %.2f"
           % (name, int(size), rows, threads, res["inferd_median_ms"], res["inferd_min_ms"],
@@ -191,6 +231,7 @@ def main():
     p.add_argument("--duration", type=float, default=3.0)
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--busy", type=int, default=0)
+    p.add_argument("--torch", action="store_true", help="also time PyTorch eager on the same model and inputs")
     p.add_argument("--workdir", default="/tmp/inferd-cpu-vs-ort")
     p.add_argument("--out", default=None)
     a = p.parse_args()
@@ -212,7 +253,7 @@ def main():
         for b in busy:
             b.kill()
             b.wait()
-    doc = {"onnxruntime": ort.__version__, "threads": a.threads, "rows": a.rows, "rounds": a.rounds,
+    doc = {"onnxruntime": ort.__version__, "torch": peer_version() if a.torch else None, "threads": a.threads, "rows": a.rows, "rounds": a.rounds,
            "busy": a.busy, "loadavg_start": load0, "loadavg_end": os.getloadavg(), "results": results}
     if a.out:
         with open(a.out, "w") as f:
