@@ -573,28 +573,26 @@ static compile_cache_t *
 cc_open(const char *identity)
 {
 	char *path = NULL, *cause = NULL;
+	size_t bound = cc_dir != NULL || cc_max_bytes > 0 ? cc_max_bytes : CC_MEMORY_DEFAULT;
 	compile_cache_t *c;
 
-	if (cc_dir == NULL) {
-		if ((c = compile_cache_new(NULL, identity, cc_max_bytes ? cc_max_bytes : CC_MEMORY_DEFAULT)) != NULL) {
-			c->next = cc_caches;
-			cc_caches = c;
-		}
-		return c;
-	}
-	if ((path = cc_path_of(identity)) == NULL || (c = compile_cache_new(path, identity, cc_max_bytes)) == NULL) {
+	if (cc_dir != NULL && (path = cc_path_of(identity)) == NULL)
+		return NULL;
+	if ((c = compile_cache_new(path, identity, bound)) == NULL) {
 		free(path);
 		return NULL;
 	}
-	/* The directory may be new (its parent must exist); a failure here shows at the first save. */
-	if (mkdir(cc_dir, 0755) != 0 && errno != EEXIST)
-		LOG_WARN("compile cache: mkdir %s: %s", cc_dir, strerror(errno));
-	if (compile_cache_load(c, &cause) != 0) {
-		LOG_WARN("compile cache: ignoring %s", cause);
-		free(cause);
+	if (path != NULL) {
+		/* The directory may be new (its parent must exist); a failure here shows at the first save. */
+		if (mkdir(cc_dir, 0755) != 0 && errno != EEXIST)
+			LOG_WARN("compile cache: mkdir %s: %s", cc_dir, strerror(errno));
+		if (compile_cache_load(c, &cause) != 0) {
+			LOG_WARN("compile cache: ignoring %s", cause);
+			free(cause);
+		}
+		LOG_INFO("compile cache %s: %zu records for %s", path, compile_cache_count(c), identity);
+		free(path);
 	}
-	LOG_INFO("compile cache %s: %zu records for %s", path, compile_cache_count(c), identity);
-	free(path);
 	c->next = cc_caches;
 	cc_caches = c;
 	return c;

@@ -356,7 +356,7 @@ model_exec_device_memory(model_exec_t *x, char **cause)
 	return 0;
 }
 
-/* Variable dims: compile the largest shape's plan into the cache now, so a model the device cannot run fails at load. */
+/* Variable dims on a GPU: compile the largest shape's plan into the cache now, so a model the device cannot run fails at load. */
 static int
 model_exec_first_plan(model_exec_t *x, char **cause)
 {
@@ -525,10 +525,9 @@ model_exec_tally(model_exec_t *x)
 static int
 model_exec_create_as(const model_t *m, int warm, model_exec_t **out, char **cause)
 {
+	uint64_t t0 = clock_now_us(), t1 = t0;
 	model_exec_t *x;
 	int rc;
-
-	uint64_t t0 = clock_now_us(), t1 = t0;
 
 	x = xcalloc(1, sizeof *x);
 	if (x == NULL)

@@ -64,16 +64,16 @@ def http(port, method, path, body=b""):
         return e.code
 
 
-def start(inferd, repo, threads, work):
-    """A CPU daemon in explicit model control; returns (process, port)."""
+def start(inferd, repo, work, options):
+    """A daemon in explicit model control with options (its device, ...); returns (process, port)."""
     port_file = os.path.join(work, "port")
     if os.path.exists(port_file):
         os.unlink(port_file)
     log = open(os.path.join(work, "daemon.log"), "w")
-    p = subprocess.Popen([inferd, "--device=cpu", f"--model_repository={repo}", "--model_control_mode=explicit",
-                          "--http_port=0", f"--port-file={port_file}", f"--shm_socket={work}/sock",
-                          f"--cpu_threads={threads}"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(600):
+    p = subprocess.Popen([inferd, f"--model_repository={repo}", "--model_control_mode=explicit",
+                          "--http_port=0", f"--port-file={port_file}", f"--shm_socket={work}/sock"] + options,
+                         stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(1200):
         if os.path.exists(port_file) and open(port_file).read().strip():
             return p, int(open(port_file).read())
         if p.poll() is not None:
@@ -114,7 +114,7 @@ def main():
         feeds[m] = export(m, path)
         with open(os.path.join(repo, m, "model.json"), "w") as f:
             json.dump({"platform": "onnx"}, f)
-    daemon, port = start(os.path.abspath(a.inferd), repo, a.threads, work)
+    daemon, port = start(os.path.abspath(a.inferd), repo, work, ["--device=cpu", f"--cpu_threads={a.threads}"])
     results = []
     try:
         for m in a.models:

@@ -13,11 +13,12 @@ the records as JSON to --out.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+from cpu_load_vs_ort import start  # the same daemon start (explicit model control, a port file)
 
 
 def http(port, method, path):
@@ -29,23 +30,6 @@ def http(port, method, path):
             return r.status, r.read().decode(errors="replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode(errors="replace")
-
-
-def start(inferd, device, repo, work):
-    """A daemon in explicit model control on device; returns (process, port)."""
-    port_file = os.path.join(work, "port")
-    log = open(os.path.join(work, "daemon.log"), "w")
-    p = subprocess.Popen([inferd, f"--device={device}", f"--model_repository={repo}",
-                          "--model_control_mode=explicit", "--http_port=0", f"--port-file={port_file}",
-                          f"--shm_socket={work}/sock"], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(1200):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            return p, int(open(port_file).read())
-        if p.poll() is not None:
-            sys.exit(f"the daemon exited: see {work}/daemon.log")
-        time.sleep(0.05)
-    p.kill()
-    sys.exit("the daemon did not start")
 
 
 def make_repo(exports, precisions, repo):
@@ -84,7 +68,7 @@ def main():
     names = make_repo(a.exports, a.precisions, repo)
     if not names:
         sys.exit(f"no model.onnx with a model.json under {a.exports}")
-    daemon, port = start(os.path.abspath(a.inferd), a.device, repo, work)
+    daemon, port = start(os.path.abspath(a.inferd), repo, work, [f"--device={a.device}"])
     recs = []
     try:
         for name, export, prec in names:

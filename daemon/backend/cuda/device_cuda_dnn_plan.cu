@@ -329,50 +329,51 @@ dnn_heuristics(struct dnn_parts *p, cudnnBackendHeurMode_t mode, int64_t *count)
 	    DNN_MAX_CFGS, count, p->cfg);
 }
 
+/* The notes (attr, of type t, at most cap) of the config's engine into notes: how many, or -1 when cuDNN does not tell. */
+static int64_t
+dnn_cfg_notes(cudnnBackendDescriptor_t cfg, cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t t,
+    int64_t cap, void *notes)
+{
+	cudnnBackendDescriptor_t eng = NULL;
+	int64_t n = -1, got = 0;
+
+	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
+		return -1;
+	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+	    &eng) != CUDNN_STATUS_SUCCESS || got != 1 ||
+	    cudnnBackendGetAttribute(eng, attr, t, cap, &n, notes) != CUDNN_STATUS_SUCCESS)
+		n = -1;
+	(void)cudnnBackendDestroyDescriptor(eng);
+	return n < cap ? n : cap;
+}
+
 /* 1 when the config's engine computes in strict fp32 (no TF32 unless tf32, no down-conversion, FFT or Winograd). */
 static int
 dnn_cfg_strict(cudnnBackendDescriptor_t cfg, int tf32)
 {
-	cudnnBackendDescriptor_t eng = NULL;
 	cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-	int64_t n = 0, got = 0;
-	int ok = 0;
+	int64_t n = dnn_cfg_notes(cfg, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+	    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
 
-	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
-		return 0;
-	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
-	    &eng) == CUDNN_STATUS_SUCCESS && got == 1 &&
-	    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-	    CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS) {
-		ok = 1;
-		for (int64_t i = 0; i < n; i++)
-			if (notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && notes[i] != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP &&
-			    !(tf32 && notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
-				ok = 0;
-	}
-	(void)cudnnBackendDestroyDescriptor(eng);
-	return ok;
+	for (int64_t i = 0; i < n; i++)
+		if (notes[i] != CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && notes[i] != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP &&
+		    !(tf32 && notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE))
+			return 0;
+	return n >= 0;
 }
 
 /* 1 when the config's engine compiles its kernel when finalized (NVRTC: a fraction of a second each time). */
 static int
 dnn_cfg_compiles(cudnnBackendDescriptor_t cfg)
 {
-	cudnnBackendDescriptor_t eng = NULL;
 	cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-	int64_t n = 0, got = 0;
-	int rtc = 0;
+	int64_t n = dnn_cfg_notes(cfg, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+	    CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, notes);
 
-	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
-		return 0;
-	if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
-	    &eng) == CUDNN_STATUS_SUCCESS && got == 1 &&
-	    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-	    CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
-		for (int64_t i = 0; i < n && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; i++)
-			rtc |= notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-	(void)cudnnBackendDestroyDescriptor(eng);
-	return rtc;
+	for (int64_t i = 0; i < n; i++)
+		if (notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
+			return 1;
+	return 0;
 }
 
 /*
