@@ -98,11 +98,11 @@ INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_L
 # of the per-op compilers.
 CUDA_DIR = daemon/backend/cuda
 CUDA_UNITS = device_cuda device_cuda_kernels device_cuda_common device_cuda_support device_cuda_gemm \
-	device_cuda_conv device_cuda_dnn device_cuda_dnn_plan device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
+	device_cuda_conv device_cuda_dnn device_cuda_dnn_kcache device_cuda_dnn_plan device_cuda_elementwise device_cuda_reduce device_cuda_tensor \
 	device_cuda_spatial device_cuda_precision device_cuda_copy device_cuda_index device_cuda_topk \
 	device_cuda_rnn device_cuda_attention device_cuda_sdpa device_cuda_argmax
 CUDA_HDRS = $(CUDA_DIR)/device_cuda_kernels.h $(CUDA_DIR)/device_cuda_impl.h $(CUDA_DIR)/device_cuda_dnn.h \
-	$(CUDA_DIR)/device_cuda_dnn_plan.h $(CUDA_DIR)/device_cuda_sdpa.h $(CUDA_DIR)/device_cuda_store.h
+	$(CUDA_DIR)/device_cuda_dnn_kcache.h $(CUDA_DIR)/device_cuda_dnn_plan.h $(CUDA_DIR)/device_cuda_sdpa.h $(CUDA_DIR)/device_cuda_store.h
 CUDA_DEP_FILES = $(srcdir)/daemon/device_impl.h $(srcdir)/daemon/device.h $(srcdir)/daemon/graph.h \
 	$(srcdir)/common/error.h $(srcdir)/daemon/compile_cache.h $(srcdir)/daemon/log.h $(srcdir)/daemon/backend/device_unary.h $(srcdir)/daemon/backend/device_resize.h \
 	$(srcdir)/daemon/backend/device_elementwise.h $(srcdir)/daemon/backend/device_index.h $(srcdir)/daemon/backend/backend_node.h \

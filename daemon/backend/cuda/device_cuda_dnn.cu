@@ -16,6 +16,7 @@
 #include <cudnn.h>
 #include <pthread.h>
 
+#include "device_cuda_dnn_kcache.h"
 #include "device_cuda_dnn_plan.h"
 
 /*
@@ -256,6 +257,7 @@ cuda_dnn_pool_drain(int ordinal)
 		dnn_plan_destroy(gone);
 		gone = next;
 	}
+	cuda_dnn_kcache_drain(ordinal);
 }
 
 /* How many idle plans the pool holds (for /metrics and the tests). */
@@ -325,10 +327,11 @@ dnn_fused_refuse(const struct dnn_key *k)
 static void
 dnn_log_build(const struct cuda_dnn_conv_desc *d, const struct dnn_plan *pl, const char *how, uint64_t t0)
 {
-	LOG_DEBUG("cuDNN convolution plan for x [%lld, %lld, %lld, %lld] w [%lld, %lld, %lld, %lld] %s: %s in %.1f ms "
+	LOG_DEBUG("cuDNN convolution plan for x [%lld, %lld, %lld, %lld] w [%lld, %lld, %lld, %lld] %s: %s%s in %.1f ms "
 	    "(workspace %lld bytes)", (long long)d->x[0], (long long)d->x[1], (long long)d->x[2], (long long)d->x[3],
 	    (long long)d->w[0], (long long)d->w[1], (long long)d->w[2], (long long)d->w[3], how,
-	    pl == NULL ? "no engine" : pl->fused ? "fused epilogue" : "plain", (double)(clock_now_us() - t0) / 1e3,
+	    pl == NULL ? "no engine" : pl->fused ? "fused epilogue" : "plain",
+	    pl != NULL && pl->generic ? ", shape-generic kernel" : "", (double)(clock_now_us() - t0) / 1e3,
 	    pl == NULL ? 0LL : (long long)pl->ws);
 }
 
@@ -353,14 +356,14 @@ dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_d
 		return NULL;
 	}
 	fusable = cuda_dnn_plan_fusable(d) && !dnn_fused_refused(k);
-	if (fusable && cuda_dnn_plan_search(ordinal, d, pl, 1)) {
+	if (fusable && cuda_dnn_plan_search(ordinal, d, k, pl, 1)) {
 		pl->fused = 1;
 		pl->has_bias = d->has_bias != 0;
 		pl->has_z = d->has_z != 0;
 	} else {
 		if (fusable)
 			dnn_fused_refuse(k);
-		if (!cuda_dnn_plan_search(ordinal, d, pl, 0)) {
+		if (!cuda_dnn_plan_search(ordinal, d, k, pl, 0)) {
 			dnn_log_build(d, NULL, "searched", t0);
 			free(pl);
 			if (cache != NULL)

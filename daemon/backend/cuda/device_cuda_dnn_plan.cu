@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_cuda_dnn_kcache.h"
 #include "device_cuda_dnn_plan.h"
 #include "device_cuda_impl.h"
 #include "error.h"
@@ -95,6 +96,7 @@ struct dnn_parts {
 	cudnnBackendDescriptor_t v[DNN_MAX_PW];		/* its virtual FP32 intermediates (v[0]: the conv's output) */
 	cudnnBackendDescriptor_t pw[DNN_MAX_PW], pwop[DNN_MAX_PW];	/* its pointwise descriptors and operations */
 	cudnnBackendDescriptor_t cfg[DNN_MAX_CFGS];
+	struct dnn_kcache *kc;		/* not NULL: a shape-generic build with this kernel cache (its lock held) */
 };
 
 
@@ -183,14 +185,17 @@ dnn_op_bwd(struct dnn_parts *p)
 	return cudnnBackendFinalize(p->op);
 }
 
-/* The finalized operation graph of ops[0 .. nops). */
+/* The finalized operation graph of ops[0 .. nops), marked dynamic-shape for a shape-generic build. */
 static cudnnStatus_t
 dnn_graph_of(struct dnn_parts *p, cudnnBackendDescriptor_t *ops, int64_t nops)
 {
+	bool dynamic = true;
 	cudnnStatus_t s;
 
 	if ((s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &p->graph)) ||
-	    (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops)))
+	    (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, nops, ops)) ||
+	    (p->kc != NULL && (s = cudnnBackendSetAttribute(p->graph, CUDNN_ATTR_OPERATIONGRAPH_IS_DYNAMIC_SHAPE_ENABLED,
+	    CUDNN_TYPE_BOOLEAN, 1, &dynamic))))
 		return s;
 	return cudnnBackendFinalize(p->graph);
 }
@@ -395,6 +400,7 @@ dnn_pick_plan(struct dnn_parts *p, int64_t count, struct dnn_plan *c, int tf32, 
 		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->cfg[i]) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendSetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP,
 		    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p->devprop) == CUDNN_STATUS_SUCCESS &&
+		    (p->kc == NULL || cuda_dnn_kcache_attach(p->kc, p->graph, c->plan) == CUDNN_STATUS_SUCCESS) &&
 		    cudnnBackendFinalize(c->plan) == CUDNN_STATUS_SUCCESS &&
 		    cudnnBackendGetAttribute(c->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
 		    &c->ws) == CUDNN_STATUS_SUCCESS && c->ws >= 0 && c->ws <= cap)
@@ -419,66 +425,6 @@ dnn_keep(struct dnn_parts *p, struct dnn_plan *c, int pick)
 	return pick >= 0;
 }
 
-/*
- * Whether d is a grouped (depthwise among them) forward convolution whose
- * engines should be precompiled ones where one fits.  For
- * these cuDNN 9.14 ranks runtime-compiled engines first, and finalizing one
- * compiles its kernel: on an H200, 150-200 ms for each depthwise layer at
- * each batch size (MobileNetV2 at fp16 took 46 s to load, 40 of them in
- * such builds); a precompiled engine is taken when one fits.
- */
-static int
-dnn_grouped(const struct cuda_dnn_conv_desc *d)
-{
-	const char *rtc = getenv("INFERD_CUDA_CONV_RTC");	/* "1": heuristics' order for these too */
-
-	return !d->transpose && d->w[1] != d->x[1] && !(rtc != NULL && strcmp(rtc, "1") == 0);
-}
-
-/*
- * Plan one graph (fused: with the epilogue) into c: 1 when an engine took it
- * (c keeps the plan, its engine config and the device properties), else 0.
- * Every other descriptor of the build is destroyed either way.
- */
-int
-cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int fused)
-{
-	struct dnn_parts p;
-	int64_t count = 0;
-	int pick = -1;
-
-	memset(&p, 0, sizeof p);
-	/* Any failure below means this cuDNN cannot take the graph: the caller falls back. */
-	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
-	    (fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS) {
-		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS) {
-			if (dnn_grouped(d))
-				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 1);
-			if (pick < 0)
-				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
-		}
-		if (pick < 0 && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
-			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
-	}
-	return dnn_keep(&p, c, pick);
-}
-
-/*
- * What the compile cache keeps of a plan: the engine (cuDNN's global index)
- * and its knob choices, and whether the fused graph took it.  Rebuilt from
- * these on the same graph, cuDNN, GPU model and driver, the engine config is
- * the one the search picked, so the search's heuristics and the finalizing
- * of the configs it refused are skipped.
- */
-#define DNN_MAX_KNOBS CUDNN_KNOB_TYPE_COUNTS
-struct dnn_choice {
-	int32_t fused;
-	int32_t nknobs;
-	int64_t engine;
-	int64_t knob_type[DNN_MAX_KNOBS];
-	int64_t knob_value[DNN_MAX_KNOBS];
-};
-
 /* The compile cache's key of a convolution: a tag naming this layout, the pool's key without the ordinal, the cap. */
 struct dnn_cache_key {
 	char tag[8];
@@ -491,7 +437,7 @@ static void
 dnn_cache_key_of(const struct dnn_key *k, size_t cap, struct dnn_cache_key *ck)
 {
 	memset(ck, 0, sizeof *ck);
-	memcpy(ck->tag, "dnnconv1", 8);
+	memcpy(ck->tag, "dnnconv2", 8);
 	ck->key = *k;
 	ck->key.ordinal = 0;
 	ck->cap = cap;
@@ -506,9 +452,9 @@ dnn_destroy_all(cudnnBackendDescriptor_t *d, int n)
 			(void)cudnnBackendDestroyDescriptor(d[i]);
 }
 
-/* The engine and knob choices of cfg into ch; 0, or -1 when cuDNN does not tell them. */
+/* The engine and knob choices of cfg (built fused, dynamic: shape-generic) into ch; 0, or -1 when cuDNN does not tell them. */
 static int
-dnn_choice_of(cudnnBackendDescriptor_t cfg, int fused, struct dnn_choice *ch)
+dnn_choice_of(cudnnBackendDescriptor_t cfg, int fused, int dynamic, struct dnn_choice *ch)
 {
 	cudnnBackendDescriptor_t eng = NULL, knobs[DNN_MAX_KNOBS];
 	int64_t got = 0, n = 0;
@@ -517,6 +463,7 @@ dnn_choice_of(cudnnBackendDescriptor_t cfg, int fused, struct dnn_choice *ch)
 	memset(ch, 0, sizeof *ch);
 	memset(knobs, 0, sizeof knobs);
 	ch->fused = fused;
+	ch->dynamic = dynamic;
 	if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng) != CUDNN_STATUS_SUCCESS)
 		return -1;
 	for (int i = 0; i < DNN_MAX_KNOBS; i++)
@@ -581,19 +528,96 @@ out:
 	return s;
 }
 
-/* Plan d's graph (fused as ch says) with ch's engine only, checked as the search checks: 1 when cuDNN took it. */
+/* Plan d's graph (fused as ch says; shape-generic with kernel cache e when not NULL) with ch's engine only, checked as the search checks: 1 when cuDNN took it. */
 static int
-dnn_try_choice(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, const struct dnn_choice *ch)
+dnn_try_choice(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, const struct dnn_choice *ch,
+    struct dnn_kcache *e)
 {
 	struct dnn_parts p;
 	int pick = -1;
 
 	memset(&p, 0, sizeof p);
+	p.kc = e;
 	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
 	    (ch->fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS &&
 	    dnn_cfg_from_choice(&p, ch) == CUDNN_STATUS_SUCCESS)
 		pick = dnn_pick_plan(&p, 1, c, d->tf32, d->ws_cap, 0);
 	return dnn_keep(&p, c, pick);
+}
+
+/*
+ * Search d's graph (fused: with the epilogue) into c, shape-generic with
+ * kernel cache e when e is not NULL: heuristics mode A's first strict engine
+ * that fits (for a grouped convolution built per shape, a precompiled one
+ * first: see cuda_dnn_kcache_precompiled_first), then the fallback list's;
+ * 1 when one took it.
+ */
+static int
+dnn_search(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *c, int fused, struct dnn_kcache *e)
+{
+	struct dnn_parts p;
+	int64_t count = 0;
+	int pick = -1;
+
+	memset(&p, 0, sizeof p);
+	p.kc = e;
+	/* Any failure below means this cuDNN cannot take the graph: the caller falls back. */
+	if (dnn_devprop(ordinal, &p) == CUDNN_STATUS_SUCCESS &&
+	    (fused ? dnn_graph_fused(d, &p) : dnn_graph(d, &p)) == CUDNN_STATUS_SUCCESS) {
+		if (dnn_heuristics(&p, CUDNN_HEUR_MODE_A, &count) == CUDNN_STATUS_SUCCESS) {
+			if (e == NULL && cuda_dnn_kcache_precompiled_first(d))
+				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 1);
+			if (pick < 0)
+				pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
+		}
+		if (pick < 0 && dnn_heuristics(&p, CUDNN_HEUR_MODE_FALLBACK, &count) == CUDNN_STATUS_SUCCESS)
+			pick = dnn_pick_plan(&p, count, c, d->tf32, d->ws_cap, 0);
+	}
+	return dnn_keep(&p, c, pick);
+}
+
+/*
+ * Plan d shape-generic with its geometry's kernel cache: the engine a plan
+ * of this geometry compiled before (binding that kernel: no compilation),
+ * else a search (which compiles one); 1 when one took it.  ch not NULL: that
+ * engine only (the compile cache's choice).  The entry's lock is held
+ * throughout, so a geometry compiles once even when two loads plan it.
+ */
+static int
+dnn_plan_generic(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, struct dnn_plan *c,
+    int fused, const struct dnn_choice *ch)
+{
+	struct dnn_kcache *e = cuda_dnn_kcache_get(k, fused);
+	const struct dnn_choice *had;
+	struct dnn_choice got;
+	int ok = 0;
+
+	if (e == NULL || cuda_dnn_kcache_lock(e) != 0)
+		return 0;
+	had = ch != NULL ? ch : cuda_dnn_kcache_choice(e);
+	if (had != NULL)
+		ok = dnn_try_choice(ordinal, d, c, had, e);
+	if (!ok && ch == NULL)
+		ok = dnn_search(ordinal, d, c, fused, e);
+	if (ok && dnn_choice_of(c->cfg, fused, 1, &got) == 0)
+		cuda_dnn_kcache_chose(e, &got);
+	cuda_dnn_kcache_unlock(e);
+	c->generic = ok;
+	return ok;
+}
+
+/*
+ * Plan one graph (key k; fused: with the epilogue) into c: 1 when an engine
+ * took it (c keeps the plan, its engine config and the device properties),
+ * else 0.  Every other descriptor of the build is destroyed either way.
+ */
+int
+cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, struct dnn_plan *c,
+    int fused)
+{
+	if (cuda_dnn_kcache_wanted(d) && dnn_plan_generic(ordinal, d, k, c, fused, NULL))
+		return 1;
+	return dnn_search(ordinal, d, c, fused, NULL);
 }
 
 /* Whether d takes the fused graph at all (a forward convolution with an epilogue). */
@@ -609,7 +633,7 @@ cuda_dnn_plan_fusable(const struct cuda_dnn_conv_desc *d)
  * without searching again); 0 on a miss, or when refused (then dropped).
  */
 static int
-dnn_plan_cached_key(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d,
+dnn_plan_cached_key(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k,
     const struct dnn_cache_key *ck, struct dnn_plan *c)
 {
 	struct dnn_choice ch;
@@ -625,8 +649,10 @@ dnn_plan_cached_key(int ordinal, compile_cache_t *cache, const struct cuda_dnn_c
 	free(val);
 	if (len == sizeof ch && ch.engine == -1 && ch.nknobs == 0)
 		return -1;
+	/* A shape-generic choice is rebuilt the same way (binding the geometry's kernel once one plan compiled it). */
 	if (len == sizeof ch && ch.nknobs >= 0 && ch.nknobs <= DNN_MAX_KNOBS && (!ch.fused || cuda_dnn_plan_fusable(d)) &&
-	    dnn_try_choice(ordinal, d, c, &ch)) {
+	    (ch.dynamic ? cuda_dnn_kcache_wanted(d) && dnn_plan_generic(ordinal, d, k, c, ch.fused, &ch) :
+	    dnn_try_choice(ordinal, d, c, &ch, NULL))) {
 		c->fused = ch.fused != 0;
 		c->has_bias = c->fused && d->has_bias;
 		c->has_z = c->fused && d->has_z;
@@ -647,7 +673,7 @@ dnn_plan_store_key(compile_cache_t *cache, const struct dnn_cache_key *ck, const
 		memset(&ch, 0, sizeof ch);
 		ch.engine = -1;
 		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
-	} else if (dnn_choice_of(c->cfg, c->fused, &ch) == 0)
+	} else if (dnn_choice_of(c->cfg, c->fused, c->generic, &ch) == 0)
 		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
 }
 
@@ -659,7 +685,7 @@ cuda_dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_
 	struct dnn_cache_key ck;
 
 	dnn_cache_key_of(k, cap, &ck);
-	return dnn_plan_cached_key(ordinal, cache, d, &ck, pl);
+	return dnn_plan_cached_key(ordinal, cache, d, k, &ck, pl);
 }
 
 /* Record the search's pick for (k, cap) in the compile cache (pl NULL: it found none). */

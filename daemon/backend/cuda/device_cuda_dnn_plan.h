@@ -21,6 +21,25 @@ struct dnn_key {
 };
 
 /*
+ * What the compile cache keeps of a plan: the engine (cuDNN's global index)
+ * and its knob choices, whether the fused graph took it, and whether it was
+ * built shape-generic (device_cuda_dnn_kcache.h).  Rebuilt from these on the
+ * same graph, cuDNN, GPU model and driver, the engine config is the one the
+ * search picked, so the search's heuristics and the finalizing of the
+ * configs it refused are skipped.
+ */
+#define DNN_MAX_KNOBS CUDNN_KNOB_TYPE_COUNTS
+struct dnn_choice {
+	int32_t fused;
+	int32_t nknobs;
+	int32_t dynamic;
+	int32_t unused;			/* zero: keeps the record free of padding */
+	int64_t engine;
+	int64_t knob_type[DNN_MAX_KNOBS];
+	int64_t knob_value[DNN_MAX_KNOBS];
+};
+
+/*
  * A finalized plan with the engine config and device properties it was
  * made from (what cuDNN's own frontend keeps a plan with); the heuristics,
  * the other configs, the operation graph and its tensors are destroyed once
@@ -35,6 +54,7 @@ struct dnn_plan {
 	cudnnBackendDescriptor_t plan, cfg, devprop;
 	int64_t ws;
 	int fused;			/* the plan adds the bias (has_bias) and residual (has_z), then ReLU (relu) */
+	int generic;			/* built shape-generic: its kernel is the geometry's one (kernel cache) */
 	int has_bias, has_z;		/* fused: the variant pack binds these too */
 	int refs;			/* convolutions and scopes holding it (0 in the pool); under dnn_pool_lock */
 	struct dnn_plan *next;		/* in the pool */
@@ -44,8 +64,9 @@ struct dnn_plan {
 int cuda_dnn_fail(char **cause, cudnnStatus_t st, const char *what);
 /* Whether d takes the fused graph at all (a forward convolution with an epilogue). */
 int cuda_dnn_plan_fusable(const struct cuda_dnn_conv_desc *d);
-/* Search d's graph (fused: with the epilogue) into pl: 1 when an engine took it, else 0. */
-int cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, struct dnn_plan *pl, int fused);
+/* Search d's graph (key k; fused: with the epilogue) into pl: 1 when an engine took it, else 0. */
+int cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, struct dnn_plan *pl,
+    int fused);
 /* Build pl from the compile cache's choice for (k, cap): 1 taken, -1 the search found none before, 0 a miss. */
 int cuda_dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k,
     size_t cap, struct dnn_plan *pl);
