@@ -85,6 +85,13 @@ device_name(const device_t *dev)
 	return dev->name;
 }
 
+/* What remembered results depend on besides the model (device.h). */
+const char *
+device_identity(const device_t *dev)
+{
+	return dev->identity;
+}
+
 /* 1 on a GPU backend. */
 int
 device_is_gpu(const device_t *dev)

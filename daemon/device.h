@@ -49,6 +49,14 @@ int device_open(const char *spec, device_t **out, char **cause);
 void device_close(device_t *dev);
 /* Human-readable name, e.g. "cpu (OpenBLAS)" or "cuda:0 (NVIDIA H100 80GB HBM3)". */
 const char *device_name(const device_t *dev);
+/*
+ * Everything besides the model that a result computed on the device could
+ * depend on (for a GPU: its model and compute capability, the driver's,
+ * cuDNN's and cuBLASLt's versions; for the CPU: its vector extensions and
+ * the kernel libraries' versions): results remembered across loads are
+ * keyed by it.
+ */
+const char *device_identity(const device_t *dev);
 /* 1 on a GPU backend, 0 on the CPU one. */
 int device_is_gpu(const device_t *dev);
 /*

@@ -78,6 +78,7 @@ struct device {
 	const struct device_ops *ops;
 	void *ctx;			/* the backend's state */
 	char name[128];
+	char identity[256];		/* what a remembered result depends on: the device model and library versions */
 	char uuid[80];			/* a GPU's UUID as NVML spells it ("GPU-..."); "" on the CPU */
 	int is_gpu;
 	int ordinal;			/* the CUDA ordinal; -1 on the CPU */

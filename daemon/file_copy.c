@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "alloc.h"
 #include "error.h"
@@ -16,6 +17,44 @@
 
 /* Largest single pread: Linux moves at most 0x7ffff000 bytes a call anyway. */
 #define FILE_COPY_CHUNK ((size_t)1 << 30)
+
+/* The calling thread's digest (file_copy.h); on between begin and end. */
+static __thread struct {
+	int on;
+	struct file_copy_digest d;
+} file_copy_dg;
+
+/* Start the calling thread's digest afresh. */
+void
+file_copy_digest_begin(void)
+{
+	memset(&file_copy_dg, 0, sizeof file_copy_dg);
+	file_copy_dg.d.crc = (uint32_t)crc32_z(0L, Z_NULL, 0);
+	file_copy_dg.d.adler = (uint32_t)adler32_z(0L, Z_NULL, 0);
+	file_copy_dg.on = 1;
+}
+
+/* The digest since file_copy_digest_begin; the thread's digest is off again. */
+void
+file_copy_digest_end(struct file_copy_digest *d)
+{
+	*d = file_copy_dg.d;
+	file_copy_dg.on = 0;
+}
+
+/* Fold a copied file's n bytes into the thread's digest when it is on. */
+static void
+file_copy_digest_add(const uint8_t *p, size_t n)
+{
+	if (!file_copy_dg.on)
+		return;
+	if (n > 0) {
+		file_copy_dg.d.crc = (uint32_t)crc32_z(file_copy_dg.d.crc, p, n);
+		file_copy_dg.d.adler = (uint32_t)adler32_z(file_copy_dg.d.adler, p, n);
+	}
+	file_copy_dg.d.bytes += n;
+	file_copy_dg.d.files++;
+}
 
 /* Read size bytes of fd from offset 0 into buf: a file that ends early or a failed read is an error. */
 int
@@ -131,6 +170,7 @@ file_copy_fd(int fd, const struct stat *st, uint8_t **data, size_t *size, char *
 		return error_set(cause, "the file changed while it was read (%lld bytes when opened, %lld after): "
 		    "load it again once it is complete", (long long)st->st_size, (long long)after.st_size);
 	}
+	file_copy_digest_add(buf, n);
 	*data = buf;
 	*size = n;
 	return 0;

@@ -38,6 +38,20 @@ void file_copy_free(uint8_t *data, size_t size);
  * pages read as zeros afterwards.  Returns the bytes given back.
  */
 size_t file_copy_release(uint8_t *data, size_t size, const struct file_range *keep, size_t n);
+/*
+ * The content digest of every file the calling thread copies between
+ * file_copy_digest_begin and file_copy_digest_end: zlib's CRC-32 and
+ * Adler-32 chained over their bytes in the order read, and the byte and file
+ * counts.  A load reads its model this way, so what is remembered of a load
+ * (model_verdict.h) is keyed by the bytes, not by names or file times.
+ */
+struct file_copy_digest {
+	uint32_t crc, adler;
+	uint32_t files, unused;		/* unused: zero, so the record has no padding */
+	uint64_t bytes;
+};
+void file_copy_digest_begin(void);
+void file_copy_digest_end(struct file_copy_digest *d);
 /* Read size bytes of fd from offset 0 into buf; -1 when the file ends before them or a read fails. */
 int file_copy_range(int fd, uint8_t *buf, size_t size, char **cause);
 

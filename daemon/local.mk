@@ -24,7 +24,8 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model_config.h daemon/model_config_json.c daemon/model_layout.c daemon/model_mlp.c \
 	daemon/model_onnx.c daemon/model_shape.c daemon/model_memory.c daemon/model_memory.h \
 	daemon/model_config_triton.c daemon/model_pbtxt.h \
-	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_padding.c daemon/model_padding.h daemon/model_config_instances.c \
+	daemon/repository.c daemon/repository.h daemon/repository_scan.c daemon/repository_scan.h daemon/model_warmup.c daemon/model_warmup.h daemon/model_padding.c daemon/model_padding.h daemon/model_verdict.c daemon/model_verdict.h \
+	daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h daemon/metrics_gpu.c daemon/metrics_gpu.h daemon/compile_cache.c daemon/compile_cache.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
 	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_pad.c \

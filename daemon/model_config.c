@@ -1,6 +1,7 @@
 /* model_config.c: model.json's serving settings: batching, labels, and the ONNX keys (max_dims, rename, plan_cache). */
 #include "config.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "file_copy.h"
 #include "model.h"
 #include "model_config.h"
 #include "model_impl.h"
@@ -411,13 +413,19 @@ model_config_parse_override(const char *text, json_t **out, char **cause)
 	return 0;
 }
 
-/* Load path as a JSON object, reporting line and column. */
+/* Load path as a JSON object, reporting line and column (read as the model files are: file_copy.h). */
 static int
 model_config_load_file(const char *path, json_t **out, char **cause)
 {
 	json_error_t jerr;
+	uint8_t *text = NULL;
+	size_t len = 0;
 
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	*out = NULL;
+	if (file_copy_read(AT_FDCWD, path, &text, &len, cause) != 0)
+		return error_prefix(cause, "%s", path);
+	*out = json_loadb((const char *)text, len, JSON_REJECT_DUPLICATES, &jerr);
+	file_copy_free(text, len);
 	/* jansson leaves no text when it cannot allocate its lexer. */
 	if (*out == NULL && (json_error_code(&jerr) == json_error_out_of_memory || jerr.text[0] == '\0'))
 		return error_set(cause, "%s: out of memory parsing it", path);

@@ -369,9 +369,26 @@ padding_compare(struct padding_run *r, int64_t len, int64_t plen, double *worst,
 	return 0;
 }
 
-/* Decide m's padding at load: resolve or detect it, then check that padding leaves a request's answer alone. */
+/* Take the verdict of an earlier load's check of the same files on the same kind of device (on: 1 or 0). */
+static int
+padding_recall(model_t *m, int on)
+{
+	m->padding.on = on;
+	if (on)
+		LOG_INFO("model '%s' version %lld: requests of different lengths share batches, padded to %d buckets up to "
+		    "%lld (as the check at an earlier load of the same files and settings found)", m->name,
+		    (long long)m->version, m->padding.nbuckets,
+		    (long long)(m->padding.nbuckets > 0 ? m->padding.buckets[m->padding.nbuckets - 1] : 0));
+	else
+		LOG_WARN("model '%s' version %lld: no batching across lengths (the check at an earlier load of the same "
+		    "files and settings found that padding changes answers): requests batch only with others of the "
+		    "same length", m->name, (long long)m->version);
+	return 0;
+}
+
+/* Decide m's padding at load: resolve or detect it, then check (or recall: known 0 or 1) that padding leaves a request's answer alone. */
 int
-model_padding_check(model_t *m, char **cause)
+model_padding_check(model_t *m, int known, char **cause)
 {
 	struct padding_run r = { .m = m, .rng = 0x9e3779b97f4a7c15ULL };
 	double tol = m->precision == GRAPH_PRECISION_FP32 ? PADDING_TOL_FP32 :
@@ -394,6 +411,8 @@ model_padding_check(model_t *m, char **cause)
 	len = plen / 2 + (plen > 2);
 	if (plen < 2)
 		return 0;
+	if (known >= 0)
+		return padding_recall(m, known);
 	rc = padding_compare(&r, len, plen, &worst, &name, &why);
 	padding_run_free(&r);
 	if (rc != 0 || !(worst <= tol)) {

@@ -20,9 +20,12 @@
  * 1e-4 relative of the output's scale at fp32 (1e-2 at tf32 or fp16, 8e-2 at bf16);
  * otherwise it logs why and the model keeps exact-length batching.  Only a
  * declaration that does not fit the model fails (-1, naming the key).
- * Allocates like warm-up: call it while loading.
+ * Allocates like warm-up: call it while loading.  known 0 or 1 is the
+ * verdict of an earlier check of the same files (model_verdict.h): padding
+ * is resolved as always, but nothing runs and padding is on when known is
+ * 1; known -1 checks.
  */
-int model_padding_check(model_t *m, char **cause);
+int model_padding_check(model_t *m, int known, char **cause);
 /*
  * A row of dims own inside a row of dims big (own[d] <= big[d], packed
  * row-major, elements es bytes): the number of contiguous runs, each

@@ -378,17 +378,44 @@ precision_override(const model_t *m, char **out, char **cause)
 	return 0;
 }
 
-/* Measure m at its reduced precision against itself at FP32 on the CPU; log, and keep the figure in m. */
+/* Keep the precision check's figure err (output name) in m and log it (recalled: from an earlier load's check). */
+static void
+precision_report(model_t *m, double err, const char *name, int recalled)
+{
+	double warn = m->precision == GRAPH_PRECISION_BF16 ? MODEL_PRECISION_WARN_BF16 : MODEL_PRECISION_WARN;
+
+	m->precision_error = err;
+	LOG_AT(err > warn ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
+	    "model '%s' version %lld: at %s its outputs differ from FP32 by %.3g relative (output '%s', one row "
+	    "at the largest dims%s)%s%s", m->name, (long long)m->version, graph_precision_name(m->precision),
+	    err, name, recalled ? ", as the check at an earlier load of the same files and settings measured" : "",
+	    device_is_gpu(m->dev) ? "" : " (the CPU backend computes FP32 at every precision)",
+	    err > warn ? ": check that the model is meant to run at this precision "
+	    "(values beyond or below its range, e.g. underflowing to zeros)" : "");
+}
+
+/* Take an earlier load's precision check figure for the same files instead of measuring again (model_verdict.h). */
 void
-model_precision_check(model_t *m)
+model_precision_recall(model_t *m, double err, const char *output)
+{
+	m->precision_error = -1;
+	if (m->graph != NULL && m->precision != GRAPH_PRECISION_FP32 && err >= 0)
+		precision_report(m, err, output, 1);
+}
+
+/* Measure m at its reduced precision against itself at FP32 on the CPU; log, and keep the figure in m (and its output's name in output). */
+void
+model_precision_check(model_t *m, char *output, size_t len)
 {
 	device_t *cpu = NULL;
 	model_t *ref = NULL;
 	const char *name = NULL;
 	char *cause = NULL, *override = NULL;
-	double err, warn = m->precision == GRAPH_PRECISION_BF16 ? MODEL_PRECISION_WARN_BF16 : MODEL_PRECISION_WARN;
+	double err;
 
 	m->precision_error = -1;
+	if (len > 0)
+		output[0] = '\0';
 	if (m->graph == NULL || m->precision == GRAPH_PRECISION_FP32)
 		return;
 	if (precision_override(m, &override, &cause) != 0 || device_open("cpu", &cpu, &cause) != 0 ||
@@ -397,13 +424,8 @@ model_precision_check(model_t *m)
 		LOG_WARN("model '%s' version %lld: no precision check (%s): its %s answers are not compared with FP32",
 		    m->name, (long long)m->version, cause ? cause : "out of memory", graph_precision_name(m->precision));
 	} else if (name != NULL) {
-		m->precision_error = err;
-		LOG_AT(err > warn ? LOG_LEVEL_WARN : LOG_LEVEL_INFO,
-		    "model '%s' version %lld: at %s its outputs differ from FP32 by %.3g relative (output '%s', one row "
-		    "at the largest dims)%s%s", m->name, (long long)m->version, graph_precision_name(m->precision),
-		    err, name, device_is_gpu(m->dev) ? "" : " (the CPU backend computes FP32 at every precision)",
-		    err > warn ? ": check that the model is meant to run at this precision "
-		    "(values beyond or below its range, e.g. underflowing to zeros)" : "");
+		precision_report(m, err, name, 0);
+		snprintf(output, len, "%s", name);
 	}
 	free(cause);
 	free(override);

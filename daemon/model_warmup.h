@@ -36,10 +36,14 @@ int model_warmup(model_t *m, char **cause);
  * model's statistics.
  * A reference that cannot be made (the CPU backend cannot run a node) is
  * logged and leaves precision_error at -1; it never fails the load.  At
- * fp32 nothing runs.  Allocates like warm-up: call it while loading.
+ * fp32 nothing runs.  Allocates like warm-up: call it while loading.  The
+ * measured output's name goes to output (len bytes; "" when nothing was
+ * measured).  model_precision_recall takes an earlier check's figure for the
+ * same files instead (model_verdict.h): err < 0 means none was measured.
  */
 #define MODEL_PRECISION_WARN 1e-2
 #define MODEL_PRECISION_WARN_BF16 8e-2
-void model_precision_check(model_t *m);
+void model_precision_check(model_t *m, char *output, size_t len);
+void model_precision_recall(model_t *m, double err, const char *output);
 
 #endif

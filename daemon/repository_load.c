@@ -14,8 +14,9 @@
 #include "fault.h"
 #include "kserve.h"
 #include "log.h"
+#include "file_copy.h"
+#include "model_verdict.h"
 #include "model_warmup.h"
-#include "model_padding.h"
 #include "pinned_pool.h"
 #include "repository_impl.h"
 #include "repository_scan.h"
@@ -150,18 +151,18 @@ repository_bind_copies(repository_t *r, model_ref_t *ref, const char *dir, int64
 	return 0;
 }
 
-/* Check each device's room for its contexts, warm every copy up and decide its padding. */
+/* Check each device's room for its contexts, warm every copy up, decide its padding (and the first's precision figure), or recall them for the bytes read (dg). */
 static int
-repository_prepare(repository_t *r, const char *what, struct placements *pl, char **cause)
+repository_prepare(repository_t *r, const char *what, struct placements *pl, const struct file_copy_digest *dg,
+    char **cause)
 {
 	int i;
 
 	for (i = 0; i < pl->n; i++)
 		if (repository_check_memory(pl->p[i].dev, what, (uint64_t)pl->p[i].model->mem.arena_bytes *
 		    (uint64_t)r->o.inflight * (uint64_t)pl->p[i].count, cause) != 0 ||
-		    model_warmup(pl->p[i].model, cause) != 0 || model_padding_check(pl->p[i].model, cause) != 0)
+		    model_warmup(pl->p[i].model, cause) != 0 || model_verdict_checks(pl->p[i].model, dg, i == 0, cause) != 0)
 			return -1;
-	model_precision_check(pl->p[0].model);
 	return 0;
 }
 
@@ -227,6 +228,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	uint64_t t0 = clock_now_us(), t1 = t0, t2 = t0;
 	model_ref_t *ref = xcalloc(1, sizeof *ref);
 	struct repository_files files;
+	struct file_copy_digest dg;
 	struct placements pl;
 	char what[256];
 	int i;
@@ -239,11 +241,14 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 		goto oom;
 	FAULT_MARK("start of model %s", name);
 	FAULT_HOLD_LOAD(name, repository_stop_asked, r);
+	file_copy_digest_begin();
 	if (repository_check_memory(r->o.dev, what, files.bytes, cause) != 0 ||
 	    repository_version_load(r->o.dev, dir, version, config_override, &ref->model, cause) != 0) {
+		file_copy_digest_end(&dg);
 		FAULT_MARK("end of model %s", name);
 		goto fail;
 	}
+	file_copy_digest_end(&dg);
 	FAULT_MARK("end of model %s", name);
 	t1 = clock_now_us();
 	if (strcmp(ref->model->name, name) != 0) {
@@ -254,7 +259,7 @@ repository_build(repository_t *r, const char *name, const char *dir, int64_t ver
 	if (repository_check_staging(r, ref->model, cause) != 0 ||
 	    repository_placements(r, ref->model, &pl, cause) != 0 ||
 	    repository_bind_copies(r, ref, dir, version, what, files.bytes, &pl, cause) != 0 ||
-	    repository_check_stop(r, cause) != 0 || repository_prepare(r, what, &pl, cause) != 0)
+	    repository_check_stop(r, cause) != 0 || repository_prepare(r, what, &pl, &dg, cause) != 0)
 		goto fail;
 	t2 = clock_now_us();
 	if (repository_check_stop(r, cause) != 0 || repository_attach(r, ref, &pl, cause) != 0)
@@ -326,7 +331,7 @@ repository_compile_cache_report(const char *name, int64_t v)
 		return;
 	compile_cache_flush_all();
 	LOG_INFO("model '%s' version %" PRId64 ": compile cache: %lu hits, %lu misses (engine and algorithm "
-	    "choices taken from the cache, and searched)", name, v, hits, misses);
+	    "choices and load-check verdicts taken from the cache, and searched or checked)", name, v, hits, misses);
 }
 
 /*

@@ -283,6 +283,9 @@ EXTRA_DIST += tests/helpers/shape_fuzz.py tests/helpers/shape_encoder.py
 # --- batching across lengths: masked encoders padded to buckets, over HTTP and shm, against onnxruntime ---
 TESTS += tests/integration/test_batch_lengths.sh
 dist_check_SCRIPTS += tests/integration/test_batch_lengths.sh
+# The load checks' verdicts remembered for the same bytes (model_verdict.c).
+TESTS += tests/integration/test_load_verdicts.sh
+dist_check_SCRIPTS += tests/integration/test_load_verdicts.sh
 EXTRA_DIST += tests/helpers/masked_encoder.py
 
 # --- bench smoke test (bench) ---

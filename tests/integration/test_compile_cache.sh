@@ -1,5 +1,6 @@
 #!/bin/sh
-# test_compile_cache.sh: the compile cache on a GPU (skips on the CPU: only the CUDA backend fills it).
+# test_compile_cache.sh: the compile cache on a GPU (skips on the CPU: only the CUDA backend fills its GPU file;
+# the load checks' verdicts, on every device, are test_load_verdicts.sh's).
 # A first start with an empty compile_cache_dir searches its choices (misses over the demo models' loads;
 # a second instance of a model may already hit what the first stored), writes one cache file, and answers; a restart takes every choice from the file (hits,
 # 0 misses) and answers the same logits; a file with a flipped byte is ignored with a log line, searched
@@ -41,9 +42,11 @@ set -- $(counts)
 [ "${2:-0}" -gt 0 ] || fail "cold start: '$(counts)' (want misses: an empty cache)"
 answer "$tmp/cold.json"
 stop_daemon
-files=$(ls "$cache"/*.cache 2>/dev/null | wc -l)
-[ "$files" = 1 ] || fail "$files cache files after the first start (want 1)"
-file=$(ls "$cache"/*.cache)
+# The GPU's file, beside the load checks' verdicts (model_verdict.c), which have a file of their own.
+[ -f "$cache/load checks.cache" ] || fail "no load-check verdicts file after the first start"
+files=$(ls "$cache"/*.cache 2>/dev/null | grep -vc "/load checks.cache$")
+[ "$files" = 1 ] || fail "$files GPU cache files after the first start (want 1)"
+file=$(ls "$cache"/*.cache | grep -v "/load checks.cache$")
 echo "ok: cold start searched $2 choices into $(basename "$file")"
 
 start_daemon --compile_cache_dir="$cache"

@@ -6,7 +6,11 @@
 #include <string.h>
 #include <time.h>
 #ifdef _OPENMP
+#include <cblas.h>
 #include <omp.h>
+#ifdef HAVE_DNNL
+#include <dnnl.h>
+#endif
 #endif
 
 #include "alloc.h"
@@ -446,6 +450,37 @@ static const struct device_ops cpu_ops = {
 	.set_threads = cpu_set_threads,
 };
 
+/*
+ * The device's identity (device.h): the vector extensions the kernels pick
+ * from, OpenBLAS's kernel family and oneDNN's version, each of which can
+ * change a result's last bits.
+ */
+static void
+cpu_identity(device_t *dev)
+{
+	const char *core = "";
+	int n;
+
+#ifdef HAVE_OPENBLAS_GET_CORENAME
+	if (openblas_get_corename() != NULL)
+		core = openblas_get_corename();
+#endif
+	__builtin_cpu_init();
+	n = snprintf(dev->identity, sizeof dev->identity, "cpu%s%s%s OpenBLAS %s", __builtin_cpu_supports("avx2") ?
+	    " avx2" : "", __builtin_cpu_supports("fma") ? " fma" : "", __builtin_cpu_supports("avx512f") ?
+	    " avx512f" : "", core);
+#ifdef HAVE_DNNL
+	if (n > 0 && (size_t)n < sizeof dev->identity) {
+		const dnnl_version_t *v = dnnl_version();
+
+		snprintf(dev->identity + n, sizeof dev->identity - (size_t)n, " oneDNN %d.%d.%d", v->major, v->minor,
+		    v->patch);
+	}
+#else
+	(void)n;
+#endif
+}
+
 /* Fill dev with the CPU backend. */
 int
 device_cpu_open(device_t *dev, char **cause)
@@ -470,5 +505,6 @@ device_cpu_open(device_t *dev, char **cause)
 #else
 	snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS)");
 #endif
+	cpu_identity(dev);
 	return 0;
 }

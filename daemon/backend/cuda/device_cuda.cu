@@ -1050,11 +1050,11 @@ cuda_uuid_text(const cudaUUID_t *id, char *out, size_t len)
 /*
  * The compile cache of this GPU: its identity is everything a cached choice
  * depends on besides the op (the GPU model and compute capability, the CUDA
- * driver's version, cuDNN's and cuBLASLt's); NULL when the cache is off or
- * the driver's version cannot be read.
+ * driver's version, cuDNN's and cuBLASLt's), also the device's identity
+ * (device.h); NULL when the driver's version cannot be read.
  */
 static compile_cache_t *
-cuda_cache_open(const struct cudaDeviceProp *prop)
+cuda_cache_open(device_t *dev, const struct cudaDeviceProp *prop)
 {
 	char id[256];
 	int driver = 0;
@@ -1063,6 +1063,7 @@ cuda_cache_open(const struct cudaDeviceProp *prop)
 		return NULL;
 	snprintf(id, sizeof id, "%.96s sm_%d%d driver %d cudnn %zu cublasLt %zu", prop->name, prop->major,
 	    prop->minor, driver, cuda_dnn_version(), (size_t)cublasLtGetVersion());
+	snprintf(dev->identity, sizeof dev->identity, "%s", id);
 	return compile_cache_get(id);
 }
 
@@ -1086,7 +1087,7 @@ cuda_describe(device_t *dev, struct cuda_ctx *c, char **cause)
 	snprintf(dev->name, sizeof dev->name, "cuda:%d (%.64s, sm_%d%d, %llu GiB)",
 	    c->ordinal, prop.name, prop.major, prop.minor, gib);
 	cuda_uuid_text(&prop.uuid, dev->uuid, sizeof dev->uuid);
-	c->cache = cuda_cache_open(&prop);
+	c->cache = cuda_cache_open(dev, &prop);
 	return 0;
 }
 
