@@ -323,6 +323,79 @@ dnn_fused_refuse(const struct dnn_key *k)
 	(void)pthread_mutex_unlock(&dnn_pool_lock);
 }
 
+/*
+ * Engines searched per geometry, tried first by nearby batch sizes.  A search
+ * (heuristics, then finalizing configs until a strict one fits) costs 3-4 ms
+ * a plan on an H200 with cuDNN 9.14, finalizing one named engine 1-2 ms, and
+ * a load plans every convolution at up to 12 batch sizes (MobileNetV2: 720
+ * plans, 2.7 s).  A size within a factor of DNN_SIBLING_RATIO of a size that
+ * was searched first tries that search's engine (checked as a search checks
+ * its pick); sizes further apart, where the heuristics' pick differs most
+ * (small against large implicit-GEMM M), search, and only searched picks are
+ * offered, so a choice never drifts along a chain of sizes.
+ * INFERD_CUDA_CONV_SIBLINGS=0 searches every size.
+ */
+#define DNN_SIBLING_MAX 512
+#define DNN_SIBLING_RATIO 2
+struct dnn_sibling {
+	struct dnn_key geom;		/* without its batch */
+	size_t cap;
+	int64_t batch;
+	struct dnn_choice ch;
+};
+static struct dnn_sibling dnn_siblings[DNN_SIBLING_MAX];
+static size_t dnn_nsiblings;
+
+/* Whether nearby batch sizes reuse a search's engine (INFERD_CUDA_CONV_SIBLINGS, default on). */
+static int
+dnn_siblings_on(void)
+{
+	const char *v = getenv("INFERD_CUDA_CONV_SIBLINGS");
+
+	return v == NULL || strcmp(v, "0") != 0;
+}
+
+/* The searched engine for k's geometry and cap at the batch size nearest k's within the ratio: 1 with *ch. */
+static int
+dnn_sibling_find(const struct dnn_key *k, size_t cap, struct dnn_choice *ch)
+{
+	struct dnn_key u = dnn_key_unbatched(k);
+	int64_t n = k->x[0], best = 0;
+
+	(void)pthread_mutex_lock(&dnn_pool_lock);
+	for (size_t i = 0; i < dnn_nsiblings; i++) {
+		const struct dnn_sibling *s = &dnn_siblings[i];
+		int64_t b = s->batch, lo = b < n ? b : n, hi = b < n ? n : b;
+
+		if (s->cap != cap || hi > lo * DNN_SIBLING_RATIO || memcmp(&s->geom, &u, sizeof u) != 0)
+			continue;
+		if (best == 0 || hi - lo < (best > n ? best - n : n - best)) {
+			best = b;
+			*ch = s->ch;
+		}
+	}
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+	return best != 0;
+}
+
+/* Remember the engine a search picked for pl (the first DNN_SIBLING_MAX searches; the rest are not offered). */
+static void
+dnn_sibling_note(const struct dnn_key *k, size_t cap, const struct dnn_plan *pl)
+{
+	struct dnn_sibling s;
+
+	memset(&s, 0, sizeof s);
+	if (cuda_dnn_plan_choice(pl, &s.ch) != 0)
+		return;
+	s.geom = dnn_key_unbatched(k);
+	s.cap = cap;
+	s.batch = k->x[0];
+	(void)pthread_mutex_lock(&dnn_pool_lock);
+	if (dnn_nsiblings < DNN_SIBLING_MAX)
+		dnn_siblings[dnn_nsiblings++] = s;
+	(void)pthread_mutex_unlock(&dnn_pool_lock);
+}
+
 /* A debug line for each plan built (how a load's time splits among its convolutions). */
 static void
 dnn_log_build(const struct cuda_dnn_conv_desc *d, const struct dnn_plan *pl, const char *how, uint64_t t0)
@@ -342,6 +415,7 @@ dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_d
 {
 	struct dnn_plan *pl = (struct dnn_plan *)calloc(1, sizeof *pl);
 	uint64_t t0 = clock_now_us();
+	struct dnn_choice ch;
 	int rc = 0, fusable;
 
 	if (pl == NULL)
@@ -355,6 +429,15 @@ dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_d
 		free(pl);
 		return NULL;
 	}
+	if (dnn_siblings_on() && dnn_sibling_find(k, cap, &ch) && cuda_dnn_plan_try(ordinal, d, k, &ch, pl)) {
+		dnn_log_build(d, pl, "with a nearby batch size's engine", t0);
+		if (cache != NULL)
+			cuda_dnn_plan_store(cache, k, cap, pl);
+		return pl;
+	}
+	memset(pl, 0, sizeof *pl);
+	pl->key = *k;
+	pl->cap = cap;
 	fusable = cuda_dnn_plan_fusable(d) && !dnn_fused_refused(k);
 	if (fusable && cuda_dnn_plan_search(ordinal, d, k, pl, 1)) {
 		pl->fused = 1;
@@ -372,6 +455,7 @@ dnn_plan_build(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_d
 		}
 	}
 	dnn_log_build(d, pl, "searched", t0);
+	dnn_sibling_note(k, cap, pl);
 	if (cache != NULL)
 		cuda_dnn_plan_store(cache, k, cap, pl);
 	return pl;

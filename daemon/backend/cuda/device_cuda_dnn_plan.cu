@@ -627,6 +627,29 @@ cuda_dnn_plan_fusable(const struct cuda_dnn_conv_desc *d)
 	return !d->transpose && (d->has_bias || d->has_z || d->relu);
 }
 
+/* Build c (key k) with ch's engine only, fused and shape-generic as ch says, checked as a search checks: 1 when cuDNN took it. */
+int
+cuda_dnn_plan_try(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, const struct dnn_choice *ch,
+    struct dnn_plan *c)
+{
+	/* A shape-generic choice is rebuilt the same way (binding the geometry's kernel once one plan compiled it). */
+	if (ch->nknobs < 0 || ch->nknobs > DNN_MAX_KNOBS || (ch->fused && !cuda_dnn_plan_fusable(d)) ||
+	    !(ch->dynamic ? cuda_dnn_kcache_wanted(d) && dnn_plan_generic(ordinal, d, k, c, ch->fused, ch) :
+	    dnn_try_choice(ordinal, d, c, ch, NULL)))
+		return 0;
+	c->fused = ch->fused != 0;
+	c->has_bias = c->fused && d->has_bias;
+	c->has_z = c->fused && d->has_z;
+	return 1;
+}
+
+/* The engine choice pl was built with into ch: 0, or -1 when cuDNN does not tell it. */
+int
+cuda_dnn_plan_choice(const struct dnn_plan *pl, struct dnn_choice *ch)
+{
+	return dnn_choice_of(pl->cfg, pl->fused, pl->generic, ch);
+}
+
 /*
  * Build c from the cache's choice for ck: 1 when cuDNN took it; -1 when the
  * search found no engine for ck (stored as engine -1: the caller uses im2col
@@ -649,15 +672,8 @@ dnn_plan_cached_key(int ordinal, compile_cache_t *cache, const struct cuda_dnn_c
 	free(val);
 	if (len == sizeof ch && ch.engine == -1 && ch.nknobs == 0)
 		return -1;
-	/* A shape-generic choice is rebuilt the same way (binding the geometry's kernel once one plan compiled it). */
-	if (len == sizeof ch && ch.nknobs >= 0 && ch.nknobs <= DNN_MAX_KNOBS && (!ch.fused || cuda_dnn_plan_fusable(d)) &&
-	    (ch.dynamic ? cuda_dnn_kcache_wanted(d) && dnn_plan_generic(ordinal, d, k, c, ch.fused, &ch) :
-	    dnn_try_choice(ordinal, d, c, &ch, NULL))) {
-		c->fused = ch.fused != 0;
-		c->has_bias = c->fused && d->has_bias;
-		c->has_z = c->fused && d->has_z;
+	if (len == sizeof ch && cuda_dnn_plan_try(ordinal, d, k, &ch, c))
 		return 1;
-	}
 	snprintf(why, sizeof why, "cuDNN engine %lld of a convolution", (long long)ch.engine);
 	compile_cache_reject(cache, ck, sizeof *ck, why);
 	return 0;
@@ -673,7 +689,7 @@ dnn_plan_store_key(compile_cache_t *cache, const struct dnn_cache_key *ck, const
 		memset(&ch, 0, sizeof ch);
 		ch.engine = -1;
 		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
-	} else if (dnn_choice_of(c->cfg, c->fused, c->generic, &ch) == 0)
+	} else if (cuda_dnn_plan_choice(c, &ch) == 0)
 		compile_cache_store(cache, ck, sizeof *ck, &ch, sizeof ch);
 }
 

@@ -67,6 +67,11 @@ int cuda_dnn_plan_fusable(const struct cuda_dnn_conv_desc *d);
 /* Search d's graph (key k; fused: with the epilogue) into pl: 1 when an engine took it, else 0. */
 int cuda_dnn_plan_search(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, struct dnn_plan *pl,
     int fused);
+/* Build pl (key k) with ch's engine only, checked as a search checks: 1 when cuDNN took it. */
+int cuda_dnn_plan_try(int ordinal, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k, const struct dnn_choice *ch,
+    struct dnn_plan *pl);
+/* The engine choice pl was built with: 0, or -1 when cuDNN does not tell it. */
+int cuda_dnn_plan_choice(const struct dnn_plan *pl, struct dnn_choice *ch);
 /* Build pl from the compile cache's choice for (k, cap): 1 taken, -1 the search found none before, 0 a miss. */
 int cuda_dnn_plan_cached(int ordinal, compile_cache_t *cache, const struct cuda_dnn_conv_desc *d, const struct dnn_key *k,
     size_t cap, struct dnn_plan *pl);
