@@ -288,6 +288,10 @@ def elementwise_cases(w, rng, n):
         x = rnd(rng, 2, 3, 4, 4)
         p = [rnd(rng, 3), rnd(rng, 3), rnd(rng, 3), rng.uniform(0.1, 1, size=3).astype(np.float32)]
         w.case(f"batchnorm{t}", "BatchNormalization", {"epsilon": 1e-3}, [x] + p, "BATCHNORM", {"eps": 1e-3})
+    for fn in range(4):  # a broadcast first operand: a squeeze-excitation block's per-channel scale * x
+        a = rng.uniform(-2, 2, size=(2, 5, 1, 1)).astype(np.float32)
+        b = rng.uniform(0.5, 2, size=(2, 5, 7, 9)).astype(np.float32)
+        w.case(f"binary_bcast_first_{BINARY[fn]}", BINARY[fn], {}, [a, b], "BINARY", {"fn": fn})
 
 
 def compare_cases(w, rng, n):

@@ -192,6 +192,19 @@ static void
 binary_span_f32(struct binary_arg *p, float *y, const float *a, int64_t sa, const float *b,
     int64_t sb, int64_t n)
 {
+	/*
+	 * A broadcast first operand of Add or Mul (a squeeze-excitation block's
+	 * scale * x) takes the loops of a broadcast second one: IEEE addition
+	 * and multiplication commute exactly.
+	 */
+	if ((p->fn == GRAPH_BINARY_ADD || p->fn == GRAPH_BINARY_MUL) && !sa && sb) {
+		const float *t = a;
+
+		a = b;
+		b = t;
+		sa = sb;
+		sb = 0;
+	}
 	/* omp simd: at -O2 GCC's cheapest vectoriser leaves loops of unknown length scalar. */
 	if (p->fn == GRAPH_BINARY_ADD && sa && sb) {
 		#pragma omp simd
