@@ -80,6 +80,7 @@ daemon_libinferd_core_a_CFLAGS += $(OPENMP_CFLAGS)
 if HAVE_DNNL
 daemon_libinferd_core_a_SOURCES += daemon/backend/cpu/cpu_dnnl.c daemon/backend/cpu/cpu_dnnl.h \
 	daemon/backend/cpu/cpu_dnnl_impl.h daemon/backend/cpu/cpu_dnnl_node.c daemon/backend/cpu/cpu_dnnl_norm.c \
+	daemon/backend/cpu/cpu_dnnl_binary.c \
 	daemon/backend/cpu/cpu_dnnl_weights.c daemon/backend/cpu/cpu_dnnl_weights.h
 endif
 

@@ -3,7 +3,8 @@
 (groups, depthwise, dilations, strides, asymmetric pads, 1-D and 3-D, transposed with
 output_padding, a fused bias + residual + activation, windowed pools with ceil_mode and
 padding counted or not) and DenseNet's Concat -> BatchNormalization -> Relu -> Conv chains
-(channels blocked or not, the norm's output shared or a graph output), weights as initializers,
+(channels blocked or not, the norm's output shared or a graph output) and squeeze-excitation blocks (their
+global pool and per-channel Mul or Add on a blocked source), weights as initializers,
 the batch dim dynamic.  For each, with
 onnxruntime's outputs as the reference, OUTDIR/<case>/ gets model.onnx, model.json and
 manifest.json in the format onnx_engine_run reads (tests/helpers/onnx_reference.py).
@@ -164,6 +165,44 @@ def norm_tail(name, c, spatial, relu=True):
     return name, nodes, graph_in, inits + inits2, False
 
 
+def se(name, c, spatial, first="scale", op="Mul", const_scale=False, tail=True):
+    """A squeeze-excitation block as torchvision exports it, after a Conv stem and a depthwise Conv + Relu (so that
+    oneDNN writes x blocked): GlobalAveragePool(x) -> Conv 1x1 -> Relu -> Conv 1x1 -> HardSigmoid -> op with x (the
+    scale first or second), then a 1x1 Conv (tail) or the graph's output.  const_scale: x op a constant [c, 1, 1]
+    instead, plus GlobalMaxPool(x) added back per channel."""
+    rng = np.random.default_rng(len(name) + 17)
+    sq = max(c // 4, 1)
+
+    def w(n, o, i, k=1):
+        return numpy_helper.from_array((rng.standard_normal([o, i, k, k]) / np.sqrt(i * k * k)).astype(np.float32), n)
+
+    inits = [w("ws", c, c, 3), w("wd", c, 1, 3)]
+    nodes = [helper.make_node("Conv", ["X", "ws"], ["s0"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["s0", "wd"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c),
+             helper.make_node("Relu", ["d"], ["x"])]
+    if const_scale:
+        inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, [c, 1, 1]).astype(np.float32), "S"))
+        nodes += [helper.make_node(op, ["S", "x"] if first == "scale" else ["x", "S"], ["m0"]),
+                  helper.make_node("GlobalMaxPool", ["x"], ["g"]),
+                  helper.make_node("Add", ["m0", "g"], ["m"])]
+    else:
+        inits += [w("w1", sq, c), numpy_helper.from_array(rng.standard_normal(sq).astype(np.float32), "b1"),
+                  w("w2", c, sq), numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "b2")]
+        nodes += [helper.make_node("GlobalAveragePool", ["x"], ["p"]),
+                  helper.make_node("Conv", ["p", "w1", "b1"], ["f1"], kernel_shape=[1, 1]),
+                  helper.make_node("Relu", ["f1"], ["r1"]),
+                  helper.make_node("Conv", ["r1", "w2", "b2"], ["f2"], kernel_shape=[1, 1]),
+                  helper.make_node("HardSigmoid", ["f2"], ["h"], alpha=1.0 / 6, beta=0.5),
+                  helper.make_node(op, ["h", "x"] if first == "scale" else ["x", "h"], ["m"])]
+    if tail:
+        inits.append(w("wp", c, c))
+        nodes.append(helper.make_node("Conv", ["m", "wp"], ["Y"], kernel_shape=[1, 1]))
+    else:
+        nodes.append(helper.make_node("Identity", ["m"], ["Y"]))
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", c] + list(spatial))]
+    return name, nodes, graph_in, inits, False
+
+
 CASES = [
     conv("grouped_dilated", 6, 9, (11, 13), (3, 2), group=3, strides=[2, 1], dil=[2, 2], pads=[1, 0, 2, 1]),
     conv("depthwise_relu", 8, 8, (9, 7), (3, 3), group=8, pads=[1, 1, 1, 1], act=("Relu", {})),
@@ -203,6 +242,11 @@ CASES = [
     norm("norm_relu_conv3d", 8, (4, 5, 6), ""),
     norm_tail("norm_relu_out", 16, (6, 5)),
     norm_tail("norm_out", 16, (6, 5), relu=False),
+    se("se_block", 32, (8, 8)),
+    se("se_block_x_first_add", 12, (7, 5), first="x", op="Add"),
+    se("se_block_out", 24, (5, 6), tail=False),
+    se("se_const_scale", 16, (6, 6), const_scale=True),
+    se("se_const_scale_x_first", 20, (5, 7), first="x", const_scale=True, tail=False),
 ]
 
 

@@ -230,7 +230,7 @@ dnnl_concat_ok(const graph_t *g, const struct graph_node *n, const struct graph_
 	int64_t axis;
 
 	if (n->op != GRAPH_OP_CONCAT || t < 0 || n->ninputs < 1 || n->act != GRAPH_UNARY_NONE ||
-	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !cpu_dnnl_read_by_dnnl(g, t))
+	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !cpu_dnnl_read_by_dnnl(g, shapes, t))
 		return 0;
 	nd = shapes[t].ndims;
 	axis = n->attr.concat.axis < 0 ? n->attr.concat.axis + nd : n->attr.concat.axis;
@@ -425,7 +425,7 @@ dnnl_pool_pd(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, const struct
 	const struct graph_pool_attr *a = &c->n->attr.pool;
 	const dnnl_memory_desc_t *bsrc;
 	struct dnnl_node *writer;
-	int ns = a->w.nspatial, off = 3 - ns;
+	int ns = a->global ? cpu_in_shape(c, 0)->ndims - 2 : a->w.nspatial, off = 3 - ns;
 	dnnl_dims_t xd = { w->n, w->c }, yd = { w->n, w->c }, k;
 	dnnl_primitive_attr_t attr;
 	dnnl_pooling_v2_desc_t pdsc;
@@ -454,9 +454,14 @@ dnnl_pool_pd(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, const struct
 	/*
 	 * Pooling takes its source in the layout given (no "any"): the blocked
 	 * one its oneDNN writer makes (dnnl_plan_link may then drop both
-	 * reorders), else the plain one; the output as it likes.
+	 * reorders), else the plain one; the output as it likes.  A global pool
+	 * stays with the kernel library unless its source is blocked and only
+	 * oneDNN reads it (a squeeze-excitation block's): over plain planes
+	 * both make one pass, and a reorder would only add one.
 	 */
 	bsrc = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, (size_t)(c->n - c->g->nodes), c->n->inputs[0], &writer);
+	if (a->global && (bsrc == NULL || !cpu_dnnl_read_by_dnnl(c->g, c->shapes, c->n->inputs[0])))
+		return 0;
 	if (dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, bsrc != NULL ? bsrc : &m->src,
 	    &m->dany, m->strides, k, m->dil, m->pl, m->pr) != dnnl_success)
 		return 0;
@@ -592,6 +597,8 @@ dnnl_node_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 		return dnnl_linear_create(p, c, out, cause);
 	if (c->n->op == GRAPH_OP_BATCHNORM)
 		return cpu_dnnl_bnorm_create(p, c, out, cause);
+	if (c->n->op == GRAPH_OP_BINARY)
+		return cpu_dnnl_binary_create(p, c, out, cause);
 	*out = NULL;
 	if (cpu_conv_node_geom(c, transpose, &w, &cg, &mg, cause) != 0)
 		return -1;
@@ -693,7 +700,7 @@ dnnl_link_reader_ok(const struct dnnl_node *y, const struct graph_node *r, void 
 {
 	if (y == NULL || r->noutputs < 1 || r->outputs[0] < 0)
 		return 0;
-	if (k == 0)
+	if (k == y->in_k)
 		return (y->in_place || ptrs[y->dst_t] != ptrs[t]) &&
 		    dnnl_link_edge_ok(&y->in, dnnl_primitive_desc_query_md(y->pd, dnnl_query_src_md, 0), md);
 	/* The residual, copied as it is into the blocked output the sum post-op adds to. */
@@ -785,7 +792,7 @@ dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
 
 	if (n->op == GRAPH_OP_POOL || n->op == GRAPH_OP_BATCHNORM)
 		return cpu_elems(x);
-	if (n->op == GRAPH_OP_CONCAT)
+	if (n->op == GRAPH_OP_CONCAT || n->op == GRAPH_OP_BINARY)
 		return cpu_elems(y);
 	w = &shapes[n->inputs[1]];
 	if (n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE)
@@ -822,7 +829,7 @@ dnnl_node_make(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnn
 	if (rc != 0 || (x = *out) == NULL)
 		return rc;
 	x->serial = serial;
-	x->src_t = c->n->inputs[0];
+	x->src_t = c->n->inputs[x->in_k];
 	x->dst_t = x->absorbs != 0 ? c->g->nodes[x->absorbs].outputs[0] : c->n->outputs[0];
 	return 0;
 }

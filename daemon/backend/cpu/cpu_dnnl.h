@@ -1,4 +1,4 @@
-/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Concat, BatchNormalization, Gemm and MatMul as oneDNN primitives made once per plan. */
+/* cpu_dnnl.h: the CPU plan's oneDNN side: Conv, ConvTranspose, pools, Concat, BatchNormalization, per-channel Add/Mul, Gemm and MatMul as oneDNN primitives made once per plan. */
 #ifndef INFERD_CPU_DNNL_H
 #define INFERD_CPU_DNNL_H
 

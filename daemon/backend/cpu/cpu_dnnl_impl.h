@@ -33,6 +33,7 @@ struct dnnl_node {
 	dnnl_primitive_t prim;
 	dnnl_primitive_desc_t pd;
 	dnnl_memory_t bias, scratch;		/* NULL when the node has none */
+	dnnl_memory_t src1;			/* a Binary's broadcast operand (plain), else NULL */
 	dnnl_memory_t stats[4];		/* a BatchNormalization's mean, variance, scale and shift */
 	struct dnnl_edge in, out, resid_in;	/* plain -> blocked src, blocked -> plain dst, residual -> dst */
 	dnnl_exec_arg_t args[8];
@@ -42,6 +43,7 @@ struct dnnl_node {
 	int64_t *cl_ch, cl_pixels;	/* their channels; the pixels (N x spatial) */
 	int nargs, ncsrc;
 	int src_t, dst_t;		/* the tensors it reads as source (a Concat: its first) and writes */
+	int in_k;			/* the node's input the in edge reads: 0, or a Binary's full operand */
 	size_t absorbs;			/* the next node, whose work this primitive does too (a ReLU), or 0 */
 	int in_place;			/* the primitive may write over its source (element by element) */
 	struct dnnl_weights *w;
@@ -88,8 +90,10 @@ void cpu_dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x);
 
 /* Whether oneDNN may take node n (its shapes aside): see cpu_dnnl_node.c. */
 int cpu_dnnl_node_eligible(const graph_t *g, const struct graph_node *n);
-/* Whether every node reading tensor t is one oneDNN may take, Concats aside (so a Concat may write t blocked). */
-int cpu_dnnl_read_by_dnnl(const graph_t *g, int t);
+/* Whether Binary n reads input k as its full operand against a per-channel or scalar one (cpu_dnnl_node.c). */
+int cpu_dnnl_binary_full(const struct graph_shape *shapes, const struct graph_node *n, int k);
+/* Whether every node reading tensor t is one oneDNN may take as it is, Concats aside (so a Concat may write t blocked). */
+int cpu_dnnl_read_by_dnnl(const graph_t *g, const struct graph_shape *shapes, int t);
 /* Whether oneDNN node x may write its output blocked at the tensor's own address. */
 int cpu_dnnl_out_linkable(const graph_t *g, const struct dnnl_node *x, void *const *ptrs);
 /*
@@ -100,6 +104,9 @@ int cpu_dnnl_out_linkable(const graph_t *g, const struct dnnl_node *x, void *con
 const dnnl_memory_desc_t *cpu_dnnl_writer_md(const struct cpu_dnnl_plan *p, const graph_t *g,
     const struct graph_shape *shapes, void *const *ptrs, size_t i, int t, struct dnnl_node **w);
 
+/* The oneDNN node for Add or Mul c by a per-channel operand, or NULL (*out) for the kernel library. */
+int cpu_dnnl_binary_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out,
+    char **cause);
 /* The oneDNN node for BatchNormalization c (a ReLU after it absorbed), or NULL (*out) for the kernel library. */
 int cpu_dnnl_bnorm_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out,
     char **cause);

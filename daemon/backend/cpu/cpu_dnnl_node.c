@@ -134,6 +134,8 @@ cpu_dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x)
 	dnnl_edge_free(&x->resid_in);
 	if (x->bias != NULL)
 		dnnl_memory_destroy(x->bias);
+	if (x->src1 != NULL)
+		dnnl_memory_destroy(x->src1);
 	if (x->scratch != NULL)
 		dnnl_memory_destroy(x->scratch);
 	for (int i = 0; i < 4; i++)
@@ -169,11 +171,26 @@ dnnl_bnorm_eligible(const graph_t *g, const struct graph_node *n)
 	return 1;
 }
 
+/* Whether Binary n is an fp32 Add or Mul of two tensors with no activation (cpu_dnnl_binary_create takes the shapes). */
+static int
+dnnl_binary_eligible(const graph_t *g, const struct graph_node *n)
+{
+	if ((n->attr.binary.fn != GRAPH_BINARY_ADD && n->attr.binary.fn != GRAPH_BINARY_MUL) || n->ninputs != 2 ||
+	    n->noutputs != 1 || n->outputs[0] < 0 || n->act != GRAPH_UNARY_NONE ||
+	    g->tensors[n->outputs[0]].dtype != GRAPH_DT_F32)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (n->inputs[i] < 0 || g->tensors[n->inputs[i]].dtype != GRAPH_DT_F32)
+			return 0;
+	return 1;
+}
+
 /*
  * Whether oneDNN may take node n: a Conv, ConvTranspose, MatMul or Gemm (A
  * not transposed, alpha 1, C added as is) with weights known at load, a
- * windowed (not global: one pass over the plane either way) pool, or a
- * BatchNormalization with constant statistics; fp32 throughout.  A Concat:
+ * pool (a global one only on a source oneDNN leaves blocked: dnnl_pool_pd),
+ * a BatchNormalization with constant statistics, or an Add or Mul by a
+ * per-channel operand (cpu_dnnl_binary.c); fp32 throughout.  A Concat:
  * dnnl_concat_ok (cpu_dnnl.c), with the plan's shapes.
  */
 int
@@ -183,8 +200,10 @@ cpu_dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
 		return 1;	/* dnnl_concat_ok decides, with the shapes */
 	if (n->op == GRAPH_OP_BATCHNORM)
 		return dnnl_bnorm_eligible(g, n);
+	if (n->op == GRAPH_OP_BINARY)
+		return dnnl_binary_eligible(g, n);
 	if (n->op == GRAPH_OP_POOL)
-		return !n->attr.pool.global && n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
+		return n->ninputs >= 1 && n->inputs[0] >= 0 && n->noutputs >= 1 &&
 		    g->tensors[n->inputs[0]].dtype == GRAPH_DT_F32 && g->tensors[n->outputs[0]].dtype == GRAPH_DT_F32;
 	if (n->op == GRAPH_OP_GEMM && (n->attr.gemm.trans_a || n->attr.gemm.alpha != 1.0f ||
 	    (n->ninputs >= 3 && n->inputs[2] >= 0 && n->attr.gemm.beta != 1.0f)))
@@ -202,9 +221,34 @@ cpu_dnnl_node_eligible(const graph_t *g, const struct graph_node *n)
 	return (g->tensors[n->inputs[1]].flags & GRAPH_TENSOR_CONST) != 0;
 }
 
-/* Whether every node reading tensor t is one oneDNN may take, Concats aside (so a Concat may write t blocked). */
+/*
+ * Whether Binary n reads its input k as the full operand (the output's
+ * shape, 3 to 5 dims) against a per-channel or scalar other one (its dims,
+ * right-aligned, 1 or the output's, every spatial one 1): what
+ * cpu_dnnl_binary_create takes, the other operand read plain.
+ */
 int
-cpu_dnnl_read_by_dnnl(const graph_t *g, int t)
+cpu_dnnl_binary_full(const struct graph_shape *shapes, const struct graph_node *n, int k)
+{
+	const struct graph_shape *y = &shapes[n->outputs[0]], *o = &shapes[n->inputs[1 - k]];
+	int lead = y->ndims - o->ndims;
+
+	if (n->inputs[0] == n->inputs[1] || y->ndims < 3 || y->ndims > 5 || lead < 0 ||
+	    !cpu_shape_equal(&shapes[n->inputs[k]], y))
+		return 0;
+	for (int d = lead; d < y->ndims; d++)
+		if (o->dims[d - lead] != 1 && (d >= 2 || o->dims[d - lead] != y->dims[d]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether every node reading tensor t is one oneDNN may take, Concats
+ * aside (so a Concat may write t blocked), a Binary only where t is its
+ * full operand (the other is read plain).
+ */
+int
+cpu_dnnl_read_by_dnnl(const graph_t *g, const struct graph_shape *shapes, int t)
 {
 	int any = 0;
 
@@ -212,9 +256,12 @@ cpu_dnnl_read_by_dnnl(const graph_t *g, int t)
 		return 0;
 	for (size_t j = 0; j < g->nnodes; j++)
 		for (int k = 0; k < g->nodes[j].ninputs; k++) {
-			if (g->nodes[j].inputs[k] != t)
+			const struct graph_node *r = &g->nodes[j];
+
+			if (r->inputs[k] != t)
 				continue;
-			if (g->nodes[j].op == GRAPH_OP_CONCAT || !cpu_dnnl_node_eligible(g, &g->nodes[j]))
+			if (r->op == GRAPH_OP_CONCAT || !cpu_dnnl_node_eligible(g, r) ||
+			    (r->op == GRAPH_OP_BINARY && !cpu_dnnl_binary_full(shapes, r, k)))
 				return 0;
 			any = 1;
 		}
