@@ -28,6 +28,16 @@
  */
 #define DNNL_SERIAL_MACS (1 << 20)
 
+/*
+ * Weight elements from which a node runs on every thread however few its
+ * multiply-adds: at one row a Gemm or Conv streams its weights once, and
+ * that, not the arithmetic, is its time (mobilenet_v3_small's 1024 x 1000
+ * classifier, 1M multiply-adds, took 200 us on one core for its 4 MB);
+ * 2^18 floats (1 MiB) take some 50 us, and two cores' caches and memory
+ * paths stream them in about half that.
+ */
+#define DNNL_SERIAL_WEIGHTS (1 << 18)
+
 /* Open the CPU engine. */
 int
 cpu_dnnl_open(struct cpu_dnnl **out, char **cause)
@@ -801,6 +811,16 @@ dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
 	return x->ndims > 0 ? cpu_elems(y) * x->dims[x->ndims - 1] : 0;	/* Gemm, MatMul: rows x N x K */
 }
 
+/* Node n's weight elements (a Conv's, ConvTranspose's, Gemm's or MatMul's second input; 0 for the others), against DNNL_SERIAL_WEIGHTS. */
+static int64_t
+dnnl_node_weights(const struct graph_node *n, const struct graph_shape *shapes)
+{
+	if (n->op != GRAPH_OP_CONV && n->op != GRAPH_OP_CONV_TRANSPOSE && n->op != GRAPH_OP_GEMM &&
+	    n->op != GRAPH_OP_MATMUL)
+		return 0;
+	return cpu_elems(&shapes[n->inputs[1]]);
+}
+
 /* Set the calling thread's OpenMP team size, which oneDNN's primitives take as theirs, to n; the previous one. */
 static int
 dnnl_threads_set(int n)
@@ -820,7 +840,8 @@ dnnl_threads_set(int n)
 static int
 dnnl_node_make(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct dnnl_node **out, char **cause)
 {
-	int serial = dnnl_node_macs(c->n, c->shapes) < DNNL_SERIAL_MACS, prev = serial ? dnnl_threads_set(1) : 0, rc;
+	int serial = dnnl_node_macs(c->n, c->shapes) < DNNL_SERIAL_MACS && dnnl_node_weights(c->n, c->shapes) <
+	    DNNL_SERIAL_WEIGHTS, prev = serial ? dnnl_threads_set(1) : 0, rc;
 	struct dnnl_node *x;
 
 	rc = dnnl_node_create(p, c, out, cause);
