@@ -165,20 +165,22 @@ def norm_tail(name, c, spatial, relu=True):
     return name, nodes, graph_in, inits + inits2, False
 
 
-def se(name, c, spatial, first="scale", op="Mul", const_scale=False, tail=True):
+def se(name, c, spatial, first="scale", op="Mul", const_scale=False, tail=True, group=None):
     """A squeeze-excitation block as torchvision exports it, after a Conv stem and a depthwise Conv + Relu (so that
     oneDNN writes x blocked): GlobalAveragePool(x) -> Conv 1x1 -> Relu -> Conv 1x1 -> HardSigmoid -> op with x (the
     scale first or second), then a 1x1 Conv (tail) or the graph's output.  const_scale: x op a constant [c, 1, 1]
-    instead, plus GlobalMaxPool(x) added back per channel."""
+    instead, plus GlobalMaxPool(x) added back per channel.  group: the second Conv's groups (default c: depthwise;
+    regnet's grouped Convs leave x in 8-channel blocks, which stay with the kernel library)."""
     rng = np.random.default_rng(len(name) + 17)
     sq = max(c // 4, 1)
 
     def w(n, o, i, k=1):
         return numpy_helper.from_array((rng.standard_normal([o, i, k, k]) / np.sqrt(i * k * k)).astype(np.float32), n)
 
-    inits = [w("ws", c, c, 3), w("wd", c, 1, 3)]
+    group = group or c
+    inits = [w("ws", c, c, 3), w("wd", c, c // group, 3)]
     nodes = [helper.make_node("Conv", ["X", "ws"], ["s0"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             helper.make_node("Conv", ["s0", "wd"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c),
+             helper.make_node("Conv", ["s0", "wd"], ["d"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group),
              helper.make_node("Relu", ["d"], ["x"])]
     if const_scale:
         inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, [c, 1, 1]).astype(np.float32), "S"))
@@ -247,6 +249,7 @@ CASES = [
     se("se_block_out", 24, (5, 6), tail=False),
     se("se_const_scale", 16, (6, 6), const_scale=True),
     se("se_const_scale_x_first", 20, (5, 7), first="x", const_scale=True, tail=False),
+    se("se_grouped", 48, (6, 6), group=6),
 ]
 
 

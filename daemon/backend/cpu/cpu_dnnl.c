@@ -240,7 +240,7 @@ dnnl_concat_ok(const graph_t *g, const struct graph_node *n, const struct graph_
 	int64_t axis;
 
 	if (n->op != GRAPH_OP_CONCAT || t < 0 || n->ninputs < 1 || n->act != GRAPH_UNARY_NONE ||
-	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !cpu_dnnl_read_by_dnnl(g, shapes, t))
+	    g->tensors[t].dtype != GRAPH_DT_F32 || cpu_elems(&shapes[t]) == 0 || !cpu_dnnl_read_by_dnnl(g, shapes, t, NULL))
 		return 0;
 	nd = shapes[t].ndims;
 	axis = n->attr.concat.axis < 0 ? n->attr.concat.axis + nd : n->attr.concat.axis;
@@ -330,21 +330,6 @@ dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memo
 	return cpu_dnnl_check(st, "concat_primitive_desc_create", cause);
 }
 
-/* Whether md is shape s in the channels-last layout (nwc, nhwc, ndhwc) with nothing padded. */
-static int
-dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s)
-{
-	static const dnnl_format_tag_t tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
-	dnnl_memory_desc_t cl;
-	dnnl_dims_t dims;
-
-	for (int d = 0; d < s->ndims; d++)
-		dims[d] = s->dims[d];
-	return s->ndims >= 3 && s->ndims <= 5 &&
-	    dnnl_memory_desc_init_by_tag(&cl, s->ndims, dims, dnnl_f32, tags[s->ndims - 3]) == dnnl_success &&
-	    dnnl_memory_desc_equal(md, &cl);
-}
-
 /*
  * Let Concat x (sources mds of tensors ts, n of them) join channels-last
  * sources into a channels-last result by hand (dnnl_node_exec): oneDNN
@@ -358,10 +343,10 @@ dnnl_concat_cl(struct dnnl_node *x, const struct cpu_node_ctx *c, const dnnl_mem
 {
 	const struct graph_shape *ys = cpu_out_shape(c, 0);
 
-	if (!dnnl_md_channels_last(dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), ys))
+	if (!cpu_dnnl_md_channels_last(dnnl_primitive_desc_query_md(x->pd, dnnl_query_dst_md, 0), ys))
 		return 0;
 	for (int k = 0; k < n; k++)
-		if (!dnnl_md_channels_last(&mds[k], &c->shapes[ts[k]]))
+		if (!cpu_dnnl_md_channels_last(&mds[k], &c->shapes[ts[k]]))
 			return 0;
 	if ((x->cl_src = xcalloc((size_t)n, sizeof *x->cl_src)) == NULL ||
 	    (x->cl_ch = xcalloc((size_t)n, sizeof *x->cl_ch)) == NULL)
@@ -465,12 +450,15 @@ dnnl_pool_pd(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, const struct
 	 * Pooling takes its source in the layout given (no "any"): the blocked
 	 * one its oneDNN writer makes (dnnl_plan_link may then drop both
 	 * reorders), else the plain one; the output as it likes.  A global pool
-	 * stays with the kernel library unless its source is blocked and only
-	 * oneDNN reads it (a squeeze-excitation block's): over plain planes
-	 * both make one pass, and a reorder would only add one.
+	 * stays with the kernel library unless its source is channels-last and
+	 * only oneDNN reads it (a squeeze-excitation block's): over plain planes
+	 * both make one pass, and a reorder would only add one.  Channels-last
+	 * only, as for the Binary beside it (cpu_dnnl_binary.c), so that the two
+	 * agree on whether the source may stay blocked.
 	 */
 	bsrc = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, (size_t)(c->n - c->g->nodes), c->n->inputs[0], &writer);
-	if (a->global && (bsrc == NULL || !cpu_dnnl_read_by_dnnl(c->g, c->shapes, c->n->inputs[0])))
+	if (a->global && (bsrc == NULL || !cpu_dnnl_md_channels_last(bsrc, &c->shapes[c->n->inputs[0]]) ||
+	    !cpu_dnnl_read_by_dnnl(c->g, c->shapes, c->n->inputs[0], bsrc)))
 		return 0;
 	if (dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, bsrc != NULL ? bsrc : &m->src,
 	    &m->dany, m->strides, k, m->dil, m->pl, m->pr) != dnnl_success)
@@ -497,8 +485,9 @@ dnnl_pool_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct d
 		return error_set(cause, "out of memory");
 	if (dnnl_pool_pd(p, c, &w, &m, &x->pd, cause) != 0)
 		goto fail;
-	if (x->pd == NULL) {
-		free(x);
+	/* A global pool's reference implementation would lose to the kernel library's one pass. */
+	if (x->pd == NULL || (c->n->attr.pool.global && cpu_dnnl_pd_is_ref(x->pd))) {
+		cpu_dnnl_node_free(p->d, x);
 		return 0;
 	}
 	if (cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0 ||

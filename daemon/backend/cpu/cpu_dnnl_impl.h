@@ -80,6 +80,8 @@ int cpu_dnnl_scratch_attr(dnnl_primitive_attr_t *attr, char **cause);
 int cpu_dnnl_pd_create(struct cpu_dnnl *d, const_dnnl_op_desc_t od, dnnl_primitive_attr_t attr, const char *what,
     dnnl_primitive_desc_t *pd, char **cause);
 
+/* Whether pd runs oneDNN's reference (unvectorised) implementation. */
+int cpu_dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* Set up e between plain tensor ptr (layout user) and the primitive's layout blk; to_blk: plain is the source. */
 int cpu_dnnl_edge_init(struct cpu_dnnl *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *blk, void *ptr,
     int to_blk, struct dnnl_edge *e, char **cause);
@@ -92,8 +94,13 @@ void cpu_dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x);
 int cpu_dnnl_node_eligible(const graph_t *g, const struct graph_node *n);
 /* Whether Binary n reads input k as its full operand against a per-channel or scalar one (cpu_dnnl_node.c). */
 int cpu_dnnl_binary_full(const struct graph_shape *shapes, const struct graph_node *n, int k);
-/* Whether every node reading tensor t is one oneDNN may take as it is, Concats aside (so a Concat may write t blocked). */
-int cpu_dnnl_read_by_dnnl(const graph_t *g, const struct graph_shape *shapes, int t);
+/* Whether md is shape s channels-last (nwc, nhwc, ndhwc) with nothing padded. */
+int cpu_dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s);
+/*
+ * Whether every node reading tensor t (in layout md; NULL: unknown) is one
+ * oneDNN may take as it is, Concats aside (so a Concat may write t blocked).
+ */
+int cpu_dnnl_read_by_dnnl(const graph_t *g, const struct graph_shape *shapes, int t, const dnnl_memory_desc_t *md);
 /* Whether oneDNN node x may write its output blocked at the tensor's own address. */
 int cpu_dnnl_out_linkable(const graph_t *g, const struct dnnl_node *x, void *const *ptrs);
 /*

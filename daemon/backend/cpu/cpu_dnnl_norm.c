@@ -58,7 +58,7 @@ dnnl_bnorm_src_md(const struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c)
 	const dnnl_memory_desc_t *md = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, (size_t)(c->n - c->g->nodes),
 	    c->n->inputs[0], &w);
 
-	return md != NULL && cpu_dnnl_read_by_dnnl(c->g, c->shapes, c->n->inputs[0]) ? md : NULL;
+	return md != NULL && cpu_dnnl_read_by_dnnl(c->g, c->shapes, c->n->inputs[0], md) ? md : NULL;
 }
 
 /*
