@@ -5,12 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#ifdef _OPENMP
+
 #include <cblas.h>
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 #ifdef HAVE_DNNL
 #include <dnnl.h>
-#endif
 #endif
 
 #include "alloc.h"
