@@ -43,10 +43,10 @@ set -- $(counts)
 answer "$tmp/cold.json"
 stop_daemon
 # The GPU's file, beside the load checks' verdicts (model_verdict.c), which have a file of their own.
-[ -f "$cache/load checks.cache" ] || fail "no load-check verdicts file after the first start"
-files=$(ls "$cache"/*.cache 2>/dev/null | grep -vc "/load checks.cache$")
+[ -f "$cache/load_checks.cache" ] || fail "no load-check verdicts file after the first start"
+files=$(ls "$cache"/*.cache 2>/dev/null | grep -vc "/load_checks.cache$")
 [ "$files" = 1 ] || fail "$files GPU cache files after the first start (want 1)"
-file=$(ls "$cache"/*.cache | grep -v "/load checks.cache$")
+file=$(ls "$cache"/*.cache | grep -v "/load_checks.cache$")
 echo "ok: cold start searched $2 choices into $(basename "$file")"
 
 start_daemon --compile_cache_dir="$cache"
