@@ -399,8 +399,14 @@ void
 model_precision_recall(model_t *m, double err, const char *output)
 {
 	m->precision_error = -1;
-	if (m->graph != NULL && m->precision != GRAPH_PRECISION_FP32 && err >= 0)
+	if (m->graph == NULL || m->precision == GRAPH_PRECISION_FP32)
+		return;
+	if (err >= 0)
 		precision_report(m, err, output, 1);
+	else
+		LOG_WARN("model '%s' version %lld: no precision check (none could be made at an earlier load of the same "
+		    "files and settings): its %s answers are not compared with FP32", m->name, (long long)m->version,
+		    graph_precision_name(m->precision));
 }
 
 /* Measure m at its reduced precision against itself at FP32 on the CPU; log, and keep the figure in m (and its output's name in output). */
