@@ -17,9 +17,10 @@
  * of singular sub-messages, strings holding NUL bytes, models without a graph
  * or without an opset import.
  *
- * Alignment: a tensor's data is aligned to its element size except when it
- * is a view of external data of ONNX_COPY_ALIGN_MAX bytes or more at an
- * offset the file did not align: such weights stay unaligned in the copy,
+ * Alignment: a tensor's data is aligned to its element size (a STRING
+ * tensor's fixed-size slots are bytes: any address) except when it is a
+ * view of external data of ONNX_COPY_ALIGN_MAX bytes or more at an offset
+ * the file did not align: such weights stay unaligned in the copy,
  * and consumers must read them with memcpy (or copy them, as a device upload
  * does anyway).  Such raw_data views of a file onnx_model_load read are
  * moved into alignment inside the file's copy, over their field header

@@ -3,7 +3,7 @@
  * of a heavy MatMul (256x1024 by 1024x512) then a Relu and a bias Add is
  * profiled on the device under test (the CPU backend unless TEST_DEVICE says
  * otherwise): one entry per step in order, names and ops right, times finite
- * and >= 0, the MatMul the largest share, and the steps really ran (the
+ * and >= 0, the MatMul the largest step, and the steps really ran (the
  * output matches a double-precision reference evaluator).  A copy stream is
  * refused.  On a GPU the same graph compiled at bf16 profiles as the input
  * cast, the three steps and the output cast, every one "bf16", and its output
@@ -71,24 +71,23 @@ check_entries(const struct device_step_time *t, size_t n)
 	}
 }
 
-/* qsort order of doubles. */
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Profile REPS times; the median of each step says the MatMul dominates. */
+/*
+ * Profile REPS times; each step's fastest run says the MatMul is the largest
+ * step.  The fastest, not the median: another process on the machine only
+ * ever adds time, and only to the runs it hits.  Largest, not a share of the
+ * sum: under ASan the elementwise loops are instrumented while OpenBLAS is
+ * not, which moves shares but leaves 1000 multiply-adds per element ahead.
+ */
 static void
 check_profiles(device_plan_t *plan, device_stream_t *s)
 {
-	double med[3][REPS], m[3], sum;
+	double best[3], sum;
 	struct device_step_time *t;
 	char *cause = NULL;
 	size_t n;
 
+	for (int i = 0; i < 3; i++)
+		best[i] = INFINITY;
 	for (int r = 0; r < REPS; r++) {
 		if (device_plan_profile(plan, s, &t, &n, &cause) != 0) {
 			CHECK(0, "profile: %s", cause);
@@ -96,19 +95,15 @@ check_profiles(device_plan_t *plan, device_stream_t *s)
 			return;
 		}
 		check_entries(t, n);
-		for (size_t i = 0; i < 3; i++)
-			med[i][r] = i < n ? t[i].us : 0;
+		for (size_t i = 0; i < 3 && i < n; i++)
+			best[i] = fmin(best[i], t[i].us);
 		free(t);
 	}
-	for (int i = 0; i < 3; i++) {
-		qsort(med[i], REPS, sizeof med[i][0], cmp_double);
-		m[i] = med[i][REPS / 2];
-	}
-	sum = m[0] + m[1] + m[2];
-	printf("profile medians: mm %.1f us, relu %.1f us, bias %.1f us\n", m[0], m[1], m[2]);
+	sum = best[0] + best[1] + best[2];
+	printf("profile, fastest of %d: mm %.1f us, relu %.1f us, bias %.1f us\n", REPS, best[0], best[1], best[2]);
 	/* 134M multiply-adds (1G on a GPU) against 131K-element passes (512K): the MatMul is far the largest. */
-	CHECK(sum > 0 && m[0] > 0.5 * sum && m[0] > m[1] && m[0] > m[2], "MatMul's share %.2f of %.1f us",
-	    sum > 0 ? m[0] / sum : 0, sum);
+	CHECK(isfinite(sum) && sum > 0 && best[0] > best[1] && best[0] > best[2],
+	    "the MatMul (%.1f us) is not the largest step (relu %.1f us, bias %.1f us)", best[0], best[1], best[2]);
 }
 
 /* The profiled run's output against the reference evaluator's: its relative error in [lo, hi). */
