@@ -3,8 +3,9 @@
 (groups, depthwise, dilations, strides, asymmetric pads, 1-D and 3-D, transposed with
 output_padding, a fused bias + residual + activation, windowed pools with ceil_mode and
 padding counted or not) and DenseNet's Concat -> BatchNormalization -> Relu -> Conv chains
-(channels blocked or not, the norm's output shared or a graph output) and squeeze-excitation blocks (their
-global pool and per-channel Mul or Add on a blocked source), weights as initializers,
+(channels blocked or not, the norm's output shared or a graph output), squeeze-excitation blocks (their
+global pool and per-channel Mul or Add on a blocked source) and UNet levels (a skip tensor a pool and a
+Concat share, a ConvTranspose after a Conv, a Concat of mixed layouts into a Conv), weights as initializers,
 the batch dim dynamic.  For each, with
 onnxruntime's outputs as the reference, OUTDIR/<case>/ gets model.onnx, model.json and
 manifest.json in the format onnx_engine_run reads (tests/helpers/onnx_reference.py).
@@ -165,6 +166,41 @@ def norm_tail(name, c, spatial, relu=True):
     return name, nodes, graph_in, inits + inits2, False
 
 
+def unet_level(name, cin, c, spatial, readers_after=False):
+    """One UNet level as torch exports it: Conv 3x3 + Relu -> s, which a MaxPool 2x2 and (later) a Concat both read;
+    pool -> Conv 3x3 (2c) + Relu -> ConvTranspose 2x2 stride 2 (back to c) -> Concat(up, s) -> Conv 3x3 -> Y.
+    oneDNN keeps s channels-last for the pool and the Concat, the Conv before the ConvTranspose writes its own
+    layout for the ConvTranspose's reorder, and the Concat of 16-channel blocks and channels-last writes
+    channels-last for the Conv after it.  readers_after: a Relu of s read after the Concat too (the kernel
+    library's), so s must stay plain."""
+    rng = np.random.default_rng(len(name) + 29)
+
+    def w(n, shape):
+        fan = int(np.prod(shape[1:]))
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(fan)).astype(np.float32), n)
+
+    def b(n, k):
+        return numpy_helper.from_array(rng.standard_normal([k]).astype(np.float32) * 0.1, n)
+
+    inits = [w("w1", [c, cin, 3, 3]), b("b1", c), w("w2", [2 * c, c, 3, 3]), b("b2", 2 * c),
+             w("wt", [2 * c, c, 2, 2]), b("bt", c), w("w3", [c, 2 * c, 3, 3]), b("b3", c)]
+    p1 = [1, 1, 1, 1]
+    nodes = [helper.make_node("Conv", ["X", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=p1),
+             helper.make_node("Relu", ["c1"], ["s"]),
+             helper.make_node("MaxPool", ["s"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=p1),
+             helper.make_node("Relu", ["c2"], ["q"]),
+             helper.make_node("ConvTranspose", ["q", "wt", "bt"], ["u"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Concat", ["u", "s"], ["k"], axis=1),
+             helper.make_node("Conv", ["k", "w3", "b3"], ["y3"], kernel_shape=[3, 3], pads=p1)]
+    if readers_after:
+        nodes += [helper.make_node("Sigmoid", ["s"], ["g"]), helper.make_node("Mul", ["y3", "g"], ["Y"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["y3"], ["Y"]))
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", cin] + list(spatial))]
+    return name, nodes, graph_in, inits, False
+
+
 def se(name, c, spatial, first="scale", op="Mul", const_scale=False, tail=True, group=None):
     """A squeeze-excitation block as torchvision exports it, after a Conv stem and a depthwise Conv + Relu (so that
     oneDNN writes x blocked): GlobalAveragePool(x) -> Conv 1x1 -> Relu -> Conv 1x1 -> HardSigmoid -> op with x (the
@@ -250,6 +286,10 @@ CASES = [
     se("se_const_scale", 16, (6, 6), const_scale=True),
     se("se_const_scale_x_first", 20, (5, 7), first="x", const_scale=True, tail=False),
     se("se_grouped", 48, (6, 6), group=6),
+    unet_level("unet_level", 3, 16, (16, 16)),
+    unet_level("unet_level_wide", 32, 32, (12, 10)),
+    unet_level("unet_level_shared", 8, 16, (8, 12), readers_after=True),
+    unet_level("unet_level_odd", 5, 12, (10, 14)),
 ]
 
 

@@ -1198,23 +1198,32 @@ test_transpose(void)
 	}
 }
 
-/* Concat of 1 to 4 inputs and Split into 1 to 4 outputs on a random axis, exact. */
+/*
+ * Concat of 1 to 4 inputs and Split into 1 to 4 outputs on a random axis,
+ * exact.  The last cases are 12-24 a dim in 3 or 4 dims: large enough (32K
+ * elements and more) that the copy is split into per-thread byte spans.
+ */
 static void
 test_concat_split(void)
 {
-	for (int t = 0; t < 30; t++) {
+	for (int t = 0; t < 36; t++) {
 		struct fix f, g;
 		enum graph_dtype dt = move_dts[t % 5];
 		size_t es = esize(dt);
 		int64_t d[5], parts[4][5], total = 0, n;
-		int nd = random_shape(d, 1, 5, 4), ax = (int)rnd(0, nd - 1), np = (int)rnd(1, 4);
+		int big = t >= 28, nd = big ? (int)rnd(3, 4) : random_shape(d, 1, 5, 4);
+		int ax, np = (int)rnd(1, 4);
 		char *in[4], *y;
+
+		for (int i = 0; big && i < nd; i++)
+			d[i] = rnd(12, 24);
+		ax = (int)rnd(0, nd - 1);
 
 		fix_init(&f, GRAPH_OP_CONCAT);
 		f.n.attr.concat.axis = rnd(0, 1) ? ax : ax - nd;
 		for (int k = 0; k < np; k++) {
 			memcpy(parts[k], d, sizeof(d));
-			parts[k][ax] = rnd(0, 3);
+			parts[k][ax] = rnd(0, big ? 24 : 3);
 			total += parts[k][ax];
 			in[k] = fix_input(&f, dt, nd, parts[k]);
 			fill_bytes(in[k], (size_t)prod(parts[k], nd) * es);

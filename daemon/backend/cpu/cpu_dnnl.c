@@ -29,6 +29,17 @@
 #define DNNL_SERIAL_MACS (1 << 20)
 
 /*
+ * What one element of a memory-bound node (a pool, a BatchNormalization, a
+ * Concat, a Binary) weighs against DNNL_SERIAL_MACS: reading and writing it
+ * costs about what 32 multiply-adds do, so such a node runs on every thread
+ * from 32K elements on, as the kernel library's loops do (CPU_PARALLEL_MIN).
+ * Counted as plain multiply-adds, densenet121's BatchNormalizations under
+ * 1M elements (its later blocks, 170 us each at batch 8) ran on one thread
+ * and took the same time at two threads as at one.
+ */
+#define DNNL_ELEMENT_MACS 32
+
+/*
  * Weight elements from which a node runs on every thread however few its
  * multiply-adds: at one row a Gemm or Conv streams its weights once, and
  * that, not the arithmetic, is its time (mobilenet_v3_small's 1024 x 1000
@@ -270,11 +281,65 @@ dnnl_read_by_concats(const graph_t *g, const struct graph_shape *shapes, void *c
 	return any;
 }
 
+static int dnnl_link_reader_ok(const struct dnnl_node *y, const struct graph_node *r, void *const *ptrs, int t,
+    int k, const dnnl_memory_desc_t *md);
+
+/*
+ * Whether tensor t, which its oneDNN writer makes in layout md, may stay in
+ * it for Concat c (node i) beside readers that are not Concats: every other
+ * reader is a Concat oneDNN joins that comes after c (it will find t
+ * blocked), or a oneDNN node made before c taking t as its source in md
+ * through a reorder (dnnl_link_reader_ok), such as the pool beside a UNet's
+ * skip connection.  Those nodes then read t in place: without this the skip
+ * tensor went to the plain layout and back for the pool, two passes over it.
+ */
+static int
+dnnl_concat_src_shared(const struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, size_t i, int t,
+    const dnnl_memory_desc_t *md)
+{
+	int others = 0;
+
+	for (size_t j = 0; j < c->g->nnodes; j++) {
+		const struct graph_node *r = &c->g->nodes[j];
+
+		for (int k = 0; k < r->ninputs; k++) {
+			if (r->inputs[k] != t || j == i)
+				continue;
+			if (dnnl_concat_ok(c->g, r, c->shapes, c->ptrs)) {
+				if (j < i)
+					return 0;
+				continue;
+			}
+			if (j > i || p->nodes[j] == NULL || k != p->nodes[j]->in_k ||
+			    !dnnl_link_reader_ok(p->nodes[j], r, c->ptrs, t, k, md))
+				return 0;
+			others++;
+		}
+	}
+	return others > 0;
+}
+
+/* The readers dnnl_concat_src_shared accepted read tensor t in place. */
+static int
+dnnl_concat_src_share(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, size_t i, int t, char **cause)
+{
+	for (size_t j = 0; j < i; j++) {
+		const struct graph_node *r = &c->g->nodes[j];
+
+		for (int k = 0; k < r->ninputs; k++)
+			if (r->inputs[k] == t && !dnnl_concat_ok(c->g, r, c->shapes, c->ptrs) &&
+			    cpu_dnnl_edge_direct(&p->nodes[j]->in, c->ptrs[t], cause) != 0)
+				return -1;
+	}
+	return 0;
+}
+
 /*
  * The layouts of Concat c's non-empty sources into mds (their tensors in
  * ts), *n of them, and how many are blocked (*blocked).  A source whose oneDNN
  * writer makes it blocked and whose readers are all such Concats stays
- * blocked: the writer now writes it at the tensor's own address.
+ * blocked: the writer now writes it at the tensor's own address (and so
+ * when the other readers take it in that layout: dnnl_concat_src_shared).
  */
 static int
 dnnl_concat_srcs(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, dnnl_memory_desc_t *mds, int *ts, int *n,
@@ -293,8 +358,10 @@ dnnl_concat_srcs(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, dnnl_mem
 		if (cpu_elems(s) == 0)
 			continue;
 		md = cpu_dnnl_writer_md(p, c->g, c->shapes, c->ptrs, i, t, &w);
-		if (md != NULL && (w->out.direct != NULL || dnnl_read_by_concats(c->g, c->shapes, c->ptrs, t))) {
-			if (w->out.direct == NULL && cpu_dnnl_edge_direct(&w->out, c->ptrs[t], cause) != 0)
+		if (md != NULL && (w->out.direct != NULL || dnnl_read_by_concats(c->g, c->shapes, c->ptrs, t) ||
+		    dnnl_concat_src_shared(p, c, i, t, md))) {
+			if (w->out.direct == NULL && (cpu_dnnl_edge_direct(&w->out, c->ptrs[t], cause) != 0 ||
+			    dnnl_concat_src_share(p, c, i, t, cause) != 0))
 				return -1;
 			mds[*n] = *md;
 			(*blocked)++;
@@ -307,25 +374,48 @@ dnnl_concat_srcs(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, dnnl_mem
 }
 
 /*
- * Concat c's primitive descriptor over sources mds (n of them, blocked of
- * them blocked); the plain layout of its output into *dst.
+ * Concat c's primitive descriptor over sources mds (their tensors ts, n of
+ * them, blocked of them blocked); the plain layout of its output into *dst.
  */
 static int
-dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, int n, int blocked,
-    dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, char **cause)
+dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, const int *ts, int n,
+    int blocked, dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, char **cause)
 {
+	static const dnnl_format_tag_t cl_tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
+	const struct graph_shape *ys = cpu_out_shape(c, 0);
+	dnnl_memory_desc_t cl;
 	dnnl_primitive_attr_t attr;
+	const dnnl_memory_desc_t *want;
 	dnnl_status_t st;
+	int any_cl = 0;
 
-	if (cpu_dnnl_plain_md(cpu_out_shape(c, 0), dst, cause) != 0 || cpu_dnnl_scratch_attr(&attr, cause) != 0)
+	if (cpu_dnnl_plain_md(ys, dst, cause) != 0)
 		return -1;
+	for (int k = 0; k < n; k++)
+		any_cl |= cpu_dnnl_md_channels_last(&mds[k], &c->shapes[ts[k]]);
 	/*
-	 * All sources blocked: no destination layout given, oneDNN keeps theirs
-	 * for the readers to take.  Mixed ones go plain: the readers' Convs may
-	 * want another layout (the UNet's want nhwc), and a blocked result would
-	 * cost a reorder to plain and another out of it.
+	 * A channels-last source: the result channels-last too, the layout the
+	 * Convs after it take (a UNet's decoder joins a ConvTranspose's 16-channel
+	 * blocks and a channels-last skip tensor: its result went to blocks, to
+	 * plain and to channels-last, three passes where one does).  Else all
+	 * sources blocked: no destination layout given, oneDNN keeps theirs for
+	 * the readers to take.  Mixed ones go plain: a blocked result would cost a
+	 * reorder to plain and another out of it.
 	 */
-	st = dnnl_concat_primitive_desc_create(pd, blocked == n ? NULL : dst, n, 1, mds, attr, d->eng);
+	want = blocked == n ? NULL : dst;
+	if (any_cl) {
+		dnnl_dims_t dims;
+
+		for (int k = 0; k < ys->ndims; k++)
+			dims[k] = ys->dims[k];
+		if (cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&cl, ys->ndims, dims, dnnl_f32, cl_tags[ys->ndims - 3]),
+		    "memory_desc_init_by_tag", cause) != 0)
+			return -1;
+		want = &cl;
+	}
+	if (cpu_dnnl_scratch_attr(&attr, cause) != 0)
+		return -1;
+	st = dnnl_concat_primitive_desc_create(pd, want, n, 1, mds, attr, d->eng);
 	dnnl_primitive_attr_destroy(attr);
 	return cpu_dnnl_check(st, "concat_primitive_desc_create", cause);
 }
@@ -378,7 +468,7 @@ dnnl_concat_create(struct cpu_dnnl_plan *p, const struct cpu_node_ctx *c, struct
 		goto fail;
 	}
 	if (dnnl_concat_srcs(p, c, mds, ts, &n, &blocked, cause) != 0 ||
-	    dnnl_concat_pd(p->d, c, mds, n, blocked, &dst, &x->pd, cause) != 0 ||
+	    dnnl_concat_pd(p->d, c, mds, ts, n, blocked, &dst, &x->pd, cause) != 0 ||
 	    cpu_dnnl_check(dnnl_primitive_create(&x->prim, x->pd), "primitive_create", cause) != 0)
 		goto fail;
 	for (int k = 0; k < n; k++) {
@@ -733,14 +823,50 @@ dnnl_link_readers(const struct cpu_dnnl_plan *p, const graph_t *g, void *const *
 }
 
 /*
+ * The readers of tensor t when every one is a oneDNN node taking t as its
+ * source through a reorder into another blocked layout than md, and oneDNN
+ * has a jit reorder from md into each (readers and *n as dnnl_link_readers).
+ */
+static int
+dnnl_link_readers_rebase(struct cpu_dnnl_plan *p, const graph_t *g, void *const *ptrs, int t,
+    const dnnl_memory_desc_t *md, size_t *readers, size_t *n, char **cause)
+{
+	int rc;
+
+	*n = 0;
+	for (size_t j = 0; j < g->nnodes; j++) {
+		const struct graph_node *r = &g->nodes[j];
+		struct dnnl_node *y = p->nodes[j];
+
+		for (int k = 0; k < r->ninputs; k++) {
+			if (r->inputs[k] != t)
+				continue;
+			if (y == NULL || k != y->in_k || y->in.r == NULL || y->in.direct != NULL || r->noutputs < 1 ||
+			    r->outputs[0] < 0 || !(y->in_place || ptrs[y->dst_t] != ptrs[t]) ||
+			    (rc = cpu_dnnl_edge_rebase(p->d, &y->in, md, ptrs[t], 1, cause)) == 0) {
+				*n = 0;
+				return 0;
+			}
+			if (rc < 0)
+				return -1;
+			readers[(*n)++] = j * 2;
+		}
+	}
+	return 0;
+}
+
+/*
  * Keep tensors blocked between oneDNN nodes.  Where node i's output is read
  * only by oneDNN nodes that want it in the very layout i writes (as their
  * source, or as a Conv's residual in the layout of that Conv's output), and that
  * layout takes the plain one's bytes (no channel padding: the channels a
  * multiple of the block), i writes it blocked at the tensor's own address and
- * its readers read it there: two reorders fewer per tensor.  A graph output,
- * a tensor any other node reads, and a residual sharing the output's address
- * (its reorder would overwrite itself) stay plain.
+ * its readers read it there: two reorders fewer per tensor.  Where they
+ * want it in another blocked layout (a ConvTranspose's 16-channel blocks
+ * after a channels-last Conv), i still writes its own at the tensor's address
+ * and each reader's reorder starts from it: one pass instead of two.  A graph
+ * output, a tensor any other node reads, and a residual sharing the output's
+ * address (its reorder would overwrite itself) stay plain.
  */
 static int
 dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_shape *shapes, void *const *ptrs,
@@ -754,7 +880,7 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	for (size_t i = 0; i < g->nnodes && rc == 0; i++) {
 		struct dnnl_node *x = p->nodes[i];
 		const dnnl_memory_desc_t *md;
-		int t;
+		int t, rebase;
 
 		if (x == NULL || x->out.r == NULL || !cpu_dnnl_out_linkable(g, x, ptrs))
 			continue;
@@ -763,12 +889,20 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 		if (dnnl_memory_desc_get_size(md) != (size_t)cpu_elems(&shapes[t]) * sizeof(float))
 			continue;
 		dnnl_link_readers(p, g, ptrs, t, md, readers, &n);
-		if (n == 0)
+		rebase = n == 0;
+		if (rebase && dnnl_link_readers_rebase(p, g, ptrs, t, md, readers, &n, cause) != 0)
+			rc = -1;
+		if (n == 0 || rc != 0)
 			continue;
 		rc = cpu_dnnl_edge_direct(&x->out, ptrs[t], cause);
 		for (size_t j = 0; j < n && rc == 0; j++) {
 			struct dnnl_node *y = p->nodes[readers[j] / 2];
 
+			if (rebase) {
+				rc = cpu_dnnl_edge_rebase(p->d, &y->in, md, ptrs[t], 0, cause) == 1 ? 0 :
+				    error_set(cause, "oneDNN refused a reorder it had offered");
+				continue;
+			}
 			if (readers[j] % 2 == 0) {
 				rc = cpu_dnnl_edge_direct(&y->in, ptrs[t], cause);
 				continue;
@@ -783,16 +917,16 @@ dnnl_plan_link(struct cpu_dnnl_plan *p, const graph_t *g, const struct graph_sha
 	return rc;
 }
 
-/* Node n's multiply-adds (a pool's, a norm's: its input elements), against DNNL_SERIAL_MACS. */
+/* Node n's multiply-adds (a memory-bound node's elements weighed by DNNL_ELEMENT_MACS), against DNNL_SERIAL_MACS. */
 static int64_t
 dnnl_node_macs(const struct graph_node *n, const struct graph_shape *shapes)
 {
 	const struct graph_shape *x = &shapes[n->inputs[0]], *y = &shapes[n->outputs[0]], *w;
 
 	if (n->op == GRAPH_OP_POOL || n->op == GRAPH_OP_BATCHNORM)
-		return cpu_elems(x);
+		return cpu_elems(x) * DNNL_ELEMENT_MACS;
 	if (n->op == GRAPH_OP_CONCAT || n->op == GRAPH_OP_BINARY)
-		return cpu_elems(y);
+		return cpu_elems(y) * DNNL_ELEMENT_MACS;
 	w = &shapes[n->inputs[1]];
 	if (n->op == GRAPH_OP_CONV || n->op == GRAPH_OP_CONV_TRANSPOSE)
 		return w->ndims > 0 && w->dims[0] > 0 ?

@@ -85,6 +85,9 @@ int cpu_dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd);
 /* Set up e between plain tensor ptr (layout user) and the primitive's layout blk; to_blk: plain is the source. */
 int cpu_dnnl_edge_init(struct cpu_dnnl *d, const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *blk, void *ptr,
     int to_blk, struct dnnl_edge *e, char **cause);
+/* Make e's reorder read the tensor at ptr in layout md, not plain (dry: only say whether it can): 1 done, 0 no jit reorder for it, -1 error. */
+int cpu_dnnl_edge_rebase(struct cpu_dnnl *d, struct dnnl_edge *e, const dnnl_memory_desc_t *md, void *ptr, int dry,
+    char **cause);
 /* Make e direct: its blocked copy is the tensor at ptr, its reorder gone. */
 int cpu_dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause);
 /* Free one node's primitive, memory objects and weight reference (NULL is fine). */

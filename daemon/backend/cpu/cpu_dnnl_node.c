@@ -143,6 +143,50 @@ dnnl_edge_free(struct dnnl_edge *e)
 		dnnl_memory_destroy(e->blk);
 }
 
+/*
+ * Make e's reorder read the tensor at ptr in layout md (its writer's blocked
+ * one) instead of the plain layout; 0 when oneDNN has no jit reorder
+ * between the two (its generic loops are slower than the two jit passes it
+ * would replace), 1 when done (dry: when it can be), -1 with *cause.
+ */
+int
+cpu_dnnl_edge_rebase(struct cpu_dnnl *d, struct dnnl_edge *e, const dnnl_memory_desc_t *md, void *ptr, int dry,
+    char **cause)
+{
+	const dnnl_memory_desc_t *blk;
+	dnnl_primitive_desc_t rpd;
+	dnnl_primitive_t r;
+	dnnl_memory_t user;
+	const char *impl;
+
+	if (cpu_dnnl_check(dnnl_memory_get_memory_desc(e->blk, &blk), "memory_get_memory_desc", cause) != 0 ||
+	    cpu_dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, md, d->eng, blk, d->eng, NULL),
+	    "reorder_primitive_desc_create", cause) != 0)
+		return -1;
+	impl = NULL;
+	if (dnnl_primitive_desc_query(rpd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == NULL ||
+	    strncmp(impl, "jit", 3) != 0 || dry) {
+		dnnl_primitive_desc_destroy(rpd);
+		return dry && impl != NULL && strncmp(impl, "jit", 3) == 0;
+	}
+	if (cpu_dnnl_check(dnnl_primitive_create(&r, rpd), "primitive_create (reorder)", cause) != 0) {
+		dnnl_primitive_desc_destroy(rpd);
+		return -1;
+	}
+	dnnl_primitive_desc_destroy(rpd);
+	if (cpu_dnnl_check(dnnl_memory_create(&user, md, d->eng, ptr), "memory_create", cause) != 0) {
+		dnnl_primitive_destroy(r);
+		return -1;
+	}
+	dnnl_primitive_destroy(e->r);
+	dnnl_memory_destroy(e->user);
+	e->r = r;
+	e->user = user;
+	e->args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, e->user };
+	e->args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, e->blk };
+	return 1;
+}
+
 /* Make e direct: its blocked copy is the tensor at ptr, its reorder gone. */
 int
 cpu_dnnl_edge_direct(struct dnnl_edge *e, void *ptr, char **cause)

@@ -164,6 +164,42 @@ around_axis(const struct graph_shape *s, int axis, size_t es, int64_t *outer, si
 		*inner *= (size_t)s->dims[i];
 }
 
+/*
+ * Bytes [lo, hi) of the whole tensor w of a concat or split, copied to or
+ * from its parts: row o of part k (prow_k bytes) sits at o * wrow + off_k in
+ * the whole, off_k the parts before it.  Each thread takes one such span, so
+ * a concat of a few large parts (densenet's, eight rows of channels) spreads
+ * over the threads as well as one of many rows does.
+ */
+static void
+concat_span(const struct cpu_node_ctx *c, int split, int axis, char *w, size_t inner, size_t wrow, size_t lo,
+    size_t hi)
+{
+	int nparts = split ? c->n->noutputs : c->n->ninputs;
+	size_t o = lo / wrow;
+
+	for (; lo < hi; o++) {
+		size_t off = 0, row = o * wrow;
+
+		for (int k = 0; k < nparts && lo < hi; k++) {
+			size_t prow = inner * (size_t)(split ? cpu_out_shape(c, k) : cpu_in_shape(c, k))->dims[axis];
+			size_t a = row + off, b = a + prow;
+
+			off += prow;
+			if (b <= lo)
+				continue;
+			char *p = (split ? cpu_out(c, k) : (char *)cpu_in(c, k)) + o * prow + (lo - a);
+			size_t n = (b < hi ? b : hi) - lo;
+
+			if (split)
+				memcpy(p, w + lo, n);
+			else
+				memcpy(w + lo, p, n);
+			lo += n;
+		}
+	}
+}
+
 /* Concat or split: copy between one whole tensor and its parts along axis. */
 static int
 concat_or_split(const struct cpu_node_ctx *c, int split, char **cause)
@@ -171,8 +207,10 @@ concat_or_split(const struct cpu_node_ctx *c, int split, char **cause)
 	const struct graph_shape *whole = split ? cpu_in_shape(c, 0) : cpu_out_shape(c, 0);
 	int nparts = split ? c->n->noutputs : c->n->ninputs;
 	int axis = cpu_axis(split ? c->n->attr.split.axis : c->n->attr.concat.axis, whole->ndims);
-	size_t es = cpu_dtype_size(split ? cpu_in_dtype(c, 0) : cpu_out_dtype(c, 0)), inner, wrow, off = 0;
+	size_t es = cpu_dtype_size(split ? cpu_in_dtype(c, 0) : cpu_out_dtype(c, 0)), inner, wrow, total_bytes;
 	int64_t outer, total = 0;
+	char *w = split ? (char *)cpu_in(c, 0) : cpu_out(c, 0);
+	int nt;
 
 	if (axis < 0)
 		return cpu_fail(cause, "axis outside rank %d", whole->ndims);
@@ -188,18 +226,17 @@ concat_or_split(const struct cpu_node_ctx *c, int split, char **cause)
 	if (total != whole->dims[axis])
 		return cpu_fail(cause, "parts add up to %lld along the axis, not %lld", (long long)total,
 		    (long long)whole->dims[axis]);
-	for (int k = 0; k < nparts; k++) {
-		size_t prow = inner * (size_t)(split ? cpu_out_shape(c, k) : cpu_in_shape(c, k))->dims[axis];
-		char *w = split ? (char *)cpu_in(c, 0) : cpu_out(c, 0);
-		char *p = split ? cpu_out(c, k) : (char *)cpu_in(c, k);
+	total_bytes = (size_t)outer * wrow;
+	if (total_bytes == 0)
+		return 0;
+	nt = cpu_parallel((int64_t)(total_bytes / es)) ? cpu_kernels_threads() : 1;
+	#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+	for (int t = 0; t < nt; t++) {
+		/* Span boundaries on 64-byte lines, so two threads never write one cache line. */
+		size_t lo = t == 0 ? 0 : (total_bytes / (size_t)nt * (size_t)t) & ~(size_t)63;
+		size_t hi = t == nt - 1 ? total_bytes : (total_bytes / (size_t)nt * (size_t)(t + 1)) & ~(size_t)63;
 
-		for (int64_t o = 0; o < outer && prow > 0; o++) {
-			if (split)
-				memcpy(p + (size_t)o * prow, w + (size_t)o * wrow + off, prow);
-			else
-				memcpy(w + (size_t)o * wrow + off, p + (size_t)o * prow, prow);
-		}
-		off += prow;
+		concat_span(c, split, axis, w, inner, wrow, lo, hi);
 	}
 	return 0;
 }
