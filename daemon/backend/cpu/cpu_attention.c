@@ -83,7 +83,7 @@ attn_mask_offset(const struct attn_geom *a, int64_t b)
 }
 
 /* Add the mask row, then softmax the row in place (max subtracted; the sum in double). */
-static void
+CPU_HOT_LOOP static void
 attn_softmax_row(float *s, const float *mask, int64_t mst, int64_t n)
 {
 	float mx = -INFINITY;

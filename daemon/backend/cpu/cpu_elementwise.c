@@ -52,8 +52,13 @@ cpu_act_known(enum graph_unary fn)
 /* Elements per pass of the vectorised activations (a stack buffer, so y may be x). */
 #define ACT_CHUNK 256
 
-/* y = fn(x) for the activations built on exp, tanh or erfc, through the array functions (cpu_vmath.c). */
-static void
+/*
+ * y = fn(x) for the activations built on exp, tanh or erfc, through the
+ * array functions (cpu_vmath.c); omp simd on the loops around them, which
+ * GCC's cheapest vectoriser (-O2) left scalar: 5% of all-MiniLM-L6-v2's
+ * batch on one thread went to GELU's two multiplications.
+ */
+CPU_HOT_LOOP static void
 act_vector(float *y, const float *x, int64_t n, enum graph_unary fn)
 {
 	float t[ACT_CHUNK];
@@ -66,24 +71,30 @@ act_vector(float *y, const float *x, int64_t n, enum graph_unary fn)
 		switch (fn) {
 		case GRAPH_UNARY_SIGMOID:
 			/* exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below. */
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				t[i] = -fabsf(xs[i]);
 			cpu_vexpf(t, t, m);
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				ys[i] = (xs[i] >= 0.0f ? 1.0f : t[i]) / (1.0f + t[i]);
 			break;
 		case GRAPH_UNARY_GELU:
 			/* erfc, not 1 + erf: for x << 0 the sum cancels and loses every digit. */
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				t[i] = -xs[i] * (float)M_SQRT1_2;
 			cpu_verfcf(t, t, m);
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				ys[i] = 0.5f * xs[i] * t[i];
 			break;
 		case GRAPH_UNARY_GELU_TANH:
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				t[i] = 0.7978845608028654f * (xs[i] + 0.044715f * xs[i] * xs[i] * xs[i]);
 			cpu_vtanhf(t, t, m);
+			#pragma omp simd
 			for (int64_t i = 0; i < m; i++)
 				ys[i] = 0.5f * xs[i] * (1.0f + t[i]);
 			break;
