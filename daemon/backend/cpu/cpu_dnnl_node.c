@@ -159,10 +159,13 @@ cpu_dnnl_edge_rebase(struct cpu_dnnl *d, struct dnnl_edge *e, const dnnl_memory_
 	dnnl_memory_t user;
 	const char *impl;
 
-	if (cpu_dnnl_check(dnnl_memory_get_memory_desc(e->blk, &blk), "memory_get_memory_desc", cause) != 0 ||
-	    cpu_dnnl_check(dnnl_reorder_primitive_desc_create(&rpd, md, d->eng, blk, d->eng, NULL),
-	    "reorder_primitive_desc_create", cause) != 0)
+	if (cpu_dnnl_check(dnnl_memory_get_memory_desc(e->blk, &blk), "memory_get_memory_desc", cause) != 0)
 		return -1;
+	/* A reader viewing the tensor with other dims (a flattening Gemm) keeps its reorder from plain. */
+	if (md->ndims != blk->ndims || memcmp(md->dims, blk->dims, (size_t)md->ndims * sizeof md->dims[0]) != 0 ||
+	    md->data_type != blk->data_type ||
+	    dnnl_reorder_primitive_desc_create(&rpd, md, d->eng, blk, d->eng, NULL) != dnnl_success)
+		return 0;
 	impl = NULL;
 	if (dnnl_primitive_desc_query(rpd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || impl == NULL ||
 	    strncmp(impl, "jit", 3) != 0 || dry) {
