@@ -1166,13 +1166,21 @@ test_transpose(void)
 		if (t == 29) {
 			nd = 3; d[0] = 64; d[1] = 128; d[2] = 33;
 		}
+		/* A transformer's head split, [B, S, H, D] -> [B, H, S, D]: threads start mid-way through the dims. */
+		if (t == 28) {
+			nd = 4; d[0] = 3; d[1] = 37; d[2] = 12; d[3] = 32;
+		}
 		for (int i = 0; i < nd; i++)
 			perm[i] = i;
-		for (int i = nd - 1; i > 0; i--) {
+		for (int i = nd - 1; i > 0 && t != 28; i--) {
 			int j = (int)rnd(0, i), tmp = perm[i];
 
 			perm[i] = perm[j];
 			perm[j] = tmp;
+		}
+		if (t == 28) {
+			perm[1] = 2;
+			perm[2] = 1;
 		}
 		fix_init(&f, GRAPH_OP_TRANSPOSE);
 		f.n.attr.transpose.nperm = nd;

@@ -64,11 +64,40 @@ strided_row(const struct strided *s, const char *src, char *dst)
 	}
 }
 
-/* dst (dense) = src read through s, rows over threads when large. */
+/*
+ * Destination rows [r0, r1) of s: the first row's source offset from its
+ * index, the next ones by stepping the index like an odometer.  Dividing for
+ * every row cost more than copying it: a transformer's head transposes move
+ * rows of 32 floats (128 bytes), three divisions and three remainders each.
+ */
+static void
+strided_rows(const struct strided *s, const char *src, char *dst, int64_t r0, int64_t r1)
+{
+	int64_t idx[GRAPH_MAX_DIMS], off = 0, rem = r0, n = s->dims[s->nd - 1];
+
+	for (int i = s->nd - 2; i >= 0; i--) {
+		idx[i] = rem % s->dims[i];
+		off += idx[i] * s->st[i];
+		rem /= s->dims[i];
+	}
+	for (int64_t r = r0; r < r1; r++) {
+		strided_row(s, src + (size_t)off * s->es, dst + (size_t)(r * n) * s->es);
+		for (int i = s->nd - 2; i >= 0; i--) {
+			off += s->st[i];
+			if (++idx[i] < s->dims[i])
+				break;
+			off -= s->st[i] * s->dims[i];
+			idx[i] = 0;
+		}
+	}
+}
+
+/* dst (dense) = src read through s, rows over threads (one span each) when large. */
 static void
 strided_copy(struct strided *s, const char *src, char *dst)
 {
 	int64_t rows = 1, n;
+	int nt;
 
 	strided_coalesce(s);
 	n = s->dims[s->nd - 1];
@@ -76,16 +105,12 @@ strided_copy(struct strided *s, const char *src, char *dst)
 		rows *= s->dims[i];
 	if (rows * n == 0)
 		return;
-	#pragma omp parallel for num_threads(cpu_kernels_threads()) schedule(static) if (cpu_parallel(rows * n))
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t off = 0, rem = r;
-
-		for (int i = s->nd - 2; i >= 0; i--) {
-			off += rem % s->dims[i] * s->st[i];
-			rem /= s->dims[i];
-		}
-		strided_row(s, src + (size_t)off * s->es, dst + (size_t)(r * n) * s->es);
-	}
+	nt = cpu_parallel(rows * n) ? cpu_kernels_threads() : 1;
+	if (nt > rows)
+		nt = (int)rows;
+	#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+	for (int t = 0; t < nt; t++)
+		strided_rows(s, src, dst, rows * t / nt, rows * (t + 1) / nt);
 }
 
 /* Dense element strides of a shape. */
