@@ -44,9 +44,14 @@ vmath_avx2(float *y, const float *x, int64_t n, vmath_fn8 fn)
 	}
 }
 
-/* y = exp(x), 8 at a time, lanes below lo written 0 and given to libmvec as 0 (see cpu_vexpf). */
+/*
+ * y = exp(x) by fn (libmvec's), 8 at a time, lanes below lo written 0 and
+ * given to fn as 0 (see cpu_vexpf).  fn through a pointer, as vmath_avx2
+ * takes it: clang ignores the pragma, so a direct call would pass vectors to
+ * a function it does not know takes them.
+ */
 __attribute__((target("avx2"))) static void
-vexp_avx2(float *y, const float *x, int64_t n, float lo)
+vexp_avx2(float *y, const float *x, int64_t n, float lo, vmath_fn8 fn)
 {
 	const __m256 vlo = _mm256_set1_ps(lo), zero = _mm256_setzero_ps();
 	float buf[8];
@@ -64,7 +69,7 @@ vexp_avx2(float *y, const float *x, int64_t n, float lo)
 			v = _mm256_loadu_ps(x + i);
 		}
 		under = _mm256_cmp_ps(v, vlo, _CMP_LT_OQ);
-		v = _mm256_blendv_ps(_ZGVdN8v_expf(_mm256_blendv_ps(v, zero, under)), zero, under);
+		v = _mm256_blendv_ps(fn(_mm256_blendv_ps(v, zero, under)), zero, under);
 		if (m < 8) {
 			_mm256_storeu_ps(buf, v);
 			memcpy(y + i, buf, (size_t)m * sizeof(float));
@@ -100,9 +105,9 @@ vmath_avx512(float *y, const float *x, int64_t n, vmath_fn16 fn)
 	}
 }
 
-/* y = exp(x), 16 at a time, lanes below lo written 0 and given to libmvec as 0 (see cpu_vexpf). */
+/* y = exp(x) by fn, 16 at a time, lanes below lo written 0 and given to fn as 0 (as vexp_avx2). */
 __attribute__((target("avx512f"))) static void
-vexp_avx512(float *y, const float *x, int64_t n, float lo)
+vexp_avx512(float *y, const float *x, int64_t n, float lo, vmath_fn16 fn)
 {
 	const __m512 vlo = _mm512_set1_ps(lo), zero = _mm512_setzero_ps();
 	int64_t i = 0;
@@ -112,7 +117,7 @@ vexp_avx512(float *y, const float *x, int64_t n, float lo)
 		__m512 v = _mm512_maskz_loadu_ps(keep, x + i);
 		__mmask16 under = _mm512_cmp_ps_mask(v, vlo, _CMP_LT_OQ);
 
-		v = _ZGVeN16v_expf(_mm512_mask_blend_ps(under, v, zero));
+		v = fn(_mm512_mask_blend_ps(under, v, zero));
 		_mm512_mask_storeu_ps(y + i, keep, _mm512_mask_blend_ps(under, v, zero));
 	}
 }
@@ -139,11 +144,11 @@ static int
 vexp_run(float *y, const float *x, int64_t n, float lo)
 {
 	if (__builtin_cpu_supports("avx512f")) {
-		vexp_avx512(y, x, n, lo);
+		vexp_avx512(y, x, n, lo, _ZGVeN16v_expf);
 		return 1;
 	}
 	if (__builtin_cpu_supports("avx2")) {
-		vexp_avx2(y, x, n, lo);
+		vexp_avx2(y, x, n, lo, _ZGVdN8v_expf);
 		return 1;
 	}
 	return 0;
