@@ -381,7 +381,6 @@ static int
 dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memory_desc_t *mds, const int *ts, int n,
     int blocked, dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, char **cause)
 {
-	static const dnnl_format_tag_t cl_tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
 	const struct graph_shape *ys = cpu_out_shape(c, 0);
 	dnnl_memory_desc_t cl;
 	dnnl_primitive_attr_t attr;
@@ -403,16 +402,8 @@ dnnl_concat_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const dnnl_memo
 	 * reorder to plain and another out of it.
 	 */
 	want = blocked == n ? NULL : dst;
-	if (any_cl) {
-		dnnl_dims_t dims;
-
-		for (int k = 0; k < ys->ndims; k++)
-			dims[k] = ys->dims[k];
-		if (cpu_dnnl_check(dnnl_memory_desc_init_by_tag(&cl, ys->ndims, dims, dnnl_f32, cl_tags[ys->ndims - 3]),
-		    "memory_desc_init_by_tag", cause) != 0)
-			return -1;
+	if (any_cl && cpu_dnnl_channels_last_md(ys, &cl) == 0)
 		want = &cl;
-	}
 	if (cpu_dnnl_scratch_attr(&attr, cause) != 0)
 		return -1;
 	st = dnnl_concat_primitive_desc_create(pd, want, n, 1, mds, attr, d->eng);

@@ -97,6 +97,8 @@ void cpu_dnnl_node_free(struct cpu_dnnl *d, struct dnnl_node *x);
 int cpu_dnnl_node_eligible(const graph_t *g, const struct graph_node *n);
 /* Whether Binary n reads input k as its full operand against a per-channel or scalar one (cpu_dnnl_node.c). */
 int cpu_dnnl_binary_full(const struct graph_shape *shapes, const struct graph_node *n, int k);
+/* The fp32 channels-last layout (nwc, nhwc, ndhwc) of shape s into *md; -1 when s has none (not 3-5 dims). */
+int cpu_dnnl_channels_last_md(const struct graph_shape *s, dnnl_memory_desc_t *md);
 /* Whether md is shape s channels-last (nwc, nhwc, ndhwc) with nothing padded. */
 int cpu_dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s);
 /*

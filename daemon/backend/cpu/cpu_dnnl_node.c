@@ -91,19 +91,27 @@ cpu_dnnl_pd_is_ref(const_dnnl_primitive_desc_t pd)
 	    strncmp(impl, "ref", 3) == 0;
 }
 
+/* The fp32 channels-last layout (nwc, nhwc, ndhwc) of shape s into *md; 0, or -1 when s has no such layout. */
+int
+cpu_dnnl_channels_last_md(const struct graph_shape *s, dnnl_memory_desc_t *md)
+{
+	static const dnnl_format_tag_t tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
+	dnnl_dims_t dims;
+
+	if (s->ndims < 3 || s->ndims > 5)
+		return -1;
+	for (int d = 0; d < s->ndims; d++)
+		dims[d] = s->dims[d];
+	return dnnl_memory_desc_init_by_tag(md, s->ndims, dims, dnnl_f32, tags[s->ndims - 3]) == dnnl_success ? 0 : -1;
+}
+
 /* Whether md is shape s in the channels-last layout (nwc, nhwc, ndhwc) with nothing padded. */
 int
 cpu_dnnl_md_channels_last(const dnnl_memory_desc_t *md, const struct graph_shape *s)
 {
-	static const dnnl_format_tag_t tags[] = { dnnl_acb, dnnl_acdb, dnnl_acdeb };
 	dnnl_memory_desc_t cl;
-	dnnl_dims_t dims;
 
-	for (int d = 0; d < s->ndims; d++)
-		dims[d] = s->dims[d];
-	return s->ndims >= 3 && s->ndims <= 5 &&
-	    dnnl_memory_desc_init_by_tag(&cl, s->ndims, dims, dnnl_f32, tags[s->ndims - 3]) == dnnl_success &&
-	    dnnl_memory_desc_equal(md, &cl);
+	return cpu_dnnl_channels_last_md(s, &cl) == 0 && dnnl_memory_desc_equal(md, &cl);
 }
 
 /* Set up e between plain tensor ptr (layout user) and the primitive's layout blk; to_blk: plain is the source. */

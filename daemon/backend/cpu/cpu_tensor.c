@@ -257,7 +257,7 @@ concat_or_split(const struct cpu_node_ctx *c, int split, char **cause)
 	nt = cpu_parallel((int64_t)(total_bytes / es)) ? cpu_kernels_threads() : 1;
 	#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 	for (int t = 0; t < nt; t++) {
-		/* Span boundaries on 64-byte lines, so two threads never write one cache line. */
+		/* Span boundaries on the whole tensor's 64-byte lines: a Concat's threads never write one line. */
 		size_t lo = t == 0 ? 0 : (total_bytes / (size_t)nt * (size_t)t) & ~(size_t)63;
 		size_t hi = t == nt - 1 ? total_bytes : (total_bytes / (size_t)nt * (size_t)(t + 1)) & ~(size_t)63;
 
