@@ -34,6 +34,7 @@ struct gemm_lt {
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t a, b, d;
 	cublasLtMatmulAlgo_t algo;
+	int act_after;			/* the activation runs as its own pass after the GEMM (not an epilogue) */
 };
 
 /* Refuse a size cuBLAS's int arguments cannot hold. */
@@ -253,9 +254,16 @@ matmul_lt_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cau
 	const float one = 1.0f, zero = 0.0f;
 	cublasStatus_t bs;
 
+	cudaError_t err;
+
 	bs = cublasLtMatmul(ex->lt, l->desc, &one, p->b, l->a, p->a, l->b, &zero, p->y, l->d, p->y, l->d, &l->algo,
 	    ex->blas_ws, ex->blas_ws_bytes, ex->stream);
-	return bs == CUBLAS_STATUS_SUCCESS ? 0 : cuda_blas_fail(cause, bs, "cublasLtMatmul(bias epilogue)");
+	if (bs != CUBLAS_STATUS_SUCCESS)
+		return cuda_blas_fail(cause, bs, "cublasLtMatmul");
+	if (!l->act_after)
+		return 0;
+	err = cuda_launch_bias_act(ex->stream, p->y, NULL, p->dt, &p->bias, p->act, p->act_alpha, p->act_beta);
+	return err == cudaSuccess ? 0 : cuda_fail(cause, err, "ew_bias_act_kernel<<<>>>");
 }
 
 /* A cuBLASLt handle for the heuristics at compile (the runs use their stream's); NULL when it cannot be made. */
@@ -346,39 +354,112 @@ gemm_lt_cached(compile_cache_t *cache, const struct gemm_lt_key *key, struct gem
 	return 1;
 }
 
-/* cuBLASLt's best algorithm for l within the stream workspace and the operands' alignments, the cache's when it has one; 1 found, 0 none. */
+/* The split-K slices of algo (1 when it does not split K, or does not say). */
+static uint32_t
+gemm_lt_splitk(const cublasLtMatmulAlgo_t *algo)
+{
+	uint32_t v = 1;
+	size_t written = 0;
+
+	if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &v, sizeof v, &written) !=
+	    CUBLAS_STATUS_SUCCESS || written != sizeof v)
+		return 1;
+	return v;
+}
+
+/*
+ * The heuristics' first algorithm for l as asked: with rows == 0 for l's own
+ * rows, the best one; with rows > 0 (batch-invariant) the heuristics are
+ * asked about a GEMM of that many rows, among algorithms that never split K,
+ * and the first that cuBLASLt accepts for l's rows is taken.  1 found, 0 none.
+ */
 static int
-gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params *p, int ct, int epi)
+gemm_lt_heuristic(struct gemm_lt *l, const struct gemm_params *p, cublasLtMatmulPreference_t pref, int rows,
+    uint64_t ws)
+{
+	cublasLtMatmulHeuristicResult_t res[8], chk;
+	cublasLtMatrixLayout_t b = l->b, d = l->d;
+	cudaDataType_t dt = cuda_blas_dtype(p->dt);
+	int count = 0, found = 0;
+
+	if (rows > 0 && (cublasLtMatrixLayoutCreate(&b, dt, (uint64_t)p->k, (uint64_t)rows, p->k) ||
+	    cublasLtMatrixLayoutCreate(&d, dt, (uint64_t)p->n, (uint64_t)rows, p->n))) {
+		if (b != l->b)
+			(void)cublasLtMatrixLayoutDestroy(b);
+		return 0;
+	}
+	memset(res, 0, sizeof res);
+	if (cublasLtMatmulAlgoGetHeuristic(gemm_lt_query, l->desc, l->a, b, d, d, pref, rows > 0 ? 8 : 1, res, &count) !=
+	    CUBLAS_STATUS_SUCCESS)
+		count = 0;
+	for (int i = 0; i < count && !found; i++) {
+		if (res[i].state != CUBLAS_STATUS_SUCCESS || (rows > 0 && gemm_lt_splitk(&res[i].algo) > 1))
+			continue;
+		memset(&chk, 0, sizeof chk);
+		found = rows == 0 || (cublasLtMatmulAlgoCheck(gemm_lt_query, l->desc, l->a, l->b, l->d, l->d,
+		    &res[i].algo, &chk) == CUBLAS_STATUS_SUCCESS && chk.state == CUBLAS_STATUS_SUCCESS &&
+		    chk.workspaceSize <= ws);
+		if (found)
+			l->algo = res[i].algo;
+	}
+	if (rows > 0) {
+		(void)cublasLtMatrixLayoutDestroy(b);
+		(void)cublasLtMatrixLayoutDestroy(d);
+	}
+	return found;
+}
+
+/*
+ * cuBLASLt's algorithm for l within the stream workspace and the operands'
+ * alignments, the cache's when it has one; 1 found, 0 none.  rows > 0: the
+ * batch-invariant choice (gemm_lt_heuristic), one algorithm for every M.
+ */
+static int
+gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params *p, int ct, int epi, int rows)
 {
 	struct gemm_lt_key key;
 	cublasLtMatmulPreference_t pref = NULL;
-	cublasLtMatmulHeuristicResult_t res;
 	uint64_t ws = CUDA_BLAS_WORKSPACE;
 	uint32_t al[3] = { gemm_lt_align(p->b), gemm_lt_align(p->a), gemm_lt_align(p->y) };
-	int count = 0;
+	uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+	int found = 0;
 
 	if (pthread_once(&gemm_lt_once, gemm_lt_query_init) != 0 || gemm_lt_query == NULL)
 		return 0;
 	gemm_lt_key_of(p, ct, epi, al, ws, &key);
-	if ((count = gemm_lt_cached(cache, &key, l, ws)) != 0)
-		return count > 0;
-	memset(&res, 0, sizeof res);
+	if (rows > 0)
+		key.m = -(int64_t)rows;		/* one entry for every M */
+	if ((found = gemm_lt_cached(cache, &key, l, ws)) != 0)
+		return found > 0;
 	if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], 4) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], 4) == 0 &&
-	    cublasLtMatmulAlgoGetHeuristic(gemm_lt_query, l->desc, l->a, l->b, l->d, l->d, pref, 1, &res, &count) ==
-	    CUBLAS_STATUS_SUCCESS && count > 0 && res.state == CUBLAS_STATUS_SUCCESS)
-		l->algo = res.algo;
-	else
-		count = 0;
+	    (rows == 0 || cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none,
+	    sizeof none) == 0))
+		found = gemm_lt_heuristic(l, p, pref, rows, ws);
 	if (pref != NULL)
 		(void)cublasLtMatmulPreferenceDestroy(pref);
 	if (cache != NULL)
-		compile_cache_store(cache, &key, sizeof key, &l->algo, count > 0 ? sizeof l->algo : 0);
-	return count > 0;
+		compile_cache_store(cache, &key, sizeof key, &l->algo, found ? sizeof l->algo : 0);
+	return found;
+}
+
+/*
+ * Batch-invariant GEMMs (INFERD_CUDA_GEMM_INVARIANT=ROWS, an experiment): the
+ * reduced-precision MatMuls all go through cuBLASLt with one algorithm per
+ * (N, K), chosen for ROWS rows among those that never split K, so a row's
+ * sums are made in the same order whatever the batch around it.  0: off.
+ */
+static int
+gemm_invariant_rows(void)
+{
+	const char *v = getenv("INFERD_CUDA_GEMM_INVARIANT");
+	long r = v != NULL ? strtol(v, NULL, 10) : 0;
+
+	return r > 0 && r <= 1 << 20 ? (int)r : 0;
 }
 
 /*
@@ -386,6 +467,8 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
  * layer's) and whose activation is none or ReLU takes cuBLASLt with the bias
  * (and ReLU) as the GEMM's epilogue: one pass over the output fewer.  On an
  * H100 the separate bias pass was a sixth of BERT-base's batch at fp16.
+ * Batch-invariant GEMMs (gemm_invariant_rows) take every one-GEMM MatMul of
+ * FP16/BF16 this way, any other activation as a pass after it.
  * Returns 1 when taken, 0 when not (the caller keeps the cuBLAS path), -1 on error.
  */
 static int
@@ -395,27 +478,38 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 	cudaDataType_t dt = cuda_blas_dtype(p->dt);
 	cublasComputeType_t ct = p->dt == GRAPH_DT_F32 && cc->precision != GRAPH_PRECISION_FP32 ?
 	    CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-	cublasLtEpilogue_t epi = p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+	cublasLtEpilogue_t epi;
 	const char *off = getenv("INFERD_CUDA_GEMM_LT");
+	int rows = cuda_dt_reduced(p->dt) ? gemm_invariant_rows() : 0;
+	int bias = p->c != NULL && cs != NULL && cs->ndims >= 1 && graph_shape_elems(cs) == p->n &&
+	    cs->dims[cs->ndims - 1] == p->n && gemm_lt_align(p->c) >= 16;
+	int epi_act = p->act == GRAPH_UNARY_NONE || p->act == GRAPH_UNARY_RELU;
 	struct gemm_lt *l;
 	cublasStatus_t bs;
 
-	if ((off != NULL && strcmp(off, "0") == 0) || p->batch != 1 || p->pointers || p->k == 0 || p->c == NULL ||
-	    cs == NULL || cs->ndims < 1 || graph_shape_elems(cs) != p->n || cs->dims[cs->ndims - 1] != p->n ||
-	    (p->act != GRAPH_UNARY_NONE && p->act != GRAPH_UNARY_RELU) || gemm_lt_align(p->c) < 16)
+	if ((off != NULL && strcmp(off, "0") == 0) || p->batch != 1 || p->pointers || p->k == 0)
 		return 0;
+	/* Batch-invariant: every such GEMM, the bias in the epilogue when it is a row vector, any activation after. */
+	if (rows == 0 && (!bias || !epi_act))
+		return 0;
+	if (rows > 0 && p->c != NULL && !bias)
+		return 0;
+	epi = !bias ? (p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT) :
+	    p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
 	if ((l = (struct gemm_lt *)calloc(1, sizeof *l)) == NULL)
 		return error_set(cause, "out of memory");
+	l->act_after = !epi_act;
 	if ((bs = cublasLtMatmulDescCreate(&l->desc, ct, CUDA_R_32F)) ||
 	    (bs = cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi)) ||
-	    (bs = cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->c, sizeof p->c)) ||
+	    (bias && (bs = cublasLtMatmulDescSetAttribute(l->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->c,
+	    sizeof p->c))) ||
 	    (bs = cublasLtMatrixLayoutCreate(&l->a, dt, (uint64_t)p->n, (uint64_t)p->k, p->n)) ||
 	    (bs = cublasLtMatrixLayoutCreate(&l->b, dt, (uint64_t)p->k, (uint64_t)p->m, p->k)) ||
 	    (bs = cublasLtMatrixLayoutCreate(&l->d, dt, (uint64_t)p->n, (uint64_t)p->m, p->n))) {
 		gemm_lt_free(l);
 		return cuda_blas_fail(cause, bs, "cuBLASLt descriptors");
 	}
-	if (!gemm_lt_pick(cc->cache, l, p, (int)ct, (int)epi)) {
+	if (!gemm_lt_pick(cc->cache, l, p, (int)ct, (int)epi, rows)) {
 		gemm_lt_free(l);
 		return 0;
 	}
