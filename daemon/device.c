@@ -519,6 +519,7 @@ device_plan_compile_mode(device_t *dev, const graph_t *g, const struct device_pl
 	p->g = g;
 	p->precision = opts != NULL ? opts->precision : GRAPH_PRECISION_FP32;
 	p->background = opts != NULL && opts->background;
+	p->batch_invariant = opts != NULL && opts->batch_invariant;
 	p->ws_mode = mode;
 	p->ws = ws;
 	p->ws_bytes = ws_bytes;

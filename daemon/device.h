@@ -200,6 +200,12 @@ int device_supports_node(const device_t *dev, const graph_t *g,
 struct device_plan_options {
 	int precision;
 	int background;			/* slow per-shape work may finish on worker threads: see device_plan_settle */
+	/*
+	 * Each row's answer independent of the other rows in its batch: FP16/BF16
+	 * GEMMs never split K, so a request batched with others sums in the order
+	 * it does alone (a backend without split-K reductions ignores it).
+	 */
+	int batch_invariant;
 };
 
 /*

@@ -122,6 +122,7 @@ struct device_plan {
 	const graph_t *g;		/* the compiled graph; outlives the plan */
 	int precision;			/* enum graph_precision (device_plan_options) */
 	int background;			/* device_plan_options.background */
+	int batch_invariant;		/* device_plan_options.batch_invariant */
 	void *handle;			/* the backend's compiled steps */
 	enum device_ws_mode ws_mode;	/* set before plan_compile */
 	void *ws;			/* DEVICE_WS_SHARED: the workspace */

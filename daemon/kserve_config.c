@@ -205,14 +205,19 @@ kserve_config_memory(const model_t *m)
 	return o;
 }
 
-/* inferd's precision figure: the mode, and the relative error against FP32 measured at load (null when not measured). */
+/*
+ * inferd's precision figure: the mode, the relative error against FP32
+ * measured at load (null when not measured), and whether answers are
+ * batch-invariant (model.json's "batch_invariant", where requests can share a batch).
+ */
 static json_t *
 kserve_config_precision(const model_t *m)
 {
 	int p = m->precision;
 
-	return json_pack("{s:s, s:o}", "mode", graph_precision_name(p),
-	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null());
+	return json_pack("{s:s, s:o, s:b}", "mode", graph_precision_name(p),
+	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null(),
+	    "batch_invariant", m->batch_invariant && m->max_batch_size > 1);
 }
 
 /* Order batch_stats entries by batch size. */

@@ -117,6 +117,7 @@ model_load_at(device_t *dev, const char *dir, const char *files_dir, int64_t ver
 	m->version = version;
 	m->platform = "inferd_mlp";
 	m->precision_error = -1;
+	m->batch_invariant = 1;
 	if (override != NULL && (m->config_override = xstrdup(override)) == NULL) {
 		model_free(m);
 		return error_set(cause, "out of memory");

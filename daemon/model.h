@@ -192,6 +192,7 @@ typedef struct model {
 	 */
 	double precision_error;
 	int precision;			/* enum graph_precision: model.json's "precision", the plans' compile option */
+	int batch_invariant;		/* model.json's "batch_invariant" (default 1): device_plan_options.batch_invariant */
 	int64_t var_max[MODEL_MAX_IO * MODEL_MAX_DIMS];
 	int plan_cache;			/* variable dims: plans kept per context */
 	/*

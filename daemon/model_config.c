@@ -103,7 +103,7 @@ model_config_serving(model_t *m, json_t *root, char **cause)
 static const char *const model_onnx_keys[] = {
 	"name", "platform", "max_batch_size", "dynamic_batching", "labels", "max_dims", "rename", "plan_cache",
 	"description", "inputs", "outputs", "precision", "version_policy", "warmup", "instance_group",
-	"padding",
+	"padding", "batch_invariant",
 };
 
 /* Refuse a key outside model_onnx_keys (a misspelt setting would otherwise be ignored silently). */
@@ -134,6 +134,22 @@ model_config_precision(model_t *m, json_t *root, char **cause)
 		return 0;
 	if (!json_is_string(v) || graph_precision_parse(json_string_value(v), &m->precision) != 0)
 		return error_set(cause, "\"precision\" must be \"fp32\", \"tf32\", \"fp16\" or \"bf16\"");
+	return 0;
+}
+
+/*
+ * "batch_invariant": true (default) or false: whether a request's answer may
+ * depend on the requests batched with it, through reduced-precision GEMMs
+ * whose cuBLAS choice splits K for some batch sizes (false: fastest per batch).
+ */
+static int
+model_config_invariant(model_t *m, json_t *root, char **cause)
+{
+	json_t *v = json_object_get(root, "batch_invariant");
+
+	if (v != NULL && !json_is_boolean(v))
+		return error_set(cause, "\"batch_invariant\" must be true or false");
+	m->batch_invariant = v == NULL || json_is_true(v);
 	return 0;
 }
 
@@ -171,7 +187,7 @@ model_config_onnx(model_t *m, json_t *root, int has_batch, char **cause)
 	if (model_json_int(root, "plan_cache", 1, 4096, MODEL_DEFAULT_PLAN_CACHE, &n, cause) != 0)
 		goto out;
 	m->plan_cache = (int)n;
-	if (model_config_precision(m, root, cause) != 0)
+	if (model_config_precision(m, root, cause) != 0 || model_config_invariant(m, root, cause) != 0)
 		goto out;
 	rc = model_config_serving(m, root, cause);
 out:

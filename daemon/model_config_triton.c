@@ -135,7 +135,7 @@ model_config_triton_labels(model_t *m, const char *file, char **cause)
 /* Keys, and dynamic_batching / instance_group members, that only one of the two vocabularies has. */
 static const char *const triton_keys[] = { "input", "output", "backend", "default_model_filename", NULL };
 static const char *const json_keys[] = { "inputs", "outputs", "labels", "max_dims", "rename", "plan_cache",
-	"precision", "warmup", "description", NULL };
+	"precision", "warmup", "description", "batch_invariant", NULL };
 static const char *const triton_batching[] = { "preferred_batch_size", "max_queue_delay_microseconds",
 	"default_queue_policy", NULL };
 static const char *const json_batching[] = { "preferred_batch_sizes", "max_queue_delay_us", "max_queue_size",

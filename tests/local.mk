@@ -247,6 +247,9 @@ dist_check_SCRIPTS += tests/integration/test_model_lifecycle.sh
 # Instances spread over two GPUs (skips with fewer).
 TESTS += tests/integration/test_multi_gpu.sh
 dist_check_SCRIPTS += tests/integration/test_multi_gpu.sh
+# fp16 answers under mixed-length load equal to the requests alone (batch-invariant GEMMs); skips without a GPU.
+TESTS += tests/integration/test_batch_invariant_gpu.sh
+dist_check_SCRIPTS += tests/integration/test_batch_invariant_gpu.sh
 # The device memory report of a loaded version: load line, /stats and /metrics against the weights file.
 TESTS += tests/integration/test_model_memory.sh
 dist_check_SCRIPTS += tests/integration/test_model_memory.sh

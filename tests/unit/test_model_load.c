@@ -461,6 +461,8 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	char *prec = write_onnx_dir(root, "prec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp16\"}");
 	char *bf16 = write_onnx_dir(root, "bf16", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"bf16\"}");
 	char *badprec = write_onnx_dir(root, "badprec", "Relu", "act", 1, 2, dims, 0, "{\"precision\": \"fp8\"}");
+	char *variant = write_onnx_dir(root, "variant", "Relu", "act", 1, 2, dims, 0, "{\"batch_invariant\": false}");
+	char *badinv = write_onnx_dir(root, "badinv", "Relu", "act", 1, 2, dims, 0, "{\"batch_invariant\": 1}");
 	char *cause = NULL, *cmd;
 	repository_t *r = NULL;
 	batcher_t *b;
@@ -468,7 +470,13 @@ test_onnx_models(const char *root, const char *mlp_dir)
 
 	CHECK(model_load(dev, prec, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
-		CHECK(m->precision == GRAPH_PRECISION_FP16, "model.json precision fp16 not on the model");
+		CHECK(m->precision == GRAPH_PRECISION_FP16 && m->batch_invariant,
+		    "model.json precision fp16 not on the model, or batch_invariant not on by default");
+	model_free(m);
+	m = NULL;
+	CHECK(model_load(dev, variant, &m, &cause) == 0, "%s", cause);
+	if (m != NULL)
+		CHECK(!m->batch_invariant, "model.json batch_invariant false not on the model");
 	model_free(m);
 	m = NULL;
 	/* bf16 on the CPU backend follows fp16's rule: it loads, and computes FP32. */
@@ -480,9 +488,13 @@ test_onnx_models(const char *root, const char *mlp_dir)
 	m = NULL;
 	expect_onnx_refused("precision", badprec, (const char *const[]){ "badprec/model.json",
 	    "\"precision\" must be \"fp32\", \"tf32\", \"fp16\" or \"bf16\"", NULL });
+	expect_onnx_refused("batch_invariant", badinv, (const char *const[]){ "badinv/model.json",
+	    "\"batch_invariant\" must be true or false", NULL });
 	free(prec);
 	free(bf16);
 	free(badprec);
+	free(variant);
+	free(badinv);
 	CHECK(model_load(dev, good, &m, &cause) == 0, "%s", cause);
 	if (m != NULL)
 		CHECK(strcmp(m->name, "relu") == 0 && m->max_batch_size == 64 && m->inputs[0].ndims == 1 &&

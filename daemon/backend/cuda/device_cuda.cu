@@ -693,6 +693,7 @@ cuda_plan_compile(device_plan_t *p, const struct graph_shape *shapes,
 	cc.cache = ((const struct cuda_ctx *)p->dev->ctx)->cache;
 	cc.sdpa = cuda_sdpa_scope_new();
 	cc.background = p->background;
+	cc.batch_invariant = p->batch_invariant;
 	if (cuda_prec_prepare(&c->prec, &cc, addrs, c->steps, &c->nsteps, cause) != 0) {
 		error_prefix(cause, "precision %s", graph_precision_name(p->precision));
 		goto fail;

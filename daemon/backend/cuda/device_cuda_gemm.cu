@@ -368,54 +368,35 @@ gemm_lt_splitk(const cublasLtMatmulAlgo_t *algo)
 }
 
 /*
- * The heuristics' first algorithm for l as asked: with rows == 0 for l's own
- * rows, the best one; with rows > 0 (batch-invariant) the heuristics are
- * asked about a GEMM of that many rows, among algorithms that never split K,
- * and the first that cuBLASLt accepts for l's rows is taken.  1 found, 0 none.
+ * The heuristics' best algorithm for l; batch-invariant (invariant != 0):
+ * the best of those that never split K, so a row's sums run in one order
+ * whatever the rows around it (a split-K choice depends on M).  1 found, 0 none.
  */
 static int
-gemm_lt_heuristic(struct gemm_lt *l, const struct gemm_params *p, cublasLtMatmulPreference_t pref, int rows,
-    uint64_t ws)
+gemm_lt_heuristic(struct gemm_lt *l, cublasLtMatmulPreference_t pref, int invariant)
 {
-	cublasLtMatmulHeuristicResult_t res[8], chk;
-	cublasLtMatrixLayout_t b = l->b, d = l->d;
-	cudaDataType_t dt = cuda_blas_dtype(p->dt);
-	int count = 0, found = 0;
+	cublasLtMatmulHeuristicResult_t res[8];
+	int count = 0;
 
-	if (rows > 0 && (cublasLtMatrixLayoutCreate(&b, dt, (uint64_t)p->k, (uint64_t)rows, p->k) ||
-	    cublasLtMatrixLayoutCreate(&d, dt, (uint64_t)p->n, (uint64_t)rows, p->n))) {
-		if (b != l->b)
-			(void)cublasLtMatrixLayoutDestroy(b);
-		return 0;
-	}
 	memset(res, 0, sizeof res);
-	if (cublasLtMatmulAlgoGetHeuristic(gemm_lt_query, l->desc, l->a, b, d, d, pref, rows > 0 ? 8 : 1, res, &count) !=
-	    CUBLAS_STATUS_SUCCESS)
-		count = 0;
-	for (int i = 0; i < count && !found; i++) {
-		if (res[i].state != CUBLAS_STATUS_SUCCESS || (rows > 0 && gemm_lt_splitk(&res[i].algo) > 1))
-			continue;
-		memset(&chk, 0, sizeof chk);
-		found = rows == 0 || (cublasLtMatmulAlgoCheck(gemm_lt_query, l->desc, l->a, l->b, l->d, l->d,
-		    &res[i].algo, &chk) == CUBLAS_STATUS_SUCCESS && chk.state == CUBLAS_STATUS_SUCCESS &&
-		    chk.workspaceSize <= ws);
-		if (found)
+	if (cublasLtMatmulAlgoGetHeuristic(gemm_lt_query, l->desc, l->a, l->b, l->d, l->d, pref, invariant ? 8 : 1,
+	    res, &count) != CUBLAS_STATUS_SUCCESS)
+		return 0;
+	for (int i = 0; i < count; i++)
+		if (res[i].state == CUBLAS_STATUS_SUCCESS && (!invariant || gemm_lt_splitk(&res[i].algo) <= 1)) {
 			l->algo = res[i].algo;
-	}
-	if (rows > 0) {
-		(void)cublasLtMatrixLayoutDestroy(b);
-		(void)cublasLtMatrixLayoutDestroy(d);
-	}
-	return found;
+			return 1;
+		}
+	return 0;
 }
 
 /*
  * cuBLASLt's algorithm for l within the stream workspace and the operands'
- * alignments, the cache's when it has one; 1 found, 0 none.  rows > 0: the
- * batch-invariant choice (gemm_lt_heuristic), one algorithm for every M.
+ * alignments (never splitting K when invariant), the cache's when it has one;
+ * 1 found, 0 none.
  */
 static int
-gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params *p, int ct, int epi, int rows)
+gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params *p, int ct, int epi, int invariant)
 {
 	struct gemm_lt_key key;
 	cublasLtMatmulPreference_t pref = NULL;
@@ -427,8 +408,7 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
 	if (pthread_once(&gemm_lt_once, gemm_lt_query_init) != 0 || gemm_lt_query == NULL)
 		return 0;
 	gemm_lt_key_of(p, ct, epi, al, ws, &key);
-	if (rows > 0)
-		key.m = -(int64_t)rows;		/* one entry for every M */
+	key.pad = invariant != 0;
 	if ((found = gemm_lt_cached(cache, &key, l, ws)) != 0)
 		return found > 0;
 	if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
@@ -437,9 +417,9 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], 4) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2], 4) == 0 &&
 	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2], 4) == 0 &&
-	    (rows == 0 || cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none,
+	    (!invariant || cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none,
 	    sizeof none) == 0))
-		found = gemm_lt_heuristic(l, p, pref, rows, ws);
+		found = gemm_lt_heuristic(l, pref, invariant);
 	if (pref != NULL)
 		(void)cublasLtMatmulPreferenceDestroy(pref);
 	if (cache != NULL)
@@ -448,27 +428,13 @@ gemm_lt_pick(compile_cache_t *cache, struct gemm_lt *l, const struct gemm_params
 }
 
 /*
- * Batch-invariant GEMMs (INFERD_CUDA_GEMM_INVARIANT=ROWS, an experiment): the
- * reduced-precision MatMuls all go through cuBLASLt with one algorithm per
- * (N, K), chosen for ROWS rows among those that never split K, so a row's
- * sums are made in the same order whatever the batch around it.  0: off.
- */
-static int
-gemm_invariant_rows(void)
-{
-	const char *v = getenv("INFERD_CUDA_GEMM_INVARIANT");
-	long r = v != NULL ? strtol(v, NULL, 10) : 0;
-
-	return r > 0 && r <= 1 << 20 ? (int)r : 0;
-}
-
-/*
  * A one-GEMM MatMul whose bias is one value per output column (a Linear
  * layer's) and whose activation is none or ReLU takes cuBLASLt with the bias
  * (and ReLU) as the GEMM's epilogue: one pass over the output fewer.  On an
  * H100 the separate bias pass was a sixth of BERT-base's batch at fp16.
- * Batch-invariant GEMMs (gemm_invariant_rows) take every one-GEMM MatMul of
- * FP16/BF16 this way, any other activation as a pass after it.
+ * A batch-invariant plan (cuda_compile.batch_invariant) takes every one-GEMM
+ * MatMul of FP16/BF16 this way, never split along K, any other activation as
+ * a pass after it: cuBLAS's own choice could split K for one M and not another.
  * Returns 1 when taken, 0 when not (the caller keeps the cuBLAS path), -1 on error.
  */
 static int
@@ -480,7 +446,7 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 	    CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 	cublasLtEpilogue_t epi;
 	const char *off = getenv("INFERD_CUDA_GEMM_LT");
-	int rows = cuda_dt_reduced(p->dt) ? gemm_invariant_rows() : 0;
+	int inv = cc->batch_invariant && cuda_dt_reduced(p->dt);
 	int bias = p->c != NULL && cs != NULL && cs->ndims >= 1 && graph_shape_elems(cs) == p->n &&
 	    cs->dims[cs->ndims - 1] == p->n && gemm_lt_align(p->c) >= 16;
 	int epi_act = p->act == GRAPH_UNARY_NONE || p->act == GRAPH_UNARY_RELU;
@@ -490,9 +456,9 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 	if ((off != NULL && strcmp(off, "0") == 0) || p->batch != 1 || p->pointers || p->k == 0)
 		return 0;
 	/* Batch-invariant: every such GEMM, the bias in the epilogue when it is a row vector, any activation after. */
-	if (rows == 0 && (!bias || !epi_act))
+	if (!inv && (!bias || !epi_act))
 		return 0;
-	if (rows > 0 && p->c != NULL && !bias)
+	if (inv && p->c != NULL && !bias)
 		return 0;
 	epi = !bias ? (p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT) :
 	    p->act == GRAPH_UNARY_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
@@ -509,7 +475,7 @@ matmul_try_lt(const struct cuda_compile *cc, struct cuda_step *st, struct gemm_p
 		gemm_lt_free(l);
 		return cuda_blas_fail(cause, bs, "cuBLASLt descriptors");
 	}
-	if (!gemm_lt_pick(cc->cache, l, p, (int)ct, (int)epi, rows)) {
+	if (!gemm_lt_pick(cc->cache, l, p, (int)ct, (int)epi, inv)) {
 		gemm_lt_free(l);
 		return 0;
 	}

@@ -128,6 +128,7 @@ struct cuda_compile {
 	compile_cache_t *cache;		/* the device's persistent engine and algorithm choices (NULL: off) */
 	struct cuda_sdpa_scope *sdpa;	/* cuDNN plans identical attentions of this compile share (NULL: none) */
 	int background;			/* slow engines may be built by worker threads (device_plan_settle) */
+	int batch_invariant;		/* device_plan_options.batch_invariant: FP16/BF16 GEMMs never split K */
 };
 
 typedef int (*cuda_compile_fn)(const struct cuda_compile *cc, const struct graph_node *n,
