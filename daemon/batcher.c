@@ -49,6 +49,7 @@ batcher_create(device_t *dev, struct metrics *metrics, int inflight, int graph_r
 	b->inflight = inflight;
 	b->graph_rows = graph_rows;
 	b->inline_complete = 1;
+	b->background_contexts = -1;
 	batcher_set_copy_mode(b, BATCH_COPY_AUTO, BATCH_MAPPED_MAX_DEFAULT);
 	if (batcher_record_epoch(b, cause) != 0) {
 		batcher_free(b);
@@ -163,15 +164,21 @@ batcher_queue_busy_seconds(const batcher_queue_t *q)
 	return q != NULL ? (double)__atomic_load_n(&q->busy_us, __ATOMIC_RELAXED) / 1e6 : 0;
 }
 
-/* The device memory of q's batch contexts and compute stream, added to *sum. */
+/*
+ * The device memory of q's batch contexts and compute stream, added to *sum.
+ * A context the builder has yet to make counts as the first one's size (the
+ * same model and shapes: the same arena, plans and graphs).
+ */
 void
-batcher_queue_memory(const batcher_queue_t *q, struct model_memory *sum)
+batcher_queue_memory(batcher_queue_t *q, struct model_memory *sum)
 {
 	int i;
 
+	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < q->nslots; i++)
-		if (q->slots[i].exec != NULL)
-			model_memory_add(sum, &q->slots[i].exec->memory);
+		if (q->slots[i < q->nbuilt ? i : 0].exec != NULL)
+			model_memory_add(sum, &q->slots[i < q->nbuilt ? i : 0].exec->memory);
+	pthread_mutex_unlock(&q->lock);
 	sum->workspace += device_stream_bytes(q->compute);
 }
 

@@ -124,10 +124,10 @@ device_t *batcher_queue_device(const batcher_queue_t *q);
 double batcher_queue_busy_seconds(const batcher_queue_t *q);
 /*
  * Add the device memory q holds to *sum: every batch context's (its
- * model_exec_t.memory) and its compute stream's own (workspace).  The
- * figures are fixed once batcher_attach returned.
+ * model_exec_t.memory) and its compute stream's own (workspace), a context
+ * still being built in the background counted as the first one's size.
  */
-void batcher_queue_memory(const batcher_queue_t *q, struct model_memory *sum);
+void batcher_queue_memory(batcher_queue_t *q, struct model_memory *sum);
 /* Stop, drain, join and free every queue still attached, then b (NULL is ignored). */
 void batcher_free(batcher_t *b);
 /* Stop accepting new requests (they get BATCH_SHUTDOWN) and new queues; queued ones still run. */
@@ -237,6 +237,22 @@ void batcher_set_inline_dispatch(batcher_t *b, int on);
  * thread.  Call before any queue is attached.
  */
 void batcher_set_inline_complete(batcher_t *b, int on);
+
+/*
+ * Background contexts (batcher_create starts at auto, -1): with 1, a queue
+ * is attached, and its model serves, once its first batch context is built;
+ * a thread of its own builds the others (inflight_batches) and adds each to
+ * the queue when ready.  0 builds them all before batcher_attach returns;
+ * -1 is 1 on a GPU (a context's plans and graph captures take a few hundred
+ * milliseconds there) and 0 on the CPU.  Call before any queue is attached.
+ */
+void batcher_set_background_contexts(batcher_t *b, int mode);
+/*
+ * The start-up loads have finished: inferd_allocations_after_startup counts
+ * device allocations from now, or, while background contexts of start-up
+ * models are still being built, from when the last of them is.
+ */
+void batcher_startup_finish(batcher_t *b);
 
 /*
  * Deferred dispatch, for a thread that takes many submissions in one go

@@ -89,6 +89,10 @@ struct model_queue {
 	uint64_t next_deadline;			/* no queued request expires before this */
 	struct batch_slot *slots, *free_slots, *inflight_head, *inflight_tail;
 	int nslots;
+	int nbuilt;				/* slots[0..nbuilt) are built and serve (q->lock); the builder adds the rest */
+	int graph_rows;				/* rows up to which a context captures graphs */
+	pthread_t builder;			/* builds slots[nbuilt..nslots) after the load (batcher_background_contexts) */
+	int builder_started;
 	device_stream_t *compute;
 	void *pad_src[MODEL_MAX_IO];		/* a model that pads: each padded input's pad values for a whole batch (pinned) */
 	uint64_t seq;
@@ -113,6 +117,9 @@ struct batcher {
 	int busy_clients;			/* clients with a request queued or in flight (atomic) */
 	int inline_dispatch;			/* a submitter launches a batch itself when it may */
 	int inline_complete;			/* ... and completes it when it has ended by then */
+	int background_contexts;		/* batcher_set_background_contexts: -1 auto (GPU), 0 no, 1 yes */
+	int building;				/* queues whose builder still runs (lock) */
+	int baseline_pending;			/* batcher_startup_finish waits for them (lock) */
 	struct request_log *request_log;	/* NULL: off */
 };
 
@@ -182,7 +189,17 @@ int batcher_pad_layout(const model_t *m, struct batch_slot *s, char **cause);
 int batcher_pad_create(struct model_queue *q, char **cause);
 void batcher_pad_free(struct model_queue *q);
 
-/* batcher_launch.c: batch contexts, launch and completion, a queue's threads. */
+/* batcher_contexts.c: a queue's batch contexts (q->slots) and their builder. */
+/* Allocate inflight contexts, build the first (every one when not in the background); q->compute exists. */
+int batcher_contexts_create(struct model_queue *q, int inflight, char **cause);
+/* Start the thread that builds the rest, if any (after the queue's own threads). */
+int batcher_contexts_start_builder(struct model_queue *q, char **cause);
+/* Join the builder (q->stopping set: it stops after the context it is building). */
+void batcher_contexts_join_builder(struct model_queue *q);
+/* Free every context and the array (the builder joined). */
+void batcher_contexts_free(struct model_queue *q);
+
+/* batcher_launch.c: launch and completion, a queue's threads, creating and destroying a queue. */
 /* Launch a formed batch outside the lock (q->launching set; cleared here); submitter: not sched_main. */
 void batcher_dispatch(struct model_queue *q, struct batch_slot *s, int submitter);
 /* Set up one model's queue: lock, conds, compute stream, batch contexts, threads. */

@@ -413,67 +413,17 @@ completion_main(void *arg)
 	return NULL;
 }
 
-/* Allocate one batch context and its events. */
-static int
-slot_create(struct model_queue *q, struct batch_slot *s, char **cause)
-{
-	device_t *dev = q->dev;
-	int n = model_rows_max(q->model), i;
-
-	s->reqs = xcalloc((size_t)n, sizeof *s->reqs);
-	s->ev_in = xcalloc((size_t)n, sizeof *s->ev_in);
-	s->ev_out = xcalloc((size_t)n, sizeof *s->ev_out);
-	s->dma_out = xcalloc((size_t)n, sizeof *s->dma_out);
-	if (s->reqs == NULL || s->ev_in == NULL || s->ev_out == NULL || s->dma_out == NULL)
-		return error_set(cause, "out of memory");
-	/* Every request has at least one row, so a batch holds at most n of each tensor. */
-	if (device_copy_table_create(dev, (size_t)n * (size_t)q->model->ninputs, &s->gather, cause) != 0 ||
-	    device_copy_table_create(dev, (size_t)n * (size_t)q->model->noutputs, &s->scatter, cause) != 0)
-		return -1;
-	if (model_exec_create(q->model, &s->exec, cause) != 0 ||
-	    device_event_create(dev, &s->ev_begin, cause) != 0 ||
-	    device_event_create(dev, &s->ev_compute0, cause) != 0 ||
-	    device_event_create(dev, &s->ev_compute1, cause) != 0)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (device_event_create(dev, &s->ev_in[i], cause) != 0 ||
-		    device_event_create(dev, &s->ev_out[i], cause) != 0)
-			return -1;
-	return 0;
-}
-
-/* Free one batch context (partially created ones too). */
-static void
-slot_free(struct model_queue *q, struct batch_slot *s)
-{
-	int i;
-
-	for (i = 0; s->ev_in != NULL && i < model_rows_max(q->model); i++) {
-		device_event_destroy(s->ev_in[i]);
-		device_event_destroy(s->ev_out[i]);
-	}
-	device_event_destroy(s->ev_begin);
-	device_event_destroy(s->ev_compute0);
-	device_event_destroy(s->ev_compute1);
-	device_copy_table_destroy(s->gather);
-	device_copy_table_destroy(s->scatter);
-	free(s->dma_out);
-	model_exec_free(s->exec);
-	free(s->reqs);
-	free(s->ev_in);
-	free(s->ev_out);
-}
-
-/* Set up one model's queue: lock, conds, compute stream, slots, threads. */
+/* Set up one model's queue: lock, conds, compute stream, batch contexts, threads (and the contexts' builder). */
 int
 batcher_queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
     int inflight, int graph_rows, char **cause)
 {
-	int i, rc;
+	int rc;
 
 	q->batcher = b;
 	q->model = m;
 	q->dev = m->dev;
+	q->graph_rows = graph_rows;
 	q->mm = b->metrics != NULL ? metrics_model_add(b->metrics, m->name) : NULL;
 	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
 	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
@@ -482,18 +432,9 @@ batcher_queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 		return error_prefix(cause, "model '%s': compute stream", m->name);
 	if (batcher_pad_create(q, cause) != 0)
 		return -1;
-	q->slots = xcalloc((size_t)inflight, sizeof *q->slots);
-	if (q->slots == NULL)
-		return error_set(cause, "out of memory");
-	q->nslots = inflight;
 	q->next_deadline = UINT64_MAX;	/* nothing queued yet; enqueue lowers it */
-	for (i = 0; i < inflight; i++) {
-		if (slot_create(q, &q->slots[i], cause) != 0 ||
-		    model_exec_capture(q->slots[i].exec, q->compute, graph_rows, cause) != 0)
-			return error_prefix(cause, "model '%s': batch context %d", m->name, i);
-		q->slots[i].next = q->free_slots;
-		q->free_slots = &q->slots[i];
-	}
+	if (batcher_contexts_create(q, inflight, cause) != 0)
+		return -1;
 	if ((rc = pthread_create(&q->sched, NULL, sched_main, q)) != 0)
 		return error_set(cause, "model '%s': pthread_create: %s", m->name, strerror(rc));
 	if ((rc = pthread_create(&q->completion, NULL, completion_main, q)) != 0) {
@@ -505,27 +446,25 @@ batcher_queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 		return error_set(cause, "model '%s': pthread_create: %s", m->name, strerror(rc));
 	}
 	q->threads_started = 1;
-	return 0;
+	return batcher_contexts_start_builder(q, cause);
 }
 
-/* Stop one queue's threads after draining, then free its resources and q itself. */
+/* Stop one queue's threads (its builder first) after draining, then free its resources and q itself. */
 void
 batcher_queue_destroy(struct model_queue *q)
 {
 	struct client_fifo *f, *next;
-	int i;
 
 	if (q->threads_started) {
 		pthread_mutex_lock(&q->lock);
 		q->stopping = 1;
 		pthread_cond_broadcast(&q->work);
 		pthread_mutex_unlock(&q->lock);
+		batcher_contexts_join_builder(q);
 		pthread_join(q->sched, NULL);
 		pthread_join(q->completion, NULL);
 	}
-	for (i = 0; q->slots != NULL && i < q->nslots; i++)
-		slot_free(q, &q->slots[i]);
-	free(q->slots);
+	batcher_contexts_free(q);
 	for (f = q->fifos; f != NULL; f = next) {
 		next = f->next_fifo;
 		free(f);

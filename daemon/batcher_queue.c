@@ -116,7 +116,7 @@ oldest_submit(struct model_queue *q)
 	return oldest;
 }
 
-/* Whether no batch of q is in flight: every batch context is back on the free list. */
+/* Whether no batch of q is in flight: every built batch context is back on the free list. */
 static int
 queue_idle(const struct model_queue *q)
 {
@@ -125,7 +125,7 @@ queue_idle(const struct model_queue *q)
 
 	for (s = q->free_slots; s != NULL; s = s->next)
 		nfree++;
-	return nfree == q->nslots;
+	return nfree == q->nbuilt;
 }
 
 /*

@@ -53,6 +53,7 @@ static int config_check_mode(const char *, char **);
 static int config_check_group(const char *, char **);
 static int config_check_on_off_auto(const char *, char **);
 static int config_check_copy_mode(const char *, char **);
+static int config_check_auto_yes_no(const char *, char **);
 static int config_check_control_mode(const char *, char **);
 static int config_check_model_list(const char *, char **);
 
@@ -162,6 +163,13 @@ static const struct config_key config_keys[] = {
 	  "With 2 or more the copy-in of the next batch overlaps the compute of the\n"
 	  "current one; each costs one set of device buffers at the model's\n"
 	  "max_batch_size." },
+	{ "MODELS AND DEVICE", "background_contexts", CONFIG_STRING, "auto", KEY(background_contexts), 0, 0,
+	  config_check_auto_yes_no,
+	  "Whether a model serves once its first batch context is built, the others\n"
+	  "(inflight_batches) being built by a thread of their own and joining as\n"
+	  "each is ready: auto, yes or no.  auto is yes on a GPU, where a context's\n"
+	  "plans and CUDA graphs take a few hundred milliseconds, and no on the CPU.\n"
+	  "no builds them all before the model is ready." },
 	{ "MODELS AND DEVICE", "cuda_graph_max_batch", CONFIG_INT, "256",
 	  KEY(cuda_graph_max_batch), 0, 65536, NULL,
 	  "On CUDA, batches of up to this many rows replay a CUDA graph captured\n"
@@ -277,6 +285,15 @@ config_check_copy_mode(const char *value, char **cause)
 	if (strcmp(value, "auto") == 0 || strcmp(value, "dma") == 0 || strcmp(value, "mapped") == 0)
 		return 0;
 	return error_set(cause, "'%s' is not auto, dma or mapped", value);
+}
+
+/* Check auto, yes or no. */
+static int
+config_check_auto_yes_no(const char *value, char **cause)
+{
+	if (strcmp(value, "auto") == 0 || strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
+		return 0;
+	return error_set(cause, "'%s' is not auto, yes or no", value);
 }
 
 /* Check an IPv4 or IPv6 address literal. */

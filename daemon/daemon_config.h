@@ -33,6 +33,7 @@ struct daemon_config {
 	char *http_shared_memory;	/* http_shared_memory = auto | on | off */
 	int strict_readiness;		/* strict_readiness = yes (ready only if every start-up model loaded) */
 	int inflight_batches;		/* inflight_batches = 2 */
+	char *background_contexts;	/* background_contexts = auto | yes | no */
 	int cuda_graph_max_batch;	/* cuda_graph_max_batch = 256 (0: no graphs) */
 	int inline_dispatch;		/* inline_dispatch = yes (submitter launches when the scheduler is idle) */
 	int inline_complete;		/* inline_complete = yes (... and completes it when it has already ended) */

@@ -28,7 +28,7 @@ daemon_libinferd_core_a_SOURCES = \
 	daemon/model_config_instances.c \
 	daemon/repository_impl.h daemon/repository_load.c daemon/repository_report.c \
 	daemon/metrics.c daemon/metrics.h daemon/metrics_gpu.c daemon/metrics_gpu.h daemon/compile_cache.c daemon/compile_cache.h daemon/text_buf.c daemon/text_buf.h daemon/door.h \
-	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_pad.c \
+	daemon/batcher.c daemon/batcher.h daemon/batcher_impl.h daemon/batcher_queue.c daemon/batcher_clients.c daemon/batcher_launch.c daemon/batcher_contexts.c daemon/batcher_pad.c \
 	daemon/daemon_config.c daemon/daemon_config.h daemon/daemon_man.c daemon/daemon_man.h \
 	daemon/request_log.c daemon/request_log.h \
 	daemon/notify.c daemon/notify.h \

@@ -575,7 +575,7 @@ daemon_log_summary(struct daemon *d)
 	    loaded == 1 ? "" : "s", failed, http);
 }
 
-/* Tell the batcher how shared-memory tensors are copied (copy_mode, mapped_copy_max_bytes). */
+/* The batcher's options: how shared-memory tensors are copied, inline dispatch and completion, background contexts. */
 static int
 daemon_copy_mode(struct daemon *d, char **cause)
 {
@@ -585,6 +585,8 @@ daemon_copy_mode(struct daemon *d, char **cause)
 		return error_set(cause, "copy_mode '%s' is not auto, dma or mapped", d->config.copy_mode);
 	batcher_set_copy_mode(d->batcher, mode, d->config.mapped_copy_max_bytes);
 	batcher_set_inline_dispatch(d->batcher, d->config.inline_dispatch);
+	batcher_set_background_contexts(d->batcher, strcmp(d->config.background_contexts, "auto") == 0 ? -1 :
+	    strcmp(d->config.background_contexts, "yes") == 0);
 	batcher_set_inline_complete(d->batcher, d->config.inline_complete);
 	LOG_INFO("inline dispatch: %s, inline completion: %s", d->config.inline_dispatch ? "on" : "off",
 	    d->config.inline_dispatch && d->config.inline_complete ? "on" : "off");
@@ -664,8 +666,11 @@ daemon_start(struct daemon *d, char **cause)
 		LOG_INFO("a stop signal came during the start-up load: never ready, shutting down");
 		return 0;
 	}
-	/* Both servers have preallocated; from here on the count must stay flat. */
-	d->metrics.allocations_baseline = device_allocation_count(d->dev);
+	/*
+	 * Both servers have preallocated; from here on (or from when the last
+	 * start-up context built in the background is ready) the count must stay flat.
+	 */
+	batcher_startup_finish(d->batcher);
 	repository_startup_finish(d->repo);
 	daemon_log_summary(d);
 	if (!repository_server_ready(d->repo, d->config.strict_readiness))

@@ -2,10 +2,11 @@
 # test_faults.sh: injected failures (a build with --enable-fault-injection; skipped otherwise).
 # A failing copy or kernel launch fails only its batch's requests (500) and the daemon keeps
 # serving; a failing device allocation in a model's batch contexts fails only that model's load
-# (at start-up or over HTTP); a failing heap allocation (malloc:N) while a model loads refuses
-# only that model, one during an HTTP request (its record and body buffer included) fails only
-# that request with an error message, and one during an shm client's model query fails only that
-# query with a message; the daemon still exits 0 (under ASan: without a leak).
+# (at start-up or over HTTP), or, built in the background, leaves that context out; a failing
+# heap allocation (malloc:N) while a model loads refuses only that model, one during an HTTP
+# request (its record and body buffer included) fails only that request with an error message,
+# and one during an shm client's model query fails only that query with a message; the daemon
+# still exits 0 (under ASan: without a leak).
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
 infer() {	# infer MODEL: print the HTTP status of one inference
@@ -21,6 +22,9 @@ except urllib.error.HTTPError as e:
 PYEOF
 }
 
+# Every context is built before its model is ready (the GPU default builds all but the first in the
+# background, which would make the order of allocations vary); the background builder has its own part below.
+fg=--background_contexts=no
 # Two copies of fashion-mlp: a-mlp loads first (directory order), b-mlp second.
 mkdir -p "$tmp/models" || exit 99
 for m in a-mlp b-mlp; do
@@ -29,7 +33,7 @@ for m in a-mlp b-mlp; do
 done
 
 # Count the calls of each site during start-up, one request and shutdown.
-INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models"
+INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg
 grep -q "fault injection: call 1000000000 of launch will fail" "$tmp/daemon.log" || {
 	stop_daemon
 	echo "SKIP: inferd built without --enable-fault-injection"
@@ -49,11 +53,11 @@ post() {	# post PATH: print the body, then the HTTP status on a line
 }
 explicit="--model_control_mode=explicit --load_model=a-mlp"
 : >"$tmp/daemon.log"
-INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $explicit
+INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg $explicit
 stop_daemon
 before=$(count device_alloc)
 : >"$tmp/daemon.log"
-INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $explicit
+INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg $explicit
 [ "$(post /v2/repository/models/b-mlp/load | tail -n 1)" = 200 ] || fail "loading b-mlp"
 stop_daemon
 per_load=$(( $(count device_alloc) - before ))
@@ -61,7 +65,7 @@ echo "b-mlp's load: $per_load device allocations (after $before)"
 [ "$per_load" -ge 2 ] || fail "b-mlp's load counted $per_load device allocations"
 # Its last allocation is a batch context of its batcher queue: fail that one.
 : >"$tmp/daemon.log"
-INFERD_FAULT=device_alloc:$((before + per_load)) start_daemon --model_repository="$tmp/models" $explicit
+INFERD_FAULT=device_alloc:$((before + per_load)) start_daemon --model_repository="$tmp/models" $fg $explicit
 out=$(post /v2/repository/models/b-mlp/load)
 [ "$(echo "$out" | tail -n 1)" = 400 ] && echo "$out" | grep -q "batch context.*injected" ||
 	fail "a failing batch context allocation: $out"
@@ -74,7 +78,7 @@ stop_daemon
 echo "ok: a failing batch context allocation failed only b-mlp's load; the daemon served on"
 # The same at start-up: both models load at start, b-mlp's last allocation fails, a-mlp serves.
 : >"$tmp/daemon.log"
-INFERD_FAULT=device_alloc:$((before + per_load)) start_daemon --model_repository="$tmp/models"
+INFERD_FAULT=device_alloc:$((before + per_load)) start_daemon --model_repository="$tmp/models" $fg
 grep -q "model 'b-mlp' version 1 not loaded: .*batch context.*injected" "$tmp/daemon.log" ||
 	fail "b-mlp's start-up load did not fail in its batch context"
 [ "$(infer a-mlp)" = 200 ] || fail "a-mlp after b-mlp failed at start-up"
@@ -82,15 +86,48 @@ grep -q "model 'b-mlp' version 1 not loaded: .*batch context.*injected" "$tmp/da
 stop_daemon
 echo "ok: the same failure at start-up refused only b-mlp"
 
+# Background contexts: b-mlp is ready on its first context, and a thread builds its second.  Counted
+# the same way, b-mlp's last device allocation is then the builder's: the load succeeds, the log names
+# the context left out, and both models serve on (b-mlp on one context).
+fg="--background_contexts=yes --log_level=debug"
+a_built() {	# wait until a-mlp's builder has ended, so that its allocations all come before b-mlp's
+	wait_for "grep -c \"model 'a-mlp': 1 more batch contexts built in the background\" '$tmp/daemon.log'" 1
+}
+: >"$tmp/daemon.log"
+INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg $explicit
+a_built
+stop_daemon
+before=$(count device_alloc)
+: >"$tmp/daemon.log"
+INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg $explicit
+a_built
+[ "$(post /v2/repository/models/b-mlp/load | tail -n 1)" = 200 ] || fail "loading b-mlp (background contexts)"
+wait_for "grep -c \"model 'b-mlp': 1 more batch contexts built in the background\" '$tmp/daemon.log'" 1
+[ "$(infer b-mlp)" = 200 ] || fail "b-mlp with its contexts built in the background"
+stop_daemon
+per_load=$(( $(count device_alloc) - before ))
+echo "b-mlp's load with background contexts: $per_load device allocations (after $before)"
+: >"$tmp/daemon.log"
+INFERD_FAULT=device_alloc:$((before + per_load)) start_daemon --model_repository="$tmp/models" $fg $explicit
+a_built
+[ "$(post /v2/repository/models/b-mlp/load | tail -n 1)" = 200 ] ||
+	fail "a failing background context failed b-mlp's load"
+wait_for "grep -c \"model 'b-mlp': batch context 2 of 2 was not built (.*injected.*): it serves with 1\" '$tmp/daemon.log'" 1
+[ "$(infer b-mlp)" = 200 ] && [ "$(infer b-mlp)" = 200 ] && [ "$(infer a-mlp)" = 200 ] ||
+	fail "after a background context failed to build"
+stop_daemon
+echo "ok: a failing background context left b-mlp serving on one context"
+fg=--background_contexts=no
+
 # A failing batch, by copy and by launch: the first request after start-up gets 500, the next 200.
 for site in copy launch; do
 	: >"$tmp/daemon.log"
-	INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models"
+	INFERD_FAULT=launch:1000000000 start_daemon --model_repository="$tmp/models" $fg
 	stop_daemon
 	n=$(( $(count $site) + 1 ))
 	# The run above made one request fewer: its counts are start-up and shutdown only.
 	: >"$tmp/daemon.log"
-	INFERD_FAULT=$site:$n start_daemon --model_repository="$tmp/models"
+	INFERD_FAULT=$site:$n start_daemon --model_repository="$tmp/models" $fg
 	first=$(infer b-mlp)
 	second=$(infer b-mlp)
 	other=$(infer a-mlp)
@@ -107,7 +144,7 @@ done
 shm_socket=
 start_http_daemon() {
 	rm -f "$tmp/port"
-	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" \
+	"$top_builddir/inferd" --device="${INFERD_TEST_DEVICE:-cpu}" --model_repository="$tmp/models" $fg \
 		--http_port=0 --port-file="$tmp/port" --shm_socket="$shm_socket" >>"$tmp/daemon.log" 2>&1 &
 	daemon_pid=$!
 	await_daemon test -s "$tmp/port"

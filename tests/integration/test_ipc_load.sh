@@ -2,9 +2,11 @@
 # test_ipc_load.sh: 16 client processes x 1,000 pipelined requests at once, every answer checked;
 # then one client's doorbells and wake-ups with the daemon polling and not, and that a lone client's
 # batches are launched inline (inline_dispatch, INFERD_TEST_INLINE=no checks they are not).
+# The loaded daemon builds its batch contexts after the first in the background (the GPU default),
+# four of them, so the others join while it serves and the allocation count starts once they are built.
 . "$top_srcdir/tests/helpers/test_ipc_lib.sh"
 
-start_daemon
+start_daemon --background_contexts=yes --inflight_batches=4 --log_level=debug
 
 # 64 distinct rows and their reference outputs, computed once over HTTP.
 write_row_references 777 fashion-mlp
@@ -32,6 +34,8 @@ echo "16 clients: $rows rows in $batches batches, $(metric 'inferd_batches_inlin
 wait_for "metric inferd_shm_clients" 0
 wait_for_at_most daemon_fds "$fds_before"
 [ "$(metric inferd_allocations_after_startup)" = 0 ] || fail "allocations after start-up under shm load"
+grep -q "model 'fashion-mlp': 3 more batch contexts built in the background" "$tmp/daemon.log" ||
+	fail "fashion-mlp's contexts were not built in the background"
 stop_daemon
 
 # Doorbells: with the daemon polling (a window wide enough for a loaded machine), one client's
