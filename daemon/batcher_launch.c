@@ -1,4 +1,4 @@
-/* batcher_launch.c: batch contexts, launching a batch (copies, compute) and completing it, the queue's two threads. */
+/* batcher_launch.c: launching a batch (copies, compute) and completing it, the queue's two threads, creating and destroying a queue. */
 #include "config.h"
 
 #include <errno.h>

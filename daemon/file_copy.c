@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <xxhash.h>
 
 #include "alloc.h"
 #include "error.h"
@@ -20,38 +20,51 @@
 
 /* The calling thread's digest (file_copy.h); on between begin and end. */
 static __thread struct {
-	int on;
+	XXH3_state_t *state;		/* NULL: off */
 	struct file_copy_digest d;
 } file_copy_dg;
 
-/* Start the calling thread's digest afresh. */
+/* Start the calling thread's digest afresh (off when its state cannot be allocated: nothing is keyed by it then). */
 void
 file_copy_digest_begin(void)
 {
+	XXH3_freeState(file_copy_dg.state);
 	memset(&file_copy_dg, 0, sizeof file_copy_dg);
-	file_copy_dg.d.crc = (uint32_t)crc32_z(0L, Z_NULL, 0);
-	file_copy_dg.d.adler = (uint32_t)adler32_z(0L, Z_NULL, 0);
-	file_copy_dg.on = 1;
+	file_copy_dg.state = XXH3_createState();
+	if (file_copy_dg.state != NULL && XXH3_128bits_reset(file_copy_dg.state) != XXH_OK) {
+		XXH3_freeState(file_copy_dg.state);
+		file_copy_dg.state = NULL;
+	}
 }
 
-/* The digest since file_copy_digest_begin; the thread's digest is off again. */
+/*
+ * The digest since file_copy_digest_begin; the thread's digest is off again.
+ * A digest that could not be kept reports no bytes, which keys nothing.
+ */
 void
 file_copy_digest_end(struct file_copy_digest *d)
 {
+	XXH128_hash_t h;
+
+	if (file_copy_dg.state != NULL) {
+		h = XXH3_128bits_digest(file_copy_dg.state);
+		file_copy_dg.d.hash[0] = h.low64;
+		file_copy_dg.d.hash[1] = h.high64;
+	} else
+		memset(&file_copy_dg.d, 0, sizeof file_copy_dg.d);
 	*d = file_copy_dg.d;
-	file_copy_dg.on = 0;
+	XXH3_freeState(file_copy_dg.state);
+	file_copy_dg.state = NULL;
 }
 
 /* Fold a copied file's n bytes into the thread's digest when it is on. */
 static void
 file_copy_digest_add(const uint8_t *p, size_t n)
 {
-	if (!file_copy_dg.on)
+	if (file_copy_dg.state == NULL)
 		return;
-	if (n > 0) {
-		file_copy_dg.d.crc = (uint32_t)crc32_z(file_copy_dg.d.crc, p, n);
-		file_copy_dg.d.adler = (uint32_t)adler32_z(file_copy_dg.d.adler, p, n);
-	}
+	if (n > 0)
+		(void)XXH3_128bits_update(file_copy_dg.state, p, n);
 	file_copy_dg.d.bytes += n;
 	file_copy_dg.d.files++;
 }

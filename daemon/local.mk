@@ -58,7 +58,7 @@ daemon_libinferd_core_a_SOURCES += \
 	daemon/graph_sym.c daemon/graph_sym.h daemon/graph_shapefn.c daemon/graph_shapefn.h daemon/graph_shapefn_impl.h daemon/graph_shapefn_ctx.c \
 	daemon/graph_shapefn_ops.c daemon/graph_shapefn_more.c daemon/graph_shapefn_values.c daemon/model_shapefn.c
 daemon_libinferd_core_a_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(BLAS_CFLAGS) $(SYSTEMD_CFLAGS) \
-	$(ZLIB_CFLAGS)
+	$(ZLIB_CFLAGS) $(XXHASH_CFLAGS)
 # The tensor data codec is the one C++ unit here: no exceptions or RTTI, so it links with -lstdc++ alone.
 TENSOR_TEXT_CXXFLAGS = -std=c++17 -Wall -Wextra -Wshadow -Wno-unused-parameter -fno-exceptions -fno-rtti \
 	-pthread $(SANITIZER_FLAGS)
@@ -94,7 +94,7 @@ daemon_libinferd_core_a_SOURCES += \
 
 # Everything a program linking the core library needs.
 INFERD_CORE_LIBS = daemon/libinferd_core.a daemon/libinferd_pbtxt.a $(PROTOBUF_LIBS) $(MHD_LIBS) $(JANSSON_LIBS) $(BLAS_LIBS) \
-	$(SYSTEMD_LIBS) $(DNNL_LIBS) $(MVEC_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) -lm $(OPENMP_CFLAGS)
+	$(SYSTEMD_LIBS) $(DNNL_LIBS) $(MVEC_LIBS) $(CUDNN_LIBS) $(CUDA_LIBS) $(TENSOR_TEXT_LIBS) $(ZLIB_LIBS) $(XXHASH_LIBS) -lm $(OPENMP_CFLAGS)
 
 # The CUDA backend's files (daemon/backend/cuda): device_cuda.cu (streams, plans) and one file per concern
 # of the per-op compilers.

@@ -45,7 +45,7 @@ verdict_key_of(const model_t *m, const struct file_copy_digest *dg, int precisio
 	memset(k, 0, sizeof *k);
 	if (m->dev == NULL || *device_identity(m->dev) == '\0' || dg->files == 0 || stat("/proc/self/exe", &st) != 0)
 		return -1;
-	memcpy(k->tag, "verdict1", 8);
+	memcpy(k->tag, "verdict2", 8);
 	k->files = *dg;
 	k->override_crc = (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), (const unsigned char *)override, strlen(override));
 	k->precision = m->precision;

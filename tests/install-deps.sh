@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 packages="build-essential autoconf automake libtool pkg-config libmicrohttpd-dev libjansson-dev
   libopenblas-dev libdnnl-dev libsystemd-dev systemd curl python3 dataset-fashion-mnist util-linux
-  nginx-light python3-yaml debhelper lintian dpkg-dev zlib1g-dev python3-pip libfast-float-dev
+  nginx-light python3-yaml debhelper lintian dpkg-dev zlib1g-dev python3-pip libfast-float-dev libxxhash-dev
   libprotobuf-dev protobuf-compiler
   python3-numpy python3-pytest python3-setuptools clang libclang-rt-14-dev python3-torch python3-torchvision"
 if ! dpkg -s $packages >/dev/null 2>&1; then
