@@ -914,6 +914,35 @@ case_layernorm(void)
 	tc_run(&c);
 }
 
+/*
+ * LAYERNORM of transformer rows ([rows, hidden] or [n, seq, hidden]): hidden
+ * sizes of whole 16-byte vectors up to the warp kernel's largest, and a few
+ * beside (not a multiple of 8, or beyond it), full scale and bias, with or
+ * without the fused residual.
+ */
+static void
+case_layernorm_rows(void)
+{
+	static const int64_t hidden[] = { 64, 256, 384, 512, 768, 776, 1024, 2048, 770, 4096 };
+	struct tc c;
+	struct graph_node *n = tc_init(&c, GRAPH_OP_LAYERNORM, "LayerNorm");
+	int nd = (int)rnd(2, 3), resid = (int)rnd(0, 1);
+	int64_t d[3], len;
+
+	d[0] = rnd(1, 9);
+	d[1] = rnd(1, 37);
+	d[nd - 1] = len = hidden[rnd(0, (int64_t)(sizeof hidden / sizeof hidden[0]) - 1)];
+	n->attr.norm.axis = -1;
+	n->attr.norm.eps = 1e-12f;
+	tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 1, &len, FILL_F32, 0);
+	tc_in(&c, GRAPH_DT_F32, 1, &len, FILL_F32, 0);
+	if (resid)
+		tc_in(&c, GRAPH_DT_F32, nd, d, FILL_F32, 0);
+	tc_out(&c, GRAPH_DT_F32);
+	tc_run(&c);
+}
+
 /* BATCHNORM in inference form. */
 static void
 case_batchnorm(void)
@@ -1728,6 +1757,7 @@ run_precision(void)
 		case_softmax();
 		case_attention();
 		case_layernorm();
+		case_layernorm_rows();
 		case_batchnorm();
 		case_pool();
 		case_reduce();
