@@ -183,10 +183,10 @@ dnnl_conv_mds_init(const struct cpu_window *w, const struct graph_window_attr *a
 	return 0;
 }
 
-/* The primitive descriptor of node c, or NULL (*pd) when oneDNN has no implementation for it. */
+/* The primitive descriptor of node c with source and destination layouts src and dst, or NULL (*pd) when oneDNN has none. */
 static int
-dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl_conv_mds *m, int transpose,
-    dnnl_primitive_desc_t *pd, char **cause)
+dnnl_conv_pd_as(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl_conv_mds *m, int transpose,
+    const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, dnnl_primitive_desc_t *pd, char **cause)
 {
 	const dnnl_memory_desc_t *bias = cpu_has_in(c, 2) ? &m->bias : NULL;
 	dnnl_primitive_attr_t attr;
@@ -197,10 +197,10 @@ dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl
 	*pd = NULL;
 	if (transpose)
 		st = dnnl_dilated_deconvolution_forward_desc_init(&dd, dnnl_forward_inference, dnnl_deconvolution_direct,
-		    &m->sany, &m->wany, bias, &m->dany, m->strides, m->dil, m->pl, m->pr);
+		    src, &m->wany, bias, dst, m->strides, m->dil, m->pl, m->pr);
 	else
 		st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-		    &m->sany, &m->wany, bias, &m->dany, m->strides, m->dil, m->pl, m->pr);
+		    src, &m->wany, bias, dst, m->strides, m->dil, m->pl, m->pr);
 	/* A geometry oneDNN does not describe (a negative end pad, say) stays with the kernel library. */
 	if (st != dnnl_success)
 		return 0;
@@ -208,6 +208,35 @@ dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl
 		return -1;
 	return cpu_dnnl_pd_create(d, transpose ? (const_dnnl_op_desc_t)&dd : (const_dnnl_op_desc_t)&cd, attr,
 	    transpose ? "deconvolution" : "convolution", pd, cause);
+}
+
+/*
+ * The primitive descriptor of node c, or NULL (*pd) when oneDNN has no
+ * implementation for it.  A ConvTranspose first asks for channels-last
+ * source and destination, the layout the Convs around it here work in: left
+ * to choose, oneDNN 2.6 picks 16-channel blocks for it, and a UNet's decoder
+ * then reordered every ConvTranspose's input and output (a quarter of its
+ * batch-1 time on one thread).  Where only oneDNN's reference kernel takes
+ * channels-last, the choice goes back to oneDNN.
+ */
+static int
+dnnl_conv_pd(struct cpu_dnnl *d, const struct cpu_node_ctx *c, const struct dnnl_conv_mds *m, int transpose,
+    dnnl_primitive_desc_t *pd, char **cause)
+{
+	dnnl_memory_desc_t src, dst;
+
+	*pd = NULL;
+	if (transpose && cpu_dnnl_channels_last_md(cpu_in_shape(c, 0), &src) == 0 &&
+	    cpu_dnnl_channels_last_md(cpu_out_shape(c, 0), &dst) == 0) {
+		if (dnnl_conv_pd_as(d, c, m, transpose, &src, &dst, pd, cause) != 0)
+			return -1;
+		if (*pd != NULL && !cpu_dnnl_pd_is_ref(*pd))
+			return 0;
+		if (*pd != NULL)
+			dnnl_primitive_desc_destroy(*pd);
+		*pd = NULL;
+	}
+	return dnnl_conv_pd_as(d, c, m, transpose, &m->sany, &m->dany, pd, cause);
 }
 
 /* Bind x's arguments: memory objects over the plan's addresses, reorders where the primitive wants blocks. */
