@@ -1,6 +1,6 @@
 /*
  * test_plan_profile.c: device_plan_profile and model_exec_profile.  A graph
- * of a heavy MatMul (256x1024 by 1024x512) then a Relu and a bias Add is
+ * of a heavy MatMul (64x8192 by 8192x512; 512x2048 by 2048x1024 on a GPU) then a Relu and a bias Add is
  * profiled on the device under test (the CPU backend unless TEST_DEVICE says
  * otherwise): one entry per step in order, names and ops right, times finite
  * and >= 0, the MatMul the largest step, and the steps really ran (the
@@ -29,8 +29,15 @@
 
 #define REPS 5
 
-/* The MatMul's sizes: 256x1024 by 1024x512 on the CPU, each doubled on a GPU, where small kernels cost relatively more. */
-static int64_t M = 256, K = 1024, N = 512;
+/*
+ * The MatMul's sizes on the CPU: 8,192 multiply-adds per element of the
+ * elementwise steps, so that the MatMul stays the largest step when the
+ * sanitizers slow those loops (and not OpenBLAS or oneDNN) on a busy machine:
+ * with 1,024 an ASan build under a parallel `make check` once timed the Relu
+ * above it.  A GPU takes 512x2048 by 2048x1024 (main), where small kernels cost
+ * relatively more.
+ */
+static int64_t M = 64, K = 8192, N = 512;
 /* How every step of the FP32 graph ran: "cpu" on the CPU backend, the plan's precision on CUDA (no islands). */
 static const char *want_how = "cpu";
 
@@ -76,7 +83,7 @@ check_entries(const struct device_step_time *t, size_t n)
  * step.  The fastest, not the median: another process on the machine only
  * ever adds time, and only to the runs it hits.  Largest, not a share of the
  * sum: under ASan the elementwise loops are instrumented while OpenBLAS is
- * not, which moves shares but leaves 1000 multiply-adds per element ahead.
+ * not, which moves shares (M, K, N above leave 8,192 multiply-adds per element).
  */
 static void
 check_profiles(device_plan_t *plan, device_stream_t *s)
@@ -101,7 +108,7 @@ check_profiles(device_plan_t *plan, device_stream_t *s)
 	}
 	sum = best[0] + best[1] + best[2];
 	printf("profile, fastest of %d: mm %.1f us, relu %.1f us, bias %.1f us\n", REPS, best[0], best[1], best[2]);
-	/* 134M multiply-adds (1G on a GPU) against 131K-element passes (512K): the MatMul is far the largest. */
+	/* 268M multiply-adds (1G on a GPU) against 32K-element passes (512K): the MatMul is far the largest. */
 	CHECK(isfinite(sum) && sum > 0 && best[0] > best[1] && best[0] > best[2],
 	    "the MatMul (%.1f us) is not the largest step (relu %.1f us, bias %.1f us)", best[0], best[1], best[2]);
 }
@@ -283,9 +290,9 @@ main(void)
 	device_t *dev = test_open_device();
 
 	if (device_is_gpu(dev)) {
-		M *= 2;
-		K *= 2;
-		N *= 2;
+		M = 512;
+		K = 2048;
+		N = 1024;
 		want_how = "fp32";
 	}
 	test_plan(dev);
