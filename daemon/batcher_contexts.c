@@ -107,6 +107,14 @@ batcher_contexts_create(struct model_queue *q, int inflight, char **cause)
 	return 0;
 }
 
+/* Count device allocations from now on (inferd_allocations_after_startup). */
+static void
+contexts_set_baseline(batcher_t *b)
+{
+	if (b->metrics != NULL)
+		__atomic_store_n(&b->metrics->allocations_baseline, device_allocation_count(b->dev), __ATOMIC_RELAXED);
+}
+
 /* A builder has ended: the last one to end after start-up sets the allocation baseline. */
 static void
 contexts_builder_done(batcher_t *b)
@@ -114,9 +122,7 @@ contexts_builder_done(batcher_t *b)
 	pthread_mutex_lock(&b->lock);
 	if (--b->building == 0 && b->baseline_pending) {
 		b->baseline_pending = 0;
-		if (b->metrics != NULL)
-			__atomic_store_n(&b->metrics->allocations_baseline, device_allocation_count(b->dev),
-			    __ATOMIC_RELAXED);
+		contexts_set_baseline(b);
 		LOG_DEBUG("every start-up batch context is built: device allocations counted from here");
 	}
 	pthread_mutex_unlock(&b->lock);
@@ -230,7 +236,7 @@ batcher_startup_finish(batcher_t *b)
 	pthread_mutex_lock(&b->lock);
 	if (b->building > 0)
 		b->baseline_pending = 1;
-	else if (b->metrics != NULL)
-		__atomic_store_n(&b->metrics->allocations_baseline, device_allocation_count(b->dev), __ATOMIC_RELAXED);
+	else
+		contexts_set_baseline(b);
 	pthread_mutex_unlock(&b->lock);
 }

@@ -217,7 +217,7 @@ kserve_config_precision(const model_t *m)
 
 	return json_pack("{s:s, s:o, s:b}", "mode", graph_precision_name(p),
 	    "relative_error", m->precision_error >= 0 ? json_real(m->precision_error) : json_null(),
-	    "batch_invariant", m->batch_invariant && m->max_batch_size > 1);
+	    "batch_invariant", model_batch_invariant(m));
 }
 
 /* Order batch_stats entries by batch size. */

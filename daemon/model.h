@@ -339,4 +339,11 @@ int model_exec_capture(model_exec_t *x, device_stream_t *s, int max_rows, char *
 int model_exec_profile(model_exec_t *x, int rows, device_stream_t *st, struct device_step_time **out, size_t *n,
     int *ran_rows, char **cause);
 
+/* Whether m's plans are compiled batch-invariant: its "batch_invariant", where requests can share a batch. */
+static inline int
+model_batch_invariant(const model_t *m)
+{
+	return m->batch_invariant && m->max_batch_size > 1;
+}
+
 #endif

@@ -172,9 +172,7 @@ model_entry_compile(model_exec_t *x, const struct model_shape *s, struct model_p
 	    graph_plan_fits(&m->mem, &e->spec->graph, e->spec->shapes, cause) == 0 &&
 	    model_entry_const_outputs_fit(m, e->spec, cause) == 0 &&
 	    model_entry_consts(x, e, addrs, cause) == 0) {
-		/* Requests share a batch only when it holds more than one row. */
-		struct device_plan_options opts = { m->precision, x->background,
-		    m->batch_invariant && model_max_rows(m) > 1 };
+		struct device_plan_options opts = { m->precision, x->background, model_batch_invariant(m) };
 
 		model_entry_log_folded(m, e->spec, in);
 

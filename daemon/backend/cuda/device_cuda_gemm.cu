@@ -253,7 +253,6 @@ matmul_lt_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cau
 	const struct gemm_lt *l = p->lt;
 	const float one = 1.0f, zero = 0.0f;
 	cublasStatus_t bs;
-
 	cudaError_t err;
 
 	bs = cublasLtMatmul(ex->lt, l->desc, &one, p->b, l->a, p->a, l->b, &zero, p->y, l->d, p->y, l->d, &l->algo,
