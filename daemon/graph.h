@@ -148,7 +148,12 @@ enum graph_op {
 				 * shaped as indices: y[p] = data[p with p[axis] = indices[p]] */
 	GRAPH_OP_ATTENTION,	/* inputs Q [..., Sq, D], K [..., Sk, D] (or [..., D, Sk]: k_transposed),
 				 * V [..., Sk, Dv][, mask broadcast to [..., Sq, Sk], added]; output
-				 * softmax(scale Q K^T + mask) V [..., Sq, Dv]; made by graph_fuse */
+				 * softmax(scale Q K^T + mask) V [..., Sq, Dv]; made by graph_fuse.
+				 * seq_major: Q, K, V and the output hold their last leading dim (the
+				 * heads, H) after the sequence: Q [..., Sq, H, D], K [..., Sk, H, D],
+				 * V [..., Sk, H, Dv], output [..., Sq, H, Dv], as a projection writes
+				 * them before the head transposes (k_transposed is then 0); the mask
+				 * still broadcasts to the scores [..., H, Sq, Sk] */
 	/* Shape arithmetic: graph_specialize (graph_fold.h) folds these away for concrete input shapes. */
 	GRAPH_OP_SHAPE,		/* input X; output I64 [end - start]: X's dims; shape attr */
 	GRAPH_OP_CONSTANT_OF_SHAPE,	/* input shape (I64); output of that shape filled with fill.value */
@@ -328,7 +333,7 @@ struct graph_node {
 		struct { enum graph_unary fn; float alpha, beta; } unary;
 		struct { enum graph_binary fn; } binary;
 		struct { int64_t axis; int log; } softmax;
-		struct { float scale; int k_transposed; } attention;
+		struct { float scale; int k_transposed, seq_major; } attention;
 		struct { int64_t axis; float eps; } norm;	/* LAYERNORM, BATCHNORM */
 		struct { int nperm; int64_t perm[GRAPH_MAX_DIMS]; } transpose;
 		struct { int64_t axis; } concat;

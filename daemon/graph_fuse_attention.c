@@ -24,6 +24,15 @@
  * ([..., Sk, D], its last two axes swapped back) and the node reads K
  * untransposed: the copy the unfused graph made anyway now gives the layout
  * fused kernels want (cuDNN's fused attention needs D contiguous), at no cost.
+ *
+ * The head transposes.  Exporters write a multi-head attention's Q, K and V
+ * as a projection [..., S, H * D] reshaped to [..., S, H, D], then
+ * transposed to [..., H, S, D] (K to [..., H, D, S]); the output goes back
+ * through the same transpose before its reshape.  When all four transposes
+ * are read only by the pattern (and the output only by its transpose), the
+ * node reads the projections' layout and writes the output's (seq_major,
+ * graph.h): the four copies become strides of the attention, as PyTorch's
+ * views are.  Otherwise the node keeps the dense form above.
  */
 
 /* The pattern's pieces, found walking back from the second MatMul. */
@@ -137,12 +146,74 @@ attn_match_at(const struct fuse_ctx *c, int n, struct attn_match *m)
 	return attn_shapes_fit(c, 0, m) && attn_shapes_fit(c, 1, m);
 }
 
-/* Whether the backend runs the ATTENTION node the match would make. */
+/* The head transposes around a match: their inputs (the node's seq-major inputs) and the four Transpose nodes. */
+struct attn_heads {
+	int q, k, v;		/* Q, K, V as [..., S, H, D] */
+	int nodes[4];		/* the Transposes of Q, K, V and of the output */
+};
+
+/*
+ * When t is written by a Transpose read only by the pattern, whose perm keeps every axis but the last three, and
+ * takes those from its input's last three in the order tail (relative to the first of them): that Transpose.
+ */
 static int
-attn_supported(const struct fuse_ctx *c, int n, const struct attn_match *m)
+attn_transpose_tail(const struct fuse_ctx *c, int t, const int tail[3])
+{
+	int n = attn_step(c, t), r = c->probe[0][t].ndims, i;
+	const struct graph_node *x;
+
+	if (n < 0 || c->dead[n] || r < 3 || c->probe[1][t].ndims != r)
+		return -1;
+	x = &c->g->nodes[n];
+	if (x->op != GRAPH_OP_TRANSPOSE || x->attr.transpose.nperm != r || x->ninputs < 1 || x->noutputs != 1)
+		return -1;
+	for (i = 0; i < r; i++)
+		if (x->attr.transpose.perm[i] != (i < r - 3 ? i : r - 3 + tail[i - (r - 3)]))
+			return -1;
+	return n;
+}
+
+/*
+ * Whether the match at MatMul n sits between head transposes: Q and V from [..., S, H, D] (perm tail 1 0 2), K^T
+ * from [..., Sk, H, D] to [..., H, D, Sk] in one Transpose (tail 1 2 0; torch's exporter folds the head transpose and
+ * K's into one), and the output read only by a transpose back (tail 1 0 2).  Fills h when so.
+ */
+static int
+attn_find_heads(const struct fuse_ctx *c, int n, const struct attn_match *m, struct attn_heads *h)
+{
+	static const int swap[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
+	int y = c->g->nodes[n].outputs[0], t;
+
+	if (y < 0 || !fuse_single_use(c, y) || (t = fuse_consumer(c, y)) < 0 || c->g->nodes[t].op != GRAPH_OP_TRANSPOSE)
+		return 0;
+	h->nodes[0] = attn_transpose_tail(c, m->q, swap);
+	h->nodes[1] = attn_transpose_tail(c, m->kt, kt);
+	h->nodes[2] = attn_transpose_tail(c, m->v, swap);
+	if (c->probe[0][y].ndims < 3 || c->probe[1][y].ndims != c->probe[0][y].ndims ||
+	    c->g->nodes[t].attr.transpose.nperm != c->probe[0][y].ndims)
+		return 0;
+	for (int i = 0; i < c->probe[0][y].ndims; i++) {
+		int r = c->probe[0][y].ndims;
+
+		if (c->g->nodes[t].attr.transpose.perm[i] != (i < r - 3 ? i : r - 3 + swap[i - (r - 3)]))
+			return 0;
+	}
+	h->nodes[3] = t;
+	if (h->nodes[0] < 0 || h->nodes[1] < 0 || h->nodes[2] < 0 || h->nodes[1] == h->nodes[0] ||
+	    h->nodes[2] == h->nodes[0] || h->nodes[2] == h->nodes[1])
+		return 0;
+	h->q = c->g->nodes[h->nodes[0]].inputs[0];
+	h->k = c->g->nodes[h->nodes[1]].inputs[0];
+	h->v = c->g->nodes[h->nodes[2]].inputs[0];
+	return h->q >= 0 && h->k >= 0 && h->v >= 0;
+}
+
+/* Whether the backend runs the ATTENTION node the match would make (seq-major with h, else dense with K^T). */
+static int
+attn_supported(const struct fuse_ctx *c, int n, const struct attn_match *m, const struct attn_heads *h)
 {
 	struct graph_node node = c->g->nodes[n];
-	int in[4] = { m->q, m->kt, m->v, m->mask };
+	int in[4] = { h ? h->q : m->q, h ? h->k : m->kt, h ? h->v : m->v, m->mask }, out[1];
 
 	if (c->supports == NULL)
 		return 1;
@@ -152,7 +223,13 @@ attn_supported(const struct fuse_ctx *c, int n, const struct attn_match *m)
 	node.act = GRAPH_UNARY_NONE;
 	memset(&node.attr, 0, sizeof node.attr);
 	node.attr.attention.scale = (float)m->scale;
-	node.attr.attention.k_transposed = 1;
+	node.attr.attention.k_transposed = h == NULL;
+	node.attr.attention.seq_major = h != NULL;
+	if (h != NULL) {
+		out[0] = c->g->nodes[h->nodes[3]].outputs[0];
+		node.outputs = out;
+		node.noutputs = 1;
+	}
 	return c->supports(c->supports_arg, c->g, &node);
 }
 
@@ -191,18 +268,45 @@ attn_untranspose_k(struct fuse_ctx *c, int kt)
 	return 0;
 }
 
+/* Rebuild MatMul n as the seq-major ATTENTION reading the head transposes' inputs, in the output transpose's slot. */
+static int
+attn_fuse_heads(struct fuse_ctx *c, int n, const struct attn_match *m, const struct attn_heads *h, char **cause)
+{
+	int in[4] = { h->q, h->k, h->v, m->mask }, k;
+
+	if (fuse_rebuild(c, n, GRAPH_OP_ATTENTION, in, m->mask >= 0 ? 4 : 3, cause) < 0)
+		return -1;
+	c->g->nodes[n].attr.attention.scale = (float)m->scale;
+	c->g->nodes[n].attr.attention.seq_major = 1;
+	for (k = 0; k < m->count; k++)
+		if (m->nodes[k] != n)
+			fuse_kill(c, m->nodes[k]);
+	for (k = 0; k < 3; k++)
+		fuse_kill(c, h->nodes[k]);
+	fuse_replace(c, n, h->nodes[3]);	/* writes the transposed output: [..., Sq, H, Dv] */
+	return 0;
+}
+
 /* Fuse every attention the backend can run. */
 int
 fuse_pass_attention(struct fuse_ctx *c, char **cause)
 {
 	struct attn_match m;
+	struct attn_heads h;
 	size_t n;
 	int k;
 
 	for (n = 0; n < c->g->nnodes; n++) {
 		int in[4], kt;
 
-		if (c->dead[n] || !attn_match_at(c, (int)n, &m) || !attn_supported(c, (int)n, &m))
+		if (c->dead[n] || !attn_match_at(c, (int)n, &m))
+			continue;
+		if (attn_find_heads(c, (int)n, &m, &h) && attn_supported(c, (int)n, &m, &h)) {
+			if (attn_fuse_heads(c, (int)n, &m, &h, cause) < 0)
+				return -1;
+			continue;
+		}
+		if (!attn_supported(c, (int)n, &m, NULL))
 			continue;
 		in[0] = m.q;
 		in[1] = m.kt;

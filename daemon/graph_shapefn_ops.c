@@ -142,29 +142,50 @@ sf_matmul(struct sf *s)
 	return sf_set_out(s, 0, &r);
 }
 
-/* ATTENTION: Q's leading dims and rows, V's depth; guards that K and V fit Q and the mask broadcasts to the scores. */
+/* Swap dims i and j of a symbolic shape. */
+static void
+sf_swap_dims(struct graph_shapefn_shape *x, int i, int j)
+{
+	int t = x->dims[i];
+
+	x->dims[i] = x->dims[j];
+	x->dims[j] = t;
+}
+
+/*
+ * ATTENTION: Q's leading dims and rows, V's depth; guards that K and V fit Q and the mask broadcasts to the scores.
+ * seq_major tensors ([..., S, H, D]) are read with their heads and sequence swapped, the output swapped back.
+ */
 static int
 sf_attention(struct sf *s)
 {
-	const struct graph_shapefn_shape *q = sf_in(s, 0), *k = sf_in(s, 1), *v = sf_in(s, 2);
+	struct graph_shapefn_shape q = *sf_in(s, 0), k = *sf_in(s, 1), v = *sf_in(s, 2);
 	struct graph_shapefn_shape scores, r;
-	int rank = q->ndims, kt = s->n->attr.attention.k_transposed, i;
+	int rank = q.ndims, kt = s->n->attr.attention.k_transposed, sm = s->n->attr.attention.seq_major, i;
 
-	if (rank < 2 || k->ndims != rank || v->ndims != rank)
-		return sf_fail(s, "attention needs Q, K and V of one rank, at least 2");
+	if (rank < (sm ? 3 : 2) || k.ndims != rank || v.ndims != rank || (sm && kt))
+		return sf_fail(s, sm ? "seq-major attention needs Q, K and V of one rank, at least 3, K not transposed" :
+		    "attention needs Q, K and V of one rank, at least 2");
+	if (sm) {
+		sf_swap_dims(&q, rank - 3, rank - 2);
+		sf_swap_dims(&k, rank - 3, rank - 2);
+		sf_swap_dims(&v, rank - 3, rank - 2);
+	}
 	for (i = 0; i < rank - 2; i++)
-		if (require_eq(s, k->dims[i], q->dims[i], "attention's Q and K differ in their leading dims") < 0 ||
-		    require_eq(s, v->dims[i], q->dims[i], "attention's Q and V differ in their leading dims") < 0)
+		if (require_eq(s, k.dims[i], q.dims[i], "attention's Q and K differ in their leading dims") < 0 ||
+		    require_eq(s, v.dims[i], q.dims[i], "attention's Q and V differ in their leading dims") < 0)
 			return -1;
-	if (require_eq(s, k->dims[kt ? rank - 2 : rank - 1], q->dims[rank - 1], "attention's K has another depth than Q") < 0 ||
-	    require_eq(s, v->dims[rank - 2], k->dims[kt ? rank - 1 : rank - 2], "attention's V has another length than K") < 0)
+	if (require_eq(s, k.dims[kt ? rank - 2 : rank - 1], q.dims[rank - 1], "attention's K has another depth than Q") < 0 ||
+	    require_eq(s, v.dims[rank - 2], k.dims[kt ? rank - 1 : rank - 2], "attention's V has another length than K") < 0)
 		return -1;
-	scores = *q;
-	scores.dims[rank - 1] = k->dims[kt ? rank - 1 : rank - 2];
+	scores = q;
+	scores.dims[rank - 1] = k.dims[kt ? rank - 1 : rank - 2];
 	if (sf_has(s, 3) && require_broadcasts_to(s, &scores, sf_in(s, 3), "attention's mask does not broadcast to the scores") < 0)
 		return -1;
-	r = *q;
-	r.dims[rank - 1] = v->dims[rank - 1];
+	r = q;
+	r.dims[rank - 1] = v.dims[rank - 1];
+	if (sm)
+		sf_swap_dims(&r, rank - 3, rank - 2);
 	return sf_set_out(s, 0, &r);
 }
 

@@ -37,7 +37,7 @@ per precision and batch: inferd-bench-engine on that precision's directory
 (the backend alone, a CUDA graph per shape, p50 of a batch) against PyTorch
 eager and PyTorch replaying a captured CUDA graph (SDPA attention and the mask
 made graphable as client/bench/onnx_peer.py does; fp16 = model.half(); CUDA
-events, median of --runs after --warmup), and with --compile torch.compile
+events, median of --runs after --warmup; bf16 = model.to(torch.bfloat16)), and with --compile torch.compile
 (compiled once per precision, reused across batches; a failure is reported as
 text).  ratio_graph = PyTorch CUDA-graph ms / inferd ms (> 1: inferd is faster);
 ratio_eager and ratio_compile likewise.
@@ -120,7 +120,8 @@ def argmax_agreement(got, want):
 
 def check_precision(args, name, precision, model_dir, cases, want, output):
     """One precision's cases through inferd against PyTorch fp32; returns its record."""
-    tol = args.tol if precision == "fp32" else args.tol_fp16
+    # bfloat16 keeps 8 significant bits against FP16's 11: its bound is fp16's times 8.
+    tol = args.tol if precision == "fp32" else args.tol_fp16 * (8 if precision == "bf16" else 1)
     gc.run_engine(args.build, model_dir, cases, args.device, f"{name}-{precision}")
     rows = []
     for c in cases:
@@ -214,7 +215,7 @@ def speed_precision(ref, torch, peer, name, precision, model_dir, args):
     """Speed rows of one precision at each batch (model built and compiled once)."""
     model, kind, _ = ref.build(name, for_export=False)
     model = model.cuda().eval()
-    model = model.half() if precision == "fp16" else model
+    model = model.half() if precision == "fp16" else model.to(torch.bfloat16) if precision == "bf16" else model
     compiled, compile_error = compile_model(torch, model, args)
     rows = []
     for b in args.batch:
@@ -296,7 +297,8 @@ def parse_args():
     ap.add_argument("--models", nargs="+", default=["bert", "distilbert"],
                     help="token models of tests/helpers/onnx_reference.py (default bert distilbert; "
                          "transformer for a CPU dry run)")
-    ap.add_argument("--precisions", default="fp32,fp16", help="inferd precisions, comma-separated (default fp32,fp16)")
+    ap.add_argument("--precisions", default="fp32,fp16", help="inferd precisions, comma-separated: fp32, fp16, bf16 "
+                    "(default fp32,fp16; bf16's error bound is --tol-fp16 times 8)")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8, 64], help="batch sizes (default 1 8 64)")
     ap.add_argument("--seq", type=int, default=128, help="sequence length (default 128)")
     ap.add_argument("--tol", type=float, default=1e-4, help="fp32 error bound (default 1e-4)")
@@ -310,8 +312,8 @@ def parse_args():
     ap.add_argument("--json", default=None, help="write every figure here")
     args = ap.parse_args()
     args.precisions = [p for p in args.precisions.split(",") if p]
-    if not args.precisions or any(p not in ("fp32", "fp16") for p in args.precisions):
-        ap.error("--precisions takes fp32 and/or fp16")
+    if not args.precisions or any(p not in ("fp32", "fp16", "bf16") for p in args.precisions):
+        ap.error("--precisions takes fp32, fp16 and/or bf16")
     args.precisions = list(dict.fromkeys(args.precisions))
     if any(b < 1 for b in args.batch) or args.seq < 1 or args.runs < 1 or args.warmup < 0:
         ap.error("--batch, --seq and --runs must be >= 1, --warmup >= 0")

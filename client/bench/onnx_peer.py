@@ -187,6 +187,8 @@ def gpu_inputs(torch, arrays, precision):
         t = torch.from_numpy(a).cuda()
         if t.is_floating_point() and precision == "fp16":
             t = t.half()
+        elif t.is_floating_point() and precision == "bf16":
+            t = t.to(torch.bfloat16)
         out.append(t)
     return out
 

@@ -10,7 +10,9 @@ the affine parameters of BatchNorm/LayerNorm randomised so that folding them is
 actually tested):
   CPU issue: lenet5, resnet18, mobilenetv2, transformer, transformer_mask,
              transformer_fmask, vit_tiny, googlenet (torchvision, 96 px: its
-             channel Concats of Conv outputs)
+             channel Concats of Conv outputs), bert_heads (a 2-layer BERT-style
+             encoder whose attention is written as transformers' eager BERT
+             writes it: per-head views transposed, K^T, scale, extended mask)
   GPU issue: resnet50, mobilenetv3 (torchvision mobilenet_v3_small),
              efficientnet_b0, vit_b_16 (head re-initialised, torchvision zeroes
              it), bert, distilbert (only where `transformers` imports)
@@ -197,6 +199,55 @@ class ViTBlock(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+class HeadsSelfAttention(nn.Module):
+    """Self-attention as transformers' eager BertSelfAttention writes it:
+    Q, K and V projections viewed [N, S, H, D] and transposed to the heads,
+    scores against K transposed, divided by sqrt(D), plus the extended
+    additive mask, softmax, times V, transposed back and reshaped."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, dim)
+
+    def split(self, x):
+        n, s, d = x.shape
+        return x.view(n, s, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x, ext_mask):
+        n, s, d = x.shape
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads)
+        probs = torch.softmax(scores + ext_mask, dim=-1)
+        y = torch.matmul(probs, v).transpose(1, 2).contiguous()
+        return self.out(y.view(n, s, d))
+
+
+class HeadsEncoder(nn.Module):
+    """Embedding + 2 post-norm BERT layers (HeadsSelfAttention, GELU MLP);
+    (input_ids, attention_mask of 1 = keep, 0 = padded) as BERT takes them."""
+
+    def __init__(self, vocab=1000, dim=64, heads=4, mlp=128, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.attn = nn.ModuleList([HeadsSelfAttention(dim, heads) for _ in range(layers)])
+        self.norm1 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
+        self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(dim, mlp), nn.GELU(), nn.Linear(mlp, dim))
+                                  for _ in range(layers)])
+        self.norm2 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
+
+    def forward(self, input_ids, attention_mask):
+        ext = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
+        x = self.embed(input_ids)
+        for a, n1, m, n2 in zip(self.attn, self.norm1, self.mlp, self.norm2):
+            x = n1(x + a(x, ext))
+            x = n2(x + m(x))
+        return x
+
+
 class TinyViT(nn.Module):
     """ViT on [N,3,32,32]: 4x4 patches, cls token, 2 blocks, LayerNorm, head."""
 
@@ -282,6 +333,7 @@ SPECS = {
     "mobilenetv3":       (lambda: torchvision_model("mobilenet_v3_small"), ("image", 3, 224), ["logits"]),
     "efficientnet_b0":   (lambda: torchvision_model("efficientnet_b0"), ("image", 3, 224), ["logits"]),
     "vit_b_16":          (lambda: torchvision_model("vit_b_16"), ("image", 3, 224), ["logits"]),
+    "bert_heads":        (HeadsEncoder, ("hf", 1000), ["hidden"]),
     "bert":              (lambda e: hf_model("bert", e), ("hf", 30522), ["last_hidden_state"]),
     "distilbert":        (lambda e: hf_model("distilbert", e), ("hf", 30522), ["last_hidden_state"]),
 }
@@ -471,7 +523,7 @@ def build(name, for_export=True):
     """The model in eval mode with its seeded random parameters."""
     ctor, kind, outputs = SPECS[name]
     torch.manual_seed(SEED)
-    model = ctor(for_export) if kind[0] == "hf" else ctor()
+    model = ctor(for_export) if kind[0] == "hf" and name != "bert_heads" else ctor()
     randomise_norms(model, torch.Generator().manual_seed(SEED + 1))
     model.eval()
     return model, kind, outputs

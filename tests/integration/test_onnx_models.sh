@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_onnx_models.sh: whole models exported from PyTorch with random weights (tests/helpers/onnx_reference.py:
-# LeNet-5, ResNet-18, MobileNetV2, MobileNetV3-small (opset 13), GoogLeNet (opset 17, 96 px), the 2-layer TransformerEncoder with an embedding, a tiny ViT; opsets 13 and 17),
+# LeNet-5, ResNet-18, MobileNetV2, MobileNetV3-small (opset 13), GoogLeNet (opset 17, 96 px), the 2-layer TransformerEncoder with an embedding, a tiny ViT,
+# a BERT-style encoder whose attention is written as transformers' eager BERT (per-head views and transposes); opsets 13 and 17),
 # (its attention fused into one node: checked from the profile) served through the engine on the CPU backend, or the GPU named by INFERD_TEST_DEVICE (model_load + model_exec_run) at batch sizes 1, 3, 8 and, for the
 # transformer, sequence lengths 7 and 33, and compared with onnxruntime. Skips (77) without torch/onnx/onnxruntime.
 set -u
@@ -46,6 +47,10 @@ for opset in 13 17; do
 	done
 	# An additive padding mask on the attention scores (fused with them into one attention node).
 	make_case transformer_fmask $opset 33 '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"tokens": [64], "padding_mask": [64]}}'
+	# Per-head views transposed around the attention: the transposes become the fused node's strides (seq-major).
+	for seq in 7 33; do
+		make_case bert_heads $opset $seq '{"platform": "onnx", "max_batch_size": 8, "max_dims": {"input_ids": [64], "attention_mask": [64]}}'
+	done
 done
 # shellcheck disable=SC2086
 "$builddir/tests/helpers/onnx_engine_run" $manifests || exit 1
@@ -60,6 +65,14 @@ if [ -x "$bench" ]; then
 		grep -q '^ *Attention ' "$dir/profile.txt" || { cat "$dir/profile.txt"; echo "FAIL: $m: the attention was not fused"; exit 1; }
 	done
 	echo "PASS: the attention of the transformer, the masked transformer and the ViT ran fused"
+	"$bench" --engine="$dir/bert_heads-o17-s33/bert_heads" --device="${INFERD_TEST_DEVICE:-cpu}" --rows=2 --profile=1 \
+	    >"$dir/profile.txt" 2>&1 || { cat "$dir/profile.txt"; echo "FAIL: profiling bert_heads"; exit 1; }
+	if ! grep -q '^ *Attention ' "$dir/profile.txt" || grep -q '^ *Transpose ' "$dir/profile.txt"; then
+		cat "$dir/profile.txt"
+		echo "FAIL: bert_heads: the attention was not fused with its head transposes"
+		exit 1
+	fi
+	echo "PASS: bert_heads' head transposes ran as strides of its fused attention"
 	"$bench" --engine="$dir/mobilenetv3-o13/mobilenetv3" --device="${INFERD_TEST_DEVICE:-cpu}" --rows=2 --profile=1 \
 	    >"$dir/profile.txt" 2>&1 || { cat "$dir/profile.txt"; echo "FAIL: profiling mobilenetv3"; exit 1; }
 	grep -q '^ *Unary ' "$dir/profile.txt" && { cat "$dir/profile.txt"; echo "FAIL: mobilenetv3: a HardSwish was not fused"; exit 1; }

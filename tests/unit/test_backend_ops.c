@@ -848,7 +848,10 @@ attention_len(void)
  * multiples of nothing, head depth 64 or 128 (what cuDNN's fused attention
  * takes at fp16) or odd ones (which an fp16 plan runs in FP32), K given
  * transposed or not, a padding mask [B, 1, 1, Sk] of 0 / -10000 (every row
- * keeps at least its first key), a full [Sq, Sk] mask, or none.
+ * keeps at least its first key), a full [Sq, Sk] mask, or none.  A third of
+ * the untransposed cases are seq-major (Q, K, V, output [B, S, H, D], the
+ * heads' rows interleaved: strided cuDNN tensors at fp16/bf16, pointer-array
+ * GEMMs in FP32).
  */
 static void
 case_attention(void)
@@ -860,13 +863,20 @@ case_attention(void)
 	static int turn;
 	/* K transposed on every other case, so both forms always run (on a GPU the transposed one is copied to
 	 * [..., Sk, D] before cuDNN, which must never see K^T with Sk contiguous). */
-	int kt = turn++ % 2, form = (int)rnd(0, 2), lead3 = rnd(0, 3) == 0;
+	int kt = turn++ % 2, form = (int)rnd(0, 2), lead3 = rnd(0, 3) == 0, sm = !kt && !lead3 && rnd(0, 2) == 0;
 	int64_t q[4] = { b, h, sq, d }, k[4] = { b, h, kt ? d : sk, kt ? sk : d }, v[4] = { b, h, sk, dv };
 	int64_t pad[4] = { b, 1, 1, sk }, full[2] = { sq, sk };
 
 	n->attr.attention.scale = (float)(1.0 / sqrt((double)d));
 	n->attr.attention.k_transposed = kt;
-	if (lead3) {	/* one leading dim, B*H */
+	n->attr.attention.seq_major = sm;
+	if (sm) {	/* [B, S, H, D] */
+		int64_t qs[4] = { b, sq, h, d }, ks[4] = { b, sk, h, d }, vs[4] = { b, sk, h, dv };
+
+		tc_in(&c, GRAPH_DT_F32, 4, qs, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 4, ks, FILL_F32, 0);
+		tc_in(&c, GRAPH_DT_F32, 4, vs, FILL_F32, 0);
+	} else if (lead3) {	/* one leading dim, B*H */
 		q[1] *= q[0]; k[1] *= k[0]; v[1] *= v[0];
 		tc_in(&c, GRAPH_DT_F32, 3, q + 1, FILL_F32, 0);
 		tc_in(&c, GRAPH_DT_F32, 3, k + 1, FILL_F32, 0);

@@ -8,10 +8,14 @@
 
 #include "cpu_kernels_impl.h"
 
-/* The problem: lead independent (Sq x D) x (D x Sk) -> softmax -> (Sk x Dv) products, and the mask's strides. */
+/*
+ * The problem: lead independent (Sq x D) x (D x Sk) -> softmax -> (Sk x Dv) products, and the mask's strides.
+ * Leading index b is (b / nh, b % nh): nh is the heads' count of a seq-major node (its rows nh matrices apart,
+ * strided), else 1 (dense matrices one after another).
+ */
 struct attn_geom {
 	int rank;
-	int64_t lead, sq, sk, d, dv;
+	int64_t lead, sq, sk, d, dv, nh;
 	int64_t sdims[GRAPH_MAX_DIMS];	/* the scores' dims: the leading ones, Sq, Sk */
 	int64_t mst[GRAPH_MAX_DIMS];	/* the mask's element stride along each of them (0: broadcast or none) */
 };
@@ -38,16 +42,35 @@ attn_mask_strides(const struct graph_shape *m, struct attn_geom *a)
 	return 0;
 }
 
+/* Swap a shape's last two leading dims: a seq-major tensor's sequence and heads. */
+static void
+attn_swap_heads(struct graph_shape *x)
+{
+	int64_t t = x->dims[x->ndims - 3];
+
+	x->dims[x->ndims - 3] = x->dims[x->ndims - 2];
+	x->dims[x->ndims - 2] = t;
+}
+
 /* Read the geometry from the concrete shapes; -1 with a cause when they do not fit one another. */
 static int
 attn_geom_init(const struct cpu_node_ctx *c, struct attn_geom *a, char **cause)
 {
-	const struct graph_shape *q = cpu_in_shape(c, 0), *k = cpu_in_shape(c, 1), *v = cpu_in_shape(c, 2);
-	int kt = c->n->attr.attention.k_transposed, r = q->ndims, i;
+	struct graph_shape qs = *cpu_in_shape(c, 0), ks = *cpu_in_shape(c, 1), vs = *cpu_in_shape(c, 2);
+	const struct graph_shape *q = &qs, *k = &ks, *v = &vs;
+	int kt = c->n->attr.attention.k_transposed, sm = c->n->attr.attention.seq_major, r = q->ndims, i;
 
 	memset(a, 0, sizeof *a);
-	if (r < 2 || k->ndims != r || v->ndims != r)
-		return cpu_fail(cause, "node '%s': attention needs Q, K and V of one rank, at least 2", c->n->name);
+	if (r < (sm ? 3 : 2) || k->ndims != r || v->ndims != r || (sm && kt))
+		return cpu_fail(cause, "node '%s': attention needs Q, K and V of one rank, at least 2 (3 seq-major, K "
+		    "not transposed)", c->n->name);
+	a->nh = 1;
+	if (sm) {	/* [..., S, H, D] read as [..., H, S, D] */
+		attn_swap_heads(&qs);
+		attn_swap_heads(&ks);
+		attn_swap_heads(&vs);
+		a->nh = qs.dims[r - 3];
+	}
 	a->rank = r;
 	a->sq = q->dims[r - 2];
 	a->d = q->dims[r - 1];
@@ -115,25 +138,33 @@ attn_softmax_row(float *s, const float *mask, int64_t mst, int64_t n)
 		s[i] *= inv;
 }
 
+/* Offset of leading index b's first row in a tensor of rows rows of depth d (rows are nh d apart when seq-major). */
+static int64_t
+attn_offset(const struct attn_geom *a, int64_t b, int64_t rows, int64_t d)
+{
+	return b / a->nh * rows * a->nh * d + b % a->nh * d;
+}
+
 /* One leading index: scores into s (Sq x Sk), softmax, then the output rows. */
 static void
 attn_one(const struct cpu_node_ctx *c, const struct attn_geom *a, int64_t b, float *s)
 {
-	const float *q = (const float *)cpu_in(c, 0) + b * a->sq * a->d;
-	const float *k = (const float *)cpu_in(c, 1) + b * a->sk * a->d;
-	const float *v = (const float *)cpu_in(c, 2) + b * a->sk * a->dv;
-	const float *mask = cpu_has_in(c, 3) ? (const float *)cpu_in(c, 3) + attn_mask_offset(a, b) : NULL;
-	float *y = (float *)cpu_out(c, 0) + b * a->sq * a->dv;
 	int kt = c->n->attr.attention.k_transposed;
+	const float *q = (const float *)cpu_in(c, 0) + attn_offset(a, b, a->sq, a->d);
+	const float *k = (const float *)cpu_in(c, 1) + attn_offset(a, b, a->sk, a->d);
+	const float *v = (const float *)cpu_in(c, 2) + attn_offset(a, b, a->sk, a->dv);
+	const float *mask = cpu_has_in(c, 3) ? (const float *)cpu_in(c, 3) + attn_mask_offset(a, b) : NULL;
+	float *y = (float *)cpu_out(c, 0) + attn_offset(a, b, a->sq, a->dv);
 	int64_t j;
 
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, kt ? CblasNoTrans : CblasTrans, (int)a->sq, (int)a->sk, (int)a->d,
-	    c->n->attr.attention.scale, q, (int)a->d, k, kt ? (int)a->sk : (int)a->d, 0.0f, s, (int)a->sk);
+	    c->n->attr.attention.scale, q, (int)(a->nh * a->d), k, kt ? (int)a->sk : (int)(a->nh * a->d), 0.0f, s,
+	    (int)a->sk);
 	for (j = 0; j < a->sq; j++)
 		attn_softmax_row(s + j * a->sk, mask != NULL ? mask + j * a->mst[a->rank - 2] : NULL, a->mst[a->rank - 1],
 		    a->sk);
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->sq, (int)a->dv, (int)a->sk, 1.0f, s, (int)a->sk,
-	    v, (int)a->dv, 0.0f, y, (int)a->dv);
+	    v, (int)(a->nh * a->dv), 0.0f, y, (int)(a->nh * a->dv));
 }
 
 /* Scratch: one Sq x Sk score block per thread. */

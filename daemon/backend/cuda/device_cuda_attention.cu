@@ -1,4 +1,4 @@
-/* device_cuda_attention.cu: ATTENTION, softmax(scale Q K^T + mask) V: cuDNN's fused flash attention on FP16, else two cuBLAS GEMMs around a masked softmax. */
+/* device_cuda_attention.cu: ATTENTION, softmax(scale Q K^T + mask) V: cuDNN's fused flash attention on FP16/BF16, else two cuBLAS GEMMs around a masked softmax. */
 #include "config.h"
 
 #include <math.h>
@@ -11,12 +11,15 @@
 #include "error.h"
 
 /*
- * FP16 storage goes to cuDNN's fused attention (device_cuda_sdpa.cu): the
- * scores never leave the chip.  Where cuDNN has no engine for the shape (or
- * is absent or too old) an FP16 plan runs the node in FP32, and FP32 storage
- * runs it as cuBLAS computes the unfused graph: a strided-batched GEMM writes
- * the scaled scores to scratch, one kernel adds the mask and takes the
- * softmax of each row in place, a second GEMM multiplies by V.  The softmax
+ * FP16 and BF16 storage go to cuDNN's fused attention (device_cuda_sdpa.cu):
+ * the scores never leave the chip.  Where cuDNN has no engine for the shape
+ * (or is absent or too old) such a plan runs the node in FP32, and FP32
+ * storage runs it as cuBLAS computes the unfused graph: a strided-batched
+ * GEMM writes the scaled scores to scratch, one kernel adds the mask and
+ * takes the softmax of each row in place, a second GEMM multiplies by V.  A
+ * seq-major node (graph.h: Q, K, V, output [..., S, H, D]) has no one stride
+ * between its matrices, so its GEMMs are batched through arrays of pointers
+ * that a kernel writes into the scratch before them.  The softmax
  * kernel is written here rather than reused because the mask's broadcast is
  * read through its strides in the same pass.
  */
@@ -27,6 +30,7 @@ struct att_params {
 	const void *q, *k, *v, *mask;
 	void *y;
 	int64_t lead, sq, sk, d, dv;
+	int64_t nh;			/* seq-major: the heads (matrix b's rows at (b / nh, b % nh)); else 1 */
 	int kt, tf32;
 	float scale;
 	int nlead;
@@ -36,6 +40,7 @@ struct att_params {
 	int64_t chunk;			/* leading indices per pass through the scores' scratch */
 	struct cuda_sdpa *dnn;		/* the cuDNN plan (FP16), or NULL */
 	void *kcopy;			/* with the plan and kt: K copied to [..., Sk, D] (the step's scratch) */
+	void **ptrs;			/* nh > 1: the GEMMs' pointer arrays (scratch, after the scores): Q, K, V, Y, S */
 };
 
 /* The copy of a transposed K takes a multiple of this many bytes (cuDNN's workspace follows it). */
@@ -141,6 +146,52 @@ att_output(const struct att_params *p, const struct cuda_exec *ex, const float *
 	    &zero, y, CUDA_R_32F, (int)p->dv, (long long)(p->sq * p->dv), (int)nb, ct, CUBLAS_GEMM_DEFAULT);
 }
 
+/*
+ * The seq-major GEMMs' pointer arrays, lead entries each: Q, K, V and Y of matrix b at (b / nh, b % nh), S at its
+ * place in the chunk's scores.
+ */
+static __global__ void
+att_fill_ptrs(struct att_params p, float *s)
+{
+	for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < p.lead; b += (int64_t)gridDim.x * blockDim.x) {
+		int64_t o = b / p.nh, h = b % p.nh;
+
+		p.ptrs[b] = (void *)((const float *)p.q + (o * p.sq * p.nh + h) * p.d);
+		p.ptrs[p.lead + b] = (void *)((const float *)p.k + (o * p.sk * p.nh + h) * p.d);
+		p.ptrs[2 * p.lead + b] = (void *)((const float *)p.v + (o * p.sk * p.nh + h) * p.dv);
+		p.ptrs[3 * p.lead + b] = (void *)((float *)p.y + (o * p.sq * p.nh + h) * p.dv);
+		p.ptrs[4 * p.lead + b] = (void *)(s + b % p.chunk * p.sq * p.sk);
+	}
+}
+
+/* Seq-major scores of leading indices [b0, b0 + nb): as att_scores, each matrix's rows nh depths apart. */
+static cublasStatus_t
+att_scores_heads(const struct att_params *p, const struct cuda_exec *ex, int64_t b0, int64_t nb)
+{
+	cublasComputeType_t ct = p->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	void **a = p->ptrs;
+	float zero = 0.0f;
+
+	return cublasGemmBatchedEx(ex->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)p->sk, (int)p->sq, (int)p->d, &p->scale,
+	    (const void *const *)(a + p->lead + b0), CUDA_R_32F, (int)(p->nh * p->d), (const void *const *)(a + b0),
+	    CUDA_R_32F, (int)(p->nh * p->d), &zero, a + 4 * p->lead + b0, CUDA_R_32F, (int)p->sk, (int)nb, ct,
+	    CUBLAS_GEMM_DEFAULT);
+}
+
+/* Seq-major output of leading indices [b0, b0 + nb): y = P V, V's and Y's rows nh depths apart. */
+static cublasStatus_t
+att_output_heads(const struct att_params *p, const struct cuda_exec *ex, int64_t b0, int64_t nb)
+{
+	cublasComputeType_t ct = p->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	void **a = p->ptrs;
+	float one = 1.0f, zero = 0.0f;
+
+	return cublasGemmBatchedEx(ex->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->dv, (int)p->sq, (int)p->sk, &one,
+	    (const void *const *)(a + 2 * p->lead + b0), CUDA_R_32F, (int)(p->nh * p->dv),
+	    (const void *const *)(a + 4 * p->lead + b0), CUDA_R_32F, (int)p->sk, &zero, a + 3 * p->lead + b0, CUDA_R_32F,
+	    (int)(p->nh * p->dv), (int)nb, ct, CUBLAS_GEMM_DEFAULT);
+}
+
 /* Queue the FP32 attention, chunk by chunk of leading indices through the scores' scratch. */
 static int
 att_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
@@ -149,16 +200,25 @@ att_run(const struct cuda_step *st, const struct cuda_exec *ex, char **cause)
 	float *s = (float *)st->ws;
 	cublasStatus_t bs;
 
+	if (p->ptrs != NULL) {
+		int64_t blocks = (p->lead + ATT_THREADS - 1) / ATT_THREADS;
+
+		att_fill_ptrs<<<(unsigned int)(blocks < 65535 ? blocks : 65535), ATT_THREADS, 0, ex->stream>>>(*p, s);
+		if (cuda_launched("att_fill_ptrs", cause) != 0)
+			return -1;
+	}
 	for (int64_t b0 = 0; b0 < p->lead; b0 += p->chunk) {
 		int64_t nb = p->lead - b0 < p->chunk ? p->lead - b0 : p->chunk;
 
-		if ((bs = att_scores(p, ex, s, b0, nb)) != CUBLAS_STATUS_SUCCESS)
-			return cuda_blas_fail(cause, bs, "cublasGemmStridedBatchedEx (attention scores)");
+		bs = p->ptrs != NULL ? att_scores_heads(p, ex, b0, nb) : att_scores(p, ex, s, b0, nb);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cuBLAS batched GEMM (attention scores)");
 		att_softmax_rows<<<(unsigned int)(nb * p->sq), ATT_THREADS, 0, ex->stream>>>(*p, s, b0);
 		if (cuda_launched("att_softmax_rows", cause) != 0)
 			return -1;
-		if ((bs = att_output(p, ex, s, b0, nb)) != CUBLAS_STATUS_SUCCESS)
-			return cuda_blas_fail(cause, bs, "cublasGemmStridedBatchedEx (attention output)");
+		bs = p->ptrs != NULL ? att_output_heads(p, ex, b0, nb) : att_output(p, ex, s, b0, nb);
+		if (bs != CUBLAS_STATUS_SUCCESS)
+			return cuda_blas_fail(cause, bs, "cuBLAS batched GEMM (attention output)");
 	}
 	return 0;
 }
@@ -218,17 +278,35 @@ att_mask_strides(const struct graph_shape *m, const struct graph_shape *scores, 
 	return 0;
 }
 
+/* Swap a shape's last two leading dims: a seq-major tensor's sequence and heads. */
+static void
+att_swap_heads(struct graph_shape *x)
+{
+	int64_t t = x->dims[x->ndims - 3];
+
+	x->dims[x->ndims - 3] = x->dims[x->ndims - 2];
+	x->dims[x->ndims - 2] = t;
+}
+
 /* Read the shapes into the parameters; -1 with a cause when they do not fit one another. */
 static int
 att_geometry(const struct cuda_compile *cc, const struct graph_node *n, struct att_params *p, char **cause)
 {
-	const struct graph_shape *q = cuda_in_shape(cc, n, 0), *k = cuda_in_shape(cc, n, 1), *v = cuda_in_shape(cc, n, 2);
+	struct graph_shape qs = *cuda_in_shape(cc, n, 0), ks = *cuda_in_shape(cc, n, 1), vs = *cuda_in_shape(cc, n, 2);
+	const struct graph_shape *q = &qs, *k = &ks, *v = &vs;
 	struct graph_shape scores;
-	int r = q->ndims;
+	int r = q->ndims, sm = n->attr.attention.seq_major;
 
 	p->kt = n->attr.attention.k_transposed;
-	if (r < 2 || k->ndims != r || v->ndims != r)
-		return error_set(cause, "attention needs Q, K and V of one rank, at least 2");
+	if (r < (sm ? 3 : 2) || k->ndims != r || v->ndims != r || (sm && p->kt))
+		return error_set(cause, "attention needs Q, K and V of one rank, at least 2 (3 seq-major, K not transposed)");
+	p->nh = 1;
+	if (sm) {	/* [..., S, H, D] read as [..., H, S, D] */
+		att_swap_heads(&qs);
+		att_swap_heads(&ks);
+		att_swap_heads(&vs);
+		p->nh = qs.dims[r - 3];
+	}
 	p->sq = q->dims[r - 2];
 	p->d = q->dims[r - 1];
 	p->sk = p->kt ? k->dims[r - 1] : k->dims[r - 2];
@@ -269,7 +347,7 @@ att_align(uintptr_t u)
  */
 static int
 att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const struct att_params *p, uintptr_t kaddr,
-    struct cuda_sdpa_desc *d)
+    int bf16, struct cuda_sdpa_desc *d)
 {
 	const struct graph_shape *m = cuda_in_shape(cc, n, 3);
 	int64_t full[4];
@@ -284,6 +362,8 @@ att_sdpa_desc(const struct cuda_compile *cc, const struct graph_node *n, const s
 	d->d = p->d;
 	d->dv = p->dv;
 	d->kt = 0;
+	d->seq_major = p->nh > 1;
+	d->bf16 = bf16;
 	d->scale = p->scale;
 	d->align = att_align((uintptr_t)p->q | kaddr | (uintptr_t)p->v | (uintptr_t)p->y |
 	    (uintptr_t)p->mask);
@@ -314,7 +394,7 @@ att_settle(struct cuda_step *st)
 /* Try cuDNN's fused attention: 1 when planned (step set), 0 when cuDNN cannot, -1 on error. */
 static int
 att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, struct att_params *p,
-    char **cause)
+    int bf16, char **cause)
 {
 	const char *force = getenv("INFERD_CUDA_ATTENTION");
 	/* The copy of a transposed K: 16-byte aligned within the scratch (hence the slack), cuDNN's workspace after it. */
@@ -326,7 +406,7 @@ att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cu
 	int rc, probe;
 
 	if ((force != NULL && strcmp(force, "cublas") == 0) || kb > lim ||
-	    !att_sdpa_desc(cc, n, p, p->kt ? 0 : (uintptr_t)p->k, &d))
+	    !att_sdpa_desc(cc, n, p, p->kt ? 0 : (uintptr_t)p->k, bf16, &d))
 		return 0;
 	probe = cc->ws != NULL && cc->ws->mode == CUDA_WS_PROBE;
 	how = !cc->background ? CUDA_SDPA_NOW : probe ? CUDA_SDPA_ESTIMATE : CUDA_SDPA_QUEUE;
@@ -345,23 +425,32 @@ att_try_dnn(const struct cuda_compile *cc, const struct graph_node *n, struct cu
 	return 1;
 }
 
-/* The scores' scratch: as many leading indices at once as the scratch limit allows (at least one). */
+/*
+ * The scores' scratch: as many leading indices at once as the scratch limit allows (at least one); a seq-major
+ * node's pointer arrays after them (5 lead pointers, 16-byte aligned).
+ */
 static int
 att_scratch(const struct cuda_compile *cc, struct cuda_step *st, struct att_params *p, char **cause)
 {
 	size_t per = (size_t)(p->sq * p->sk) * sizeof(float), lim = cuda_scratch_limit(cc, CUDA_DNN_WS_CAP);
+	size_t ptrs = p->nh > 1 ? 5 * (size_t)p->lead * sizeof(void *) + 16 : 0, scores;
 
-	if (per > lim)
-		return error_set(cause, "one attention score matrix needs %zu bytes; the workspace has %zu", per, lim);
-	p->chunk = (int64_t)(lim / (per ? per : 1));
+	if (per + ptrs > lim)
+		return error_set(cause, "one attention score matrix needs %zu bytes; the workspace has %zu",
+		    per + ptrs, lim);
+	p->chunk = (int64_t)((lim - ptrs) / (per ? per : 1));
 	if (p->chunk > p->lead)
 		p->chunk = p->lead;
 	if (p->chunk < 1)
 		p->chunk = 1;
-	return cuda_step_scratch(cc, st, (size_t)p->chunk * per, cause);
+	scores = (size_t)p->chunk * per;
+	if (cuda_step_scratch(cc, st, scores + ptrs, cause) != 0)
+		return -1;
+	p->ptrs = ptrs ? (void **)(((uintptr_t)st->ws + scores + 15) & ~(uintptr_t)15) : NULL;
+	return 0;
 }
 
-/* ATTENTION: FP16 through cuDNN (else the plan runs it in FP32), FP32 through cuBLAS and the softmax kernel. */
+/* ATTENTION: FP16/BF16 through cuDNN (else the plan runs it in FP32), FP32 through cuBLAS and the softmax kernel. */
 int
 cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n, struct cuda_step *st, char **cause)
 {
@@ -384,10 +473,8 @@ cuda_compile_attention(const struct cuda_compile *cc, const struct graph_node *n
 	p->tf32 = cc->precision != GRAPH_PRECISION_FP32;
 	if (p->lead * p->sq * p->dv == 0)
 		return 0;
-	if (dt == CUDA_DT_BF16)
-		return CUDA_COMPILE_FALLBACK;	/* the fused graph is built for FP16: bf16 runs this attention in FP32 */
-	if (dt == GRAPH_DT_F16) {
-		if ((rc = att_try_dnn(cc, n, st, p, cause)) != 0)
+	if (dt == GRAPH_DT_F16 || dt == CUDA_DT_BF16) {
+		if ((rc = att_try_dnn(cc, n, st, p, dt == CUDA_DT_BF16, cause)) != 0)
 			return rc < 0 ? -1 : 0;
 		return CUDA_COMPILE_FALLBACK;	/* no cuDNN engine: the plan runs this attention in FP32 */
 	}

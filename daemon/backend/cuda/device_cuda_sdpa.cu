@@ -180,6 +180,13 @@ sdpa_reduce(struct sdpa_core *s, cudnnBackendDescriptor_t *op, cudnnReduceTensor
 	return cudnnBackendFinalize(*op);
 }
 
+/* The in-memory tensors' type (and the probabilities', the second matmul's input). */
+static cudnnDataType_t
+sdpa_io_type(const struct cuda_sdpa_desc *d)
+{
+	return d->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+}
+
 /* The graph's in-memory tensors: Q, K^T (a view of K), V, O, the scale by value and the mask. */
 static cudnnStatus_t
 sdpa_io(struct sdpa_core *s, const struct cuda_sdpa_desc *d, cudnnBackendDescriptor_t *io)
@@ -188,16 +195,21 @@ sdpa_io(struct sdpa_core *s, const struct cuda_sdpa_desc *d, cudnnBackendDescrip
 	int64_t vd[4] = { d->b, d->h, d->sk, d->dv }, od[4] = { d->b, d->h, d->sq, d->dv }, one[4] = { 1, 1, 1, 1 };
 	/* K^T over K's memory: dense when K is stored transposed, else D is the innermost dim. */
 	int64_t ks[4] = { d->h * d->sk * d->d, d->sk * d->d, d->kt ? d->sk : 1, d->kt ? 1 : d->d };
+	/* Seq-major: a head's rows are H rows of the projection apart, the heads one depth apart. */
+	int64_t h = d->h, qs[4] = { d->sq * h * d->d, d->d, h * d->d, 1 }, kss[4] = { d->sk * h * d->d, d->d, 1, h * d->d };
+	int64_t vs[4] = { d->sk * h * d->dv, d->dv, h * d->dv, 1 }, os[4] = { d->sq * h * d->dv, d->dv, h * d->dv, 1 };
+	cudnnDataType_t dt = sdpa_io_type(d);
+	int sm = d->seq_major;
 	cudnnStatus_t st;
 
-	if ((st = sdpa_tensor(s, &io[0], SDPA_ID_Q, CUDNN_DATA_HALF, qd, NULL, d->align, false)) ||
-	    (st = sdpa_tensor(s, &io[1], SDPA_ID_K, CUDNN_DATA_HALF, kd, ks, d->align, false)) ||
-	    (st = sdpa_tensor(s, &io[2], SDPA_ID_V, CUDNN_DATA_HALF, vd, NULL, d->align, false)) ||
-	    (st = sdpa_tensor(s, &io[3], SDPA_ID_O, CUDNN_DATA_HALF, od, NULL, d->align, false)) ||
+	if ((st = sdpa_tensor(s, &io[0], SDPA_ID_Q, dt, qd, sm ? qs : NULL, d->align, false)) ||
+	    (st = sdpa_tensor(s, &io[1], SDPA_ID_K, dt, kd, sm ? kss : ks, d->align, false)) ||
+	    (st = sdpa_tensor(s, &io[2], SDPA_ID_V, dt, vd, sm ? vs : NULL, d->align, false)) ||
+	    (st = sdpa_tensor(s, &io[3], SDPA_ID_O, dt, od, sm ? os : NULL, d->align, false)) ||
 	    (st = sdpa_tensor(s, &io[4], SDPA_ID_SCALE, CUDNN_DATA_FLOAT, one, one, 4, true)))
 		return st;
 	if (d->has_mask)
-		return sdpa_tensor(s, &io[5], SDPA_ID_BIAS, CUDNN_DATA_HALF, d->mask_dims, NULL, d->align, false);
+		return sdpa_tensor(s, &io[5], SDPA_ID_BIAS, dt, d->mask_dims, NULL, d->align, false);
 	return CUDNN_STATUS_SUCCESS;
 }
 
@@ -235,7 +247,7 @@ sdpa_graph(struct sdpa_core *s, const struct cuda_sdpa_desc *d)
 	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_LOG, t[6], NULL, t[8])) ||
 	    (st = sdpa_tensor(s, &t[9], 0, CUDNN_DATA_FLOAT, rd, NULL, 16, false)) ||
 	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_ADD, t[3], t[8], t[9])) ||
-	    (st = sdpa_tensor(s, &t[7], 0, CUDNN_DATA_HALF, sd, NULL, 16, false)) ||
+	    (st = sdpa_tensor(s, &t[7], 0, sdpa_io_type(d), sd, NULL, 16, false)) ||
 	    (st = sdpa_pointwise(s, &ops[nops++], CUDNN_POINTWISE_DIV, t[5], t[6], t[7])) ||
 	    (st = sdpa_matmul(s, &ops[nops++], t[7], io[2], io[3])) ||
 	    (st = sdpa_new(s, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &s->graph)) ||
@@ -331,7 +343,7 @@ static struct sdpa_core *
 sdpa_core_new(int ordinal, const struct cuda_sdpa_desc *d, size_t ws_cap)
 {
 	struct sdpa_core *c;
-	int64_t sk_stride = d->kt ? 1 : d->d;
+	int64_t sk_stride = d->kt ? 1 : d->seq_major ? d->h * d->d : d->d;
 
 	/* Never a K^T whose Sk dim has stride 1 (K stored [B, H, D, Sk]): cuDNN 9.14 segfaults inside
 	 * cudnnBackendGetAttribute(ENGINEHEUR_RESULTS) on such a graph.  The caller gives K with D contiguous. */
@@ -478,7 +490,8 @@ sdpa_scope_find(struct cuda_sdpa_scope *sc, int ordinal, const struct cuda_sdpa_
 		/* The scale travels by value in each node's variant pack: it is no part of the plan. */
 		if (c->ordinal == ordinal && (size_t)c->ws <= ws_cap && c->key.b == d->b && c->key.h == d->h &&
 		    c->key.sq == d->sq && c->key.sk == d->sk && c->key.d == d->d && c->key.dv == d->dv &&
-		    c->key.kt == d->kt && c->key.has_mask == d->has_mask && c->key.align == d->align &&
+		    c->key.kt == d->kt && c->key.seq_major == d->seq_major && c->key.bf16 == d->bf16 &&
+		    c->key.has_mask == d->has_mask && c->key.align == d->align &&
 		    memcmp(c->key.mask_dims, d->mask_dims, sizeof d->mask_dims) == 0) {
 			(void)pthread_mutex_lock(&sdpa_lock);
 			c->refs++;

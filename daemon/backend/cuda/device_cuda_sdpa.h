@@ -1,4 +1,4 @@
-/* device_cuda_sdpa.h: fused attention, softmax(scale Q K^T + mask) V on FP16 tensors, as one cuDNN graph-API plan (nvcc only). */
+/* device_cuda_sdpa.h: fused attention, softmax(scale Q K^T + mask) V on FP16 or BF16 tensors, as one cuDNN graph-API plan (nvcc only). */
 #ifndef INFERD_DEVICE_CUDA_SDPA_H
 #define INFERD_DEVICE_CUDA_SDPA_H
 
@@ -8,7 +8,9 @@
 /*
  * Contract.  cuda_sdpa_build describes one attention over concrete shapes
  * (Q [B, H, Sq, D], K [B, H, Sk, D], V [B, H, Sk, Dv],
- * O [B, H, Sq, Dv], all dense FP16; an optional FP16 additive mask whose
+ * O [B, H, Sq, Dv], all dense FP16 (BF16 with bf16), or with seq_major each
+ * stored [B, S, H, D] (the heads' rows interleaved, as a projection writes
+ * them); an optional additive mask of the same type whose
  * dims are B/1, H/1, Sq/1, Sk with dense strides) as the operation graph
  * cudnn-frontend lowers its SDPA forward node to for inference: matmul,
  * scale, bias add, row max, sub, exp, row sum, the (unused) stats
@@ -28,6 +30,8 @@ struct cuda_sdpa;
 struct cuda_sdpa_desc {
 	int64_t b, h, sq, sk, d, dv;
 	int kt;				/* K is stored [B, H, D, Sk]: always refused (see the contract) */
+	int seq_major;			/* Q, K, V, O stored [B, S, H, D] */
+	int bf16;			/* BF16 tensors (else FP16) */
 	int has_mask;
 	int64_t mask_dims[4];		/* each 1 or the scores' dim ([B, H, Sq, Sk]); the last is Sk */
 	float scale;
