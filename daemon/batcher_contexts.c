@@ -86,25 +86,76 @@ contexts_in_background(const struct model_queue *q)
 /*
  * Allocate q's inflight batch contexts and build the first (all of them
  * when not in the background) on the compute stream, onto the free list.
+ * In the background the first is created without its graphs: it serves by
+ * running its plans, and the builder captures them once the other contexts
+ * serve (a ResNet-50's captures were a quarter of its restart).
  */
 int
 batcher_contexts_create(struct model_queue *q, int inflight, char **cause)
 {
-	int i, now;
+	int i, now, bg;
 
 	q->slots = xcalloc((size_t)inflight, sizeof *q->slots);
 	if (q->slots == NULL)
 		return error_set(cause, "out of memory");
 	q->nslots = inflight;
-	now = contexts_in_background(q) ? 1 : inflight;
+	bg = contexts_in_background(q);
+	now = bg ? 1 : inflight;
 	for (i = 0; i < now; i++) {
-		if (slot_build(q, &q->slots[i], q->compute, cause) != 0)
+		if ((bg ? slot_create(q, &q->slots[i], cause) : slot_build(q, &q->slots[i], q->compute, cause)) != 0)
 			return error_prefix(cause, "model '%s': batch context %d", q->model->name, i);
 		q->slots[i].next = q->free_slots;
 		q->free_slots = &q->slots[i];
 		q->nbuilt = i + 1;
 	}
+	q->capture_first = bg;
 	return 0;
+}
+
+/*
+ * Capture the first context's graphs on stream: taken off the free list
+ * when it comes back (waiting on q->returned, never on q->work, whose
+ * signals belong to the scheduler), captured, put back.  Ends early when
+ * q stops; a failed capture leaves the context serving by its plans.
+ */
+static void
+contexts_capture_first(struct model_queue *q, device_stream_t *stream)
+{
+	struct batch_slot *s = &q->slots[0], **pp = NULL;
+	char *cause = NULL;
+	uint64_t t0 = clock_now_us();
+	int rc;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->stopping) {
+		for (pp = &q->free_slots; *pp != NULL && *pp != s; pp = &(*pp)->next)
+			;
+		if (*pp == s)
+			break;
+		pthread_cond_wait(&q->returned, &q->lock);
+	}
+	if (q->stopping) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
+	*pp = s->next;
+	q->claimed++;
+	pthread_mutex_unlock(&q->lock);
+	rc = model_exec_capture(s->exec, stream, q->graph_rows, &cause);
+	if (rc != 0)
+		LOG_WARN("model '%s': batch context 1 serves without CUDA graphs: %s", q->model->name,
+		    cause != NULL ? cause : "?");
+	else
+		LOG_DEBUG("model '%s': batch context 1's graphs captured in the background in %.3f s", q->model->name,
+		    (double)(clock_now_us() - t0) / 1e6);
+	free(cause);
+	pthread_mutex_lock(&q->lock);
+	s->next = q->free_slots;
+	q->free_slots = s;
+	q->claimed--;
+	q->capture_first = 0;
+	pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->lock);
 }
 
 /* Count device allocations from now on (inferd_allocations_after_startup). */
@@ -132,8 +183,9 @@ contexts_builder_done(batcher_t *b)
  * The builder: q's contexts after the first, one at a time on a stream of
  * its own (a capture on the compute stream would take in the batches the
  * scheduler launches there), each onto the free list as soon as it is
- * ready.  One that fails is left out with a warning: the model serves on
- * with fewer contexts.  A stopping queue ends it between two contexts.
+ * ready, then the first context's graphs.  One that fails is left out with
+ * a warning: the model serves on with fewer contexts.  A stopping queue
+ * ends it between two contexts.
  */
 static void *
 contexts_builder_main(void *arg)
@@ -170,6 +222,8 @@ contexts_builder_main(void *arg)
 	} else if (!stop)
 		LOG_DEBUG("model '%s': %d more batch contexts built in the background in %.3f s", m->name,
 		    q->nslots - first, (double)(clock_now_us() - t0) / 1e6);
+	if (!stop && stream != NULL && q->capture_first)
+		contexts_capture_first(q, stream);
 	device_stream_destroy(stream);
 	free(cause);
 	contexts_builder_done(q->batcher);

@@ -83,6 +83,7 @@ struct model_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t work;			/* requests arrived, a slot freed, or stopping */
 	pthread_cond_t landed;			/* a batch was launched (for the completion thread) */
+	pthread_cond_t returned;		/* a batch context came back to the free list (the builder waits on it) */
 	struct client_fifo *ring_head, *ring_tail;
 	size_t nactive;				/* fifos in the ring */
 	size_t queued, queued_rows;
@@ -90,6 +91,8 @@ struct model_queue {
 	struct batch_slot *slots, *free_slots, *inflight_head, *inflight_tail;
 	int nslots;
 	int nbuilt;				/* slots[0..nbuilt) are built and serve (q->lock); the builder adds the rest */
+	int claimed;				/* built contexts the builder holds off the free list (q->lock) */
+	int capture_first;			/* slots[0] serves without graphs until the builder captures them */
 	int graph_rows;				/* rows up to which a context captures graphs */
 	pthread_t builder;			/* builds slots[nbuilt..nslots) after the load (batcher_background_contexts) */
 	int builder_started;

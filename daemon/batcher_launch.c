@@ -276,6 +276,7 @@ complete_inline(struct model_queue *q, struct batch_slot *s)
 	q->free_slots = s;
 	q->completing = 0;
 	pthread_cond_signal(&q->work);
+	pthread_cond_broadcast(&q->returned);
 	pthread_cond_broadcast(&q->landed);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -408,6 +409,7 @@ completion_main(void *arg)
 		s->next = q->free_slots;
 		q->free_slots = s;
 		pthread_cond_signal(&q->work);
+		pthread_cond_broadcast(&q->returned);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
@@ -426,7 +428,7 @@ batcher_queue_create(batcher_t *b, struct model_queue *q, const model_t *m,
 	q->graph_rows = graph_rows;
 	q->mm = b->metrics != NULL ? metrics_model_add(b->metrics, m->name) : NULL;
 	if ((rc = pthread_mutex_init(&q->lock, NULL)) != 0 || (rc = clock_cond_init(&q->work)) != 0 ||
-	    (rc = pthread_cond_init(&q->landed, NULL)) != 0)
+	    (rc = pthread_cond_init(&q->landed, NULL)) != 0 || (rc = pthread_cond_init(&q->returned, NULL)) != 0)
 		return error_set(cause, "model '%s': pthread init: %s", m->name, strerror(rc));
 	if (device_stream_create(q->dev, DEVICE_STREAM_COMPUTE, &q->compute, cause) != 0)
 		return error_prefix(cause, "model '%s': compute stream", m->name);
@@ -474,5 +476,6 @@ batcher_queue_destroy(struct model_queue *q)
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->work);
 	pthread_cond_destroy(&q->landed);
+	pthread_cond_destroy(&q->returned);
 	free(q);
 }

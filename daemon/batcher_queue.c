@@ -116,12 +116,12 @@ oldest_submit(struct model_queue *q)
 	return oldest;
 }
 
-/* Whether no batch of q is in flight: every built batch context is back on the free list. */
+/* Whether no batch of q is in flight: every built batch context is back on the free list (or the builder's). */
 static int
 queue_idle(const struct model_queue *q)
 {
 	const struct batch_slot *s;
-	int nfree = 0;
+	int nfree = q->claimed;
 
 	for (s = q->free_slots; s != NULL; s = s->next)
 		nfree++;
