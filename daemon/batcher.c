@@ -194,6 +194,7 @@ batcher_shutdown(batcher_t *b)
 		pthread_mutex_lock(&q->lock);
 		q->stopping = 1;
 		pthread_cond_broadcast(&q->work);
+		pthread_cond_broadcast(&q->returned);
 		pthread_mutex_unlock(&q->lock);
 	}
 	pthread_mutex_unlock(&b->lock);

@@ -132,7 +132,9 @@ contexts_capture_first(struct model_queue *q, device_stream_t *stream)
 			;
 		if (*pp == s)
 			break;
+		q->builder_waiting = 1;
 		pthread_cond_wait(&q->returned, &q->lock);
+		q->builder_waiting = 0;
 	}
 	if (q->stopping) {
 		pthread_mutex_unlock(&q->lock);

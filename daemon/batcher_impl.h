@@ -93,6 +93,7 @@ struct model_queue {
 	int nbuilt;				/* slots[0..nbuilt) are built and serve (q->lock); the builder adds the rest */
 	int claimed;				/* built contexts the builder holds off the free list (q->lock) */
 	int capture_first;			/* slots[0] serves without graphs until the builder captures them */
+	int builder_waiting;			/* the builder waits on `returned` (q->lock): only then is it broadcast */
 	int graph_rows;				/* rows up to which a context captures graphs */
 	pthread_t builder;			/* builds slots[nbuilt..nslots) after the load (batcher_background_contexts) */
 	int builder_started;

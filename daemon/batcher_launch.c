@@ -276,7 +276,9 @@ complete_inline(struct model_queue *q, struct batch_slot *s)
 	q->free_slots = s;
 	q->completing = 0;
 	pthread_cond_signal(&q->work);
-	pthread_cond_broadcast(&q->returned);
+	if (q->builder_waiting)
+		if (q->builder_waiting)
+			pthread_cond_broadcast(&q->returned);
 	pthread_cond_broadcast(&q->landed);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -409,7 +411,9 @@ completion_main(void *arg)
 		s->next = q->free_slots;
 		q->free_slots = s;
 		pthread_cond_signal(&q->work);
-		pthread_cond_broadcast(&q->returned);
+		if (q->builder_waiting)
+		if (q->builder_waiting)
+			pthread_cond_broadcast(&q->returned);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
@@ -461,6 +465,7 @@ batcher_queue_destroy(struct model_queue *q)
 		pthread_mutex_lock(&q->lock);
 		q->stopping = 1;
 		pthread_cond_broadcast(&q->work);
+		pthread_cond_broadcast(&q->returned);
 		pthread_mutex_unlock(&q->lock);
 		batcher_contexts_join_builder(q);
 		pthread_join(q->sched, NULL);

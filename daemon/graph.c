@@ -181,6 +181,26 @@ graph_shape_elems(const struct graph_shape *s)
 	return n;
 }
 
+/* ATTENTION's Q, K, V shapes in the dense form (graph.h). */
+int
+graph_attention_shapes(const struct graph_node *n, const struct graph_shape *const in[3], struct graph_shape out[3],
+    int64_t *heads)
+{
+	int sm = n->attr.attention.seq_major, r = in[0]->ndims, i;
+
+	if (r < (sm ? 3 : 2) || in[1]->ndims != r || in[2]->ndims != r || (sm && n->attr.attention.k_transposed))
+		return -1;
+	*heads = sm ? in[0]->dims[r - 2] : 1;
+	for (i = 0; i < 3; i++) {
+		out[i] = *in[i];
+		if (sm) {	/* [..., S, H, D] read as [..., H, S, D] */
+			out[i].dims[r - 3] = in[i]->dims[r - 2];
+			out[i].dims[r - 2] = in[i]->dims[r - 3];
+		}
+	}
+	return 0;
+}
+
 /* Free one node's names, index arrays and owned attributes. */
 static void
 graph_node_free(struct graph_node *n)

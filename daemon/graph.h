@@ -414,6 +414,13 @@ int graph_precision_parse(const char *name, int *out);
 const char *graph_op_name(enum graph_op op);
 /* Element count of a concrete shape (1 for rank 0). */
 int64_t graph_shape_elems(const struct graph_shape *s);
+/*
+ * An ATTENTION node's Q, K and V shapes (in[0..2]) in its dense form, [..., H, S, D] (a seq-major node's
+ * sequence and heads swapped) into out[0..2], and the heads' count (1 when not seq-major) into *heads; -1 when
+ * the ranks do not fit the node (one rank, at least 2; at least 3 and K not transposed when seq-major).
+ */
+int graph_attention_shapes(const struct graph_node *n, const struct graph_shape *const in[3], struct graph_shape out[3],
+    int64_t *heads);
 
 /* Free a graph's names, nodes, index arrays and owned constant data (NULL is ignored),
  * then the graph_t itself, which must come from malloc/calloc. */

@@ -117,52 +117,37 @@ shape_matmul(const graph_t *g, const struct graph_node *n, struct graph_shape *s
 	return gs_set_out(n, s, 0, &r, cause);
 }
 
-/* Swap dims i and j of a shape. */
-static void
-shape_swap_dims(struct graph_shape *x, int i, int j)
-{
-	int64_t t = x->dims[i];
-
-	x->dims[i] = x->dims[j];
-	x->dims[j] = t;
-}
-
 /*
  * ATTENTION: Q, K and V share their leading dims; K's depth is Q's, V's rows are K's; the mask broadcasts to the
- * scores.  seq_major tensors ([..., S, H, D]) are checked with their heads and sequence swapped, the output swapped back.
+ * scores.  seq_major tensors ([..., S, H, D]) are checked in the dense form, the output swapped back.
  */
 static int
 shape_attention(const graph_t *g, const struct graph_node *n, struct graph_shape *s, char **cause)
 {
-	struct graph_shape q = *in_shape(n, s, 0), k = *in_shape(n, s, 1), v = *in_shape(n, s, 2);
-	struct graph_shape scores, c, r;
-	int rank = q.ndims, kt = n->attr.attention.k_transposed, sm = n->attr.attention.seq_major, i;
+	const struct graph_shape *in[3] = { in_shape(n, s, 0), in_shape(n, s, 1), in_shape(n, s, 2) };
+	struct graph_shape qkv[3], scores, c, r;
+	const struct graph_shape *q = &qkv[0], *k = &qkv[1], *v = &qkv[2];
+	int rank = in[0]->ndims, kt = n->attr.attention.k_transposed, sm = n->attr.attention.seq_major, i;
+	int64_t heads;
 
 	(void)g;
-	if (rank < (sm ? 3 : 2) || k.ndims != rank || v.ndims != rank || (sm && kt))
+	if (graph_attention_shapes(n, in, qkv, &heads) != 0)
 		return gs_node_shape_error(n, cause, sm ? "seq-major attention needs Q, K and V of one rank, at least 3, "
-		    "K not transposed" : "attention needs Q, K and V of one rank, at least 2", &q);
-	if (sm) {
-		shape_swap_dims(&q, rank - 3, rank - 2);
-		shape_swap_dims(&k, rank - 3, rank - 2);
-		shape_swap_dims(&v, rank - 3, rank - 2);
-	}
+		    "K not transposed" : "attention needs Q, K and V of one rank, at least 2", in[0]);
 	for (i = 0; i < rank - 2; i++)
-		if (k.dims[i] != q.dims[i] || v.dims[i] != q.dims[i])
-			return gs_node_shape_error(n, cause, "attention's Q, K and V differ in their leading dims", &k);
-	if (k.dims[kt ? rank - 2 : rank - 1] != q.dims[rank - 1])
-		return gs_node_shape_error(n, cause, "attention's K has another depth than Q", &k);
-	if (v.dims[rank - 2] != k.dims[kt ? rank - 1 : rank - 2])
-		return gs_node_shape_error(n, cause, "attention's V has another length than K", &v);
-	scores = q;
-	scores.dims[rank - 1] = k.dims[kt ? rank - 1 : rank - 2];
+		if (k->dims[i] != q->dims[i] || v->dims[i] != q->dims[i])
+			return gs_node_shape_error(n, cause, "attention's Q, K and V differ in their leading dims", in[1]);
+	if (k->dims[kt ? rank - 2 : rank - 1] != q->dims[rank - 1])
+		return gs_node_shape_error(n, cause, "attention's K has another depth than Q", in[1]);
+	if (v->dims[rank - 2] != k->dims[kt ? rank - 1 : rank - 2])
+		return gs_node_shape_error(n, cause, "attention's V has another length than K", in[2]);
+	scores = *q;
+	scores.dims[rank - 1] = k->dims[kt ? rank - 1 : rank - 2];
 	if (n->ninputs > 3 && n->inputs[3] >= 0 &&
 	    (graph_shape_broadcast(&scores, in_shape(n, s, 3), &c) < 0 || !gs_shape_eq(&c, &scores)))
 		return gs_node_shape_error(n, cause, "attention's mask does not broadcast to the scores", in_shape(n, s, 3));
-	r = q;
-	r.dims[rank - 1] = v.dims[rank - 1];
-	if (sm)
-		shape_swap_dims(&r, rank - 3, rank - 2);
+	r = *in[0];	/* Q's layout, V's depth */
+	r.dims[rank - 1] = v->dims[rank - 1];
 	return gs_set_out(n, s, 0, &r, cause);
 }
 

@@ -42,35 +42,19 @@ attn_mask_strides(const struct graph_shape *m, struct attn_geom *a)
 	return 0;
 }
 
-/* Swap a shape's last two leading dims: a seq-major tensor's sequence and heads. */
-static void
-attn_swap_heads(struct graph_shape *x)
-{
-	int64_t t = x->dims[x->ndims - 3];
-
-	x->dims[x->ndims - 3] = x->dims[x->ndims - 2];
-	x->dims[x->ndims - 2] = t;
-}
-
 /* Read the geometry from the concrete shapes; -1 with a cause when they do not fit one another. */
 static int
 attn_geom_init(const struct cpu_node_ctx *c, struct attn_geom *a, char **cause)
 {
-	struct graph_shape qs = *cpu_in_shape(c, 0), ks = *cpu_in_shape(c, 1), vs = *cpu_in_shape(c, 2);
-	const struct graph_shape *q = &qs, *k = &ks, *v = &vs;
-	int kt = c->n->attr.attention.k_transposed, sm = c->n->attr.attention.seq_major, r = q->ndims, i;
+	const struct graph_shape *in[3] = { cpu_in_shape(c, 0), cpu_in_shape(c, 1), cpu_in_shape(c, 2) };
+	struct graph_shape qkv[3];
+	const struct graph_shape *q = &qkv[0], *k = &qkv[1], *v = &qkv[2];
+	int kt = c->n->attr.attention.k_transposed, r = in[0]->ndims, i;
 
 	memset(a, 0, sizeof *a);
-	if (r < (sm ? 3 : 2) || k->ndims != r || v->ndims != r || (sm && kt))
+	if (graph_attention_shapes(c->n, in, qkv, &a->nh) != 0)
 		return cpu_fail(cause, "node '%s': attention needs Q, K and V of one rank, at least 2 (3 seq-major, K "
 		    "not transposed)", c->n->name);
-	a->nh = 1;
-	if (sm) {	/* [..., S, H, D] read as [..., H, S, D] */
-		attn_swap_heads(&qs);
-		attn_swap_heads(&ks);
-		attn_swap_heads(&vs);
-		a->nh = qs.dims[r - 3];
-	}
 	a->rank = r;
 	a->sq = q->dims[r - 2];
 	a->d = q->dims[r - 1];

@@ -278,35 +278,18 @@ att_mask_strides(const struct graph_shape *m, const struct graph_shape *scores, 
 	return 0;
 }
 
-/* Swap a shape's last two leading dims: a seq-major tensor's sequence and heads. */
-static void
-att_swap_heads(struct graph_shape *x)
-{
-	int64_t t = x->dims[x->ndims - 3];
-
-	x->dims[x->ndims - 3] = x->dims[x->ndims - 2];
-	x->dims[x->ndims - 2] = t;
-}
-
 /* Read the shapes into the parameters; -1 with a cause when they do not fit one another. */
 static int
 att_geometry(const struct cuda_compile *cc, const struct graph_node *n, struct att_params *p, char **cause)
 {
-	struct graph_shape qs = *cuda_in_shape(cc, n, 0), ks = *cuda_in_shape(cc, n, 1), vs = *cuda_in_shape(cc, n, 2);
-	const struct graph_shape *q = &qs, *k = &ks, *v = &vs;
-	struct graph_shape scores;
-	int r = q->ndims, sm = n->attr.attention.seq_major;
+	const struct graph_shape *in[3] = { cuda_in_shape(cc, n, 0), cuda_in_shape(cc, n, 1), cuda_in_shape(cc, n, 2) };
+	struct graph_shape qkv[3], scores;
+	const struct graph_shape *q = &qkv[0], *k = &qkv[1], *v = &qkv[2];
+	int r = in[0]->ndims;
 
 	p->kt = n->attr.attention.k_transposed;
-	if (r < (sm ? 3 : 2) || k->ndims != r || v->ndims != r || (sm && p->kt))
+	if (graph_attention_shapes(n, in, qkv, &p->nh) != 0)
 		return error_set(cause, "attention needs Q, K and V of one rank, at least 2 (3 seq-major, K not transposed)");
-	p->nh = 1;
-	if (sm) {	/* [..., S, H, D] read as [..., H, S, D] */
-		att_swap_heads(&qs);
-		att_swap_heads(&ks);
-		att_swap_heads(&vs);
-		p->nh = qs.dims[r - 3];
-	}
 	p->sq = q->dims[r - 2];
 	p->d = q->dims[r - 1];
 	p->sk = p->kt ? k->dims[r - 1] : k->dims[r - 2];
