@@ -67,6 +67,13 @@ fi
 [ "$2" -le 1000 ] || fail "$2 wake-ups for 1000 requests (more than one each)"
 set -- $(run_load 4000 64)
 echo "polling, 4000 requests 64 in flight: $1 doorbells, $2 wake-ups, $3 batches"
+# A batch's completions wake a sleeping client once.  A busy machine can preempt the completion thread in the
+# middle of a batch long enough for the client to sleep again (CI's 2 cores running two tests: 359 wake-ups for
+# 108 batches once), so an excess is measured once more; a client woken per request fails both runs.
+if [ "$2" -gt $(($3 + $3 / 10 + 5)) ]; then
+	set -- $(run_load 4000 64)
+	echo "polling, 4000 requests 64 in flight, again: $1 doorbells, $2 wake-ups, $3 batches"
+fi
 [ "$2" -le $(($3 + $3 / 10 + 5)) ] || fail "$2 wake-ups for $3 batches of one client (not one a batch)"
 stop_daemon
 start_daemon --shm_poll_us=0
