@@ -152,24 +152,28 @@ struct attn_heads {
 	int nodes[4];		/* the Transposes of Q, K, V and of the output */
 };
 
-/*
- * When t is written by a Transpose read only by the pattern, whose perm keeps every axis but the last three, and
- * takes those from its input's last three in the order tail (relative to the first of them): that Transpose.
- */
+/* Whether x is a Transpose of rank r keeping every axis but the last three, which it takes in the order tail. */
+static int
+attn_perm_tail(const struct graph_node *x, int r, const int tail[3])
+{
+	int i;
+
+	if (x->op != GRAPH_OP_TRANSPOSE || r < 3 || x->attr.transpose.nperm != r || x->ninputs < 1 || x->noutputs != 1)
+		return 0;
+	for (i = 0; i < r; i++)
+		if (x->attr.transpose.perm[i] != (i < r - 3 ? i : r - 3 + tail[i - (r - 3)]))
+			return 0;
+	return 1;
+}
+
+/* When t is written by a Transpose read only by the pattern whose last three axes come in the order tail: that Transpose. */
 static int
 attn_transpose_tail(const struct fuse_ctx *c, int t, const int tail[3])
 {
-	int n = attn_step(c, t), r = c->probe[0][t].ndims, i;
-	const struct graph_node *x;
+	int n = attn_step(c, t), r = c->probe[0][t].ndims;
 
-	if (n < 0 || c->dead[n] || r < 3 || c->probe[1][t].ndims != r)
+	if (n < 0 || c->dead[n] || c->probe[1][t].ndims != r || !attn_perm_tail(&c->g->nodes[n], r, tail))
 		return -1;
-	x = &c->g->nodes[n];
-	if (x->op != GRAPH_OP_TRANSPOSE || x->attr.transpose.nperm != r || x->ninputs < 1 || x->noutputs != 1)
-		return -1;
-	for (i = 0; i < r; i++)
-		if (x->attr.transpose.perm[i] != (i < r - 3 ? i : r - 3 + tail[i - (r - 3)]))
-			return -1;
 	return n;
 }
 
@@ -184,20 +188,13 @@ attn_find_heads(const struct fuse_ctx *c, int n, const struct attn_match *m, str
 	static const int swap[3] = { 1, 0, 2 }, kt[3] = { 1, 2, 0 };
 	int y = c->g->nodes[n].outputs[0], t;
 
-	if (y < 0 || !fuse_single_use(c, y) || (t = fuse_consumer(c, y)) < 0 || c->g->nodes[t].op != GRAPH_OP_TRANSPOSE)
+	if (y < 0 || (t = fuse_consumer(c, y)) < 0)
+		return 0;
+	if (c->probe[1][y].ndims != c->probe[0][y].ndims || !attn_perm_tail(&c->g->nodes[t], c->probe[0][y].ndims, swap))
 		return 0;
 	h->nodes[0] = attn_transpose_tail(c, m->q, swap);
 	h->nodes[1] = attn_transpose_tail(c, m->kt, kt);
 	h->nodes[2] = attn_transpose_tail(c, m->v, swap);
-	if (c->probe[0][y].ndims < 3 || c->probe[1][y].ndims != c->probe[0][y].ndims ||
-	    c->g->nodes[t].attr.transpose.nperm != c->probe[0][y].ndims)
-		return 0;
-	for (int i = 0; i < c->probe[0][y].ndims; i++) {
-		int r = c->probe[0][y].ndims;
-
-		if (c->g->nodes[t].attr.transpose.perm[i] != (i < r - 3 ? i : r - 3 + swap[i - (r - 3)]))
-			return 0;
-	}
 	h->nodes[3] = t;
 	if (h->nodes[0] < 0 || h->nodes[1] < 0 || h->nodes[2] < 0 || h->nodes[1] == h->nodes[0] ||
 	    h->nodes[2] == h->nodes[0] || h->nodes[2] == h->nodes[1])
